@@ -1,0 +1,33 @@
+# The README's commands. Everything the project needs is installed by `make install`.
+SHELL := /bin/bash
+VENV := $(CURDIR)/.venv
+PY := $(VENV)/bin/python
+SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml' 2>/dev/null) Cargo.toml pyproject.toml
+
+.PHONY: install demo test test-rust test-python bench fuzz clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: $(SOURCES)
+	@command -v cargo >/dev/null || { echo "error: cargo (Rust) is required: install it with rustup" >&2; exit 2; }
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip 'maturin>=1.5,<2'
+	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop --release -q -E test
+	@touch $@
+
+demo: install
+	$(VENV)/bin/xlat demo
+
+test: install test-rust test-python
+
+test-rust:
+	cargo test --workspace --exclude xlat-py --release
+
+test-python: install
+	$(PY) -m pytest tests
+
+bench: install
+	$(PY) benches/run.py
+
+clean:
+	rm -rf target $(VENV) results

@@ -1,0 +1,392 @@
+//! Machine configuration: one flat table of dotted keys, each with a type, a default and a
+//! doc line. Presets (TOML in `configs/`) and `--set key=value` both land here, so unknown
+//! keys and impossible values are caught in one place, with the key's name in the error.
+
+use std::fmt;
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("unknown config key '{key}'{hint}")]
+    UnknownKey { key: String, hint: String },
+    #[error("config key '{key}': '{value}' is not {expected}")]
+    BadValue { key: String, value: String, expected: String },
+    #[error("config key '{key}': {why}")]
+    Invalid { key: String, why: String },
+}
+
+/// A value type a config key can hold.
+pub trait ConfigValue: Sized + Clone {
+    fn parse(s: &str) -> Option<Self>;
+    fn show(&self) -> String;
+    /// What a valid value looks like, for error messages ("an integer", "one of lru|srrip").
+    fn expected() -> String;
+}
+
+impl ConfigValue for u64 {
+    fn parse(s: &str) -> Option<Self> {
+        let t = s.trim().replace('_', "");
+        if let Some(h) = t.strip_prefix("0x") {
+            return u64::from_str_radix(h, 16).ok();
+        }
+        t.parse().ok().or_else(|| {
+            // Accept integral floats ("2048.0") as TOML and Python may produce them.
+            t.parse::<f64>().ok().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19).map(|f| f as u64)
+        })
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+    fn expected() -> String {
+        "a non-negative integer".into()
+    }
+}
+
+impl ConfigValue for f64 {
+    fn parse(s: &str) -> Option<Self> {
+        s.trim().parse().ok().filter(|f: &f64| f.is_finite())
+    }
+    fn show(&self) -> String {
+        format!("{self}")
+    }
+    fn expected() -> String {
+        "a number".into()
+    }
+}
+
+impl ConfigValue for bool {
+    fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Some(true),
+            "false" | "0" | "no" | "off" => Some(false),
+            _ => None,
+        }
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+    fn expected() -> String {
+        "true or false".into()
+    }
+}
+
+/// Declares a string-valued enum usable as a config value.
+macro_rules! config_enum {
+    ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($variant),+ }
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub fn name(&self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+        impl ConfigValue for $name {
+            fn parse(s: &str) -> Option<Self> {
+                match s.trim() { $($text => Some($name::$variant),)+ _ => None }
+            }
+            fn show(&self) -> String { self.name().to_string() }
+            fn expected() -> String {
+                let v: Vec<&str> = vec![$($text),+];
+                format!("one of {}", v.join("|"))
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.name()) }
+        }
+    };
+}
+
+config_enum!(
+    /// Replacement policy of a set-associative structure.
+    Policy { Lru = "lru", Srrip = "srrip", Random = "random", Fifo = "fifo" }
+);
+config_enum!(
+    /// Page-table format of an address space.
+    PtFormat { Radix4 = "radix4", Radix5 = "radix5" }
+);
+config_enum!(
+    /// Where page-walk reads enter the cache hierarchy.
+    WalkerPort { L1d = "l1d", L2 = "l2" }
+);
+config_enum!(
+    /// Page-size policy of the OS.
+    PagePolicy { Never = "never" }
+);
+
+/// Declares the configuration: one line per key.
+macro_rules! config {
+    ($( $field:ident : $ty:ty = $default:expr ; $key:literal ; $doc:literal ; )*) => {
+        /// Every knob of a simulated machine. Field `a_b_c` is config key `a.b.c`.
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct Config { $( pub $field: $ty, )* }
+
+        impl Default for Config {
+            fn default() -> Self { Config { $( $field: $default, )* } }
+        }
+
+        /// Documentation of one config key.
+        #[derive(Clone, Debug)]
+        pub struct KeyInfo {
+            pub key: &'static str,
+            pub default: String,
+            pub doc: &'static str,
+            pub expected: String,
+        }
+
+        impl Config {
+            pub const KEYS: &'static [&'static str] = &[$($key),*];
+
+            /// Set one key from its text form.
+            pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+                match key {
+                    $( $key => {
+                        self.$field = <$ty as ConfigValue>::parse(value).ok_or_else(|| ConfigError::BadValue {
+                            key: key.to_string(), value: value.to_string(), expected: <$ty as ConfigValue>::expected(),
+                        })?;
+                        Ok(())
+                    } )*
+                    _ => Err(unknown_key(key)),
+                }
+            }
+
+            /// The value of one key in text form.
+            pub fn get(&self, key: &str) -> Option<String> {
+                match key { $( $key => Some(self.$field.show()), )* _ => None }
+            }
+
+            /// Every key with its current value, in declaration order.
+            pub fn entries(&self) -> Vec<(&'static str, String)> {
+                vec![$( ($key, self.$field.show()), )*]
+            }
+
+            pub fn schema() -> Vec<KeyInfo> {
+                let d = Config::default();
+                vec![$( KeyInfo { key: $key, default: d.$field.show(), doc: $doc, expected: <$ty as ConfigValue>::expected() }, )*]
+            }
+        }
+    };
+}
+
+fn unknown_key(key: &str) -> ConfigError {
+    // Suggest the keys that share the longest dotted prefix with the unknown one.
+    let parts: Vec<&str> = key.split('.').collect();
+    for n in (1..parts.len()).rev() {
+        let prefix = format!("{}.", parts[..n].join("."));
+        let near: Vec<&str> = Config::KEYS.iter().copied().filter(|k| k.starts_with(&prefix)).collect();
+        if !near.is_empty() {
+            return ConfigError::UnknownKey { key: key.into(), hint: format!(" (keys under '{}': {})", &prefix[..prefix.len() - 1], near.join(", ")) };
+        }
+    }
+    let mut sections: Vec<&str> = Config::KEYS.iter().map(|k| k.split('.').next().unwrap()).collect();
+    sections.dedup();
+    ConfigError::UnknownKey { key: key.into(), hint: format!(" (sections: {})", sections.join(", ")) }
+}
+
+config! {
+    system_cores: u64 = 1; "system.cores"; "cores of the machine; a workload with N streams runs on cores 0..N-1";
+    core_freq_ghz: f64 = 2.0; "core.freq_ghz"; "core clock in GHz (converts DRAM nanoseconds to cycles)";
+    core_width: u64 = 4; "core.width"; "instructions dispatched per cycle";
+    core_rob: u64 = 224; "core.rob"; "reorder-buffer entries: how far dispatch may run ahead of the oldest unfinished instruction";
+    core_mshrs: u64 = 10; "core.mshrs"; "L1D misses in flight at once";
+    core_walkers: u64 = 2; "core.walkers"; "page walks in flight at once";
+    tlb_l1d_entries: u64 = 64; "tlb.l1d.entries"; "L1 DTLB entries for 4 KB pages (all sizes if tlb.l1d.unified)";
+    tlb_l1d_ways: u64 = 4; "tlb.l1d.ways"; "associativity of the 4 KB L1 DTLB array";
+    tlb_l1d_entries_2m: u64 = 32; "tlb.l1d.entries_2m"; "L1 DTLB entries for 2 MB pages (0: none)";
+    tlb_l1d_ways_2m: u64 = 4; "tlb.l1d.ways_2m"; "associativity of the 2 MB L1 DTLB array";
+    tlb_l1d_entries_1g: u64 = 4; "tlb.l1d.entries_1g"; "L1 DTLB entries for 1 GB pages (0: none)";
+    tlb_l1d_ways_1g: u64 = 4; "tlb.l1d.ways_1g"; "associativity of the 1 GB L1 DTLB array";
+    tlb_l1d_unified: bool = false; "tlb.l1d.unified"; "one L1 DTLB array holds every page size (Zen 3), sized by entries/ways";
+    tlb_l1d_latency: u64 = 1; "tlb.l1d.latency"; "L1 DTLB lookup cycles (overlapped with the L1D tag check)";
+    tlb_l1d_policy: Policy = Policy::Lru; "tlb.l1d.policy"; "L1 DTLB replacement policy";
+    tlb_l1i_entries: u64 = 128; "tlb.l1i.entries"; "L1 ITLB entries for 4 KB pages";
+    tlb_l1i_ways: u64 = 8; "tlb.l1i.ways"; "associativity of the 4 KB L1 ITLB array";
+    tlb_l1i_entries_2m: u64 = 8; "tlb.l1i.entries_2m"; "L1 ITLB entries for 2 MB pages (0: none)";
+    tlb_l1i_ways_2m: u64 = 8; "tlb.l1i.ways_2m"; "associativity of the 2 MB L1 ITLB array";
+    tlb_l1i_latency: u64 = 1; "tlb.l1i.latency"; "L1 ITLB lookup cycles";
+    tlb_l1i_policy: Policy = Policy::Lru; "tlb.l1i.policy"; "L1 ITLB replacement policy";
+    tlb_l2_entries: u64 = 1536; "tlb.l2.entries"; "unified L2 TLB entries (4 KB and 2 MB pages)";
+    tlb_l2_ways: u64 = 12; "tlb.l2.ways"; "L2 TLB associativity";
+    tlb_l2_entries_1g: u64 = 16; "tlb.l2.entries_1g"; "separate L2 TLB array for 1 GB pages (0: 1 GB pages are not held in L2)";
+    tlb_l2_ways_1g: u64 = 4; "tlb.l2.ways_1g"; "associativity of the 1 GB L2 TLB array";
+    tlb_l2_latency: u64 = 9; "tlb.l2.latency"; "L2 TLB lookup cycles, paid on every L1 TLB miss";
+    tlb_l2_policy: Policy = Policy::Lru; "tlb.l2.policy"; "L2 TLB replacement policy";
+    pwc_l5_entries: u64 = 0; "pwc.l5.entries"; "page-walk cache entries for L5 prefixes (VA[56:48], 5-level tables only)";
+    pwc_l4_entries: u64 = 4; "pwc.l4.entries"; "page-walk cache entries for L4 prefixes (VA[47:39] -> L3 node)";
+    pwc_l3_entries: u64 = 4; "pwc.l3.entries"; "page-walk cache entries for L3 prefixes (VA[47:30] -> L2 node)";
+    pwc_l2_entries: u64 = 24; "pwc.l2.entries"; "page-walk cache entries for L2 prefixes (VA[47:21] -> L1 node)";
+    pwc_latency: u64 = 1; "pwc.latency"; "page-walk cache lookup cycles (all levels in parallel)";
+    walker_port: WalkerPort = WalkerPort::L1d; "walker.port"; "cache level where page-walk reads enter (l1d as on Intel, l2 as on AMD)";
+    cache_l1i_size_kb: u64 = 32; "cache.l1i.size_kb"; "L1 instruction cache size in KB";
+    cache_l1i_ways: u64 = 8; "cache.l1i.ways"; "L1I associativity";
+    cache_l1i_latency: u64 = 4; "cache.l1i.latency"; "L1I hit latency in cycles";
+    cache_l1i_policy: Policy = Policy::Lru; "cache.l1i.policy"; "L1I replacement policy";
+    cache_l1i_energy_nj: f64 = 0.05; "cache.l1i.energy_nj"; "L1I dynamic energy per access (nJ)";
+    cache_l1d_size_kb: u64 = 32; "cache.l1d.size_kb"; "L1 data cache size in KB";
+    cache_l1d_ways: u64 = 8; "cache.l1d.ways"; "L1D associativity";
+    cache_l1d_latency: u64 = 4; "cache.l1d.latency"; "L1D load-to-use latency on a hit, in cycles";
+    cache_l1d_policy: Policy = Policy::Lru; "cache.l1d.policy"; "L1D replacement policy";
+    cache_l1d_energy_nj: f64 = 0.05; "cache.l1d.energy_nj"; "L1D dynamic energy per access (nJ)";
+    cache_l2_size_kb: u64 = 256; "cache.l2.size_kb"; "private L2 size in KB";
+    cache_l2_ways: u64 = 8; "cache.l2.ways"; "L2 associativity";
+    cache_l2_latency: u64 = 12; "cache.l2.latency"; "load-to-use latency of an L2 hit, in cycles";
+    cache_l2_policy: Policy = Policy::Lru; "cache.l2.policy"; "L2 replacement policy";
+    cache_l2_energy_nj: f64 = 0.12; "cache.l2.energy_nj"; "L2 dynamic energy per access (nJ)";
+    cache_llc_size_kb: u64 = 16384; "cache.llc.size_kb"; "shared last-level cache size in KB";
+    cache_llc_ways: u64 = 8; "cache.llc.ways"; "LLC associativity";
+    cache_llc_latency: u64 = 42; "cache.llc.latency"; "load-to-use latency of an LLC hit, in cycles";
+    cache_llc_policy: Policy = Policy::Lru; "cache.llc.policy"; "LLC replacement policy";
+    cache_llc_inclusive: bool = false; "cache.llc.inclusive"; "LLC evictions back-invalidate private caches";
+    cache_llc_energy_nj: f64 = 0.6; "cache.llc.energy_nj"; "LLC dynamic energy per access (nJ)";
+    dram_latency_ns: f64 = 50.0; "dram.latency_ns"; "DRAM access latency beyond the LLC, in ns";
+    dram_bandwidth_gbps: f64 = 0.0; "dram.bandwidth_gbps"; "DRAM bandwidth in GB/s for the queue model (0: unlimited)";
+    dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
+    pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format";
+    os_page_policy: PagePolicy = PagePolicy::Never; "os.page_policy"; "page sizes the OS maps (never: 4 KB only)";
+    os_fault_cycles: u64 = 2000; "os.fault_cycles"; "cycles charged per page fault (Linux minor anonymous fault, ~1 us)";
+    phys_size_gb: u64 = 64; "phys.size_gb"; "simulated physical memory in GB";
+}
+
+impl Config {
+    /// Build from (key, value) pairs applied in order over the defaults, then validate.
+    pub fn from_pairs<'a, I: IntoIterator<Item = (&'a str, &'a str)>>(pairs: I) -> Result<Config, ConfigError> {
+        let mut c = Config::default();
+        for (k, v) in pairs {
+            c.set(k, v)?;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Check the values together: geometries must be buildable.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn invalid(key: &str, why: String) -> ConfigError {
+            ConfigError::Invalid { key: key.into(), why }
+        }
+        fn geometry(key: &str, entries: u64, ways: u64, may_be_zero: bool) -> Result<(), ConfigError> {
+            if entries == 0 {
+                return if may_be_zero { Ok(()) } else { Err(invalid(key, "must be at least 1".into())) };
+            }
+            if ways == 0 {
+                return Err(invalid(key, "has 0 ways".into()));
+            }
+            if entries % ways != 0 {
+                return Err(invalid(key, format!("{entries} entries are not a multiple of {ways} ways")));
+            }
+            let sets = entries / ways;
+            if !sets.is_power_of_two() {
+                return Err(invalid(key, format!("{entries} entries / {ways} ways = {sets} sets, not a power of two")));
+            }
+            Ok(())
+        }
+        geometry("tlb.l1d.entries", self.tlb_l1d_entries, self.tlb_l1d_ways, false)?;
+        if !self.tlb_l1d_unified {
+            geometry("tlb.l1d.entries_2m", self.tlb_l1d_entries_2m, self.tlb_l1d_ways_2m, true)?;
+            geometry("tlb.l1d.entries_1g", self.tlb_l1d_entries_1g, self.tlb_l1d_ways_1g, true)?;
+        }
+        geometry("tlb.l1i.entries", self.tlb_l1i_entries, self.tlb_l1i_ways, false)?;
+        geometry("tlb.l1i.entries_2m", self.tlb_l1i_entries_2m, self.tlb_l1i_ways_2m, true)?;
+        geometry("tlb.l2.entries", self.tlb_l2_entries, self.tlb_l2_ways, false)?;
+        geometry("tlb.l2.entries_1g", self.tlb_l2_entries_1g, self.tlb_l2_ways_1g, true)?;
+        for (key, kb, ways) in [
+            ("cache.l1i.size_kb", self.cache_l1i_size_kb, self.cache_l1i_ways),
+            ("cache.l1d.size_kb", self.cache_l1d_size_kb, self.cache_l1d_ways),
+            ("cache.l2.size_kb", self.cache_l2_size_kb, self.cache_l2_ways),
+            ("cache.llc.size_kb", self.cache_llc_size_kb, self.cache_llc_ways),
+        ] {
+            geometry(key, kb * 1024 / crate::LINE_BYTES, ways, false)?;
+        }
+        for (key, v) in [
+            ("system.cores", self.system_cores),
+            ("core.width", self.core_width),
+            ("core.rob", self.core_rob),
+            ("core.mshrs", self.core_mshrs),
+            ("core.walkers", self.core_walkers),
+            ("phys.size_gb", self.phys_size_gb),
+        ] {
+            if v == 0 {
+                return Err(invalid(key, "must be at least 1".into()));
+            }
+        }
+        if self.system_cores > 256 {
+            return Err(invalid("system.cores", "at most 256 cores are supported".into()));
+        }
+        if self.phys_size_gb > 4096 {
+            return Err(invalid("phys.size_gb", "at most 4096 GB of physical memory is supported".into()));
+        }
+        if self.core_freq_ghz <= 0.0 {
+            return Err(invalid("core.freq_ghz", "must be positive".into()));
+        }
+        if self.pt_format == PtFormat::Radix4 && self.pwc_l5_entries > 0 {
+            return Err(invalid("pwc.l5.entries", "a 4-level table has no L5 level; set pt.format=radix5 or 0 entries".into()));
+        }
+        for (key, v) in [
+            ("cache.l1i.energy_nj", self.cache_l1i_energy_nj),
+            ("cache.l1d.energy_nj", self.cache_l1d_energy_nj),
+            ("cache.l2.energy_nj", self.cache_l2_energy_nj),
+            ("cache.llc.energy_nj", self.cache_llc_energy_nj),
+            ("dram.energy_nj", self.dram_energy_nj),
+            ("dram.latency_ns", self.dram_latency_ns),
+            ("dram.bandwidth_gbps", self.dram_bandwidth_gbps),
+        ] {
+            if v < 0.0 {
+                return Err(invalid(key, "must not be negative".into()));
+            }
+        }
+        Ok(())
+    }
+
+    /// DRAM latency in core cycles.
+    pub fn dram_latency_cycles(&self) -> u64 {
+        (self.dram_latency_ns * self.core_freq_ghz).round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid_and_round_trips() {
+        let c = Config::default();
+        c.validate().unwrap();
+        let pairs = c.entries();
+        let owned: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let back = Config::from_pairs(owned.iter().map(|(k, v)| (k.as_str(), v.as_str()))).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn unknown_key_names_its_neighbours() {
+        let e = Config::default().set("tlb.l2.entires", "5").unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("tlb.l2.entires"), "{msg}");
+        assert!(msg.contains("tlb.l2.entries"), "{msg}");
+        let e = Config::default().set("nosuch", "5").unwrap_err().to_string();
+        assert!(e.contains("sections: system, core, tlb"), "{e}");
+    }
+
+    #[test]
+    fn impossible_geometries_are_errors() {
+        let e = Config::from_pairs([("tlb.l2.entries", "0")]).unwrap_err().to_string();
+        assert_eq!(e, "config key 'tlb.l2.entries': must be at least 1");
+        let e = Config::from_pairs([("tlb.l2.entries", "1000")]).unwrap_err().to_string();
+        assert!(e.contains("not a multiple"), "{e}");
+        let e = Config::from_pairs([("tlb.l2.entries", "1200"), ("tlb.l2.ways", "12")]).unwrap_err().to_string();
+        assert!(e.contains("100 sets, not a power of two"), "{e}");
+        let e = Config::from_pairs([("cache.llc.policy", "plru")]).unwrap_err().to_string();
+        assert_eq!(e, "config key 'cache.llc.policy': 'plru' is not one of lru|srrip|random|fifo");
+        assert!(Config::from_pairs([("pwc.l5.entries", "2")]).is_err());
+        assert!(Config::from_pairs([("pwc.l5.entries", "2"), ("pt.format", "radix5")]).is_ok());
+    }
+
+    #[test]
+    fn values_parse_leniently_but_exactly() {
+        assert_eq!(u64::parse("1_536"), Some(1536));
+        assert_eq!(u64::parse("2048.0"), Some(2048));
+        assert_eq!(u64::parse("2048.5"), None);
+        assert_eq!(u64::parse("-1"), None);
+        assert_eq!(bool::parse("on"), Some(true));
+    }
+}

@@ -1,0 +1,1 @@
+//! xlat-workloads: workload kernels and trace formats.
