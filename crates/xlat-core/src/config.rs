@@ -212,6 +212,7 @@ config! {
     tlb_l2_ways_1g: u64 = 4; "tlb.l2.ways_1g"; "associativity of the 1 GB L2 TLB array";
     tlb_l2_latency: u64 = 9; "tlb.l2.latency"; "L2 TLB lookup cycles, paid on every L1 TLB miss";
     tlb_l2_policy: Policy = Policy::Lru; "tlb.l2.policy"; "L2 TLB replacement policy";
+    tlb_perfect: bool = false; "tlb.perfect"; "every translation hits the L1 TLB: no walks (measures what translation costs)";
     pwc_l5_entries: u64 = 0; "pwc.l5.entries"; "page-walk cache entries for L5 prefixes (VA[56:48], 5-level tables only)";
     pwc_l4_entries: u64 = 4; "pwc.l4.entries"; "page-walk cache entries for L4 prefixes (VA[47:39] -> L3 node)";
     pwc_l3_entries: u64 = 4; "pwc.l3.entries"; "page-walk cache entries for L3 prefixes (VA[47:30] -> L2 node)";

@@ -4,10 +4,25 @@
 //! TLBs, the page-walk caches and a walker that reads real page-table entries (built by the
 //! simulated OS in simulated physical memory) through the same caches as data.
 
+pub mod addr;
+pub mod assoc;
+pub mod cache;
 pub mod config;
+pub mod error;
+pub mod machine;
+pub mod os;
+pub mod phys;
+pub mod pt;
+pub mod repl;
+pub mod stats;
+pub mod timing;
+pub mod tlb;
 pub mod workload;
 
 pub use config::{Config, ConfigError};
+pub use error::SimError;
+pub use machine::{Machine, RunOptions};
+pub use stats::{StatValue, Stats};
 pub use workload::{Ref, RefKind, RefSource, Region, SourceError, VecSource};
 
 /// Version of the engine, reported in every result.
@@ -15,3 +30,21 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Cache line size in bytes; fixed, as in every machine the seeds evaluate.
 pub const LINE_BYTES: u64 = 64;
+
+/// Run one simulation: build the machine for `src`, optionally prefault its regions, run,
+/// and return the statistics. `progress(refs_done)` returning false interrupts the run.
+pub fn simulate(
+    cfg: &Config,
+    src: &mut dyn RefSource,
+    opts: RunOptions,
+    prefault: bool,
+    seed: u64,
+    progress: &mut dyn FnMut(u64) -> bool,
+) -> Result<Stats, SimError> {
+    let mut m = Machine::new(cfg, src.streams(), src.regions(), seed)?;
+    if prefault {
+        m.prefault()?;
+    }
+    m.run(src, opts, progress)?;
+    Ok(m.stats())
+}

@@ -1,0 +1,185 @@
+//! Set-associative, physically indexed, write-back caches whose lines know what they hold
+//! (data, page-table entries, TLB entries) and which core brought them in.
+
+use crate::assoc::SetAssoc;
+use crate::config::Policy;
+use crate::repl::LineKind;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct LineMeta {
+    pub dirty: bool,
+    pub owner: u8,
+}
+
+/// Counters of one cache, split by line kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheCounters {
+    pub accesses: [u64; 3],
+    pub misses: [u64; 3],
+    pub writebacks: u64,
+}
+
+/// A line pushed out of a cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Victim {
+    pub line: u64,
+    pub dirty: bool,
+    pub kind: LineKind,
+}
+
+pub struct Cache {
+    arr: SetAssoc<u64, LineMeta>,
+    pub latency: u64,
+    pub energy_nj: f64,
+    pub counters: CacheCounters,
+}
+
+impl Cache {
+    pub fn new(size_kb: u64, ways: u64, latency: u64, policy: Policy, energy_nj: f64, seed: u64) -> Cache {
+        let lines = size_kb * 1024 / crate::LINE_BYTES;
+        Cache {
+            arr: SetAssoc::new((lines / ways) as usize, ways as usize, policy, seed),
+            latency,
+            energy_nj,
+            counters: CacheCounters::default(),
+        }
+    }
+
+    /// A demand access to `line`. Returns whether it hit; a hit that writes marks the line dirty.
+    #[inline]
+    pub fn access(&mut self, line: u64, kind: LineKind, write: bool) -> bool {
+        self.counters.accesses[kind as usize] += 1;
+        let set = self.arr.set_of(line);
+        match self.arr.lookup(set, line) {
+            Some(slot) => {
+                if write {
+                    self.arr.val_mut(slot).dirty = true;
+                }
+                true
+            }
+            None => {
+                self.counters.misses[kind as usize] += 1;
+                false
+            }
+        }
+    }
+
+    /// Whether `line` is present (no side effects).
+    #[inline]
+    pub fn contains(&self, line: u64) -> bool {
+        self.arr.probe(self.arr.set_of(line), line).is_some()
+    }
+
+    /// Install `line` (absent) and return the victim, if any.
+    #[inline]
+    pub fn fill(&mut self, line: u64, kind: LineKind, dirty: bool, owner: u8) -> Option<Victim> {
+        let set = self.arr.set_of(line);
+        let (_, ev) = self.arr.insert(set, line, LineMeta { dirty, owner }, kind);
+        ev.map(|e| Victim { line: e.key, dirty: e.val.dirty, kind: e.kind })
+    }
+
+    /// Absorb a write-back from the level above: mark the line dirty, installing it if absent.
+    #[inline]
+    pub fn write_back(&mut self, line: u64, kind: LineKind, owner: u8) -> Option<Victim> {
+        self.counters.writebacks += 1;
+        let set = self.arr.set_of(line);
+        match self.arr.probe(set, line) {
+            Some(slot) => {
+                self.arr.val_mut(slot).dirty = true;
+                None
+            }
+            None => self.fill(line, kind, true, owner),
+        }
+    }
+
+    /// Remove `line`; returns whether it was dirty, or `None` if absent.
+    #[inline]
+    pub fn invalidate(&mut self, line: u64) -> Option<bool> {
+        let set = self.arr.set_of(line);
+        let slot = self.arr.probe(set, line)?;
+        self.arr.invalidate_slot(slot).map(|e| e.val.dirty)
+    }
+
+    pub fn total_accesses(&self) -> u64 {
+        self.counters.accesses.iter().sum::<u64>()
+    }
+
+    pub fn total_misses(&self) -> u64 {
+        self.counters.misses.iter().sum::<u64>()
+    }
+}
+
+/// DRAM: a fixed latency plus, optionally, a single queue that serves one 64-byte line
+/// per `service` cycles (a bandwidth model: requests that arrive while it is busy wait).
+pub struct Dram {
+    latency: u64,
+    /// Service time per line in 1/256 cycles (0: unlimited bandwidth).
+    service_x256: u64,
+    busy_until_x256: u64,
+    pub energy_nj: f64,
+    pub reads: u64,
+    pub writes: u64,
+    pub queue_cycles: u64,
+}
+
+impl Dram {
+    pub fn new(latency: u64, bandwidth_gbps: f64, freq_ghz: f64, energy_nj: f64) -> Dram {
+        let service_x256 = if bandwidth_gbps > 0.0 {
+            (crate::LINE_BYTES as f64 / bandwidth_gbps * freq_ghz * 256.0).round() as u64
+        } else {
+            0
+        };
+        Dram { latency, service_x256, busy_until_x256: 0, energy_nj, reads: 0, writes: 0, queue_cycles: 0 }
+    }
+
+    /// Latency of an access issued at cycle `now`.
+    #[inline]
+    pub fn access(&mut self, now: u64, write: bool) -> u64 {
+        if write {
+            self.writes += 1;
+        } else {
+            self.reads += 1;
+        }
+        if self.service_x256 == 0 {
+            return self.latency;
+        }
+        let now_x256 = now << 8;
+        let start = self.busy_until_x256.max(now_x256);
+        self.busy_until_x256 = start + self.service_x256;
+        let wait = (start - now_x256) >> 8;
+        self.queue_cycles += wait;
+        // Write-backs occupy the channel but nobody waits for them.
+        if write { 0 } else { self.latency + wait }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_back_marks_and_victims_carry_dirt() {
+        // 2 sets x 2 ways.
+        let mut c = Cache { arr: SetAssoc::new(2, 2, Policy::Lru, 1), latency: 4, energy_nj: 0.0, counters: Default::default() };
+        assert!(!c.access(0, LineKind::Data, false));
+        assert!(c.fill(0, LineKind::Data, false, 0).is_none());
+        assert!(c.access(0, LineKind::Data, true));
+        assert!(c.fill(2, LineKind::PageTable, false, 0).is_none());
+        let v = c.fill(4, LineKind::Data, false, 0).unwrap();
+        assert_eq!(v, Victim { line: 0, dirty: true, kind: LineKind::Data });
+        assert_eq!(c.counters.misses, [1, 0, 0]);
+    }
+
+    #[test]
+    fn dram_queue_adds_waiting_time() {
+        // 64 B at 32 GB/s and 2 GHz = 4 cycles per line.
+        let mut d = Dram::new(100, 32.0, 2.0, 1.0);
+        assert_eq!(d.access(0, false), 100);
+        assert_eq!(d.access(0, false), 104);
+        assert_eq!(d.access(0, false), 108);
+        assert_eq!(d.access(1000, false), 100);
+        assert_eq!(d.queue_cycles, 12);
+        let mut free = Dram::new(100, 0.0, 2.0, 1.0);
+        assert_eq!(free.access(0, false) + free.access(0, false), 200);
+    }
+}

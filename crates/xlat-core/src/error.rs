@@ -1,0 +1,24 @@
+//! Why a simulation could not complete.
+use crate::pt::PtError;
+use crate::workload::SourceError;
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum SimError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("{0} (raise phys.size_gb)")]
+    PageTable(#[from] PtError),
+    #[error("simulated physical memory ({gb} GB) is exhausted mapping virtual address {va:#x}; raise phys.size_gb")]
+    OutOfMemory { gb: u64, va: u64 },
+    #[error("virtual address {va:#x} is outside the {bits}-bit user address space of pt.format={format}")]
+    BadAddress { va: u64, bits: u32, format: &'static str },
+    #[error("the workload has {streams} streams but the machine has {cores} cores (system.cores)")]
+    TooManyStreams { streams: usize, cores: u64 },
+    #[error("the workload has no streams")]
+    NoStreams,
+    #[error("--prefault needs a workload that declares its memory regions (traces do not)")]
+    NothingToPrefault,
+    #[error("interrupted")]
+    Interrupted,
+}

@@ -1,0 +1,654 @@
+//! The machine: cores (timing window, TLBs, page-walk caches, private caches), a shared LLC
+//! and DRAM, and the OS. Its event loop advances the core with the smallest local clock,
+//! one reference at a time, so shared structures see a deterministic interleaving.
+
+use crate::addr::{PageSize, VirtAddr};
+use crate::cache::{Cache, Dram};
+use crate::config::{Config, PtFormat, WalkerPort};
+use crate::error::SimError;
+use crate::os::Os;
+use crate::pt::{NO_NODE, PTE_A, PTE_D, PTE_P, PTE_PS};
+use crate::repl::LineKind;
+use crate::stats::{CoreCounters, Stats};
+use crate::timing::Window;
+use crate::tlb::{Ctx, Invalidate, Pwc, TlbEntry, TlbLevel};
+use crate::workload::{Ref, RefKind, RefSource};
+
+/// Where an access was served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Served {
+    L1 = 0,
+    L2 = 1,
+    Llc = 2,
+    Dram = 3,
+}
+
+/// Where an access enters the hierarchy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Port {
+    L1i,
+    L1d,
+    L2,
+}
+
+/// One core: timing window, TLBs, page-walk caches, private caches.
+pub struct Core {
+    pub window: Window,
+    pub l1i: Cache,
+    pub l1d: Cache,
+    pub l2: Cache,
+    pub itlb: TlbLevel,
+    pub dtlb: TlbLevel,
+    pub stlb: TlbLevel,
+    pub pwc: Pwc,
+    /// Address space this core runs.
+    pub space: usize,
+    pub ctx: Ctx,
+    pub counters: CoreCounters,
+    /// Instructions and cycles at the last statistics reset.
+    base_instr: u64,
+    base_cycles: u64,
+}
+
+impl Core {
+    fn new(cfg: &Config, id: u64, seed: u64) -> Core {
+        use PageSize::*;
+        let s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(id << 8);
+        let dtlb = if cfg.tlb_l1d_unified {
+            TlbLevel::new(&[(cfg.tlb_l1d_entries, cfg.tlb_l1d_ways, &[Size4K, Size2M, Size1G])], cfg.tlb_l1d_policy, s + 1)
+        } else {
+            TlbLevel::new(
+                &[
+                    (cfg.tlb_l1d_entries, cfg.tlb_l1d_ways, &[Size4K]),
+                    (cfg.tlb_l1d_entries_2m, cfg.tlb_l1d_ways_2m, &[Size2M]),
+                    (cfg.tlb_l1d_entries_1g, cfg.tlb_l1d_ways_1g, &[Size1G]),
+                ],
+                cfg.tlb_l1d_policy,
+                s + 1,
+            )
+        };
+        let itlb = TlbLevel::new(
+            &[(cfg.tlb_l1i_entries, cfg.tlb_l1i_ways, &[Size4K]), (cfg.tlb_l1i_entries_2m, cfg.tlb_l1i_ways_2m, &[Size2M])],
+            cfg.tlb_l1i_policy,
+            s + 2,
+        );
+        let stlb = TlbLevel::new(
+            &[(cfg.tlb_l2_entries, cfg.tlb_l2_ways, &[Size4K, Size2M]), (cfg.tlb_l2_entries_1g, cfg.tlb_l2_ways_1g, &[Size1G])],
+            cfg.tlb_l2_policy,
+            s + 3,
+        );
+        let mut pwc_entries = [0, 0, cfg.pwc_l2_entries, cfg.pwc_l3_entries, cfg.pwc_l4_entries, cfg.pwc_l5_entries];
+        if cfg.pt_format == PtFormat::Radix4 {
+            pwc_entries[5] = 0;
+        }
+        Core {
+            window: Window::new(cfg.core_width, cfg.core_rob, cfg.core_mshrs, cfg.core_walkers),
+            l1i: Cache::new(cfg.cache_l1i_size_kb, cfg.cache_l1i_ways, cfg.cache_l1i_latency, cfg.cache_l1i_policy, cfg.cache_l1i_energy_nj, s + 4),
+            l1d: Cache::new(cfg.cache_l1d_size_kb, cfg.cache_l1d_ways, cfg.cache_l1d_latency, cfg.cache_l1d_policy, cfg.cache_l1d_energy_nj, s + 5),
+            l2: Cache::new(cfg.cache_l2_size_kb, cfg.cache_l2_ways, cfg.cache_l2_latency, cfg.cache_l2_policy, cfg.cache_l2_energy_nj, s + 6),
+            itlb,
+            dtlb,
+            stlb,
+            pwc: Pwc::new(pwc_entries, s + 7),
+            space: 0,
+            ctx: 1,
+            counters: CoreCounters::default(),
+            base_instr: 0,
+            base_cycles: 0,
+        }
+    }
+
+    pub fn instructions(&self) -> u64 {
+        self.window.instructions() - self.base_instr
+    }
+
+    pub fn cycles(&self) -> u64 {
+        self.window.cycles() - self.base_cycles
+    }
+}
+
+/// How much to run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// Stop after this many references (after warm-up), summed over cores.
+    pub max_refs: Option<u64>,
+    /// References simulated before statistics are reset.
+    pub warmup: u64,
+}
+
+/// How often the progress callback runs, in references.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+const BATCH: usize = 4096;
+
+pub struct Machine {
+    cfg: Config,
+    pub cores: Vec<Core>,
+    pub llc: Cache,
+    pub dram: Dram,
+    pub os: Os,
+    dram_latency: u64,
+    top: u8,
+    /// Cores that run a stream (the rest idle).
+    active: usize,
+}
+
+impl Machine {
+    /// Build the machine for a workload with `streams` streams, one process whose regions
+    /// are `regions`. The config must have been validated.
+    pub fn new(cfg: &Config, streams: usize, regions: Vec<crate::Region>, seed: u64) -> Result<Machine, SimError> {
+        if streams == 0 {
+            return Err(SimError::NoStreams);
+        }
+        if streams as u64 > cfg.system_cores {
+            return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores });
+        }
+        let mut os = Os::new(cfg);
+        let space = os.create_space(regions)?;
+        let ctx = os.spaces[space].ctx;
+        let cores = (0..streams as u64)
+            .map(|i| {
+                let mut c = Core::new(cfg, i, seed);
+                c.space = space;
+                c.ctx = ctx;
+                c
+            })
+            .collect();
+        Ok(Machine {
+            cores,
+            llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c),
+            dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj),
+            os,
+            dram_latency: cfg.dram_latency_cycles(),
+            top: match cfg.pt_format {
+                PtFormat::Radix4 => 4,
+                PtFormat::Radix5 => 5,
+            },
+            active: streams,
+            cfg: cfg.clone(),
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Map every page of the workload's regions now.
+    pub fn prefault(&mut self) -> Result<(), SimError> {
+        if self.os.spaces.iter().all(|sp| sp.regions.is_empty()) {
+            return Err(SimError::NothingToPrefault);
+        }
+        for s in 0..self.os.spaces.len() {
+            self.os.prefault(s)?;
+        }
+        Ok(())
+    }
+
+    /// One access to `line` by core `c`, entering at `port`. Fills every level on the way
+    /// back (non-inclusive, non-exclusive; inclusive LLC back-invalidates on eviction).
+    /// Returns the load-to-use latency and where it was served.
+    #[inline]
+    fn access(&mut self, c: usize, line: u64, kind: LineKind, write: bool, port: Port, now: u64) -> (u64, Served) {
+        let owner = c as u8;
+        let core = &mut self.cores[c];
+        let l1 = match port {
+            Port::L1d => Some(&mut core.l1d),
+            Port::L1i => Some(&mut core.l1i),
+            Port::L2 => None,
+        };
+        if let Some(l1) = l1 {
+            if l1.access(line, kind, write) {
+                return (l1.latency, Served::L1);
+            }
+        }
+        let (lat, served) = if core.l2.access(line, kind, false) {
+            (core.l2.latency, Served::L2)
+        } else if self.llc.access(line, kind, false) {
+            (self.llc.latency, Served::Llc)
+        } else {
+            let lat = self.llc.latency + self.dram.access(now, false);
+            if let Some(v) = self.llc.fill(line, kind, false, owner) {
+                self.evict_from_llc(v.line, v.dirty, now);
+            }
+            (lat, Served::Dram)
+        };
+        let core = &mut self.cores[c];
+        if served != Served::L2 {
+            // The line is now in the LLC; install it in L2.
+            if let Some(v) = core.l2.fill(line, kind, write && port == Port::L2, owner) {
+                if v.dirty {
+                    if let Some(w) = self.llc.write_back(v.line, v.kind, owner) {
+                        self.evict_from_llc(w.line, w.dirty, now);
+                    }
+                }
+            }
+        }
+        let core = &mut self.cores[c];
+        let l1 = match port {
+            Port::L1d => &mut core.l1d,
+            Port::L1i => &mut core.l1i,
+            Port::L2 => return (lat, served),
+        };
+        if let Some(v) = l1.fill(line, kind, write, owner) {
+            if v.dirty {
+                if let Some(w) = core.l2.write_back(v.line, v.kind, owner) {
+                    if w.dirty {
+                        if let Some(x) = self.llc.write_back(w.line, w.kind, owner) {
+                            self.evict_from_llc(x.line, x.dirty, now);
+                        }
+                    }
+                }
+            }
+        }
+        (lat, served)
+    }
+
+    /// A line left the LLC: write it to DRAM if dirty; with an inclusive LLC, remove copies
+    /// from every private cache first (their dirty data goes to DRAM too).
+    fn evict_from_llc(&mut self, line: u64, mut dirty: bool, now: u64) {
+        if self.cfg.cache_llc_inclusive {
+            for core in &mut self.cores {
+                for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
+                    dirty |= cache.invalidate(line).unwrap_or(false);
+                }
+            }
+        }
+        if dirty {
+            self.dram.access(now, true);
+        }
+    }
+
+    /// A page walk for `va` on core `c` starting at cycle `now`. Reads real entries
+    /// through the caches, sets A (and D for a store) bits as hardware does, fills the
+    /// page-walk caches, and asks the OS to map the page on a fault (then walks again).
+    /// Returns the translation and the cycles the walk took.
+    fn walk(&mut self, c: usize, va: VirtAddr, write: bool, now: u64) -> Result<(TlbEntry, PageSize, u64), SimError> {
+        let port = match self.cfg.walker_port {
+            WalkerPort::L1d => Port::L1d,
+            WalkerPort::L2 => Port::L2,
+        };
+        let mut latency = 0u64;
+        let mut faulted = false;
+        loop {
+            let core = &mut self.cores[c];
+            let (ctx, space) = (core.ctx, core.space);
+            let root = self.os.spaces[space].root;
+            let mut hits = [false; 6];
+            let start = core.pwc.lookup(va, ctx, self.top, &mut hits);
+            latency += self.cfg.pwc_latency;
+            let k = &mut core.counters;
+            for (level, (h, m)) in [
+                (2, (&mut k.pwc_l2_hits, &mut k.pwc_l2_misses)),
+                (3, (&mut k.pwc_l3_hits, &mut k.pwc_l3_misses)),
+                (4, (&mut k.pwc_l4_hits, &mut k.pwc_l4_misses)),
+                (5, (&mut k.pwc_l5_hits, &mut k.pwc_l5_misses)),
+            ] {
+                if core.pwc.has_level(level) {
+                    if hits[level as usize] {
+                        *h += 1;
+                    } else {
+                        *m += 1;
+                    }
+                }
+            }
+            let (mut level, mut node) = match start {
+                Some(h) => (h.level, h.node),
+                None => (self.top, root),
+            };
+            loop {
+                let idx = va.index(level);
+                let pte_addr = self.os.pt.node(node).entry_addr(idx);
+                let (lat, served) = self.access(c, pte_addr.line(), LineKind::PageTable, false, port, now + latency);
+                latency += lat;
+                let k = &mut self.cores[c].counters;
+                k.walk_steps += 1;
+                match served {
+                    Served::L1 => k.pte_l1 += 1,
+                    Served::L2 => k.pte_l2 += 1,
+                    Served::Llc => k.pte_llc += 1,
+                    Served::Dram => k.pte_dram += 1,
+                }
+                let e = self.os.pt.entry(node, idx);
+                if e & PTE_P == 0 {
+                    break; // not mapped: fault below
+                }
+                let leaf_size = match level {
+                    1 => Some(PageSize::Size4K),
+                    2 if e & PTE_PS != 0 => Some(PageSize::Size2M),
+                    3 if e & PTE_PS != 0 => Some(PageSize::Size1G),
+                    _ => None,
+                };
+                // Hardware sets the accessed bit of every entry it uses, and the dirty bit
+                // of the leaf when the access is a store.
+                let mut set = PTE_A;
+                if leaf_size.is_some() && write {
+                    set |= PTE_D;
+                }
+                if e & set != set {
+                    self.os.pt.set_bits(node, idx, set);
+                }
+                if let Some(size) = leaf_size {
+                    let frame = (e & crate::pt::PTE_PFN_MASK) >> 12;
+                    let dirty = (e | set) & PTE_D != 0;
+                    return Ok((TlbEntry { frame, dirty }, size, latency));
+                }
+                let child = self.os.pt.node(node).children[idx];
+                debug_assert_ne!(child, NO_NODE);
+                self.cores[c].pwc.fill(va, ctx, level, child);
+                node = child;
+                level -= 1;
+            }
+            if faulted {
+                unreachable!("the OS mapped {:#x} but the walk still faults", va.0);
+            }
+            faulted = true;
+            self.os.fault(space, va, write)?;
+            let k = &mut self.cores[c].counters;
+            k.faults += 1;
+            k.fault_cycles += self.cfg.os_fault_cycles;
+            latency += self.cfg.os_fault_cycles;
+        }
+    }
+
+    /// Translate `va` for core `c` at cycle `t`: L1 TLB, L2 TLB, then a walk. Returns the
+    /// page's first frame, its size and the cycle the translation is known.
+    #[inline]
+    fn translate(&mut self, c: usize, va: VirtAddr, kind: RefKind, t: u64) -> Result<(u64, PageSize, u64), SimError> {
+        let write = kind == RefKind::Store;
+        let fetch = kind == RefKind::Fetch;
+        if self.cfg.tlb_perfect {
+            return self.translate_perfect(c, va, write, t);
+        }
+        let core = &mut self.cores[c];
+        let ctx = core.ctx;
+        let l1 = if fetch { &mut core.itlb } else { &mut core.dtlb };
+        let k = &mut core.counters;
+        if fetch {
+            k.l1i_tlb_accesses += 1;
+        } else {
+            k.l1d_tlb_accesses += 1;
+        }
+        if let Some((e, size)) = l1.lookup(va, ctx) {
+            if !(write && !e.dirty) {
+                if fetch {
+                    k.l1i_tlb_hits += 1;
+                } else {
+                    k.l1d_tlb_hits += 1;
+                    match size {
+                        PageSize::Size4K => k.l1d_tlb_hits_4k += 1,
+                        PageSize::Size2M => k.l1d_tlb_hits_2m += 1,
+                        PageSize::Size1G => k.l1d_tlb_hits_1g += 1,
+                    }
+                }
+                return Ok((e.frame, size, t));
+            }
+            // A store through a clean translation: the hardware walks to set the PTE's D bit.
+            k.dirty_walks += 1;
+            return self.walk_and_fill(c, va, write, fetch, t);
+        }
+        if fetch {
+            k.l1i_tlb_misses += 1;
+        } else {
+            k.l1d_tlb_misses += 1;
+        }
+        k.l2_tlb_accesses += 1;
+        let t2 = t + self.cfg.tlb_l2_latency;
+        if let Some((e, size)) = core.stlb.lookup(va, ctx) {
+            if !(write && !e.dirty) {
+                k.l2_tlb_hits += 1;
+                let l1 = if fetch { &mut core.itlb } else { &mut core.dtlb };
+                l1.insert(va, size, ctx, e);
+                return Ok((e.frame, size, t2));
+            }
+            k.l2_tlb_hits += 1;
+            k.dirty_walks += 1;
+        } else {
+            k.l2_tlb_misses += 1;
+        }
+        self.walk_and_fill(c, va, write, fetch, t2)
+    }
+
+    fn walk_and_fill(&mut self, c: usize, va: VirtAddr, write: bool, fetch: bool, t: u64) -> Result<(u64, PageSize, u64), SimError> {
+        let (e, size, lat) = self.walk(c, va, write, t)?;
+        let core = &mut self.cores[c];
+        let start = core.window.walkers.acquire(t, lat);
+        let done = start + lat;
+        let k = &mut core.counters;
+        k.walks += 1;
+        k.record_walk_cycles(done - t);
+        let ctx = core.ctx;
+        core.stlb.insert(va, size, ctx, e);
+        if fetch {
+            core.itlb.insert(va, size, ctx, e);
+        } else {
+            core.dtlb.insert(va, size, ctx, e);
+        }
+        Ok((e.frame, size, done))
+    }
+
+    fn translate_perfect(&mut self, c: usize, va: VirtAddr, write: bool, t: u64) -> Result<(u64, PageSize, u64), SimError> {
+        let space = self.cores[c].space;
+        if let Some((frame, size)) = self.os.translate(space, va) {
+            return Ok((frame.0, size, t));
+        }
+        self.os.fault(space, va, write)?;
+        let k = &mut self.cores[c].counters;
+        k.faults += 1;
+        k.fault_cycles += self.cfg.os_fault_cycles;
+        let (frame, size) = self.os.translate(space, va).expect("the fault handler mapped the page");
+        Ok((frame.0, size, t + self.cfg.os_fault_cycles))
+    }
+
+    /// Simulate one reference on core `c`.
+    #[inline]
+    pub fn step(&mut self, c: usize, r: Ref) -> Result<(), SimError> {
+        let kind = r.kind();
+        let issue = self.cores[c].window.dispatch(r.inst_delta, r.is_dependent());
+        let va = VirtAddr(r.va);
+        let (frame, size, t) = self.translate(c, va, kind, issue)?;
+        let pa = (frame << 12) + va.offset(size);
+        let port = if kind == RefKind::Fetch { Port::L1i } else { Port::L1d };
+        let write = kind == RefKind::Store;
+        let (lat, served) = self.access(c, pa >> 6, LineKind::Data, write, port, t);
+        let core = &mut self.cores[c];
+        let k = &mut core.counters;
+        k.refs += 1;
+        k.translation_cycles += t - issue;
+        match kind {
+            RefKind::Load => k.loads += 1,
+            RefKind::Store => k.stores += 1,
+            RefKind::Fetch => k.fetches += 1,
+        }
+        match served {
+            Served::L1 => k.data_l1 += 1,
+            Served::L2 => k.data_l2 += 1,
+            Served::Llc => k.data_llc += 1,
+            Served::Dram => k.data_dram += 1,
+        }
+        let start = if served == Served::L1 { t } else { core.window.mshrs.acquire(t, lat) };
+        // Stores retire into the store buffer once translated; their misses do not hold
+        // up retirement (but do occupy an MSHR).
+        let complete = if write { t + 1 } else { start + lat };
+        core.window.complete(complete);
+        Ok(())
+    }
+
+    /// Zero every statistic, keeping all state (caches, TLBs, page tables): the end of
+    /// warm-up.
+    pub fn reset_stats(&mut self) {
+        for core in &mut self.cores {
+            core.counters = CoreCounters::default();
+            core.base_instr = core.window.instructions();
+            core.base_cycles = core.window.cycles();
+            core.window.rob_stall_cycles = 0;
+            for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
+                cache.counters = Default::default();
+            }
+        }
+        self.llc.counters = Default::default();
+        let (lat, e) = (self.dram_latency, self.dram.energy_nj);
+        self.dram = Dram::new(lat, self.cfg.dram_bandwidth_gbps, self.cfg.core_freq_ghz, e);
+    }
+
+    /// Run `src` to its end or to `opts.max_refs`. `progress(refs_done)` is called every
+    /// [`PROGRESS_EVERY`] references; returning false interrupts the run.
+    pub fn run(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
+        let n = self.active;
+        let mut batches: Vec<Vec<Ref>> = (0..n).map(|_| Vec::with_capacity(BATCH)).collect();
+        let mut pos = vec![0usize; n];
+        let mut ended = vec![false; n];
+        let mut done: u64 = 0;
+        let mut warm = opts.warmup == 0;
+        let limit = opts.max_refs.map(|m| m + opts.warmup).unwrap_or(u64::MAX);
+        let mut next_progress = PROGRESS_EVERY;
+        'run: while done < limit {
+            // The core with the smallest local clock goes next (ties: lowest id).
+            let mut c = usize::MAX;
+            let mut best = u64::MAX;
+            for i in 0..n {
+                if !ended[i] && (c == usize::MAX || self.cores[i].window.now() < best) {
+                    best = self.cores[i].window.now();
+                    c = i;
+                }
+            }
+            if c == usize::MAX {
+                break;
+            }
+            if pos[c] == batches[c].len() {
+                src.next_batch(c, &mut batches[c])?;
+                pos[c] = 0;
+                if batches[c].is_empty() {
+                    ended[c] = true;
+                    continue;
+                }
+            }
+            // One core: run the batch in a tight loop. Several: one reference, then re-pick.
+            let left = usize::try_from(limit - done).unwrap_or(usize::MAX);
+            let end = if n == 1 { batches[c].len().min(pos[c].saturating_add(left)) } else { pos[c] + 1 };
+            while pos[c] < end {
+                let r = batches[c][pos[c]];
+                pos[c] += 1;
+                self.step(c, r)?;
+                done += 1;
+                if !warm && done == opts.warmup {
+                    self.reset_stats();
+                    warm = true;
+                }
+                if done >= next_progress {
+                    next_progress += PROGRESS_EVERY;
+                    if !progress(done) {
+                        return Err(SimError::Interrupted);
+                    }
+                }
+                if done >= limit {
+                    break 'run;
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    /// Invalidate translations on every core that runs `space` (TLBs and page-walk caches).
+    pub fn shootdown(&mut self, what: Invalidate) -> usize {
+        let mut n = 0;
+        for core in &mut self.cores {
+            n += core.itlb.invalidate(what) + core.dtlb.invalidate(what) + core.stlb.invalidate(what);
+            n += core.pwc.invalidate(what);
+        }
+        n
+    }
+
+    /// All statistics, with the glossary's names. One core: bare names. Several: `coreN.`
+    /// per core plus sums (and machine-wide ratios) under the bare names.
+    pub fn stats(&self) -> Stats {
+        let mut s = Stats::default();
+        let multi = self.cores.len() > 1;
+        let mut sum = CoreCounters::default();
+        let (mut instr, mut cycles, mut rob_stalls) = (0u64, 0u64, 0u64);
+        let mut caches = [[0u64; 7]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks
+        let mut cache_energy = 0.0;
+        for (i, core) in self.cores.iter().enumerate() {
+            sum.add(&core.counters);
+            instr += core.instructions();
+            cycles = cycles.max(core.cycles());
+            rob_stalls += core.window.rob_stall_cycles;
+            for (j, cache) in [&core.l1i, &core.l1d, &core.l2].into_iter().enumerate() {
+                for kind in 0..3 {
+                    caches[j][kind] += cache.counters.accesses[kind];
+                    caches[j][3 + kind] += cache.counters.misses[kind];
+                }
+                caches[j][6] += cache.counters.writebacks;
+                cache_energy += (cache.total_accesses() + cache.counters.writebacks) as f64 * cache.energy_nj;
+            }
+            if multi {
+                let p = format!("core{i}.");
+                core.counters.emit(&p, &mut s);
+                s.int(format!("{p}instructions"), core.instructions());
+                s.int(format!("{p}cycles"), core.cycles());
+                s.ratio(format!("{p}ipc"), core.instructions(), core.cycles());
+                derived(&mut s, &p, &core.counters, core.instructions());
+            }
+        }
+        s.int("instructions", instr);
+        s.int("cycles", cycles);
+        s.ratio("ipc", instr, cycles);
+        sum.emit("", &mut s);
+        derived(&mut s, "", &sum, instr);
+        s.int("rob_stall_cycles", rob_stalls);
+        for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
+            let c = &caches[j];
+            emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6]);
+        }
+        let l = &self.llc.counters;
+        emit_cache(&mut s, "llc", l.accesses, l.misses, l.writebacks);
+        cache_energy += (self.llc.total_accesses() + l.writebacks) as f64 * self.llc.energy_nj;
+        s.int("dram.reads", self.dram.reads);
+        s.int("dram.writes", self.dram.writes);
+        s.int("dram.queue_cycles", self.dram.queue_cycles);
+        let dram_energy = (self.dram.reads + self.dram.writes) as f64 * self.dram.energy_nj;
+        s.float("energy_nj.cache", cache_energy);
+        s.float("energy_nj.dram", dram_energy);
+        s.float("energy_nj.total", cache_energy + dram_energy);
+        let pt = &self.os.pt;
+        s.int("pt.nodes", pt.total_nodes());
+        let mut bytes = 0;
+        for level in 1..=self.top {
+            s.int(format!("pt.nodes.l{level}"), pt.nodes_at(level));
+            s.int(format!("pt_bytes.l{level}"), pt.bytes_at(level));
+            bytes += pt.bytes_at(level);
+        }
+        s.int("pt_bytes", bytes);
+        let mapped: u64 = self.os.spaces.iter().map(|sp| sp.mapped_bytes).sum();
+        let huge: u64 = self.os.spaces.iter().map(|sp| sp.huge_bytes).sum();
+        s.int("mapped_bytes", mapped);
+        s.ratio("huge_coverage", huge, mapped);
+        s.int("phys.free_bytes", self.os.phys.free_frames() << 12);
+        s.int("phys.free_2m_blocks", self.os.phys.free_2m_blocks());
+        s
+    }
+}
+
+/// Ratios derived from counters (under `prefix`).
+fn derived(s: &mut Stats, p: &str, k: &CoreCounters, instr: u64) {
+    let kilo = instr as f64 / 1000.0;
+    let mpki = |m: u64| if kilo > 0.0 { m as f64 / kilo } else { 0.0 };
+    s.float(format!("{p}tlb.l1d.mpki"), mpki(k.l1d_tlb_misses));
+    s.float(format!("{p}tlb.l1i.mpki"), mpki(k.l1i_tlb_misses));
+    s.float(format!("{p}tlb.l2.mpki"), mpki(k.l2_tlb_misses));
+    s.ratio(format!("{p}walk_steps_per_walk"), k.walk_steps, k.walks);
+    s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, k.walks);
+}
+
+fn emit_cache(s: &mut Stats, name: &str, acc: [u64; 3], miss: [u64; 3], wb: u64) {
+    let (a, m): (u64, u64) = (acc.iter().sum(), miss.iter().sum());
+    s.int(format!("cache.{name}.accesses"), a);
+    s.int(format!("cache.{name}.hits"), a - m);
+    s.int(format!("cache.{name}.misses"), m);
+    s.ratio(format!("cache.{name}.miss_rate"), m, a);
+    for kind in [LineKind::Data, LineKind::PageTable] {
+        let i = kind as usize;
+        s.int(format!("cache.{name}.{}.accesses", kind.name()), acc[i]);
+        s.int(format!("cache.{name}.{}.misses", kind.name()), miss[i]);
+    }
+    s.int(format!("cache.{name}.writebacks"), wb);
+}

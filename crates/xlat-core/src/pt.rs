@@ -1,0 +1,268 @@
+//! Page tables that are real: nodes live in frames of simulated physical memory and hold
+//! x86-64-format entries. The OS (`os`) is their only writer; the walker (`machine`) reads
+//! entries at their physical addresses through the caches.
+
+use crate::addr::{Frame, PageSize, PhysAddr, VirtAddr};
+use crate::phys::PhysMem;
+use thiserror::Error;
+
+/// x86-64 entry bits.
+pub const PTE_P: u64 = 1 << 0;
+pub const PTE_RW: u64 = 1 << 1;
+pub const PTE_US: u64 = 1 << 2;
+pub const PTE_A: u64 = 1 << 5;
+pub const PTE_D: u64 = 1 << 6;
+/// Page size: this entry at L2/L3 maps a 2 MB / 1 GB page instead of pointing to a node.
+pub const PTE_PS: u64 = 1 << 7;
+pub const PTE_NX: u64 = 1 << 63;
+pub const PTE_PFN_MASK: u64 = 0x000f_ffff_ffff_f000;
+
+/// Index of a node in [`PageTables`].
+pub type NodeId = u32;
+pub const NO_NODE: NodeId = u32::MAX;
+
+/// Number of entries in a 4 KB node.
+pub const ENTRIES: usize = 512;
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum PtError {
+    #[error("simulated physical memory is exhausted (allocating a level-{level} page-table node)")]
+    OutOfMemory { level: u8 },
+    #[error("virtual address {va:#x} is already mapped at level {level}")]
+    AlreadyMapped { va: u64, level: u8 },
+}
+
+/// One page-table node (page directory, page table...).
+pub struct Node {
+    pub frame: Frame,
+    /// 1 = leaf PT, 2 = PD, 3 = PDPT, 4 = PML4, 5 = PML5.
+    pub level: u8,
+    /// The entries exactly as hardware reads them.
+    pub entries: Box<[u64]>,
+    /// For each entry that points to a node, that node's id: lets the simulator find the
+    /// child's storage without hashing the entry's PFN. Kept consistent with `entries`.
+    pub children: Box<[NodeId]>,
+}
+
+impl Node {
+    /// Physical address of entry `idx`.
+    #[inline]
+    pub fn entry_addr(&self, idx: usize) -> PhysAddr {
+        PhysAddr(self.frame.addr().0 + idx as u64 * 8)
+    }
+}
+
+/// Every page-table node of the machine (all address spaces share physical memory).
+#[derive(Default)]
+pub struct PageTables {
+    nodes: Vec<Node>,
+    per_level: [u64; 6],
+}
+
+/// A successful functional lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    pub frame: Frame,
+    pub size: PageSize,
+    pub entry: u64,
+}
+
+impl PageTables {
+    pub fn new() -> PageTables {
+        PageTables::default()
+    }
+
+    pub fn alloc_node(&mut self, phys: &mut PhysMem, level: u8) -> Result<NodeId, PtError> {
+        let frame = phys.alloc(0).ok_or(PtError::OutOfMemory { level })?;
+        let id = self.nodes.len() as NodeId;
+        self.nodes.push(Node {
+            frame,
+            level,
+            entries: vec![0u64; ENTRIES].into_boxed_slice(),
+            children: vec![NO_NODE; ENTRIES].into_boxed_slice(),
+        });
+        self.per_level[level as usize] += 1;
+        Ok(id)
+    }
+
+    #[inline]
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    #[inline]
+    pub fn entry(&self, id: NodeId, idx: usize) -> u64 {
+        self.nodes[id as usize].entries[idx]
+    }
+
+    /// Set bits in an entry (the walker's A/D updates).
+    #[inline]
+    pub fn set_bits(&mut self, id: NodeId, idx: usize, bits: u64) {
+        self.nodes[id as usize].entries[idx] |= bits;
+    }
+
+    /// Nodes at `level` (1..=5).
+    pub fn nodes_at(&self, level: u8) -> u64 {
+        self.per_level[level as usize]
+    }
+
+    pub fn total_nodes(&self) -> u64 {
+        self.per_level.iter().sum()
+    }
+
+    /// Bytes of page-table memory at `level`.
+    pub fn bytes_at(&self, level: u8) -> u64 {
+        self.per_level[level as usize] * (ENTRIES as u64 * 8)
+    }
+
+    /// Map `va` (aligned to `size`) to `frame` in the table rooted at `root` (a node of
+    /// level `top`), allocating intermediate nodes as needed.
+    pub fn map(
+        &mut self,
+        phys: &mut PhysMem,
+        root: NodeId,
+        top: u8,
+        va: VirtAddr,
+        frame: Frame,
+        size: PageSize,
+        flags: u64,
+    ) -> Result<(), PtError> {
+        let leaf = size.leaf_level();
+        let mut node = root;
+        let mut level = top;
+        while level > leaf {
+            let idx = va.index(level);
+            let e = self.entry(node, idx);
+            if e & PTE_P != 0 && e & PTE_PS != 0 {
+                return Err(PtError::AlreadyMapped { va: va.0, level });
+            }
+            let child = self.nodes[node as usize].children[idx];
+            node = if child != NO_NODE {
+                child
+            } else {
+                let c = self.alloc_node(phys, level - 1)?;
+                let cframe = self.nodes[c as usize].frame;
+                let n = &mut self.nodes[node as usize];
+                // Upper-level entries are permissive; the leaf decides the rights.
+                n.entries[idx] = (cframe.0 << 12) | PTE_P | PTE_RW | PTE_US;
+                n.children[idx] = c;
+                c
+            };
+            level -= 1;
+        }
+        let idx = va.index(leaf);
+        let n = &mut self.nodes[node as usize];
+        if n.entries[idx] & PTE_P != 0 || n.children[idx] != NO_NODE {
+            return Err(PtError::AlreadyMapped { va: va.0, level: leaf });
+        }
+        let ps = if size == PageSize::Size4K { 0 } else { PTE_PS };
+        n.entries[idx] = (frame.0 << 12) | PTE_P | ps | flags;
+        Ok(())
+    }
+
+    /// Remove the leaf mapping `va` of `size`; returns the frame it mapped. Emptied nodes
+    /// are kept (as Linux keeps them until the VMA goes away).
+    pub fn unmap(&mut self, root: NodeId, top: u8, va: VirtAddr, size: PageSize) -> Option<Frame> {
+        let leaf = size.leaf_level();
+        let mut node = root;
+        for level in (leaf + 1..=top).rev() {
+            node = self.nodes[node as usize].children[va.index(level)];
+            if node == NO_NODE {
+                return None;
+            }
+        }
+        let idx = va.index(leaf);
+        let e = self.entry(node, idx);
+        let is_leaf = leaf == 1 || e & PTE_PS != 0;
+        if e & PTE_P == 0 || !is_leaf {
+            return None;
+        }
+        self.nodes[node as usize].entries[idx] = 0;
+        Some(Frame((e & PTE_PFN_MASK) >> 12))
+    }
+
+    /// Functional translation (no side effects, no timing): what the hardware walk finds.
+    pub fn translate(&self, root: NodeId, top: u8, va: VirtAddr) -> Option<Mapping> {
+        let mut node = root;
+        let mut level = top;
+        loop {
+            let idx = va.index(level);
+            let e = self.entry(node, idx);
+            if e & PTE_P == 0 {
+                return None;
+            }
+            let size = match level {
+                1 => Some(PageSize::Size4K),
+                2 if e & PTE_PS != 0 => Some(PageSize::Size2M),
+                3 if e & PTE_PS != 0 => Some(PageSize::Size1G),
+                _ => None,
+            };
+            if let Some(size) = size {
+                return Some(Mapping { frame: Frame((e & PTE_PFN_MASK) >> 12), size, entry: e });
+            }
+            node = self.nodes[node as usize].children[idx];
+            debug_assert_ne!(node, NO_NODE);
+            level -= 1;
+        }
+    }
+
+    /// The node and index holding the leaf entry for `va` at `size`, if the path exists.
+    pub fn leaf_location(&self, root: NodeId, top: u8, va: VirtAddr, size: PageSize) -> Option<(NodeId, usize)> {
+        let mut node = root;
+        for level in (size.leaf_level() + 1..=top).rev() {
+            node = self.nodes[node as usize].children[va.index(level)];
+            if node == NO_NODE {
+                return None;
+            }
+        }
+        Some((node, va.index(size.leaf_level())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (PhysMem, PageTables, NodeId) {
+        let mut phys = PhysMem::new(1 << 30);
+        let mut pt = PageTables::new();
+        let root = pt.alloc_node(&mut phys, 4).unwrap();
+        (phys, pt, root)
+    }
+
+    #[test]
+    fn map_then_translate_4k_and_2m() {
+        let (mut phys, mut pt, root) = setup();
+        let va = VirtAddr(0x7f12_3456_7000);
+        pt.map(&mut phys, root, 4, va, Frame(0x1234), PageSize::Size4K, PTE_RW | PTE_US).unwrap();
+        let m = pt.translate(root, 4, VirtAddr(va.0 + 0x10)).unwrap();
+        assert_eq!((m.frame, m.size), (Frame(0x1234), PageSize::Size4K));
+        assert_eq!(m.entry & (PTE_P | PTE_RW | PTE_PS), PTE_P | PTE_RW);
+        assert_eq!([pt.nodes_at(4), pt.nodes_at(3), pt.nodes_at(2), pt.nodes_at(1)], [1, 1, 1, 1]);
+
+        let va2 = VirtAddr(0x7f00_0020_0000);
+        pt.map(&mut phys, root, 4, va2, Frame(0x4000), PageSize::Size2M, PTE_RW).unwrap();
+        let m = pt.translate(root, 4, VirtAddr(va2.0 + 0x1_2345)).unwrap();
+        assert_eq!((m.frame, m.size), (Frame(0x4000), PageSize::Size2M));
+        assert!(m.entry & PTE_PS != 0);
+        assert_eq!(pt.nodes_at(1), 1, "a 2 MB leaf needs no PT node");
+        assert!(pt.map(&mut phys, root, 4, VirtAddr(va2.0 + 4096), Frame(1), PageSize::Size4K, 0).is_err());
+        assert_eq!(pt.unmap(root, 4, va2, PageSize::Size2M), Some(Frame(0x4000)));
+        assert!(pt.translate(root, 4, va2).is_none());
+    }
+
+    #[test]
+    fn entries_point_at_child_frames() {
+        let (mut phys, mut pt, root) = setup();
+        let va = VirtAddr(0x1000);
+        pt.map(&mut phys, root, 4, va, Frame(77), PageSize::Size4K, 0).unwrap();
+        let mut node = root;
+        for level in (2..=4).rev() {
+            let idx = va.index(level);
+            let e = pt.entry(node, idx);
+            let child = pt.node(node).children[idx];
+            assert_eq!((e & PTE_PFN_MASK) >> 12, pt.node(child).frame.0, "level {level} entry PFN is the child's frame");
+            node = child;
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Statistics: counters with hierarchical dotted names (the glossary of ARCHITECTURE §5 is
+//! the contract with every study: extend it, never rename silently).
+
+/// A statistic's value: counters stay integers in JSON, ratios are floats.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StatValue {
+    Int(u64),
+    Float(f64),
+}
+
+impl StatValue {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            StatValue::Int(i) => i as f64,
+            StatValue::Float(f) => f,
+        }
+    }
+}
+
+/// An ordered list of named statistics.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    pub entries: Vec<(String, StatValue)>,
+}
+
+impl Stats {
+    pub fn int(&mut self, name: impl Into<String>, v: u64) {
+        self.entries.push((name.into(), StatValue::Int(v)));
+    }
+
+    pub fn float(&mut self, name: impl Into<String>, v: f64) {
+        self.entries.push((name.into(), StatValue::Float(if v.is_finite() { v } else { 0.0 })));
+    }
+
+    /// `num / den`, or 0 when `den` is 0.
+    pub fn ratio(&mut self, name: impl Into<String>, num: u64, den: u64) {
+        self.float(name, if den == 0 { 0.0 } else { num as f64 / den as f64 });
+    }
+
+    pub fn get(&self, name: &str) -> Option<StatValue> {
+        self.entries.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+
+    /// Value as f64; panics if absent (for tests).
+    pub fn f(&self, name: &str) -> f64 {
+        self.get(name).unwrap_or_else(|| panic!("no statistic named {name}")).as_f64()
+    }
+}
+
+/// Buckets of the walk-latency histogram: `walk_cycles.hist.lt<N>` counts walks shorter
+/// than N cycles (and at least the previous bound); the last bucket is open-ended.
+pub const WALK_HIST_BOUNDS: [u64; 9] = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
+
+/// Declares a struct of u64 counters with their statistic names.
+macro_rules! counters {
+    ($(#[$m:meta])* pub struct $name:ident { $( $field:ident : $stat:literal, )* }) => {
+        $(#[$m])*
+        #[derive(Clone, Debug, Default, PartialEq, Eq)]
+        pub struct $name { $( pub $field: u64, )* }
+        impl $name {
+            pub fn add(&mut self, o: &$name) { $( self.$field += o.$field; )* }
+            pub fn emit(&self, prefix: &str, out: &mut Stats) { $( out.int(format!("{prefix}{}", $stat), self.$field); )* }
+        }
+    };
+}
+
+counters! {
+    /// Per-core event counts.
+    pub struct CoreCounters {
+        refs: "refs",
+        loads: "loads",
+        stores: "stores",
+        fetches: "fetches",
+        l1d_tlb_accesses: "tlb.l1d.accesses",
+        l1d_tlb_hits: "tlb.l1d.hits",
+        l1d_tlb_misses: "tlb.l1d.misses",
+        l1d_tlb_hits_4k: "tlb.l1d.hits_4k",
+        l1d_tlb_hits_2m: "tlb.l1d.hits_2m",
+        l1d_tlb_hits_1g: "tlb.l1d.hits_1g",
+        l1i_tlb_accesses: "tlb.l1i.accesses",
+        l1i_tlb_hits: "tlb.l1i.hits",
+        l1i_tlb_misses: "tlb.l1i.misses",
+        l2_tlb_accesses: "tlb.l2.accesses",
+        l2_tlb_hits: "tlb.l2.hits",
+        l2_tlb_misses: "tlb.l2.misses",
+        dirty_walks: "tlb.dirty_walks",
+        walks: "walks",
+        walk_steps: "walk_steps",
+        walk_cycles: "walk_cycles",
+        translation_cycles: "translation_cycles",
+        pwc_l5_hits: "pwc.l5.hits",
+        pwc_l5_misses: "pwc.l5.misses",
+        pwc_l4_hits: "pwc.l4.hits",
+        pwc_l4_misses: "pwc.l4.misses",
+        pwc_l3_hits: "pwc.l3.hits",
+        pwc_l3_misses: "pwc.l3.misses",
+        pwc_l2_hits: "pwc.l2.hits",
+        pwc_l2_misses: "pwc.l2.misses",
+        pte_l1: "pte_served.l1",
+        pte_l2: "pte_served.l2",
+        pte_llc: "pte_served.llc",
+        pte_dram: "pte_served.dram",
+        data_l1: "data_served.l1",
+        data_l2: "data_served.l2",
+        data_llc: "data_served.llc",
+        data_dram: "data_served.dram",
+        faults: "faults",
+        fault_cycles: "fault_cycles",
+        hist_0: "walk_cycles.hist.lt16",
+        hist_1: "walk_cycles.hist.lt32",
+        hist_2: "walk_cycles.hist.lt64",
+        hist_3: "walk_cycles.hist.lt128",
+        hist_4: "walk_cycles.hist.lt256",
+        hist_5: "walk_cycles.hist.lt512",
+        hist_6: "walk_cycles.hist.lt1024",
+        hist_7: "walk_cycles.hist.lt2048",
+        hist_8: "walk_cycles.hist.lt4096",
+        hist_9: "walk_cycles.hist.ge4096",
+    }
+}
+
+impl CoreCounters {
+    #[inline]
+    pub fn record_walk_cycles(&mut self, c: u64) {
+        self.walk_cycles += c;
+        let b = WALK_HIST_BOUNDS.iter().position(|&lim| c < lim).unwrap_or(WALK_HIST_BOUNDS.len());
+        *[
+            &mut self.hist_0,
+            &mut self.hist_1,
+            &mut self.hist_2,
+            &mut self.hist_3,
+            &mut self.hist_4,
+            &mut self.hist_5,
+            &mut self.hist_6,
+            &mut self.hist_7,
+            &mut self.hist_8,
+            &mut self.hist_9,
+        ][b] += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_by_bound() {
+        let mut c = CoreCounters::default();
+        for cyc in [0, 15, 16, 100, 5000] {
+            c.record_walk_cycles(cyc);
+        }
+        assert_eq!((c.hist_0, c.hist_1, c.hist_3, c.hist_9), (2, 1, 1, 1));
+        assert_eq!(c.walk_cycles, 5131);
+        let mut s = Stats::default();
+        c.emit("core0.", &mut s);
+        assert_eq!(s.f("core0.walk_cycles.hist.lt16"), 2.0);
+    }
+}
