@@ -1,4 +1,43 @@
-"""xlat: an address-translation laboratory."""
-from ._core import version as _engine_version
+"""xlat: an address-translation laboratory.
 
-__version__ = _engine_version()
+>>> import xlat
+>>> r = xlat.simulate("skylake", "gups", refs="1M", tlb__l2__entries=2048)
+>>> r.stats["tlb.l2.mpki"], r.to_pandas()
+
+See ``xlat.simulate`` and ``xlat.Result``; presets and config files are handled by
+``xlat.config``; the command line is ``xlat --help``.
+"""
+from . import _core
+from ._core import ConfigError, SimulationError, TraceError, WorkloadError, XlatError
+from .api import Result, simulate
+from .config import presets
+
+__version__ = _core.version()
+
+
+def resolve_config(config=None, **overrides):
+    """The fully resolved configuration (every key, typed) of a preset, path or dict."""
+    from . import config as _config
+
+    over = [(_config.override_key(k), v) for k, v in overrides.items()]
+    return _config.typed(_config.resolve(config, over))
+
+
+def workloads():
+    """The workload kernels: list of ``{name, description, params, footprint_bytes}``."""
+    return _core.workloads()
+
+
+__all__ = [
+    "simulate",
+    "Result",
+    "resolve_config",
+    "presets",
+    "workloads",
+    "XlatError",
+    "ConfigError",
+    "WorkloadError",
+    "TraceError",
+    "SimulationError",
+    "__version__",
+]

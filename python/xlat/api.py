@@ -1,0 +1,245 @@
+"""`xlat.simulate` and its `Result`."""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from . import _core
+from . import config as _config
+from ._io import atomic_write_text, parse_count
+
+__all__ = ["simulate", "Result"]
+
+Progress = Callable[[int, "int | None"], None]
+
+
+def _label(config: Any, n_overrides: int) -> str:
+    """A short human name for a configuration: the preset or file stem, plus overrides."""
+    if config is None:
+        name = "defaults"
+    elif isinstance(config, (str, os.PathLike)):
+        text = os.fspath(config)
+        name = os.path.splitext(os.path.basename(text))[0] if _config._looks_like_path(text) else text
+    elif isinstance(config, Mapping) and isinstance(config.get("base"), str):
+        name = config["base"] + "+dict"
+    else:
+        name = "dict"
+    return name + (f"+{n_overrides}" if n_overrides else "")
+
+
+def _json_safe(v: Any) -> Any:
+    # JSON has no NaN/inf; an undefined ratio (e.g. per-walk figures with zero walks) is null.
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of one simulation.
+
+    Attributes:
+        stats: every statistic the engine reported, by dotted name (ARCHITECTURE §5 glossary),
+            in the engine's order.
+        config: the fully resolved configuration (every engine key, typed: int, float, bool, str).
+        workload: ``{"name": ..., "params": {...}}`` with every parameter resolved, as the
+            engine ran it (for a trace, the trace's name and format).
+        seed, refs, warmup, prefault, trace, trace_format: how the run was asked for.
+        config_name: a label (the preset or file name, ``+N`` when N overrides were applied).
+        config_hash: 12 hex digits identifying the resolved configuration.
+        xlat_version: the engine version that produced the numbers.
+    """
+
+    stats: dict[str, int | float]
+    config: dict[str, Any]
+    workload: dict[str, Any]
+    seed: int = 1
+    refs: int | None = None
+    warmup: int = 0
+    prefault: bool = False
+    trace: list[str] | None = None
+    trace_format: str | None = None
+    config_name: str = "dict"
+    config_hash: str = ""
+    xlat_version: str = field(default_factory=_core.version)
+
+    def __getitem__(self, name: str) -> int | float:
+        """``result["tlb.l2.mpki"]`` is ``result.stats["tlb.l2.mpki"]``."""
+        return self.stats[name]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document ``xlat run --json`` writes (plain Python types)."""
+        return {
+            "xlat_version": self.xlat_version,
+            "config_name": self.config_name,
+            "config_hash": self.config_hash,
+            "config": dict(self.config),
+            "workload": {"name": self.workload.get("name"), "params": dict(self.workload.get("params", {}))},
+            "run": {
+                "seed": self.seed,
+                "refs": self.refs,
+                "warmup": self.warmup,
+                "prefault": self.prefault,
+                "trace": list(self.trace) if self.trace else None,
+                "trace_format": self.trace_format,
+            },
+            "stats": {k: _json_safe(v) for k, v in self.stats.items()},
+        }
+
+    def to_json(self, path: str | os.PathLike | None = None, indent: int | None = 2) -> str:
+        """The result as JSON text; with ``path``, also write it there atomically."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False) + "\n"
+        if path is not None:
+            atomic_write_text(path, text)
+        return text
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "Result":
+        """Rebuild a Result from :meth:`to_dict` output (or a ``--json`` file's content)."""
+        run = doc.get("run", {})
+        return cls(
+            stats={k: (math.nan if v is None else v) for k, v in doc["stats"].items()},
+            config=dict(doc["config"]),
+            workload=dict(doc["workload"]),
+            seed=run.get("seed", 1),
+            refs=run.get("refs"),
+            warmup=run.get("warmup", 0),
+            prefault=run.get("prefault", False),
+            trace=run.get("trace"),
+            trace_format=run.get("trace_format"),
+            config_name=doc.get("config_name", "dict"),
+            config_hash=doc.get("config_hash", ""),
+            xlat_version=doc.get("xlat_version", ""),
+        )
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike) -> "Result":
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+    def to_pandas(self, config: bool = False):
+        """A one-row ``pandas.DataFrame``.
+
+        Columns, in order: ``config_name``, ``config_hash``, ``workload`` (its name), ``seed``,
+        ``warmup``, then ``workload.<param>`` for each workload parameter, then every statistic
+        under its dotted name (``ipc``, ``tlb.l2.mpki``, ...). With ``config=True``, also
+        ``config.<key>`` for every resolved config key (typed). Rows from many runs concatenate
+        with ``pandas.concat`` into a results table keyed by (config_hash, workload, seed).
+        """
+        import pandas as pd
+
+        row: dict[str, Any] = {
+            "config_name": self.config_name,
+            "config_hash": self.config_hash,
+            "workload": self.workload.get("name"),
+            "seed": self.seed,
+            "warmup": self.warmup,
+        }
+        for k, v in self.workload.get("params", {}).items():
+            row[f"workload.{k}"] = v
+        row.update(self.stats)
+        if config:
+            for k, v in self.config.items():
+                row[f"config.{k}"] = v
+        return pd.DataFrame([row])
+
+    def __repr__(self) -> str:
+        s = self.stats
+        parts = [f"{int(s['refs']):,} refs" if "refs" in s else None]
+        for name, label, fmt in (
+            ("ipc", "IPC", "{:.3f}"),
+            ("tlb.l2.mpki", "L2 TLB MPKI", "{:.2f}"),
+            ("walk_steps_per_walk", "PTE reads/walk", "{:.2f}"),
+        ):
+            v = s.get(name)
+            if isinstance(v, (int, float)) and math.isfinite(v):
+                parts.append(f"{label} {fmt.format(v)}")
+        body = ", ".join(p for p in parts if p)
+        return (
+            f"<xlat.Result {self.workload.get('name')} on {self.config_name} "
+            f"[{self.config_hash}] seed {self.seed}: {body}>"
+        )
+
+
+def _trace_list(trace: Any) -> list[str] | None:
+    if trace is None:
+        return None
+    if isinstance(trace, (str, os.PathLike)):
+        return [os.fspath(trace)]
+    return [os.fspath(t) for t in trace]
+
+
+def simulate(
+    config: Any = "skylake",
+    workload: str | None = None,
+    refs: int | str | None = None,
+    seed: int = 1,
+    warmup: int | str = 0,
+    prefault: bool = False,
+    trace: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+    trace_format: str | None = None,
+    progress: Progress | None = None,
+    **overrides: Any,
+) -> Result:
+    """Simulate one workload (or trace) on one machine.
+
+    Args:
+        config: a preset name (``"skylake"``), a TOML path, a dict of keys (flat dotted or
+            nested, may hold ``base``), or None for the engine defaults.
+        workload: ``"name"`` or ``"name:key=value,..."`` (see ``xlat workloads``); omit it
+            when simulating a ``trace``.
+        refs: memory references to simulate after warm-up (int or ``"10M"``/``"1e6"``); None
+            runs the workload or trace to its end.
+        seed: seeds the workload and every randomized structure: same seed, same numbers.
+        warmup: references simulated first whose statistics are discarded.
+        prefault: map the workload's whole footprint before the run (no demand faults).
+        trace, trace_format: one or more trace files and their format (native, champsim,
+            lackey); the format is guessed from the file when omitted.
+        progress: called as ``progress(refs_done, refs_total_or_None)`` a few times a second.
+        **overrides: config keys applied last, as ``**{"tlb.l2.entries": 2048}`` or
+            ``tlb__l2__entries=2048``.
+
+    Raises ``xlat.ConfigError``, ``WorkloadError``, ``TraceError`` or ``SimulationError``
+    (all ``xlat.XlatError``) with a one-line message.
+    """
+    over = [(_config.override_key(k), v) for k, v in overrides.items()]
+    resolved = _config.resolve(config, over)
+    n_refs = None if refs is None else _count("refs", refs)
+    n_warm = _count("warmup", warmup)
+    traces = _trace_list(trace)
+    if workload is None and not traces:
+        raise _core.WorkloadError("give a workload (see `xlat workloads`) or a trace")
+    out = _core.simulate(
+        list(resolved.items()),
+        workload=workload,
+        trace=traces,
+        trace_format=trace_format,
+        refs=n_refs,
+        warmup=n_warm,
+        seed=int(seed),
+        prefault=bool(prefault),
+        progress=progress,
+    )
+    return Result(
+        stats=dict(out["stats"]),
+        config=_config.typed(resolved),
+        workload=dict(out.get("workload") or {"name": workload, "params": {}}),
+        seed=int(seed),
+        refs=n_refs,
+        warmup=n_warm,
+        prefault=bool(prefault),
+        trace=traces,
+        trace_format=trace_format,
+        config_name=_label(config, len(over)),
+        config_hash=_config.config_hash(resolved),
+    )
+
+
+def _count(name: str, value: Any) -> int:
+    try:
+        return parse_count(value)
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None

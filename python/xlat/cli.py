@@ -1,0 +1,521 @@
+"""The `xlat` command line.
+
+Every failure is one line on stderr, ``xlat: error: ...``, and exit status 2 (130 on Ctrl-C);
+set ``XLAT_DEBUG=1`` to get the Python traceback of an unexpected error instead.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import _core
+from . import config as _config
+from ._io import atomic_path, parse_count
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+class CliError(Exception):
+    """A user error detected by the CLI itself (the engine raises XlatError subclasses)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (usage is one ``--help`` away)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+# ---------------------------------------------------------------------------------------------
+# argument types
+
+
+def count_arg(text: str) -> int:
+    try:
+        return parse_count(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def set_arg(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"'{text}' is not key=value (e.g. tlb.l2.entries=2048)")
+    return key.strip(), value.strip()
+
+
+def add_set_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--set", dest="sets", metavar="KEY=VALUE", type=set_arg, action="append", default=[],
+        help="override one config key (repeatable; applied after the preset, in order)",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# progress
+
+
+class ProgressBar:
+    """A tqdm bar on stderr that appears only for runs longer than a second, only on a TTY,
+    and erases itself when done. Also the place where Ctrl-C surfaces: the engine calls back a
+    few times a second, and a pending KeyboardInterrupt is raised inside that callback."""
+
+    def __init__(self, desc: str, enabled: bool | None = None):
+        self.desc = desc
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.start = time.monotonic()
+        self.bar = None
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            if time.monotonic() - self.start < 1.0:
+                return
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=self.desc, unit="ref", unit_scale=True, leave=False,
+                            file=sys.stderr, dynamic_ncols=True)
+        if total is not None and self.bar.total != total:
+            self.bar.total = total
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# formatting
+
+
+def human_count(n: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:g}"
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n}"
+
+
+def _num(stats: dict, name: str) -> float | None:
+    v = stats.get(name)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def _fmt(v: float | None, spec: str = "{:,.0f}") -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return spec.format(v)
+
+
+def mpki(stats: dict, level: str) -> float | None:
+    v = _num(stats, f"tlb.{level}.mpki")
+    if v is None:
+        m = _ratio(_num(stats, f"tlb.{level}.misses"), _num(stats, "instructions"))
+        v = None if m is None else 1000 * m
+    return v
+
+
+def pte_served_shares(stats: dict) -> dict[str, float] | None:
+    """Share of PTE reads served by each level (l1, l2, llc, dram), or None without walks."""
+    levels = ("l1", "l2", "llc", "dram")
+    counts = {lv: _num(stats, f"pte_served.{lv}") or 0.0 for lv in levels}
+    total = sum(counts.values())
+    if total == 0:
+        return None
+    return {lv: c / total for lv, c in counts.items()}
+
+
+def summary_rows(stats: dict) -> list[tuple[str, str]]:
+    """The `xlat run` table: (label, value) pairs; rows whose statistics are absent are left out."""
+    rows: list[tuple[str, str]] = []
+
+    def add(label: str, value: str | None) -> None:
+        if value is not None and value != "-":
+            rows.append((label, value))
+
+    ins, cyc = _num(stats, "instructions"), _num(stats, "cycles")
+    add("references", _fmt(_num(stats, "refs")))
+    add("instructions", _fmt(ins))
+    add("cycles", _fmt(cyc))
+    ipc = _num(stats, "ipc")
+    add("IPC", _fmt(ipc if ipc is not None else _ratio(ins, cyc), "{:.3f}"))
+    for level, label in (("l1d", "L1 DTLB"), ("l2", "L2 TLB")):
+        m = _num(stats, f"tlb.{level}.misses")
+        if m is not None:
+            add(f"{label} misses (MPKI)", f"{m:,.0f} ({_fmt(mpki(stats, level), '{:.2f}')})")
+    add("page walks", _fmt(_num(stats, "walks")))
+    walks = _num(stats, "walks")
+    per_walk = _num(stats, "walk_steps_per_walk")
+    if per_walk is None:
+        per_walk = _ratio(_num(stats, "walk_steps"), walks)
+    add("PTE reads per walk", _fmt(per_walk, "{:.2f}"))
+    add("cycles per walk", _fmt(_num(stats, "walk_cycles_per_walk"), "{:.1f}"))
+    pwc = [(lv, _num(stats, f"pwc.{lv}.hits")) for lv in ("l5", "l4", "l3", "l2")]
+    pwc = [(lv, h) for lv, h in pwc if h is not None]
+    if pwc and walks:
+        add("PWC hits per walk", "  ".join(f"{lv.upper()} {h / walks:.2f}" for lv, h in pwc))
+    shares = pte_served_shares(stats)
+    if shares:
+        add("PTE reads served by", "  ".join(f"{lv.upper()} {100 * s:.1f}%" for lv, s in shares.items()))
+    for level, label in (("l1d", "L1D"), ("l2", "L2"), ("llc", "LLC")):
+        r = _ratio(_num(stats, f"cache.{level}.misses"), _num(stats, f"cache.{level}.accesses"))
+        if r is not None:
+            add(f"{label} miss rate", f"{100 * r:.1f}%  ({_fmt(_num(stats, f'cache.{level}.misses'))} misses)")
+    add("page faults", _fmt(_num(stats, "faults")))
+    ptb = _num(stats, "pt_bytes")
+    if ptb is not None:
+        add("page-table memory", human_bytes(ptb))
+    # Huge-page coverage appears once the OS maps large pages; show whatever the engine reports.
+    for k, v in stats.items():
+        if "coverage" in k and isinstance(v, (int, float)) and not isinstance(v, bool):
+            add(k, f"{100 * v:.1f}%" if v <= 1 else f"{v:,}")
+    return rows
+
+
+def print_table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None, out=None, indent: str = "") -> None:
+    out = out or sys.stdout
+    all_rows = [list(map(str, header))] if header else []
+    all_rows += [list(map(str, r)) for r in rows]
+    if not all_rows:
+        return
+    widths = [max(len(r[i]) for r in all_rows if i < len(r)) for i in range(max(len(r) for r in all_rows))]
+    for n, r in enumerate(all_rows):
+        cells = [c.ljust(widths[i]) if i < len(r) - 1 else c for i, c in enumerate(r)]
+        print(indent + "  ".join(cells).rstrip(), file=out)
+        if header and n == 0:
+            print(indent + "  ".join("-" * w for w in widths), file=out)
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .api import simulate
+
+    traces = [t for part in (args.trace or []) for t in part.split(",") if t]
+    if not args.workload and not traces:
+        raise CliError("give --workload NAME or --trace FILE (see 'xlat workloads')")
+    if args.trace_format and not traces:
+        raise CliError("--trace-format needs --trace")
+    for t in traces:
+        if not os.path.exists(t):
+            raise CliError(f"trace file '{t}' does not exist")
+    # Resolve first so a bad config fails before anything else happens.
+    _config.resolve(args.config, args.sets)
+
+    def run(progress) -> Any:
+        return simulate(
+            args.config, args.workload, refs=args.refs, seed=args.seed, warmup=args.warmup,
+            prefault=args.prefault, trace=traces or None, trace_format=args.trace_format,
+            progress=progress, **dict(args.sets),
+        )
+
+    desc = args.workload or os.path.basename(traces[0])
+    if args.json:
+        # Open the temporary output before the run: an unwritable destination fails now, not
+        # after minutes of simulation, and Ctrl-C or an error leaves no partial file.
+        with atomic_path(args.json) as tmp:
+            with ProgressBar(desc) as bar:
+                result = run(bar)
+            result.to_json(tmp)
+    else:
+        with ProgressBar(desc) as bar:
+            result = run(bar)
+    if not args.quiet:
+        print_result(result, all_stats=args.all_stats)
+    return 0
+
+
+def print_result(result, all_stats: bool = False, out=None) -> None:
+    out = out or sys.stdout
+    wl = result.workload
+    params = ", ".join(f"{k}={v}" for k, v in (wl.get("params") or {}).items())
+    print(f"{wl.get('name')}" + (f" ({params})" if params else ""), file=out)
+    print(f"on {result.config_name} [config {result.config_hash}], seed {result.seed}"
+          + (f", warm-up {result.warmup:,} refs" if result.warmup else ""), file=out)
+    print(file=out)
+    if all_stats:
+        print_table([(k, v) for k, v in result.stats.items()], out=out, indent="  ")
+    else:
+        print_table(summary_rows(result.stats), out=out, indent="  ")
+
+
+def cmd_configs(args: argparse.Namespace) -> int:
+    found = _config.presets()
+    if not found:
+        raise CliError(f"no presets found (searched: {', '.join(map(str, _config.preset_dirs())) or 'nothing'})")
+    rows = [(name, _config.description(path)) for name, path in found.items()]
+    print_table(rows, header=("preset", "description"))
+    if args.verbose:
+        print()
+        for name, path in found.items():
+            print(f"{name}: {path}")
+    return 0
+
+
+def cmd_config_show(args: argparse.Namespace) -> int:
+    resolved = _config.resolve(args.preset, args.sets)
+    schema = {row["key"]: row for row in _config.keys()}
+    rows = []
+    for k, v in resolved.items():
+        info = schema.get(k, {})
+        changed = "*" if info and info.get("default") != v else ""
+        rows.append((k, v + changed, info.get("doc", "")))
+    label = args.preset or "engine defaults"
+    print(f"# {label} [config {_config.config_hash(resolved)}]; * = differs from the engine default")
+    print_table(rows, header=("key", "value", "meaning"))
+    return 0
+
+
+def cmd_workloads(args: argparse.Namespace) -> int:
+    items = _core.workloads()
+    for w in items:
+        fp = w.get("footprint_bytes")
+        head = f"{w['name']}  ({human_bytes(fp)})" if fp else w["name"]
+        print(head)
+        if w.get("description"):
+            print(f"    {w['description']}")
+        params = w.get("params") or []
+        if params:
+            print_table([(f"{p['name']}={p['default']}", p.get("doc", "")) for p in params], indent="      ")
+        print()
+    print("Use as --workload NAME or NAME:key=value,key=value")
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    with atomic_path(args.output) as tmp:
+        n = _core.record(args.workload, str(tmp), args.refs, args.seed)
+    print(f"wrote {n:,} references to {args.output}")
+    return 0
+
+
+def _unblock_fifo(fifo: str) -> None:
+    """Open and close the FIFO for writing so a reader still waiting in open() sees EOF."""
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return  # no reader any more: nothing to unblock
+    os.close(fd)
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    program = list(args.program)
+    if program and program[0] == "--":
+        program = program[1:]
+    if not program:
+        raise CliError("give the program to trace after '--', e.g. xlat trace -o ls.xtr -- ls -l")
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise CliError("valgrind is not installed; xlat trace runs the program under "
+                       "'valgrind --tool=lackey' (install it with your package manager, e.g. apt-get install valgrind)")
+    if shutil.which(program[0]) is None and not os.path.exists(program[0]):
+        raise CliError(f"program '{program[0]}' not found")
+    with tempfile.TemporaryDirectory(prefix="xlat-trace-") as tmpdir, atomic_path(args.output) as out:
+        fifo = os.path.join(tmpdir, "lackey.fifo")
+        os.mkfifo(fifo, 0o600)
+        cmd = [valgrind, "--tool=lackey", "--trace-mem=yes", f"--log-file={fifo}", *program]
+        proc = subprocess.Popen(cmd, stdin=sys.stdin)
+        # valgrind opens the FIFO only if it starts the program; if it dies first, the
+        # converter would wait in open() forever, so a watcher unblocks it when valgrind exits.
+        watcher = threading.Thread(target=lambda: (proc.wait(), _unblock_fifo(fifo)), daemon=True)
+        watcher.start()
+        try:
+            if args.refs is not None:
+                n = _core.convert_trace([fifo], "lackey", str(out), args.refs)
+            else:
+                n = _core.lackey_to_native(fifo, str(out))
+        finally:
+            if proc.poll() is None:
+                # Stopped early (--refs reached, error or Ctrl-C): end the traced program.
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            watcher.join(timeout=5)
+        if args.refs is None and proc.returncode not in (0, None) and n == 0:
+            raise CliError(f"valgrind exited with status {proc.returncode} before producing a trace")
+    note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
+    print(f"wrote {n:,} references to {args.output}{note}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from . import demo
+
+    return demo.run(quick=args.quick, out_dir=Path(args.out), jobs=args.jobs)
+
+
+# ---------------------------------------------------------------------------------------------
+# parser
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="xlat", description="xlat: an address-translation laboratory.",
+               epilog="Run 'xlat COMMAND --help' for a command's options.")
+    p.add_argument("--version", action="version", version=f"xlat {_core.version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+
+    r = sub.add_parser("run", help="simulate one workload or trace on one machine",
+                       description="Simulate one workload or trace on one machine and print a summary.")
+    r.add_argument("--config", "-c", default="skylake", metavar="PRESET_OR_PATH",
+                   help="preset name (see 'xlat configs') or TOML file (default: skylake)")
+    r.add_argument("--workload", "-w", metavar="NAME[:key=value,...]",
+                   help="workload kernel and parameters (see 'xlat workloads')")
+    r.add_argument("--trace", action="append", metavar="FILE[,FILE2...]",
+                   help="simulate trace file(s) instead of a kernel; one file per core")
+    r.add_argument("--trace-format", choices=("native", "champsim", "lackey"),
+                   help="format of the trace files (default: from the file)")
+    r.add_argument("--refs", "-n", type=count_arg, metavar="N",
+                   help="references to simulate after warm-up: 1000000, 1e6, 10M (default: all)")
+    r.add_argument("--warmup", type=count_arg, default=0, metavar="N",
+                   help="references simulated first, then excluded from the statistics")
+    add_set_option(r)
+    r.add_argument("--seed", type=int, default=1, help="random seed (default 1); same seed, same numbers")
+    r.add_argument("--prefault", action="store_true", help="map the whole footprint before the run")
+    r.add_argument("--json", metavar="PATH",
+                   help="also write {xlat_version, config, workload, run, stats} as JSON (atomically)")
+    r.add_argument("--all-stats", action="store_true", help="print every statistic instead of the summary")
+    r.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+    r.set_defaults(func=cmd_run)
+
+    c = sub.add_parser("configs", help="list machine presets", description="List the machine presets.")
+    c.add_argument("--verbose", "-v", action="store_true", help="also show where each preset file is")
+    c.set_defaults(func=cmd_configs)
+
+    cfg = sub.add_parser("config", help="inspect a configuration", description="Inspect a configuration.")
+    csub = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND", parser_class=Parser)
+    csub.required = True
+    show = csub.add_parser("show", help="every key of a preset, resolved, with its meaning",
+                           description="Show every config key of a preset (or the engine defaults) "
+                                       "after base chains and --set overrides, with its meaning.")
+    show.add_argument("preset", nargs="?", metavar="PRESET_OR_PATH", help="preset or TOML file (default: engine defaults)")
+    add_set_option(show)
+    show.set_defaults(func=cmd_config_show)
+
+    w = sub.add_parser("workloads", help="list workload kernels and their parameters",
+                       description="List the workload kernels with their parameters and footprints.")
+    w.set_defaults(func=cmd_workloads)
+
+    rec = sub.add_parser("record", help="record a workload's references to a trace file",
+                         description="Run a workload kernel and record its references in xlat's trace format.")
+    rec.add_argument("--workload", "-w", required=True, metavar="NAME[:key=value,...]")
+    rec.add_argument("--output", "-o", required=True, metavar="FILE")
+    rec.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
+    rec.add_argument("--seed", type=int, default=1)
+    rec.set_defaults(func=cmd_record)
+
+    t = sub.add_parser("trace", help="trace a Linux program under valgrind into a trace file",
+                       description="Run PROGRAM under valgrind's lackey tool and convert its memory "
+                                   "trace on the fly into xlat's trace format.",
+                       usage="xlat trace -o FILE [--refs N] -- PROGRAM [ARGS...]")
+    t.add_argument("--output", "-o", required=True, metavar="FILE")
+    t.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
+    t.add_argument("program", nargs=argparse.REMAINDER, metavar="PROGRAM ARGS")
+    t.set_defaults(func=cmd_trace)
+
+    d = sub.add_parser("demo", help="what xlat is for, in a few minutes",
+                       description="Compare a Skylake-like machine with a perfect TLB, bigger page-walk "
+                                   "caches and Zen 3 on two workloads; print a table and write a report.")
+    d.add_argument("--quick", action="store_true", help="smaller runs (under 30 s)")
+    d.add_argument("--out", default="results/demo", metavar="DIR", help="report directory (default results/demo)")
+    d.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="simulations in parallel (default: CPU count, at most 4)")
+    d.set_defaults(func=cmd_demo)
+
+    from . import experiments
+
+    experiments.register(sub)
+    return p
+
+
+def _one_line(msg: str) -> str:
+    return " ".join(str(msg).split()) or "unknown error"
+
+
+def _fail(msg: str, status: int = EXIT_ERROR) -> int:
+    try:
+        print(f"xlat: error: {_one_line(msg)}", file=sys.stderr)
+    except Exception:
+        pass
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `xlat` script: returns (and exits with) the status."""
+    status = _main(argv)
+    sys.exit(status)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    debug = bool(os.environ.get("XLAT_DEBUG"))
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("xlat: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (CliError, _core.XlatError, argparse.ArgumentTypeError) as e:
+        return _fail(str(e))
+    except BrokenPipeError:
+        # Output piped into `head`: stop quietly, and keep Python from complaining at exit.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except OSError as e:
+        name = getattr(e, "filename", None)
+        return _fail(f"{name}: {e.strerror or e}" if name else str(e.strerror or e))
+    except (ValueError, TypeError) as e:
+        if debug:
+            raise
+        return _fail(str(e))
+    except SystemExit:
+        raise
+    except Exception as e:  # never a traceback for a user; XLAT_DEBUG=1 shows it
+        if debug:
+            raise
+        return _fail(f"internal error: {type(e).__name__}: {e} (rerun with XLAT_DEBUG=1 for a traceback)")
+
+
+if __name__ == "__main__":
+    main()
