@@ -380,7 +380,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import demo
 
-    return demo.run(quick=args.quick, out_dir=Path(args.out), jobs=args.jobs)
+    return demo.run(quick=args.quick, out_dir=Path(args.out), jobs=args.jobs, refs=args.refs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,6 +457,8 @@ def build_parser() -> Parser:
                                    "caches and Zen 3 on two workloads; print a table and write a report.")
     d.add_argument("--quick", action="store_true", help="smaller runs (under 30 s)")
     d.add_argument("--out", default="results/demo", metavar="DIR", help="report directory (default results/demo)")
+    d.add_argument("--refs", "-n", type=count_arg, metavar="N",
+                   help="references per run (default 2M, or 300k with --quick; warm-up is a quarter of it)")
     d.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="simulations in parallel (default: CPU count, at most 4)")
     d.set_defaults(func=cmd_demo)
