@@ -1,0 +1,427 @@
+"""Pieces of study reports: Markdown tables, paper-vs-xlat comparisons and figures.
+
+Everything here works on the results frame of ``xlat.results.load`` / ``xlat.sweep.run``
+(one row per point; ``stat.*``, ``param.*``, ``set.*`` and ``cfg.*`` columns). Figures are
+drawn with matplotlib's Agg canvas directly, never through pyplot's global state, so they
+render the same with or without a display and from any thread.
+
+Selectors (``where=``) name columns loosely so that paper files stay readable: a key is tried
+as a column, then as ``param.KEY``, ``set.KEY``, ``cfg.KEY`` and ``stat.KEY``; ``config``
+means ``config_label``. A value may be a list (any of them matches). Metrics likewise may be
+written without their ``stat.`` prefix.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from . import _core
+
+_ALIASES = {"config": "config_label", "label": "config_label"}
+_PREFIXES = ("", "param.", "set.", "cfg.", "stat.")
+AGGREGATES = ("mean", "median", "min", "max", "sum", "first", "count")
+
+
+class ReportError(_core.XlatError):
+    """A report cannot be built: a selector matches nothing, a paper file is malformed."""
+
+
+# -- selecting ------------------------------------------------------------------------------
+
+def column(df, key: str) -> str:
+    """The column a loose key names (see module doc)."""
+    key = _ALIASES.get(key, key)
+    for prefix in _PREFIXES:
+        if prefix + key in df.columns:
+            return prefix + key
+    raise ReportError(f"no column '{key}' (nor param./set./cfg./stat.{key}) in the results")
+
+
+def _matches(series, value):
+    values = value if isinstance(value, (list, tuple, set)) else [value]
+    mask = None
+    for v in values:
+        m = series == v
+        # TOML says 64 where a parameter column may hold "64" (or the reverse): also compare
+        # text forms, with booleans spelled as in TOML.
+        text = _text(v)
+        m = m | (series.map(_text) == text)
+        mask = m if mask is None else (mask | m)
+    return mask.fillna(False).astype(bool)
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()
+        if isinstance(v, bool):
+            return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def select(df, where: Mapping[str, Any] | None = None, ok_only: bool = True):
+    """Rows matching every ``key = value`` of ``where`` (and, by default, only successful ones)."""
+    out = df
+    if ok_only and "status" in out.columns:
+        out = out[out["status"] == "ok"]
+    for key, value in (where or {}).items():
+        out = out[_matches(out[column(out, key)], value)]
+    return out
+
+
+def value(df, metric: str, where: Mapping[str, Any] | None = None, agg: str = "mean") -> float:
+    """One number: ``agg`` of ``metric`` over the rows ``where`` selects (typically seeds)."""
+    if agg not in AGGREGATES:
+        raise ReportError(f"unknown aggregate '{agg}' (use one of {', '.join(AGGREGATES)})")
+    rows = select(df, where)
+    if not len(rows):
+        raise ReportError(f"no successful point matches {_where_text(where)}")
+    s = rows[column(rows, metric)].astype(float)
+    if agg == "first":
+        return float(s.iloc[0])
+    if agg == "count":
+        return float(s.count())
+    return float(getattr(s, agg)())
+
+
+def _where_text(where: Mapping[str, Any] | None) -> str:
+    if not where:
+        return "(all points)"
+    return ", ".join(f"{k}={v}" for k, v in where.items())
+
+
+# -- formatting -----------------------------------------------------------------------------
+
+def fmt_number(v: Any, digits: int = 4) -> str:
+    """Numbers with ``digits`` significant digits, thousands separated; text as is."""
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "—"
+        if math.isinf(v):
+            return "∞" if v > 0 else "-∞"
+        if v == 0:
+            return "0"
+        mag = int(math.floor(math.log10(abs(v))))
+        if mag >= 7 or mag < -3:
+            return f"{v:.{digits - 1}e}"
+        if v.is_integer() and mag >= digits - 1:
+            return f"{int(v):,}"
+        return f"{v:,.{max(0, digits - 1 - mag)}f}"
+    return str(v)
+
+
+def markdown_table(data, columns: Sequence[str] | None = None, headers: Sequence[str] | None = None,
+                   digits: int = 4, align: Sequence[str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table from a DataFrame or a list of dicts/sequences.
+
+    Numbers get ``digits`` significant digits and are right-aligned; ``|`` in text is escaped.
+    """
+    rows, cols = _rows_and_columns(data, columns)
+    headers = list(headers) if headers is not None else [str(c) for c in cols]
+    if len(headers) != len(cols):
+        raise ReportError(f"{len(headers)} headers for {len(cols)} columns")
+    cells = [[_cell(r[i] if i < len(r) else None, digits) for i in range(len(cols))] for r in rows]
+    if align is None:
+        align = ["right" if rows and all(_is_number(r[i]) for r in rows if i < len(r) and r[i] is not None) and
+                 any(r[i] is not None for r in rows if i < len(r)) else "left" for i in range(len(cols))]
+    sep = ["---:" if a == "right" else ":---:" if a == "center" else "---" for a in align]
+    lines = ["| " + " | ".join(_escape(h) for h in headers) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(c) + " |" for c in cells]
+    return "\n".join(lines) + "\n"
+
+
+def _rows_and_columns(data, columns):
+    if hasattr(data, "to_dict") and hasattr(data, "columns"):
+        cols = list(columns) if columns is not None else [str(c) for c in data.columns]
+        missing = [c for c in cols if c not in data.columns]
+        if missing:
+            raise ReportError(f"no column '{missing[0]}' in the table")
+        rows = [list(r) for r in data[cols].itertuples(index=False, name=None)]
+        return rows, cols
+    data = list(data)
+    if data and isinstance(data[0], Mapping):
+        cols = list(columns) if columns is not None else list(dict.fromkeys(k for r in data for k in r))
+        return [[r.get(c) for c in cols] for r in data], cols
+    if columns is None:
+        raise ReportError("columns are needed for a table of sequences")
+    return [list(r) for r in data], list(columns)
+
+
+def _is_number(v) -> bool:
+    if isinstance(v, bool):
+        return False
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()
+    return isinstance(v, (int, float))
+
+
+def _cell(v, digits) -> str:
+    try:
+        import pandas as pd
+
+        if v is not None and not isinstance(v, (list, tuple, dict)) and pd.isna(v):
+            return "—"
+    except (TypeError, ValueError, ImportError):
+        pass
+    return _escape(fmt_number(v, digits))
+
+
+def _escape(text: str) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+# -- paper vs xlat --------------------------------------------------------------------------
+
+#: Fields of one paper number. ``id`` and ``paper`` are required; ``metric``+``where`` (and
+#: optionally ``agg`` and ``relative_to``) say how to compute xlat's number from the results,
+#: unless the study's ``render`` supplies it by ``id``.
+PAPER_FIELDS = ("id", "what", "paper", "unit", "source", "metric", "where", "agg", "relative_to", "note")
+
+
+def load_paper(path: str | os.PathLike) -> list[dict]:
+    """The published numbers of a study: ``paper.toml`` (``[[numbers]]`` tables) or
+    ``paper.csv`` (columns as :data:`PAPER_FIELDS`; ``where``/``relative_to`` as
+    ``key=value;key=value``)."""
+    path = Path(path)
+    if path.suffix == ".toml":
+        try:
+            with open(path, "rb") as f:
+                doc = tomllib.load(f)
+        except tomllib.TOMLDecodeError as e:
+            raise ReportError(f"{path}: {e}") from None
+        entries = doc.get("numbers")
+        if not isinstance(entries, list):
+            raise ReportError(f"{path}: expected [[numbers]] tables")
+    elif path.suffix == ".csv":
+        with open(path, newline="", encoding="utf-8") as f:
+            entries = [dict(r) for r in csv.DictReader(f)]
+        for e in entries:
+            for k in ("where", "relative_to"):
+                if e.get(k):
+                    e[k] = _parse_selector(e[k], path)
+                else:
+                    e.pop(k, None)
+            for k in [k for k, v in e.items() if v in ("", None)]:
+                del e[k]
+            try:
+                e["paper"] = float(e["paper"])
+            except (KeyError, ValueError):
+                raise ReportError(f"{path}: entry {e.get('id')!r}: 'paper' must be a number") from None
+    else:
+        raise ReportError(f"{path}: paper numbers must be in a .toml or .csv file")
+    return [_check_entry(e, path, i) for i, e in enumerate(entries)]
+
+
+def _parse_selector(text: str, path) -> dict:
+    out = {}
+    for item in filter(None, (s.strip() for s in text.split(";"))):
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise ReportError(f"{path}: selector item '{item}' is not key=value")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _check_entry(e: Any, path, i: int) -> dict:
+    if not isinstance(e, Mapping):
+        raise ReportError(f"{path}: numbers[{i}] is not a table")
+    unknown = sorted(set(e) - set(PAPER_FIELDS))
+    if unknown:
+        raise ReportError(f"{path}: numbers[{i}]: unknown field '{unknown[0]}' (fields: {', '.join(PAPER_FIELDS)})")
+    if not isinstance(e.get("id"), str) or not e["id"]:
+        raise ReportError(f"{path}: numbers[{i}] needs an 'id'")
+    if not _is_number(e.get("paper")):
+        raise ReportError(f"{path}: number '{e['id']}': 'paper' must be a number")
+    for k in ("where", "relative_to"):
+        if k in e and not isinstance(e[k], Mapping):
+            raise ReportError(f"{path}: number '{e['id']}': '{k}' must be a table of column = value")
+    return dict(e)
+
+
+def paper_vs_xlat(entries: Iterable[Mapping], df=None, values: Mapping[str, float] | None = None):
+    """One row per paper number: paper, xlat, absolute and relative difference.
+
+    xlat's number comes from ``values[id]`` if given (a study computes it itself), else from
+    ``metric``/``where``/``agg`` over ``df`` (divided by the same metric over ``relative_to``
+    when present, for normalized figures). A number that cannot be computed gets no xlat value
+    and says why in ``note``, rather than failing the whole report.
+    """
+    import pandas as pd
+
+    values = dict(values or {})
+    rows = []
+    for e in entries:
+        x, note = None, e.get("note", "")
+        try:
+            if e["id"] in values:
+                x = None if values[e["id"]] is None else float(values[e["id"]])
+            elif "metric" in e and df is not None:
+                agg = e.get("agg", "mean")
+                x = value(df, e["metric"], e.get("where"), agg)
+                if "relative_to" in e:
+                    base = value(df, e["metric"], e["relative_to"], agg)
+                    x = x / base if base else math.nan
+            else:
+                note = _join(note, "not computed by this study")
+        except ReportError as err:
+            note = _join(note, str(err))
+        paper = float(e["paper"])
+        diff = None if x is None else x - paper
+        rel = None if x is None or paper == 0 else diff / abs(paper)
+        rows.append({"id": e["id"], "what": e.get("what", e["id"]), "source": e.get("source", ""),
+                     "unit": e.get("unit", ""), "paper": paper, "xlat": x, "diff": diff,
+                     "rel_diff": rel, "note": note})
+    return pd.DataFrame(rows, columns=["id", "what", "source", "unit", "paper", "xlat", "diff", "rel_diff", "note"])
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}; {b}" if a else b
+
+
+def paper_table(comparison, digits: int = 4) -> str:
+    """Markdown for :func:`paper_vs_xlat`'s frame: relative difference as a signed percent."""
+    rows = []
+    for r in comparison.to_dict("records"):
+        rel = r["rel_diff"]
+        rows.append([
+            r["what"], r["source"], r["unit"], r["paper"], r["xlat"],
+            None if r["diff"] is None or _nan(r["diff"]) else (f"{r['diff']:+.{digits - 1}g}"),
+            None if rel is None or _nan(rel) else f"{rel * 100:+.1f}%",
+            r["note"],
+        ])
+    return markdown_table(rows, columns=["what", "source", "unit", "paper", "xlat", "xlat − paper", "relative", "note"],
+                          digits=digits, align=["left", "left", "left", "right", "right", "right", "right", "left"])
+
+
+def _nan(v) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+# -- figures --------------------------------------------------------------------------------
+
+def _figure(width: float = 6.4, height: float = 3.6):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig, path: str | os.PathLike) -> Path:
+    from ._io import atomic_path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        # No timestamp or software version in the PNG: the same data draws the same bytes.
+        fig.savefig(tmp, format="png", metadata={"Software": None})
+    return path
+
+
+def _grouped(df, x: str, y: str, hue: str | None):
+    """Mean and spread of y per (hue, x), in first-appearance order (grid order)."""
+    cols = [column(df, x), column(df, y)] + ([column(df, hue)] if hue else [])
+    data = df[cols].copy()
+    data.columns = ["x", "y"] + (["hue"] if hue else [])
+    data["y"] = data["y"].astype(float)
+    if not hue:
+        data["hue"] = ""
+    xs = list(dict.fromkeys(data["x"]))
+    hues = list(dict.fromkeys(data["hue"]))
+    g = data.groupby(["hue", "x"], sort=False)["y"]
+    stats = {k: (v.mean(), v.min(), v.max(), len(v)) for k, v in g}
+    return xs, hues, stats
+
+
+def bar_figure(df, x: str, y: str, path: str | os.PathLike, hue: str | None = None, title: str | None = None,
+               ylabel: str | None = None, xlabel: str | None = None, log: bool = False) -> Path:
+    """Bars of the mean of ``y`` per ``x`` (grouped by ``hue``), with min–max whiskers when
+    several points (seeds) share a bar. Only successful points are drawn. Returns ``path``."""
+    df = select(df, None)
+    if not len(df):
+        raise ReportError(f"no successful points to draw in {Path(path).name}")
+    xs, hues, stats = _grouped(df, x, y, hue)
+    fig = _figure(max(6.4, 0.5 * len(xs) * max(1, len(hues)) + 2))
+    ax = fig.add_subplot()
+    width = 0.8 / len(hues)
+    for i, h in enumerate(hues):
+        pos, means, lo, hi = [], [], [], []
+        for j, xv in enumerate(xs):
+            if (h, xv) in stats:
+                m, mn, mx, _ = stats[(h, xv)]
+                pos.append(j - 0.4 + width * (i + 0.5))
+                means.append(m)
+                lo.append(m - mn)
+                hi.append(mx - m)
+        err = [lo, hi] if any(v > 0 for v in lo + hi) else None
+        ax.bar(pos, means, width, yerr=err, capsize=3, label=str(h) if hue else None)
+    ax.set_xticks(range(len(xs)), [_text(v) for v in xs], rotation=30 if len(xs) > 4 else 0,
+                  ha="right" if len(xs) > 4 else "center")
+    _decorate(ax, title, xlabel or x, ylabel or y, log, hue)
+    return _save(fig, path)
+
+
+def line_figure(df, x: str, y: str, path: str | os.PathLike, hue: str | None = None, title: str | None = None,
+                ylabel: str | None = None, xlabel: str | None = None, logx: bool = False, logy: bool = False) -> Path:
+    """Lines of the mean of ``y`` against ``x`` (one per ``hue``), with a min–max band across
+    seeds. Numeric ``x`` is placed by value, text ``x`` evenly in grid order."""
+    df = select(df, None)
+    if not len(df):
+        raise ReportError(f"no successful points to draw in {Path(path).name}")
+    xs, hues, stats = _grouped(df, x, y, hue)
+    numeric = all(_is_number(v) for v in xs)
+    fig = _figure()
+    ax = fig.add_subplot()
+    for h in hues:
+        pts = [(xv, *stats[(h, xv)][:3]) for xv in xs if (h, xv) in stats]
+        if numeric:
+            pts.sort(key=lambda p: float(p[0]))
+        px = [float(p[0]) if numeric else xs.index(p[0]) for p in pts]
+        ax.plot(px, [p[1] for p in pts], marker="o", label=str(h) if hue else None)
+        if any(p[3] > p[2] for p in pts):
+            ax.fill_between(px, [p[2] for p in pts], [p[3] for p in pts], alpha=0.2)
+    if not numeric:
+        ax.set_xticks(range(len(xs)), [_text(v) for v in xs])
+    if logx:
+        ax.set_xscale("log")
+    _decorate(ax, title, xlabel or x, ylabel or y, logy, hue)
+    return _save(fig, path)
+
+
+def _decorate(ax, title, xlabel, ylabel, logy, hue) -> None:
+    if title:
+        ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if logy:
+        ax.set_yscale("log")
+    ax.grid(axis="y", alpha=0.3)
+    if hue:
+        ax.legend(fontsize="small")
+
+
+def figure_md(path: str | os.PathLike, out_dir: str | os.PathLike, caption: str = "") -> str:
+    """Markdown that shows a figure, with its path relative to the report's directory."""
+    rel = os.path.relpath(Path(path), Path(out_dir))
+    return f"![{_escape(caption)}]({Path(rel).as_posix()})\n" + (f"\n*{caption}*\n" if caption else "")

@@ -1,0 +1,194 @@
+"""Studies: a sweep spec plus a report script, run with ``xlat study NAME [--quick]``.
+
+A study is a directory ``studies/NAME/`` holding:
+
+- ``sweep.toml``: the sweep spec (its ``name`` is ignored: results go to ``results/NAME``);
+  a ``[quick]`` table and/or a ``quick.toml`` beside it override top-level keys for ``--quick``;
+- ``report.py``: defines ``render(df, out_dir, quick)``, which draws figures into ``out_dir``
+  and returns the report body as Markdown, or ``(markdown, values)`` where ``values`` maps
+  paper-number ids to xlat numbers it computed itself;
+- ``paper.toml`` (``[[numbers]]``) or ``paper.csv``: the published numbers, each with the
+  recipe for xlat's counterpart (see ``xlat.report.load_paper``).
+
+The report is written to ``results/NAME/report.md`` (figures beside it), atomically, with the
+paper-vs-xlat table first. A point that failed is listed in the report, and the command then
+exits non-zero, but the report is still written from the points that succeeded.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from . import _core
+from . import report as _report
+from . import results as _results
+from . import sweep as _sweep
+from ._io import atomic_write_text
+
+#: Environment variable naming extra study directories (os.pathsep-separated), searched first.
+STUDIES_ENV = "XLAT_STUDIES"
+
+_REPO_STUDIES = Path(__file__).resolve().parent.parent.parent / "studies"
+
+
+class StudyError(_core.XlatError):
+    """A study is missing or malformed, or its report script failed."""
+
+
+def study_dirs() -> list[Path]:
+    """Where studies are looked up: ``$XLAT_STUDIES``, ``./studies``, then the source tree's
+    ``studies/`` (a development install imports the package from ``<repo>/python``)."""
+    dirs = [Path(p) for p in os.environ.get(STUDIES_ENV, "").split(os.pathsep) if p]
+    dirs += [Path.cwd() / "studies", _REPO_STUDIES]
+    out, seen = [], set()
+    for d in dirs:
+        r = d.resolve()
+        if r not in seen and r.is_dir():
+            seen.add(r)
+            out.append(r)
+    return out
+
+
+def find(name: str) -> Path:
+    """A study directory by name, or by path (anything containing a '/')."""
+    if "/" in name or os.sep in name or name in (".", ".."):
+        p = Path(name)
+        if (p / "sweep.toml").is_file():
+            return p.resolve()
+        raise StudyError(f"'{name}' is not a study directory (no sweep.toml)")
+    for d in study_dirs():
+        if (d / name / "sweep.toml").is_file():
+            return d / name
+    known = available()
+    raise StudyError(f"unknown study '{name}' (available: {', '.join(known) if known else 'none found'})")
+
+
+def available() -> list[str]:
+    names: set[str] = set()
+    for d in study_dirs():
+        names.update(p.parent.name for p in d.glob("*/sweep.toml"))
+    return sorted(names)
+
+
+@dataclass
+class Study:
+    name: str
+    dir: Path
+    render: Callable
+    paper: list[dict]
+    paper_file: Path | None
+
+    def spec(self, quick: bool) -> _sweep.Spec:
+        overlay = None
+        qfile = self.dir / "quick.toml"
+        if quick and qfile.is_file():
+            try:
+                with open(qfile, "rb") as f:
+                    overlay = tomllib.load(f)
+            except tomllib.TOMLDecodeError as e:
+                raise StudyError(f"{qfile}: {e}") from None
+        spec = _sweep.load_spec(self.dir / "sweep.toml", quick=quick, quick_overlay=overlay)
+        spec.name = self.name
+        return spec
+
+
+def load(name: str) -> Study:
+    """Find a study and import its report script."""
+    d = find(name)
+    study_name = d.name
+    script = d / "report.py"
+    if not script.is_file():
+        raise StudyError(f"study '{study_name}' has no report.py")
+    mod_name = f"xlat_study_{study_name.replace('-', '_')}"
+    spec = importlib.util.spec_from_file_location(mod_name, script)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - a broken script is the study's error, in one line
+        raise StudyError(f"{script}: {_sweep.one_line(e)}") from None
+    render = getattr(module, "render", None)
+    if not callable(render):
+        raise StudyError(f"{script} defines no render(df, out_dir, quick)")
+    paper_file = next((p for p in (d / "paper.toml", d / "paper.csv") if p.is_file()), None)
+    paper = _report.load_paper(paper_file) if paper_file else []
+    return Study(study_name, d, render, paper, paper_file)
+
+
+@dataclass
+class StudyResult:
+    sweep: _sweep.SweepResult
+    report: Path
+
+
+def run(name: str, quick: bool = False, scheduler: str | None = None, workers: int | None = None, *,
+        slurm: bool = False, root: str | os.PathLike | None = None, progress: bool | None = True,
+        client: Any = None, simulate: Callable | None = None, log: Any = None) -> StudyResult:
+    """Run a study's sweep (reusing finished points) and write ``results/NAME/report.md``."""
+    study = load(name)
+    spec = study.spec(quick)
+    res = _sweep.run(spec, scheduler=scheduler, workers=workers, slurm=slurm, root=root, progress=progress,
+                     client=client, simulate=simulate, log=log)
+    if res.interrupted:
+        raise KeyboardInterrupt
+    path = render(study, res.df, res.store, quick, failed=res.failed)
+    return StudyResult(res, path)
+
+
+def render(study: Study, df, out_dir: Path, quick: bool, failed: int = 0) -> Path:
+    """Write the study's report from a results frame; returns the report's path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ok = df[df["status"] == "ok"] if len(df) else df
+    try:
+        out = study.render(ok, out_dir, quick)
+    except _core.XlatError as e:
+        raise StudyError(f"study '{study.name}': report.py: {e}") from None
+    except Exception as e:  # noqa: BLE001 - the traceback is the script's, the line is ours
+        raise StudyError(f"study '{study.name}': report.py failed: {_sweep.one_line(e)}") from None
+    values: dict = {}
+    if isinstance(out, tuple):
+        body, values = out
+    else:
+        body = out
+    if not isinstance(body, str):
+        raise StudyError(f"study '{study.name}': render() must return Markdown text or (text, values)")
+
+    lines = [f"# Study: {study.name}{' (quick)' if quick else ''}", ""]
+    n_ok = len(ok)
+    lines.append(f"xlat {_core.version()} · {len(df)} points, {n_ok} ok, {len(df) - n_ok} failed"
+                 + (" · quick mode: small runs, numbers are indicative only" if quick else ""))
+    lines.append("")
+    if study.paper:
+        comp = _report.paper_vs_xlat(study.paper, ok, values)
+        lines += ["## Paper vs xlat", "", f"Published numbers from `{study.paper_file.name}`.", "",
+                  _report.paper_table(comp)]
+    lines += [body.rstrip(), ""]
+    if len(df) - n_ok:
+        bad = df[df["status"] != "ok"]
+        lines += ["## Failed points", "",
+                  _report.markdown_table(bad, ["config_label", "workload", "params", "seed", "error"]), ""]
+    path = out_dir / "report.md"
+    atomic_write_text(path, "\n".join(lines))
+    return path
+
+
+def render_from_store(name: str, quick: bool = False, root: str | os.PathLike | None = None) -> Path:
+    """Re-render a study's report from what its store holds for the current spec, without
+    running anything (points not in the store are simply absent)."""
+    study = load(name)
+    spec = study.spec(quick)
+    store = _results.Store(study.name, root)
+    tasks = _sweep.prepare(spec)
+    df = _sweep._rows_for(store, [t.point_id for t in tasks])
+    if not len(df):
+        raise StudyError(f"no results for study '{study.name}' under {store.root}: run 'xlat study {study.name}' first")
+    return render(study, df, store.path, quick)

@@ -1,0 +1,765 @@
+"""Sweeps: a grid of simulations described by a small TOML file, run on Dask, stored so that
+an interrupted or repeated sweep only runs what is missing.
+
+The spec format is documented in docs/experiments.md; in short::
+
+    name = "pwc-sweep"
+    refs = "2M"                  # run options; a list is a grid axis
+    seeds = [1, 2]
+    [[configs]]
+    preset = "skylake"
+    set = { "pwc.l2.entries" = [24, 64] }     # lists expand as a grid
+    [[workloads]]
+    name = "gups"
+    params = { footprint = ["1G", "8G"] }
+
+Each point of the grid is identified by ``point_id``: a hash of the resolved configuration's
+hash, the workload name and parameters, the seed, the run options and the xlat version. A
+sweep skips every point whose id already has a successful row in the store; failed points are
+tried again. Configurations are resolved on the client before anything is submitted, so the
+id never depends on a worker, and a configuration the engine rejects fails only its own
+points.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import socket
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from . import _core
+from . import results as _results
+
+
+class SpecError(_core.XlatError):
+    """A sweep spec is malformed: unknown key, wrong type, empty grid."""
+
+
+class SweepError(_core.XlatError):
+    """A sweep could not run (no cluster, missing optional dependency, ...)."""
+
+
+# -- values ---------------------------------------------------------------------------------
+
+def parse_count(value: Any, what: str = "count") -> int:
+    """A reference count as ``xlat run`` takes it: an integer, ``1e6`` or ``"2M"``.
+
+    Counts of references are decimal (M = 10^6), unlike byte sizes in workload parameters
+    ("1G" bytes is 2^30), which the workload parses itself.
+    """
+    from ._io import parse_count as _parse
+
+    try:
+        return _parse(value)
+    except (ValueError, TypeError) as e:
+        raise SpecError(f"{what}: {e}") from None
+
+
+def _canonical(value: Any) -> Any:
+    """JSON-stable form of a spec value (tuples to lists, numpy scalars to Python)."""
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in sorted(value.items())}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return value.item()
+    return value
+
+
+def _json(value: Any) -> str:
+    return json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"))
+
+
+def _value_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+# -- the grid -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ConfigChoice:
+    """One machine of the grid: a preset (or file, or engine defaults) plus overrides."""
+
+    base: str | None                       # preset name or absolute TOML path; None: defaults
+    overrides: tuple[tuple[str, Any], ...]  # applied in order after the base
+    label: str
+
+    def describe(self) -> dict:
+        return {"base": self.base, "set": [[k, v] for k, v in self.overrides]}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One simulation of a sweep."""
+
+    config: ConfigChoice
+    workload: str
+    params: tuple[tuple[str, Any], ...]    # sorted by name
+    seed: int
+    refs: int | None
+    warmup: int
+    prefault: bool
+
+    @property
+    def workload_spec(self) -> str:
+        """The workload as ``xlat.simulate`` takes it: ``name:key=value,key=value``."""
+        if not self.params:
+            return self.workload
+        return self.workload + ":" + ",".join(f"{k}={_value_text(v)}" for k, v in self.params)
+
+    def options(self) -> dict:
+        return {"refs": self.refs, "warmup": self.warmup, "prefault": self.prefault}
+
+
+@dataclass
+class Spec:
+    """A parsed sweep spec: its name, its points in grid order and cluster settings."""
+
+    name: str
+    points: list[Point]
+    source: Path | None = None
+    slurm: dict = field(default_factory=dict)
+    quick: bool = False
+
+
+_TOP_KEYS = {"name", "description", "configs", "workloads", "seeds", "seed", "refs", "warmup",
+             "prefault", "quick", "slurm"}
+_RUN_KEYS = ("refs", "warmup", "prefault")
+_CONFIG_KEYS = {"preset", "label", "set", "zip"}
+_WORKLOAD_KEYS = {"name", "params", "zip", "label", *_RUN_KEYS, "seeds", "seed"}
+
+
+def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_overlay: Mapping | None = None) -> Spec:
+    """Parse a spec file (or an already-parsed mapping) into its grid of points.
+
+    ``quick`` applies the spec's ``[quick]`` table over the top-level keys; ``quick_overlay``
+    (a study's ``quick.toml``) does the same from outside the file.
+    """
+    source: Path | None = None
+    if isinstance(spec, Mapping):
+        doc = dict(spec)
+        base_dir = Path.cwd()
+    else:
+        source = Path(spec)
+        try:
+            with open(source, "rb") as f:
+                doc = tomllib.load(f)
+        except FileNotFoundError:
+            raise SpecError(f"sweep spec '{source}' does not exist") from None
+        except tomllib.TOMLDecodeError as e:
+            raise SpecError(f"sweep spec '{source}': {e}") from None
+        except OSError as e:
+            raise SpecError(f"sweep spec '{source}': {e.strerror or e}") from None
+        base_dir = source.resolve().parent
+    where = f"sweep spec '{source}'" if source else "sweep spec"
+
+    unknown = sorted(set(doc) - _TOP_KEYS)
+    if unknown:
+        raise SpecError(f"{where}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_TOP_KEYS))})")
+    quick_table = doc.pop("quick", None)
+    if quick:
+        for overlay in (quick_table, quick_overlay):
+            if overlay is None:
+                continue
+            if not isinstance(overlay, Mapping):
+                raise SpecError(f"{where}: 'quick' must be a table of top-level keys")
+            bad = sorted(set(overlay) - (_TOP_KEYS - {"quick", "name"}))
+            if bad:
+                raise SpecError(f"{where}: unknown key '{bad[0]}' in the quick overrides")
+            doc.update(overlay)
+
+    name = doc.get("name") or (source.stem if source else None)
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{where}: 'name' must be a non-empty string")
+    slurm = doc.get("slurm", {})
+    if not isinstance(slurm, Mapping):
+        raise SpecError(f"{where}: 'slurm' must be a table of dask_jobqueue.SLURMCluster arguments")
+
+    configs = _parse_configs(doc.get("configs"), base_dir, where)
+    workloads = _parse_workloads(doc.get("workloads"), where)
+    top_seeds = _seeds(doc, where)
+    top_run = {k: _axis(doc.get(k), f"{where}: '{k}'") for k in _RUN_KEYS}
+
+    points: list[Point] = []
+    seen: set = set()
+    for cfg in configs:
+        for wl in workloads:
+            run = {k: (wl["run"][k] if k in wl["run"] else top_run[k]) for k in _RUN_KEYS}
+            seeds = wl["seeds"] if wl["seeds"] is not None else top_seeds
+            for refs, warmup, prefault in itertools.product(run["refs"], run["warmup"], run["prefault"]):
+                opts = _run_options(refs, warmup, prefault, where)
+                for seed in seeds:
+                    p = Point(cfg, wl["name"], wl["params"], seed, *opts)
+                    if p not in seen:  # a value listed twice is one point
+                        seen.add(p)
+                        points.append(p)
+    if not points:
+        raise SpecError(f"{where}: the grid is empty")
+    return Spec(name=name, points=points, source=source, slurm=dict(slurm), quick=quick)
+
+
+def _axis(value: Any, what: str) -> list:
+    """A grid axis: a list is its values, anything else one value (None: the default)."""
+    if isinstance(value, list):
+        if not value:
+            raise SpecError(f"{what}: an empty list makes the grid empty")
+        return value
+    if isinstance(value, Mapping):
+        raise SpecError(f"{what}: expected a value or a list of values, not a table")
+    return [value]
+
+
+def _seeds(doc: Mapping, where: str) -> list[int] | None:
+    if "seeds" in doc and "seed" in doc:
+        raise SpecError(f"{where}: give 'seeds' or 'seed', not both")
+    raw = doc.get("seeds", doc.get("seed"))
+    if raw is None:
+        return [1]
+    vals = _axis(raw, f"{where}: 'seeds'")
+    for s in vals:
+        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+            raise SpecError(f"{where}: seed {s!r} is not a non-negative integer")
+    return vals
+
+
+def _run_options(refs: Any, warmup: Any, prefault: Any, where: str) -> tuple[int | None, int, bool]:
+    r = None if refs is None else parse_count(refs, f"{where}: 'refs'")
+    w = 0 if warmup is None else parse_count(warmup, f"{where}: 'warmup'")
+    if prefault is None:
+        prefault = False
+    if not isinstance(prefault, bool):
+        raise SpecError(f"{where}: 'prefault' must be true or false, not {prefault!r}")
+    return r, w, prefault
+
+
+def _grid(table: Any, zipped: Any, what: str) -> list[tuple[tuple[str, Any], ...]]:
+    """Cartesian product of ``table``'s list values, crossed with ``zipped``'s lists taken in
+    lockstep. Each combination keeps the keys in the order written."""
+    table = table or {}
+    zipped = zipped or {}
+    if not isinstance(table, Mapping) or not isinstance(zipped, Mapping):
+        raise SpecError(f"{what}: expected a table of key = value or key = [values]")
+    for k, v in [*table.items(), *zipped.items()]:
+        if isinstance(v, Mapping):
+            raise SpecError(f"{what}: '{k}' must be a value or a list of values (write dotted keys in quotes)")
+    both = sorted(set(table) & set(zipped))
+    if both:
+        raise SpecError(f"{what}: '{both[0]}' is in both 'set'/'params' and 'zip'")
+    axes = [[(k, x) for x in _axis(v, f"{what}: '{k}'")] for k, v in table.items()]
+    if zipped:
+        lengths = {k: len(v) if isinstance(v, list) else None for k, v in zipped.items()}
+        if any(n is None for n in lengths.values()) or len(set(lengths.values())) != 1:
+            raise SpecError(f"{what}: every 'zip' value must be a list, all of one length ({lengths})")
+        n = next(iter(lengths.values()))
+        if n == 0:
+            raise SpecError(f"{what}: 'zip' lists are empty")
+        axes.append([tuple((k, zipped[k][i]) for k in zipped) for i in range(n)])
+    out = []
+    for combo in itertools.product(*axes):
+        flat: list[tuple[str, Any]] = []
+        for item in combo:
+            if item and isinstance(item[0], tuple):
+                flat += list(item)
+            else:
+                flat.append(item)
+        out.append(tuple(flat))
+    return out or [()]
+
+
+def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[ConfigChoice]:
+    if raw is None:
+        raise SpecError(f"{where}: no 'configs' (e.g. configs = [\"skylake\"])")
+    entries = raw if isinstance(raw, list) else [raw]
+    if not entries:
+        raise SpecError(f"{where}: 'configs' is empty")
+    out: list[ConfigChoice] = []
+    for i, e in enumerate(entries):
+        what = f"{where}: configs[{i}]"
+        if isinstance(e, str):
+            e = {"preset": e}
+        if not isinstance(e, Mapping):
+            raise SpecError(f"{what}: expected a preset name or a table")
+        unknown = sorted(set(e) - _CONFIG_KEYS)
+        if unknown:
+            raise SpecError(f"{what}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_CONFIG_KEYS))})")
+        base = e.get("preset")
+        if base is not None:
+            if not isinstance(base, str) or not base:
+                raise SpecError(f"{what}: 'preset' must be a preset name or a TOML path")
+            if base.endswith(".toml") or "/" in base or os.sep in base:
+                # Paths are relative to the spec, so a study runs from any directory.
+                p = Path(base).expanduser()
+                base = str(p if p.is_absolute() else (base_dir / p).resolve())
+        label = e.get("label")
+        if label is not None and not isinstance(label, str):
+            raise SpecError(f"{what}: 'label' must be a string")
+        grid = _grid(e.get("set"), e.get("zip"), f"{what}: 'set'")
+        # With a label of its own, a config names only the overrides that vary in its grid.
+        varying = {k for k, v in [*(e.get("set") or {}).items(), *(e.get("zip") or {}).items()]
+                   if isinstance(v, list) and len(v) > 1}
+        base_label = label or (Path(base).stem if base else "defaults")
+        for overrides in grid:
+            shown = [(k, v) for k, v in overrides if (k in varying or not label)]
+            text = " ".join(f"{k}={_value_text(v)}" for k, v in shown)
+            out.append(ConfigChoice(base, overrides, f"{base_label} {text}".strip()))
+    return out
+
+
+def _parse_workloads(raw: Any, where: str) -> list[dict]:
+    if raw is None:
+        raise SpecError(f"{where}: no 'workloads' (e.g. [[workloads]] name = \"gups\")")
+    entries = raw if isinstance(raw, list) else [raw]
+    if not entries:
+        raise SpecError(f"{where}: 'workloads' is empty")
+    out = []
+    for i, e in enumerate(entries):
+        what = f"{where}: workloads[{i}]"
+        if isinstance(e, str):
+            e = _workload_from_text(e, what)
+        if not isinstance(e, Mapping):
+            raise SpecError(f"{what}: expected a workload name or a table")
+        unknown = sorted(set(e) - _WORKLOAD_KEYS)
+        if unknown:
+            raise SpecError(f"{what}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_WORKLOAD_KEYS))})")
+        name = e.get("name")
+        if not isinstance(name, str) or not name or ":" in name:
+            raise SpecError(f"{what}: 'name' must be a workload name such as \"gups\"")
+        run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
+        seeds = _seeds(e, what) if ("seeds" in e or "seed" in e) else None
+        for params in _grid(e.get("params"), e.get("zip"), f"{what}: 'params'"):
+            out.append({"name": name, "params": tuple(sorted(params)), "run": run, "seeds": seeds})
+    return out
+
+
+def _workload_from_text(text: str, what: str) -> dict:
+    """``"gups:footprint=1G,seed_table=2"`` to a workload table (values stay text)."""
+    name, _, rest = text.partition(":")
+    params = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise SpecError(f"{what}: '{item}' is not key=value")
+        params[k.strip()] = v.strip()
+    return {"name": name.strip(), "params": params}
+
+
+# -- identity -------------------------------------------------------------------------------
+
+def xlat_version() -> str:
+    return _core.version()
+
+
+def point_id(config_hash: str, point: Point, version: str) -> str:
+    """The resume key: everything that determines a point's result, hashed."""
+    key = {
+        "config_hash": config_hash,
+        "workload": point.workload,
+        "params": [[k, _value_text(v)] for k, v in point.params],
+        "seed": point.seed,
+        **point.options(),
+        "xlat_version": version,
+    }
+    return hashlib.sha256(_json(key).encode()).hexdigest()[:20]
+
+
+@dataclass
+class Task:
+    """A point ready to run: its resolved config and the row fields known before running."""
+
+    point: Point
+    point_id: str
+    config: dict | None          # resolved config (text values); None if it did not resolve
+    error: str | None            # why the config did not resolve
+    meta: dict
+
+
+def _resolver() -> Callable[[str | None, Sequence[tuple[str, Any]]], dict]:
+    from . import config as _config
+
+    return lambda base, overrides: _config.resolve(base, list(overrides))
+
+
+def prepare(spec: Spec, resolve: Callable | None = None, version: str | None = None) -> list[Task]:
+    """Resolve every point's configuration and compute its id and the row's known fields."""
+    from . import config as _config
+
+    resolve = resolve or _resolver()
+    version = version or xlat_version()
+    cache: dict[ConfigChoice, tuple[dict | None, str | None]] = {}
+    tasks = []
+    for p in spec.points:
+        if p.config not in cache:
+            try:
+                cache[p.config] = (resolve(p.config.base, p.config.overrides), None)
+            except Exception as e:  # noqa: BLE001 - any resolution failure fails these points only
+                cache[p.config] = (None, one_line(e))
+        resolved, err = cache[p.config]
+        if resolved is not None:
+            chash = _config.config_hash(resolved)
+            typed = _typed(resolved)
+        else:
+            # Not a machine the engine accepts: identify it by what was asked for instead.
+            chash = "unresolved-" + hashlib.sha256(_json(p.config.describe()).encode()).hexdigest()[:12]
+            typed = {}
+        pid = point_id(chash, p, version)
+        meta = {
+            "point_id": pid,
+            "sweep": spec.name,
+            "config_label": p.config.label,
+            "config_base": p.config.base,
+            "config_hash": chash,
+            "config": _json(resolved) if resolved is not None else None,
+            "overrides": _json([[k, v] for k, v in p.config.overrides]),
+            "workload": p.workload,
+            "params": _json({k: v for k, v in p.params}),
+            "seed": p.seed,
+            "refs": p.refs,
+            "warmup": p.warmup,
+            "prefault": p.prefault,
+            "xlat_version": version,
+            **{f"set.{k}": _canonical(v) for k, v in p.config.overrides},
+            **{f"param.{k}": _canonical(v) for k, v in p.params},
+            **{f"cfg.{k}": v for k, v in typed.items()},
+        }
+        tasks.append(Task(p, pid, resolved, err, meta))
+    return tasks
+
+
+def _typed(resolved: Mapping[str, str]) -> dict:
+    from . import config as _config
+
+    try:
+        return _config.typed(resolved)
+    except Exception:  # noqa: BLE001 - the schema call is a nicety for columns, not identity
+        return dict(resolved)
+
+
+# -- running one point (on a worker) ---------------------------------------------------------
+
+def one_line(e: BaseException) -> str:
+    """An exception as one line: ``Type: first line of the message``, at most 500 chars."""
+    lines = [s for s in str(e).strip().splitlines() if s.strip()]
+    msg = lines[0].strip() if lines else ""
+    name = type(e).__name__
+    text = f"{name}: {msg}" if msg else name
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+def _default_simulate(config, workload, **kw):
+    import xlat
+
+    sim = getattr(xlat, "simulate", None)
+    if sim is None:
+        raise SweepError("this build of xlat has no simulate()")
+    return sim(config, workload, **kw)
+
+
+def flatten_stats(stats: Mapping, prefix: str = "stat.") -> dict:
+    """Statistics as ``stat.<name>`` columns; nested tables flatten with dots and anything
+    that is not a number (a histogram as a list) is kept as JSON text."""
+    out = {}
+    for k, v in stats.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten_stats(v, key + "."))
+        elif isinstance(v, bool):
+            out[key] = int(v)
+        elif isinstance(v, (int, float)):
+            out[key] = v
+        elif hasattr(v, "item") and not isinstance(v, (list, tuple, str)):
+            out[key] = v.item()
+        else:
+            out[key] = _json(v)
+    return out
+
+
+def run_task(config: dict, workload: str, options: dict, meta: dict, simulate: Callable | None = None) -> dict:
+    """Run one point and return its row. Never raises for a simulation error: the row says
+    ``status = "error"`` with the error's one line, so the sweep goes on."""
+    sim = simulate or _default_simulate
+    t0 = time.perf_counter()
+    row = dict(meta)
+    try:
+        res = sim(config, workload, seed=meta["seed"], **options)
+        stats = res.stats if hasattr(res, "stats") else res["stats"]
+        wl = res.workload if hasattr(res, "workload") else res.get("workload")
+        row.update(flatten_stats(stats))
+        row["workload_resolved"] = _json(wl) if wl is not None else None
+        row["status"], row["error"] = "ok", None
+    except Exception as e:  # noqa: BLE001 - recorded, not raised: one point must not stop a sweep
+        row["status"], row["error"] = "error", one_line(e)
+    row["wall_s"] = time.perf_counter() - t0
+    row["finished_at"] = time.time()
+    row["host"] = socket.gethostname()
+    return row
+
+
+def _error_row(task: Task, error: str, wall: float = 0.0) -> dict:
+    row = dict(task.meta)
+    row.update(status="error", error=error, wall_s=wall, finished_at=time.time(), host=socket.gethostname())
+    return row
+
+
+# -- clusters -------------------------------------------------------------------------------
+
+def default_workers() -> int:
+    """Every core this process may use, one single-threaded worker process each: the engine is
+    CPU-bound and releases the GIL, so more threads per worker buys nothing."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@contextmanager
+def _cluster(scheduler: str | None, workers: int | None, slurm: bool, slurm_options: Mapping,
+             npoints: int) -> Iterator:
+    """A dask.distributed Client on the chosen cluster; closes what it started."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise SweepError("dask.distributed is not installed: pip install 'dask[distributed]'") from None
+    import logging
+
+    if scheduler and slurm:
+        raise SweepError("give --scheduler or --slurm, not both")
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="20s")
+        except (OSError, TimeoutError) as e:
+            raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {one_line(e)}") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    if slurm:
+        try:
+            from dask_jobqueue import SLURMCluster
+        except ImportError:
+            raise SweepError("SLURM sweeps need dask-jobqueue: pip install 'xlat[slurm]'") from None
+        cluster = SLURMCluster(**slurm_cluster_options(slurm_options))
+        n = workers or min(npoints, 16)
+        cluster.scale(n=n)
+        client = Client(cluster)
+        try:
+            yield client
+        finally:
+            client.close()
+            cluster.close()
+        return
+    n = workers or default_workers()
+    n = max(1, min(n, npoints))  # idle workers only cost start-up time
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=logging.ERROR)
+    client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def slurm_cluster_options(options: Mapping) -> dict:
+    """SLURMCluster arguments: the spec's ``[slurm]`` table over dask's ``jobqueue.slurm``
+    configuration, with one single-threaded worker per job unless either says otherwise."""
+    import dask
+
+    out = dict(options)
+    for key, default in (("cores", 1), ("processes", 1), ("memory", "4GiB")):
+        if key not in out and dask.config.get(f"jobqueue.slurm.{key}", None) is None:
+            out[key] = default
+    return out
+
+
+# -- the sweep ------------------------------------------------------------------------------
+
+@dataclass
+class SweepResult:
+    """What :func:`run` did. ``df`` holds this spec's points (each once, in grid order)."""
+
+    name: str
+    store: Path
+    total: int
+    reused: int
+    ran: int
+    failed: int
+    df: Any
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0 and not self.interrupted
+
+
+def run(spec: str | os.PathLike | Mapping | Spec, name: str | None = None, scheduler: str | None = None,
+        workers: int | None = None, *, slurm: bool = False, root: str | os.PathLike | None = None,
+        quick: bool = False, progress: bool | None = True, client: Any = None,
+        simulate: Callable | None = None, resolve: Callable | None = None, log: Any = None) -> SweepResult:
+    """Run a sweep: expand the spec, reuse finished points, run the rest on Dask, store rows.
+
+    - ``spec``: a path to a SPEC.toml, a mapping with the same keys, or a :class:`Spec`.
+    - ``name``: the results store (default: the spec's ``name``); rows go to ``root/NAME``.
+    - ``scheduler``: address of a running Dask scheduler; else ``slurm=True`` for a
+      dask-jobqueue SLURM cluster; else a LocalCluster of ``workers`` single-threaded worker
+      processes (default: every core).
+    - ``client``: an existing ``dask.distributed.Client`` to use instead (not closed).
+    - ``simulate``: replaces ``xlat.simulate`` (same signature); it must be importable by the
+      workers, i.e. a module-level function.
+
+    Failed points are recorded with their error and do not stop the sweep; check
+    ``result.failed``. Ctrl-C stops the sweep with every finished point stored
+    (``result.interrupted``); run it again to resume.
+    """
+    if not isinstance(spec, Spec):
+        spec = load_spec(spec, quick=quick)
+    name = _results.check_name(name or spec.name)
+    log = log if log is not None else sys.stderr
+    store = _results.Store(name, root)
+    tasks = prepare(spec, resolve=resolve)
+    # One task per id: two grid cells that resolve to the same machine are one point.
+    unique: dict[str, Task] = {}
+    for t in tasks:
+        unique.setdefault(t.point_id, t)
+    store.remove_stale_temporaries()
+    done = store.done_ids()
+    reused = sum(1 for pid in unique if pid in done)
+    bad_config = [t for pid, t in unique.items() if pid not in done and t.config is None]
+    pending = [t for pid, t in unique.items() if pid not in done and t.config is not None]
+
+    total = len(unique)
+    failed = 0
+    interrupted = False
+    if bad_config:
+        store.write([_error_row(t, t.error or "config did not resolve") for t in bad_config])
+        failed += len(bad_config)
+    _say(log, f"{name}: {total} points, {reused} reused from {store.path}"
+              + (f", {len(bad_config)} with configs the engine rejects" if bad_config else "")
+              + (f", {len(pending)} to run" if pending else ", nothing to run"))
+
+    if pending:
+        try:
+            if client is not None:
+                failed += _run_pending(client, pending, store, simulate, progress, name)
+            else:
+                with _cluster(scheduler, workers, slurm, spec.slurm, len(pending)) as c:
+                    failed += _run_pending(c, pending, store, simulate, progress, name)
+        except KeyboardInterrupt:
+            interrupted = True
+    if not interrupted and len(store.partitions()) > 1:
+        store.compact()
+
+    df = _rows_for(store, [t.point_id for t in tasks])
+    failed = int((df["status"] != "ok").sum()) if len(df) else failed
+    ran = len(pending) + len(bad_config)
+    return SweepResult(name, store.path, total, reused, ran, failed, df, interrupted)
+
+
+def _rows_for(store: _results.Store, ids: Sequence[str]):
+    """This spec's rows in grid order (a store may hold other specs' points too)."""
+    df = store.load(warn=False)
+    if not len(df):
+        return df
+    order = {pid: i for i, pid in enumerate(dict.fromkeys(ids))}
+    df = df[df["point_id"].isin(order)]
+    return df.sort_values("point_id", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+def _run_pending(client, pending: list[Task], store: _results.Store, simulate, progress, name) -> int:
+    from dask.distributed import as_completed
+
+    bar = _progress(len(pending), name, progress)
+    futures = {}
+    try:
+        # Submitted in grid order; the scheduler starts them roughly in that order.
+        for t in pending:
+            f = client.submit(run_task, t.config, t.point.workload_spec, t.point.options(), t.meta,
+                              simulate, key=f"xlat-{t.point_id}-{os.urandom(4).hex()}", pure=False)
+            futures[f] = t
+        failed = 0
+        finished = 0
+        ac = as_completed(list(futures))
+        for batch in ac.batches():
+            rows = []
+            for f in batch:
+                t = futures.pop(f)
+                if f.status == "finished":
+                    row = f.result()
+                else:
+                    row = _error_row(t, _future_error(f))
+                rows.append(row)
+                failed += row["status"] != "ok"
+                f.release()
+            # Stored before the progress moves: what the bar counts as done is on disk.
+            store.write(rows)
+            finished += len(rows)
+            if bar is not None:
+                remaining = len(pending) - finished
+                threads = _threads(client)
+                bar.set_postfix_str(f"running={min(remaining, threads)} failed={failed}", refresh=False)
+                bar.update(len(rows))
+        return failed
+    finally:
+        if futures:
+            client.cancel(list(futures))
+        if bar is not None:
+            bar.close()
+
+
+def _future_error(f) -> str:
+    try:
+        e = f.exception(timeout=5)
+    except Exception as ex:  # noqa: BLE001
+        e = ex
+    if type(e).__name__ == "KilledWorker":
+        return "KilledWorker: the worker running this point died (crash or out of memory)"
+    return one_line(e) if e is not None else f"task ended as {f.status}"
+
+
+def _threads(client) -> int:
+    try:
+        return max(1, sum(client.nthreads().values()))
+    except Exception:  # noqa: BLE001 - only a display figure
+        return 1
+
+
+def _progress(total: int, name: str, enabled: bool | None):
+    if enabled is False:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=name, unit="pt", file=sys.stderr, dynamic_ncols=True,
+                smoothing=0.1, mininterval=0.5, disable=None if enabled is None else False,
+                postfix="running=? failed=0")
+
+
+def _say(log, text: str) -> None:
+    if log:
+        print(text, file=log, flush=True)
+
+
+def summary(result: SweepResult) -> str:
+    """The closing line of a sweep."""
+    if result.interrupted:
+        return (f"{result.name}: interrupted; finished points are stored in {result.store} "
+                f"and a rerun resumes from them")
+    if result.failed:
+        return (f"{result.name}: {result.failed} of {result.total} points failed "
+                f"(see: xlat results {result.name} --failed)")
+    return f"{result.name}: all {result.total} points ok ({result.reused} reused), results in {result.store}"
