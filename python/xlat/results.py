@@ -230,10 +230,11 @@ def dedupe(df, sort: bool = True):
 
     if not len(df) or "point_id" not in df.columns:
         return df.reset_index(drop=True)
-    order = df["finished_at"] if "finished_at" in df.columns else pd.Series(range(len(df)), index=df.index)
-    ok = df[df["status"] == "ok"].assign(_t=order).sort_values("_t", kind="stable")
+    # Assigned before splitting: assigning a Series to an empty frame would adopt its index.
+    df = df.assign(_t=df["finished_at"] if "finished_at" in df.columns else range(len(df)))
+    ok = df[df["status"] == "ok"].sort_values("_t", kind="stable")
     ok = ok.drop_duplicates("point_id", keep="first")
-    bad = df[(df["status"] != "ok") & ~df["point_id"].isin(ok["point_id"])].assign(_t=order)
+    bad = df[(df["status"] != "ok") & ~df["point_id"].isin(ok["point_id"])]
     bad = bad.sort_values("_t", kind="stable").drop_duplicates("point_id", keep="last")
     out = pd.concat([ok, bad], ignore_index=True, sort=False).drop(columns="_t")
     if sort:

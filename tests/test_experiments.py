@@ -1,0 +1,461 @@
+"""Sweeps on Dask, the resumable results store, studies and reports (`xlat sweep`,
+`xlat results`, `xlat study`).
+
+The Dask tests run the real engine on small points (GUPS over 16-64 MB, 20K references), on
+local clusters of 2 single-threaded worker processes, within about a minute on 2 cores.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from xlat import _core, report, results, sweep
+from xlat_testutil import REPO, assert_one_line_error, has_core, run_xlat
+
+needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reason="engine has no simulate() yet")
+TESTS = Path(__file__).resolve().parent
+
+RESUME_SPEC = """
+name = "resume"
+refs = 20000
+seeds = [1, 2, 3]
+[[configs]]
+preset = "skylake"
+set = { "tlb.l2.entries" = [768, 1536] }
+[[workloads]]
+name = "gups"
+params = { footprint = ["16M", "64M"] }
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def fake_resolve(base, overrides):
+    d = {"base": str(base)}
+    d.update((k, str(v)) for k, v in overrides)
+    return d
+
+
+@pytest.fixture(scope="module")
+def client():
+    """One 2-worker local cluster shared by the in-process sweeps of this module."""
+    import logging
+
+    from dask.distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=logging.ERROR)
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def stat_frame(df: pd.DataFrame) -> pd.DataFrame:
+    cols = sorted(results.stat_columns(df))
+    return df.set_index("point_id")[cols].sort_index()
+
+
+# --- the spec -------------------------------------------------------------------------------
+
+
+def test_spec_expands_grid_zip_seeds_and_run_options(tmp_path):
+    spec = sweep.load_spec(write(tmp_path / "s.toml", """
+        name = "g"
+        refs = ["10K", "2M"]
+        seeds = [1, 2]
+        prefault = true
+        [[configs]]
+        preset = "skylake"
+        set = { "pwc.l2.entries" = [24, 64], "core.rob" = 224 }
+        [[configs]]
+        preset = "zen3"
+        label = "z"
+        zip = { "tlb.l2.entries" = [1536, 2048], "tlb.l2.ways" = [12, 16] }
+        [[workloads]]
+        name = "gups"
+        params = { footprint = ["1G", "8G"] }
+        [[workloads]]
+        name = "stream"
+        refs = 500
+        seed = 7
+    """))
+    # configs: 2 (grid) + 2 (zip) = 4; workloads: gups x 2 footprints x 2 refs x 2 seeds = 8,
+    # stream x 1 refs x 1 seed = 1.
+    assert len(spec.points) == 4 * (8 + 1)
+    labels = list(dict.fromkeys(p.config.label for p in spec.points))
+    assert labels == ["skylake pwc.l2.entries=24 core.rob=224", "skylake pwc.l2.entries=64 core.rob=224",
+                      "z tlb.l2.entries=1536 tlb.l2.ways=12", "z tlb.l2.entries=2048 tlb.l2.ways=16"]
+    p = spec.points[0]
+    assert (p.workload_spec, p.refs, p.seed, p.prefault, p.warmup) == ("gups:footprint=1G", 10_000, 1, True, 0)
+    streams = [p for p in spec.points if p.workload == "stream"]
+    assert {(p.refs, p.seed) for p in streams} == {(500, 7)}
+    assert {p.refs for p in spec.points} == {10_000, 2_000_000, 500}
+
+
+def test_spec_shorthands_quick_and_duplicates(tmp_path):
+    spec = sweep.load_spec(write(tmp_path / "s.toml", """
+        configs = ["skylake", "skylake"]
+        workloads = ["gups:footprint=64M", "stream"]
+        refs = "1M"
+        [quick]
+        refs = 1000
+    """))
+    assert spec.name == "s"  # from the file name
+    assert [p.workload_spec for p in spec.points] == ["gups:footprint=64M", "stream"]  # duplicates merged
+    assert spec.points[0].refs == 1_000_000
+    assert sweep.load_spec(tmp_path / "s.toml", quick=True).points[0].refs == 1000
+
+
+@pytest.mark.parametrize("body, needle", [
+    ('configs = ["skylake"]\nworkloads = ["gups"]\nrefz = 1', "unknown key 'refz'"),
+    ('configs = ["skylake"]', "no 'workloads'"),
+    ('workloads = ["gups"]', "no 'configs'"),
+    ('configs = ["skylake"]\nworkloads = ["gups"]\nrefs = "lots"', "'lots' is not a count"),
+    ('configs = ["skylake"]\nworkloads = ["gups"]\nseeds = []', "empty"),
+    ('configs = [{preset = "skylake", zip = {a = [1, 2], b = [1]}}]\nworkloads = ["gups"]', "one length"),
+    ('configs = [{preset = "skylake", sett = {}}]\nworkloads = ["gups"]', "unknown key 'sett'"),
+    ('configs = ["skylake"]\n[[workloads]]\nparams = {x = 1}', "'name' must be"),
+    ('configs = ["skylake"\n', "sweep spec"),
+])
+def test_spec_errors_name_the_problem(tmp_path, body, needle):
+    with pytest.raises(sweep.SpecError, match=needle.replace("(", r"\(").replace("[", r"\[")) as e:
+        sweep.load_spec(write(tmp_path / "bad.toml", body))
+    assert "\n" not in str(e.value)
+    assert isinstance(e.value, _core.XlatError)
+
+
+def test_point_id_covers_everything_that_determines_a_result(tmp_path):
+    base = sweep.load_spec({"name": "x", "configs": ["skylake"], "workloads": ["gups:footprint=1G"], "refs": 1000})
+    ids = lambda spec, version="1": [t.point_id for t in sweep.prepare(spec, resolve=fake_resolve, version=version)]
+    again = sweep.load_spec({"name": "other", "configs": ["skylake"], "workloads": ["gups:footprint=1G"], "refs": "1K"})
+    assert ids(base) == ids(again)  # the store name and the spelling of a count do not matter
+    variants = [
+        {"refs": 2000}, {"seeds": [2]}, {"warmup": 10}, {"prefault": True},
+        {"workloads": ["gups:footprint=2G"]}, {"workloads": ["stream"]},
+        {"configs": [{"preset": "skylake", "set": {"tlb.l2.entries": 2048}}]}, {"configs": ["zen3"]},
+    ]
+    seen = {ids(base)[0], ids(base, version="2")[0]}
+    assert len(seen) == 2
+    for v in variants:
+        spec = sweep.load_spec({"name": "x", "configs": ["skylake"], "workloads": ["gups:footprint=1G"],
+                                "refs": 1000, **v})
+        seen.add(ids(spec)[0])
+    assert len(seen) == 2 + len(variants)
+
+
+@needs_sim
+def test_config_hash_is_of_the_resolved_config():
+    # Two spellings of one machine are one point: the hash is of the fully resolved config.
+    a = sweep.load_spec({"configs": [{"preset": "skylake"}], "workloads": ["gups"], "name": "a"})
+    b = sweep.load_spec({"configs": [{"preset": "skylake", "set": {"tlb.l2.entries": 1536, "tlb.l2.ways": 12}}],
+                         "workloads": ["gups"], "name": "b"})
+    ta, tb = sweep.prepare(a)[0], sweep.prepare(b)[0]
+    from xlat import config
+
+    assert config.resolve("skylake")["tlb.l2.entries"] == "1536"
+    assert ta.meta["config_hash"] == tb.meta["config_hash"] and ta.point_id == tb.point_id
+
+
+# --- the store ------------------------------------------------------------------------------
+
+
+def row(pid, status="ok", t=1.0, **kw):
+    return {"point_id": pid, "status": status, "error": None if status == "ok" else "E: x", "finished_at": t,
+            "config_label": "c", "workload": "w", "params": "{}", "seed": 1, **kw}
+
+
+def test_store_ignores_temporary_and_unreadable_files(tmp_path, capsys):
+    store = results.Store("s", tmp_path)
+    store.write([row("a", **{"stat.x": 1.0}), row("b", **{"stat.x": 2.0})])
+    # A writer killed mid-write leaves its temporary file: complete Parquet, but not a result.
+    import pyarrow.parquet as pq
+
+    pq.write_table(results.rows_to_table([row("c", **{"stat.x": 3.0})]), store.path / ".part-dead.parquet.tmp")
+    # ... and a partition damaged after the fact (truncated copy) is skipped with a warning.
+    good = store.partitions()[0]
+    (store.path / "part-99999999999999999999-trunc.parquet").write_bytes(good.read_bytes()[:100])
+    (store.path / "notes.txt").write_text("not a partition")
+    df = results.load("s", root=tmp_path)
+    assert sorted(df["point_id"]) == ["a", "b"]
+    assert "skipping unreadable results partition" in capsys.readouterr().err
+    assert store.done_ids() == {"a", "b"}
+    # Young temporary files may belong to a live writer; old ones are removed.
+    assert store.remove_stale_temporaries() == 0
+    old = time.time() - 2 * results.STALE_TMP_SECONDS
+    os.utime(store.path / ".part-dead.parquet.tmp", (old, old))
+    assert store.remove_stale_temporaries() == 1
+
+
+def test_store_write_is_all_or_nothing(tmp_path, monkeypatch):
+    store = results.Store("s", tmp_path)
+    import pyarrow.parquet as pq
+
+    real = pq.write_table
+
+    def dies_midway(table, where, **kw):
+        Path(where).write_bytes(b"PAR1 half a file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pq, "write_table", dies_midway)
+    with pytest.raises(KeyboardInterrupt):
+        store.write([row("a")])
+    monkeypatch.setattr(pq, "write_table", real)
+    assert list(store.path.iterdir()) == []  # no partition and no temporary left behind
+    assert len(results.load("s", root=tmp_path)) == 0
+
+
+def test_each_point_once_ok_preferred_then_latest_error(tmp_path):
+    store = results.Store("s", tmp_path)
+    store.write([row("a", "error", t=1.0), row("b", "error", t=1.0, error_n=1)])
+    store.write([row("a", "ok", t=2.0), row("b", "error", t=3.0, error_n=2)])
+    store.write([row("a", "error", t=4.0), row("a", "ok", t=5.0)])
+    df = results.load("s", root=tmp_path)
+    assert sorted(df["point_id"]) == ["a", "b"]
+    a, b = df.set_index("point_id").loc["a"], df.set_index("point_id").loc["b"]
+    assert (a["status"], a["finished_at"]) == ("ok", 2.0)
+    assert b["error_n"] == 2
+    # Compaction keeps exactly that view in one partition.
+    store.compact()
+    assert len(store.partitions()) == 1
+    pd.testing.assert_frame_equal(results.load("s", root=tmp_path), df, check_like=True)
+
+
+def test_mixed_types_in_a_column_are_stored(tmp_path):
+    store = results.Store("s", tmp_path)
+    store.write([row("a", **{"param.size": 64, "stat.x": 1}), row("b", **{"param.size": "1G", "stat.x": 1.5})])
+    df = results.load("s", root=tmp_path).set_index("point_id")
+    assert df.loc["a", "param.size"] == "64" and df.loc["b", "param.size"] == "1G"
+    assert df.loc["a", "stat.x"] == 1.0 and df.loc["b", "stat.x"] == 1.5
+
+
+def test_results_root_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("XLAT_RESULTS", str(tmp_path / "r"))
+    results.Store("e").write([row("a")])
+    assert (tmp_path / "r" / "e").is_dir()
+    assert list(results.load("e")["point_id"]) == ["a"]
+    with pytest.raises(results.ResultsError, match="no results named 'nope'"):
+        results.load("nope")
+    with pytest.raises(results.ResultsError, match="invalid results name"):
+        results.Store("../x")
+
+
+# --- sweeps on Dask -------------------------------------------------------------------------
+
+
+@needs_sim
+def test_killed_sweep_resumes_with_each_point_once_and_identical_stats(tmp_path, client):
+    spec = write(tmp_path / "resume.toml", RESUME_SPEC)
+    root = tmp_path / "results"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+               XLAT_TEST_POINT_DELAY="0.4")
+    code = ("import experiments_helpers as h; from xlat import sweep; "
+            f"sweep.run({str(spec)!r}, root={str(root)!r}, workers=2, simulate=h.slow_simulate, progress=False)")
+    # Its own session, so that killing the group takes the Dask workers down with it, as a
+    # crash or a lost node would.
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    store = results.Store("resume", root)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            if len(store.done_ids()) >= 3:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, f"the sweep ended before it could be killed: {proc.stderr.read()[-2000:]}"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    stored = store.done_ids()
+    assert 3 <= len(stored) < 12, len(stored)
+
+    resumed = sweep.run(spec, root=root, client=client, progress=False, log=False)
+    assert (resumed.total, resumed.reused, resumed.failed) == (12, len(stored), 0)
+    assert resumed.ran == 12 - len(stored)
+    df = results.load("resume", root=root)
+    assert len(df) == 12 and df["point_id"].is_unique and (df["status"] == "ok").all()
+    assert len(store.partitions()) == 1  # compacted once complete
+
+    clean = sweep.run(spec, root=tmp_path / "clean", client=client, progress=False, log=False)
+    assert clean.reused == 0 and clean.failed == 0
+    a, b = stat_frame(df), stat_frame(clean.df)
+    assert list(a.columns) == list(b.columns) and "stat.tlb.l2.mpki" in a.columns
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+    # A third run reuses every point and runs nothing.
+    again = sweep.run(spec, root=root, client=client, progress=False, log=False)
+    assert (again.reused, again.ran) == (12, 0)
+    pd.testing.assert_frame_equal(stat_frame(again.df), a, check_exact=True)
+
+
+@needs_sim
+def test_failed_points_are_recorded_and_the_rest_complete(tmp_path):
+    spec = write(tmp_path / "f.toml", """
+        name = "fails"
+        refs = 20000
+        [[configs]]
+        preset = "skylake"
+        set = { "tlb.l2.entries" = [1536, 1000] }   # 1000 entries in 12 ways: not buildable
+        [[workloads]]
+        name = "gups"
+        params = { footprint = ["16M", "lots"] }    # not a size: the workload rejects it
+    """)
+    p = run_xlat("sweep", str(spec), "--workers", "2", "--root", str(tmp_path / "r"), "--no-progress", timeout=180)
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stderr
+    assert "fails: 3 of 4 points failed" in p.stderr
+    df = results.load("fails", root=tmp_path / "r")
+    assert len(df) == 4
+    ok = df[df["status"] == "ok"]
+    assert len(ok) == 1 and ok.iloc[0]["param.footprint"] == "16M" and ok.iloc[0]["stat.refs"] > 0
+    bad = df[df["status"] != "ok"].set_index("config_label")
+    assert bad["error"].str.contains("tlb.l2.entries").sum() == 2  # the config's own message
+    assert bad.loc["skylake tlb.l2.entries=1536", "error"].startswith("WorkloadError")
+    assert not bad["error"].str.contains("\n").any()
+
+    p = run_xlat("results", "fails", "--root", str(tmp_path / "r"), "--failed")
+    assert p.returncode == 0 and p.stdout.count("error") >= 1 and "3 failed" in p.stderr
+    # A rerun retries the failed points (they may have failed for a passing reason) and
+    # reuses the finished one.
+    p = run_xlat("sweep", str(spec), "--workers", "2", "--root", str(tmp_path / "r"), "--no-progress", timeout=180)
+    assert p.returncode == 1 and "1 reused" in p.stderr
+    assert len(results.load("fails", root=tmp_path / "r")) == 4
+
+
+@needs_sim
+def test_results_cli_table_csv_and_columns(tmp_path, client):
+    spec = write(tmp_path / "t.toml", """
+        name = "tbl"
+        refs = 20000
+        configs = ["skylake"]
+        workloads = ["gups:footprint=16M"]
+        seeds = [1, 2]
+    """)
+    sweep.run(spec, root=tmp_path, client=client, progress=False, log=False)
+    p = run_xlat("results", "tbl", "--root", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "tlb.l2.mpki" in p.stdout.splitlines()[0] and p.stdout.count("gups") == 2
+    out = tmp_path / "x.csv"
+    p = run_xlat("results", "tbl", "--root", str(tmp_path), "--csv", str(out), "--columns", "seed", "tlb.l2.*")
+    assert p.returncode == 0, p.stderr
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    assert [r["seed"] for r in rows] == ["1", "2"]
+    assert set(rows[0]) >= {"seed", "stat.tlb.l2.mpki", "stat.tlb.l2.misses"}
+    assert_one_line_error(run_xlat("results", "tbl", "--root", str(tmp_path), "--columns", "nosuch"), "nosuch")
+    assert_one_line_error(run_xlat("results", "nope", "--root", str(tmp_path)), "nope")
+    p = run_xlat("results", "--root", str(tmp_path))
+    assert p.stdout.split() == ["tbl"]
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    assert_one_line_error(run_xlat("sweep", str(tmp_path / "missing.toml")), "does not exist")
+    bad = write(tmp_path / "bad.toml", 'configs = ["skylake"]\nworkloads = ["gups"]\nsedes = [1]\n')
+    assert_one_line_error(run_xlat("sweep", str(bad)), "unknown key 'sedes'")
+    assert_one_line_error(run_xlat("sweep", str(bad), "--workers", "0"), "at least 1")
+    assert_one_line_error(run_xlat("study", "no-such-study"), "unknown study", "skeleton")
+
+
+def test_slurm_needs_dask_jobqueue(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", None)  # import fails as if not installed
+    with pytest.raises(sweep.SweepError, match=r"pip install 'xlat\[slurm\]'"):
+        with sweep._cluster(None, 2, True, {}, 4):
+            pass
+
+
+def test_slurm_options_default_to_single_threaded_workers():
+    opts = sweep.slurm_cluster_options({"queue": "short", "memory": "8GiB"})
+    assert opts == {"queue": "short", "memory": "8GiB", "cores": 1, "processes": 1}
+
+
+# --- studies and reports --------------------------------------------------------------------
+
+
+@needs_sim
+def test_skeleton_study_renders_report_with_table_and_figure(tmp_path):
+    root = tmp_path / "results"
+    p = run_xlat("study", "skeleton", "--quick", "--workers", "2", "--root", str(root), "--no-progress",
+                 cwd=tmp_path, timeout=180)
+    assert p.returncode == 0, p.stderr
+    out = root / "skeleton"
+    text = (out / "report.md").read_text()
+    assert "SKELETON" in text and "## Paper vs xlat" in text
+    table = [l for l in text.splitlines() if l.startswith("| L2 TLB miss ratio")]
+    assert table and all("—" not in l.split("|")[5] for l in table), table  # xlat column filled
+    figs = sorted(out.glob("*.png"))
+    assert figs and all(f.stat().st_size > 1000 for f in figs)
+    assert all(f"]({f.name})" in text for f in figs)
+    # Rendering again from the store runs nothing and writes the same report.
+    p = run_xlat("study", "skeleton", "--quick", "--render-only", "--root", str(root), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (out / "report.md").read_text() == text
+
+
+def test_markdown_table_and_paper_comparison():
+    df = pd.DataFrame({
+        "status": ["ok"] * 4, "config_label": ["a", "a", "b", "b"], "seed": [1, 2, 1, 2],
+        "param.size": ["1G", "1G", "1G", "1G"], "stat.cycles": [100.0, 110.0, 50.0, 60.0],
+    })
+    md = report.markdown_table(df, ["config_label", "stat.cycles"], headers=["config", "cycles"])
+    assert md.splitlines()[:3] == ["| config | cycles |", "| --- | ---: |", "| a | 100.0 |"]
+    entries = [
+        {"id": "a", "what": "cycles on a", "paper": 100.0, "metric": "cycles", "where": {"config": "a", "size": "1G"}},
+        {"id": "ratio", "paper": 0.5, "metric": "cycles", "where": {"config": "b"}, "relative_to": {"config": "a"}},
+        {"id": "given", "paper": 2.0},
+        {"id": "missing", "paper": 1.0, "metric": "cycles", "where": {"config": "zzz"}},
+        {"id": "none", "paper": 1.0},
+    ]
+    comp = report.paper_vs_xlat(entries, df, values={"given": 3.0}).set_index("id")
+    assert comp.loc["a", "xlat"] == 105.0 and comp.loc["a", "diff"] == 5.0 and comp.loc["a", "rel_diff"] == 0.05
+    assert comp.loc["ratio", "xlat"] == pytest.approx(55 / 105)
+    assert comp.loc["given", "xlat"] == 3.0 and comp.loc["given", "rel_diff"] == 0.5
+    assert pd.isna(comp.loc["missing", "xlat"]) and "no successful point matches" in comp.loc["missing", "note"]
+    assert "not computed" in comp.loc["none", "note"]
+    md = report.paper_table(comp.reset_index())
+    assert "| cycles on a |  |  | 100.0 | 105.0 | +5 | +5.0% |  |" in md
+
+
+def test_paper_file_formats(tmp_path):
+    toml = write(tmp_path / "paper.toml", """
+        [[numbers]]
+        id = "x"
+        paper = 1.5
+        metric = "ipc"
+        where = { config = "skylake" }
+    """)
+    assert report.load_paper(toml) == [{"id": "x", "paper": 1.5, "metric": "ipc", "where": {"config": "skylake"}}]
+    c = tmp_path / "paper.csv"
+    c.write_text("id,paper,unit,metric,where\nx,1.5,,ipc,config=skylake;size=1G\n")
+    assert report.load_paper(c) == [{"id": "x", "paper": 1.5, "metric": "ipc",
+                                     "where": {"config": "skylake", "size": "1G"}}]
+    write(tmp_path / "bad.toml", "[[numbers]]\nid = 'x'\npaper = 'big'\n")
+    with pytest.raises(report.ReportError, match="'paper' must be a number"):
+        report.load_paper(tmp_path / "bad.toml")
+
+
+def test_figures_are_png_and_deterministic(tmp_path):
+    df = pd.DataFrame({
+        "status": ["ok"] * 6, "config_label": ["a", "a", "b", "b", "a", "b"],
+        "param.n": [1, 2, 1, 2, 1, 1], "seed": [1, 1, 1, 1, 2, 2], "stat.v": [1.0, 2.0, 3.0, 4.0, 1.5, 2.5],
+    })
+    for fn in (report.bar_figure, report.line_figure):
+        a = fn(df, "n", "v", tmp_path / f"{fn.__name__}.png", hue="config", title="t")
+        b = fn(df, "n", "v", tmp_path / f"{fn.__name__}-2.png", hue="config", title="t")
+        assert a.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert a.read_bytes() == b.read_bytes()
+    assert report.figure_md(tmp_path / "f" / "x.png", tmp_path, "cap").startswith("![cap](f/x.png)")
+    assert not list(tmp_path.glob(".*"))  # no temporary files left
