@@ -459,3 +459,14 @@ def test_figures_are_png_and_deterministic(tmp_path):
         assert a.read_bytes() == b.read_bytes()
     assert report.figure_md(tmp_path / "f" / "x.png", tmp_path, "cap").startswith("![cap](f/x.png)")
     assert not list(tmp_path.glob(".*"))  # no temporary files left
+
+
+def test_unknown_preset_is_a_spec_error(tmp_path):
+    with pytest.raises(sweep.SpecError, match="unknown preset 'skylak'.*skylake"):
+        sweep.load_spec({"configs": ["skylak"], "workloads": ["gups"], "name": "x"})
+    with pytest.raises(sweep.SpecError, match="does not exist"):
+        sweep.load_spec(write(tmp_path / "s.toml", 'configs = ["mine.toml"]\nworkloads = ["gups"]\n'))
+    (tmp_path / "mine.toml").write_text('base = "skylake"\n')
+    spec = sweep.load_spec(tmp_path / "s.toml")  # paths are relative to the spec
+    assert spec.points[0].config.base == str(tmp_path / "mine.toml")
+    assert spec.points[0].config.label == "mine"

@@ -241,8 +241,16 @@ def dedupe(df, sort: bool = True):
         keys = [c for c in SORT_COLUMNS if c in out.columns]
         # Sorting on mixed-type columns (a parameter given as 1 in one point and "1G" in
         # another) must not fail: sort on the text form.
-        out = out.sort_values(keys, key=lambda s: s.astype(str), kind="stable") if keys else out
+        out = out.sort_values(keys, key=_sort_key, kind="stable") if keys else out
     return out.reset_index(drop=True)
+
+
+def _sort_key(s):
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return s
+    return s.astype(str)
 
 
 def stat_columns(df) -> list[str]:

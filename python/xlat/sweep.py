@@ -306,6 +306,14 @@ def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[ConfigChoice]:
                 # Paths are relative to the spec, so a study runs from any directory.
                 p = Path(base).expanduser()
                 base = str(p if p.is_absolute() else (base_dir / p).resolve())
+            # A misspelt preset is a mistake in the spec, not a machine the engine rejects:
+            # stop before anything runs.
+            from . import config as _config
+
+            try:
+                _config.find(base)
+            except _core.XlatError as err:
+                raise SpecError(f"{what}: {err}") from None
         label = e.get("label")
         if label is not None and not isinstance(label, str):
             raise SpecError(f"{what}: 'label' must be a string")
@@ -401,22 +409,19 @@ def prepare(spec: Spec, resolve: Callable | None = None, version: str | None = N
 
     resolve = resolve or _resolver()
     version = version or xlat_version()
-    cache: dict[ConfigChoice, tuple[dict | None, str | None]] = {}
+    # Resolved once per machine: (resolved, error, config hash, typed values).
+    cache: dict[ConfigChoice, tuple] = {}
     tasks = []
     for p in spec.points:
         if p.config not in cache:
             try:
-                cache[p.config] = (resolve(p.config.base, p.config.overrides), None)
+                resolved = resolve(p.config.base, p.config.overrides)
+                cache[p.config] = (resolved, None, _config.config_hash(resolved), _typed(resolved))
             except Exception as e:  # noqa: BLE001 - any resolution failure fails these points only
-                cache[p.config] = (None, one_line(e))
-        resolved, err = cache[p.config]
-        if resolved is not None:
-            chash = _config.config_hash(resolved)
-            typed = _typed(resolved)
-        else:
-            # Not a machine the engine accepts: identify it by what was asked for instead.
-            chash = "unresolved-" + hashlib.sha256(_json(p.config.describe()).encode()).hexdigest()[:12]
-            typed = {}
+                # Not a machine the engine accepts: identify it by what was asked for instead.
+                chash = "unresolved-" + hashlib.sha256(_json(p.config.describe()).encode()).hexdigest()[:12]
+                cache[p.config] = (None, one_line(e), chash, {})
+        resolved, err, chash, typed = cache[p.config]
         pid = point_id(chash, p, version)
         meta = {
             "point_id": pid,
@@ -692,6 +697,8 @@ def _run_pending(client, pending: list[Task], store: _results.Store, simulate, p
             f = client.submit(run_task, t.config, t.point.workload_spec, t.point.options(), t.meta,
                               simulate, key=f"xlat-{t.point_id}-{os.urandom(4).hex()}", pure=False)
             futures[f] = t
+        if bar is not None:
+            bar.set_postfix_str(f"running={min(len(pending), _threads(client))} failed=0", refresh=False)
         failed = 0
         finished = 0
         ac = as_completed(list(futures))
@@ -699,9 +706,13 @@ def _run_pending(client, pending: list[Task], store: _results.Store, simulate, p
             rows = []
             for f in batch:
                 t = futures.pop(f)
+                row = None
                 if f.status == "finished":
-                    row = f.result()
-                else:
+                    try:
+                        row = f.result()
+                    except Exception as e:  # noqa: BLE001 - e.g. a result that did not deserialize
+                        row = _error_row(t, one_line(e))
+                if row is None:
                     row = _error_row(t, _future_error(f))
                 rows.append(row)
                 failed += row["status"] != "ok"
