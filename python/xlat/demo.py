@@ -233,17 +233,23 @@ def write_figure(rows: list[Row], workloads: list[str], path: Path) -> bool:
     width = 0.8 / max(1, len(machines))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     ax = axes[0]
+    # A perfect-TLB twin is drawn as an outline in its machine's colour: the ceiling that
+    # machine could reach if translation were free.
+    spec = {r.machine.name: r.machine for r in rows}
+    bases = [m for m in machines if spec[m].perfect_of is None]
     for i, m in enumerate(machines):
+        color = colors[bases.index(spec[m].perfect_of or m) % len(colors)]
+        perfect = spec[m].perfect_of is not None
         vals = [(_stat(by_key[(w, m)].stats, "ipc") or 0.0) for w in workloads]
         ax.bar([j + (i - (len(machines) - 1) / 2) * width for j in range(len(workloads))], vals, width,
-               label=m, color=colors[i % len(colors)], hatch="//" if "perfect" in m else None)
+               label=m, color="white" if perfect else color, edgecolor=color, hatch="//" if perfect else None)
     ax.set_xticks(range(len(workloads)), workloads)
     ax.set_ylabel("IPC")
-    ax.set_title("IPC (hatched: perfect TLB, the ceiling)")
+    ax.set_title("IPC (hatched: same machine with a perfect TLB)")
     ax.legend(fontsize=8)
     # Right: PTE reads per walk, split by where each read was served.
     ax = axes[1]
-    real = [m for m in machines if "perfect" not in m]
+    real = [m for m in machines if spec[m].perfect_of is None]
     labels, bottoms = [], []
     levels = (("l1", "L1D"), ("l2", "L2"), ("llc", "LLC"), ("dram", "DRAM"))
     data = {lv: [] for lv, _ in levels}
