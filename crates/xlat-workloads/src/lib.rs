@@ -1,1 +1,196 @@
 //! xlat-workloads: workload kernels and trace formats.
+//!
+//! A *kernel* runs a real algorithm (Graph500 BFS, GAP PageRank, HPCC RandomAccess, ...)
+//! on real data in the host process and records the simulated virtual address of every
+//! access to its big data structures (see [`vas`] for the layout). A *trace* replays
+//! references recorded elsewhere (xlat's own format, ChampSim, valgrind lackey).
+//! Both are delivered to the engine as [`xlat_core::RefSource`]s.
+//!
+//! ```no_run
+//! let (desc, mut src) = xlat_workloads::open("bfs:scale=16,threads=2", 1).unwrap();
+//! let mut batch = Vec::with_capacity(16384);
+//! src.next_batch(0, &mut batch).unwrap();
+//! # let _ = desc;
+//! ```
+
+pub mod kernels;
+pub mod params;
+pub mod recorder;
+pub mod rng;
+mod source;
+pub mod trace;
+pub mod vas;
+
+use std::time::Instant;
+
+use xlat_core::{RefSource, SourceError};
+
+use kernels::Kernel;
+use params::{PDef, Params};
+use recorder::{CountRecorder, Recorder};
+
+/// A resolved workload: its name and every parameter's value, defaults included.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadDesc {
+    pub name: String,
+    pub params: Vec<(String, String)>,
+}
+
+impl WorkloadDesc {
+    /// `name:k=v,...`, which `open` parses back to the same workload.
+    pub fn spec(&self) -> String {
+        let kv: Vec<String> = self.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if kv.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}:{}", self.name, kv.join(","))
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("unknown workload '{name}' (known: {known})")]
+    UnknownWorkload { name: String, known: String },
+    #[error("workload {workload}: unknown parameter '{param}' (allowed: {allowed})")]
+    UnknownParam { workload: String, param: String, allowed: String },
+    #[error("workload {workload}: bad value '{value}' for {param}: {why}")]
+    BadValue { workload: String, param: String, value: String, why: String },
+    #[error("bad workload spec '{spec}': {why}")]
+    BadSpec { spec: String, why: String },
+    #[error("unknown trace format '{0}' (known: native, champsim, lackey)")]
+    UnknownFormat(String),
+    /// A trace could not be opened or decoded.
+    #[error("{0}")]
+    Trace(SourceError),
+    /// A kernel failed while running natively.
+    #[error("workload {name}: {what}")]
+    Failed { name: String, what: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    pub name: &'static str,
+    pub default: String,
+    pub doc: &'static str,
+}
+
+#[derive(Clone, Debug)]
+pub struct WorkloadInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub params: Vec<ParamInfo>,
+    /// Simulated virtual memory the kernel lays out at its default parameters.
+    pub footprint_bytes: u64,
+}
+
+/// Result of running a kernel without recording.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NativeRun {
+    /// References the kernel made (what a recorded run would emit).
+    pub refs: u64,
+    /// Wall time of the kernel proper (input construction excluded).
+    pub seconds: f64,
+    /// A digest of the algorithm's result, so runs can be compared and the work cannot be
+    /// optimised away.
+    pub checksum: u64,
+}
+
+fn resolve(spec: &str, seed: u64) -> Result<(&'static kernels::Entry, Params), WorkloadError> {
+    let (name, kvs) = params::split_spec(spec)?;
+    let entry = kernels::ENTRIES.iter().find(|e| e.name == name).ok_or_else(|| {
+        WorkloadError::UnknownWorkload {
+            name: name.clone(),
+            known: kernels::ENTRIES.iter().map(|e| e.name).collect::<Vec<_>>().join(", "),
+        }
+    })?;
+    let p = Params::resolve(entry.name, entry.params, &kvs, seed)?;
+    Ok((entry, p))
+}
+
+fn desc_of(p: &Params) -> WorkloadDesc {
+    WorkloadDesc { name: p.workload.to_string(), params: p.pairs() }
+}
+
+/// Every kernel with its parameters and its footprint at the defaults.
+pub fn catalog() -> Vec<WorkloadInfo> {
+    kernels::ENTRIES
+        .iter()
+        .map(|e| {
+            let params: Vec<ParamInfo> = e
+                .params
+                .iter()
+                .chain(params::COMMON.iter())
+                .map(|d: &PDef| ParamInfo { name: d.name, default: d.default.to_string(), doc: d.doc })
+                .collect();
+            let footprint_bytes = Params::resolve(e.name, e.params, &[], 0)
+                .and_then(|p| Kernel::new(e.name, &p, false))
+                .map(|k| k.vas().footprint())
+                .unwrap_or(0);
+            WorkloadInfo { name: e.name, description: e.description, params, footprint_bytes }
+        })
+        .collect()
+}
+
+/// Resolve a spec (`name:key=value,...`) without running anything.
+pub fn describe(spec: &str, seed: u64) -> Result<WorkloadDesc, WorkloadError> {
+    let (e, p) = resolve(spec, seed)?;
+    Kernel::new(e.name, &p, false)?;
+    Ok(desc_of(&p))
+}
+
+/// Start a kernel in its own thread and return its reference streams. `seed` is used
+/// unless the spec sets `seed=`.
+pub fn open(spec: &str, seed: u64) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
+    let (e, p) = resolve(spec, seed)?;
+    let mut k = Kernel::new(e.name, &p, false)?;
+    let regions = k.vas().regions().to_vec();
+    let streams = k.threads();
+    let src = source::KernelSource::spawn(e.name, streams, regions, p.limit(), move |rec: &mut recorder::BatchRecorder| {
+        k.run(rec);
+    });
+    Ok((desc_of(&p), Box::new(src)))
+}
+
+/// Run a kernel in the calling thread without recording (for benchmarks and the
+/// real-hardware tools). Large tables are materialised (see each kernel's docs).
+pub fn run_native(spec: &str, seed: u64) -> Result<NativeRun, WorkloadError> {
+    let (e, p) = resolve(spec, seed)?;
+    let mut k = Kernel::new(e.name, &p, true)?;
+    let mut rec = CountRecorder::new(p.limit());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let start = Instant::now();
+        let checksum = k.run(&mut rec);
+        let end = Instant::now();
+        let t0 = rec.roi_start.unwrap_or(start);
+        (checksum, end.duration_since(t0).as_secs_f64())
+    }));
+    match r {
+        Ok((checksum, seconds)) => Ok(NativeRun { refs: rec.refs, seconds, checksum }),
+        Err(p) => Err(WorkloadError::Failed {
+            name: e.name.to_string(),
+            what: source::panic_message(&*p),
+        }),
+    }
+}
+
+/// Open recorded traces, one file per stream. `format` forces `native`, `champsim` or
+/// `lackey` (optionally `champsim+fetch` / `lackey+fetch` to also emit instruction
+/// fetches); otherwise each file's format is detected from its content and suffix.
+pub fn open_trace(
+    paths: &[String],
+    format: Option<&str>,
+) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
+    let fmt = match format {
+        None => None,
+        Some(f) => Some(trace::FormatSpec::parse(f).ok_or_else(|| WorkloadError::UnknownFormat(f.to_string()))?),
+    };
+    let src = trace::TraceSource::open(paths, fmt).map_err(WorkloadError::Trace)?;
+    let desc = src.desc();
+    Ok((desc, Box::new(src)))
+}
+
+// Recorder is part of the public API so external tools can drive kernels themselves.
+pub use recorder::Recorder as KernelRecorder;
+#[doc(hidden)]
+pub fn _assert_recorder<R: Recorder>() {}

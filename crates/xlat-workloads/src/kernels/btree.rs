@@ -1,0 +1,275 @@
+//! B+-tree lookups. The tree is bulk-loaded from sorted keys (leaves full, nodes allocated
+//! level by level, as a bulk loader does); a lookup binary-searches each node's keys and
+//! follows one child pointer per level (a dependent load), ending with the value load in
+//! the leaf. Node layout (default 256 B): inner = count + 15 keys + 16 child pointers;
+//! leaf = count + next pointer + 15 keys + 15 values.
+
+use crate::params::{float, size, PDef, Params};
+use crate::recorder::{interleave, static_split, Recorder};
+use crate::rng::{derive, Rng};
+use crate::vas::{Arr, Vas};
+use crate::WorkloadError;
+
+use super::KernelImpl;
+
+pub const DESC: &str = "B+-tree point lookups (bulk-loaded tree, uniform keys)";
+pub const PARAMS: &[PDef] = &[
+    size("n", "8M", "keys in the tree"),
+    size("node", "256", "node size in bytes (64..4096); sets the fan-out"),
+    size("lookups", "1M", "lookups (split over threads)"),
+    float("hit", "0.9", "fraction of lookups for keys that are present"),
+];
+
+/// A bulk-loaded B+-tree over `u64` keys with its simulated node layout.
+pub struct BPlusTree {
+    /// Max keys per node.
+    pub k: usize,
+    /// `levels[0]` = leaves' keys (all keys, sorted); `levels[l]` for l >= 1 holds, per
+    /// node of level l, its separator keys (the first key of each child but the first).
+    leaf_keys: Vec<u64>,
+    leaf_vals: Vec<u64>,
+    /// Inner levels from just above the leaves up to the root: per node, its separator keys
+    /// and its children's index range in the level below.
+    inner: Vec<Vec<InnerNode>>,
+    inner_arr: Arr,
+    leaf_arr: Arr,
+    /// First node index of each inner level inside the inner region.
+    level_base: Vec<u64>,
+    pub leaves: u64,
+}
+
+#[derive(Clone, Debug)]
+struct InnerNode {
+    seps: Vec<u64>,
+    first_child: u64,
+}
+
+impl BPlusTree {
+    pub fn max_keys(node: u64) -> usize {
+        ((node - 16) / 16) as usize
+    }
+
+    /// Nodes needed for `n` keys: (leaves, inner nodes).
+    pub fn node_counts(n: u64, k: usize) -> (u64, u64) {
+        let leaves = n.div_ceil(k as u64).max(1);
+        let mut inner = 0;
+        let mut level = leaves;
+        while level > 1 {
+            level = level.div_ceil(k as u64 + 1);
+            inner += level;
+        }
+        (leaves, inner.max(1))
+    }
+
+    pub fn layout(vas: &mut Vas, n: u64, node: u64, prefix: &str) -> (Arr, Arr) {
+        let k = Self::max_keys(node);
+        let (leaves, inner) = Self::node_counts(n, k);
+        let inner_arr = vas.array(&format!("{prefix}inner"), inner, node);
+        let leaf_arr = vas.array(&format!("{prefix}leaves"), leaves, node);
+        (inner_arr, leaf_arr)
+    }
+
+    pub fn build(keys: Vec<u64>, vals: Vec<u64>, node: u64, inner_arr: Arr, leaf_arr: Arr) -> BPlusTree {
+        let k = Self::max_keys(node);
+        let leaves = (keys.len() as u64).div_ceil(k as u64).max(1);
+        // Children of the level being built: (first key, count).
+        let mut child_first: Vec<u64> = (0..leaves).map(|i| keys.get(i as usize * k).copied().unwrap_or(0)).collect();
+        let mut inner = Vec::new();
+        while child_first.len() > 1 {
+            let mut level = Vec::new();
+            let mut next_first = Vec::new();
+            for (ni, chunk) in child_first.chunks(k + 1).enumerate() {
+                level.push(InnerNode { seps: chunk[1..].to_vec(), first_child: (ni * (k + 1)) as u64 });
+                next_first.push(chunk[0]);
+            }
+            inner.push(level);
+            child_first = next_first;
+        }
+        // Inner nodes are allocated root first, then each level below.
+        let mut level_base = vec![0u64; inner.len()];
+        let mut at = 0;
+        for l in (0..inner.len()).rev() {
+            level_base[l] = at;
+            at += inner[l].len() as u64;
+        }
+        BPlusTree { k, leaf_keys: keys, leaf_vals: vals, inner, inner_arr, leaf_arr, level_base, leaves }
+    }
+
+    /// Index of the first key > `key` in `keys`, recording each probe's 8-byte load at
+    /// `base + 8 * (slot0 + i)`.
+    #[inline]
+    fn upper_bound<R: Recorder>(rec: &mut R, keys: &[u64], key: u64, node_va: u64, key_off: u64) -> usize {
+        let (mut lo, mut hi) = (0usize, keys.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            rec.load(node_va + key_off + 8 * mid as u64, 8, 4);
+            if keys[mid] <= key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Look `key` up, recording every node access; returns its value.
+    pub fn lookup<R: Recorder>(&self, rec: &mut R, key: u64) -> Option<u64> {
+        let mut child = 0u64;
+        let mut dep = false;
+        for l in (0..self.inner.len()).rev() {
+            let node = &self.inner[l][child as usize];
+            let va = self.inner_arr.at(self.level_base[l] + child);
+            // The key count; the node's address came from the parent's child pointer.
+            if dep {
+                rec.load_dep(va, 8, 1);
+            } else {
+                rec.load(va, 8, 3);
+            }
+            let i = Self::upper_bound(rec, &node.seps, key, va, 8);
+            // Child pointers follow the keys.
+            rec.load(va + 8 + 8 * self.k as u64 + 8 * i as u64, 8, 2);
+            child = node.first_child + i as u64;
+            dep = true;
+        }
+        let leaf = child as usize;
+        let s = leaf * self.k;
+        let e = (s + self.k).min(self.leaf_keys.len());
+        let va = self.leaf_arr.at(leaf as u64);
+        rec.load_dep(va, 8, 1);
+        let keys = &self.leaf_keys[s..e];
+        let i = Self::upper_bound(rec, keys, key, va, 16);
+        if i > 0 && keys[i - 1] == key {
+            rec.load(va + 16 + 8 * self.k as u64 + 8 * (i as u64 - 1), 8, 2);
+            Some(self.leaf_vals[s + i - 1])
+        } else {
+            None
+        }
+    }
+
+    pub fn height(&self) -> usize {
+        self.inner.len() + 1
+    }
+}
+
+pub struct BTree {
+    vas: Vas,
+    inner_arr: Arr,
+    leaf_arr: Arr,
+    n: u64,
+    node: u64,
+    lookups: u64,
+    hit: f64,
+    threads: usize,
+    seed: u64,
+    pub tree: Option<BPlusTree>,
+    pub found: u64,
+    pub wrong: u64,
+}
+
+/// Keys are `16 * i + jitter(i)`: sorted, distinct, and key presence is checkable.
+fn key_of(i: u64, seed: u64) -> u64 {
+    16 * i + (derive(seed, i) % 15)
+}
+
+impl KernelImpl for BTree {
+    fn new(p: &Params, _native: bool) -> Result<Self, WorkloadError> {
+        let n = p.range("n", 1, 1 << 36)?;
+        let node = p.range("node", 64, 4096)?;
+        let hit = p.f64("hit");
+        if !(0.0..=1.0).contains(&hit) {
+            return Err(p.bad("hit", "must be in [0, 1]"));
+        }
+        let mut vas = Vas::new();
+        let (inner_arr, leaf_arr) = BPlusTree::layout(&mut vas, n, node, "");
+        Ok(BTree {
+            vas,
+            inner_arr,
+            leaf_arr,
+            n,
+            node,
+            lookups: p.u64("lookups"),
+            hit,
+            threads: p.threads(),
+            seed: p.seed(),
+            tree: None,
+            found: 0,
+            wrong: 0,
+        })
+    }
+    fn vas(&self) -> &Vas {
+        &self.vas
+    }
+    fn threads(&self) -> usize {
+        self.threads
+    }
+
+    fn run<R: Recorder>(&mut self, rec: &mut R) -> u64 {
+        let seed = self.seed;
+        let keys: Vec<u64> = (0..self.n).map(|i| key_of(i, seed)).collect();
+        let vals: Vec<u64> = keys.iter().map(|k| k.wrapping_mul(3) ^ 0x5A5A).collect();
+        let tree = BPlusTree::build(keys, vals, self.node, self.inner_arr, self.leaf_arr);
+        rec.roi_begin();
+        let mut rngs: Vec<Rng> = (0..self.threads).map(|t| Rng::new(derive(seed, 0xB7 + t as u64))).collect();
+        let (n, hit) = (self.n, self.hit);
+        let (mut found, mut wrong, mut digest) = (0u64, 0u64, 0u64);
+        interleave(rec, &static_split(self.lookups, self.threads), 256, |rec, t, lo, hi| {
+            let rng = &mut rngs[t];
+            for _ in lo..hi {
+                let i = rng.below(n);
+                let present = rng.f64() < hit;
+                // An absent key: the same slot shifted to a jitter value that is never used.
+                let key = if present { key_of(i, seed) } else { 16 * i + 15 };
+                match tree.lookup(rec, key) {
+                    Some(v) => {
+                        found += 1;
+                        digest = digest.wrapping_add(v);
+                        if !present || v != key.wrapping_mul(3) ^ 0x5A5A {
+                            wrong += 1;
+                        }
+                    }
+                    None => {
+                        if present {
+                            wrong += 1;
+                        }
+                    }
+                }
+            }
+        });
+        self.found = found;
+        self.wrong = wrong;
+        self.tree = Some(tree);
+        digest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::testutil::*;
+
+    #[test]
+    fn lookups_find_exactly_the_present_keys() {
+        let (k, s, _) = run_recorded::<BTree>("btree", PARAMS, "n=100000,lookups=20000,threads=2,node=128");
+        assert_eq!(k.wrong, 0);
+        let frac = k.found as f64 / 20000.0;
+        assert!((frac - 0.9).abs() < 0.02, "{frac}");
+        let t = k.tree.as_ref().unwrap();
+        // 7 keys per 128-byte node: 100000 keys -> 14286 leaves -> height 6.
+        assert_eq!(t.k, 7);
+        assert_eq!(t.height(), 6);
+        assert_in_regions(&k.vas, &s);
+        // Every key of a small tree is found with its value.
+        let keys: Vec<u64> = (0..1000).map(|i| key_of(i, 9)).collect();
+        let vals: Vec<u64> = (0..1000).collect();
+        let mut vas = Vas::new();
+        let (ia, la) = BPlusTree::layout(&mut vas, 1000, 256, "");
+        let t = BPlusTree::build(keys.clone(), vals, 256, ia, la);
+        let mut rec = crate::recorder::VecRecorder::default();
+        for (i, &key) in keys.iter().enumerate() {
+            assert_eq!(t.lookup(&mut rec, key), Some(i as u64));
+            assert_eq!(t.lookup(&mut rec, 16 * i as u64 + 15), None);
+        }
+        assert_eq!(t.lookup(&mut rec, 16 * 5 + 15), None);
+        assert_in_regions(&vas, &rec.streams);
+    }
+}

@@ -1,0 +1,246 @@
+//! Graph inputs shared by the graph kernels: the Graph500/GAP Kronecker generator
+//! (initiator A=0.57, B=0.19, C=0.19, D=0.05), GAP's uniform-random generator, and an
+//! undirected CSR without self-loops or duplicate edges (as GAP's builder "squishes" it).
+
+use crate::params::{choice, size, PDef, Params};
+use crate::rng::{derive, Rng};
+use crate::WorkloadError;
+
+pub const GRAPH_PARAMS: [PDef; 3] = [
+    choice("graph", "kron", "input graph: kron (Kronecker, Graph500 initiator) or uniform (Erdos-Renyi)", &["kron", "uniform"]),
+    size("scale", "19", "log2 of the vertex count"),
+    size("degree", "16", "edge factor: generated edges = degree x vertices (each stored in both directions)"),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphKind {
+    Kron,
+    Uniform,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct GraphSpec {
+    pub kind: GraphKind,
+    pub scale: u32,
+    pub degree: u64,
+    pub seed: u64,
+}
+
+impl GraphSpec {
+    pub fn from_params(p: &Params, kind_param: bool) -> Result<GraphSpec, WorkloadError> {
+        let scale = p.range("scale", 1, 31)? as u32;
+        let degree = p.range("degree", 1, 1024)?;
+        let kind = if kind_param && p.str("graph") == "uniform" { GraphKind::Uniform } else { GraphKind::Kron };
+        if (degree << scale) > (1u64 << 34) {
+            return Err(p.bad("degree", "degree x 2^scale must be at most 2^34 edges"));
+        }
+        Ok(GraphSpec { kind, scale, degree, seed: p.seed() })
+    }
+    pub fn n(&self) -> u64 {
+        1 << self.scale
+    }
+    /// Generated edges; the CSR holds at most twice this many entries.
+    pub fn m(&self) -> u64 {
+        self.degree << self.scale
+    }
+}
+
+/// Undirected graph in CSR form; `adj[off[u]..off[u+1]]` is sorted.
+#[derive(Clone, Debug, Default)]
+pub struct Csr {
+    pub n: usize,
+    pub off: Vec<u64>,
+    pub adj: Vec<u32>,
+    /// Edge weights in 1..=255 parallel to `adj` (empty unless requested); symmetric.
+    pub wt: Vec<u32>,
+}
+
+impl Csr {
+    #[inline]
+    pub fn neigh(&self, u: usize) -> &[u32] {
+        &self.adj[self.off[u] as usize..self.off[u + 1] as usize]
+    }
+    #[inline]
+    pub fn degree(&self, u: usize) -> u64 {
+        self.off[u + 1] - self.off[u]
+    }
+    pub fn has_edge(&self, u: usize, v: u32) -> bool {
+        self.neigh(u).binary_search(&v).is_ok()
+    }
+}
+
+/// GAP-style weight of the undirected edge {u, v}: uniform in 1..=255, a pure function of
+/// the endpoints so both directions agree.
+pub fn edge_weight(seed: u64, u: u32, v: u32) -> u32 {
+    let (a, b) = if u < v { (u, v) } else { (v, u) };
+    let mut s = seed ^ ((a as u64) << 32 | b as u64).wrapping_mul(0x2545_F491_4F6C_DD1D);
+    (crate::rng::splitmix64(&mut s) % 255) as u32 + 1
+}
+
+/// Generate and build the graph; `None` if `stop()` turned true on the way.
+pub fn build(spec: &GraphSpec, weighted: bool, stop: &dyn Fn() -> bool) -> Option<Csr> {
+    let n = spec.n() as usize;
+    let m = spec.m() as usize;
+    let mut rng = Rng::new(derive(spec.seed, 0x6EA9));
+    // Random relabelling of vertices (Graph500 scrambles labels; GAP permutes too) so that
+    // high-degree vertices are not clustered at low ids.
+    let mut perm: Vec<u32> = (0..n as u32).collect();
+    rng.shuffle(&mut perm);
+    let mut edges: Vec<(u32, u32)> = Vec::with_capacity(m);
+    // Quadrant thresholds on 32-bit draws: [0,A) top-left, [A,A+B) top-right, [A+B,A+B+C)
+    // bottom-left, rest bottom-right.
+    let t_a = (0.57 * 4294967296.0) as u64;
+    let t_b = ((0.57 + 0.19) * 4294967296.0) as u64;
+    let t_c = ((0.57 + 0.19 + 0.19) * 4294967296.0) as u64;
+    for i in 0..m {
+        if i % (1 << 20) == 0 && stop() {
+            return None;
+        }
+        let (u, v) = match spec.kind {
+            GraphKind::Uniform => (rng.below(n as u64) as u32, rng.below(n as u64) as u32),
+            GraphKind::Kron => {
+                let (mut u, mut v) = (0u32, 0u32);
+                let mut bits = 0u64;
+                for lvl in 0..spec.scale {
+                    if lvl % 2 == 0 {
+                        bits = rng.next_u64();
+                    }
+                    let r = bits & 0xFFFF_FFFF;
+                    bits >>= 32;
+                    let (bu, bv) = if r < t_a {
+                        (0, 0)
+                    } else if r < t_b {
+                        (0, 1)
+                    } else if r < t_c {
+                        (1, 0)
+                    } else {
+                        (1, 1)
+                    };
+                    u = (u << 1) | bu;
+                    v = (v << 1) | bv;
+                }
+                (u, v)
+            }
+        };
+        edges.push((perm[u as usize], perm[v as usize]));
+    }
+    drop(perm);
+    let mut deg = vec![0u64; n + 1];
+    for &(u, v) in &edges {
+        if u != v {
+            deg[u as usize] += 1;
+            deg[v as usize] += 1;
+        }
+    }
+    let mut off = vec![0u64; n + 1];
+    for u in 0..n {
+        off[u + 1] = off[u] + deg[u];
+    }
+    let mut fill: Vec<u64> = off[..n].to_vec();
+    let mut adj = vec![0u32; off[n] as usize];
+    for &(u, v) in &edges {
+        if u != v {
+            adj[fill[u as usize] as usize] = v;
+            fill[u as usize] += 1;
+            adj[fill[v as usize] as usize] = u;
+            fill[v as usize] += 1;
+        }
+    }
+    drop(edges);
+    drop(fill);
+    if stop() {
+        return None;
+    }
+    // Sort and deduplicate each list, compacting in place.
+    let mut w = 0usize;
+    let mut new_off = vec![0u64; n + 1];
+    for u in 0..n {
+        let (s, e) = (off[u] as usize, off[u + 1] as usize);
+        adj[s..e].sort_unstable();
+        let start = w;
+        let mut last = u32::MAX;
+        for i in s..e {
+            let x = adj[i];
+            if x != last || i == s {
+                adj[w] = x;
+                w += 1;
+                last = x;
+            }
+        }
+        let _ = start;
+        new_off[u + 1] = w as u64;
+    }
+    adj.truncate(w);
+    adj.shrink_to_fit();
+    let wt = if weighted {
+        let mut wt = vec![0u32; w];
+        for u in 0..n {
+            for e in new_off[u] as usize..new_off[u + 1] as usize {
+                wt[e] = edge_weight(spec.seed, u as u32, adj[e]);
+            }
+        }
+        wt
+    } else {
+        Vec::new()
+    };
+    Some(Csr { n, off: new_off, adj, wt })
+}
+
+/// `count` distinct vertices with at least one edge, chosen from the seed (Graph500 and
+/// GAP both skip isolated roots).
+pub fn pick_roots(g: &Csr, count: usize, seed: u64) -> Vec<u32> {
+    let mut rng = Rng::new(derive(seed, 0x5007));
+    let mut roots = Vec::new();
+    let mut tries = 0;
+    while roots.len() < count && tries < 100 * g.n + 1000 {
+        tries += 1;
+        let v = rng.below(g.n as u64) as u32;
+        if g.degree(v as usize) > 0 && !roots.contains(&v) {
+            roots.push(v);
+        }
+    }
+    if roots.is_empty() {
+        roots.push(0);
+    }
+    roots
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kron_is_skewed_symmetric_and_clean() {
+        let spec = GraphSpec { kind: GraphKind::Kron, scale: 12, degree: 16, seed: 3 };
+        let g = build(&spec, true, &|| false).unwrap();
+        assert_eq!(g.n, 4096);
+        let mut maxdeg = 0;
+        for u in 0..g.n {
+            let nb = g.neigh(u);
+            for w in nb.windows(2) {
+                assert!(w[0] < w[1], "sorted, no duplicates");
+            }
+            for (i, &v) in nb.iter().enumerate() {
+                assert_ne!(v as usize, u);
+                assert!(g.has_edge(v as usize, u as u32));
+                let e = g.off[u] as usize + i;
+                assert_eq!(g.wt[e], edge_weight(3, v, u as u32));
+                assert!((1..=255).contains(&g.wt[e]));
+            }
+            maxdeg = maxdeg.max(nb.len());
+        }
+        let avg = g.adj.len() / g.n;
+        assert!(maxdeg > 20 * avg, "power-law degrees: max {maxdeg}, avg {avg}");
+        let g2 = build(&spec, true, &|| false).unwrap();
+        assert_eq!(g.adj, g2.adj);
+    }
+
+    #[test]
+    fn uniform_has_flat_degrees() {
+        let spec = GraphSpec { kind: GraphKind::Uniform, scale: 12, degree: 8, seed: 3 };
+        let g = build(&spec, false, &|| false).unwrap();
+        let maxdeg = (0..g.n).map(|u| g.degree(u)).max().unwrap();
+        assert!(maxdeg < 50, "{maxdeg}");
+        assert!(g.adj.len() > 2 * 8 * 4096 * 9 / 10);
+    }
+}

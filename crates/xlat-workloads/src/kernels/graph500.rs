@@ -1,0 +1,228 @@
+//! Graph500 BFS: Kronecker graph (Graph500 generator), CSR with 8-byte (int64) vertex ids as
+//! in the reference code, top-down level-synchronous BFS from random roots producing the
+//! parent ("bfs_tree") array. Recorded: CSR offsets (`xoff`), adjacency (`xadj`), `parent`,
+//! and the BFS queue (`queue`, one array; a level is the slice between two marks, as in the
+//! reference `vlist`). With threads, each level's frontier slice is split statically and
+//! threads claim vertices in a fixed interleaving, appending to the shared queue.
+
+use crate::params::{size, PDef, Params};
+use crate::recorder::{interleave, static_split, Recorder};
+use crate::vas::{Arr, Vas};
+use crate::WorkloadError;
+
+use super::graph::{build, pick_roots, Csr, GraphSpec};
+use super::KernelImpl;
+
+pub const DESC: &str = "Graph500 BFS on a Kronecker graph (A=.57, B=.19, C=.19), CSR, parent array";
+pub const PARAMS: &[PDef] = &[
+    size("scale", "19", "log2 of the vertex count (Graph500 SCALE)"),
+    size("degree", "16", "edge factor (Graph500 edgefactor)"),
+    size("roots", "1", "BFS runs from distinct random roots (Graph500 runs 64)"),
+];
+
+pub struct Bfs {
+    vas: Vas,
+    xoff: Arr,
+    xadj: Arr,
+    parent_a: Arr,
+    queue: Arr,
+    spec: GraphSpec,
+    roots_n: usize,
+    threads: usize,
+    pub graph: Csr,
+    pub roots: Vec<u32>,
+    /// Parent of each vertex in the last BFS (-1 = unreached; the root is its own parent).
+    pub parent: Vec<i64>,
+}
+
+impl KernelImpl for Bfs {
+    fn new(p: &Params, _native: bool) -> Result<Self, WorkloadError> {
+        let spec = GraphSpec::from_params(p, false)?;
+        let n = spec.n();
+        let mut vas = Vas::new();
+        let xoff = vas.array("xoff", n + 1, 8);
+        let xadj = vas.array("xadj", 2 * spec.m(), 8);
+        let parent_a = vas.array("parent", n, 8);
+        let queue = vas.array("queue", n, 8);
+        Ok(Bfs {
+            vas,
+            xoff,
+            xadj,
+            parent_a,
+            queue,
+            spec,
+            roots_n: p.range("roots", 1, 1 << 16)? as usize,
+            threads: p.threads(),
+            graph: Csr::default(),
+            roots: Vec::new(),
+            parent: Vec::new(),
+        })
+    }
+    fn vas(&self) -> &Vas {
+        &self.vas
+    }
+    fn threads(&self) -> usize {
+        self.threads
+    }
+
+    fn run<R: Recorder>(&mut self, rec: &mut R) -> u64 {
+        let g = match build(&self.spec, false, &|| rec.stopped()) {
+            Some(g) => g,
+            None => return 0,
+        };
+        self.roots = pick_roots(&g, self.roots_n, self.spec.seed);
+        self.graph = g;
+        rec.roi_begin();
+        let mut digest = 0u64;
+        for i in 0..self.roots.len() {
+            let root = self.roots[i];
+            let reached = self.bfs(rec, root);
+            digest = digest.wrapping_mul(1_000_003).wrapping_add(reached);
+            if rec.stopped() {
+                break;
+            }
+        }
+        digest
+    }
+}
+
+impl Bfs {
+    fn bfs<R: Recorder>(&mut self, rec: &mut R, root: u32) -> u64 {
+        let g = &self.graph;
+        let n = g.n;
+        let (xoff, xadj, pa, qa) = (self.xoff, self.xadj, self.parent_a, self.queue);
+        let t = self.threads;
+        // make_bfs_tree starts by setting every parent to -1.
+        let parent = &mut self.parent;
+        parent.clear();
+        parent.resize(n, -1);
+        interleave(rec, &static_split(n as u64, t), 4096, |rec, _t, lo, hi| {
+            for v in lo..hi {
+                rec.store(pa.at(v), 8, 2);
+            }
+        });
+        let mut queue: Vec<u32> = Vec::with_capacity(n);
+        parent[root as usize] = root as i64;
+        rec.set_stream(0);
+        rec.store(pa.at(root as u64), 8, 2);
+        rec.store(qa.at(0), 8, 1);
+        queue.push(root);
+        let (mut k1, mut k2) = (0usize, 1usize);
+        while k1 < k2 && !rec.stopped() {
+            let ranges: Vec<(u64, u64)> =
+                static_split((k2 - k1) as u64, t).into_iter().map(|(a, b)| (a + k1 as u64, b + k1 as u64)).collect();
+            interleave(rec, &ranges, 64, |rec, _t, lo, hi| {
+                for k in lo..hi {
+                    let u = queue[k as usize] as usize;
+                    rec.load(qa.at(k), 8, 3);
+                    rec.load_dep(xoff.at(u as u64), 8, 1);
+                    rec.load(xoff.at(u as u64 + 1), 8, 1);
+                    let (s, e) = (g.off[u], g.off[u + 1]);
+                    for ei in s..e {
+                        let v = g.adj[ei as usize];
+                        rec.load(xadj.at(ei), 8, 3);
+                        rec.load_dep(pa.at(v as u64), 8, 1);
+                        if parent[v as usize] < 0 {
+                            parent[v as usize] = u as i64;
+                            rec.store(pa.at(v as u64), 8, 2);
+                            rec.store(qa.at(queue.len() as u64), 8, 2);
+                            queue.push(v);
+                        }
+                    }
+                }
+            });
+            k1 = k2;
+            k2 = queue.len();
+        }
+        queue.len() as u64
+    }
+}
+
+/// Graph500's validation rules for a BFS tree; returns a description of the first failure.
+pub fn validate_tree(g: &Csr, root: u32, parent: &[i64]) -> Result<u64, String> {
+    let n = g.n;
+    if parent[root as usize] != root as i64 {
+        return Err("root is not its own parent".into());
+    }
+    // Levels by following parents (detects cycles: a depth beyond n).
+    let mut level = vec![-1i64; n];
+    level[root as usize] = 0;
+    for v in 0..n {
+        if parent[v] < 0 || level[v] >= 0 {
+            continue;
+        }
+        let mut path = vec![v];
+        let mut x = parent[v] as usize;
+        while level[x] < 0 {
+            if path.len() > n {
+                return Err(format!("cycle in parent pointers at {v}"));
+            }
+            if parent[x] < 0 {
+                return Err(format!("vertex {x} on a tree path is unreached"));
+            }
+            path.push(x);
+            x = parent[x] as usize;
+        }
+        let mut l = level[x];
+        for &y in path.iter().rev() {
+            l += 1;
+            level[y] = l;
+        }
+    }
+    let mut reached = 0;
+    for v in 0..n {
+        if parent[v] < 0 {
+            continue;
+        }
+        reached += 1;
+        if v != root as usize && !g.has_edge(parent[v] as usize, v as u32) {
+            return Err(format!("tree edge {}->{v} is not a graph edge", parent[v]));
+        }
+        for &w in g.neigh(v) {
+            let w = w as usize;
+            if parent[w] < 0 {
+                return Err(format!("edge {v}-{w} leaves the tree: {w} should be reached"));
+            }
+            if (level[v] - level[w]).abs() > 1 {
+                return Err(format!("edge {v}-{w} spans levels {} and {}", level[v], level[w]));
+            }
+        }
+    }
+    Ok(reached)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::testutil::*;
+
+    #[test]
+    fn bfs_tree_is_valid_single_and_multi_thread() {
+        for threads in [1, 3] {
+            let kv = format!("scale=12,degree=8,threads={threads}");
+            let (k, s, _) = run_recorded::<Bfs>("bfs", PARAMS, &kv);
+            let reached = validate_tree(&k.graph, k.roots[0], &k.parent).unwrap();
+            assert!(reached > 2000, "giant component reached: {reached}");
+            assert_in_regions(&k.vas, &s);
+            assert_eq!(s.len(), threads);
+            let dep = s[0].iter().filter(|r| r.is_dependent()).count();
+            assert!(dep > 0);
+        }
+    }
+
+    #[test]
+    fn validator_rejects_a_broken_tree() {
+        let (k, _, _) = run_recorded::<Bfs>("bfs", PARAMS, "scale=10");
+        let mut p = k.parent.clone();
+        let v = (0..p.len()).find(|&v| p[v] >= 0 && v != k.roots[0] as usize).unwrap();
+        p[v] = -1;
+        assert!(validate_tree(&k.graph, k.roots[0], &p).is_err());
+    }
+
+    #[test]
+    fn deterministic_streams() {
+        let (_, a, _) = run_recorded::<Bfs>("bfs", PARAMS, "scale=10,threads=2");
+        let (_, b, _) = run_recorded::<Bfs>("bfs", PARAMS, "scale=10,threads=2");
+        assert_eq!(a, b);
+    }
+}

@@ -1,0 +1,206 @@
+//! Key-value store lookups under a Zipf key distribution (YCSB-like): an index (open-
+//! addressing hash table with linear probing, or a B+-tree) maps a key to a value slot in a
+//! value heap; a get reads the value, a put overwrites it. Hot keys are scattered over the
+//! key space (YCSB's scrambled Zipfian) so popularity is not address locality.
+
+use crate::params::{choice, float, size, PDef, Params};
+use crate::recorder::{interleave, static_split, Recorder};
+use crate::rng::{derive, Rng, Zipf};
+use crate::vas::{Arr, Vas};
+use crate::WorkloadError;
+
+use super::btree::BPlusTree;
+use super::KernelImpl;
+
+pub const DESC: &str = "key-value store: hash or B+-tree index + value heap, Zipf-distributed gets and puts";
+pub const PARAMS: &[PDef] = &[
+    size("keys", "8M", "stored keys"),
+    size("ops", "8M", "operations (split over threads)"),
+    float("theta", "0.99", "Zipf skew (0 = uniform; YCSB uses 0.99)"),
+    float("writes", "0.05", "fraction of operations that are puts"),
+    size("value", "64", "value size in bytes (8..64, one reference per value)"),
+    choice("index", "hash", "index structure", &["hash", "btree"]),
+];
+
+const EMPTY: u64 = u64::MAX;
+/// Keys are `rank * PRIME mod keys`: a bijection that scatters hot ranks.
+const PRIME: u64 = 2_305_843_009_213_693_951; // 2^61 - 1
+
+enum Index {
+    Hash { slots: Arr, keys: Vec<u64>, shift: u32 },
+    Tree { inner: Arr, leaves: Arr, tree: Option<BPlusTree> },
+}
+
+pub struct KvStore {
+    vas: Vas,
+    values_a: Arr,
+    index: Index,
+    keys: u64,
+    ops: u64,
+    theta: f64,
+    writes: f64,
+    value: u8,
+    threads: usize,
+    seed: u64,
+    pub values: Vec<u64>,
+    pub gets: u64,
+    pub mismatches: u64,
+    pub hot_hits: u64,
+}
+
+#[inline]
+fn hash(key: u64, shift: u32) -> u64 {
+    key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift
+}
+
+impl KernelImpl for KvStore {
+    fn new(p: &Params, _native: bool) -> Result<Self, WorkloadError> {
+        let keys = p.range("keys", 2, 1 << 34)?;
+        let value = p.range("value", 8, 64)? as u8;
+        let theta = p.f64("theta");
+        if !(0.0..1.0).contains(&theta) {
+            return Err(p.bad("theta", "must be in [0, 1)"));
+        }
+        let writes = p.f64("writes");
+        if !(0.0..=1.0).contains(&writes) {
+            return Err(p.bad("writes", "must be in [0, 1]"));
+        }
+        let mut vas = Vas::new();
+        let index = if p.str("index") == "btree" {
+            let (inner, leaves) = BPlusTree::layout(&mut vas, keys, 256, "index_");
+            Index::Tree { inner, leaves, tree: None }
+        } else {
+            // Load factor at most 1/2.
+            let cap = (2 * keys).next_power_of_two();
+            Index::Hash { slots: vas.array("index", cap, 16), keys: Vec::new(), shift: 64 - cap.trailing_zeros() }
+        };
+        let values_a = vas.array("values", keys, value as u64);
+        Ok(KvStore {
+            vas,
+            values_a,
+            index,
+            keys,
+            ops: p.u64("ops"),
+            theta,
+            writes,
+            value,
+            threads: p.threads(),
+            seed: p.seed(),
+            values: Vec::new(),
+            gets: 0,
+            mismatches: 0,
+            hot_hits: 0,
+        })
+    }
+    fn vas(&self) -> &Vas {
+        &self.vas
+    }
+    fn threads(&self) -> usize {
+        self.threads
+    }
+
+    fn run<R: Recorder>(&mut self, rec: &mut R) -> u64 {
+        let n = self.keys;
+        // Key i lives in value slot i; the value's first word is (key, version).
+        self.values = (0..n).map(|k| k << 16).collect();
+        match &mut self.index {
+            Index::Hash { keys, shift, .. } => {
+                let cap = 1usize << (64 - *shift);
+                *keys = vec![EMPTY; cap];
+                for k in 0..n {
+                    let mut s = hash(k, *shift) as usize;
+                    while keys[s] != EMPTY {
+                        s = (s + 1) & (cap - 1);
+                    }
+                    keys[s] = k;
+                    if k % (1 << 20) == 0 && rec.stopped() {
+                        return 0;
+                    }
+                }
+            }
+            Index::Tree { inner, leaves, tree } => {
+                *tree = Some(BPlusTree::build((0..n).collect(), (0..n).collect(), 256, *inner, *leaves));
+            }
+        }
+        let zipf = Zipf::new(n, self.theta);
+        rec.roi_begin();
+        let mut rngs: Vec<Rng> = (0..self.threads).map(|t| Rng::new(derive(self.seed, 0x4B + t as u64))).collect();
+        let (va_vals, vsize, writes) = (self.values_a, self.value, self.writes);
+        let index = &self.index;
+        let values = &mut self.values;
+        let (mut gets, mut mismatches, mut hot) = (0u64, 0u64, 0u64);
+        let mut digest = 0u64;
+        interleave(rec, &static_split(self.ops, self.threads), 256, |rec, t, lo, hi| {
+            let rng = &mut rngs[t];
+            for _ in lo..hi {
+                let rank = zipf.sample(rng);
+                if rank == 0 {
+                    hot += 1;
+                }
+                let key = ((rank as u128 * PRIME as u128) % n as u128) as u64;
+                let is_put = rng.f64() < writes;
+                // Index lookup -> value slot.
+                let slot = match index {
+                    Index::Hash { slots, keys, shift } => {
+                        let cap = keys.len();
+                        let mut s = hash(key, *shift) as usize;
+                        let mut d = 12; // Zipf sample, scramble, hash
+                        loop {
+                            rec.load(slots.at(s as u64), 16, d);
+                            d = 3;
+                            if keys[s] == key {
+                                break Some(key);
+                            }
+                            if keys[s] == EMPTY {
+                                break None;
+                            }
+                            s = (s + 1) & (cap - 1);
+                        }
+                    }
+                    Index::Tree { tree: Some(tree), .. } => tree.lookup(rec, key),
+                    Index::Tree { tree: None, .. } => None,
+                };
+                let Some(slot) = slot else {
+                    mismatches += 1;
+                    continue;
+                };
+                if is_put {
+                    rec.store(va_vals.at(slot), vsize, 4);
+                    values[slot as usize] += 1;
+                } else {
+                    rec.load_dep(va_vals.at(slot), vsize, 2);
+                    gets += 1;
+                    if values[slot as usize] >> 16 != key {
+                        mismatches += 1;
+                    }
+                    digest = digest.wrapping_add(values[slot as usize]);
+                }
+            }
+        });
+        self.gets = gets;
+        self.mismatches = mismatches;
+        self.hot_hits = hot;
+        digest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::testutil::*;
+
+    #[test]
+    fn gets_return_their_keys_values_under_zipf() {
+        for index in ["hash", "btree"] {
+            let kv = format!("keys=50000,ops=40000,threads=2,index={index}");
+            let (k, s, _) = run_recorded::<KvStore>("kvstore", PARAMS, &kv);
+            assert_eq!(k.mismatches, 0, "{index}");
+            let puts: u64 = k.values.iter().map(|v| v & 0xFFFF).sum();
+            assert_eq!(k.gets + puts, 40000, "{index}");
+            assert!((puts as f64 / 40000.0 - 0.05).abs() < 0.01, "{index}: puts {puts}");
+            // Zipf(0.99) over 50000 keys puts ~9% of operations on the hottest key.
+            assert!(k.hot_hits > 2400 && k.hot_hits < 5000, "{index}: {}", k.hot_hits);
+            assert_in_regions(&k.vas, &s);
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! The workload kernels. Each module has `DESC`, `PARAMS` and a struct implementing
+//! [`KernelImpl`]; `new` validates parameters and lays out the simulated address space
+//! (cheap), `run` builds the input and runs the algorithm (expensive).
+
+use crate::params::{PDef, Params};
+use crate::recorder::Recorder;
+use crate::vas::Vas;
+use crate::WorkloadError;
+
+pub mod btree;
+pub mod canneal;
+pub mod chase;
+pub mod gap;
+pub mod graph;
+pub mod graph500;
+pub mod gups;
+pub mod hashjoin;
+pub mod kvstore;
+pub mod random;
+pub mod stream;
+pub mod xsbench;
+
+pub trait KernelImpl: Sized + Send + 'static {
+    fn new(p: &Params, native: bool) -> Result<Self, WorkloadError>;
+    fn vas(&self) -> &Vas;
+    fn threads(&self) -> usize;
+    /// Build the input, call `rec.roi_begin()`, run the algorithm; returns a checksum of
+    /// the result.
+    fn run<R: Recorder>(&mut self, rec: &mut R) -> u64;
+}
+
+pub struct Entry {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub params: &'static [PDef],
+}
+
+macro_rules! kernels {
+    ($( $name:literal => $variant:ident($ty:ty, $module:ident) ),* $(,)?) => {
+        pub static ENTRIES: &[Entry] = &[
+            $( Entry { name: $name, description: $module::DESC, params: $module::PARAMS }, )*
+        ];
+
+        pub enum Kernel { $( $variant(Box<$ty>), )* }
+
+        impl Kernel {
+            pub fn new(name: &str, p: &Params, native: bool) -> Result<Kernel, WorkloadError> {
+                match name {
+                    $( $name => Ok(Kernel::$variant(Box::new(<$ty>::new(p, native)?))), )*
+                    _ => Err(WorkloadError::UnknownWorkload {
+                        name: name.to_string(),
+                        known: ENTRIES.iter().map(|e| e.name).collect::<Vec<_>>().join(", "),
+                    }),
+                }
+            }
+            pub fn vas(&self) -> &Vas {
+                match self { $( Kernel::$variant(k) => k.vas(), )* }
+            }
+            pub fn threads(&self) -> usize {
+                match self { $( Kernel::$variant(k) => k.threads(), )* }
+            }
+            pub fn run<R: Recorder>(&mut self, rec: &mut R) -> u64 {
+                match self { $( Kernel::$variant(k) => k.run(rec), )* }
+            }
+        }
+    };
+}
+
+kernels! {
+    "gups" => Gups(gups::Gups, gups),
+    "random" => Random(random::Random, random),
+    "chase" => Chase(chase::Chase, chase),
+    "stream" => Stream(stream::Stream, stream),
+    "bfs" => Bfs(graph500::Bfs, graph500),
+    "pagerank" => PageRank(gap::PageRank, gap_pr),
+    "sssp" => Sssp(gap::Sssp, gap_sssp),
+    "bc" => Bc(gap::Bc, gap_bc),
+    "cc" => Cc(gap::Cc, gap_cc),
+    "hashjoin" => HashJoin(hashjoin::HashJoin, hashjoin),
+    "xsbench" => XsBench(xsbench::XsBench, xsbench),
+    "kvstore" => KvStore(kvstore::KvStore, kvstore),
+    "canneal" => Canneal(canneal::Canneal, canneal),
+    "btree" => BTree(btree::BTree, btree),
+}
+
+// The four GAP kernels share a module but each needs its own DESC/PARAMS path.
+use gap::{bc as gap_bc, cc as gap_cc, pr as gap_pr, sssp as gap_sssp};
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    use super::*;
+    use crate::recorder::VecRecorder;
+    use xlat_core::Ref;
+
+    /// Build kernel `K` from a spec's params and run it with every ref kept in memory.
+    pub fn run_recorded<K: KernelImpl>(name: &'static str, defs: &[PDef], kv: &str) -> (K, Vec<Vec<Ref>>, u64) {
+        let kvs: Vec<(String, String)> = kv
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let (a, b) = s.split_once('=').unwrap();
+                (a.to_string(), b.to_string())
+            })
+            .collect();
+        let p = Params::resolve(name, defs, &kvs, 1).unwrap();
+        let mut k = K::new(&p, false).unwrap();
+        let mut rec = VecRecorder::default();
+        let sum = k.run(&mut rec);
+        (k, rec.streams, sum)
+    }
+
+    /// Every reference must fall inside one of the kernel's declared regions.
+    pub fn assert_in_regions(vas: &Vas, streams: &[Vec<Ref>]) {
+        let regs = vas.regions();
+        for s in streams {
+            for r in s {
+                assert!(
+                    regs.iter().any(|g| r.va >= g.start && r.va + r.size as u64 <= g.end()),
+                    "ref {:#x} outside every region",
+                    r.va
+                );
+                assert!(r.size >= 1 && r.size <= 64);
+            }
+        }
+    }
+}

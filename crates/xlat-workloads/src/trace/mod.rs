@@ -1,0 +1,413 @@
+//! Trace formats: xlat's native format, ChampSim `input_instr` records, valgrind lackey.
+//!
+//! Every reader streams through its file (never loading it whole) and reports a bad file
+//! as one [`SourceError::Corrupt`] naming the file and the byte offset, never a panic.
+
+mod champsim;
+mod lackey;
+mod native;
+
+use std::fs::File;
+use std::io::{BufReader, Cursor, Read};
+use std::path::{Path, PathBuf};
+
+use xlat_core::{Ref, RefSource, Region, SourceError};
+
+pub use native::{NativeHeader, NativeWriter, MAGIC, VERSION};
+
+use crate::recorder::BATCH;
+use crate::WorkloadDesc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Native,
+    ChampSim,
+    Lackey,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Native => "native",
+            Format::ChampSim => "champsim",
+            Format::Lackey => "lackey",
+        }
+    }
+}
+
+/// A forced format, optionally with `+fetch` (emit instruction-fetch references for
+/// ChampSim's `ip` / lackey's `I` lines).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FormatSpec {
+    pub format: Format,
+    pub fetch: bool,
+}
+
+impl FormatSpec {
+    pub fn parse(s: &str) -> Option<FormatSpec> {
+        let s = s.trim().to_ascii_lowercase();
+        let (base, fetch) = match s.strip_suffix("+fetch") {
+            Some(b) => (b.to_string(), true),
+            None => (s, false),
+        };
+        let format = match base.as_str() {
+            "native" | "xlat" => Format::Native,
+            "champsim" => Format::ChampSim,
+            "lackey" | "valgrind" => Format::Lackey,
+            _ => return None,
+        };
+        Some(FormatSpec { format, fetch })
+    }
+}
+
+/// One stream's decoder.
+pub(crate) trait Decoder: Send {
+    /// Append about `max` (>= 1) references to `out` (a decoder may overshoot by the few
+    /// references of one instruction/line); appending none means the end.
+    fn fill(&mut self, out: &mut Vec<Ref>, max: usize) -> Result<(), SourceError>;
+}
+
+pub(crate) type Input = Box<dyn Read + Send>;
+
+pub(crate) fn io_err(path: &str, e: std::io::Error) -> SourceError {
+    SourceError::Io { path: path.to_string(), what: e.to_string() }
+}
+
+pub(crate) fn corrupt(path: &str, offset: u64, what: impl Into<String>) -> SourceError {
+    SourceError::Corrupt { path: path.to_string(), offset, what: what.into() }
+}
+
+/// Read up to `n` bytes (fewer only at end of input), retrying short reads (pipes/FIFOs).
+pub(crate) fn read_up_to(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Peek the first bytes of `r` without losing them.
+fn peek(mut r: Input, n: usize) -> std::io::Result<(Vec<u8>, Input)> {
+    let mut head = vec![0u8; n];
+    let got = read_up_to(&mut r, &mut head)?;
+    head.truncate(got);
+    let rest: Input = Box::new(Cursor::new(head.clone()).chain(r));
+    Ok((head, rest))
+}
+
+const XZ_MAGIC: &[u8] = &[0xFD, b'7', b'z', b'X', b'Z', 0x00];
+const GZ_MAGIC: &[u8] = &[0x1F, 0x8B];
+
+/// Wrap `r` in a decompressor if its content starts with an xz or gzip header.
+fn decompress(path: &str, r: Input) -> Result<(Input, &'static str), SourceError> {
+    let (head, r) = peek(r, 6).map_err(|e| io_err(path, e))?;
+    if head.starts_with(XZ_MAGIC) {
+        Ok((Box::new(xz2::read::XzDecoder::new_multi_decoder(r)), "xz"))
+    } else if head.starts_with(GZ_MAGIC) {
+        Ok((Box::new(flate2::read::MultiGzDecoder::new(r)), "gz"))
+    } else {
+        Ok((r, ""))
+    }
+}
+
+fn looks_like_lackey(head: &[u8]) -> bool {
+    [&b"I  "[..], b" L ", b" S ", b" M ", b"==", b"--"].iter().any(|p| head.starts_with(p))
+}
+
+fn format_from_suffix(path: &str) -> Option<Format> {
+    let p = path.to_ascii_lowercase();
+    let p = p.trim_end_matches(".xz").trim_end_matches(".gz");
+    if p.ends_with(".xtr") || p.ends_with(".xlat") {
+        Some(Format::Native)
+    } else if p.ends_with(".lackey") || p.ends_with(".log") || p.ends_with(".txt") {
+        Some(Format::Lackey)
+    } else if p.ends_with(".champsim") || p.ends_with(".champsimtrace") || p.ends_with(".trace") {
+        Some(Format::ChampSim)
+    } else {
+        None
+    }
+}
+
+/// Open one stream: detect (or use the forced) format and build its decoder.
+pub(crate) fn open_decoder(
+    path: &str,
+    input: Input,
+    forced: Option<FormatSpec>,
+) -> Result<(Box<dyn Decoder>, Format, Option<NativeHeader>), SourceError> {
+    let (head, input) = peek(input, MAGIC.len()).map_err(|e| io_err(path, e))?;
+    let is_native = head.starts_with(MAGIC);
+    let fetch = forced.is_some_and(|f| f.fetch);
+    let fmt = match forced {
+        Some(f) => f.format,
+        None if is_native => Format::Native,
+        None => Format::ChampSim, // refined below after decompression
+    };
+    if fmt == Format::Native {
+        let (dec, hdr) = native::NativeDecoder::open(path, input)?;
+        return Ok((Box::new(dec), Format::Native, Some(hdr)));
+    }
+    let (input, _codec) = decompress(path, input)?;
+    let (head, input) = peek(input, 64).map_err(|e| {
+        corrupt(path, 0, format!("cannot decompress: {e}"))
+    })?;
+    let fmt = match forced {
+        Some(f) => f.format,
+        None if looks_like_lackey(&head) => Format::Lackey,
+        None if head.is_empty() => format_from_suffix(path).unwrap_or(Format::ChampSim),
+        None => {
+            // Text that is not lackey's is not a trace we know; binary defaults to ChampSim
+            // unless the suffix says otherwise.
+            match format_from_suffix(path) {
+                Some(Format::Lackey) => Format::Lackey,
+                _ => Format::ChampSim,
+            }
+        }
+    };
+    match fmt {
+        Format::Lackey => Ok((Box::new(lackey::LackeyDecoder::new(path, input, fetch)), fmt, None)),
+        _ => Ok((Box::new(champsim::ChampSimDecoder::new(path, input, fetch)), Format::ChampSim, None)),
+    }
+}
+
+fn open_file(path: &str) -> Result<Input, SourceError> {
+    let f = File::open(path).map_err(|e| io_err(path, e))?;
+    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(SourceError::Io { path: path.to_string(), what: "is a directory".into() });
+    }
+    Ok(Box::new(BufReader::with_capacity(1 << 16, f)))
+}
+
+/// Recorded traces as a [`RefSource`]: stream `i` reads `paths[i]`.
+pub struct TraceSource {
+    decs: Vec<Box<dyn Decoder>>,
+    /// References decoded beyond what the last batch could hold.
+    carry: Vec<Vec<Ref>>,
+    pending_err: Vec<Option<SourceError>>,
+    done: Vec<bool>,
+    regions: Vec<Region>,
+    desc: WorkloadDesc,
+}
+
+impl TraceSource {
+    pub fn open(paths: &[String], forced: Option<FormatSpec>) -> Result<TraceSource, SourceError> {
+        if paths.is_empty() {
+            return Err(SourceError::Io { path: String::new(), what: "no trace files given".into() });
+        }
+        let mut decs = Vec::new();
+        let mut regions: Vec<Region> = Vec::new();
+        let mut formats = Vec::new();
+        let mut workload = String::new();
+        for p in paths {
+            let input = open_file(p)?;
+            let (d, f, hdr) = open_decoder(p, input, forced)?;
+            if let Some(h) = hdr {
+                for r in h.regions {
+                    if !regions.contains(&r) {
+                        regions.push(r);
+                    }
+                }
+                if workload.is_empty() {
+                    workload = h.desc;
+                }
+            }
+            decs.push(d);
+            formats.push(f.name());
+        }
+        formats.dedup();
+        let mut params = vec![
+            ("format".to_string(), formats.join("+")),
+            ("paths".to_string(), paths.join(";")),
+        ];
+        if forced.is_some_and(|f| f.fetch) {
+            params.push(("fetch".into(), "true".into()));
+        }
+        if !workload.is_empty() {
+            params.push(("workload".into(), workload));
+        }
+        let n = decs.len();
+        Ok(TraceSource { decs, carry: vec![Vec::new(); n], pending_err: vec![None; n], done: vec![false; n], regions, desc: WorkloadDesc { name: "trace".into(), params } })
+    }
+
+    pub fn desc(&self) -> WorkloadDesc {
+        self.desc.clone()
+    }
+}
+
+impl RefSource for TraceSource {
+    fn streams(&self) -> usize {
+        self.decs.len()
+    }
+    fn regions(&self) -> Vec<Region> {
+        self.regions.clone()
+    }
+    fn next_batch(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {
+        out.clear();
+        if stream >= self.decs.len() {
+            return Err(SourceError::Io { path: String::new(), what: format!("no trace stream {stream}") });
+        }
+        let cap = out.capacity().max(1);
+        let carry = &mut self.carry[stream];
+        if !carry.is_empty() {
+            let k = carry.len().min(cap);
+            out.extend(carry.drain(..k));
+        }
+        if out.is_empty() {
+            if let Some(e) = self.pending_err[stream].take() {
+                return Err(e);
+            }
+        }
+        if self.done[stream] || out.len() >= cap {
+            return Ok(());
+        }
+        let r = self.decs[stream].fill(out, cap - out.len());
+        if out.len() > cap {
+            self.carry[stream].extend_from_slice(&out[cap..]);
+            out.truncate(cap);
+        }
+        match r {
+            Err(e) => {
+                self.done[stream] = true;
+                // Deliver what decoded cleanly first; the error comes with the next call.
+                if out.is_empty() {
+                    return Err(e);
+                }
+                self.pending_err[stream] = Some(e);
+                Ok(())
+            }
+            Ok(()) => {
+                if out.is_empty() {
+                    self.done[stream] = true;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// File names for `n` streams recorded to `path`: `path` itself for one stream, else
+/// `stem.0.ext`, `stem.1.ext`, ... beside it.
+pub fn stream_paths(path: &Path, n: usize) -> Vec<PathBuf> {
+    if n <= 1 {
+        return vec![path.to_path_buf()];
+    }
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    (0..n).map(|i| path.with_file_name(format!("{stem}.{i}{ext}"))).collect()
+}
+
+/// Record `src` to native trace files (see [`stream_paths`]); stops after `max_refs` in total
+/// (streams are read round-robin, one batch at a time). Returns references written.
+pub fn record(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>) -> Result<u64, SourceError> {
+    record_with_desc(src, path, max_refs, "")
+}
+
+/// As [`record`], storing `desc` (e.g. the workload spec) in each file's header.
+pub fn record_with_desc(
+    src: &mut dyn RefSource,
+    path: &Path,
+    max_refs: Option<u64>,
+    desc: &str,
+) -> Result<u64, SourceError> {
+    let n = src.streams();
+    let paths = stream_paths(path, n);
+    let regions = src.regions();
+    let mut writers = Vec::with_capacity(n);
+    for (i, p) in paths.iter().enumerate() {
+        let hdr = NativeHeader { stream: i as u32, streams: n as u32, regions: regions.clone(), desc: desc.to_string() };
+        writers.push(NativeWriter::create(p, &hdr)?);
+    }
+    let mut left = max_refs.unwrap_or(u64::MAX);
+    let mut live = vec![true; n];
+    let mut buf: Vec<Ref> = Vec::with_capacity(BATCH);
+    let mut total = 0;
+    while left > 0 && live.iter().any(|&l| l) {
+        for s in 0..n {
+            if !live[s] || left == 0 {
+                continue;
+            }
+            src.next_batch(s, &mut buf)?;
+            if buf.is_empty() {
+                live[s] = false;
+                continue;
+            }
+            let take = (buf.len() as u64).min(left) as usize;
+            writers[s].write(&buf[..take])?;
+            left -= take as u64;
+            total += take as u64;
+        }
+    }
+    for w in writers {
+        w.finish()?;
+    }
+    Ok(total)
+}
+
+/// Convert valgrind lackey output (`--trace-mem=yes`) to one native trace. `input` may be a
+/// FIFO, so a program can be traced and converted on the fly:
+/// `valgrind --tool=lackey --trace-mem=yes --log-file=FIFO prog`.
+pub fn lackey_to_native(input: &Path, out: &Path) -> Result<u64, SourceError> {
+    let p = input.to_string_lossy().into_owned();
+    let r = open_file(&p)?;
+    let (r, _) = decompress(&p, r)?;
+    let mut dec = lackey::LackeyDecoder::new(&p, r, false);
+    let hdr = NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc: format!("lackey:{p}") };
+    let mut w = NativeWriter::create(out, &hdr)?;
+    let mut buf = Vec::with_capacity(BATCH);
+    let mut total = 0;
+    loop {
+        buf.clear();
+        dec.fill(&mut buf, BATCH)?;
+        if buf.is_empty() {
+            break;
+        }
+        w.write(&buf)?;
+        total += buf.len() as u64;
+    }
+    w.finish()?;
+    Ok(total)
+}
+
+/// Convert any readable traces to native files (one per input stream, as [`record`]).
+pub fn convert(paths: &[String], format: Option<FormatSpec>, out: &Path, max_refs: Option<u64>) -> Result<u64, SourceError> {
+    let mut src = TraceSource::open(paths, format)?;
+    let desc = src.desc().spec();
+    record_with_desc(&mut src, out, max_refs, &desc)
+}
+
+/// Decode an in-memory trace completely; for fuzzing and tests. Returns the reference count.
+pub fn decode_bytes(format: Option<FormatSpec>, data: &[u8]) -> Result<u64, SourceError> {
+    let input: Input = Box::new(Cursor::new(data.to_vec()));
+    let (mut dec, _, _) = open_decoder("<bytes>", input, format)?;
+    let mut buf = Vec::with_capacity(4096);
+    let mut total = 0;
+    loop {
+        buf.clear();
+        dec.fill(&mut buf, 4096)?;
+        if buf.is_empty() {
+            return Ok(total);
+        }
+        total += buf.len() as u64;
+    }
+}
+
+/// Decode a whole in-memory trace into references; for tests.
+pub fn decode_all(format: Option<FormatSpec>, data: &[u8]) -> Result<Vec<Ref>, SourceError> {
+    let input: Input = Box::new(Cursor::new(data.to_vec()));
+    let (mut dec, _, _) = open_decoder("<bytes>", input, format)?;
+    let mut all = Vec::new();
+    loop {
+        let before = all.len();
+        dec.fill(&mut all, 4096)?;
+        if all.len() == before {
+            return Ok(all);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,351 @@
+//! xlat's native trace format (one file per stream).
+//!
+//! ```text
+//! offset  size  field
+//! 0       8     magic "XLATTRC\0"
+//! 8       2     version (u16 LE), currently 1
+//! 10      4     header_len (u32 LE): bytes from offset 0 to the record stream
+//! 14      4     stream index (u32 LE)
+//! 18      4     stream count (u32 LE)
+//! 22      4     region count R (u32 LE)
+//! 26      ...   R x { name_len u16 LE, name (UTF-8), start u64 LE, len u64 LE }
+//! ...     4     desc_len (u32 LE), then desc (UTF-8; e.g. the workload spec)
+//! ...           (future versions may add fields here; readers skip to header_len)
+//! header_len    zstd stream of records
+//! ```
+//!
+//! Record (inside the zstd stream): a tag byte — bits 0-1 kind (0 load, 1 store, 2 fetch),
+//! bit 2 dependent, bit 3 "size byte follows" (else size 8), bit 4 "inst_delta varint
+//! follows" (else 1), bits 5-7 zero — then the address as a zig-zag LEB128 varint of
+//! `va - previous va` (wrapping), then the optional size byte, then the optional LEB128
+//! inst_delta. The tag 0xFF ends the stream and is followed by the LEB128 record count, so
+//! truncation is always detected. Version policy: the version only grows; a reader accepts
+//! every version up to its own and rejects newer ones with a clear error.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::Path;
+
+use xlat_core::{Ref, Region, SourceError};
+
+use super::{corrupt, io_err, read_up_to, Decoder, Input};
+
+pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
+pub const VERSION: u16 = 1;
+const END: u8 = 0xFF;
+const FIXED: usize = 14;
+const MAX_HEADER: u32 = 64 << 20;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NativeHeader {
+    pub stream: u32,
+    pub streams: u32,
+    pub regions: Vec<Region>,
+    pub desc: String,
+}
+
+impl NativeHeader {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(MAGIC);
+        b.extend_from_slice(&VERSION.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes()); // patched below
+        b.extend_from_slice(&self.stream.to_le_bytes());
+        b.extend_from_slice(&self.streams.to_le_bytes());
+        b.extend_from_slice(&(self.regions.len() as u32).to_le_bytes());
+        for r in &self.regions {
+            let name = &r.name.as_bytes()[..r.name.len().min(u16::MAX as usize)];
+            b.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            b.extend_from_slice(name);
+            b.extend_from_slice(&r.start.to_le_bytes());
+            b.extend_from_slice(&r.len.to_le_bytes());
+        }
+        b.extend_from_slice(&(self.desc.len() as u32).to_le_bytes());
+        b.extend_from_slice(self.desc.as_bytes());
+        let len = b.len() as u32;
+        b[10..14].copy_from_slice(&len.to_le_bytes());
+        b
+    }
+
+    fn decode(path: &str, b: &[u8]) -> Result<NativeHeader, SourceError> {
+        let mut at = FIXED;
+        let need = |at: usize, n: usize, what: &str| -> Result<(), SourceError> {
+            if at + n > b.len() {
+                Err(corrupt(path, at as u64, format!("header truncated in {what}")))
+            } else {
+                Ok(())
+            }
+        };
+        let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        let u64_at = |at: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[at..at + 8]);
+            u64::from_le_bytes(x)
+        };
+        need(at, 12, "stream fields")?;
+        let stream = u32_at(at);
+        let streams = u32_at(at + 4);
+        let nreg = u32_at(at + 8) as usize;
+        at += 12;
+        let mut regions = Vec::new();
+        for _ in 0..nreg {
+            need(at, 2, "region name length")?;
+            let nl = u16::from_le_bytes([b[at], b[at + 1]]) as usize;
+            at += 2;
+            need(at, nl + 16, "region")?;
+            let name = String::from_utf8_lossy(&b[at..at + nl]).into_owned();
+            at += nl;
+            let start = u64_at(at);
+            let len = u64_at(at + 8);
+            if start.checked_add(len).is_none() {
+                return Err(corrupt(path, at as u64, "region end overflows"));
+            }
+            at += 16;
+            regions.push(Region { name, start, len });
+        }
+        need(at, 4, "description length")?;
+        let dl = u32_at(at) as usize;
+        at += 4;
+        need(at, dl, "description")?;
+        let desc = String::from_utf8_lossy(&b[at..at + dl]).into_owned();
+        Ok(NativeHeader { stream, streams, regions, desc })
+    }
+}
+
+pub struct NativeWriter {
+    enc: zstd::stream::write::Encoder<'static, BufWriter<File>>,
+    buf: Vec<u8>,
+    prev: u64,
+    count: u64,
+    path: String,
+}
+
+#[inline]
+fn put_varint(b: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        b.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    b.push(v as u8);
+}
+
+impl NativeWriter {
+    pub fn create(path: &Path, hdr: &NativeHeader) -> Result<NativeWriter, SourceError> {
+        let ps = path.to_string_lossy().into_owned();
+        let f = File::create(path).map_err(|e| io_err(&ps, e))?;
+        let mut w = BufWriter::with_capacity(1 << 16, f);
+        w.write_all(&hdr.encode()).map_err(|e| io_err(&ps, e))?;
+        let enc = zstd::stream::write::Encoder::new(w, 3).map_err(|e| io_err(&ps, e))?;
+        Ok(NativeWriter { enc, buf: Vec::with_capacity(1 << 17), prev: 0, count: 0, path: ps })
+    }
+
+    pub fn write(&mut self, refs: &[Ref]) -> Result<(), SourceError> {
+        for r in refs {
+            let size = r.size;
+            let mut tag = r.flags & 0b111;
+            if size != 8 {
+                tag |= 1 << 3;
+            }
+            if r.inst_delta != 1 {
+                tag |= 1 << 4;
+            }
+            self.buf.push(tag);
+            let d = r.va.wrapping_sub(self.prev) as i64;
+            put_varint(&mut self.buf, ((d << 1) ^ (d >> 63)) as u64);
+            self.prev = r.va;
+            if size != 8 {
+                self.buf.push(size);
+            }
+            if r.inst_delta != 1 {
+                put_varint(&mut self.buf, r.inst_delta as u64);
+            }
+            if self.buf.len() >= 1 << 16 {
+                self.enc.write_all(&self.buf).map_err(|e| io_err(&self.path, e))?;
+                self.buf.clear();
+            }
+        }
+        self.count += refs.len() as u64;
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> Result<u64, SourceError> {
+        self.buf.push(END);
+        put_varint(&mut self.buf, self.count);
+        self.enc.write_all(&self.buf).map_err(|e| io_err(&self.path, e))?;
+        let mut w = self.enc.finish().map_err(|e| io_err(&self.path, e))?;
+        w.flush().map_err(|e| io_err(&self.path, e))?;
+        Ok(self.count)
+    }
+}
+
+pub(crate) struct NativeDecoder {
+    path: String,
+    rd: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+    /// Decompressed bytes consumed before `buf[0]`.
+    base: u64,
+    eof: bool,
+    ended: bool,
+    prev: u64,
+    count: u64,
+}
+
+const BUF: usize = 1 << 18;
+/// Longest record: tag + 10-byte varint + size + 5-byte varint.
+const MAX_REC: usize = 17;
+
+impl NativeDecoder {
+    pub(crate) fn open(path: &str, mut input: Input) -> Result<(NativeDecoder, NativeHeader), SourceError> {
+        let mut fixed = [0u8; FIXED];
+        let got = read_up_to(&mut input, &mut fixed).map_err(|e| io_err(path, e))?;
+        if got < 8 || &fixed[..8] != MAGIC {
+            return Err(corrupt(path, 0, "not an xlat trace (bad magic)"));
+        }
+        if got < FIXED {
+            return Err(corrupt(path, got as u64, "header truncated"));
+        }
+        let version = u16::from_le_bytes([fixed[8], fixed[9]]);
+        if version == 0 || version > VERSION {
+            return Err(corrupt(
+                path,
+                8,
+                format!("xlat trace version {version} is not supported (this build reads 1..={VERSION})"),
+            ));
+        }
+        let hlen = u32::from_le_bytes([fixed[10], fixed[11], fixed[12], fixed[13]]);
+        if hlen < FIXED as u32 + 16 || hlen > MAX_HEADER {
+            return Err(corrupt(path, 10, format!("implausible header length {hlen}")));
+        }
+        let mut hb = vec![0u8; hlen as usize];
+        hb[..FIXED].copy_from_slice(&fixed);
+        let got = read_up_to(&mut input, &mut hb[FIXED..]).map_err(|e| io_err(path, e))?;
+        if got < hlen as usize - FIXED {
+            return Err(corrupt(path, (FIXED + got) as u64, "header truncated"));
+        }
+        let hdr = NativeHeader::decode(path, &hb)?;
+        let rd = zstd::stream::read::Decoder::new(input).map_err(|e| io_err(path, e))?;
+        Ok((
+            NativeDecoder {
+                path: path.to_string(),
+                rd: Box::new(rd),
+                buf: vec![0u8; BUF],
+                pos: 0,
+                len: 0,
+                base: 0,
+                eof: false,
+                ended: false,
+                prev: 0,
+                count: 0,
+            },
+            hdr,
+        ))
+    }
+
+    fn refill(&mut self) -> Result<(), SourceError> {
+        self.buf.copy_within(self.pos..self.len, 0);
+        self.base += self.pos as u64;
+        self.len -= self.pos;
+        self.pos = 0;
+        while !self.eof && self.len < BUF {
+            match self.rd.read(&mut self.buf[self.len..]) {
+                Ok(0) => self.eof = true,
+                Ok(k) => {
+                    self.len += k;
+                    if self.len >= MAX_REC * 64 {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(corrupt(&self.path, self.base + self.len as u64, format!("zstd: {e}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn err(&self, at: usize, what: &str) -> SourceError {
+        corrupt(&self.path, self.base + at as u64, format!("{what} (decompressed record stream)"))
+    }
+}
+
+#[inline(always)]
+fn varint(b: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let x = *b.get(*at)?;
+        *at += 1;
+        if shift == 63 && x > 1 {
+            return None;
+        }
+        v |= ((x & 0x7F) as u64) << shift;
+        if x & 0x80 == 0 {
+            return Some(v);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+}
+
+impl Decoder for NativeDecoder {
+    fn fill(&mut self, out: &mut Vec<Ref>, max: usize) -> Result<(), SourceError> {
+        if self.ended {
+            return Ok(());
+        }
+        let target = out.len() + max;
+        while out.len() < target {
+            if self.len - self.pos < MAX_REC && !self.eof {
+                self.refill()?;
+            }
+            if self.pos >= self.len {
+                return Err(self.err(self.pos, "truncated trace: no end marker"));
+            }
+            let b = &self.buf[..self.len];
+            let start = self.pos;
+            let mut at = start;
+            let tag = b[at];
+            at += 1;
+            if tag == END {
+                let n = varint(b, &mut at).ok_or_else(|| self.err(start, "truncated end marker"))?;
+                if n != self.count {
+                    return Err(self.err(start, &format!("end marker counts {n} records, read {}", self.count)));
+                }
+                self.pos = at;
+                self.ended = true;
+                return Ok(());
+            }
+            if tag & 0xE0 != 0 || tag & 0b11 == 3 {
+                return Err(self.err(start, &format!("bad record tag {tag:#04x}")));
+            }
+            let z = varint(b, &mut at).ok_or_else(|| self.err(start, "truncated or overlong address"))?;
+            let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            let va = self.prev.wrapping_add(d as u64);
+            let size = if tag & 0x08 != 0 {
+                let s = *b.get(at).ok_or_else(|| self.err(start, "truncated record"))?;
+                at += 1;
+                if s == 0 || s > 64 {
+                    return Err(self.err(start, &format!("bad access size {s}")));
+                }
+                s
+            } else {
+                8
+            };
+            let delta = if tag & 0x10 != 0 {
+                let v = varint(b, &mut at).ok_or_else(|| self.err(start, "truncated instruction delta"))?;
+                u32::try_from(v).map_err(|_| self.err(start, "instruction delta too large"))?
+            } else {
+                1
+            };
+            self.prev = va;
+            self.pos = at;
+            self.count += 1;
+            out.push(Ref { va, inst_delta: delta, size, flags: tag & 0b111, _reserved: 0 });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,303 @@
+use super::*;
+use crate::rng::Rng;
+use std::io::Write;
+use xlat_core::RefKind;
+
+fn tmp(name: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!("xlat-wl-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn random_refs(n: usize, seed: u64) -> Vec<Ref> {
+    let mut r = Rng::new(seed);
+    let mut va = 0x7f00_0000_0000u64;
+    (0..n)
+        .map(|i| {
+            va = match r.below(4) {
+                0 => va.wrapping_add(8),
+                1 => va.wrapping_sub(r.below(1 << 20)),
+                2 => r.next_u64(),
+                _ => va.wrapping_add(r.below(1 << 30)),
+            };
+            let kind = [RefKind::Load, RefKind::Store, RefKind::Fetch][r.below(3) as usize];
+            let size = if i % 3 == 0 { 8 } else { 1 + r.below(64) as u8 };
+            let delta = match r.below(4) {
+                0 => 1,
+                1 => 0,
+                2 => r.below(100) as u32,
+                _ => r.next_u64() as u32,
+            };
+            Ref::new(va, kind, size, delta, r.below(2) == 1)
+        })
+        .collect()
+}
+
+fn write_native(path: &Path, refs: &[Ref], hdr: &NativeHeader) {
+    let mut w = NativeWriter::create(path, hdr).unwrap();
+    for c in refs.chunks(1000) {
+        w.write(c).unwrap();
+    }
+    assert_eq!(w.finish().unwrap(), refs.len() as u64);
+}
+
+fn read_all(src: &mut dyn RefSource, stream: usize, cap: usize) -> Result<Vec<Ref>, SourceError> {
+    let mut all = Vec::new();
+    let mut b = Vec::with_capacity(cap);
+    loop {
+        src.next_batch(stream, &mut b)?;
+        if b.is_empty() {
+            return Ok(all);
+        }
+        assert!(b.len() <= cap.max(1));
+        all.extend_from_slice(&b);
+    }
+}
+
+#[test]
+fn native_roundtrip_with_header() {
+    let refs = random_refs(100_000, 1);
+    let p = tmp("a.xtr");
+    let hdr = NativeHeader {
+        stream: 0,
+        streams: 1,
+        regions: vec![Region { name: "table".into(), start: 0x7f00_0000_0000, len: 1 << 30 }],
+        desc: "gups:footprint=1G".into(),
+    };
+    write_native(&p, &refs, &hdr);
+    let (desc, mut src) = crate::open_trace(&[p.to_string_lossy().into()], None).unwrap();
+    assert_eq!(src.regions(), hdr.regions);
+    assert!(desc.params.iter().any(|(k, v)| k == "workload" && v == "gups:footprint=1G"));
+    assert_eq!(read_all(&mut *src, 0, 777).unwrap(), refs);
+    // Compact: sequential 8-byte loads cost about 2 bytes each.
+    let seq: Vec<Ref> = (0..100_000u64).map(|i| Ref::load(0x1000 + 8 * i, 1)).collect();
+    let p2 = tmp("seq.xtr");
+    write_native(&p2, &seq, &NativeHeader::default());
+    assert!(std::fs::metadata(&p2).unwrap().len() < 20_000);
+}
+
+#[test]
+fn native_truncation_and_corruption_are_reported_with_offsets() {
+    let refs = random_refs(20_000, 2);
+    let p = tmp("t.xtr");
+    write_native(&p, &refs, &NativeHeader::default());
+    let data = std::fs::read(&p).unwrap();
+    assert!(decode_bytes(FormatSpec::parse("native"), &[]).is_err());
+    for cut in [5, 13, 20, 40, data.len() / 3, data.len() / 2, data.len() - 3, data.len() - 1] {
+        let e = decode_bytes(None, &data[..cut]).unwrap_err();
+        let msg = e.to_string();
+        assert!(!msg.contains('\n'));
+        match e {
+            SourceError::Corrupt { .. } => assert!(msg.contains("byte offset"), "{msg}"),
+            other => panic!("cut {cut}: {other}"),
+        }
+    }
+    // A future version is refused by name.
+    let mut v = data.clone();
+    v[8] = 9;
+    let e = decode_bytes(None, &v).unwrap_err().to_string();
+    assert!(e.contains("version 9"), "{e}");
+    // Full file decodes.
+    assert_eq!(decode_bytes(None, &data).unwrap(), 20_000);
+}
+
+fn champsim_record(ip: u64, srcs: [u64; 4], dsts: [u64; 2], branch: bool) -> [u8; 64] {
+    let mut r = [0u8; 64];
+    r[..8].copy_from_slice(&ip.to_le_bytes());
+    r[8] = branch as u8;
+    r[9] = branch as u8;
+    for (i, d) in dsts.iter().enumerate() {
+        r[16 + 8 * i..24 + 8 * i].copy_from_slice(&d.to_le_bytes());
+    }
+    for (i, s) in srcs.iter().enumerate() {
+        r[32 + 8 * i..40 + 8 * i].copy_from_slice(&s.to_le_bytes());
+    }
+    r
+}
+
+fn champsim_sample() -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&champsim_record(0x400000, [0; 4], [0; 2], false));
+    v.extend_from_slice(&champsim_record(0x400004, [0x1000, 0, 0x1000, 0x2000], [0; 2], false));
+    v.extend_from_slice(&champsim_record(0x400008, [0; 4], [0x3000, 0], true));
+    v.extend_from_slice(&champsim_record(0x40000c, [0x4000, 0, 0, 0], [0x4000, 0], false));
+    v
+}
+
+#[test]
+fn champsim_raw_gz_xz() {
+    let raw = champsim_sample();
+    let check = |refs: &[Ref]| {
+        let got: Vec<(u64, RefKind, u32)> = refs.iter().map(|r| (r.va, r.kind(), r.inst_delta)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0x1000, RefKind::Load, 2),
+                (0x2000, RefKind::Load, 0),
+                (0x3000, RefKind::Store, 1),
+                (0x4000, RefKind::Load, 1),
+                (0x4000, RefKind::Store, 0),
+            ]
+        );
+    };
+    check(&decode_all(None, &raw).unwrap());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&raw).unwrap();
+    let gz = gz.finish().unwrap();
+    check(&decode_all(None, &gz).unwrap());
+    let mut xz = xz2::write::XzEncoder::new(Vec::new(), 6);
+    xz.write_all(&raw).unwrap();
+    let xz = xz.finish().unwrap();
+    check(&decode_all(None, &xz).unwrap());
+    // Fetches on request: one per instruction, carrying the delta.
+    let f = decode_all(FormatSpec::parse("champsim+fetch"), &raw).unwrap();
+    assert_eq!(f.iter().filter(|r| r.kind() == RefKind::Fetch).count(), 4);
+    assert_eq!(f.iter().map(|r| r.inst_delta as u64).sum::<u64>(), 4);
+    // Truncated (raw and compressed) and non-ChampSim content.
+    let e = decode_bytes(None, &raw[..100]).unwrap_err().to_string();
+    assert!(e.contains("byte offset 64"), "{e}");
+    assert!(decode_bytes(None, &xz[..xz.len() - 10]).is_err());
+    assert!(decode_bytes(None, &gz[..gz.len() / 2]).is_err());
+    let mut bad = raw.clone();
+    bad[64 + 8] = 7;
+    let e = decode_bytes(None, &bad).unwrap_err().to_string();
+    assert!(e.contains("byte offset 64") && e.contains("is_branch=7"), "{e}");
+}
+
+const LACKEY: &str = concat!(
+    "==123== Lackey, an example Valgrind tool\n",
+    "I  04010173,3\n",
+    " S 7ff000398,8\n",
+    "I  04010176,5\n",
+    "I  0401017b,2\n",
+    " L 04222cac,8\n",
+    " M 0421d4e0,4\n",
+    "I  04010180,7\n",
+    " L 0421d4e8,128\n",
+    "==123== \n",
+);
+
+#[test]
+fn lackey_parses_and_counts_instructions() {
+    let refs = decode_all(None, LACKEY.as_bytes()).unwrap();
+    let got: Vec<(u64, RefKind, u8, u32)> = refs.iter().map(|r| (r.va, r.kind(), r.size, r.inst_delta)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (0x7ff000398, RefKind::Store, 8, 1),
+            (0x4222cac, RefKind::Load, 8, 2),
+            (0x421d4e0, RefKind::Load, 4, 0),
+            (0x421d4e0, RefKind::Store, 4, 0),
+            (0x421d4e8, RefKind::Load, 64, 1),
+            (0x421d528, RefKind::Load, 64, 0),
+        ]
+    );
+    let f = decode_all(FormatSpec::parse("lackey+fetch"), LACKEY.as_bytes()).unwrap();
+    assert_eq!(f.iter().filter(|r| r.kind() == RefKind::Fetch).count(), 4);
+    let bad = format!("{LACKEY} X 1234,8\n");
+    let e = decode_bytes(None, bad.as_bytes()).unwrap_err();
+    match e {
+        SourceError::Corrupt { offset, .. } => assert_eq!(offset as usize, LACKEY.len()),
+        other => panic!("{other}"),
+    }
+    // Forcing the wrong format on a lackey file fails cleanly.
+    assert!(decode_bytes(FormatSpec::parse("native"), LACKEY.as_bytes()).is_err());
+}
+
+#[test]
+fn garbage_never_panics() {
+    let refs = random_refs(3000, 3);
+    let p = tmp("g.xtr");
+    write_native(&p, &refs, &NativeHeader::default());
+    let native = std::fs::read(&p).unwrap();
+    let seeds: Vec<Vec<u8>> = vec![native, champsim_sample(), LACKEY.as_bytes().to_vec()];
+    let formats = [None, FormatSpec::parse("native"), FormatSpec::parse("champsim"), FormatSpec::parse("lackey+fetch")];
+    let mut rng = Rng::new(4);
+    for round in 0..600 {
+        let base = &seeds[round % seeds.len()];
+        let mut d = base.clone();
+        match round % 4 {
+            0 => d.truncate(rng.below(d.len() as u64 + 1) as usize),
+            1 => {
+                for _ in 0..1 + rng.below(8) {
+                    let i = rng.below(d.len() as u64) as usize;
+                    d[i] ^= 1 << rng.below(8);
+                }
+            }
+            2 => d = (0..rng.below(3000)).map(|_| rng.next_u64() as u8).collect(),
+            _ => {
+                let keep = 8.min(d.len());
+                d.truncate(keep);
+                d.extend((0..rng.below(500)).map(|_| rng.next_u64() as u8));
+            }
+        }
+        for f in formats {
+            if let Err(e) = decode_bytes(f, &d) {
+                assert!(!e.to_string().contains('\n'));
+            }
+        }
+    }
+}
+
+#[test]
+fn detection_by_content_and_suffix() {
+    let p = tmp("x.champsimtrace");
+    std::fs::write(&p, champsim_sample()).unwrap();
+    let (d, _) = crate::open_trace(&[p.to_string_lossy().into()], None).unwrap();
+    assert_eq!(d.params[0].1, "champsim");
+    let p = tmp("y.out");
+    std::fs::write(&p, LACKEY).unwrap();
+    let (d, _) = crate::open_trace(&[p.to_string_lossy().into()], None).unwrap();
+    assert_eq!(d.params[0].1, "lackey");
+    assert!(crate::open_trace(&[p.to_string_lossy().into()], Some("bogus")).is_err());
+    let e = crate::open_trace(&["/nonexistent/t.xtr".into()], None).err().unwrap().to_string();
+    assert!(e.contains("/nonexistent/t.xtr"), "{e}");
+}
+
+#[test]
+fn record_kernel_and_read_back_identically() {
+    let spec = "bfs:scale=10,threads=2";
+    let (_, mut src) = crate::open(spec, 5).unwrap();
+    let p = tmp("bfs.xtr");
+    let n = record_with_desc(&mut *src, &p, None, spec).unwrap();
+    drop(src);
+    let paths: Vec<String> = stream_paths(&p, 2).iter().map(|x| x.to_string_lossy().into()).collect();
+    let (_, mut tr) = crate::open_trace(&paths, None).unwrap();
+    let (_, mut again) = crate::open(spec, 5).unwrap();
+    let mut total = 0;
+    for s in 0..2 {
+        let a = read_all(&mut *tr, s, 4096).unwrap();
+        let b = read_all(&mut *again, s, 16384).unwrap();
+        assert_eq!(a, b);
+        total += a.len() as u64;
+    }
+    assert_eq!(total, n);
+    assert!(!tr.regions().is_empty());
+    // The limit stops the recording exactly.
+    let (_, mut src) = crate::open(spec, 5).unwrap();
+    assert_eq!(record(&mut *src, &tmp("lim.xtr"), Some(12345)).unwrap(), 12345);
+}
+
+#[test]
+fn lackey_through_a_fifo() {
+    let fifo = tmp("fifo");
+    let ok = std::process::Command::new("mkfifo").arg(&fifo).status().map(|s| s.success()).unwrap_or(false);
+    if !ok {
+        eprintln!("mkfifo unavailable; skipping");
+        return;
+    }
+    let f2 = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        let mut f = std::fs::OpenOptions::new().write(true).open(&f2).unwrap();
+        for _ in 0..1000 {
+            f.write_all(LACKEY.as_bytes()).unwrap();
+        }
+    });
+    let out = tmp("conv.xtr");
+    let n = lackey_to_native(&fifo, &out).unwrap();
+    writer.join().unwrap();
+    assert_eq!(n, 6000);
+    assert_eq!(decode_bytes(None, &std::fs::read(&out).unwrap()).unwrap(), 6000);
+}
