@@ -1,8 +1,9 @@
 //! A set-associative array of (key, value) blocks with a pluggable replacement policy: the
-//! storage shared by TLBs, page-walk caches and data caches.
+//! storage shared by TLBs, page-walk caches and data caches. Each set is one contiguous
+//! run of [`Way`]s (tag, payload, kind and policy byte together).
 
 use crate::config::Policy;
-use crate::repl::{AnyPolicy, LineKind, ReplacementPolicy};
+use crate::repl::{AnyPolicy, LineKind, ReplacementPolicy, Way};
 
 /// A key that has a reserved "invalid" value, so a way needs no separate valid bit.
 pub trait Key: Copy + Eq {
@@ -16,9 +17,7 @@ impl Key for u64 {
 pub struct SetAssoc<K: Key, V: Copy + Default> {
     sets: usize,
     ways: usize,
-    keys: Vec<K>,
-    vals: Vec<V>,
-    kinds: Vec<LineKind>,
+    blocks: Vec<Way<K, V>>,
     policy: AnyPolicy,
 }
 
@@ -31,17 +30,15 @@ pub struct Evicted<K, V> {
 }
 
 impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
-    /// `sets` must be a power of two (checked by config validation).
+    /// `sets` must be a power of two and `ways` at most 4096 (checked by config validation).
     pub fn new(sets: usize, ways: usize, policy: Policy, seed: u64) -> Self {
-        assert!(sets.is_power_of_two() && ways > 0, "geometry {sets}x{ways} must be validated by Config");
-        SetAssoc {
-            sets,
-            ways,
-            keys: vec![K::INVALID; sets * ways],
-            vals: vec![V::default(); sets * ways],
-            kinds: vec![LineKind::Data; sets * ways],
-            policy: AnyPolicy::new(policy, sets, ways, seed),
+        assert!(sets.is_power_of_two() && ways > 0 && ways <= 4096, "geometry {sets}x{ways} must be validated by Config");
+        let policy = AnyPolicy::new(policy, seed);
+        let mut blocks = crate::hostmem::huge_vec(sets * ways, Way { key: K::INVALID, val: V::default(), kind: LineKind::Data, age: 0 });
+        for set in blocks.chunks_mut(ways) {
+            policy.init(set);
         }
+        SetAssoc { sets, ways, blocks, policy }
     }
 
     #[inline]
@@ -60,18 +57,28 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         (n as usize) & (self.sets - 1)
     }
 
-    /// Find `key` in `set` without touching replacement state.
+    /// Hint the host CPU to load `set`'s blocks (the first two host lines of it).
+    #[inline]
+    pub fn prefetch_set(&self, set: usize) {
+        let p = self.blocks.as_ptr().wrapping_add(set * self.ways);
+        crate::prefetch(p);
+        crate::prefetch((p as *const u8).wrapping_add(64));
+    }
+
+    /// Find `key` in `set` without touching replacement state. Returns the slot.
     #[inline]
     pub fn probe(&self, set: usize, key: K) -> Option<usize> {
         let base = set * self.ways;
-        self.keys[base..base + self.ways].iter().position(|&k| k == key).map(|w| base + w)
+        self.blocks[base..base + self.ways].iter().position(|w| w.key == key).map(|w| base + w)
     }
 
     /// Find `key` in `set`; a hit updates the replacement state. Returns the slot.
     #[inline]
     pub fn lookup(&mut self, set: usize, key: K) -> Option<usize> {
         let slot = self.probe(set, key)?;
-        self.policy.on_hit(set, slot - set * self.ways);
+        let base = set * self.ways;
+        let (blocks, policy) = (&mut self.blocks[base..base + self.ways], &mut self.policy);
+        policy.on_hit(blocks, slot - base);
         Some(slot)
     }
 
@@ -80,59 +87,62 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     #[inline]
     pub fn insert(&mut self, set: usize, key: K, val: V, kind: LineKind) -> (usize, Option<Evicted<K, V>>) {
         let base = set * self.ways;
-        let (way, evicted) = match self.keys[base..base + self.ways].iter().position(|&k| k == K::INVALID) {
+        let ways = self.ways;
+        let (blocks, policy) = (&mut self.blocks[base..base + ways], &mut self.policy);
+        let (way, evicted) = match blocks.iter().position(|w| w.key == K::INVALID) {
             Some(w) => (w, None),
             None => {
-                let w = self.policy.victim(set, &self.kinds[base..base + self.ways]);
-                (w, Some(Evicted { key: self.keys[base + w], val: self.vals[base + w], kind: self.kinds[base + w] }))
+                let w = policy.victim(blocks);
+                let b = &blocks[w];
+                (w, Some(Evicted { key: b.key, val: b.val, kind: b.kind }))
             }
         };
-        let slot = base + way;
-        self.keys[slot] = key;
-        self.vals[slot] = val;
-        self.kinds[slot] = kind;
-        self.policy.on_fill(set, way);
-        (slot, evicted)
+        let b = &mut blocks[way];
+        b.key = key;
+        b.val = val;
+        b.kind = kind;
+        policy.on_fill(blocks, way);
+        (base + way, evicted)
     }
 
     #[inline]
     pub fn key(&self, slot: usize) -> K {
-        self.keys[slot]
+        self.blocks[slot].key
     }
 
     #[inline]
     pub fn val(&self, slot: usize) -> &V {
-        &self.vals[slot]
+        &self.blocks[slot].val
     }
 
     #[inline]
     pub fn val_mut(&mut self, slot: usize) -> &mut V {
-        &mut self.vals[slot]
+        &mut self.blocks[slot].val
     }
 
     #[inline]
     pub fn kind(&self, slot: usize) -> LineKind {
-        self.kinds[slot]
+        self.blocks[slot].kind
     }
 
     /// Drop the block in `slot`; returns what it held.
     #[inline]
     pub fn invalidate_slot(&mut self, slot: usize) -> Option<Evicted<K, V>> {
-        let key = self.keys[slot];
-        if key == K::INVALID {
+        let b = &mut self.blocks[slot];
+        if b.key == K::INVALID {
             return None;
         }
-        self.keys[slot] = K::INVALID;
-        Some(Evicted { key, val: self.vals[slot], kind: self.kinds[slot] })
+        let key = b.key;
+        b.key = K::INVALID;
+        Some(Evicted { key, val: b.val, kind: b.kind })
     }
 
     /// Drop every block for which `pred(key, value)` holds; returns how many.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(K, &V) -> bool) -> usize {
         let mut n = 0;
-        for slot in 0..self.keys.len() {
-            let k = self.keys[slot];
-            if k != K::INVALID && pred(k, &self.vals[slot]) {
-                self.keys[slot] = K::INVALID;
+        for b in self.blocks.iter_mut() {
+            if b.key != K::INVALID && pred(b.key, &b.val) {
+                b.key = K::INVALID;
                 n += 1;
             }
         }
@@ -141,6 +151,11 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
 
     /// Number of valid blocks.
     pub fn occupancy(&self) -> usize {
-        self.keys.iter().filter(|&&k| k != K::INVALID).count()
+        self.blocks.iter().filter(|b| b.key != K::INVALID).count()
+    }
+
+    /// The keys of `set` (invalid ones included), for tests and debugging.
+    pub fn set_keys(&self, set: usize) -> Vec<K> {
+        self.blocks[set * self.ways..(set + 1) * self.ways].iter().map(|b| b.key).collect()
     }
 }

@@ -70,6 +70,12 @@ impl Cache {
         self.arr.probe(self.arr.set_of(line), line).is_some()
     }
 
+    /// Ask the host CPU to load the set `line` maps to (see `Machine::prefetch_ahead`).
+    #[inline]
+    pub fn prefetch_set(&self, line: u64) {
+        self.arr.prefetch_set(self.arr.set_of(line));
+    }
+
     /// Install `line` (absent) and return the victim, if any.
     #[inline]
     pub fn fill(&mut self, line: u64, kind: LineKind, dirty: bool, owner: u8) -> Option<Victim> {

@@ -272,6 +272,9 @@ impl Config {
             if ways == 0 {
                 return Err(invalid(key, "has 0 ways".into()));
             }
+            if ways > 4096 {
+                return Err(invalid(key, format!("{ways} ways is more than the 4096 supported")));
+            }
             if entries % ways != 0 {
                 return Err(invalid(key, format!("{entries} entries are not a multiple of {ways} ways")));
             }
@@ -318,6 +321,14 @@ impl Config {
         }
         if self.core_freq_ghz <= 0.0 {
             return Err(invalid("core.freq_ghz", "must be positive".into()));
+        }
+        for (key, n) in [
+            ("pwc.l2.entries", self.pwc_l2_entries),
+            ("pwc.l3.entries", self.pwc_l3_entries),
+            ("pwc.l4.entries", self.pwc_l4_entries),
+            ("pwc.l5.entries", self.pwc_l5_entries),
+        ] {
+            geometry(key, n, n, true)?;
         }
         if self.pt_format == PtFormat::Radix4 && self.pwc_l5_entries > 0 {
             return Err(invalid("pwc.l5.entries", "a 4-level table has no L5 level; set pt.format=radix5 or 0 entries".into()));

@@ -37,8 +37,10 @@ pub struct Node {
     pub frame: Frame,
     /// 1 = leaf PT, 2 = PD, 3 = PDPT, 4 = PML4, 5 = PML5.
     pub level: u8,
-    /// The entries exactly as hardware reads them.
-    pub entries: Box<[u64]>,
+    /// Where the entries (exactly as hardware reads them) are kept: chunk and offset in
+    /// [`PageTables`]'s entry store.
+    chunk: u32,
+    offset: u32,
     /// For each entry that points to a node, that node's id: lets the simulator find the
     /// child's storage without hashing the entry's PFN. Kept consistent with `entries`.
     pub children: Box<[NodeId]>,
@@ -56,8 +58,13 @@ impl Node {
 #[derive(Default)]
 pub struct PageTables {
     nodes: Vec<Node>,
+    /// Entry storage in 2 MB chunks (huge-page backed on the host: walks read it at random).
+    chunks: Vec<Vec<u64>>,
     per_level: [u64; 6],
 }
+
+/// Entries per storage chunk: 512 nodes of 4 KB.
+const CHUNK: usize = ENTRIES * 512;
 
 /// A successful functional lookup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,11 +82,21 @@ impl PageTables {
     pub fn alloc_node(&mut self, phys: &mut PhysMem, level: u8) -> Result<NodeId, PtError> {
         let frame = phys.alloc(0).ok_or(PtError::OutOfMemory { level })?;
         let id = self.nodes.len() as NodeId;
+        if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
+            let mut c = crate::hostmem::huge_vec(CHUNK, 0u64);
+            c.clear();
+            self.chunks.push(c);
+        }
+        let chunk = self.chunks.len() - 1;
+        let offset = self.chunks[chunk].len();
+        self.chunks[chunk].resize(offset + ENTRIES, 0);
         self.nodes.push(Node {
             frame,
             level,
-            entries: vec![0u64; ENTRIES].into_boxed_slice(),
-            children: vec![NO_NODE; ENTRIES].into_boxed_slice(),
+            chunk: chunk as u32,
+            offset: offset as u32,
+            // Leaf nodes point to no node: skip the array (it would double their host memory).
+            children: if level > 1 { vec![NO_NODE; ENTRIES].into_boxed_slice() } else { Box::new([]) },
         });
         self.per_level[level as usize] += 1;
         Ok(id)
@@ -92,13 +109,20 @@ impl PageTables {
 
     #[inline]
     pub fn entry(&self, id: NodeId, idx: usize) -> u64 {
-        self.nodes[id as usize].entries[idx]
+        let n = &self.nodes[id as usize];
+        self.chunks[n.chunk as usize][n.offset as usize + idx]
+    }
+
+    #[inline]
+    fn entry_mut(&mut self, id: NodeId, idx: usize) -> &mut u64 {
+        let n = &self.nodes[id as usize];
+        &mut self.chunks[n.chunk as usize][n.offset as usize + idx]
     }
 
     /// Set bits in an entry (the walker's A/D updates).
     #[inline]
     pub fn set_bits(&mut self, id: NodeId, idx: usize, bits: u64) {
-        self.nodes[id as usize].entries[idx] |= bits;
+        *self.entry_mut(id, idx) |= bits;
     }
 
     /// Nodes at `level` (1..=5).
@@ -142,21 +166,20 @@ impl PageTables {
             } else {
                 let c = self.alloc_node(phys, level - 1)?;
                 let cframe = self.nodes[c as usize].frame;
-                let n = &mut self.nodes[node as usize];
                 // Upper-level entries are permissive; the leaf decides the rights.
-                n.entries[idx] = (cframe.0 << 12) | PTE_P | PTE_RW | PTE_US;
-                n.children[idx] = c;
+                *self.entry_mut(node, idx) = (cframe.0 << 12) | PTE_P | PTE_RW | PTE_US;
+                self.nodes[node as usize].children[idx] = c;
                 c
             };
             level -= 1;
         }
         let idx = va.index(leaf);
-        let n = &mut self.nodes[node as usize];
-        if n.entries[idx] & PTE_P != 0 || n.children[idx] != NO_NODE {
+        let has_child = self.nodes[node as usize].children.get(idx).is_some_and(|&c| c != NO_NODE);
+        if self.entry(node, idx) & PTE_P != 0 || has_child {
             return Err(PtError::AlreadyMapped { va: va.0, level: leaf });
         }
         let ps = if size == PageSize::Size4K { 0 } else { PTE_PS };
-        n.entries[idx] = (frame.0 << 12) | PTE_P | ps | flags;
+        *self.entry_mut(node, idx) = (frame.0 << 12) | PTE_P | ps | flags;
         Ok(())
     }
 
@@ -177,7 +200,7 @@ impl PageTables {
         if e & PTE_P == 0 || !is_leaf {
             return None;
         }
-        self.nodes[node as usize].entries[idx] = 0;
+        *self.entry_mut(node, idx) = 0;
         Some(Frame((e & PTE_PFN_MASK) >> 12))
     }
 
@@ -204,6 +227,34 @@ impl PageTables {
             debug_assert_ne!(node, NO_NODE);
             level -= 1;
         }
+    }
+
+    /// Follow the upper levels of the table functionally to the node that holds `va`'s
+    /// level-1 entry (no timing, no side effects); `None` if the path is not there or ends
+    /// in a large page. Used to prefetch host memory ahead of the simulated walk.
+    #[inline]
+    pub fn leaf_node(&self, root: NodeId, top: u8, va: VirtAddr) -> Option<NodeId> {
+        let mut node = root;
+        for level in (2..=top).rev() {
+            node = *self.nodes[node as usize].children.get(va.index(level))?;
+            if node == NO_NODE {
+                return None;
+            }
+        }
+        Some(node)
+    }
+
+    /// Ask the host CPU to start loading the storage of entry `idx` of `node`.
+    #[inline]
+    pub fn prefetch_entry(&self, node: NodeId, idx: usize) {
+        let n = &self.nodes[node as usize];
+        crate::prefetch(self.chunks[n.chunk as usize].as_ptr().wrapping_add(n.offset as usize + idx));
+    }
+
+    /// Ask the host CPU to start loading `node`'s bookkeeping.
+    #[inline]
+    pub fn prefetch_node(&self, node: NodeId) {
+        crate::prefetch(self.nodes.as_ptr().wrapping_add(node as usize));
     }
 
     /// The node and index holding the leaf entry for `va` at `size`, if the path exists.

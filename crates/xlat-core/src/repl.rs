@@ -1,8 +1,11 @@
-//! Replacement policies, shared by caches and TLBs.
+//! Replacement policies, shared by caches, TLBs and page-walk caches.
 //!
-//! A policy is a small trait (ChampSim-style plug-in). Containers pick invalid ways
-//! themselves and ask the policy only to rank valid ones. The enum [`AnyPolicy`] dispatches
-//! statically, so the hot path has no virtual calls.
+//! A policy is a small trait (ChampSim-style plug-in) that sees one set at a time. Its
+//! per-block state is a small integer (`Way::age`) stored beside the block's tag, so a lookup
+//! touches one contiguous stretch of host memory: the simulator's speed on TLB-thrashing
+//! workloads is bounded by host cache misses, not by arithmetic. Containers pick invalid
+//! ways themselves and ask the policy only to rank valid ones. The enum [`AnyPolicy`]
+//! dispatches statically, so the hot path has no virtual calls.
 
 use crate::config::Policy;
 
@@ -27,109 +30,124 @@ impl LineKind {
     }
 }
 
-/// The interface every replacement policy implements.
+/// One block of a set: tag, payload, kind and the policy's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Way<K, V> {
+    pub key: K,
+    pub val: V,
+    pub kind: LineKind,
+    /// Policy state: LRU/FIFO rank (0 = most recent), or SRRIP's re-reference prediction.
+    pub age: u16,
+}
+
+/// The interface every replacement policy implements. `set` is the whole set.
 pub trait ReplacementPolicy {
-    /// A block at (`set`, `way`) was hit.
-    fn on_hit(&mut self, set: usize, way: usize);
-    /// A block was filled into (`set`, `way`).
-    fn on_fill(&mut self, set: usize, way: usize);
-    /// Pick the way to evict from a full set; `kinds[w]` is the kind of way `w`'s block.
-    fn victim(&mut self, set: usize, kinds: &[LineKind]) -> usize;
+    /// Prepare the state of a fresh (all-invalid) set.
+    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]);
+    /// Block `way` was hit.
+    fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize);
+    /// Block `way` was just filled.
+    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize);
+    /// Pick the way to evict from a full set.
+    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize;
 }
 
-/// True LRU by timestamps: the way with the oldest use is the victim.
-pub struct Lru {
-    ways: usize,
-    stamp: Vec<u64>,
-    clock: u64,
-}
-
-impl Lru {
-    pub fn new(sets: usize, ways: usize) -> Lru {
-        Lru { ways, stamp: vec![0; sets * ways], clock: 0 }
-    }
-
-    /// The least recently used way of `set` among those for which `eligible` holds.
-    #[inline]
-    pub fn oldest(&self, set: usize, eligible: impl Fn(usize) -> bool) -> Option<usize> {
-        let base = set * self.ways;
-        let mut best: Option<usize> = None;
-        let mut best_stamp = u64::MAX;
-        for w in 0..self.ways {
-            let s = self.stamp[base + w];
-            if s < best_stamp && eligible(w) {
-                best_stamp = s;
-                best = Some(w);
-            }
+/// Move `way` to rank 0, ageing the blocks that were more recent than it.
+#[inline]
+fn promote<K, V>(set: &mut [Way<K, V>], way: usize) {
+    let old = set[way].age;
+    for w in set.iter_mut() {
+        if w.age < old {
+            w.age += 1;
         }
-        best
     }
+    set[way].age = 0;
 }
+
+/// The way with the highest rank (the least recently used / first in).
+#[inline]
+fn oldest<K, V>(set: &[Way<K, V>]) -> usize {
+    let mut best = 0;
+    for (i, w) in set.iter().enumerate() {
+        if w.age > set[best].age {
+            best = i;
+        }
+    }
+    best
+}
+
+/// True LRU: ranks form a permutation of 0..ways; the highest rank is evicted.
+pub struct Lru;
 
 impl ReplacementPolicy for Lru {
-    #[inline]
-    fn on_hit(&mut self, set: usize, way: usize) {
-        self.clock += 1;
-        self.stamp[set * self.ways + way] = self.clock;
+    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
+        for (i, w) in set.iter_mut().enumerate() {
+            w.age = i as u16;
+        }
     }
     #[inline]
-    fn on_fill(&mut self, set: usize, way: usize) {
-        self.on_hit(set, way)
+    fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+        promote(set, way)
     }
     #[inline]
-    fn victim(&mut self, set: usize, _kinds: &[LineKind]) -> usize {
-        self.oldest(set, |_| true).unwrap_or(0)
+    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+        promote(set, way)
+    }
+    #[inline]
+    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
+        oldest(set)
     }
 }
 
-/// First in, first out: hits do not change the order.
-pub struct Fifo(Lru);
+/// First in, first out: like LRU, but hits do not change the order.
+pub struct Fifo;
 
 impl ReplacementPolicy for Fifo {
-    #[inline]
-    fn on_hit(&mut self, _set: usize, _way: usize) {}
-    #[inline]
-    fn on_fill(&mut self, set: usize, way: usize) {
-        self.0.on_fill(set, way)
+    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
+        Lru.init(set)
     }
     #[inline]
-    fn victim(&mut self, set: usize, kinds: &[LineKind]) -> usize {
-        self.0.victim(set, kinds)
+    fn on_hit<K: Copy, V: Copy>(&mut self, _set: &mut [Way<K, V>], _way: usize) {}
+    #[inline]
+    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+        promote(set, way)
+    }
+    #[inline]
+    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
+        oldest(set)
     }
 }
 
 /// Static RRIP (Jaleel et al., ISCA 2010) with 2-bit re-reference predictions: insert at
 /// "long" (2), promote to 0 on a hit, evict the first way predicted "distant" (3), ageing
-/// the set until one is.
-pub struct Srrip {
-    ways: usize,
-    rrpv: Vec<u8>,
-}
+/// the whole set until one is.
+pub struct Srrip;
 
 impl Srrip {
-    const MAX: u8 = 3;
-    pub fn new(sets: usize, ways: usize) -> Srrip {
-        Srrip { ways, rrpv: vec![Self::MAX; sets * ways] }
-    }
+    const DISTANT: u16 = 3;
 }
 
 impl ReplacementPolicy for Srrip {
-    #[inline]
-    fn on_hit(&mut self, set: usize, way: usize) {
-        self.rrpv[set * self.ways + way] = 0;
+    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
+        for w in set.iter_mut() {
+            w.age = Self::DISTANT;
+        }
     }
     #[inline]
-    fn on_fill(&mut self, set: usize, way: usize) {
-        self.rrpv[set * self.ways + way] = Self::MAX - 1;
+    fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+        set[way].age = 0;
     }
-    fn victim(&mut self, set: usize, _kinds: &[LineKind]) -> usize {
-        let r = &mut self.rrpv[set * self.ways..(set + 1) * self.ways];
+    #[inline]
+    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+        set[way].age = Self::DISTANT - 1;
+    }
+    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
         loop {
-            if let Some(w) = r.iter().position(|&v| v == Self::MAX) {
+            if let Some(w) = set.iter().position(|w| w.age >= Self::DISTANT) {
                 return w;
             }
-            for v in r.iter_mut() {
-                *v += 1;
+            for w in set.iter_mut() {
+                w.age += 1;
             }
         }
     }
@@ -137,21 +155,21 @@ impl ReplacementPolicy for Srrip {
 
 /// Uniform random victim from a seeded xorshift generator (deterministic per seed).
 pub struct Random {
-    ways: usize,
     state: u64,
 }
 
 impl ReplacementPolicy for Random {
+    fn init<K: Copy, V: Copy>(&self, _set: &mut [Way<K, V>]) {}
     #[inline]
-    fn on_hit(&mut self, _set: usize, _way: usize) {}
+    fn on_hit<K: Copy, V: Copy>(&mut self, _set: &mut [Way<K, V>], _way: usize) {}
     #[inline]
-    fn on_fill(&mut self, _set: usize, _way: usize) {}
+    fn on_fill<K: Copy, V: Copy>(&mut self, _set: &mut [Way<K, V>], _way: usize) {}
     #[inline]
-    fn victim(&mut self, _set: usize, _kinds: &[LineKind]) -> usize {
+    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
         self.state ^= self.state << 13;
         self.state ^= self.state >> 7;
         self.state ^= self.state << 17;
-        (self.state % self.ways as u64) as usize
+        (self.state % set.len() as u64) as usize
     }
 }
 
@@ -164,42 +182,41 @@ pub enum AnyPolicy {
 }
 
 impl AnyPolicy {
-    pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> AnyPolicy {
+    pub fn new(policy: Policy, seed: u64) -> AnyPolicy {
         match policy {
-            Policy::Lru => AnyPolicy::Lru(Lru::new(sets, ways)),
-            Policy::Fifo => AnyPolicy::Fifo(Fifo(Lru::new(sets, ways))),
-            Policy::Srrip => AnyPolicy::Srrip(Srrip::new(sets, ways)),
-            Policy::Random => AnyPolicy::Random(Random { ways, state: seed | 1 }),
+            Policy::Lru => AnyPolicy::Lru(Lru),
+            Policy::Fifo => AnyPolicy::Fifo(Fifo),
+            Policy::Srrip => AnyPolicy::Srrip(Srrip),
+            Policy::Random => AnyPolicy::Random(Random { state: seed | 1 }),
         }
     }
 }
 
+macro_rules! dispatch {
+    ($self:ident, $p:ident => $e:expr) => {
+        match $self {
+            AnyPolicy::Lru($p) => $e,
+            AnyPolicy::Fifo($p) => $e,
+            AnyPolicy::Srrip($p) => $e,
+            AnyPolicy::Random($p) => $e,
+        }
+    };
+}
+
 impl ReplacementPolicy for AnyPolicy {
-    #[inline]
-    fn on_hit(&mut self, set: usize, way: usize) {
-        match self {
-            AnyPolicy::Lru(p) => p.on_hit(set, way),
-            AnyPolicy::Fifo(p) => p.on_hit(set, way),
-            AnyPolicy::Srrip(p) => p.on_hit(set, way),
-            AnyPolicy::Random(p) => p.on_hit(set, way),
-        }
+    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
+        dispatch!(self, p => p.init(set))
     }
     #[inline]
-    fn on_fill(&mut self, set: usize, way: usize) {
-        match self {
-            AnyPolicy::Lru(p) => p.on_fill(set, way),
-            AnyPolicy::Fifo(p) => p.on_fill(set, way),
-            AnyPolicy::Srrip(p) => p.on_fill(set, way),
-            AnyPolicy::Random(p) => p.on_fill(set, way),
-        }
+    fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+        dispatch!(self, p => p.on_hit(set, way))
     }
     #[inline]
-    fn victim(&mut self, set: usize, kinds: &[LineKind]) -> usize {
-        match self {
-            AnyPolicy::Lru(p) => p.victim(set, kinds),
-            AnyPolicy::Fifo(p) => p.victim(set, kinds),
-            AnyPolicy::Srrip(p) => p.victim(set, kinds),
-            AnyPolicy::Random(p) => p.victim(set, kinds),
-        }
+    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+        dispatch!(self, p => p.on_fill(set, way))
+    }
+    #[inline]
+    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
+        dispatch!(self, p => p.victim(set))
     }
 }
