@@ -2,6 +2,7 @@
 use pyo3::prelude::*;
 
 mod errors;
+mod sim;
 mod workloads;
 
 #[pyfunction]
@@ -18,6 +19,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TraceError", py.get_type::<errors::TraceError>())?;
     m.add("SimulationError", py.get_type::<errors::SimulationError>())?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    sim::register(m)?;
     workloads::register(m)?;
     Ok(())
 }

@@ -1,0 +1,134 @@
+//! Bindings for configuration and simulation.
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use xlat_core::{Config, RunOptions, SimError, StatValue};
+
+use crate::errors::{ConfigError, SimulationError, TraceError, WorkloadError, XlatError};
+
+/// Every config key: (key, default, expected values, doc).
+#[pyfunction]
+fn config_keys() -> Vec<(String, String, String, String)> {
+    Config::schema().into_iter().map(|k| (k.key.to_string(), k.default, k.expected, k.doc.to_string())).collect()
+}
+
+fn build_config(pairs: &[(String, String)]) -> PyResult<Config> {
+    Config::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
+/// Apply `pairs` over the engine defaults, validate, and return every key's value.
+#[pyfunction]
+fn resolve_config(pairs: Vec<(String, String)>) -> PyResult<Vec<(String, String)>> {
+    let c = build_config(&pairs)?;
+    Ok(c.entries().into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+fn workload_err(e: xlat_workloads::WorkloadError) -> PyErr {
+    match e {
+        xlat_workloads::WorkloadError::Trace(_) | xlat_workloads::WorkloadError::UnknownFormat(_) => TraceError::new_err(e.to_string()),
+        _ => WorkloadError::new_err(e.to_string()),
+    }
+}
+
+fn sim_err(e: SimError) -> PyErr {
+    match e {
+        SimError::Source(s) => TraceError::new_err(s.to_string()),
+        other => SimulationError::new_err(other.to_string()),
+    }
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    let what = p
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into());
+    format!("internal error (please report it): {what}")
+}
+
+/// Run one simulation. Exactly one of `workload` (a spec such as `bfs:scale=16`) and
+/// `trace` (paths, one per stream) must be given.
+#[pyfunction]
+#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn simulate<'py>(
+    py: Python<'py>,
+    config: Vec<(String, String)>,
+    workload: Option<String>,
+    trace: Option<Vec<String>>,
+    trace_format: Option<String>,
+    refs: Option<u64>,
+    warmup: u64,
+    seed: u64,
+    prefault: bool,
+    progress: Option<PyObject>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let cfg = build_config(&config)?;
+    let (desc, mut src) = match (workload, trace) {
+        (Some(w), None) => xlat_workloads::open(&w, seed).map_err(workload_err)?,
+        (None, Some(t)) => xlat_workloads::open_trace(&t, trace_format.as_deref()).map_err(workload_err)?,
+        _ => return Err(XlatError::new_err("give exactly one of a workload and a trace")),
+    };
+    let opts = RunOptions { max_refs: refs, warmup };
+    let total = refs.map(|r| r + warmup);
+    let mut interrupt: Option<PyErr> = None;
+    let result = py.allow_threads(|| {
+        let mut last = Instant::now();
+        let mut report = |done: u64| -> bool {
+            // Re-take the GIL a few times a second at most: to report progress and to let
+            // Ctrl-C interrupt the run.
+            if last.elapsed() < Duration::from_millis(200) {
+                return true;
+            }
+            last = Instant::now();
+            Python::with_gil(|py| {
+                if let Err(e) = py.check_signals() {
+                    interrupt = Some(e);
+                    return false;
+                }
+                if let Some(cb) = &progress {
+                    if let Err(e) = cb.call1(py, (done, total)) {
+                        interrupt = Some(e);
+                        return false;
+                    }
+                }
+                true
+            })
+        };
+        catch_unwind(AssertUnwindSafe(|| xlat_core::simulate(&cfg, src.as_mut(), opts, prefault, seed, &mut report)))
+    });
+    drop(src);
+    let stats = match result {
+        Err(p) => return Err(SimulationError::new_err(panic_message(p))),
+        Ok(Err(SimError::Interrupted)) => return Err(interrupt.unwrap_or_else(|| SimulationError::new_err("interrupted"))),
+        Ok(Err(e)) => return Err(sim_err(e)),
+        Ok(Ok(s)) => s,
+    };
+    let out = PyDict::new(py);
+    let st = PyDict::new(py);
+    for (name, v) in stats.entries {
+        match v {
+            StatValue::Int(i) => st.set_item(name, i)?,
+            StatValue::Float(f) => st.set_item(name, f)?,
+        }
+    }
+    out.set_item("stats", st)?;
+    let wl = PyDict::new(py);
+    wl.set_item("name", &desc.name)?;
+    let params = PyDict::new(py);
+    for (k, v) in &desc.params {
+        params.set_item(k, v)?;
+    }
+    wl.set_item("params", params)?;
+    out.set_item("workload", wl)?;
+    Ok(out)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(config_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    Ok(())
+}
