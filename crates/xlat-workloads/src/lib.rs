@@ -27,7 +27,7 @@ use xlat_core::{RefSource, SourceError};
 
 use kernels::Kernel;
 use params::{PDef, Params};
-use recorder::{CountRecorder, Recorder};
+use recorder::CountRecorder;
 
 /// A resolved workload: its name and every parameter's value, defaults included.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -189,8 +189,3 @@ pub fn open_trace(
     let desc = src.desc();
     Ok((desc, Box::new(src)))
 }
-
-// Recorder is part of the public API so external tools can drive kernels themselves.
-pub use recorder::Recorder as KernelRecorder;
-#[doc(hidden)]
-pub fn _assert_recorder<R: Recorder>() {}
