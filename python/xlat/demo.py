@@ -26,10 +26,11 @@ from ._io import atomic_path, atomic_write_text
 #: Workloads in order of preference; the demo takes the first two the engine has.
 WORKLOADS = ("gups", "bfs", "random", "pagerank", "hashjoin")
 
-#: References per run after warm-up (full, quick). Sized so that the full demo takes about
-#: three minutes on two cores and the quick one under 30 s.
-REFS = {False: 2_000_000, True: 300_000}
-WARMUP = {False: 500_000, True: 100_000}
+#: References per run after warm-up (full, quick). The engine simulates a few million
+#: references per second per core; these keep the full demo near a minute on two cores (under
+#: three on a loaded machine) and the quick one near ten seconds.
+REFS = {False: 10_000_000, True: 1_000_000}
+WARMUP = {False: 2_000_000, True: 250_000}
 SEED = 1
 
 

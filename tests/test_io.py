@@ -1,0 +1,59 @@
+"""Reference counts and atomic writes (pure Python, no engine)."""
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from xlat._io import atomic_path, atomic_write_text, parse_count
+
+
+@pytest.mark.parametrize(
+    "text, n",
+    [("1000000", 10**6), ("1_000_000", 10**6), ("1e6", 10**6), ("10M", 10**7), ("2.5k", 2500),
+     ("1G", 10**9), ("0", 0), (" 7 ", 7), (12, 12), (1e3, 1000)],
+)
+def test_counts(text, n):
+    assert parse_count(text) == n
+
+
+@pytest.mark.parametrize("text", ["", "M", "-5", "1.5", "10Q", "1e-3", "nan", "inf", True])
+def test_bad_counts(text):
+    with pytest.raises(ValueError):
+        parse_count(text)
+
+
+def test_atomic_write_replaces_whole_file_and_leaves_nothing_behind(tmp_path):
+    p = tmp_path / "out.json"
+    atomic_write_text(p, "old\n")
+    atomic_write_text(p, "new\n")
+    assert p.read_text() == "new\n"
+    assert os.listdir(tmp_path) == ["out.json"]
+    # The file gets the usual umask-based mode, not mkstemp's private 0600.
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask
+
+
+def test_failed_write_keeps_the_old_file(tmp_path):
+    p = tmp_path / "out.json"
+    p.write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with atomic_path(p) as tmp:
+            tmp.write_text("half of a fi")
+            raise RuntimeError("crash mid-write")
+    assert p.read_text() == "old\n"
+    assert os.listdir(tmp_path) == ["out.json"]
+
+
+def test_temporary_name_keeps_the_extension(tmp_path):
+    with atomic_path(tmp_path / "trace.xtr.zst") as tmp:
+        assert tmp.name.endswith(".xtr.zst") and tmp.parent == tmp_path
+        tmp.write_text("x")
+
+
+def test_missing_directory_names_the_destination(tmp_path):
+    with pytest.raises(OSError) as e:
+        atomic_write_text(tmp_path / "nodir" / "out.json", "x")
+    assert e.value.filename == str(tmp_path / "nodir" / "out.json")

@@ -1,0 +1,50 @@
+"""Helpers for the tests that drive the installed `xlat` command as a user would."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from xlat import _core
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def xlat_exe() -> str:
+    """The `xlat` script of the environment running the tests (`.venv/bin/xlat` under make)."""
+    exe = Path(sys.executable).parent / "xlat"
+    if exe.exists():
+        return str(exe)
+    found = shutil.which("xlat")
+    assert found, "the xlat script is not installed (run `make install`)"
+    return found
+
+
+def run_xlat(*args: str, cwd=None, env=None, timeout: float = 120) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ)
+    full_env.pop("XLAT_DEBUG", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run([xlat_exe(), *args], capture_output=True, text=True, cwd=cwd, env=full_env, timeout=timeout)
+
+
+def assert_one_line_error(p: subprocess.CompletedProcess, *needles: str) -> str:
+    """Exit status 2, exactly one line on stderr, `xlat: error: ...`, containing every needle."""
+    lines = p.stderr.splitlines()
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("xlat: error: "), lines[0]
+    assert "Traceback" not in p.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def has_core(*names: str) -> bool:
+    return all(hasattr(_core, n) for n in names)
+
+
+def has_config_key(key: str) -> bool:
+    return has_core("config_keys") and any(row[0] == key for row in _core.config_keys())
