@@ -264,8 +264,9 @@ impl Machine {
     /// A page walk for `va` on core `c` starting at cycle `now`. Reads real entries
     /// through the caches, sets A (and D for a store) bits as hardware does, fills the
     /// page-walk caches, and asks the OS to map the page on a fault (then walks again).
-    /// Returns the translation and the cycles the walk took.
-    fn walk(&mut self, c: usize, va: VirtAddr, write: bool, now: u64) -> Result<(TlbEntry, PageSize, u64), SimError> {
+    /// Returns the translation, the cycles the walk took and, of those, the cycles spent
+    /// in the OS's fault handler.
+    fn walk(&mut self, c: usize, va: VirtAddr, write: bool, now: u64) -> Result<(TlbEntry, PageSize, u64, u64), SimError> {
         let port = match self.cfg.walker_port {
             WalkerPort::L1d => Port::L1d,
             WalkerPort::L2 => Port::L2,
@@ -278,6 +279,8 @@ impl Machine {
             let root = self.os.spaces[space].root;
             let mut hits = [false; 6];
             let start = core.pwc.lookup(va, ctx, self.top, &mut hits);
+            // After a fault the instruction re-executes and walks again: a second walk.
+            core.counters.walks += 1;
             latency += self.cfg.pwc_latency;
             let k = &mut core.counters;
             for (level, (h, m)) in [
@@ -333,7 +336,8 @@ impl Machine {
                 if let Some(size) = leaf_size {
                     let frame = (e & crate::pt::PTE_PFN_MASK) >> 12;
                     let dirty = (e | set) & PTE_D != 0;
-                    return Ok((TlbEntry { frame, dirty }, size, latency));
+                    let fault_cycles = if faulted { self.cfg.os_fault_cycles } else { 0 };
+                    return Ok((TlbEntry { frame, dirty }, size, latency, fault_cycles));
                 }
                 let child = self.os.pt.node(node).children[idx];
                 debug_assert_ne!(child, NO_NODE);
@@ -412,13 +416,11 @@ impl Machine {
     }
 
     fn walk_and_fill(&mut self, c: usize, va: VirtAddr, write: bool, fetch: bool, t: u64) -> Result<(u64, PageSize, u64), SimError> {
-        let (e, size, lat) = self.walk(c, va, write, t)?;
+        let (e, size, lat, fault_cycles) = self.walk(c, va, write, t)?;
         let core = &mut self.cores[c];
-        let start = core.window.walkers.acquire(t, lat);
+        let start = core.window.walkers.acquire(t, lat - fault_cycles);
         let done = start + lat;
-        let k = &mut core.counters;
-        k.walks += 1;
-        k.record_walk_cycles(done - t);
+        core.counters.record_walk_cycles(done - t - fault_cycles);
         let ctx = core.ctx;
         core.stlb.insert(va, size, ctx, e);
         if fetch {

@@ -126,7 +126,54 @@ fn simulate<'py>(
     Ok(out)
 }
 
+/// Run a kernel natively (no recording, no simulation): `{"refs", "seconds", "checksum"}`.
+/// `make bench` compares the engine against this.
+#[pyfunction]
+#[pyo3(signature = (workload, seed=1))]
+fn run_native<'py>(py: Python<'py>, workload: String, seed: u64) -> PyResult<Bound<'py, PyDict>> {
+    let r = py.allow_threads(|| catch_unwind(AssertUnwindSafe(|| xlat_workloads::run_native(&workload, seed))));
+    let r = r.map_err(|p| SimulationError::new_err(panic_message(p)))?.map_err(workload_err)?;
+    let d = PyDict::new(py);
+    d.set_item("refs", r.refs)?;
+    d.set_item("seconds", r.seconds)?;
+    d.set_item("checksum", r.checksum)?;
+    Ok(d)
+}
+
+/// Pull up to `refs` references from a workload or trace without simulating them:
+/// `(references, seconds)`. Measures how fast references are produced or decoded.
+#[pyfunction]
+#[pyo3(signature = (workload=None, trace=None, refs=None, seed=1))]
+fn drain(py: Python<'_>, workload: Option<String>, trace: Option<Vec<String>>, refs: Option<u64>, seed: u64) -> PyResult<(u64, f64)> {
+    let (_, mut src) = match (workload, trace) {
+        (Some(w), None) => xlat_workloads::open(&w, seed).map_err(workload_err)?,
+        (None, Some(t)) => xlat_workloads::open_trace(&t, None).map_err(workload_err)?,
+        _ => return Err(XlatError::new_err("give exactly one of a workload and a trace")),
+    };
+    let limit = refs.unwrap_or(u64::MAX);
+    let r = py.allow_threads(|| {
+        catch_unwind(AssertUnwindSafe(|| -> Result<(u64, f64), xlat_core::SourceError> {
+            let start = Instant::now();
+            let mut buf = Vec::with_capacity(1 << 14);
+            let (mut n, mut live) = (0u64, vec![true; src.streams()]);
+            while n < limit && live.iter().any(|&l| l) {
+                for s in 0..live.len() {
+                    if live[s] {
+                        src.next_batch(s, &mut buf)?;
+                        live[s] = !buf.is_empty();
+                        n += buf.len() as u64;
+                    }
+                }
+            }
+            Ok((n.min(limit), start.elapsed().as_secs_f64()))
+        }))
+    });
+    r.map_err(|p| SimulationError::new_err(panic_message(p)))?.map_err(|e| TraceError::new_err(e.to_string()))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_native, m)?)?;
+    m.add_function(wrap_pyfunction!(drain, m)?)?;
     m.add_function(wrap_pyfunction!(config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;

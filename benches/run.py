@@ -1,0 +1,113 @@
+"""`make bench`: throughput of the engine, the kernels and the trace reader.
+
+Each case runs in its own process so its peak memory (RSS) is its own. Results go to
+`benches/latest.json`; the committed `benches/baseline.json` is the reference, and the
+table shows latest/baseline for each case. Targets (issue "The engine", "Workloads"):
+engine >= 20 M refs/s on GUPS 8 GB with the full model and < 1 GB of host memory;
+kernels >= 100 M refs/s (gups, random); native trace decoding >= 50 M refs/s.
+
+Usage: python benches/run.py [--quick] [--out PATH] [--update-baseline]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TARGETS = {"engine_gups_8g": 20e6, "gen_gups": 100e6, "gen_random": 100e6, "decode_native": 50e6}
+
+
+def case(name: str, quick: bool) -> dict:
+    """Run one case in this process and return its measurements."""
+    import xlat
+    from xlat import _core
+
+    scale = 0.2 if quick else 1.0
+    out: dict = {}
+    if name.startswith("engine_"):
+        workload, refs = {
+            "engine_gups_8g": ("gups:footprint=8G", int(10e6 * scale)),
+            "engine_bfs": ("bfs", int(10e6 * scale)),
+        }[name]
+        t = time.perf_counter()
+        r = xlat.simulate("skylake", workload, refs=refs, prefault=True)
+        dt = time.perf_counter() - t
+        out = {"workload": workload, "refs": r.stats["refs"], "seconds": dt, "refs_per_s": r.stats["refs"] / dt,
+               "ipc": r.stats["ipc"], "walks": r.stats["walks"]}
+    elif name.startswith("native_"):
+        workload = {"native_gups_8g": "gups:footprint=8G", "native_bfs": "bfs"}[name]
+        r = _core.run_native(workload, 1)
+        out = {"workload": workload, "refs": r["refs"], "seconds": r["seconds"], "refs_per_s": r["refs"] / r["seconds"]}
+    elif name.startswith("gen_"):
+        workload = {"gen_gups": "gups:footprint=8G", "gen_random": "random"}[name]
+        n, dt = _core.drain(workload=workload, refs=int(100e6 * scale))
+        out = {"workload": workload, "refs": n, "seconds": dt, "refs_per_s": n / dt}
+    elif name == "decode_native":
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "gups.xlt")
+            _core.record("gups:footprint=8G", path, int(20e6 * scale), 1)
+            n, dt = _core.drain(trace=[path])
+            out = {"refs": n, "seconds": dt, "refs_per_s": n / dt, "trace_bytes": os.path.getsize(path)}
+    else:
+        raise SystemExit(f"unknown case {name}")
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+CASES = ["engine_gups_8g", "engine_bfs", "native_gups_8g", "native_bfs", "gen_gups", "gen_random", "decode_native"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a fifth of the work (a smoke run, noisier)")
+    ap.add_argument("--out", default=str(HERE / "latest.json"))
+    ap.add_argument("--update-baseline", action="store_true", help="also write the results as the new baseline")
+    ap.add_argument("--case", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.case:
+        print(json.dumps(case(args.case, args.quick)))
+        return 0
+    results = {}
+    for name in CASES:
+        cmd = [sys.executable, __file__, "--case", name] + (["--quick"] if args.quick else [])
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            print(f"bench: case {name} failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}", file=sys.stderr)
+            return 1
+        results[name] = json.loads(p.stdout.strip().splitlines()[-1])
+    for eng, nat in (("engine_gups_8g", "native_gups_8g"), ("engine_bfs", "native_bfs")):
+        results[eng]["slowdown_vs_native"] = results[nat]["refs_per_s"] / results[eng]["refs_per_s"]
+    import xlat
+    doc = {"xlat_version": xlat.__version__, "quick": args.quick, "host": platform.node() and platform.machine(),
+           "python": platform.python_version(), "cases": results}
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=2)
+    os.replace(tmp, args.out)
+    base_path = HERE / "baseline.json"
+    base = json.loads(base_path.read_text())["cases"] if base_path.exists() else {}
+    print(f"{'case':<16} {'refs/s':>14} {'vs baseline':>12} {'target':>12} {'peak RSS':>10}")
+    for name, r in results.items():
+        ratio = r["refs_per_s"] / base[name]["refs_per_s"] if name in base else float("nan")
+        target = TARGETS.get(name)
+        tgt = f"{target / 1e6:.0f} M" + (" ok" if r["refs_per_s"] >= target else " MISS") if target else ""
+        print(f"{name:<16} {r['refs_per_s'] / 1e6:>12.2f} M {ratio:>11.2f}x {tgt:>12} {r['peak_rss_mb']:>8.0f} MB")
+    for eng in ("engine_gups_8g", "engine_bfs"):
+        print(f"{eng}: {results[eng]['slowdown_vs_native']:.0f}x slower than native")
+    if args.update_baseline:
+        base_path.write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"baseline written to {base_path}")
+    print(f"results written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
