@@ -1,0 +1,235 @@
+//! Every replacement policy, TLB and page-walk cache against a tiny, obviously-correct
+//! reference model, on random streams.
+
+use std::collections::VecDeque;
+use xlat_core::addr::{PageSize, VirtAddr};
+use xlat_core::assoc::SetAssoc;
+use xlat_core::config::Policy;
+use xlat_core::repl::LineKind;
+use xlat_core::tlb::{Invalidate, Pwc, TlbArray, TlbEntry};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One set of the reference model.
+#[derive(Clone, Default)]
+struct ModelSet {
+    /// LRU/FIFO: most recent first. SRRIP: slots in way order with their prediction.
+    order: VecDeque<u64>,
+    slots: Vec<Option<(u64, u8)>>,
+}
+
+/// Reference: what a set-associative structure with `policy` should do on `access(key)`.
+/// Returns (hit, evicted key).
+fn model_access(m: &mut ModelSet, ways: usize, policy: Policy, key: u64) -> (bool, Option<u64>) {
+    match policy {
+        Policy::Lru | Policy::Fifo => {
+            if let Some(p) = m.order.iter().position(|&k| k == key) {
+                if policy == Policy::Lru {
+                    m.order.remove(p);
+                    m.order.push_front(key);
+                }
+                return (true, None);
+            }
+            m.order.push_front(key);
+            let ev = if m.order.len() > ways { m.order.pop_back() } else { None };
+            (false, ev)
+        }
+        Policy::Srrip => {
+            if m.slots.is_empty() {
+                m.slots = vec![None; ways];
+            }
+            if let Some(s) = m.slots.iter_mut().flatten().find(|(k, _)| *k == key) {
+                s.1 = 0;
+                return (true, None);
+            }
+            if let Some(free) = m.slots.iter().position(|s| s.is_none()) {
+                m.slots[free] = Some((key, 2));
+                return (false, None);
+            }
+            loop {
+                if let Some(w) = m.slots.iter().position(|s| s.unwrap().1 == 3) {
+                    let old = m.slots[w].unwrap().0;
+                    m.slots[w] = Some((key, 2));
+                    return (false, Some(old));
+                }
+                for s in m.slots.iter_mut().flatten() {
+                    s.1 += 1;
+                }
+            }
+        }
+        Policy::Random => unreachable!("random is checked by invariants only"),
+    }
+}
+
+fn check_policy(policy: Policy, sets: usize, ways: usize, keys: u64, seed: u64) {
+    let mut arr: SetAssoc<u64, u32> = SetAssoc::new(sets, ways, policy, seed);
+    let mut model = vec![ModelSet::default(); sets];
+    let mut rng = Rng(seed);
+    for step in 0..100_000 {
+        // Skewed keys so that there are hits as well as misses.
+        let key = if rng.below(4) == 0 { rng.below(keys) } else { rng.below(keys / 8 + 1) };
+        let set = arr.set_of(key);
+        let (hit, ev) = match arr.lookup(set, key) {
+            Some(_) => (true, None),
+            None => {
+                let (_, ev) = arr.insert(set, key, 0, LineKind::Data);
+                (false, ev.map(|e| e.key))
+            }
+        };
+        let (mhit, mev) = model_access(&mut model[set], ways, policy, key);
+        assert_eq!((hit, ev), (mhit, mev), "{policy} step {step} key {key}: engine vs model");
+    }
+}
+
+#[test]
+fn lru_fifo_srrip_match_their_models() {
+    for policy in [Policy::Lru, Policy::Fifo, Policy::Srrip] {
+        for (sets, ways, keys, seed) in [(1, 4, 16, 1), (8, 4, 200, 2), (64, 12, 3000, 3), (16, 16, 1000, 4), (1, 24, 64, 5)] {
+            check_policy(policy, sets, ways, keys, seed);
+        }
+    }
+}
+
+#[test]
+fn random_policy_keeps_contents_consistent() {
+    let (sets, ways) = (8usize, 4usize);
+    let mut arr: SetAssoc<u64, u32> = SetAssoc::new(sets, ways, Policy::Random, 9);
+    let mut contents: Vec<Vec<u64>> = vec![Vec::new(); sets];
+    let mut rng = Rng(77);
+    for _ in 0..50_000 {
+        let key = rng.below(100);
+        let set = arr.set_of(key);
+        let present = contents[set].contains(&key);
+        match arr.lookup(set, key) {
+            Some(_) => assert!(present),
+            None => {
+                assert!(!present);
+                let (_, ev) = arr.insert(set, key, 0, LineKind::Data);
+                match ev {
+                    Some(e) => {
+                        assert_eq!(contents[set].len(), ways, "evicts only from a full set");
+                        contents[set].retain(|&k| k != e.key);
+                    }
+                    None => assert!(contents[set].len() < ways),
+                }
+                contents[set].push(key);
+            }
+        }
+    }
+}
+
+#[test]
+fn tlb_array_is_an_lru_cache_of_pages_per_set() {
+    let (entries, ways) = (64u64, 4u64);
+    let sets = (entries / ways) as usize;
+    let mut tlb = TlbArray::new(entries, ways, Policy::Lru, 1);
+    let mut model = vec![ModelSet::default(); sets];
+    let mut rng = Rng(5);
+    for _ in 0..100_000 {
+        let vpn = rng.below(300);
+        let va = VirtAddr(vpn << 12 | rng.below(4096));
+        let ctx = 1 + rng.below(2) as u32;
+        let key = vpn << 1 | (ctx as u64 - 1);
+        let set = (vpn as usize) & (sets - 1);
+        let hit = tlb.lookup(va, PageSize::Size4K, ctx).is_some();
+        if !hit {
+            tlb.insert(va, PageSize::Size4K, ctx, TlbEntry { frame: vpn + 1000, dirty: false });
+        }
+        let (mhit, _) = model_access(&mut model[set], ways as usize, Policy::Lru, key);
+        assert_eq!(hit, mhit);
+    }
+}
+
+#[test]
+fn tlb_invalidation_removes_exactly_the_range() {
+    let mut rng = Rng(11);
+    for round in 0..50 {
+        let mut tlb = TlbArray::new(256, 4, Policy::Lru, round);
+        let mut held = Vec::new();
+        for _ in 0..400 {
+            let size = if rng.below(5) == 0 { PageSize::Size2M } else { PageSize::Size4K };
+            let va = VirtAddr(rng.below(1 << 32) & !(size.bytes() - 1));
+            let ctx = 1 + rng.below(2) as u32;
+            tlb.insert(va, size, ctx, TlbEntry { frame: 1, dirty: false });
+            held.push((va, size, ctx));
+        }
+        let start = rng.below(1 << 32);
+        let end = start + rng.below(1 << 26);
+        let present_before: Vec<bool> = held.iter().map(|&(va, s, c)| tlb.lookup(va, s, c).is_some()).collect();
+        tlb.invalidate_where(|k| {
+            let base = k.vpn() << k.size().shift();
+            k.ctx == 1 && base < end && base + k.size().bytes() > start
+        });
+        for (i, &(va, size, ctx)) in held.iter().enumerate() {
+            let overlaps = ctx == 1 && va.0 < end && va.0 + size.bytes() > start;
+            let now = tlb.lookup(va, size, ctx).is_some();
+            if overlaps {
+                assert!(!now, "stale translation {va:?} survived the invalidation");
+            } else {
+                assert_eq!(now, present_before[i], "an unrelated entry changed");
+            }
+        }
+    }
+}
+
+/// Reference PWC: per level, a fully associative LRU list of (prefix, ctx) -> node.
+#[test]
+fn pwc_longest_prefix_matches_model() {
+    let sizes = [0u64, 0, 24, 4, 4, 0];
+    let mut pwc = Pwc::new(sizes, 1);
+    let mut model: Vec<VecDeque<(u64, u32)>> = vec![VecDeque::new(); 6];
+    let mut rng = Rng(21);
+    for step in 0..100_000 {
+        // Addresses clustered so that every level sees hits and misses.
+        let va = VirtAddr((rng.below(4) << 39) | (rng.below(16) << 30) | (rng.below(64) << 21) | (rng.below(512) << 12));
+        let ctx = 1;
+        let mut hits = [false; 6];
+        let got = pwc.lookup(va, ctx, 4, &mut hits);
+        // Model lookup: every level probed, the lowest hit wins.
+        let mut want = None;
+        for level in (2..=4u8).rev() {
+            let tag = va.0 >> (12 + 9 * (level as u32 - 1));
+            let list = &mut model[level as usize];
+            if let Some(p) = list.iter().position(|&(t, c)| t == tag && c == ctx) {
+                let e = list.remove(p).unwrap();
+                list.push_front(e);
+                assert!(hits[level as usize], "step {step}: level {level} should hit");
+                want = Some(level - 1);
+            } else {
+                assert!(!hits[level as usize], "step {step}: level {level} should miss");
+            }
+        }
+        assert_eq!(got.map(|h| h.level), want);
+        // A walk then fills the levels below its start.
+        let start = want.unwrap_or(4);
+        for level in (2..=start).rev() {
+            pwc.fill(va, ctx, level, 7);
+            let tag = va.0 >> (12 + 9 * (level as u32 - 1));
+            let list = &mut model[level as usize];
+            if let Some(p) = list.iter().position(|&(t, c)| t == tag && c == ctx) {
+                list.remove(p);
+            }
+            list.push_front((tag, ctx));
+            list.truncate(sizes[level as usize] as usize);
+        }
+    }
+    // Invalidating a range drops the covering prefixes at every level.
+    let va = VirtAddr(1 << 39);
+    pwc.fill(va, 1, 4, 1);
+    pwc.fill(va, 1, 3, 2);
+    pwc.fill(va, 1, 2, 3);
+    pwc.invalidate(Invalidate::page(1, va));
+    let mut hits = [false; 6];
+    assert_eq!(pwc.lookup(va, 1, 4, &mut hits), None);
+}
