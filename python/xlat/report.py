@@ -401,10 +401,16 @@ def line_figure(df, x: str, y: str, path: str | os.PathLike, hue: str | None = N
         ax.plot(px, [p[1] for p in pts], marker="o", label=str(h) if hue else None)
         if any(p[3] > p[2] for p in pts):
             ax.fill_between(px, [p[2] for p in pts], [p[3] for p in pts], alpha=0.2)
-    if not numeric:
-        ax.set_xticks(range(len(xs)), [_text(v) for v in xs])
     if logx:
         ax.set_xscale("log")
+    if numeric:
+        # Ticks at the swept values, in plain numbers: a sweep has few x values, and a log
+        # axis would otherwise label only powers of ten.
+        vals = sorted({float(v) for v in xs})
+        ax.set_xticks(vals, [fmt_number(v if not float(v).is_integer() else int(v)) for v in vals])
+        ax.minorticks_off()
+    else:
+        ax.set_xticks(range(len(xs)), [_text(v) for v in xs])
     _decorate(ax, title, xlabel or x, ylabel or y, logy, hue)
     return _save(fig, path)
 
@@ -418,7 +424,8 @@ def _decorate(ax, title, xlabel, ylabel, logy, hue) -> None:
         ax.set_yscale("log")
     ax.grid(axis="y", alpha=0.3)
     if hue:
-        ax.legend(fontsize="small")
+        title = hue[hue.index(".") + 1:] if hue.split(".")[0] in ("param", "set", "cfg", "stat") else hue
+        ax.legend(fontsize="small", title=title, title_fontsize="small")
 
 
 def figure_md(path: str | os.PathLike, out_dir: str | os.PathLike, caption: str = "") -> str:

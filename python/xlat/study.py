@@ -139,11 +139,11 @@ def run(name: str, quick: bool = False, scheduler: str | None = None, workers: i
                      client=client, simulate=simulate, log=log)
     if res.interrupted:
         raise KeyboardInterrupt
-    path = render(study, res.df, res.store, quick, failed=res.failed)
+    path = render(study, res.df, res.store, quick, description=spec.description)
     return StudyResult(res, path)
 
 
-def render(study: Study, df, out_dir: Path, quick: bool, failed: int = 0) -> Path:
+def render(study: Study, df, out_dir: Path, quick: bool, description: str = "") -> Path:
     """Write the study's report from a results frame; returns the report's path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -163,6 +163,8 @@ def render(study: Study, df, out_dir: Path, quick: bool, failed: int = 0) -> Pat
         raise StudyError(f"study '{study.name}': render() must return Markdown text or (text, values)")
 
     lines = [f"# Study: {study.name}{' (quick)' if quick else ''}", ""]
+    if description:
+        lines += [description, ""]
     n_ok = len(ok)
     lines.append(f"xlat {_core.version()} · {len(df)} points, {n_ok} ok, {len(df) - n_ok} failed"
                  + (" · quick mode: small runs, numbers are indicative only" if quick else ""))
@@ -191,4 +193,4 @@ def render_from_store(name: str, quick: bool = False, root: str | os.PathLike | 
     df = _sweep._rows_for(store, [t.point_id for t in tasks])
     if not len(df):
         raise StudyError(f"no results for study '{study.name}' under {store.root}: run 'xlat study {study.name}' first")
-    return render(study, df, store.path, quick)
+    return render(study, df, store.path, quick, description=spec.description)

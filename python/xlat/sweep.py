@@ -136,6 +136,7 @@ class Spec:
     source: Path | None = None
     slurm: dict = field(default_factory=dict)
     quick: bool = False
+    description: str = ""
 
 
 _TOP_KEYS = {"name", "description", "configs", "workloads", "seeds", "seed", "refs", "warmup",
@@ -211,7 +212,10 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
                         points.append(p)
     if not points:
         raise SpecError(f"{where}: the grid is empty")
-    return Spec(name=name, points=points, source=source, slurm=dict(slurm), quick=quick)
+    desc = doc.get("description", "")
+    if not isinstance(desc, str):
+        raise SpecError(f"{where}: 'description' must be a string")
+    return Spec(name=name, points=points, source=source, slurm=dict(slurm), quick=quick, description=desc.strip())
 
 
 def _axis(value: Any, what: str) -> list:

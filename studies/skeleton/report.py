@@ -27,9 +27,6 @@ def render(df, out_dir, quick):
     table = (df.groupby(["param.footprint", "set.tlb.l2.entries"], sort=False)
                [["tlb.l2.miss_ratio", "stat.tlb.l2.mpki", "stat.ipc"]].mean().reset_index())
     body = [
-        "> **SKELETON study.** This is the template for studies, not a reproduction: the",
-        "> \"paper\" numbers come from a toy analytic model (see `studies/skeleton/paper.toml`).",
-        "",
         "## L2 TLB reach under GUPS",
         "",
         report.figure_md(fig, out_dir, "L2 TLB miss ratio against L2 TLB entries, one line per table size "
