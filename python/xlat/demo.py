@@ -163,14 +163,20 @@ def run(quick: bool = False, out_dir: Path = Path("results/demo"), jobs: int | N
             r.overhead = 1.0 - ipc / ipc_ref
 
     table = summary_table(rows)
+    facts = findings(rows, workloads)
     print()
     _print_plain(table)
     print()
+    for f in facts:
+        print(f"- {f}")
+    if facts:
+        print()
     fig = out_dir / "demo.png"
     figure_ok = write_figure(rows, workloads, fig)
     if not figure_ok:
         notes.append("matplotlib could not draw the figure; the table holds the same numbers.")
-    write_report(out_dir / "report.md", rows, table, workloads, refs, warmup, elapsed, notes, fig if figure_ok else None)
+    write_report(out_dir / "report.md", rows, table, facts, workloads, refs, warmup, elapsed, notes,
+                 fig if figure_ok else None)
     write_json(out_dir / "results.json", rows, refs, warmup)
     print(f"report: {out_dir / 'report.md'}  (figure {fig.name}, data results.json; {elapsed:.0f} s)")
     for note in notes:
@@ -202,6 +208,44 @@ def summary_table(rows: list[Row]) -> list[tuple[str, ...]]:
             "-" if perfect or per_walk is None or not walks else f"{per_walk:.2f}",
             "-" if perfect or not walks else " / ".join(f"{100 * shares[lv]:.0f}%" for lv in ("l1", "l2", "llc", "dram")),
         ))
+    return out
+
+
+def _per_walk_by_level(stats: dict) -> dict[str, float]:
+    per_walk = _stat(stats, "walk_steps_per_walk") or 0.0
+    return {lv: per_walk * share for lv, share in pte_shares(stats).items()}
+
+
+def findings(rows: list[Row], workloads: list[str]) -> list[str]:
+    """Sentences computed from the runs (never written by hand): what the table says."""
+    by_key = {(r.workload, r.machine.name): r for r in rows}
+    out = []
+    for w in workloads:
+        base, pwc, zen = (by_key.get((w, m)) for m in ("skylake", "skylake, 4x PWC", "zen3"))
+        if base is not None and base.overhead is not None:
+            zen_part = f" and {100 * zen.overhead:.1f}% of zen3's" if zen is not None and zen.overhead is not None else ""
+            out.append(f"{w}: address translation costs {100 * base.overhead:.1f}% of skylake's run time{zen_part} "
+                       f"(1 - IPC / IPC with a perfect TLB).")
+        if base is not None and pwc is not None and _stat(base.stats, "walks"):
+            a, b = _per_walk_by_level(base.stats), _per_walk_by_level(pwc.stats)
+            ra, rb = sum(a.values()), sum(b.values())
+            ipc_a, ipc_b = _stat(base.stats, "ipc"), _stat(pwc.stats, "ipc")
+            if ipc_a and ipc_b is not None:
+                d_ipc = f"IPC changes by {100 * (ipc_b / ipc_a - 1):+.1f}%"
+                removed = ra - rb
+                if removed < 0.05:
+                    out.append(f"{w}: 4x page-walk caches change almost nothing ({ra:.2f} -> {rb:.2f} PTE reads "
+                               f"per walk; the upper levels already hit); {d_ipc}.")
+                else:
+                    dram_part = (a["dram"] - b["dram"]) / removed
+                    kind = ("mostly cache hits" if dram_part < 0.25 else f"{100 * dram_part:.0f}% DRAM reads")
+                    out.append(f"{w}: 4x page-walk caches cut PTE reads per walk from {ra:.2f} to {rb:.2f}; the "
+                               f"reads they remove were {kind} (DRAM reads per walk {a['dram']:.2f} -> "
+                               f"{b['dram']:.2f}), so {d_ipc}.")
+        if zen is not None and _stat(zen.stats, "walks"):
+            z = pte_shares(zen.stats)
+            out.append(f"{w}: zen3's walker starts at L2 (walker.port = l2), so none of its PTE reads are L1D hits; "
+                       f"{100 * z['dram']:.0f}% of them go to DRAM.")
     return out
 
 
@@ -277,7 +321,8 @@ def write_figure(rows: list[Row], workloads: list[str], path: Path) -> bool:
     return True
 
 
-def write_report(path: Path, rows: list[Row], table, workloads, refs, warmup, elapsed, notes, fig: Path | None) -> None:
+def write_report(path: Path, rows: list[Row], table, facts, workloads, refs, warmup, elapsed, notes,
+                 fig: Path | None) -> None:
     version = _core.version()
     lines = [
         "# xlat demo",
@@ -294,6 +339,8 @@ def write_report(path: Path, rows: list[Row], table, workloads, refs, warmup, el
         _markdown(table),
         "",
     ]
+    if facts:
+        lines += ["What the numbers say (computed from the runs above):", ""] + [f"- {f}" for f in facts] + [""]
     if fig is not None:
         lines += [f"![IPC and where page-walk reads are served]({fig.name})", ""]
     lines += ["Reproduce any row:", "", "```sh"]
