@@ -1,6 +1,125 @@
-//! Bindings for workload kernels and traces (owned by the workloads work).
-use pyo3::prelude::*;
+//! Bindings for workload kernels and traces. Thin: every function forwards to
+//! `xlat_workloads`, releases the GIL around long work, and maps errors to one-line
+//! exceptions (unknown workload/parameter -> WorkloadError; unreadable or corrupt trace ->
+//! TraceError; a kernel that failed or a Rust panic -> SimulationError).
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use xlat_core::SourceError;
+use xlat_workloads as wl;
+
+use crate::errors::{SimulationError, TraceError, WorkloadError};
+
+fn workload_err(e: wl::WorkloadError) -> PyErr {
+    match e {
+        wl::WorkloadError::Trace(_) | wl::WorkloadError::UnknownFormat(_) => TraceError::new_err(e.to_string()),
+        wl::WorkloadError::Failed { .. } => SimulationError::new_err(e.to_string()),
+        _ => WorkloadError::new_err(e.to_string()),
+    }
+}
+
+fn source_err(e: SourceError) -> PyErr {
+    match e {
+        SourceError::Workload { .. } => SimulationError::new_err(e.to_string()),
+        _ => TraceError::new_err(e.to_string()),
+    }
+}
+
+/// Run `f` without the GIL and with panics turned into SimulationError.
+fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> PyResult<T> + Send) -> PyResult<T> {
+    let r = py.allow_threads(|| catch_unwind(AssertUnwindSafe(f)));
+    match r {
+        Ok(v) => v,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(SimulationError::new_err(format!("internal error (please report it): {what}")))
+        }
+    }
+}
+
+/// Every workload kernel: name, description, params [{name, default, doc}], footprint_bytes.
+#[pyfunction]
+fn workloads(py: Python<'_>) -> PyResult<Py<PyList>> {
+    let cat = guarded(py, || Ok(wl::catalog()))?;
+    let out = PyList::empty(py);
+    for w in cat {
+        let d = PyDict::new(py);
+        d.set_item("name", w.name)?;
+        d.set_item("description", w.description)?;
+        let ps = PyList::empty(py);
+        for p in &w.params {
+            let pd = PyDict::new(py);
+            pd.set_item("name", p.name)?;
+            pd.set_item("default", &p.default)?;
+            pd.set_item("doc", p.doc)?;
+            ps.append(pd)?;
+        }
+        d.set_item("params", ps)?;
+        d.set_item("footprint_bytes", w.footprint_bytes)?;
+        out.append(d)?;
+    }
+    Ok(out.unbind())
+}
+
+/// Resolve a workload spec: {"name": ..., "params": {key: value, ...}} with every default.
+#[pyfunction]
+#[pyo3(signature = (spec, seed=1))]
+fn workload_params(py: Python<'_>, spec: String, seed: u64) -> PyResult<Py<PyDict>> {
+    let desc = guarded(py, || wl::describe(&spec, seed).map_err(workload_err))?;
+    let d = PyDict::new(py);
+    d.set_item("name", &desc.name)?;
+    let ps = PyDict::new(py);
+    for (k, v) in &desc.params {
+        ps.set_item(k, v)?;
+    }
+    d.set_item("params", ps)?;
+    Ok(d.unbind())
+}
+
+/// Run a kernel and record its references to native trace files (one per stream:
+/// `path` for one stream, `stem.N.ext` for several). Returns references written.
+#[pyfunction]
+#[pyo3(signature = (workload, path, refs=None, seed=1))]
+fn record(py: Python<'_>, workload: String, path: String, refs: Option<u64>, seed: u64) -> PyResult<u64> {
+    guarded(py, || {
+        let (desc, mut src) = wl::open(&workload, seed).map_err(workload_err)?;
+        wl::trace::record_with_desc(&mut *src, Path::new(&path), refs, &desc.spec()).map_err(source_err)
+    })
+}
+
+/// Convert traces (native, ChampSim, lackey; `fmt` forces one) to native trace files.
+#[pyfunction]
+#[pyo3(signature = (paths, fmt, out, refs=None))]
+fn convert_trace(py: Python<'_>, paths: Vec<String>, fmt: Option<String>, out: String, refs: Option<u64>) -> PyResult<u64> {
+    guarded(py, || {
+        let spec = match fmt.as_deref() {
+            None => None,
+            Some(f) => Some(
+                wl::trace::FormatSpec::parse(f)
+                    .ok_or_else(|| workload_err(wl::WorkloadError::UnknownFormat(f.to_string())))?,
+            ),
+        };
+        wl::trace::convert(&paths, spec, Path::new(&out), refs).map_err(source_err)
+    })
+}
+
+/// Convert valgrind lackey output (a file or a FIFO) to one native trace.
+#[pyfunction]
+fn lackey_to_native(py: Python<'_>, input: String, out: String) -> PyResult<u64> {
+    guarded(py, || wl::trace::lackey_to_native(Path::new(&input), Path::new(&out)).map_err(source_err))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(workload_params, m)?)?;
+    m.add_function(wrap_pyfunction!(record, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(lackey_to_native, m)?)?;
     Ok(())
 }

@@ -9,7 +9,7 @@ use crate::recorder::{interleave, static_split, Recorder};
 use crate::vas::{Arr, Vas};
 use crate::WorkloadError;
 
-use super::graph::{build, pick_roots, Csr, GraphSpec, GRAPH_PARAMS};
+use super::graph::{build, pick_roots, Csr, GraphSpec, graph_params};
 use super::KernelImpl;
 
 struct Base {
@@ -41,12 +41,13 @@ impl Base {
 
 pub mod pr {
     use super::*;
+    const G: [PDef; 3] = graph_params("19");
     pub const DESC: &str = "GAP PageRank (pull direction) on a Kronecker or uniform graph";
     pub const PARAMS: &[PDef] = &[
-        GRAPH_PARAMS[0],
-        GRAPH_PARAMS[1],
-        GRAPH_PARAMS[2],
-        size("iters", "2", "PageRank iterations"),
+        G[0],
+        G[1],
+        G[2],
+        size("iters", "1", "PageRank iterations (each repeats the same access pattern)"),
         float("damping", "0.85", "damping factor"),
     ];
 }
@@ -150,11 +151,12 @@ impl KernelImpl for PageRank {
 
 pub mod sssp {
     use super::*;
+    const G: [PDef; 3] = graph_params("19");
     pub const DESC: &str = "GAP delta-stepping single-source shortest paths (weights 1..255)";
     pub const PARAMS: &[PDef] = &[
-        GRAPH_PARAMS[0],
-        GRAPH_PARAMS[1],
-        GRAPH_PARAMS[2],
+        G[0],
+        G[1],
+        G[2],
         size("delta", "2", "bucket width of delta-stepping"),
         size("roots", "1", "sources (each a full SSSP)"),
     ];
@@ -299,11 +301,12 @@ impl Sssp {
 
 pub mod bc {
     use super::*;
+    const G: [PDef; 3] = graph_params("19");
     pub const DESC: &str = "GAP betweenness centrality (Brandes, BFS-based) from random sources";
     pub const PARAMS: &[PDef] = &[
-        GRAPH_PARAMS[0],
-        GRAPH_PARAMS[1],
-        GRAPH_PARAMS[2],
+        G[0],
+        G[1],
+        G[2],
         size("sources", "1", "BFS sources whose dependencies are accumulated"),
     ];
 }
@@ -489,11 +492,12 @@ impl KernelImpl for Bc {
 
 pub mod cc {
     use super::*;
+    const G: [PDef; 3] = graph_params("20");
     pub const DESC: &str = "GAP connected components (Afforest: neighbour sampling, then finish)";
     pub const PARAMS: &[PDef] = &[
-        GRAPH_PARAMS[0],
-        GRAPH_PARAMS[1],
-        GRAPH_PARAMS[2],
+        G[0],
+        G[1],
+        G[2],
         size("rounds", "2", "Afforest neighbour-sampling rounds"),
     ];
 }

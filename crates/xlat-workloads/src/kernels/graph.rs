@@ -6,11 +6,14 @@ use crate::params::{choice, size, PDef, Params};
 use crate::rng::{derive, Rng};
 use crate::WorkloadError;
 
-pub const GRAPH_PARAMS: [PDef; 3] = [
-    choice("graph", "kron", "input graph: kron (Kronecker, Graph500 initiator) or uniform (Erdos-Renyi)", &["kron", "uniform"]),
-    size("scale", "19", "log2 of the vertex count"),
-    size("degree", "16", "edge factor: generated edges = degree x vertices (each stored in both directions)"),
-];
+/// `graph`, `scale` (with a per-kernel default) and `degree`.
+pub const fn graph_params(scale: &'static str) -> [PDef; 3] {
+    [
+        choice("graph", "kron", "input graph: kron (Kronecker, Graph500 initiator) or uniform (Erdos-Renyi)", &["kron", "uniform"]),
+        size("scale", scale, "log2 of the vertex count"),
+        size("degree", "16", "edge factor: generated edges = degree x vertices (each stored in both directions)"),
+    ]
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GraphKind {
