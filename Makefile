@@ -8,8 +8,14 @@ SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Car
 
 install: $(VENV)/.installed
 
+# Rebuild when the extension module is missing even if the stamp says otherwise.
+ifeq ($(wildcard python/xlat/_core*.so),)
+.PHONY: $(VENV)/.installed
+endif
+
 $(VENV)/.installed: $(SOURCES)
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust) is required: install it with rustup" >&2; exit 2; }
+	@command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind >/dev/null) || echo "warning: could not install valgrind; 'xlat trace' needs it" >&2
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip 'maturin>=1.5,<2'
 	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop --release -q -E test
@@ -28,6 +34,11 @@ test-python: install
 
 bench: install
 	$(PY) benches/run.py
+
+# Trace-parser fuzzing (needs nightly Rust and cargo-fuzz); CI covers the parsers with the
+# random-input tests in xlat-workloads instead.
+fuzz:
+	cd crates/xlat-workloads/fuzz && for t in native champsim lackey; do cargo +nightly fuzz run $$t -- -max_total_time=60 || exit 1; done
 
 clean:
 	rm -rf target $(VENV) results
