@@ -303,6 +303,48 @@ def test_killed_sweep_resumes_with_each_point_once_and_identical_stats(tmp_path,
 
 
 @needs_sim
+def test_ctrl_c_stops_cleanly_and_keeps_finished_points(tmp_path):
+    spec = write(tmp_path / "int.toml", """
+        name = "int"
+        refs = "1M"
+        seeds = [1, 2, 3, 4]
+        configs = ["skylake"]
+        workloads = ["gups:footprint=16M", "gups:footprint=64M"]
+    """)
+    from xlat_testutil import xlat_exe
+
+    root = tmp_path / "r"
+    # Ctrl-C in a terminal signals the whole foreground process group, workers included.
+    proc = subprocess.Popen([xlat_exe(), "sweep", str(spec), "--root", str(root), "--workers", "2", "--no-progress"],
+                            start_new_session=True, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    store = results.Store("int", root)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None and len(store.done_ids()) < 2:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read()
+        os.killpg(proc.pid, signal.SIGINT)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err.splitlines()[-1]
+    df = results.load("int", root=root)
+    assert 2 <= len(df) < 8 and (df["status"] == "ok").all()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)  # any worker process left?
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("worker processes outlived the interrupted sweep")
+
+
+@needs_sim
 def test_failed_points_are_recorded_and_the_rest_complete(tmp_path):
     spec = write(tmp_path / "f.toml", """
         name = "fails"

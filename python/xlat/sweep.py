@@ -26,6 +26,7 @@ import hashlib
 import itertools
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -575,14 +576,33 @@ def _cluster(scheduler: str | None, workers: int | None, slurm: bool, slurm_opti
         return
     n = workers or default_workers()
     n = max(1, min(n, npoints))  # idle workers only cost start-up time
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.ERROR)
+    with _sigint_ignored_by_children():
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
     client = Client(cluster)
     try:
         yield client
     finally:
         client.close()
         cluster.close()
+
+
+@contextmanager
+def _sigint_ignored_by_children():
+    """Start worker processes with Ctrl-C ignored: the terminal sends SIGINT to the whole
+    process group, and the workers would die printing tracebacks while this process stores
+    what finished and shuts them down in order. An ignored signal stays ignored across exec,
+    and Python then installs no KeyboardInterrupt handler of its own."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def slurm_cluster_options(options: Mapping) -> dict:
