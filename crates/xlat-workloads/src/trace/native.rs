@@ -259,7 +259,7 @@ impl NativeDecoder {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    return Err(corrupt(&self.path, self.base + self.len as u64, format!("zstd: {e}")));
+                    return Err(corrupt(&self.path, self.base + self.len as u64, format!("zstd: {e} (decompressed record stream)")));
                 }
             }
         }
