@@ -419,6 +419,33 @@ def test_slurm_needs_dask_jobqueue(monkeypatch):
             pass
 
 
+@needs_sim
+def test_sweep_on_an_existing_scheduler(tmp_path, client):
+    spec = write(tmp_path / "s.toml", """
+        name = "remote"
+        refs = 20000
+        configs = ["skylake", "zen3"]
+        workloads = ["gups:footprint=16M"]
+    """)
+    p = run_xlat("sweep", str(spec), "--scheduler", client.scheduler.address, "--root", str(tmp_path),
+                 "--no-progress")
+    assert p.returncode == 0, p.stderr
+    assert "all 2 points ok" in p.stderr
+    df = results.load("remote", root=tmp_path)
+    assert list(df["config_label"]) == ["skylake", "zen3"] and df["config_hash"].is_unique
+    assert client.status == "running"  # somebody else's cluster is left running
+
+
+def test_slurm_job_script_when_dask_jobqueue_is_installed():
+    jq = pytest.importorskip("dask_jobqueue")
+    cluster = jq.SLURMCluster(**sweep.slurm_cluster_options({"queue": "short", "walltime": "01:00:00"}))
+    try:
+        script = cluster.job_script()
+    finally:
+        cluster.close()
+    assert "#SBATCH -p short" in script and "--nthreads 1" in script and "#SBATCH -t 01:00:00" in script
+
+
 def test_slurm_options_default_to_single_threaded_workers():
     opts = sweep.slurm_cluster_options({"queue": "short", "memory": "8GiB"})
     assert opts == {"queue": "short", "memory": "8GiB", "cores": 1, "processes": 1}
