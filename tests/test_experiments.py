@@ -7,6 +7,7 @@ local clusters of 2 single-threaded worker processes, within about a minute on 2
 from __future__ import annotations
 
 import csv
+import io
 import os
 import signal
 import subprocess
@@ -225,7 +226,7 @@ def test_each_point_once_ok_preferred_then_latest_error(tmp_path):
     df = results.load("s", root=tmp_path)
     assert sorted(df["point_id"]) == ["a", "b"]
     a, b = df.set_index("point_id").loc["a"], df.set_index("point_id").loc["b"]
-    assert (a["status"], a["finished_at"]) == ("ok", 2.0)
+    assert (a["status"], a["finished_at"]) == ("ok", 5.0)
     assert b["error_n"] == 2
     # Compaction keeps exactly that view in one partition.
     store.compact()
@@ -342,6 +343,22 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_points(tmp_path):
         time.sleep(0.1)
     else:
         pytest.fail("worker processes outlived the interrupted sweep")
+
+
+@needs_sim
+def test_points_of_another_engine_build_are_flagged_and_can_be_rerun(tmp_path, client):
+    spec = sweep.load_spec({"name": "b", "refs": 20000, "configs": ["skylake"], "workloads": ["gups:footprint=16M"]})
+    task = sweep.prepare(spec)[0]
+    old = {**task.meta, "status": "ok", "error": None, "finished_at": 1.0, "engine_build": "0ld0ld0ld0ld",
+           "stat.refs": -1}
+    results.Store("b", tmp_path).write([old])
+    log = io.StringIO()
+    r = sweep.run(spec, root=tmp_path, client=client, progress=False, log=log)
+    assert (r.reused, r.ran) == (1, 0) and "1 stored points were computed by another build" in log.getvalue()
+    r = sweep.run(spec, root=tmp_path, client=client, progress=False, log=False, rerun_stale=True)
+    assert (r.reused, r.ran) == (0, 1)
+    df = results.load("b", root=tmp_path)
+    assert len(df) == 1 and df.iloc[0]["stat.refs"] == 20000 and df.iloc[0]["engine_build"] == sweep.engine_build()
 
 
 @needs_sim

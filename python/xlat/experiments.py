@@ -37,6 +37,8 @@ def _add_cluster_options(p: argparse.ArgumentParser) -> None:
                         "job settings from the spec's [slurm] table or dask's jobqueue config)")
     p.add_argument("--root", metavar="DIR",
                    help="results root (default: $XLAT_RESULTS or ./results)")
+    p.add_argument("--rerun-stale", action="store_true",
+                   help="also rerun points stored by another build of the engine (same version)")
     p.add_argument("--no-progress", dest="progress", action="store_false",
                    help="no progress bar on stderr")
 
@@ -115,7 +117,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return _dry_run(spec, args)
     with _sigterm_as_interrupt():
         res = sweep.run(spec, name=args.name, scheduler=args.scheduler, workers=args.workers, slurm=args.slurm,
-                        root=args.root, progress=args.progress)
+                        root=args.root, progress=args.progress, rerun_stale=args.rerun_stale)
     print(sweep.summary(res), file=sys.stderr)
     if res.interrupted:
         return EXIT_INTERRUPTED
@@ -201,7 +203,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         return 0
     with _sigterm_as_interrupt():
         res = study.run(args.name, quick=args.quick, scheduler=args.scheduler, workers=args.workers,
-                        slurm=args.slurm, root=args.root, progress=args.progress)
+                        slurm=args.slurm, root=args.root, progress=args.progress, rerun_stale=args.rerun_stale)
     print(sweep.summary(res.sweep), file=sys.stderr)
     print(f"report: {res.report}", file=sys.stderr)
     return EXIT_FAILED_POINTS if res.sweep.failed else 0

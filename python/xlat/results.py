@@ -14,7 +14,7 @@ a warning) a partition that does not parse, whose points then simply run again.
 
 A point may appear in several partitions (a failed point retried, two sweeps sharing a store,
 a compaction interrupted before it removed its inputs). :func:`load` shows each point once:
-its earliest successful row if it has one, else its latest failure. Points are identified
+its latest successful row if it has one, else its latest failure. Points are identified
 by ``point_id``, a hash of everything that determines the result (see ``xlat.sweep``).
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ STALE_TMP_SECONDS = 3600.0
 #: values ``cfg.<key>``, swept overrides ``set.<key>`` and workload parameters ``param.<name>``.
 META_COLUMNS = [
     "point_id", "status", "error", "config_label", "config_base", "config_hash", "workload",
-    "params", "seed", "refs", "warmup", "prefault", "xlat_version", "wall_s", "finished_at",
+    "params", "seed", "refs", "warmup", "prefault", "xlat_version", "engine_build", "wall_s", "finished_at",
     "host", "sweep", "config", "overrides", "workload_resolved",
 ]
 
@@ -174,12 +174,16 @@ class Store:
             df = df[[c for c in columns if c in df.columns]]
         return df
 
-    def done_ids(self) -> set[str]:
-        """Point ids with a successful row: a sweep reuses these instead of running them."""
-        df, _ = self.read_raw(["point_id", "status"], warn=False)
+    def done_ids(self, engine_build: str | None = None) -> set[str]:
+        """Point ids with a successful row: a sweep reuses these instead of running them.
+        With ``engine_build``, only rows computed by that build of the engine count."""
+        df, _ = self.read_raw(["point_id", "status", "engine_build"], warn=False)
         if not len(df):
             return set()
-        return set(df.loc[df["status"] == "ok", "point_id"].astype(str))
+        ok = df["status"] == "ok"
+        if engine_build is not None:
+            ok &= df["engine_build"] == engine_build if "engine_build" in df.columns else False
+        return set(df.loc[ok, "point_id"].astype(str))
 
     def compact(self) -> Path | None:
         """Merge all partitions into one (each point once), then remove the merged ones.
@@ -225,7 +229,11 @@ def names(root: str | os.PathLike | None = None) -> list[str]:
 
 
 def dedupe(df, sort: bool = True):
-    """Each ``point_id`` once: its earliest ``ok`` row, else its latest failed row."""
+    """Each ``point_id`` once: its latest ``ok`` row, else its latest failed row.
+
+    Successful rows of one point agree (the engine is deterministic) unless they come from
+    different builds, and then the latest is the one a rerun asked for.
+    """
     import pandas as pd
 
     if not len(df) or "point_id" not in df.columns:
@@ -233,7 +241,7 @@ def dedupe(df, sort: bool = True):
     # Assigned before splitting: assigning a Series to an empty frame would adopt its index.
     df = df.assign(_t=df["finished_at"] if "finished_at" in df.columns else range(len(df)))
     ok = df[df["status"] == "ok"].sort_values("_t", kind="stable")
-    ok = ok.drop_duplicates("point_id", keep="first")
+    ok = ok.drop_duplicates("point_id", keep="last")
     bad = df[(df["status"] != "ok") & ~df["point_id"].isin(ok["point_id"])]
     bad = bad.sort_values("_t", kind="stable").drop_duplicates("point_id", keep="last")
     out = pd.concat([ok, bad], ignore_index=True, sort=False).drop(columns="_t")

@@ -131,12 +131,13 @@ class StudyResult:
 
 def run(name: str, quick: bool = False, scheduler: str | None = None, workers: int | None = None, *,
         slurm: bool = False, root: str | os.PathLike | None = None, progress: bool | None = True,
-        client: Any = None, simulate: Callable | None = None, log: Any = None) -> StudyResult:
+        client: Any = None, rerun_stale: bool = False, simulate: Callable | None = None,
+        log: Any = None) -> StudyResult:
     """Run a study's sweep (reusing finished points) and write ``results/NAME/report.md``."""
     study = load(name)
     spec = study.spec(quick)
     res = _sweep.run(spec, scheduler=scheduler, workers=workers, slurm=slurm, root=root, progress=progress,
-                     client=client, simulate=simulate, log=log)
+                     client=client, rerun_stale=rerun_stale, simulate=simulate, log=log)
     if res.interrupted:
         raise KeyboardInterrupt
     path = render(study, res.df, res.store, quick, description=spec.description)

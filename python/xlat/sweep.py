@@ -378,6 +378,29 @@ def xlat_version() -> str:
     return _core.version()
 
 
+_BUILD: str | None = None
+
+
+def engine_build() -> str:
+    """A fingerprint of the engine binary (12 hex digits of its SHA-256).
+
+    The version number changes only at releases, while a development tree rebuilds the engine
+    all the time: rows record the build that computed them, so that a sweep can tell points
+    stored by another build (``rerun_stale``) and a heterogeneous cluster shows up.
+    """
+    global _BUILD
+    if _BUILD is None:
+        h = hashlib.sha256()
+        try:
+            with open(_core.__file__, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            _BUILD = h.hexdigest()[:12]
+        except (OSError, AttributeError, TypeError):
+            _BUILD = "unknown"
+    return _BUILD
+
+
 def point_id(config_hash: str, point: Point, version: str) -> str:
     """The resume key: everything that determines a point's result, hashed."""
     key = {
@@ -517,12 +540,14 @@ def run_task(config: dict, workload: str, options: dict, meta: dict, simulate: C
     row["wall_s"] = time.perf_counter() - t0
     row["finished_at"] = time.time()
     row["host"] = socket.gethostname()
+    row["engine_build"] = engine_build()  # the worker's own build: it computed the numbers
     return row
 
 
 def _error_row(task: Task, error: str, wall: float = 0.0) -> dict:
     row = dict(task.meta)
-    row.update(status="error", error=error, wall_s=wall, finished_at=time.time(), host=socket.gethostname())
+    row.update(status="error", error=error, wall_s=wall, finished_at=time.time(), host=socket.gethostname(),
+               engine_build=engine_build())
     return row
 
 
@@ -639,7 +664,7 @@ class SweepResult:
 
 def run(spec: str | os.PathLike | Mapping | Spec, name: str | None = None, scheduler: str | None = None,
         workers: int | None = None, *, slurm: bool = False, root: str | os.PathLike | None = None,
-        quick: bool = False, progress: bool | None = True, client: Any = None,
+        quick: bool = False, progress: bool | None = True, client: Any = None, rerun_stale: bool = False,
         simulate: Callable | None = None, resolve: Callable | None = None, log: Any = None) -> SweepResult:
     """Run a sweep: expand the spec, reuse finished points, run the rest on Dask, store rows.
 
@@ -649,6 +674,8 @@ def run(spec: str | os.PathLike | Mapping | Spec, name: str | None = None, sched
       dask-jobqueue SLURM cluster; else a LocalCluster of ``workers`` single-threaded worker
       processes (default: every core).
     - ``client``: an existing ``dask.distributed.Client`` to use instead (not closed).
+    - ``rerun_stale``: also run points whose stored row came from another build of the engine
+      (same version number: a development tree); by default they are reused, with a warning.
     - ``simulate``: replaces ``xlat.simulate`` (same signature); it must be importable by the
       workers, i.e. a module-level function.
 
@@ -668,6 +695,13 @@ def run(spec: str | os.PathLike | Mapping | Spec, name: str | None = None, sched
         unique.setdefault(t.point_id, t)
     store.remove_stale_temporaries()
     done = store.done_ids()
+    current = store.done_ids(engine_build())
+    stale = sum(1 for pid in unique if pid in done and pid not in current)
+    if rerun_stale:
+        done = current
+    elif stale:
+        _say(log, f"{name}: warning: {stale} stored points were computed by another build of xlat "
+                  f"{xlat_version()}; reusing them (rerun them with --rerun-stale)")
     reused = sum(1 for pid in unique if pid in done)
     bad_config = [t for pid, t in unique.items() if pid not in done and t.config is None]
     pending = [t for pid, t in unique.items() if pid not in done and t.config is not None]
