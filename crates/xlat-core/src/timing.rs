@@ -81,11 +81,12 @@ impl Window {
         self.dispatch_x / self.width
     }
 
-    /// Dispatch the next reference, `inst_delta` instructions after the previous one.
+    /// Dispatch the next reference, `inst_delta` instructions after the previous one (0: a
+    /// second memory operand of the same instruction, as in a read-modify-write).
     /// Returns the cycle it may issue.
     #[inline]
     pub fn dispatch(&mut self, inst_delta: u32, dependent: bool) -> u64 {
-        let delta = inst_delta.max(1) as u64;
+        let delta = inst_delta as u64;
         self.instr += delta;
         self.dispatch_x += delta;
         // The window holds `rob` instructions: this one enters when the one `rob` older

@@ -25,7 +25,8 @@ pub struct Ref {
     /// Virtual address of the access.
     pub va: u64,
     /// Instructions retired since the previous reference of the same stream, counting the
-    /// instruction that makes this reference (so back-to-back loads have `inst_delta == 1`).
+    /// instruction that makes this reference (so back-to-back loads have `inst_delta == 1`,
+    /// and a second memory operand of the same instruction has `inst_delta == 0`).
     /// The sum over a stream is its instruction count.
     pub inst_delta: u32,
     /// Access size in bytes (1..=64).
