@@ -1,0 +1,81 @@
+//! Workloads and traces through the engine, end to end.
+
+use std::io::Write;
+use xlat_core::{Config, RunOptions, Stats};
+
+fn simulate(src: &mut dyn xlat_core::RefSource, prefault: bool) -> Stats {
+    xlat_core::simulate(&Config::default(), src, RunOptions::default(), prefault, 1, &mut |_| true).unwrap()
+}
+
+/// Recording a kernel and replaying the trace gives exactly the statistics of running the
+/// kernel directly (the trace carries the regions too, so prefaulting matches).
+#[test]
+fn record_then_replay_equals_running_the_kernel() {
+    let dir = tempdir();
+    for spec in ["gups:footprint=256M,limit=200000", "bfs:scale=12,limit=150000"] {
+        let (_, mut direct) = xlat_workloads::open(spec, 3).unwrap();
+        let want = simulate(direct.as_mut(), true);
+        let path = dir.join("w.xtr");
+        let (_, mut src) = xlat_workloads::open(spec, 3).unwrap();
+        let n = xlat_workloads::trace::record(src.as_mut(), &path, None).unwrap();
+        assert_eq!(n as f64, want.f("refs"));
+        let (_, mut replay) = xlat_workloads::open_trace(&[path.to_string_lossy().into_owned()], None).unwrap();
+        let got = simulate(replay.as_mut(), true);
+        assert_eq!(got, want, "{spec}: replayed trace differs from the kernel");
+    }
+}
+
+/// A ChampSim trace (64-byte `input_instr` records) runs end to end.
+#[test]
+fn champsim_trace_runs() {
+    let dir = tempdir();
+    let path = dir.join("t.champsim");
+    let mut f = std::fs::File::create(&path).unwrap();
+    for i in 0..5000u64 {
+        let mut rec = [0u8; 64];
+        rec[0..8].copy_from_slice(&(0x40_0000 + 4 * i).to_le_bytes()); // ip
+        // one source memory operand (offset 32: 2 dest addrs then 4 source addrs)
+        let src_addr = 0x7f00_0000_0000u64 + (i * 4096 * 7) % (64 << 20);
+        rec[32..40].copy_from_slice(&src_addr.to_le_bytes());
+        if i % 3 == 0 {
+            rec[16..24].copy_from_slice(&(src_addr + 8).to_le_bytes()); // a store too
+        }
+        f.write_all(&rec).unwrap();
+    }
+    drop(f);
+    let (_, mut src) = xlat_workloads::open_trace(&[path.to_string_lossy().into_owned()], Some("champsim")).unwrap();
+    let s = simulate(src.as_mut(), false);
+    assert_eq!(s.f("loads"), 5000.0);
+    assert_eq!(s.f("stores"), 1667.0);
+    assert!(s.f("walks") > 1000.0 && s.f("faults") > 1000.0);
+}
+
+/// A valgrind lackey trace runs end to end; `I` lines count as instructions.
+#[test]
+fn lackey_trace_runs() {
+    let dir = tempdir();
+    let path = dir.join("t.lackey");
+    let mut f = std::fs::File::create(&path).unwrap();
+    writeln!(f, "==1== Lackey, an example Valgrind tool").unwrap();
+    for i in 0..3000u64 {
+        writeln!(f, "I  {:08x},4", 0x40_0000 + 4 * i).unwrap();
+        writeln!(f, " L {:012x},8", 0x5000_0000u64 + i * 4096).unwrap();
+        if i % 2 == 0 {
+            writeln!(f, "I  {:08x},3", 0x41_0000 + 4 * i).unwrap();
+            writeln!(f, " M {:012x},8", 0x6000_0000u64 + i * 64).unwrap();
+        }
+    }
+    drop(f);
+    let (_, mut src) = xlat_workloads::open_trace(&[path.to_string_lossy().into_owned()], Some("lackey")).unwrap();
+    let s = simulate(src.as_mut(), false);
+    assert_eq!(s.f("loads"), 3000.0 + 1500.0);
+    assert_eq!(s.f("stores"), 1500.0);
+    assert_eq!(s.f("instructions"), 4500.0);
+    assert!(s.f("faults") >= 3000.0);
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("xlat-engine-test-{}-{:?}", std::process::id(), std::thread::current().id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
