@@ -106,6 +106,19 @@ def test_spec_expands_grid_zip_seeds_and_run_options(tmp_path):
     assert {p.refs for p in spec.points} == {10_000, 2_000_000, 500}
 
 
+def test_unquoted_dotted_keys_and_quick_seeds(tmp_path):
+    spec = sweep.load_spec(write(tmp_path / "s.toml", """
+        seed = 3
+        configs = [{ preset = "skylake", set = { pwc.l2.entries = [24, 64] } }]
+        workloads = ["gups"]
+        [quick]
+        seeds = [1, 2]
+    """))
+    assert [p.config.overrides for p in spec.points] == [(("pwc.l2.entries", 24),), (("pwc.l2.entries", 64),)]
+    assert [p.seed for p in spec.points] == [3, 3]
+    assert [p.seed for p in sweep.load_spec(tmp_path / "s.toml", quick=True).points] == [1, 2, 1, 2]
+
+
 def test_spec_shorthands_quick_and_duplicates(tmp_path):
     spec = sweep.load_spec(write(tmp_path / "s.toml", """
         configs = ["skylake", "skylake"]

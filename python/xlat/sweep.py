@@ -144,7 +144,7 @@ _TOP_KEYS = {"name", "description", "configs", "workloads", "seeds", "seed", "re
              "prefault", "quick", "slurm"}
 _RUN_KEYS = ("refs", "warmup", "prefault")
 _CONFIG_KEYS = {"preset", "label", "set", "zip"}
-_WORKLOAD_KEYS = {"name", "params", "zip", "label", *_RUN_KEYS, "seeds", "seed"}
+_WORKLOAD_KEYS = {"name", "params", "zip", *_RUN_KEYS, "seeds", "seed"}
 
 
 def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_overlay: Mapping | None = None) -> Spec:
@@ -184,6 +184,9 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
             bad = sorted(set(overlay) - (_TOP_KEYS - {"quick", "name"}))
             if bad:
                 raise SpecError(f"{where}: unknown key '{bad[0]}' in the quick overrides")
+            if "seeds" in overlay or "seed" in overlay:
+                doc.pop("seeds", None)
+                doc.pop("seed", None)
             doc.update(overlay)
 
     name = doc.get("name") or (source.stem if source else None)
@@ -260,9 +263,8 @@ def _grid(table: Any, zipped: Any, what: str) -> list[tuple[tuple[str, Any], ...
     zipped = zipped or {}
     if not isinstance(table, Mapping) or not isinstance(zipped, Mapping):
         raise SpecError(f"{what}: expected a table of key = value or key = [values]")
-    for k, v in [*table.items(), *zipped.items()]:
-        if isinstance(v, Mapping):
-            raise SpecError(f"{what}: '{k}' must be a value or a list of values (write dotted keys in quotes)")
+    # TOML reads an unquoted `pwc.l2.entries = [...]` as nested tables: flatten them back.
+    table, zipped = _flat(table), _flat(zipped)
     both = sorted(set(table) & set(zipped))
     if both:
         raise SpecError(f"{what}: '{both[0]}' is in both 'set'/'params' and 'zip'")
@@ -285,6 +287,16 @@ def _grid(table: Any, zipped: Any, what: str) -> list[tuple[tuple[str, Any], ...
                 flat.append(item)
         out.append(tuple(flat))
     return out or [()]
+
+
+def _flat(table: Mapping, prefix: str = "") -> dict:
+    out: dict = {}
+    for k, v in table.items():
+        if isinstance(v, Mapping):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[ConfigChoice]:
@@ -324,7 +336,7 @@ def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[ConfigChoice]:
             raise SpecError(f"{what}: 'label' must be a string")
         grid = _grid(e.get("set"), e.get("zip"), f"{what}: 'set'")
         # With a label of its own, a config names only the overrides that vary in its grid.
-        varying = {k for k, v in [*(e.get("set") or {}).items(), *(e.get("zip") or {}).items()]
+        varying = {k for k, v in [*_flat(e.get("set") or {}).items(), *_flat(e.get("zip") or {}).items()]
                    if isinstance(v, list) and len(v) > 1}
         base_label = label or (Path(base).stem if base else "defaults")
         for overrides in grid:
