@@ -601,7 +601,10 @@ def _cluster(scheduler: str | None, workers: int | None, slurm: bool, slurm_opti
             from dask_jobqueue import SLURMCluster
         except ImportError:
             raise SweepError("SLURM sweeps need dask-jobqueue: pip install 'xlat[slurm]'") from None
-        cluster = SLURMCluster(**slurm_cluster_options(slurm_options))
+        try:
+            cluster = SLURMCluster(**slurm_cluster_options(slurm_options))
+        except Exception as e:  # noqa: BLE001 - bad [slurm] options surface here as assorted types
+            raise SweepError(f"could not set up the SLURM cluster: {one_line(e)}") from None
         n = workers or min(npoints, 16)
         cluster.scale(n=n)
         client = Client(cluster)
@@ -614,8 +617,11 @@ def _cluster(scheduler: str | None, workers: int | None, slurm: bool, slurm_opti
     n = workers or default_workers()
     n = max(1, min(n, npoints))  # idle workers only cost start-up time
     with _sigint_ignored_by_children():
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
+        try:
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   silence_logs=logging.ERROR)
+        except Exception as e:  # noqa: BLE001 - Dask raises assorted types; the user needs one line
+            raise SweepError(f"could not start a local Dask cluster of {n} workers: {one_line(e)}") from None
     client = Client(cluster)
     try:
         yield client
