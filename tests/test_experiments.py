@@ -569,3 +569,24 @@ def test_unknown_preset_is_a_spec_error(tmp_path):
     spec = sweep.load_spec(tmp_path / "s.toml")  # paths are relative to the spec
     assert spec.points[0].config.base == str(tmp_path / "mine.toml")
     assert spec.points[0].config.label == "mine"
+
+
+def test_study_report_lists_failures_and_survives_a_study_with_no_success(tmp_path, monkeypatch):
+    from xlat import study
+
+    d = tmp_path / "studies" / "toy"
+    d.mkdir(parents=True)
+    write(d / "sweep.toml", 'configs = ["skylake"]\nworkloads = ["gups"]\n')
+    write(d / "report.py", "def render(df, out_dir, quick):\n    raise RuntimeError('never called')\n")
+    write(d / "paper.csv", "id,paper,metric\nx,1.0,ipc\n")
+    monkeypatch.setenv("XLAT_STUDIES", str(tmp_path / "studies"))
+    s = study.load("toy")
+    df = pd.DataFrame([{"status": "error", "config_label": "skylake", "workload": "gups", "params": "{}",
+                        "seed": 1, "error": "SimulationError: out of simulated memory"}])
+    text = study.render(s, df, tmp_path / "out", quick=False).read_text()
+    assert "No point succeeded" in text and "out of simulated memory" in text
+    assert "| x |" in text and "no successful point matches" in text
+    write(d / "report.py", "def render(df, out_dir, quick):\n    return df['nope']\n")
+    ok = df.assign(status="ok", error=None)
+    with pytest.raises(study.StudyError, match="report.py failed: KeyError"):
+        study.render(study.load("toy"), ok, tmp_path / "out", quick=False)

@@ -149,12 +149,16 @@ def render(study: Study, df, out_dir: Path, quick: bool, description: str = "") 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     ok = df[df["status"] == "ok"] if len(df) else df
-    try:
-        out = study.render(ok, out_dir, quick)
-    except _core.XlatError as e:
-        raise StudyError(f"study '{study.name}': report.py: {e}") from None
-    except Exception as e:  # noqa: BLE001 - the traceback is the script's, the line is ours
-        raise StudyError(f"study '{study.name}': report.py failed: {_sweep.one_line(e)}") from None
+    if not len(ok):
+        # Nothing to draw; the report still says what failed, which is what one needs next.
+        out = "No point succeeded: see the failed points below.\n"
+    else:
+        try:
+            out = study.render(ok, out_dir, quick)
+        except _core.XlatError as e:
+            raise StudyError(f"study '{study.name}': report.py: {e}") from None
+        except Exception as e:  # noqa: BLE001 - the traceback is the script's, the line is ours
+            raise StudyError(f"study '{study.name}': report.py failed: {_sweep.one_line(e)}") from None
     values: dict = {}
     if isinstance(out, tuple):
         body, values = out
