@@ -229,6 +229,17 @@ def test_record_then_replay(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["stats"]["refs"] == 5000
 
 
+@pytest.mark.skipif(not has_core("record", "simulate"), reason="engine has no record() yet")
+def test_record_a_multithreaded_kernel_writes_one_file_per_stream(tmp_path):
+    p = run_xlat("record", "--workload", "random:footprint=64M,threads=2,refs=4000", "-o", str(tmp_path / "r.xtr"))
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(tmp_path)) == ["r.0.xtr", "r.1.xtr"]
+    traces = f"{tmp_path / 'r.0.xtr'},{tmp_path / 'r.1.xtr'}"
+    p = run_xlat("run", "--config", "skylake4", "--trace", traces, "-q", "--json", str(tmp_path / "j.json"))
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "j.json").read_text())["stats"]["refs"] == 4000
+
+
 @pytest.mark.skipif(shutil.which("valgrind") is None or not has_core("lackey_to_native", "simulate"),
                     reason="needs valgrind and the lackey converter")
 def test_trace_a_real_program(tmp_path):

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from xlat._io import atomic_path, atomic_write_text, parse_count
+from xlat._io import atomic_outputs, atomic_path, atomic_write_text, parse_count
 
 
 @pytest.mark.parametrize(
@@ -57,3 +57,20 @@ def test_missing_directory_names_the_destination(tmp_path):
     with pytest.raises(OSError) as e:
         atomic_write_text(tmp_path / "nodir" / "out.json", "x")
     assert e.value.filename == str(tmp_path / "nodir" / "out.json")
+
+
+def test_atomic_outputs_moves_every_file_the_writer_made(tmp_path):
+    with atomic_outputs(tmp_path / "t.xtr") as (tmp, written):
+        assert tmp.name == "t.xtr" and tmp.parent != tmp_path
+        (tmp.parent / "t.0.xtr").write_text("a")
+        (tmp.parent / "t.1.xtr").write_text("b")
+    assert written == [tmp_path / "t.0.xtr", tmp_path / "t.1.xtr"]
+    assert sorted(os.listdir(tmp_path)) == ["t.0.xtr", "t.1.xtr"]
+
+
+def test_atomic_outputs_leaves_nothing_on_failure(tmp_path):
+    with pytest.raises(RuntimeError):
+        with atomic_outputs(tmp_path / "t.xtr") as (tmp, _):
+            tmp.write_text("half")
+            raise RuntimeError("writer failed")
+    assert os.listdir(tmp_path) == []

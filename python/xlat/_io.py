@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -38,6 +39,32 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_outputs(path: str | os.PathLike) -> Iterator[tuple[Path, list[Path]]]:
+    """For writers that may produce several files from one name (a multi-stream trace is
+    ``stem.0.ext``, ``stem.1.ext``, ...): yield ``(tmp, written)`` where ``tmp`` has the
+    destination's name inside a hidden temporary directory beside it. On success every file
+    the writer created is renamed into the destination directory (each rename atomic) and
+    listed in ``written``; on failure the temporary directory goes, and nothing else changes.
+    """
+    dest = Path(path)
+    parent = dest.parent if str(dest.parent) else Path(".")
+    try:
+        tmpdir = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=parent))
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, str(dest)) from None
+    written: list[Path] = []
+    try:
+        yield tmpdir / dest.name, written
+        for f in sorted(tmpdir.iterdir()):
+            os.chmod(f, 0o666 & ~_UMASK)
+            final = parent / f.name
+            os.replace(f, final)
+            written.append(final)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from . import _core
 from . import config as _config
-from ._io import atomic_path, parse_count
+from ._io import atomic_outputs, atomic_path, parse_count
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -321,10 +321,15 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     return 0
 
 
+def _written(files: list[Path]) -> str:
+    return ", ".join(str(f) for f in files) if files else "(no file)"
+
+
 def cmd_record(args: argparse.Namespace) -> int:
-    with atomic_path(args.output) as tmp:
+    # A multi-threaded kernel writes one file per stream (stem.N.ext); all land together.
+    with atomic_outputs(args.output) as (tmp, written):
         n = _core.record(args.workload, str(tmp), args.refs, args.seed)
-    print(f"wrote {n:,} references to {args.output}")
+    print(f"wrote {n:,} references to {_written(written)}")
     return 0
 
 
@@ -349,7 +354,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
                        "'valgrind --tool=lackey' (install it with your package manager, e.g. apt-get install valgrind)")
     if shutil.which(program[0]) is None and not os.path.exists(program[0]):
         raise CliError(f"program '{program[0]}' not found")
-    with tempfile.TemporaryDirectory(prefix="xlat-trace-") as tmpdir, atomic_path(args.output) as out:
+    with tempfile.TemporaryDirectory(prefix="xlat-trace-") as tmpdir, atomic_outputs(args.output) as (out, written):
         fifo = os.path.join(tmpdir, "lackey.fifo")
         os.mkfifo(fifo, 0o600)
         cmd = [valgrind, "--tool=lackey", "--trace-mem=yes", f"--log-file={fifo}", *program]
@@ -376,7 +381,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         if args.refs is None and proc.returncode not in (0, None) and n == 0:
             raise CliError(f"valgrind exited with status {proc.returncode} before producing a trace")
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
-    print(f"wrote {n:,} references to {args.output}{note}")
+    print(f"wrote {n:,} references to {_written(written)}{note}")
     return 0
 
 
