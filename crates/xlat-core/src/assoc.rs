@@ -79,7 +79,27 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         let base = set * self.ways;
         let (blocks, policy) = (&mut self.blocks[base..base + self.ways], &mut self.policy);
         policy.on_hit(blocks, slot - base);
+        if policy.clock_exhausted() {
+            self.renumber();
+        }
         Some(slot)
+    }
+
+    /// Replace every set's stamps by their ranks (same order, small numbers) and restart the
+    /// policy's clock above them: what a 32-bit clock needs every few billion operations.
+    #[cold]
+    fn renumber(&mut self) {
+        let ways = self.ways;
+        let mut order: Vec<usize> = Vec::with_capacity(ways);
+        for set in self.blocks.chunks_mut(ways) {
+            order.clear();
+            order.extend(0..ways);
+            order.sort_by_key(|&w| set[w].age);
+            for (rank, &w) in order.iter().enumerate() {
+                set[w].age = rank as u32;
+            }
+        }
+        self.policy.restart_clock(ways as u32);
     }
 
     /// Insert `key` (known to be absent) into `set`, evicting if the set is full.
@@ -102,6 +122,9 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         b.val = val;
         b.kind = kind;
         policy.on_fill(blocks, way);
+        if policy.clock_exhausted() {
+            self.renumber();
+        }
         (base + way, evicted)
     }
 
@@ -154,8 +177,35 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         self.blocks.iter().filter(|b| b.key != K::INVALID).count()
     }
 
+    #[doc(hidden)]
+    pub fn set_clock_for_test(&mut self, at: u32) {
+        self.policy.restart_clock(at);
+    }
+
     /// The keys of `set` (invalid ones included), for tests and debugging.
     pub fn set_keys(&self, set: usize) -> Vec<K> {
         self.blocks[set * self.ways..(set + 1) * self.ways].iter().map(|b| b.key).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Renumbering when the stamp clock runs out keeps LRU order.
+    #[test]
+    fn lru_survives_clock_exhaustion() {
+        let mut a: SetAssoc<u64, u8> = SetAssoc::new(1, 4, Policy::Lru, 1);
+        for k in 0..4 {
+            a.insert(0, k, 0, LineKind::Data);
+        }
+        a.set_clock_for_test(crate::repl::STAMP_LIMIT - 2);
+        a.lookup(0, 0); // 0 becomes most recent: order 1, 2, 3, 0
+        a.lookup(0, 2); // renumbering happens around here: order 1, 3, 0, 2
+        a.lookup(0, 1); // order 3, 0, 2, 1
+        let (_, ev) = a.insert(0, 9, 0, LineKind::Data);
+        assert_eq!(ev.unwrap().key, 3);
+        let (_, ev) = a.insert(0, 10, 0, LineKind::Data);
+        assert_eq!(ev.unwrap().key, 0);
     }
 }

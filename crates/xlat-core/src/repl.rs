@@ -1,7 +1,7 @@
 //! Replacement policies, shared by caches, TLBs and page-walk caches.
 //!
 //! A policy is a small trait (ChampSim-style plug-in) that sees one set at a time. Its
-//! per-block state is a small integer (`Way::age`) stored beside the block's tag, so a lookup
+//! per-block state is one 32-bit word (`Way::age`) stored beside the block's tag, so a lookup
 //! touches one contiguous stretch of host memory: the simulator's speed on TLB-thrashing
 //! workloads is bounded by host cache misses, not by arithmetic. Containers pick invalid
 //! ways themselves and ask the policy only to rank valid ones. The enum [`AnyPolicy`]
@@ -36,8 +36,9 @@ pub struct Way<K, V> {
     pub key: K,
     pub val: V,
     pub kind: LineKind,
-    /// Policy state: LRU/FIFO rank (0 = most recent), or SRRIP's re-reference prediction.
-    pub age: u16,
+    /// Policy state: LRU/FIFO time stamp (larger = more recent), or SRRIP's re-reference
+    /// prediction.
+    pub age: u32,
 }
 
 /// The interface every replacement policy implements. `set` is the whole set.
@@ -50,73 +51,101 @@ pub trait ReplacementPolicy {
     fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize);
     /// Pick the way to evict from a full set.
     fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize;
-}
-
-/// Move `way` to rank 0, ageing the blocks that were more recent than it.
-#[inline]
-fn promote<K, V>(set: &mut [Way<K, V>], way: usize) {
-    let old = set[way].age;
-    for w in set.iter_mut() {
-        if w.age < old {
-            w.age += 1;
-        }
+    /// Stamp-based policies: the clock is about to wrap and the owner must renumber every
+    /// set's stamps (preserving their order) and call [`Self::restart_clock`].
+    fn clock_exhausted(&self) -> bool {
+        false
     }
-    set[way].age = 0;
+    fn restart_clock(&mut self, _at: u32) {}
 }
 
-/// The way with the highest rank (the least recently used / first in).
+/// The way with the smallest stamp (the least recently used / first in).
 #[inline]
 fn oldest<K, V>(set: &[Way<K, V>]) -> usize {
     let mut best = 0;
     for (i, w) in set.iter().enumerate() {
-        if w.age > set[best].age {
+        if w.age < set[best].age {
             best = i;
         }
     }
     best
 }
 
-/// True LRU: ranks form a permutation of 0..ways; the highest rank is evicted.
-pub struct Lru;
+/// A time source for stamps. Stamps are 32-bit to keep a block at 16 bytes; before the
+/// clock wraps, the owner renumbers every set (see [`ReplacementPolicy::clock_exhausted`]).
+#[derive(Default)]
+pub struct Clock(u32);
+
+impl Clock {
+    #[inline]
+    fn tick(&mut self) -> u32 {
+        self.0 += 1;
+        self.0
+    }
+}
+
+/// True LRU by time stamps: a hit or fill is O(1); the victim is the oldest stamp.
+#[derive(Default)]
+pub struct Lru {
+    clock: Clock,
+}
 
 impl ReplacementPolicy for Lru {
     fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
-        for (i, w) in set.iter_mut().enumerate() {
-            w.age = i as u16;
+        for w in set.iter_mut() {
+            w.age = 0;
         }
     }
     #[inline]
     fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
-        promote(set, way)
+        set[way].age = self.clock.tick();
     }
     #[inline]
     fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
-        promote(set, way)
+        set[way].age = self.clock.tick();
     }
     #[inline]
     fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
         oldest(set)
     }
+    fn clock_exhausted(&self) -> bool {
+        self.clock.0 >= STAMP_LIMIT
+    }
+    fn restart_clock(&mut self, at: u32) {
+        self.clock.0 = at;
+    }
 }
 
-/// First in, first out: like LRU, but hits do not change the order.
-pub struct Fifo;
+/// First in, first out: like LRU, but hits do not refresh the stamp.
+#[derive(Default)]
+pub struct Fifo {
+    clock: Clock,
+}
 
 impl ReplacementPolicy for Fifo {
     fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
-        Lru.init(set)
+        Lru::default().init(set)
     }
     #[inline]
     fn on_hit<K: Copy, V: Copy>(&mut self, _set: &mut [Way<K, V>], _way: usize) {}
     #[inline]
     fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
-        promote(set, way)
+        set[way].age = self.clock.tick();
     }
     #[inline]
     fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
         oldest(set)
     }
+    fn clock_exhausted(&self) -> bool {
+        self.clock.0 >= STAMP_LIMIT
+    }
+    fn restart_clock(&mut self, at: u32) {
+        self.clock.0 = at;
+    }
 }
+
+/// Stamps beyond this trigger a renumbering (leaves room for a set's worth of ticks).
+pub const STAMP_LIMIT: u32 = u32::MAX - 8192;
 
 /// Static RRIP (Jaleel et al., ISCA 2010) with 2-bit re-reference predictions: insert at
 /// "long" (2), promote to 0 on a hit, evict the first way predicted "distant" (3), ageing
@@ -124,7 +153,7 @@ impl ReplacementPolicy for Fifo {
 pub struct Srrip;
 
 impl Srrip {
-    const DISTANT: u16 = 3;
+    const DISTANT: u32 = 3;
 }
 
 impl ReplacementPolicy for Srrip {
@@ -184,8 +213,8 @@ pub enum AnyPolicy {
 impl AnyPolicy {
     pub fn new(policy: Policy, seed: u64) -> AnyPolicy {
         match policy {
-            Policy::Lru => AnyPolicy::Lru(Lru),
-            Policy::Fifo => AnyPolicy::Fifo(Fifo),
+            Policy::Lru => AnyPolicy::Lru(Lru::default()),
+            Policy::Fifo => AnyPolicy::Fifo(Fifo::default()),
             Policy::Srrip => AnyPolicy::Srrip(Srrip),
             Policy::Random => AnyPolicy::Random(Random { state: seed | 1 }),
         }
@@ -218,5 +247,12 @@ impl ReplacementPolicy for AnyPolicy {
     #[inline]
     fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
         dispatch!(self, p => p.victim(set))
+    }
+    #[inline]
+    fn clock_exhausted(&self) -> bool {
+        dispatch!(self, p => p.clock_exhausted())
+    }
+    fn restart_clock(&mut self, at: u32) {
+        dispatch!(self, p => p.restart_clock(at))
     }
 }
