@@ -466,7 +466,7 @@ def build_parser() -> Parser:
     d.add_argument("--quick", action="store_true", help="smaller runs (under 30 s)")
     d.add_argument("--out", default="results/demo", metavar="DIR", help="report directory (default results/demo)")
     d.add_argument("--refs", "-n", type=count_arg, metavar="N",
-                   help="references per run (default 10M, or 1M with --quick; warm-up is a quarter of it)")
+                   help="references per run (default 20M, or 1M with --quick; warm-up is a quarter of it)")
     d.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="simulations in parallel (default: CPU count, at most 4)")
     d.set_defaults(func=cmd_demo)

@@ -29,8 +29,8 @@ WORKLOADS = ("gups", "bfs", "random", "pagerank", "hashjoin")
 #: References per run after warm-up (full, quick). The engine simulates a few million
 #: references per second per core; these keep the full demo near a minute on two cores (under
 #: three on a loaded machine) and the quick one near ten seconds.
-REFS = {False: 10_000_000, True: 1_000_000}
-WARMUP = {False: 2_000_000, True: 250_000}
+REFS = {False: 20_000_000, True: 1_000_000}
+WARMUP = {False: 4_000_000, True: 250_000}
 SEED = 1
 
 
