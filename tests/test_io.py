@@ -74,3 +74,13 @@ def test_atomic_outputs_leaves_nothing_on_failure(tmp_path):
             tmp.write_text("half")
             raise RuntimeError("writer failed")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_directory_is_not_a_destination(tmp_path):
+    with pytest.raises(IsADirectoryError) as e:
+        atomic_write_text(tmp_path, "x")
+    assert e.value.filename == str(tmp_path)
+    with pytest.raises(IsADirectoryError):
+        with atomic_outputs(tmp_path) as _:
+            pass
+    assert os.listdir(tmp_path) == []

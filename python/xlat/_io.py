@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
@@ -10,6 +11,12 @@ from typing import Iterator
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
+
+
+def _check_dest(dest: Path) -> None:
+    # Refuse before any work is done: renaming over a directory fails only at the very end.
+    if dest.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", str(dest))
 
 
 @contextlib.contextmanager
@@ -21,6 +28,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     or the complete new one, never half of one.
     """
     dest = Path(path)
+    _check_dest(dest)
     parent = dest.parent if str(dest.parent) else Path(".")
     # Keep the destination's extensions last: writers that pick a format or compression from
     # the file name (".json", ".zst") see the same name they would for the real file.
@@ -50,6 +58,7 @@ def atomic_outputs(path: str | os.PathLike) -> Iterator[tuple[Path, list[Path]]]
     listed in ``written``; on failure the temporary directory goes, and nothing else changes.
     """
     dest = Path(path)
+    _check_dest(dest)
     parent = dest.parent if str(dest.parent) else Path(".")
     try:
         tmpdir = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=parent))
