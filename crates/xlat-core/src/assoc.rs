@@ -17,7 +17,7 @@ impl Key for u64 {
 pub struct SetAssoc<K: Key, V: Copy + Default> {
     sets: usize,
     ways: usize,
-    blocks: Vec<Way<K, V>>,
+    blocks: crate::hostmem::HugeBuf<Way<K, V>>,
     policy: AnyPolicy,
 }
 
@@ -34,7 +34,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     pub fn new(sets: usize, ways: usize, policy: Policy, seed: u64) -> Self {
         assert!(sets.is_power_of_two() && ways > 0 && ways <= 4096, "geometry {sets}x{ways} must be validated by Config");
         let policy = AnyPolicy::new(policy, seed);
-        let mut blocks = crate::hostmem::huge_vec(sets * ways, Way { key: K::INVALID, val: V::default(), kind: LineKind::Data, age: 0 });
+        let mut blocks = crate::hostmem::HugeBuf::new(sets * ways, Way { key: K::INVALID, val: V::default(), kind: LineKind::Data, age: 0 });
         for set in blocks.chunks_mut(ways) {
             policy.init(set);
         }

@@ -2,38 +2,97 @@
 //!
 //! The simulator touches these arrays at random, once per simulated access, so on a host
 //! with 4 KB pages nearly every touch is also a *host* TLB miss and page walk (a 2D one in
-//! a VM) — the very cost xlat measures. Backing them with transparent huge pages (asked for
-//! with `madvise`, which works when THP is in `madvise` or `always` mode) makes the
-//! simulator several times faster. Purely a host-speed measure: no simulated state depends
-//! on it.
+//! a VM) — the very cost xlat measures. Big arrays are therefore allocated 2 MB-aligned and
+//! backed by transparent huge pages (asked for with `madvise`, which works when THP is in
+//! `madvise` or `always` mode). Purely a host-speed measure: no simulated state depends on it.
 
-/// Arrays smaller than this are left to the allocator.
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+/// Arrays smaller than this are left to the allocator's normal alignment.
 const HUGE_THRESHOLD: usize = 1 << 20;
+const HUGE_PAGE: usize = 2 << 20;
 
-/// A vector of `n` copies of `val`, backed by huge pages where the host allows.
-pub fn huge_vec<T: Clone>(n: usize, val: T) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(n);
-    let bytes = n * std::mem::size_of::<T>();
-    if bytes >= HUGE_THRESHOLD {
-        advise_huge(v.as_ptr() as *const u8, bytes);
+/// A fixed-size, heap-allocated array of `Copy` values, huge-page backed when large.
+pub struct HugeBuf<T: Copy> {
+    ptr: NonNull<T>,
+    len: usize,
+    layout: Layout,
+}
+
+// SAFETY: HugeBuf owns its elements like a Box<[T]>.
+unsafe impl<T: Copy + Send> Send for HugeBuf<T> {}
+unsafe impl<T: Copy + Sync> Sync for HugeBuf<T> {}
+
+impl<T: Copy> HugeBuf<T> {
+    /// `n` copies of `val`.
+    pub fn new(n: usize, val: T) -> HugeBuf<T> {
+        let bytes = (n * std::mem::size_of::<T>()).max(1);
+        let align = if bytes >= HUGE_THRESHOLD { HUGE_PAGE } else { std::mem::align_of::<T>() };
+        let layout = Layout::from_size_align(bytes, align.max(std::mem::align_of::<T>())).expect("array size overflows");
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc(layout) } as *mut T;
+        let Some(ptr) = NonNull::new(raw) else { handle_alloc_error(layout) };
+        if align == HUGE_PAGE {
+            advise_huge(raw as *mut u8, bytes);
+        }
+        for i in 0..n {
+            // SAFETY: i < n and the allocation holds n elements.
+            unsafe { raw.add(i).write(val) };
+        }
+        HugeBuf { ptr, len: n, layout }
     }
-    v.resize(n, val);
-    v
+}
+
+impl<T: Copy> Deref for HugeBuf<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: ptr holds len initialised elements for the lifetime of self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Copy> DerefMut for HugeBuf<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as above, and &mut self guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Copy> Drop for HugeBuf<T> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with exactly this layout; T: Copy needs no drop.
+        unsafe { dealloc(self.ptr.as_ptr() as *mut u8, self.layout) };
+    }
 }
 
 #[cfg(target_os = "linux")]
-fn advise_huge(p: *const u8, bytes: usize) {
-    const HUGE: usize = 2 << 20;
-    let start = (p as usize + HUGE - 1) & !(HUGE - 1);
-    let end = (p as usize + bytes) & !(HUGE - 1);
-    if end > start {
-        // SAFETY: the range lies inside an allocation we own; MADV_HUGEPAGE only changes how
-        // the kernel backs it, and a failure (THP disabled) is harmless.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-        }
+fn advise_huge(p: *mut u8, bytes: usize) {
+    let len = bytes.div_ceil(HUGE_PAGE) * HUGE_PAGE;
+    // SAFETY: p is 2 MB-aligned and the allocation covers `bytes`; the advice only changes
+    // how the kernel backs the pages (rounding up to a whole huge page stays within the
+    // mapping the allocator made for this aligned request, and a failure is harmless).
+    unsafe {
+        libc::madvise(p as *mut libc::c_void, len.min(bytes), libc::MADV_HUGEPAGE);
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_huge(_p: *const u8, _bytes: usize) {}
+fn advise_huge(_p: *mut u8, _bytes: usize) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_and_huge_buffers_hold_their_values() {
+        let mut a = HugeBuf::new(10, 7u32);
+        a[3] = 1;
+        assert_eq!(a.iter().sum::<u32>(), 64);
+        let b = HugeBuf::new(1 << 20, 1u64);
+        assert_eq!(b.as_ptr() as usize % HUGE_PAGE, 0);
+        assert_eq!(b.len(), 1 << 20);
+        assert!(b.iter().all(|&x| x == 1));
+    }
+}

@@ -120,9 +120,9 @@ pub struct RunOptions {
 /// How often the progress callback runs, in references.
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 const BATCH: usize = 4096;
-const PREFETCH_DISTANCE: usize = 16;
+const PREFETCH_DISTANCE: usize = 32;
 /// Ring of leaf nodes found by the first prefetch stage; larger than `2 * D`.
-const PREFETCH_RING: usize = 64;
+const PREFETCH_RING: usize = 128;
 
 pub struct Machine {
     cfg: Config,

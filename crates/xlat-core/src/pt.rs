@@ -59,7 +59,9 @@ impl Node {
 pub struct PageTables {
     nodes: Vec<Node>,
     /// Entry storage in 2 MB chunks (huge-page backed on the host: walks read it at random).
-    chunks: Vec<Vec<u64>>,
+    chunks: Vec<crate::hostmem::HugeBuf<u64>>,
+    /// Entries used in the last chunk.
+    chunk_used: usize,
     per_level: [u64; 6],
 }
 
@@ -82,14 +84,13 @@ impl PageTables {
     pub fn alloc_node(&mut self, phys: &mut PhysMem, level: u8) -> Result<NodeId, PtError> {
         let frame = phys.alloc(0).ok_or(PtError::OutOfMemory { level })?;
         let id = self.nodes.len() as NodeId;
-        if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
-            let mut c = crate::hostmem::huge_vec(CHUNK, 0u64);
-            c.clear();
-            self.chunks.push(c);
+        if self.chunks.is_empty() || self.chunk_used == CHUNK {
+            self.chunks.push(crate::hostmem::HugeBuf::new(CHUNK, 0u64));
+            self.chunk_used = 0;
         }
         let chunk = self.chunks.len() - 1;
-        let offset = self.chunks[chunk].len();
-        self.chunks[chunk].resize(offset + ENTRIES, 0);
+        let offset = self.chunk_used;
+        self.chunk_used += ENTRIES;
         self.nodes.push(Node {
             frame,
             level,
