@@ -84,13 +84,25 @@ impl Clock {
     }
 }
 
-/// True LRU by time stamps: a hit or fill is O(1); the victim is the oldest stamp.
+/// Time-stamp policies: the victim is the block with the oldest stamp. True LRU refreshes
+/// the stamp on every hit; FIFO only on fill. A hit or fill is O(1).
 #[derive(Default)]
-pub struct Lru {
+pub struct Stamped {
     clock: Clock,
+    refresh_on_hit: bool,
 }
 
-impl ReplacementPolicy for Lru {
+impl Stamped {
+    pub fn lru() -> Stamped {
+        Stamped { clock: Clock::default(), refresh_on_hit: true }
+    }
+
+    pub fn fifo() -> Stamped {
+        Stamped { clock: Clock::default(), refresh_on_hit: false }
+    }
+}
+
+impl ReplacementPolicy for Stamped {
     fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
         for w in set.iter_mut() {
             w.age = 0;
@@ -98,36 +110,10 @@ impl ReplacementPolicy for Lru {
     }
     #[inline]
     fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
-        set[way].age = self.clock.tick();
+        if self.refresh_on_hit {
+            set[way].age = self.clock.tick();
+        }
     }
-    #[inline]
-    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
-        set[way].age = self.clock.tick();
-    }
-    #[inline]
-    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
-        oldest(set)
-    }
-    fn clock_exhausted(&self) -> bool {
-        self.clock.0 >= STAMP_LIMIT
-    }
-    fn restart_clock(&mut self, at: u32) {
-        self.clock.0 = at;
-    }
-}
-
-/// First in, first out: like LRU, but hits do not refresh the stamp.
-#[derive(Default)]
-pub struct Fifo {
-    clock: Clock,
-}
-
-impl ReplacementPolicy for Fifo {
-    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
-        Lru::default().init(set)
-    }
-    #[inline]
-    fn on_hit<K: Copy, V: Copy>(&mut self, _set: &mut [Way<K, V>], _way: usize) {}
     #[inline]
     fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
         set[way].age = self.clock.tick();
@@ -204,8 +190,8 @@ impl ReplacementPolicy for Random {
 
 /// Every policy, chosen by config, dispatched by `match`.
 pub enum AnyPolicy {
-    Lru(Lru),
-    Fifo(Fifo),
+    /// LRU and FIFO.
+    Stamped(Stamped),
     Srrip(Srrip),
     Random(Random),
 }
@@ -213,8 +199,8 @@ pub enum AnyPolicy {
 impl AnyPolicy {
     pub fn new(policy: Policy, seed: u64) -> AnyPolicy {
         match policy {
-            Policy::Lru => AnyPolicy::Lru(Lru::default()),
-            Policy::Fifo => AnyPolicy::Fifo(Fifo::default()),
+            Policy::Lru => AnyPolicy::Stamped(Stamped::lru()),
+            Policy::Fifo => AnyPolicy::Stamped(Stamped::fifo()),
             Policy::Srrip => AnyPolicy::Srrip(Srrip),
             Policy::Random => AnyPolicy::Random(Random { state: seed | 1 }),
         }
@@ -224,8 +210,7 @@ impl AnyPolicy {
 macro_rules! dispatch {
     ($self:ident, $p:ident => $e:expr) => {
         match $self {
-            AnyPolicy::Lru($p) => $e,
-            AnyPolicy::Fifo($p) => $e,
+            AnyPolicy::Stamped($p) => $e,
             AnyPolicy::Srrip($p) => $e,
             AnyPolicy::Random($p) => $e,
         }

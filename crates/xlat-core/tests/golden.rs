@@ -23,16 +23,8 @@ fn run(cfg: &Config, refs: Vec<Ref>, regions: Vec<Region>, prefault: bool) -> St
     xlat_core::simulate(cfg, &mut src, RunOptions::default(), prefault, 1, &mut |_| true).unwrap()
 }
 
-/// xorshift64: a tiny deterministic generator for synthetic streams.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+mod common;
+use common::Rng;
 
 fn random_refs(n: usize, footprint: u64, seed: u64) -> Vec<Ref> {
     let mut r = Rng(seed);

@@ -8,18 +8,8 @@ use xlat_core::config::Policy;
 use xlat_core::repl::LineKind;
 use xlat_core::tlb::{Invalidate, Pwc, TlbArray, TlbEntry};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+mod common;
+use common::Rng;
 
 /// One set of the reference model.
 #[derive(Clone, Default)]
