@@ -34,7 +34,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     pub fn new(sets: usize, ways: usize, policy: Policy, seed: u64) -> Self {
         assert!(sets.is_power_of_two() && ways > 0 && ways <= 4096, "geometry {sets}x{ways} must be validated by Config");
         let policy = AnyPolicy::new(policy, seed);
-        let mut blocks = crate::hostmem::HugeBuf::new(sets * ways, Way { key: K::INVALID, val: V::default(), kind: LineKind::Data, age: 0 });
+        let mut blocks = crate::hostmem::HugeBuf::new(sets * ways, Way { key: K::INVALID, val: V::default(), kind: LineKind::Data, owner: 0, age: 0 });
         for set in blocks.chunks_mut(ways) {
             policy.init(set);
         }
@@ -106,6 +106,12 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// Returns the new slot and the evicted block, if any.
     #[inline]
     pub fn insert(&mut self, set: usize, key: K, val: V, kind: LineKind) -> (usize, Option<Evicted<K, V>>) {
+        self.insert_owned(set, key, val, kind, 0)
+    }
+
+    /// [`Self::insert`] for a block brought in by core `owner`.
+    #[inline]
+    pub fn insert_owned(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
         let base = set * self.ways;
         let ways = self.ways;
         let (blocks, policy) = (&mut self.blocks[base..base + ways], &mut self.policy);
@@ -121,6 +127,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         b.key = key;
         b.val = val;
         b.kind = kind;
+        b.owner = owner;
         policy.on_fill(blocks, way);
         if policy.clock_exhausted() {
             self.renumber();
@@ -175,6 +182,11 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// Number of valid blocks.
     pub fn occupancy(&self) -> usize {
         self.blocks.iter().filter(|b| b.key != K::INVALID).count()
+    }
+
+    /// The replacement policy, for mechanisms that steer it (page-table prioritization).
+    pub fn policy_mut(&mut self) -> &mut AnyPolicy {
+        &mut self.policy
     }
 
     #[doc(hidden)]

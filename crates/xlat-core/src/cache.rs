@@ -8,7 +8,6 @@ use crate::repl::LineKind;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct LineMeta {
     pub dirty: bool,
-    pub owner: u8,
 }
 
 /// Counters of one cache, split by line kind.
@@ -76,11 +75,21 @@ impl Cache {
         self.arr.prefetch_set(self.arr.set_of(line));
     }
 
+    /// Configure page-table prioritization, if this cache's policy is `ptp`: the probability
+    /// of evicting a non-page-table line, and whose page-table lines are protected (bit per
+    /// core; 0 = off). No effect on other policies.
+    pub fn steer_ptp(&mut self, probability: f64, protect_owners: u64) {
+        if let crate::repl::AnyPolicy::Ptp(p) = self.arr.policy_mut() {
+            p.set_probability(probability);
+            p.set_protected_owners(protect_owners);
+        }
+    }
+
     /// Install `line` (absent) and return the victim, if any.
     #[inline]
     pub fn fill(&mut self, line: u64, kind: LineKind, dirty: bool, owner: u8) -> Option<Victim> {
         let set = self.arr.set_of(line);
-        let (_, ev) = self.arr.insert(set, line, LineMeta { dirty, owner }, kind);
+        let (_, ev) = self.arr.insert_owned(set, line, LineMeta { dirty }, kind, owner);
         ev.map(|e| Victim { line: e.key, dirty: e.val.dirty, kind: e.kind })
     }
 

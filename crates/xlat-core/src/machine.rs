@@ -49,6 +49,11 @@ pub struct Core {
     /// Instructions and cycles at the last statistics reset.
     base_instr: u64,
     base_cycles: u64,
+    /// Page-table prioritization detector: end of the current epoch (in instructions), L2
+    /// TLB misses when it began, and whether this core is in a TLB-miss phase.
+    ptp_epoch_end: u64,
+    ptp_epoch_misses: u64,
+    ptp_active: bool,
 }
 
 impl Core {
@@ -96,6 +101,9 @@ impl Core {
             counters: CoreCounters::default(),
             base_instr: 0,
             base_cycles: 0,
+            ptp_epoch_end: cfg.ptp_detector_epoch,
+            ptp_epoch_misses: 0,
+            ptp_active: false,
         }
     }
 
@@ -134,6 +142,8 @@ pub struct Machine {
     top: u8,
     /// Cores that run a stream (the rest idle).
     active: usize,
+    /// Page-table prioritization runs a TLB-miss phase detector.
+    ptp_detector: bool,
 }
 
 impl Machine {
@@ -157,7 +167,7 @@ impl Machine {
                 c
             })
             .collect();
-        Ok(Machine {
+        let mut m = Machine {
             cores,
             llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c),
             dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj),
@@ -168,8 +178,51 @@ impl Machine {
                 PtFormat::Radix5 => 5,
             },
             active: streams,
+            ptp_detector: cfg.ptp_mode == crate::config::PtpMode::Detector
+                && (cfg.cache_l2_policy == crate::config::Policy::Ptp || cfg.cache_llc_policy == crate::config::Policy::Ptp),
             cfg: cfg.clone(),
-        })
+        };
+        m.steer_ptp();
+        Ok(m)
+    }
+
+    /// Tell caches whose policy is `ptp` whose page-table lines to protect: everyone's in
+    /// `always` mode; in `detector` mode, the cores in a TLB-miss phase (private L2s) and,
+    /// for the shared LLC, those cores (per-context) or everyone once any core is.
+    fn steer_ptp(&mut self) {
+        let p = self.cfg.ptp_probability;
+        let always = self.cfg.ptp_mode == crate::config::PtpMode::Always;
+        let mut active_mask = 0u64;
+        for (i, core) in self.cores.iter_mut().enumerate() {
+            let on = always || core.ptp_active;
+            core.l2.steer_ptp(p, if on { u64::MAX } else { 0 });
+            if on {
+                active_mask |= 1 << (i & 63);
+            }
+        }
+        let llc_mask = if always || (!self.cfg.ptp_per_context && active_mask != 0) { u64::MAX } else { active_mask };
+        self.llc.steer_ptp(p, llc_mask);
+    }
+
+    /// End of a detector epoch on core `c`: is it in a TLB-miss phase?
+    #[cold]
+    fn ptp_epoch(&mut self, c: usize) {
+        let core = &mut self.cores[c];
+        let misses = core.counters.l2_tlb_misses;
+        // Statistics may have been reset (end of warm-up) since the epoch began.
+        let delta = misses.saturating_sub(core.ptp_epoch_misses.min(misses));
+        let mpki = delta as f64 * 1000.0 / self.cfg.ptp_detector_epoch as f64;
+        let active = mpki >= self.cfg.ptp_detector_mpki;
+        core.ptp_epoch_misses = misses;
+        core.ptp_epoch_end = core.window.instructions() + self.cfg.ptp_detector_epoch;
+        core.counters.ptp_epochs += 1;
+        if active {
+            core.counters.ptp_active_epochs += 1;
+        }
+        if active != core.ptp_active {
+            core.ptp_active = active;
+            self.steer_ptp();
+        }
     }
 
     pub fn config(&self) -> &Config {
@@ -420,7 +473,9 @@ impl Machine {
         let core = &mut self.cores[c];
         let start = core.window.walkers.acquire(t, lat - fault_cycles);
         let done = start + lat;
-        core.counters.record_walk_cycles(done - t - fault_cycles);
+        // Walk latency as the papers report it: the walk itself, not the wait for a walker.
+        core.counters.record_walk_cycles(lat - fault_cycles);
+        core.counters.walker_wait_cycles += start - t;
         let ctx = core.ctx;
         core.stlb.insert(va, size, ctx, e);
         if fetch {
@@ -475,6 +530,9 @@ impl Machine {
         // up retirement (but do occupy an MSHR).
         let complete = if write { t + 1 } else { start + lat };
         core.window.complete(complete);
+        if self.ptp_detector && core.window.instructions() >= core.ptp_epoch_end {
+            self.ptp_epoch(c);
+        }
         Ok(())
     }
 
@@ -703,6 +761,7 @@ fn emit_cache(s: &mut Stats, name: &str, acc: [u64; 3], miss: [u64; 3], wb: u64)
         let i = kind as usize;
         s.int(format!("cache.{name}.{}.accesses", kind.name()), acc[i]);
         s.int(format!("cache.{name}.{}.misses", kind.name()), miss[i]);
+        s.ratio(format!("cache.{name}.{}.miss_rate", kind.name()), miss[i], acc[i]);
     }
     s.int(format!("cache.{name}.writebacks"), wb);
 }

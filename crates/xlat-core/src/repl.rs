@@ -36,6 +36,8 @@ pub struct Way<K, V> {
     pub key: K,
     pub val: V,
     pub kind: LineKind,
+    /// Which core (context) brought the block in.
+    pub owner: u8,
     /// Policy state: LRU/FIFO time stamp (larger = more recent), or SRRIP's re-reference
     /// prediction.
     pub age: u32,
@@ -188,10 +190,86 @@ impl ReplacementPolicy for Random {
     }
 }
 
+/// Page-table prioritization (the flattening paper, §5/§6.1): LRU, except that while it is
+/// active a victim is, with probability `p` (0.99 in the paper), the LRU line among those
+/// that are *not* protected page-table lines; otherwise, or when every line is protected,
+/// the LRU line of the set. Which page-table lines are protected: all of them when active
+/// globally, or only those whose owner's bit is set in `protect_owners` (per-context
+/// priority in a shared cache, so one core's data cannot push out another's page table
+/// while that core is in a TLB-miss phase).
+pub struct Ptp {
+    lru: Stamped,
+    rng: u64,
+    /// `p` scaled to 2^32.
+    threshold: u64,
+    /// Bit `c` set: page-table lines owned by core `c` are protected.
+    protect_owners: u64,
+}
+
+impl Ptp {
+    pub fn new(seed: u64) -> Ptp {
+        Ptp { lru: Stamped::lru(), rng: seed | 1, threshold: (0.99 * 4294967296.0) as u64, protect_owners: u64::MAX }
+    }
+
+    pub fn set_probability(&mut self, p: f64) {
+        self.threshold = (p.clamp(0.0, 1.0) * 4294967296.0) as u64;
+    }
+
+    /// Bit `c`: protect page-table lines owned by core `c`. 0 switches prioritization off.
+    pub fn set_protected_owners(&mut self, mask: u64) {
+        self.protect_owners = mask;
+    }
+
+    #[inline]
+    fn protected<K, V>(&self, w: &Way<K, V>) -> bool {
+        w.kind == LineKind::PageTable && (self.protect_owners >> (w.owner & 63)) & 1 != 0
+    }
+}
+
+impl ReplacementPolicy for Ptp {
+    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
+        self.lru.init(set)
+    }
+    #[inline]
+    fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+        self.lru.on_hit(set, way)
+    }
+    #[inline]
+    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+        self.lru.on_fill(set, way)
+    }
+    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
+        if self.protect_owners != 0 {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            if (self.rng & 0xffff_ffff) < self.threshold {
+                let mut best: Option<usize> = None;
+                for (i, w) in set.iter().enumerate() {
+                    if !self.protected(w) && best.is_none_or(|b| w.age < set[b].age) {
+                        best = Some(i);
+                    }
+                }
+                if let Some(b) = best {
+                    return b;
+                }
+            }
+        }
+        oldest(set)
+    }
+    fn clock_exhausted(&self) -> bool {
+        self.lru.clock_exhausted()
+    }
+    fn restart_clock(&mut self, at: u32) {
+        self.lru.restart_clock(at)
+    }
+}
+
 /// Every policy, chosen by config, dispatched by `match`.
 pub enum AnyPolicy {
     /// LRU and FIFO.
     Stamped(Stamped),
+    Ptp(Ptp),
     Srrip(Srrip),
     Random(Random),
 }
@@ -201,6 +279,7 @@ impl AnyPolicy {
         match policy {
             Policy::Lru => AnyPolicy::Stamped(Stamped::lru()),
             Policy::Fifo => AnyPolicy::Stamped(Stamped::fifo()),
+            Policy::Ptp => AnyPolicy::Ptp(Ptp::new(seed)),
             Policy::Srrip => AnyPolicy::Srrip(Srrip),
             Policy::Random => AnyPolicy::Random(Random { state: seed | 1 }),
         }
@@ -211,6 +290,7 @@ macro_rules! dispatch {
     ($self:ident, $p:ident => $e:expr) => {
         match $self {
             AnyPolicy::Stamped($p) => $e,
+            AnyPolicy::Ptp($p) => $e,
             AnyPolicy::Srrip($p) => $e,
             AnyPolicy::Random($p) => $e,
         }

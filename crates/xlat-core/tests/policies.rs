@@ -58,7 +58,7 @@ fn model_access(m: &mut ModelSet, ways: usize, policy: Policy, key: u64) -> (boo
                 }
             }
         }
-        Policy::Random => unreachable!("random is checked by invariants only"),
+        Policy::Random | Policy::Ptp => unreachable!("checked by their own tests"),
     }
 }
 
@@ -222,4 +222,50 @@ fn pwc_longest_prefix_matches_model() {
     pwc.invalidate(Invalidate::page(1, va));
     let mut hits = [false; 6];
     assert_eq!(pwc.lookup(va, 1, 4, &mut hits), None);
+}
+
+/// Page-table prioritization with p = 1 against its definition: evict the LRU line that is
+/// not a protected page-table line; if there is none, the LRU line. With p = 0, plain LRU.
+#[test]
+fn ptp_matches_its_definition() {
+    use xlat_core::repl::AnyPolicy;
+    for (p, mask) in [(1.0, u64::MAX), (0.0, u64::MAX), (1.0, 0b01), (1.0, 0)] {
+        let ways = 8;
+        let mut arr: SetAssoc<u64, u32> = SetAssoc::new(4, ways, Policy::Ptp, 3);
+        if let AnyPolicy::Ptp(ptp) = arr.policy_mut() {
+            ptp.set_probability(p);
+            ptp.set_protected_owners(mask);
+        }
+        // Model per set: (key, kind is PT, owner) in LRU order, most recent first.
+        let mut model: Vec<VecDeque<(u64, bool, u8)>> = vec![VecDeque::new(); 4];
+        let mut rng = Rng(99);
+        for step in 0..50_000 {
+            let key = rng.below(64);
+            let pt = rng.below(3) == 0;
+            let owner = rng.below(2) as u8;
+            let set = arr.set_of(key);
+            let m = &mut model[set];
+            match arr.lookup(set, key) {
+                Some(_) => {
+                    let pos = m.iter().position(|e| e.0 == key).expect("model has it too");
+                    let e = m.remove(pos).unwrap();
+                    m.push_front(e);
+                }
+                None => {
+                    assert!(m.iter().all(|e| e.0 != key));
+                    let kind = if pt { LineKind::PageTable } else { LineKind::Data };
+                    let (_, ev) = arr.insert_owned(set, key, 0, kind, owner);
+                    if m.len() == ways {
+                        let protected = |e: &(u64, bool, u8)| p > 0.5 && e.1 && (mask >> e.2) & 1 != 0;
+                        let victim = m.iter().rposition(|e| !protected(e)).unwrap_or(ways - 1);
+                        let want = m.remove(victim).unwrap().0;
+                        assert_eq!(ev.map(|e| e.key), Some(want), "p={p} mask={mask:b} step {step}");
+                    } else {
+                        assert!(ev.is_none());
+                    }
+                    m.push_front((key, pt, owner));
+                }
+            }
+        }
+    }
 }
