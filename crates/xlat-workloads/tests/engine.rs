@@ -79,3 +79,27 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// A limited recording of a multi-threaded kernel gives every thread its share.
+#[test]
+fn limited_recording_keeps_every_stream() {
+    let dir = tempdir();
+    let path = dir.join("mt.xtr");
+    let (_, mut src) = xlat_workloads::open("gups:footprint=64M,threads=2", 1).unwrap();
+    let n = xlat_workloads::trace::record(src.as_mut(), &path, Some(5001)).unwrap();
+    assert_eq!(n, 5001);
+    let paths: Vec<String> = xlat_workloads::trace::stream_paths(&path, 2).iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let (_, mut replay) = xlat_workloads::open_trace(&paths, None).unwrap();
+    let mut counts = [0usize; 2];
+    let mut b = Vec::with_capacity(1024);
+    for (s, c) in counts.iter_mut().enumerate() {
+        loop {
+            replay.next_batch(s, &mut b).unwrap();
+            if b.is_empty() {
+                break;
+            }
+            *c += b.len();
+        }
+    }
+    assert_eq!(counts, [2501, 2500]);
+}

@@ -300,8 +300,9 @@ pub fn stream_paths(path: &Path, n: usize) -> Vec<PathBuf> {
     (0..n).map(|i| path.with_file_name(format!("{stem}.{i}{ext}"))).collect()
 }
 
-/// Record `src` to native trace files (see [`stream_paths`]); stops after `max_refs` in total
-/// (streams are read round-robin, one batch at a time). Returns references written.
+/// Record `src` to native trace files (see [`stream_paths`]); stops after `max_refs` in total,
+/// shared equally among the streams (read round-robin, one batch at a time). Returns
+/// references written.
 pub fn record(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>) -> Result<u64, SourceError> {
     record_with_desc(src, path, max_refs, "")
 }
@@ -321,23 +322,27 @@ pub fn record_with_desc(
         let hdr = NativeHeader { stream: i as u32, streams: n as u32, regions: regions.clone(), desc: desc.to_string() };
         writers.push(NativeWriter::create(p, &hdr)?);
     }
-    let mut left = max_refs.unwrap_or(u64::MAX);
-    let mut live = vec![true; n];
+    // Each stream gets an equal share of `max_refs` (the first ones one more when it does not
+    // divide), so a limited recording of a multi-threaded kernel keeps every thread.
+    let mut left: Vec<u64> = match max_refs {
+        Some(m) => (0..n as u64).map(|i| m / n as u64 + u64::from(i < m % n as u64)).collect(),
+        None => vec![u64::MAX; n],
+    };
     let mut buf: Vec<Ref> = Vec::with_capacity(BATCH);
     let mut total = 0;
-    while left > 0 && live.iter().any(|&l| l) {
+    while left.iter().any(|&l| l > 0) {
         for s in 0..n {
-            if !live[s] || left == 0 {
+            if left[s] == 0 {
                 continue;
             }
             src.next_batch(s, &mut buf)?;
             if buf.is_empty() {
-                live[s] = false;
+                left[s] = 0;
                 continue;
             }
-            let take = (buf.len() as u64).min(left) as usize;
+            let take = (buf.len() as u64).min(left[s]) as usize;
             writers[s].write(&buf[..take])?;
-            left -= take as u64;
+            left[s] -= take as u64;
             total += take as u64;
         }
     }
