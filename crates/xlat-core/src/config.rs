@@ -413,7 +413,7 @@ mod tests {
         let e = Config::from_pairs([("tlb.l2.entries", "1200"), ("tlb.l2.ways", "12")]).unwrap_err().to_string();
         assert!(e.contains("100 sets, not a power of two"), "{e}");
         let e = Config::from_pairs([("cache.llc.policy", "plru")]).unwrap_err().to_string();
-        assert_eq!(e, "config key 'cache.llc.policy': 'plru' is not one of lru|srrip|random|fifo");
+        assert_eq!(e, "config key 'cache.llc.policy': 'plru' is not one of lru|srrip|random|fifo|ptp");
         assert!(Config::from_pairs([("pwc.l5.entries", "2")]).is_err());
         assert!(Config::from_pairs([("pwc.l5.entries", "2"), ("pt.format", "radix5")]).is_ok());
     }
