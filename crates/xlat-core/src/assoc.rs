@@ -3,7 +3,7 @@
 //! run of [`Way`]s (tag, payload, kind and policy byte together).
 
 use crate::config::Policy;
-use crate::repl::{AnyPolicy, LineKind, ReplacementPolicy, Way};
+use crate::repl::{oldest, AnyPolicy, LineKind, ReplacementPolicy, Way};
 
 /// A key that has a reserved "invalid" value, so a way needs no separate valid bit.
 pub trait Key: Copy + Eq {
@@ -95,11 +95,12 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             order.clear();
             order.extend(0..ways);
             order.sort_by_key(|&w| set[w].age);
+            // Ranks start at 1: stamp 0 is reserved for invalid blocks.
             for (rank, &w) in order.iter().enumerate() {
-                set[w].age = rank as u32;
+                set[w].age = if set[w].key == K::INVALID { 0 } else { rank as u32 + 1 };
             }
         }
-        self.policy.restart_clock(ways as u32);
+        self.policy.restart_clock(ways as u32 + 1);
     }
 
     /// Insert `key` (known to be absent) into `set`, evicting if the set is full.
@@ -115,14 +116,17 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         let base = set * self.ways;
         let ways = self.ways;
         let (blocks, policy) = (&mut self.blocks[base..base + ways], &mut self.policy);
-        let (way, evicted) = match blocks.iter().position(|w| w.key == K::INVALID) {
-            Some(w) => (w, None),
-            None => {
-                let w = policy.victim(blocks);
-                let b = &blocks[w];
-                (w, Some(Evicted { key: b.key, val: b.val, kind: b.kind }))
-            }
+        let way = match policy {
+            // Invalid blocks have stamp 0 and valid ones at least 1, so one pass finds an
+            // invalid block or else the oldest: the common case needs no second scan.
+            AnyPolicy::Stamped(_) => oldest(blocks),
+            _ => match blocks.iter().position(|w| w.key == K::INVALID) {
+                Some(w) => w,
+                None => policy.victim(blocks),
+            },
         };
+        let b = &blocks[way];
+        let evicted = (b.key != K::INVALID).then_some(Evicted { key: b.key, val: b.val, kind: b.kind });
         let b = &mut blocks[way];
         b.key = key;
         b.val = val;
@@ -164,6 +168,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         }
         let key = b.key;
         b.key = K::INVALID;
+        b.age = 0;
         Some(Evicted { key, val: b.val, kind: b.kind })
     }
 
@@ -173,6 +178,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         for b in self.blocks.iter_mut() {
             if b.key != K::INVALID && pred(b.key, &b.val) {
                 b.key = K::INVALID;
+                b.age = 0;
                 n += 1;
             }
         }

@@ -63,7 +63,7 @@ pub trait ReplacementPolicy {
 
 /// The way with the smallest stamp (the least recently used / first in).
 #[inline]
-fn oldest<K, V>(set: &[Way<K, V>]) -> usize {
+pub(crate) fn oldest<K, V>(set: &[Way<K, V>]) -> usize {
     let mut best = 0;
     for (i, w) in set.iter().enumerate() {
         if w.age < set[best].age {
