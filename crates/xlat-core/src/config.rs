@@ -5,6 +5,8 @@
 use std::fmt;
 use thiserror::Error;
 
+pub use crate::frag::Fragmentation;
+
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     #[error("unknown config key '{key}'{hint}")]
@@ -51,6 +53,18 @@ impl ConfigValue for f64 {
     }
     fn expected() -> String {
         "a number".into()
+    }
+}
+
+impl ConfigValue for String {
+    fn parse(s: &str) -> Option<Self> {
+        Some(s.trim().to_string())
+    }
+    fn show(&self) -> String {
+        self.clone()
+    }
+    fn expected() -> String {
+        "text".into()
     }
 }
 
@@ -116,7 +130,11 @@ config_enum!(
 );
 config_enum!(
     /// Page-size policy of the OS.
-    PagePolicy { Never = "never" }
+    PagePolicy { Never = "never", Ideal = "ideal", Thp = "thp", Madvise = "madvise", FreeBsd = "freebsd" }
+);
+config_enum!(
+    /// Linux THP `defrag`: when a huge-page fault that finds no free 2 MB block compacts.
+    ThpDefrag { Always = "always", Madvise = "madvise", Never = "never" }
 );
 
 /// Declares the configuration: one line per key.
@@ -253,9 +271,31 @@ config! {
     dram_bandwidth_gbps: f64 = 0.0; "dram.bandwidth_gbps"; "DRAM bandwidth in GB/s for the queue model (0: unlimited)";
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
     pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format";
-    os_page_policy: PagePolicy = PagePolicy::Never; "os.page_policy"; "page sizes the OS maps (never: 4 KB only)";
+    os_page_policy: PagePolicy = PagePolicy::Never; "os.page_policy"; "page sizes the OS maps: never (4 KB only), ideal (every eligible 2 MB region in 2 MB pages), thp (Linux THP enabled=always), madvise (Linux THP enabled=madvise: os.madvise_regions only), freebsd (FreeBSD reservations, promoted in place when full)";
+    os_madvise_regions: String = String::new(); "os.madvise_regions"; "page_policy=madvise: comma-separated names of the workload regions that call madvise(MADV_HUGEPAGE) ('*': all; empty: none, as a program that never calls it)";
+    os_thp_defrag: ThpDefrag = ThpDefrag::Madvise; "os.thp_defrag"; "Linux THP defrag: a huge-page fault that finds no free 2 MB block compacts memory always, in madvised regions only (madvise, Linux's default) or never";
+    os_khugepaged_pages: u64 = 4096; "os.khugepaged_pages"; "khugepaged pages_to_scan per wake-up, 512 per 2 MB region scanned (Linux default 4096 = 8 regions); 0 turns khugepaged off";
+    os_khugepaged_interval_cycles: u64 = 20_000_000_000; "os.khugepaged_interval_cycles"; "simulated cycles between khugepaged wake-ups (Linux scan_sleep_millisecs = 10 s, 2e10 cycles at 2 GHz; lower it for short runs)";
+    os_khugepaged_max_ptes_none: u64 = 511; "os.khugepaged_max_ptes_none"; "khugepaged collapses a 2 MB region only if at most this many of its 4 KB pages are unmapped (Linux default 511)";
+    os_khugepaged_defrag: bool = true; "os.khugepaged_defrag"; "khugepaged compacts memory when no free 2 MB block exists (Linux khugepaged/defrag, default on)";
+    os_huge_1g: bool = false; "os.huge_1g"; "page_policy=ideal: map the 1 GB-aligned whole gigabytes of a region with 1 GB pages (as hugetlbfs with 1 GB pages)";
+    os_reservation_promote: bool = true; "os.reservation_promote"; "page_policy=freebsd: promote a fully populated reservation to a 2 MB page (false: reservations only, the coalescing paper's 'reserv')";
+    os_page_copy_cycles: u64 = 400; "os.page_copy_cycles"; "cycles to copy or zero one 4 KB page (~200 ns at ~20 GB/s): a 2 MB fault zeroes 511 pages more than a 4 KB one, a collapse or compaction copies";
+    os_shootdown_initiator_cycles: u64 = 8000; "os.shootdown_initiator_cycles"; "cycles the core changing a mapping spends on an IPI shootdown (send, local flush, wait for acks): ~4 us at 2 GHz; native Skylake measures 7,666-22,922 cycles (seeds/003, Tab. 6.3)";
+    os_shootdown_remote_cycles: u64 = 2000; "os.shootdown_remote_cycles"; "cycles each other core running the address space loses to the shootdown interrupt (entry, invalidation, ack; ~1 us, an assumption)";
+    os_shootdown_local_cycles: u64 = 200; "os.shootdown_local_cycles"; "cycles of a shootdown no other core needs (a local INVLPG or flush, ~100 ns)";
+    os_flush_ceiling_pages: u64 = 33; "os.flush_ceiling_pages"; "a shootdown of more 4 KB pages than this flushes the address space's whole TLB and PWC contents instead (Linux x86 tlb_single_page_flush_ceiling)";
+    os_processes: u64 = 1; "os.processes"; "copies of the workload, each in its own address space; every core time-slices its stream among them round-robin";
+    os_timeslice_cycles: u64 = 8_000_000; "os.timeslice_cycles"; "os.processes > 1: cycles a process runs before the core switches to the next (4 ms at 2 GHz, a tick at HZ=250)";
+    os_pcid: bool = true; "os.pcid"; "TLB and PWC entries are tagged by address space (PCID); false: every context switch flushes them";
+    os_switch_cycles: u64 = 4000; "os.switch_cycles"; "direct cost of a context switch in cycles (~2 us, of the order lmbench lat_ctx reports)";
     os_fault_cycles: u64 = 2000; "os.fault_cycles"; "cycles charged per page fault (Linux minor anonymous fault, ~1 us)";
     phys_size_gb: u64 = 64; "phys.size_gb"; "simulated physical memory in GB";
+    phys_fragmentation: Fragmentation = Fragmentation::None; "phys.fragmentation"; "state of physical memory before the run: none, pinned:X (one unmovable page in X of the free 2 MB blocks, the PCC paper's method), lowhalf (2 MB pages only for the lower half of each address space, the flattening paper's 50 %), aged:SEED (allocate/free churn down to phys.aged_target)";
+    phys_aged_target: f64 = 0.2; "phys.aged_target"; "fragmentation=aged: fraction of the free 2 MB blocks still whole after aging";
+    phys_available_gb: f64 = 0.0; "phys.available_gb"; "before fragmenting, take memory away (as memhog) until this many GB are free; the PCC artifact leaves footprint + 3 GB (0: keep all)";
+    phys_pcp_batch: u64 = 63; "phys.pcp_batch"; "4 KB frames a CPU's free list takes from or returns to the buddy allocator at once (Linux pcp batch; 0: no per-CPU lists)";
+    phys_pcp_high: u64 = 378; "phys.pcp_high"; "a CPU's free list longer than this returns a batch to the buddy allocator (Linux pcp high = 6 x batch)";
 }
 
 impl Config {
@@ -370,6 +410,39 @@ impl Config {
             if v < 0.0 {
                 return Err(invalid(key, "must not be negative".into()));
             }
+        }
+        self.validate_os()
+    }
+
+    /// The OS and physical-memory keys.
+    fn validate_os(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, why: &str| ConfigError::Invalid { key: key.into(), why: why.into() };
+        if self.os_processes == 0 || self.os_processes > 256 {
+            return Err(invalid("os.processes", "must be between 1 and 256"));
+        }
+        if self.os_processes * self.system_cores > 4095 {
+            return Err(invalid("os.processes", "processes x cores must fit the 4095 PCIDs"));
+        }
+        if self.os_timeslice_cycles == 0 {
+            return Err(invalid("os.timeslice_cycles", "must be at least 1"));
+        }
+        if self.os_khugepaged_interval_cycles == 0 {
+            return Err(invalid("os.khugepaged_interval_cycles", "must be at least 1"));
+        }
+        if self.os_khugepaged_max_ptes_none > 511 {
+            return Err(invalid("os.khugepaged_max_ptes_none", "must be at most 511"));
+        }
+        if !(0.0..=1.0).contains(&self.phys_aged_target) {
+            return Err(invalid("phys.aged_target", "must be between 0 and 1"));
+        }
+        if !(self.phys_available_gb >= 0.0 && self.phys_available_gb <= self.phys_size_gb as f64) {
+            return Err(invalid("phys.available_gb", "must be between 0 and phys.size_gb"));
+        }
+        if self.phys_pcp_high < self.phys_pcp_batch {
+            return Err(invalid("phys.pcp_high", "must be at least phys.pcp_batch"));
+        }
+        if self.os_madvise_regions.split(',').any(|n| n.trim().is_empty()) && !self.os_madvise_regions.trim().is_empty() {
+            return Err(invalid("os.madvise_regions", "has an empty name in the list"));
         }
         Ok(())
     }

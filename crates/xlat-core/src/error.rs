@@ -19,6 +19,8 @@ pub enum SimError {
     NoStreams,
     #[error("--prefault needs a workload that declares its memory regions (traces do not)")]
     NothingToPrefault,
+    #[error("{what} needs a workload that declares its memory regions (traces do not)")]
+    NeedsRegions { what: &'static str },
     #[error("interrupted")]
     Interrupted,
 }

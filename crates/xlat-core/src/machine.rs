@@ -138,6 +138,8 @@ pub struct Machine {
     pub llc: Cache,
     pub dram: Dram,
     pub os: Os,
+    /// Processes on cores and the OS's next background event.
+    pub sched: crate::sched::Sched,
     dram_latency: u64,
     top: u8,
     /// Cores that run a stream (the rest idle).
@@ -156,14 +158,12 @@ impl Machine {
         if streams as u64 > cfg.system_cores {
             return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores });
         }
-        let mut os = Os::new(cfg);
-        let space = os.create_space(regions)?;
-        let ctx = os.spaces[space].ctx;
+        let (os, sched) = crate::sched::boot(cfg, streams, regions, seed)?;
         let cores = (0..streams as u64)
             .map(|i| {
                 let mut c = Core::new(cfg, i, seed);
-                c.space = space;
-                c.ctx = ctx;
+                c.space = sched.running(i as usize);
+                c.ctx = os.spaces[c.space].ctx;
                 c
             })
             .collect();
@@ -172,6 +172,7 @@ impl Machine {
             llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c),
             dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj),
             os,
+            sched,
             dram_latency: cfg.dram_latency_cycles(),
             top: match cfg.pt_format {
                 PtFormat::Radix4 => 4,
@@ -237,6 +238,7 @@ impl Machine {
         for s in 0..self.os.spaces.len() {
             self.os.prefault(s)?;
         }
+        self.after_prefault();
         Ok(())
     }
 
@@ -326,6 +328,7 @@ impl Machine {
         };
         let mut latency = 0u64;
         let mut faulted = false;
+        let mut fault_cost = 0;
         loop {
             let core = &mut self.cores[c];
             let (ctx, space) = (core.ctx, core.space);
@@ -389,7 +392,7 @@ impl Machine {
                 if let Some(size) = leaf_size {
                     let frame = (e & crate::pt::PTE_PFN_MASK) >> 12;
                     let dirty = (e | set) & PTE_D != 0;
-                    let fault_cycles = if faulted { self.cfg.os_fault_cycles } else { 0 };
+                    let fault_cycles = fault_cost;
                     return Ok((TlbEntry { frame, dirty }, size, latency, fault_cycles));
                 }
                 let child = self.os.pt.node(node).children[idx];
@@ -402,11 +405,12 @@ impl Machine {
                 unreachable!("the OS mapped {:#x} but the walk still faults", va.0);
             }
             faulted = true;
-            self.os.fault(space, va, write)?;
+            self.os.fault_on(c, space, va, write)?;
+            fault_cost = self.cfg.os_fault_cycles + self.os_sync(Some(c));
             let k = &mut self.cores[c].counters;
             k.faults += 1;
-            k.fault_cycles += self.cfg.os_fault_cycles;
-            latency += self.cfg.os_fault_cycles;
+            k.fault_cycles += fault_cost;
+            latency += fault_cost;
         }
     }
 
@@ -491,12 +495,13 @@ impl Machine {
         if let Some((frame, size)) = self.os.translate(space, va) {
             return Ok((frame.0, size, t));
         }
-        self.os.fault(space, va, write)?;
+        self.os.fault_on(c, space, va, write)?;
+        let cost = self.cfg.os_fault_cycles + self.os_sync(Some(c));
         let k = &mut self.cores[c].counters;
         k.faults += 1;
-        k.fault_cycles += self.cfg.os_fault_cycles;
+        k.fault_cycles += cost;
         let (frame, size) = self.os.translate(space, va).expect("the fault handler mapped the page");
-        Ok((frame.0, size, t + self.cfg.os_fault_cycles))
+        Ok((frame.0, size, t + cost))
     }
 
     /// Simulate one reference on core `c`.
@@ -594,6 +599,7 @@ impl Machine {
             }
         }
         self.llc.counters = Default::default();
+        self.os.counters = Default::default();
         let (lat, e) = (self.dram_latency, self.dram.energy_nj);
         self.dram = Dram::new(lat, self.cfg.dram_bandwidth_gbps, self.cfg.core_freq_ghz, e);
     }
@@ -642,6 +648,9 @@ impl Machine {
                 pos[c] += 1;
                 self.step(c, r)?;
                 done += 1;
+                if done & (crate::sched::EVENT_CHECK - 1) == 0 && self.sched.next_event != u64::MAX {
+                    self.os_events()?;
+                }
                 if !warm && done == opts.warmup {
                     self.reset_stats();
                     warm = true;
@@ -736,6 +745,7 @@ impl Machine {
         s.ratio("huge_coverage", huge, mapped);
         s.int("phys.free_bytes", self.os.phys.free_frames() << 12);
         s.int("phys.free_2m_blocks", self.os.phys.free_2m_blocks());
+        self.os.emit(&mut s);
         s
     }
 }

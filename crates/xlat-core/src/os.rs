@@ -1,13 +1,46 @@
-//! The simulated OS: address spaces, demand paging and prefaulting. It is the only writer
-//! of page tables (hardware sets A/D bits during walks; see `machine`).
+//! The simulated OS: address spaces, demand paging, page-size policies (4 KB only, ideal,
+//! Linux THP with khugepaged and compaction, FreeBSD reservations), promotion, demotion
+//! and the shootdowns they need. It is the only writer of page tables (hardware sets A/D
+//! bits during walks; see `machine`).
+//!
+//! Every change that can leave a stale translation goes through [`Os::flush`], which queues
+//! a [`Shootdown`]; the machine applies the queue (invalidating the TLBs and page-walk
+//! caches of every core, and charging the initiator and the remote cores) right after the
+//! OS call that produced it, before any other translation happens (`Machine::os_sync`).
+//! Work the OS does on behalf of a core (zeroing a huge page, copying for a collapse or a
+//! compaction) accumulates in [`Os::charge`] and is charged the same way.
+//!
+//! Policies (`os.page_policy`), and where they simplify (README, "The OS model"):
+//! - `never`: every fault maps one 4 KB page.
+//! - `ideal`: a fault in a 2 MB-aligned region that lies wholly inside a workload region maps
+//!   a 2 MB page if any aligned free 2 MB block exists (and with `os.huge_1g`, a 1 GB page
+//!   for a whole aligned gigabyte).
+//! - `thp` / `madvise`: Linux THP `enabled=always` / `madvise`. The fault path maps a 2 MB
+//!   page when the region is eligible (inside one VMA, madvised for `madvise`), nothing is
+//!   mapped there yet and an aligned free block exists, compacting per `os.thp_defrag`;
+//!   else 4 KB. khugepaged wakes every `os.khugepaged_interval_cycles`, scans
+//!   `os.khugepaged_pages` pages (512 per region) and collapses regions with at most
+//!   `max_ptes_none` holes and a young page into a new 2 MB page (copy, free the old
+//!   frames and the level-1 node, shoot down).
+//! - `freebsd`: the first fault in a 2 MB region reserves an aligned 2 MB block and maps
+//!   only the faulting page, from the reservation at the matching offset; later faults
+//!   there use the reservation; when all 512 pages are populated the mapping is promoted
+//!   in place (no copy). When a 4 KB allocation fails, the least recently used partially
+//!   populated reservation is broken (its unpopulated frames freed).
 
 use crate::addr::{Frame, PageSize, VirtAddr};
-use crate::config::{Config, PtFormat};
+use crate::config::{Config, Fragmentation, PagePolicy, PtFormat, ThpDefrag};
 use crate::error::SimError;
-use crate::phys::PhysMem;
-use crate::pt::{NodeId, PageTables, PTE_D, PTE_RW, PTE_US};
+use crate::frag::{self, Rng};
+use crate::phys::{PhysMem, MAX_ORDER, ORDER_2M};
+use crate::pt::{NodeId, PageTables, ENTRIES, PTE_A, PTE_D, PTE_P, PTE_PFN_MASK, PTE_RW, PTE_US};
+use crate::stats::Stats;
 use crate::tlb::Ctx;
 use crate::workload::Region;
+use std::collections::{BTreeMap, HashMap};
+
+const MB2: u64 = 2 << 20;
+const GB1: u64 = 1 << 30;
 
 /// One process's view of memory.
 pub struct AddressSpace {
@@ -18,11 +51,82 @@ pub struct AddressSpace {
     pub regions: Vec<Region>,
     pub mapped_bytes: u64,
     pub huge_bytes: u64,
+    /// A huge page may only end at or below this address (`phys.fragmentation=lowhalf`);
+    /// `u64::MAX` otherwise.
+    pub huge_limit: u64,
+    /// Per region: it called madvise(MADV_HUGEPAGE) (`os.madvise_regions`).
+    madvised: Vec<bool>,
+}
+
+/// Translations that must leave every TLB and page-walk cache.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shootdown {
+    pub space: usize,
+    /// Virtual ranges `[start, end)`.
+    pub ranges: Vec<(u64, u64)>,
+    /// Pages the flush covers at the stride of the mappings removed (a 2 MB leaf is one
+    /// page, a 2 MB range of 4 KB leaves 512): compared with `os.flush_ceiling_pages`.
+    pub pages: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OsCounters {
     pub faults: u64,
+    /// Faults that mapped a 2 MB or 1 GB page.
+    pub huge_faults: u64,
+    /// 4 KB -> 2 MB: collapses, in-place reservation promotions, requested promotions.
+    pub promotions: u64,
+    pub demotions: u64,
+    pub shootdowns: u64,
+    pub shootdown_cycles: u64,
+    /// Remote cores interrupted by shootdowns.
+    pub shootdown_ipis: u64,
+    /// Shootdowns over the flush ceiling, done as a whole-address-space flush.
+    pub full_flushes: u64,
+    pub reservations: u64,
+    pub reservations_broken: u64,
+    pub khugepaged_wakeups: u64,
+    /// 2 MB regions khugepaged looked at.
+    pub khugepaged_scanned: u64,
+    pub compactions: u64,
+    pub migrated_pages: u64,
+    /// A huge page was wanted but no 2 MB block could be had.
+    pub huge_alloc_failures: u64,
+    pub context_switches: u64,
+}
+
+/// A FreeBSD reservation: an aligned 2 MB block backing one 2 MB virtual region.
+struct Reservation {
+    base: u64,
+    populated: [u64; 8],
+    count: u16,
+    /// Recency (for breaking the least recently used one under pressure).
+    last_use: u64,
+}
+
+impl Reservation {
+    fn has(&self, i: usize) -> bool {
+        self.populated[i / 64] >> (i % 64) & 1 != 0
+    }
+    fn set(&mut self, i: usize, on: bool) {
+        if on {
+            self.populated[i / 64] |= 1 << (i % 64);
+        } else {
+            self.populated[i / 64] &= !(1 << (i % 64));
+        }
+    }
+}
+
+/// Physical memory as the fragmentation scenario left it, before the workload.
+#[derive(Clone, Debug, Default)]
+pub struct PhysSnapshot {
+    pub free_frames: u64,
+    pub free_2m_blocks: u64,
+    pub free_blocks: [u64; MAX_ORDER as usize + 1],
+    /// Unmovable frames the scenario left behind (pinned pages, aged long-lived pages).
+    pub pinned_frames: u64,
+    /// Frames taken by `phys.available_gb`.
+    pub hog_frames: u64,
 }
 
 pub struct Os {
@@ -30,10 +134,37 @@ pub struct Os {
     pub pt: PageTables,
     pub spaces: Vec<AddressSpace>,
     pub counters: OsCounters,
+    /// Shootdowns not yet applied to the machine's TLBs.
+    pub pending: Vec<Shootdown>,
+    /// Cycles of OS work not yet charged to a core.
+    pub charge: u64,
+    pub start: PhysSnapshot,
     top: u8,
     va_bits: u32,
     format: PtFormat,
     phys_gb: u64,
+    policy: PagePolicy,
+    defrag: ThpDefrag,
+    khugepaged_defrag: bool,
+    khugepaged_pages: u64,
+    max_ptes_none: u64,
+    huge_1g: bool,
+    resv_promote: bool,
+    copy_cycles: u64,
+    fragmentation: Fragmentation,
+    aged_target: f64,
+    available_gb: f64,
+    madvise_all: bool,
+    madvise_names: Vec<String>,
+    reservations: BTreeMap<(usize, u64), Reservation>,
+    resv_clock: u64,
+    /// Reverse map of movable frames (4 KB data pages): frame -> (space, virtual page).
+    /// Kept only when compaction can run (`thp`/`madvise`).
+    rmap: Option<HashMap<u32, (u32, u64)>>,
+    /// Movable frames per 2 MB physical block (with `rmap`).
+    movable_2m: Vec<u16>,
+    /// khugepaged's position: space and the next address to scan.
+    khugepaged_cursor: (usize, u64),
 }
 
 impl Os {
@@ -42,61 +173,612 @@ impl Os {
             PtFormat::Radix4 => (4, 47),
             PtFormat::Radix5 => (5, 56),
         };
+        let phys = PhysMem::new(cfg.phys_size_gb << 30).with_pcp(cfg.system_cores as usize, cfg.phys_pcp_batch, cfg.phys_pcp_high);
+        let thp = matches!(cfg.os_page_policy, PagePolicy::Thp | PagePolicy::Madvise);
+        let compaction = thp && (cfg.os_thp_defrag != ThpDefrag::Never || cfg.os_khugepaged_defrag);
+        let names: Vec<String> = cfg.os_madvise_regions.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
         Os {
-            phys: PhysMem::new(cfg.phys_size_gb << 30),
+            movable_2m: if compaction { vec![0; phys.blocks_2m()] } else { Vec::new() },
+            phys,
             pt: PageTables::new(),
             spaces: Vec::new(),
             counters: OsCounters::default(),
+            pending: Vec::new(),
+            charge: 0,
+            start: PhysSnapshot::default(),
             top,
             va_bits,
             format: cfg.pt_format,
             phys_gb: cfg.phys_size_gb,
+            policy: cfg.os_page_policy,
+            defrag: cfg.os_thp_defrag,
+            khugepaged_defrag: cfg.os_khugepaged_defrag,
+            khugepaged_pages: cfg.os_khugepaged_pages,
+            max_ptes_none: cfg.os_khugepaged_max_ptes_none,
+            huge_1g: cfg.os_huge_1g,
+            resv_promote: cfg.os_reservation_promote,
+            copy_cycles: cfg.os_page_copy_cycles,
+            fragmentation: cfg.phys_fragmentation,
+            aged_target: cfg.phys_aged_target,
+            available_gb: cfg.phys_available_gb,
+            madvise_all: names.iter().any(|n| n == "*"),
+            madvise_names: names,
+            reservations: BTreeMap::new(),
+            resv_clock: 0,
+            rmap: compaction.then(HashMap::new),
+            khugepaged_cursor: (0, 0),
         }
+    }
+
+    /// The page-size policy in force.
+    pub fn policy(&self) -> PagePolicy {
+        self.policy
+    }
+
+    /// Whether khugepaged runs (a THP policy with a scan budget).
+    pub fn khugepaged_enabled(&self) -> bool {
+        matches!(self.policy, PagePolicy::Thp | PagePolicy::Madvise) && self.khugepaged_pages > 0
+    }
+
+    /// Bring physical memory to the state the fragmentation scenario describes, for
+    /// `processes` address spaces with `regions` each. Call before creating them.
+    pub fn prepare(&mut self, regions: &[Region], processes: usize, seed: u64) -> Result<(), SimError> {
+        let mut rng = Rng::new(seed ^ 0xf4a9);
+        let mut hog = 0;
+        if self.available_gb > 0.0 {
+            hog = frag::hog(&mut self.phys, (self.available_gb * (1u64 << 18) as f64) as u64);
+        }
+        let pinned = match self.fragmentation {
+            Fragmentation::None => 0,
+            Fragmentation::Pinned(x) => frag::pin_fraction(&mut self.phys, x, &mut rng),
+            Fragmentation::Aged(s) => frag::age(&mut self.phys, s, self.aged_target),
+            Fragmentation::LowHalf => {
+                if regions.is_empty() {
+                    return Err(SimError::NeedsRegions { what: "phys.fragmentation=lowhalf" });
+                }
+                let (_, lower) = lowhalf_limit(regions);
+                let keep = lower * processes as u64;
+                let free = frag::free_blocks_2m(&self.phys).len() as u64;
+                frag::pin_blocks(&mut self.phys, free.saturating_sub(keep), &mut rng)
+            }
+        };
+        self.start = PhysSnapshot {
+            free_frames: self.phys.free_frames(),
+            free_2m_blocks: self.phys.free_2m_blocks(),
+            free_blocks: std::array::from_fn(|o| self.phys.free_blocks(o as u8)),
+            pinned_frames: pinned,
+            hog_frames: hog,
+        };
+        Ok(())
     }
 
     /// Create a process with the given regions; returns its index. PCIDs start at 1.
     pub fn create_space(&mut self, regions: Vec<Region>) -> Result<usize, SimError> {
         let root = self.pt.alloc_node(&mut self.phys, self.top)?;
         let ctx = self.spaces.len() as Ctx + 1;
-        self.spaces.push(AddressSpace { root, top: self.top, ctx, regions, mapped_bytes: 0, huge_bytes: 0 });
+        let huge_limit = if self.fragmentation == Fragmentation::LowHalf { lowhalf_limit(&regions).0 } else { u64::MAX };
+        let madvised = regions.iter().map(|r| self.madvise_all || self.madvise_names.iter().any(|n| *n == r.name)).collect();
+        self.spaces.push(AddressSpace { root, top: self.top, ctx, regions, mapped_bytes: 0, huge_bytes: 0, huge_limit, madvised });
         Ok(self.spaces.len() - 1)
     }
 
-    /// Handle a page fault at `va`: map a fresh zeroed 4 KB frame. A write fault maps the
-    /// page dirty, as Linux's anonymous-fault path does for writable mappings.
-    pub fn fault(&mut self, space: usize, va: VirtAddr, write: bool) -> Result<(), SimError> {
+    fn check_va(&self, va: VirtAddr) -> Result<(), SimError> {
         if va.0 >> self.va_bits != 0 {
             return Err(SimError::BadAddress { va: va.0, bits: self.va_bits, format: self.format.name() });
         }
-        self.counters.faults += 1;
-        self.map_4k(space, va, if write { PTE_D } else { 0 })
-    }
-
-    fn map_4k(&mut self, space: usize, va: VirtAddr, extra: u64) -> Result<(), SimError> {
-        let frame = self.phys.alloc(0).ok_or(SimError::OutOfMemory { gb: self.phys_gb, va: va.0 })?;
-        let sp = &mut self.spaces[space];
-        let page = VirtAddr(va.0 & !0xfff);
-        self.pt.map(&mut self.phys, sp.root, sp.top, page, frame, PageSize::Size4K, PTE_RW | PTE_US | extra)?;
-        sp.mapped_bytes += 4096;
         Ok(())
     }
 
+    /// Handle a page fault at `va` on CPU 0 (see [`Os::fault_on`]).
+    pub fn fault(&mut self, space: usize, va: VirtAddr, write: bool) -> Result<(), SimError> {
+        self.fault_on(0, space, va, write)
+    }
+
+    /// Handle a page fault at `va` taken on CPU `cpu`: map it as the page-size policy says.
+    /// A write fault maps the page dirty, as Linux's anonymous-fault path does for writable
+    /// mappings. Work beyond a plain 4 KB fault (zeroing a huge page, compaction) goes to
+    /// [`Os::charge`]; remappings queue shootdowns.
+    pub fn fault_on(&mut self, cpu: usize, space: usize, va: VirtAddr, write: bool) -> Result<(), SimError> {
+        self.check_va(va)?;
+        self.counters.faults += 1;
+        self.phys.cpu = cpu;
+        self.fault_inner(space, va, write)
+    }
+
+    fn fault_inner(&mut self, space: usize, va: VirtAddr, write: bool) -> Result<(), SimError> {
+        let dirty = if write { PTE_D } else { 0 };
+        let va2m = va.0 & !(MB2 - 1);
+        match self.policy {
+            PagePolicy::Never => self.map_4k(space, va, dirty),
+            PagePolicy::Ideal => {
+                let va1g = va.0 & !(GB1 - 1);
+                if self.huge_1g && self.eligible(space, va1g, GB1) && self.none_at(space, va1g, PageSize::Size1G) {
+                    if let Some(f) = self.phys.alloc(MAX_ORDER) {
+                        return self.map_huge(space, va1g, f, PageSize::Size1G, dirty);
+                    }
+                }
+                if self.eligible(space, va2m, MB2) && self.none_at(space, va2m, PageSize::Size2M) {
+                    if let Some(f) = self.phys.alloc(ORDER_2M) {
+                        return self.map_huge(space, va2m, f, PageSize::Size2M, dirty);
+                    }
+                    self.counters.huge_alloc_failures += 1;
+                }
+                self.map_4k(space, va, dirty)
+            }
+            PagePolicy::Thp | PagePolicy::Madvise => {
+                if self.thp_allowed(space, va2m) && self.none_at(space, va2m, PageSize::Size2M) {
+                    let direct = match self.defrag {
+                        ThpDefrag::Always => true,
+                        ThpDefrag::Madvise => self.madvised(space, va2m),
+                        ThpDefrag::Never => false,
+                    };
+                    if let Some(f) = self.alloc_huge(direct) {
+                        return self.map_huge(space, va2m, f, PageSize::Size2M, dirty);
+                    }
+                    self.counters.huge_alloc_failures += 1;
+                }
+                self.map_4k(space, va, dirty)
+            }
+            PagePolicy::FreeBsd => self.freebsd_fault(space, va, dirty),
+        }
+    }
+
+    /// The region `[va, va + size)` may hold one huge page: it lies inside one region of
+    /// the space (any address if the space declares none) and below the lowhalf limit.
+    fn eligible(&self, space: usize, va: u64, size: u64) -> bool {
+        let sp = &self.spaces[space];
+        if va + size > sp.huge_limit || (va + size - 1) >> self.va_bits != 0 {
+            return false;
+        }
+        sp.regions.is_empty() || sp.regions.iter().any(|r| r.start <= va && va + size <= r.end())
+    }
+
+    fn madvised(&self, space: usize, va2m: u64) -> bool {
+        let sp = &self.spaces[space];
+        sp.regions.iter().zip(&sp.madvised).any(|(r, &m)| m && r.start <= va2m && va2m + MB2 <= r.end())
+    }
+
+    /// THP may map this 2 MB region huge (`madvise`: only madvised regions).
+    fn thp_allowed(&self, space: usize, va2m: u64) -> bool {
+        self.eligible(space, va2m, MB2) && (self.policy != PagePolicy::Madvise || self.madvised(space, va2m))
+    }
+
+    /// Nothing is mapped at the entry that would hold a huge leaf of `size` for `va`
+    /// (Linux's pmd_none / pud_none).
+    fn none_at(&self, space: usize, va: u64, size: PageSize) -> bool {
+        let sp = &self.spaces[space];
+        match self.pt.leaf_location(sp.root, sp.top, VirtAddr(va), size) {
+            None => true,
+            Some((node, idx)) => self.pt.entry(node, idx) & PTE_P == 0,
+        }
+    }
+
+    /// A free 2 MB block, compacting memory for one if `compact` and none is free.
+    fn alloc_huge(&mut self, compact: bool) -> Option<Frame> {
+        if let Some(f) = self.phys.alloc(ORDER_2M) {
+            return Some(f);
+        }
+        if compact && self.rmap.is_some() {
+            return self.compact();
+        }
+        None
+    }
+
+    fn map_huge(&mut self, space: usize, va: u64, frame: Frame, size: PageSize, dirty: u64) -> Result<(), SimError> {
+        self.ensure_headroom();
+        let sp = &mut self.spaces[space];
+        self.pt.map(&mut self.phys, sp.root, sp.top, VirtAddr(va), frame, size, PTE_RW | PTE_US | dirty)?;
+        sp.mapped_bytes += size.bytes();
+        sp.huge_bytes += size.bytes();
+        self.counters.huge_faults += 1;
+        // Zeroing the page: a 4 KB fault's cost includes one page.
+        self.charge += (size.frames() - 1) * self.copy_cycles;
+        Ok(())
+    }
+
+    /// One 4 KB frame for data; under pressure, break reservations to get one.
+    fn alloc_data_frame(&mut self, va: u64) -> Result<Frame, SimError> {
+        loop {
+            if let Some(f) = self.phys.alloc_page() {
+                return Ok(f);
+            }
+            if !self.break_reservation() {
+                return Err(SimError::OutOfMemory { gb: self.phys_gb, va });
+            }
+        }
+    }
+
+    /// Keep a few frames free for the page-table nodes a mapping may need.
+    fn ensure_headroom(&mut self) {
+        while self.phys.free_frames() + self.phys.pcp_frames() < 8 && self.break_reservation() {}
+    }
+
+    fn map_4k(&mut self, space: usize, va: VirtAddr, extra: u64) -> Result<(), SimError> {
+        let frame = self.alloc_data_frame(va.0)?;
+        self.map_4k_frame(space, va.0 & !0xfff, frame, extra)
+    }
+
+    fn map_4k_frame(&mut self, space: usize, page: u64, frame: Frame, extra: u64) -> Result<(), SimError> {
+        self.ensure_headroom();
+        let sp = &mut self.spaces[space];
+        self.pt.map(&mut self.phys, sp.root, sp.top, VirtAddr(page), frame, PageSize::Size4K, PTE_RW | PTE_US | extra)?;
+        sp.mapped_bytes += 4096;
+        self.rmap_add(frame, space, page);
+        Ok(())
+    }
+
+    // ---- FreeBSD reservations ------------------------------------------------------------
+
+    fn freebsd_fault(&mut self, space: usize, va: VirtAddr, dirty: u64) -> Result<(), SimError> {
+        let va2m = va.0 & !(MB2 - 1);
+        let key = (space, va2m >> 21);
+        let i = ((va.0 - va2m) >> 12) as usize;
+        if !self.reservations.contains_key(&key) {
+            // Reserve on the first fault in an empty region (even one the mapping does not
+            // wholly cover: FreeBSD bets on growth), if an aligned block is free.
+            let in_range = (va2m + MB2 - 1) >> self.va_bits == 0;
+            if !(in_range && self.none_at(space, va2m, PageSize::Size2M)) {
+                return self.map_4k(space, va, dirty);
+            }
+            let Some(b) = self.phys.alloc(ORDER_2M) else {
+                self.counters.huge_alloc_failures += 1;
+                return self.map_4k(space, va, dirty);
+            };
+            self.reservations.insert(key, Reservation { base: b.0, populated: [0; 8], count: 0, last_use: 0 });
+            self.counters.reservations += 1;
+        }
+        self.resv_clock += 1;
+        let clock = self.resv_clock;
+        let r = self.reservations.get_mut(&key).expect("reservation exists");
+        debug_assert!(!r.has(i), "a populated reservation page faulted again");
+        r.set(i, true);
+        r.count += 1;
+        r.last_use = clock;
+        let (frame, full) = (Frame(r.base + i as u64), r.count == ENTRIES as u16);
+        self.map_4k_frame(space, va.0 & !0xfff, frame, dirty)?;
+        if full && self.resv_promote {
+            self.promote_reservation(space, va2m, false);
+        }
+        Ok(())
+    }
+
+    /// Replace the 4 KB mappings of a reservation by one 2 MB mapping of its block, in
+    /// place (the frames already sit at their offsets). With `fill`, unpopulated pages are
+    /// zeroed first (a requested promotion of a partial reservation).
+    fn promote_reservation(&mut self, space: usize, va2m: u64, fill: bool) -> bool {
+        let key = (space, va2m >> 21);
+        let Some(r) = self.reservations.get(&key) else { return false };
+        if r.count as usize != ENTRIES && !fill {
+            return false;
+        }
+        let (base, missing) = (r.base, ENTRIES as u64 - r.count as u64);
+        let sp = &self.spaces[space];
+        let Some(node) = self.pt.leaf_node(sp.root, sp.top, VirtAddr(va2m)) else { return false };
+        let entries = self.pt.entries(node);
+        let present = entries.iter().filter(|&&e| e & PTE_P != 0);
+        let (mut all_a, mut any_d) = (true, false);
+        for &e in present {
+            all_a &= e & PTE_A != 0;
+            any_d |= e & PTE_D != 0;
+        }
+        let flags = PTE_RW | PTE_US | if all_a && missing == 0 { PTE_A } else { 0 } | if any_d { PTE_D } else { 0 };
+        let sp = &self.spaces[space];
+        let (root, top) = (sp.root, sp.top);
+        if self.pt.collapse_2m(&mut self.phys, root, top, VirtAddr(va2m), Frame(base), flags).is_none() {
+            return false;
+        }
+        self.reservations.remove(&key);
+        let sp = &mut self.spaces[space];
+        sp.mapped_bytes += missing * 4096;
+        sp.huge_bytes += MB2;
+        self.charge += missing * self.copy_cycles;
+        self.counters.promotions += 1;
+        self.flush(space, vec![(va2m, va2m + MB2)], ENTRIES as u64);
+        true
+    }
+
+    /// Break the least recently used partially populated reservation: its unpopulated
+    /// frames go back to the buddy allocator. False if there is none.
+    fn break_reservation(&mut self) -> bool {
+        let victim = self.reservations.iter().filter(|(_, r)| (r.count as usize) < ENTRIES).min_by_key(|(_, r)| r.last_use).map(|(k, _)| *k);
+        let Some(key) = victim else { return false };
+        let r = self.reservations.remove(&key).expect("victim exists");
+        for i in 0..ENTRIES {
+            if !r.has(i) {
+                self.phys.free(Frame(r.base + i as u64), 0);
+            }
+        }
+        self.counters.reservations_broken += 1;
+        true
+    }
+
+    /// Frames held by reservations but not yet populated.
+    pub fn reserved_frames(&self) -> u64 {
+        self.reservations.values().map(|r| ENTRIES as u64 - r.count as u64).sum()
+    }
+
+    // ---- reverse map and compaction -------------------------------------------------------
+
+    fn rmap_add(&mut self, frame: Frame, space: usize, page: u64) {
+        if let Some(m) = &mut self.rmap {
+            m.insert(frame.0 as u32, (space as u32, page));
+            self.movable_2m[(frame.0 >> 9) as usize] += 1;
+        }
+    }
+
+    fn rmap_del(&mut self, frame: Frame) {
+        if let Some(m) = &mut self.rmap {
+            if m.remove(&(frame.0 as u32)).is_some() {
+                self.movable_2m[(frame.0 >> 9) as usize] -= 1;
+            }
+        }
+    }
+
+    /// Direct compaction for one 2 MB block: pick the block whose used frames are all
+    /// movable and fewest, migrate them elsewhere (copy, remap, shoot down) and return the
+    /// block. Unmovable frames (page-table nodes, pinned pages, huge pages) make a block
+    /// unusable, as in Linux.
+    fn compact(&mut self) -> Option<Frame> {
+        self.phys.drain_pcp();
+        let whole = (self.phys.total_frames() / 512) as usize;
+        let best = (0..whole)
+            .filter(|&b| {
+                let used = self.phys.used_in_2m(b);
+                used > 0 && used == self.movable_2m[b]
+            })
+            .min_by_key(|&b| (self.phys.used_in_2m(b), b))?;
+        let used = self.phys.used_in_2m(best) as u64;
+        let free_here = 512 - used;
+        if self.phys.free_frames() < free_here + used + 64 {
+            return None;
+        }
+        let base = best as u64 * 512;
+        // Isolate the block's free pieces so migration targets come from elsewhere.
+        let mut f = base;
+        while f < base + 512 {
+            match self.phys.is_free_head(Frame(f)) {
+                Some(o) => {
+                    let ok = self.phys.alloc_at(Frame(f), o);
+                    debug_assert!(ok);
+                    f += 1 << o;
+                }
+                None => f += 1,
+            }
+        }
+        let mut ranges: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
+        for old in base..base + 512 {
+            let Some(&(space, page)) = self.rmap.as_ref().and_then(|m| m.get(&(old as u32))) else { continue };
+            let new = self.phys.alloc(0).expect("checked free memory above");
+            let sp = &self.spaces[space as usize];
+            let (node, idx) = self.pt.leaf_location(sp.root, sp.top, VirtAddr(page), PageSize::Size4K).expect("rmap points at a mapped page");
+            let e = self.pt.entry(node, idx);
+            debug_assert_eq!((e & PTE_PFN_MASK) >> 12, old);
+            self.pt.write_entry(node, idx, (e & !PTE_PFN_MASK) | (new.0 << 12));
+            self.rmap_del(Frame(old));
+            self.rmap_add(new, space as usize, page);
+            self.charge += self.copy_cycles;
+            self.counters.migrated_pages += 1;
+            ranges.entry(space as usize).or_default().push((page, page + 4096));
+        }
+        for (space, r) in ranges {
+            let pages = r.len() as u64;
+            self.flush(space, r, pages);
+        }
+        self.counters.compactions += 1;
+        Some(Frame(base))
+    }
+
+    // ---- promotion, demotion, unmapping ----------------------------------------------------
+
+    /// Collapse the 4 KB pages of a 2 MB region into a new 2 MB page (khugepaged, or a
+    /// requested promotion): allocate a block (compacting if `compact`), copy the
+    /// populated pages and zero the rest, free the old frames and level-1 node, map the
+    /// 2 MB leaf (dirty, as Linux's collapse), shoot down. False if no block was found.
+    fn collapse(&mut self, space: usize, va2m: u64, compact: bool) -> bool {
+        let Some(frame) = self.alloc_huge(compact) else {
+            self.counters.huge_alloc_failures += 1;
+            return false;
+        };
+        let sp = &self.spaces[space];
+        let (root, top) = (sp.root, sp.top);
+        let Some(old) = self.pt.collapse_2m(&mut self.phys, root, top, VirtAddr(va2m), frame, PTE_RW | PTE_US | PTE_D) else {
+            self.phys.free(frame, ORDER_2M);
+            return false;
+        };
+        let mut present = 0;
+        for e in old {
+            if e & PTE_P != 0 {
+                let f = Frame((e & PTE_PFN_MASK) >> 12);
+                self.rmap_del(f);
+                self.phys.free_page(f);
+                present += 1;
+            }
+        }
+        let sp = &mut self.spaces[space];
+        sp.mapped_bytes += (ENTRIES as u64 - present) * 4096;
+        sp.huge_bytes += MB2;
+        self.charge += ENTRIES as u64 * self.copy_cycles;
+        self.counters.promotions += 1;
+        self.flush(space, vec![(va2m, va2m + MB2)], ENTRIES as u64);
+        true
+    }
+
+    /// The hook through which a mechanism (the PCC) asks for a promotion: map the 2 MB
+    /// region holding `va` with one 2 MB page. A reservation is promoted in place (its
+    /// unpopulated pages zeroed); 4 KB pages are collapsed into a new block (compacting
+    /// memory for one under the THP policies, as MADV_COLLAPSE does). Ok(false) when the
+    /// region is not eligible (not inside one region of the space, above the lowhalf
+    /// limit), already huge, has nothing mapped, or no 2 MB block can be had.
+    pub fn request_promotion(&mut self, space: usize, va: VirtAddr) -> Result<bool, SimError> {
+        self.check_va(va)?;
+        let va2m = va.0 & !(MB2 - 1);
+        if space >= self.spaces.len() || !self.eligible(space, va2m, MB2) {
+            return Ok(false);
+        }
+        if self.reservations.contains_key(&(space, va2m >> 21)) {
+            return Ok(self.promote_reservation(space, va2m, true));
+        }
+        let sp = &self.spaces[space];
+        if self.pt.leaf_node(sp.root, sp.top, VirtAddr(va2m)).is_none() {
+            return Ok(false); // nothing mapped through a level-1 node (empty, or huge)
+        }
+        self.ensure_headroom();
+        Ok(self.collapse(space, va2m, true))
+    }
+
+    /// Split the 2 MB page holding `va` into 512 4 KB pages (same frames, rights, A/D),
+    /// shooting down the 2 MB translation. Ok(false) if `va` is not in a 2 MB page.
+    pub fn request_demotion(&mut self, space: usize, va: VirtAddr) -> Result<bool, SimError> {
+        self.check_va(va)?;
+        let va2m = va.0 & !(MB2 - 1);
+        if space >= self.spaces.len() {
+            return Ok(false);
+        }
+        self.ensure_headroom();
+        let sp = &self.spaces[space];
+        let (root, top) = (sp.root, sp.top);
+        let Some((base, _)) = self.pt.split_2m(&mut self.phys, root, top, VirtAddr(va2m))? else { return Ok(false) };
+        for i in 0..ENTRIES as u64 {
+            self.rmap_add(Frame(base.0 + i), space, va2m + i * 4096);
+        }
+        self.spaces[space].huge_bytes -= MB2;
+        self.counters.demotions += 1;
+        self.flush(space, vec![(va2m, va2m + MB2)], 1);
+        Ok(true)
+    }
+
+    /// Unmap the page holding `va` (of whatever size) and free its memory (a page of a
+    /// reservation returns to the reservation). Ok(false) if nothing is mapped there.
+    pub fn unmap(&mut self, space: usize, va: VirtAddr) -> Result<bool, SimError> {
+        self.check_va(va)?;
+        let Some((frame, size)) = self.translate(space, va) else { return Ok(false) };
+        let base = va.0 & !(size.bytes() - 1);
+        let sp = &mut self.spaces[space];
+        self.pt.unmap(sp.root, sp.top, VirtAddr(base), size);
+        sp.mapped_bytes -= size.bytes();
+        match size {
+            PageSize::Size4K => {
+                let key = (space, base >> 21);
+                match self.reservations.get_mut(&key) {
+                    Some(r) if r.base == frame.0 & !511 => {
+                        r.set((frame.0 & 511) as usize, false);
+                        r.count -= 1;
+                    }
+                    _ => {
+                        self.rmap_del(frame);
+                        self.phys.free_page(frame);
+                    }
+                }
+            }
+            _ => {
+                sp.huge_bytes -= size.bytes();
+                self.phys.free(frame, if size == PageSize::Size2M { ORDER_2M } else { MAX_ORDER });
+            }
+        }
+        self.flush(space, vec![(base, base + size.bytes())], 1);
+        Ok(true)
+    }
+
+    /// Queue a shootdown of `ranges` of `space` (the one way OS changes reach TLBs).
+    pub fn flush(&mut self, space: usize, ranges: Vec<(u64, u64)>, pages: u64) {
+        self.pending.push(Shootdown { space, ranges, pages });
+    }
+
+    // ---- khugepaged ------------------------------------------------------------------------
+
+    /// The 2 MB regions khugepaged considers in `space`, ascending: the eligible ones of its
+    /// regions, or (a space without regions, e.g. a trace) those mapped through a level-1
+    /// node.
+    fn scan_list(&self, space: usize) -> Vec<u64> {
+        let sp = &self.spaces[space];
+        let mut out = Vec::new();
+        if sp.regions.is_empty() {
+            self.collect_l1(sp.root, sp.top, 0, &mut out);
+        } else {
+            for r in &sp.regions {
+                let mut va = r.start.next_multiple_of(MB2);
+                while va + MB2 <= r.end() {
+                    if self.thp_allowed(space, va) {
+                        out.push(va);
+                    }
+                    va += MB2;
+                }
+            }
+            out.sort_unstable();
+            out.dedup();
+        }
+        out
+    }
+
+    fn collect_l1(&self, node: NodeId, level: u8, prefix: u64, out: &mut Vec<u64>) {
+        let children = &self.pt.node(node).children;
+        for (i, &c) in children.iter().enumerate() {
+            if c == crate::pt::NO_NODE {
+                continue;
+            }
+            let va = prefix | ((i as u64) << (12 + 9 * (level as u32 - 1)));
+            if level == 2 {
+                out.push(va);
+            } else {
+                self.collect_l1(c, level - 1, va, out);
+            }
+        }
+    }
+
+    /// One khugepaged wake-up: scan up to `os.khugepaged_pages` pages (512 per 2 MB region,
+    /// whatever its state), resuming where the last wake-up stopped, and collapse every
+    /// region that has a level-1 node with at least one young page and at most
+    /// `max_ptes_none` unmapped pages. Costs go to [`Os::charge`].
+    pub fn khugepaged(&mut self) {
+        if !self.khugepaged_enabled() || self.spaces.is_empty() {
+            return;
+        }
+        self.counters.khugepaged_wakeups += 1;
+        let lists: Vec<Vec<u64>> = (0..self.spaces.len()).map(|s| self.scan_list(s)).collect();
+        let total: usize = lists.iter().map(|l| l.len()).sum();
+        let budget = (self.khugepaged_pages.div_ceil(ENTRIES as u64) as usize).min(total);
+        let (mut s, mut va) = self.khugepaged_cursor;
+        if s >= lists.len() {
+            (s, va) = (0, 0);
+        }
+        let mut pos = lists[s].partition_point(|&x| x < va);
+        for _ in 0..budget {
+            while pos >= lists[s].len() {
+                s = (s + 1) % lists.len();
+                pos = 0;
+            }
+            let region = lists[s][pos];
+            pos += 1;
+            self.khugepaged_cursor = (s, region + MB2);
+            self.counters.khugepaged_scanned += 1;
+            let sp = &self.spaces[s];
+            let Some(node) = self.pt.leaf_node(sp.root, sp.top, VirtAddr(region)) else { continue };
+            let entries = self.pt.entries(node);
+            let present = entries.iter().filter(|&&e| e & PTE_P != 0).count() as u64;
+            let young = entries.iter().any(|&e| e & (PTE_P | PTE_A) == PTE_P | PTE_A);
+            if present > 0 && ENTRIES as u64 - present <= self.max_ptes_none && young {
+                self.ensure_headroom();
+                self.collapse(s, region, self.khugepaged_defrag);
+            }
+        }
+    }
+
+    // ---- prefault, translate, statistics ---------------------------------------------------
+
     /// Map every page of every region before the run (as MAP_POPULATE would, and as the
-    /// flattening paper's syscall-emulation runs do). Pages are mapped clean and not
-    /// accessed, so the first walks set A (and D on stores) as hardware would.
+    /// flattening paper's syscall-emulation runs do), through the page-size policy. Pages
+    /// are mapped clean and not accessed, so the first walks set A (and D on stores) as
+    /// hardware would.
     pub fn prefault(&mut self, space: usize) -> Result<(), SimError> {
         let regions = self.spaces[space].regions.clone();
         for r in regions {
             let mut va = r.start & !0xfff;
             while va < r.end() {
-                if va >> self.va_bits != 0 {
-                    return Err(SimError::BadAddress { va, bits: self.va_bits, format: self.format.name() });
+                self.check_va(VirtAddr(va))?;
+                match self.translate(space, VirtAddr(va)) {
+                    Some((_, size)) => va = (va & !(size.bytes() - 1)) + size.bytes(),
+                    None => self.fault_inner(space, VirtAddr(va), false)?,
                 }
-                let sp = &self.spaces[space];
-                if self.pt.translate(sp.root, sp.top, VirtAddr(va)).is_none() {
-                    self.map_4k(space, VirtAddr(va), 0)?;
-                }
-                va += 4096;
             }
         }
         Ok(())
@@ -107,4 +789,55 @@ impl Os {
         let sp = &self.spaces[space];
         self.pt.translate(sp.root, sp.top, va).map(|m| (m.frame, m.size))
     }
+
+    /// OS and physical-memory statistics (glossary: `promotions`, `demotions`,
+    /// `shootdowns`, `shootdown_cycles`; `os.*` details; `phys.*` free-block histograms at
+    /// the start of the run and now).
+    pub fn emit(&self, s: &mut Stats) {
+        let k = &self.counters;
+        s.int("promotions", k.promotions);
+        s.int("demotions", k.demotions);
+        s.int("shootdowns", k.shootdowns);
+        s.int("shootdown_cycles", k.shootdown_cycles);
+        s.int("os.huge_faults", k.huge_faults);
+        s.int("os.huge_alloc_failures", k.huge_alloc_failures);
+        s.int("os.shootdown_ipis", k.shootdown_ipis);
+        s.int("os.full_flushes", k.full_flushes);
+        s.int("os.reservations", k.reservations);
+        s.int("os.reservations_broken", k.reservations_broken);
+        s.int("os.khugepaged.wakeups", k.khugepaged_wakeups);
+        s.int("os.khugepaged.scanned", k.khugepaged_scanned);
+        s.int("os.compactions", k.compactions);
+        s.int("os.migrated_pages", k.migrated_pages);
+        s.int("os.context_switches", k.context_switches);
+        s.int("os.reserved_bytes", self.reserved_frames() << 12);
+        for o in 0..=MAX_ORDER {
+            s.int(format!("phys.free_blocks.order{o}"), self.phys.free_blocks(o));
+        }
+        let st = &self.start;
+        s.int("phys.start.free_bytes", st.free_frames << 12);
+        s.int("phys.start.free_2m_blocks", st.free_2m_blocks);
+        for o in 0..=MAX_ORDER {
+            s.int(format!("phys.start.free_blocks.order{o}"), st.free_blocks[o as usize]);
+        }
+        s.int("phys.pinned_bytes", st.pinned_frames << 12);
+        s.int("phys.hog_bytes", st.hog_frames << 12);
+    }
+}
+
+/// For `lowhalf`: the address below which huge pages may go (the start of the upper half
+/// of the eligible 2 MB regions, in address order) and how many regions lie below it.
+fn lowhalf_limit(regions: &[Region]) -> (u64, u64) {
+    let mut chunks = Vec::new();
+    for r in regions {
+        let mut va = r.start.next_multiple_of(MB2);
+        while va + MB2 <= r.end() {
+            chunks.push(va);
+            va += MB2;
+        }
+    }
+    chunks.sort_unstable();
+    chunks.dedup();
+    let lower = chunks.len() / 2;
+    (chunks.get(lower).copied().unwrap_or(u64::MAX), lower as u64)
 }

@@ -4,6 +4,7 @@
 //! contiguity, and their contents live in `pt`.
 
 use crate::addr::Frame;
+use std::collections::VecDeque;
 
 /// Largest block order: 2^18 frames = 1 GB.
 pub const MAX_ORDER: u8 = 18;
@@ -11,32 +12,56 @@ pub const MAX_ORDER: u8 = 18;
 pub const ORDER_2M: u8 = 9;
 const NOT_FREE: u8 = u8::MAX;
 
+/// Linux's default per-CPU list batch for a large zone (`zone_batchsize`: a quarter of
+/// 1 MB, rounded to 2^n - 1).
+pub const LINUX_PCP_BATCH: u64 = 63;
+
 pub struct PhysMem {
     frames: u64,
     /// For the first frame of each free block: its order; `NOT_FREE` elsewhere.
     head_order: Vec<u8>,
-    /// LIFO free lists per order. Entries go stale when a block is merged away; they are
-    /// skipped on pop (checked against `head_order`) and purged when a list grows.
-    free: Vec<Vec<u32>>,
+    /// Free lists per order; the back is the head (allocated next), the front the tail.
+    /// Entries go stale when a block is merged away; they are skipped on pop (checked
+    /// against `head_order`) and purged when a list grows.
+    free: Vec<VecDeque<u32>>,
     free_count: [u64; MAX_ORDER as usize + 1],
     free_frames: u64,
+    /// Frames the buddy allocator has handed out, per 2 MB block (pages sitting on a
+    /// per-CPU list count as handed out, as in Linux).
+    used_2m: Vec<u16>,
+    /// Per-CPU lists of free 4 KB frames (Linux's pcp lists); back = head.
+    pcp: Vec<VecDeque<u32>>,
+    pcp_batch: usize,
+    pcp_high: usize,
+    /// The CPU whose per-CPU list order-0 allocations and frees use.
+    pub cpu: usize,
 }
 
 impl PhysMem {
     /// `bytes` of memory, all free, except the first 1 MB (firmware and legacy regions, as
-    /// on a PC; it also keeps frame 0 from ever being handed out).
+    /// on a PC; it also keeps frame 0 from ever being handed out). No per-CPU lists: see
+    /// [`PhysMem::with_pcp`].
     pub fn new(bytes: u64) -> PhysMem {
         let frames = bytes >> 12;
         assert!(frames >= 512 && frames <= u32::MAX as u64, "physical memory size validated by Config");
         let mut p = PhysMem {
             frames,
             head_order: vec![NOT_FREE; frames as usize],
-            free: vec![Vec::new(); MAX_ORDER as usize + 1],
+            free: vec![VecDeque::new(); MAX_ORDER as usize + 1],
             free_count: [0; MAX_ORDER as usize + 1],
             free_frames: 0,
+            used_2m: vec![0; frames.div_ceil(512) as usize],
+            pcp: Vec::new(),
+            pcp_batch: 0,
+            pcp_high: 0,
+            cpu: 0,
         };
+        // Every block starts allocated; freeing them below builds the lists.
+        for (b, u) in p.used_2m.iter_mut().enumerate() {
+            *u = (frames - b as u64 * 512).min(512) as u16;
+        }
         // Carve memory into the largest aligned blocks; push high addresses first so the
-        // lowest block is at the top of each LIFO list, as after a fresh boot.
+        // lowest block is at the head of each list, as after a fresh boot.
         let mut blocks = Vec::new();
         let mut f = 0u64;
         while f < frames {
@@ -48,19 +73,38 @@ impl PhysMem {
             f += 1 << o;
         }
         for &(f, o) in blocks.iter().rev() {
-            p.push_free(f, o);
+            p.account(f, o, false);
+            p.push_free(f, o, false);
         }
         let reserved = p.alloc(8).expect("fresh memory has a 1 MB block");
         debug_assert_eq!(reserved.0, 0);
         p
     }
 
+    /// Give each of `cpus` CPUs a per-CPU list of 4 KB frames, as Linux does: an empty list
+    /// is refilled with `batch` frames taken from the buddy allocator one by one (so they
+    /// are handed out in ascending order from a fresh block), a freed frame goes to the
+    /// head of the list (the next allocation reuses it), and a list longer than `high`
+    /// returns `batch` frames from its tail. `batch == 0` turns the lists off.
+    pub fn with_pcp(mut self, cpus: usize, batch: u64, high: u64) -> PhysMem {
+        self.pcp = vec![VecDeque::new(); cpus.max(1)];
+        self.pcp_batch = batch as usize;
+        self.pcp_high = (high as usize).max(batch as usize);
+        self
+    }
+
     pub fn total_frames(&self) -> u64 {
         self.frames
     }
 
+    /// Frames free in the buddy allocator (not counting those on per-CPU lists).
     pub fn free_frames(&self) -> u64 {
         self.free_frames
+    }
+
+    /// Frames sitting on per-CPU lists (free, but not in the buddy allocator).
+    pub fn pcp_frames(&self) -> u64 {
+        self.pcp.iter().map(|l| l.len() as u64).sum()
     }
 
     /// Free blocks of exactly `order`.
@@ -73,10 +117,49 @@ impl PhysMem {
         (ORDER_2M..=MAX_ORDER).map(|o| self.free_count[o as usize] << (o - ORDER_2M)).sum()
     }
 
-    fn push_free(&mut self, f: u64, order: u8) {
+    /// Number of 2 MB blocks (the last may be partial).
+    pub fn blocks_2m(&self) -> usize {
+        self.used_2m.len()
+    }
+
+    /// Frames of 2 MB block `b` handed out by the buddy allocator.
+    #[inline]
+    pub fn used_in_2m(&self, b: usize) -> u16 {
+        self.used_2m[b]
+    }
+
+    /// Whether `frame` is the first frame of a free buddy block (of any order).
+    pub fn is_free_head(&self, frame: Frame) -> Option<u8> {
+        let o = self.head_order[frame.0 as usize];
+        (o != NOT_FREE).then_some(o)
+    }
+
+    #[inline]
+    fn account(&mut self, f: u64, order: u8, used: bool) {
+        if order >= ORDER_2M {
+            for b in (f >> 9)..((f + (1 << order)) >> 9) {
+                self.used_2m[b as usize] = if used { 512 } else { 0 };
+            }
+        } else {
+            let u = &mut self.used_2m[(f >> 9) as usize];
+            if used {
+                *u += 1 << order;
+            } else {
+                *u -= 1 << order;
+            }
+        }
+    }
+
+    /// Put a free block on its list: at the head, or at the tail when `tail`. The caller
+    /// keeps `used_2m` right.
+    fn push_free(&mut self, f: u64, order: u8, tail: bool) {
         self.head_order[f as usize] = order;
         let list = &mut self.free[order as usize];
-        list.push(f as u32);
+        if tail {
+            list.push_front(f as u32);
+        } else {
+            list.push_back(f as u32);
+        }
         self.free_count[order as usize] += 1;
         self.free_frames += 1 << order;
         // Purge stale entries when they outnumber live ones, so lists stay small.
@@ -86,12 +169,13 @@ impl PhysMem {
         }
     }
 
-    /// Allocate a block of 2^order frames (aligned to its size), or `None` when no block
-    /// that large is free. Splits larger blocks as the buddy allocator does, keeping the
-    /// lower half and freeing the upper halves.
+    /// Allocate a block of 2^order frames (aligned to its size) from the buddy allocator,
+    /// or `None` when no block that large is free. Takes the head of the smallest list
+    /// that has a block and splits it as Linux's `expand` does: the lower half is kept,
+    /// the upper halves go to the heads of their lists.
     pub fn alloc(&mut self, order: u8) -> Option<Frame> {
         for o in order..=MAX_ORDER {
-            while let Some(f) = self.free[o as usize].pop() {
+            while let Some(f) = self.free[o as usize].pop_back() {
                 if self.head_order[f as usize] != o {
                     continue; // stale entry
                 }
@@ -99,10 +183,12 @@ impl PhysMem {
                 self.head_order[f as usize] = NOT_FREE;
                 self.free_count[o as usize] -= 1;
                 self.free_frames -= 1 << o;
+                self.account(f, o, true);
                 let mut cur = o;
                 while cur > order {
                     cur -= 1;
-                    self.push_free(f + (1 << cur), cur);
+                    self.push_free(f + (1 << cur), cur, false);
+                    self.account(f + (1 << cur), cur, false);
                 }
                 return Some(Frame(f));
             }
@@ -133,27 +219,30 @@ impl PhysMem {
         self.head_order[h as usize] = NOT_FREE;
         self.free_count[ho as usize] -= 1;
         self.free_frames -= 1 << ho;
+        self.account(h, ho, true);
         // Split down towards `frame`, freeing the halves that do not contain it.
         let (mut base, mut cur) = (h, ho);
         while cur > order {
             cur -= 1;
             let upper = base + (1 << cur);
-            if f >= upper {
-                self.push_free(base, cur);
-                base = upper;
-            } else {
-                self.push_free(upper, cur);
-            }
+            let (keep, give) = if f >= upper { (upper, base) } else { (base, upper) };
+            self.push_free(give, cur, false);
+            self.account(give, cur, false);
+            base = keep;
         }
         debug_assert_eq!(base, f);
         true
     }
 
-    /// Return a block, merging it with its free buddies.
+    /// Return a block to the buddy allocator, merging it with its free buddies. As Linux's
+    /// `__free_one_page`, the merged block goes to the tail of its list when the buddy of
+    /// the next-larger block is free (it is likely to merge further soon, so it should not
+    /// be handed out first), and to the head otherwise.
     pub fn free(&mut self, frame: Frame, order: u8) {
         let mut f = frame.0;
         let mut o = order;
         debug_assert_eq!(self.head_order[f as usize], NOT_FREE, "double free of frame {f}");
+        self.account(f, o, false);
         while o < MAX_ORDER {
             let buddy = f ^ (1 << o);
             if buddy + (1 << o) > self.frames || self.head_order[buddy as usize] != o {
@@ -165,7 +254,62 @@ impl PhysMem {
             f = f.min(buddy);
             o += 1;
         }
-        self.push_free(f, o);
+        let mut tail = false;
+        if o + 2 < MAX_ORDER {
+            let higher_buddy = (f & !((1u64 << (o + 1)) - 1)) ^ (1 << (o + 1));
+            tail = higher_buddy + (1 << (o + 1)) <= self.frames && self.head_order[higher_buddy as usize] == o + 1;
+        }
+        self.push_free(f, o, tail);
+    }
+
+    /// Allocate one 4 KB frame for CPU `self.cpu`, through its per-CPU list when lists are
+    /// on. When the buddy allocator is empty, the other CPUs' lists are drained first (as
+    /// Linux's slow path does).
+    pub fn alloc_page(&mut self) -> Option<Frame> {
+        if self.pcp_batch == 0 {
+            return self.alloc(0);
+        }
+        let cpu = self.cpu.min(self.pcp.len() - 1);
+        if self.pcp[cpu].is_empty() {
+            // rmqueue_bulk: the first frame taken ends up at the head.
+            for _ in 0..self.pcp_batch {
+                match self.alloc(0) {
+                    Some(f) => self.pcp[cpu].push_front(f.0 as u32),
+                    None => break,
+                }
+            }
+            if self.pcp[cpu].is_empty() {
+                self.drain_pcp();
+                return self.alloc(0);
+            }
+        }
+        self.pcp[cpu].pop_back().map(|f| Frame(f as u64))
+    }
+
+    /// Free one 4 KB frame to CPU `self.cpu`'s list (or straight to the buddy allocator).
+    pub fn free_page(&mut self, frame: Frame) {
+        if self.pcp_batch == 0 {
+            return self.free(frame, 0);
+        }
+        let cpu = self.cpu.min(self.pcp.len() - 1);
+        self.pcp[cpu].push_back(frame.0 as u32);
+        if self.pcp[cpu].len() > self.pcp_high {
+            // free_pcppages_bulk takes the coldest frames, from the tail.
+            for _ in 0..self.pcp_batch {
+                let Some(f) = self.pcp[cpu].pop_front() else { break };
+                self.free(Frame(f as u64), 0);
+            }
+        }
+    }
+
+    /// Return every per-CPU list to the buddy allocator (before compaction, or when an
+    /// allocation would otherwise fail).
+    pub fn drain_pcp(&mut self) {
+        for cpu in 0..self.pcp.len() {
+            while let Some(f) = self.pcp[cpu].pop_front() {
+                self.free(Frame(f as u64), 0);
+            }
+        }
     }
 }
 
@@ -247,5 +391,104 @@ mod tests {
             p.free(f, o);
         }
         assert_eq!(p.free_frames(), total);
+        check_used(&p);
+    }
+
+    /// `used_2m` agrees with the free lists: per block, 512 minus its free frames.
+    fn check_used(p: &PhysMem) {
+        let mut free = vec![0u64; p.blocks_2m()];
+        let mut f = 0u64;
+        while f < p.total_frames() {
+            match p.is_free_head(Frame(f)) {
+                Some(o) => {
+                    for g in f..f + (1 << o) {
+                        free[(g >> 9) as usize] += 1;
+                    }
+                    f += 1 << o;
+                }
+                None => f += 1,
+            }
+        }
+        for b in 0..p.blocks_2m() {
+            let size = (p.total_frames() - b as u64 * 512).min(512);
+            assert_eq!(p.used_in_2m(b) as u64, size - free[b], "block {b}");
+        }
+    }
+
+    #[test]
+    fn used_counts_follow_every_operation() {
+        let mut p = PhysMem::new(32 << 20).with_pcp(2, 7, 20);
+        check_used(&p);
+        let mut held = Vec::new();
+        let mut x = 99u64;
+        for i in 0..5000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            p.cpu = (x >> 40) as usize % 2;
+            match x % 5 {
+                0 | 1 => held.extend(p.alloc_page().map(|f| (f, 0u8))),
+                2 => held.extend(p.alloc((x >> 8) as u8 % 11).map(|f| (f, (x >> 8) as u8 % 11))),
+                _ if !held.is_empty() => {
+                    let (f, o) = held.swap_remove((x >> 16) as usize % held.len());
+                    if o == 0 && x & 1 == 0 {
+                        p.free_page(f);
+                    } else {
+                        p.free(f, o);
+                    }
+                }
+                _ => {}
+            }
+            if i % 500 == 0 {
+                assert!(p.alloc_at(Frame(4096 + (x >> 20) % 2048), 0) || true);
+            }
+        }
+        p.drain_pcp();
+        check_used(&p);
+    }
+
+    #[test]
+    fn per_cpu_lists_hand_out_ascending_frames_and_reuse_the_last_freed() {
+        let mut p = PhysMem::new(64 << 20).with_pcp(2, 63, 378);
+        let a: Vec<u64> = (0..10).map(|_| p.alloc_page().unwrap().0).collect();
+        assert!(a.windows(2).all(|w| w[1] == w[0] + 1), "a fresh batch is contiguous: {a:?}");
+        assert_eq!(p.pcp_frames(), 53);
+        // Another CPU refills its own batch from the next frames.
+        p.cpu = 1;
+        let b = p.alloc_page().unwrap().0;
+        assert_eq!(b, a[0] + 63);
+        // A freed frame is the next one handed out on that CPU (LIFO, cache-hot).
+        p.cpu = 0;
+        p.free_page(Frame(a[3]));
+        assert_eq!(p.alloc_page().unwrap().0, a[3]);
+        // Past `high`, a batch goes back to the buddy allocator.
+        let extra: Vec<Frame> = (0..400).map(|i| Frame(8192 + i)).collect();
+        for &f in &extra {
+            assert!(p.alloc_at(f, 0));
+        }
+        let before = p.free_frames();
+        for f in extra {
+            p.free_page(f);
+        }
+        assert!(p.free_frames() > before, "the list spilled to the buddy allocator");
+        assert!(p.pcp_frames() <= 378 + 62, "CPU 0 holds at most `high`, CPU 1 its batch");
+    }
+
+    #[test]
+    fn a_block_likely_to_merge_goes_to_the_tail() {
+        let mut p = PhysMem::new(16 << 20);
+        // Frames 256..264 (the first after the 1 MB reserve), handed out in order.
+        let f: Vec<Frame> = (0..8).map(|_| p.alloc(0).unwrap()).collect();
+        assert_eq!((f[0].0, f[7].0), (256, 263));
+        // 261: its buddy 260 and the order-1 buddy 262-263 are in use: head of the list.
+        p.free(f[5], 0);
+        // 258 and 259 merge into an order-1 block; then 256, whose buddy 257 is in use but
+        // whose order-1 buddy (258-259) is free, is likely to merge soon: tail.
+        p.free(f[2], 0);
+        p.free(f[3], 0);
+        p.free(f[0], 0);
+        assert_eq!(p.alloc(0).unwrap(), f[5], "the head is handed out first");
+        assert_eq!(p.alloc(0).unwrap(), f[0]);
+        check_used(&p);
     }
 }

@@ -63,6 +63,8 @@ pub struct PageTables {
     /// Entries used in the last chunk.
     chunk_used: usize,
     per_level: [u64; 6],
+    /// Ids of freed nodes, reused (with their zeroed storage) by the next allocations.
+    free_ids: Vec<NodeId>,
 }
 
 /// Entries per storage chunk: 512 nodes of 4 KB.
@@ -82,7 +84,15 @@ impl PageTables {
     }
 
     pub fn alloc_node(&mut self, phys: &mut PhysMem, level: u8) -> Result<NodeId, PtError> {
-        let frame = phys.alloc(0).ok_or(PtError::OutOfMemory { level })?;
+        let frame = phys.alloc_page().ok_or(PtError::OutOfMemory { level })?;
+        if let Some(id) = self.free_ids.pop() {
+            let n = &mut self.nodes[id as usize];
+            n.frame = frame;
+            n.level = level;
+            n.children = if level > 1 { vec![NO_NODE; ENTRIES].into_boxed_slice() } else { Box::new([]) };
+            self.per_level[level as usize] += 1;
+            return Ok(id);
+        }
         let id = self.nodes.len() as NodeId;
         if self.chunks.is_empty() || self.chunk_used == CHUNK {
             self.chunks.push(crate::hostmem::HugeBuf::new(CHUNK, 0u64));
@@ -118,6 +128,81 @@ impl PageTables {
     fn entry_mut(&mut self, id: NodeId, idx: usize) -> &mut u64 {
         let n = &self.nodes[id as usize];
         &mut self.chunks[n.chunk as usize][n.offset as usize + idx]
+    }
+
+    /// Overwrite an entry (the OS's remapping of a leaf; the caller keeps `children` right).
+    #[inline]
+    pub(crate) fn write_entry(&mut self, id: NodeId, idx: usize, e: u64) {
+        *self.entry_mut(id, idx) = e;
+    }
+
+    /// The 512 entries of a node, as hardware reads them.
+    pub fn entries(&self, id: NodeId) -> &[u64] {
+        let n = &self.nodes[id as usize];
+        &self.chunks[n.chunk as usize][n.offset as usize..n.offset as usize + ENTRIES]
+    }
+
+    /// Return a node that no entry points to any more (its parent entry was rewritten) to
+    /// physical memory. Its entries are cleared; its id is reused by a later allocation.
+    pub fn free_node(&mut self, phys: &mut PhysMem, id: NodeId) {
+        let n = &self.nodes[id as usize];
+        debug_assert!(n.children.iter().all(|&c| c == NO_NODE), "freeing a node that still has children");
+        let (frame, level, chunk, offset) = (n.frame, n.level, n.chunk as usize, n.offset as usize);
+        self.chunks[chunk][offset..offset + ENTRIES].fill(0);
+        self.per_level[level as usize] -= 1;
+        self.free_ids.push(id);
+        phys.free_page(frame);
+    }
+
+    /// Replace the level-1 node under the 2 MB-aligned `va` with one 2 MB leaf mapping
+    /// `frame` (a promotion). Returns the old node's 512 entries; the node is freed. `None`
+    /// (and nothing changed) if `va` is not mapped through a level-1 node.
+    pub fn collapse_2m(&mut self, phys: &mut PhysMem, root: NodeId, top: u8, va: VirtAddr, frame: Frame, flags: u64) -> Option<Vec<u64>> {
+        let (pd, idx) = self.leaf_location(root, top, va, PageSize::Size2M)?;
+        let child = self.nodes[pd as usize].children[idx];
+        if child == NO_NODE {
+            return None;
+        }
+        let old = self.entries(child).to_vec();
+        self.nodes[pd as usize].children[idx] = NO_NODE;
+        *self.entry_mut(pd, idx) = (frame.0 << 12) | PTE_P | PTE_PS | flags;
+        self.free_node(phys, child);
+        Some(old)
+    }
+
+    /// Replace the 2 MB leaf at the 2 MB-aligned `va` with a new level-1 node of 512 4 KB
+    /// entries mapping the same frames with the same rights, accessed and dirty bits (a
+    /// demotion, as Linux's split). Returns the leaf's first frame and entry; `Ok(None)` if
+    /// there is no 2 MB leaf there.
+    pub fn split_2m(&mut self, phys: &mut PhysMem, root: NodeId, top: u8, va: VirtAddr) -> Result<Option<(Frame, u64)>, PtError> {
+        let Some((pd, idx)) = self.leaf_location(root, top, va, PageSize::Size2M) else { return Ok(None) };
+        let e = self.entry(pd, idx);
+        if e & PTE_P == 0 || e & PTE_PS == 0 {
+            return Ok(None);
+        }
+        let base = (e & PTE_PFN_MASK) >> 12;
+        let node = self.alloc_node(phys, 1)?;
+        let bits = e & !(PTE_PFN_MASK | PTE_PS);
+        for i in 0..ENTRIES {
+            *self.entry_mut(node, i) = ((base + i as u64) << 12) | bits;
+        }
+        let nframe = self.nodes[node as usize].frame;
+        *self.entry_mut(pd, idx) = (nframe.0 << 12) | PTE_P | PTE_RW | PTE_US;
+        self.nodes[pd as usize].children[idx] = node;
+        Ok(Some((Frame(base), e)))
+    }
+
+    /// The node at `level` on the path to `va` (what a page-walk cache entry for that
+    /// prefix must point to), if the path exists that deep.
+    pub fn node_at(&self, root: NodeId, top: u8, va: VirtAddr, level: u8) -> Option<NodeId> {
+        let mut node = root;
+        for l in (level + 1..=top).rev() {
+            node = *self.nodes[node as usize].children.get(va.index(l))?;
+            if node == NO_NODE {
+                return None;
+            }
+        }
+        Some(node)
     }
 
     /// Set bits in an entry (the walker's A/D updates).

@@ -132,6 +132,11 @@ impl TlbArray {
     pub fn occupancy(&self) -> usize {
         self.arr.occupancy()
     }
+
+    /// Every valid entry (for checks, not the hot path).
+    pub fn entries(&self) -> Vec<(TlbKey, TlbEntry)> {
+        (0..self.arr.sets() * self.arr.ways()).map(|s| (self.arr.key(s), *self.arr.val(s))).filter(|(k, _)| *k != TlbKey::INVALID).collect()
+    }
 }
 
 /// Which translations an invalidation removes.
@@ -229,6 +234,11 @@ impl TlbLevel {
     pub fn occupancy(&self) -> usize {
         self.arrays.iter().map(|a| a.occupancy()).sum()
     }
+
+    /// Every valid entry of every array (for checks, not the hot path).
+    pub fn entries(&self) -> Vec<(TlbKey, TlbEntry)> {
+        self.arrays.iter().flat_map(|a| a.entries()).collect()
+    }
 }
 
 /// Intel-style paging-structure caches: one fully-associative LRU table per upper level,
@@ -294,6 +304,21 @@ impl Pwc {
                 }
             }
         }
+    }
+
+    /// Every valid entry: (level of the entry, key with the VA prefix as tag, node it points
+    /// to, one level down). For checks, not the hot path.
+    pub fn entries(&self) -> Vec<(u8, TlbKey, NodeId)> {
+        let mut out = Vec::new();
+        for (level, t) in self.tables.iter().enumerate() {
+            let Some(t) = t else { continue };
+            for s in 0..t.sets() * t.ways() {
+                if t.key(s) != TlbKey::INVALID {
+                    out.push((level as u8, t.key(s), *t.val(s)));
+                }
+            }
+        }
+        out
     }
 
     /// Drop cached upper-level entries covering the invalidated range (a shootdown must

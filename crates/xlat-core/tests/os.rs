@@ -1,0 +1,480 @@
+//! The OS model: page-size policies, fragmentation scenarios, promotion, demotion,
+//! compaction, shootdowns and context switches. The central property: after any sequence
+//! of remappings, every TLB and page-walk-cache entry on every core agrees with a
+//! functional walk of the page tables.
+
+use xlat_core::addr::{PageSize, VirtAddr};
+use xlat_core::pt::PTE_D;
+use xlat_core::{Config, Machine, Ref, Region, RunOptions, Stats, VecSource};
+
+const MB: u64 = 1 << 20;
+const GB: u64 = 1 << 30;
+/// A 1 GB-aligned user address, like a large mmap.
+const BASE: u64 = 0x7f00_0000_0000;
+
+fn cfg(pairs: &[(&str, &str)]) -> Config {
+    Config::from_pairs(pairs.iter().copied()).unwrap()
+}
+
+fn region(name: &str, start: u64, len: u64) -> Region {
+    Region { name: name.into(), start, len }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn run(cfg: &Config, streams: Vec<Vec<Ref>>, regions: Vec<Region>, prefault: bool) -> Stats {
+    let mut src = VecSource::new(streams, regions);
+    xlat_core::simulate(cfg, &mut src, RunOptions::default(), prefault, 1, &mut |_| true).unwrap()
+}
+
+/// Touch `va` on core `c` (a load, or a store).
+fn touch(m: &mut Machine, c: usize, va: u64, store: bool) {
+    let r = if store { Ref::store(va, 1) } else { Ref::load(va, 1) };
+    m.step(c, r).unwrap();
+}
+
+/// Every TLB entry and page-walk-cache entry of every core agrees with the page tables:
+/// a TLB entry maps its page to the frame (and size) a functional walk finds, and is dirty
+/// only if the leaf is; a PWC entry points to the node the path really has there.
+fn check_no_stale(m: &Machine) {
+    for (c, core) in m.cores.iter().enumerate() {
+        assert_eq!(core.ctx, m.os.spaces[core.space].ctx, "core {c} runs its space's PCID");
+        for (name, level) in [("itlb", &core.itlb), ("dtlb", &core.dtlb), ("stlb", &core.stlb)] {
+            for (key, e) in level.entries() {
+                let space = key.ctx as usize - 1;
+                let size = key.size();
+                let va = VirtAddr(key.vpn() << size.shift());
+                let sp = &m.os.spaces[space];
+                let found = m.os.pt.translate(sp.root, sp.top, va);
+                let Some(found) = found else { panic!("core {c} {name}: stale entry for unmapped {:#x} ({size:?}, space {space})", va.0) };
+                assert_eq!((found.size, found.frame.0), (size, e.frame), "core {c} {name}: {:#x} of space {space}", va.0);
+                assert!(!e.dirty || found.entry & PTE_D != 0, "core {c} {name}: dirty entry for a clean page {:#x}", va.0);
+            }
+        }
+        for (level, key, node) in core.pwc.entries() {
+            let space = key.ctx as usize - 1;
+            let va = VirtAddr(key.tag << (12 + 9 * (level as u32 - 1)));
+            let sp = &m.os.spaces[space];
+            let real = m.os.pt.node_at(sp.root, sp.top, va, level - 1);
+            assert_eq!(real, Some(node), "core {c} PWC L{level}: prefix {:#x} of space {space}", va.0);
+        }
+    }
+}
+
+#[test]
+fn a_reservation_is_promoted_only_when_fully_populated() {
+    let c = cfg(&[("os.page_policy", "freebsd")]);
+    let mut m = Machine::new(&c, 1, vec![region("heap", BASE, 4 * MB)], 1).unwrap();
+    // Touch 511 of the 512 pages of the first 2 MB region, in a scattered order.
+    let mut pages: Vec<u64> = (0..512).collect();
+    let mut r = Rng(5);
+    for i in (1..pages.len()).rev() {
+        pages.swap(i, r.below(i as u64 + 1) as usize);
+    }
+    let last = pages.pop().unwrap();
+    for &p in &pages {
+        touch(&mut m, 0, BASE + p * 4096, p % 3 == 0);
+    }
+    let s = m.stats();
+    assert_eq!(s.f("promotions"), 0.0);
+    assert_eq!(s.f("os.reservations"), 1.0);
+    assert_eq!(s.f("huge_coverage"), 0.0);
+    // The reservation puts each page at its offset in one aligned 2 MB block.
+    let (f0, _) = m.os.translate(0, VirtAddr(BASE + pages[0] * 4096)).unwrap();
+    let block = f0.0 - pages[0];
+    assert_eq!(block % 512, 0);
+    for &p in &pages {
+        assert_eq!(m.os.translate(0, VirtAddr(BASE + p * 4096)), Some((xlat_core::addr::Frame(block + p), PageSize::Size4K)));
+    }
+    let l1 = s.f("pt.nodes.l1");
+    assert_eq!(l1, 1.0);
+    // The 512th page: promoted in place, the level-1 node freed.
+    touch(&mut m, 0, BASE + last * 4096, false);
+    let s = m.stats();
+    assert_eq!(s.f("promotions"), 1.0);
+    assert_eq!(s.f("huge_coverage"), 1.0);
+    assert_eq!(s.f("pt.nodes.l1"), 0.0);
+    assert_eq!(s.f("shootdowns"), 1.0);
+    assert_eq!(m.os.translate(0, VirtAddr(BASE + 5)), Some((xlat_core::addr::Frame(block), PageSize::Size2M)));
+    check_no_stale(&m);
+
+    // Without promotion (FreeBSD's "reserv"): contiguous, never promoted.
+    let c = cfg(&[("os.page_policy", "freebsd"), ("os.reservation_promote", "false")]);
+    let refs: Vec<Ref> = (0..512).map(|p| Ref::load(BASE + p * 4096, 1)).collect();
+    let s = run(&c, vec![refs], vec![region("heap", BASE, 4 * MB)], false);
+    assert_eq!((s.f("promotions"), s.f("huge_coverage"), s.f("os.reservations")), (0.0, 0.0, 1.0));
+}
+
+#[test]
+fn reservations_are_broken_under_memory_pressure() {
+    // 1 GB of memory; one page in each of 800 2 MB regions: the first ~510 reserve a block,
+    // then 4 KB allocations run dry and the least recently used reservations are broken.
+    let c = cfg(&[("os.page_policy", "freebsd"), ("phys.size_gb", "1")]);
+    let refs: Vec<Ref> = (0..800).map(|i| Ref::load(BASE + i * 2 * MB, 1)).collect();
+    let s = run(&c, vec![refs], vec![region("heap", BASE, 1600 * MB)], false);
+    assert!(s.f("os.reservations") >= 500.0, "{}", s.f("os.reservations"));
+    assert!(s.f("os.reservations_broken") >= 1.0);
+    assert_eq!(s.f("faults"), 800.0);
+    assert_eq!(s.f("mapped_bytes"), 800.0 * 4096.0);
+}
+
+#[test]
+fn pinned_fragmentation_breaks_exactly_that_fraction_of_blocks() {
+    let base = Machine::new(&cfg(&[("phys.size_gb", "4")]), 1, vec![], 1).unwrap();
+    let total = base.os.start.free_2m_blocks;
+    assert_eq!(total, 2047);
+    for x in [0.5, 0.9] {
+        let c = cfg(&[("phys.size_gb", "4"), ("phys.fragmentation", &format!("pinned:{x}"))]);
+        let m = Machine::new(&c, 1, vec![], 1).unwrap();
+        let pinned = (x * total as f64).round() as u64;
+        assert_eq!(m.os.start.free_2m_blocks, total - pinned, "pinned:{x}");
+        assert_eq!(m.os.start.pinned_frames, pinned);
+        let s = m.stats();
+        assert_eq!(s.f("phys.start.free_2m_blocks"), (total - pinned) as f64);
+        // A pinned block still has 511 free frames, as orders 0..8.
+        assert_eq!(s.f("phys.start.free_blocks.order8"), pinned as f64 + base.os.start.free_blocks[8] as f64);
+        let m2 = Machine::new(&c, 1, vec![], 1).unwrap();
+        assert_eq!(m2.stats(), s, "reproducible from the seed");
+    }
+    // With memhog (phys.available_gb), X applies to what is left.
+    let c = cfg(&[("phys.size_gb", "4"), ("phys.available_gb", "1"), ("phys.fragmentation", "pinned:0.5")]);
+    let m = Machine::new(&c, 1, vec![], 1).unwrap();
+    assert!(m.os.start.free_2m_blocks <= 256 && m.os.start.free_2m_blocks >= 250, "{}", m.os.start.free_2m_blocks);
+}
+
+#[test]
+fn thp_under_fragmentation_falls_back_to_4k() {
+    // 90 % of the blocks pinned, and only 1 GB left free: a 1 GB region cannot be all huge.
+    let refs: Vec<Ref> = (0..512).map(|i| Ref::load(BASE + i * 2 * MB, 1)).collect();
+    let c = cfg(&[("os.page_policy", "thp"), ("phys.size_gb", "4"), ("phys.available_gb", "1"), ("phys.fragmentation", "pinned:0.9")]);
+    let s = run(&c, vec![refs], vec![region("data", BASE, GB)], false);
+    let avail = s.f("phys.start.free_2m_blocks");
+    assert!((48.0..=52.0).contains(&avail), "10 % of 1 GB: {avail}");
+    assert_eq!(s.f("os.huge_faults"), avail, "every free block went to a huge page, in first-touch order");
+    assert_eq!(s.f("faults"), 512.0);
+    let cov = s.f("huge_coverage");
+    let expect = avail * 2.0 * MB as f64 / (avail * 2.0 * MB as f64 + (512.0 - avail) * 4096.0);
+    assert!((cov - expect).abs() < 1e-9, "{cov} vs {expect}");
+}
+
+#[test]
+fn aged_memory_reaches_its_target() {
+    let c = cfg(&[("phys.size_gb", "2"), ("phys.fragmentation", "aged:3"), ("phys.aged_target", "0.25")]);
+    let m = Machine::new(&c, 1, vec![], 1).unwrap();
+    let whole = 1023.0;
+    assert_eq!(m.os.start.free_2m_blocks as f64, (0.25 * whole as f64).round());
+    let s = m.stats();
+    let spread = (0..9).filter(|o| s.f(&format!("phys.start.free_blocks.order{o}")) > 0.0).count();
+    assert!(spread >= 6, "aging leaves free blocks of many orders: {spread}");
+}
+
+#[test]
+fn ideal_maps_an_aligned_region_in_2m_pages_and_walks_end_at_l2() {
+    let no_pwc = [("pwc.l4.entries", "0"), ("pwc.l3.entries", "0"), ("pwc.l2.entries", "0")];
+    let mut pairs: Vec<(&str, &str)> = no_pwc.to_vec();
+    pairs.push(("os.page_policy", "ideal"));
+    // 8 GB: 4096 2 MB pages, more than the L2 TLB holds.
+    let mut r = Rng(9);
+    let big: Vec<Ref> = (0..20_000).map(|_| Ref::load(BASE + r.below(8 * GB / 8) * 8, 1)).collect();
+    let s = run(&cfg(&pairs), vec![big], vec![region("data", BASE, 8 * GB)], true);
+    assert_eq!(s.f("huge_coverage"), 1.0);
+    assert_eq!(s.f("pt.nodes.l1"), 0.0, "no level-1 nodes at all");
+    assert_eq!(s.f("mapped_bytes"), (8 * GB) as f64);
+    assert!(s.f("walks") > 1000.0, "{}", s.f("walks"));
+    assert_eq!(s.f("walk_steps_per_walk"), 3.0, "L4, L3, L2: the walk ends at the 2 MB leaf");
+    assert!(s.f("tlb.l1d.hits_2m") > 0.0 && s.f("tlb.l1d.hits_4k") == 0.0);
+
+    // Demand faults: one per 2 MB region touched, each a huge fault.
+    let refs: Vec<Ref> = (0..20_000).map(|_| Ref::load(BASE + r.below(GB / 8) * 8, 1)).collect();
+    let s = run(&cfg(&pairs), vec![refs.clone()], vec![region("data", BASE, GB)], false);
+    assert_eq!(s.f("huge_coverage"), 1.0);
+    assert_eq!(s.f("faults"), 512.0);
+    assert_eq!(s.f("os.huge_faults"), 512.0);
+
+    // A region that is not 2 MB-aligned at its ends: the partial 2 MB pieces stay 4 KB.
+    let s = run(&cfg(&pairs), vec![vec![Ref::load(BASE + 4096, 1), Ref::load(BASE + 3 * MB, 1)]], vec![region("data", BASE + 4096, 4 * MB)], false);
+    assert_eq!(s.f("os.huge_faults"), 1.0);
+    assert_eq!(s.f("mapped_bytes"), (2 * MB + 4096) as f64);
+
+    // 1 GB pages: the walk ends at L3.
+    pairs.push(("os.huge_1g", "true"));
+    let s = run(&cfg(&pairs), vec![refs], vec![region("data", BASE, GB)], true);
+    assert_eq!(s.f("huge_coverage"), 1.0);
+    assert!(s.f("walks") >= 1.0);
+    assert_eq!(s.f("walk_steps_per_walk"), 2.0, "L4, L3: the walk ends at the 1 GB leaf");
+    assert_eq!(s.f("pt.nodes.l2"), 0.0);
+    assert!(s.f("tlb.l1d.hits_1g") > 0.0);
+}
+
+#[test]
+fn lowhalf_maps_the_lower_half_in_2m_pages() {
+    let c = cfg(&[("os.page_policy", "ideal"), ("phys.fragmentation", "lowhalf"), ("phys.size_gb", "4")]);
+    let regions = vec![region("data", BASE, 256 * MB)];
+    let s = run(&c, vec![vec![Ref::load(BASE, 1)]], regions.clone(), true);
+    assert_eq!(s.f("phys.start.free_2m_blocks"), 64.0, "only the lower half's blocks stay whole");
+    let cov = s.f("huge_coverage");
+    assert!((cov - 0.5).abs() < 1e-12, "{cov}");
+    let mut m = Machine::new(&c, 1, regions, 1).unwrap();
+    m.prefault().unwrap();
+    assert_eq!(m.os.translate(0, VirtAddr(BASE + 127 * MB)).unwrap().1, PageSize::Size2M);
+    assert_eq!(m.os.translate(0, VirtAddr(BASE + 128 * MB)).unwrap().1, PageSize::Size4K);
+    // A trace declares no regions: lowhalf cannot know the halves.
+    assert!(Machine::new(&c, 1, vec![], 1).is_err());
+}
+
+#[test]
+fn khugepaged_collapses_with_its_budget() {
+    let c = cfg(&[("os.page_policy", "thp"), ("phys.size_gb", "2")]);
+    let mut m = Machine::new(&c, 1, vec![region("data", BASE, 32 * MB)], 1).unwrap();
+    for i in 0..16 {
+        touch(&mut m, 0, BASE + i * 2 * MB, false);
+    }
+    assert_eq!(m.stats().f("huge_coverage"), 1.0);
+    for i in 0..16 {
+        assert!(m.request_demotion(0, 0, VirtAddr(BASE + i * 2 * MB)).unwrap());
+    }
+    let s = m.stats();
+    assert_eq!((s.f("demotions"), s.f("huge_coverage"), s.f("pt.nodes.l1")), (16.0, 0.0, 16.0));
+    check_no_stale(&m);
+    // Leave region 3 with 12 pages mapped (all young: split pages inherit the A bit).
+    for p in 12..512 {
+        assert!(m.unmap(0, 0, VirtAddr(BASE + 6 * MB + p * 4096)).unwrap());
+    }
+    m.run_khugepaged(0);
+    let s = m.stats();
+    assert_eq!(s.f("os.khugepaged.scanned"), 8.0, "4096 pages = 8 regions per wake-up");
+    assert_eq!(s.f("promotions"), 8.0);
+    m.run_khugepaged(0);
+    let s = m.stats();
+    assert_eq!(s.f("promotions"), 16.0, "the second wake-up resumes where the first stopped");
+    assert_eq!(s.f("huge_coverage"), 1.0);
+    assert_eq!(s.f("pt.nodes.l1"), 0.0, "collapsed regions free their level-1 nodes");
+    assert_eq!(s.f("mapped_bytes"), (32 * MB) as f64, "the holes of region 3 are mapped (zeroed) too");
+    check_no_stale(&m);
+
+    // max_ptes_none = 100: a region with 500 holes is left alone.
+    let c = cfg(&[("os.page_policy", "thp"), ("phys.size_gb", "2"), ("os.khugepaged_max_ptes_none", "100")]);
+    let mut m = Machine::new(&c, 1, vec![region("data", BASE, 4 * MB)], 1).unwrap();
+    touch(&mut m, 0, BASE, false);
+    touch(&mut m, 0, BASE + 2 * MB, false);
+    m.request_demotion(0, 0, VirtAddr(BASE)).unwrap();
+    m.request_demotion(0, 0, VirtAddr(BASE + 2 * MB)).unwrap();
+    for p in 12..512 {
+        m.unmap(0, 0, VirtAddr(BASE + p * 4096)).unwrap();
+    }
+    m.run_khugepaged(0);
+    assert_eq!(m.stats().f("promotions"), 1.0, "only the full region");
+}
+
+#[test]
+fn khugepaged_runs_on_its_interval() {
+    // khugepaged wakes once per interval of simulated time (the smallest core clock).
+    // madvise with no madvised region: every fault is a plain 4 KB one (no zeroing stalls),
+    // and khugepaged has nothing to collapse but still wakes.
+    let c = cfg(&[("os.page_policy", "madvise"), ("os.khugepaged_interval_cycles", "100000"), ("phys.size_gb", "2")]);
+    let mut r = Rng(3);
+    let refs: Vec<Ref> = (0..200_000).map(|_| Ref::load(BASE + r.below(64 * MB / 8) * 8, 4)).collect();
+    let s = run(&c, vec![refs], vec![region("data", BASE, 64 * MB)], false);
+    let wake = s.f("os.khugepaged.wakeups");
+    let expected = (s.f("cycles") / 100_000.0).floor();
+    assert!(wake >= expected - 2.0 && wake <= expected + 1.0, "{wake} wake-ups in {} cycles", s.f("cycles"));
+}
+
+#[test]
+fn compaction_makes_a_2m_block_from_movable_pages() {
+    // 1 GB machine with 128 MB free; a 4 KB-only region fills most of it, then every other
+    // page is unmapped: plenty of free memory, almost no free 2 MB block. A madvised region
+    // with defrag=always then gets its huge pages by compaction.
+    let c = cfg(&[
+        ("phys.size_gb", "1"),
+        ("phys.available_gb", "0.125"),
+        ("os.page_policy", "madvise"),
+        ("os.madvise_regions", "hot"),
+        ("os.thp_defrag", "always"),
+    ]);
+    let cold = region("cold", BASE, 120 * MB);
+    let hot = region("hot", BASE + GB, 16 * MB);
+    let mut m = Machine::new(&c, 1, vec![cold, hot], 1).unwrap();
+    // Page-table nodes first (they are unmovable), then the data.
+    for i in 0..60 {
+        touch(&mut m, 0, BASE + i * 2 * MB, false);
+    }
+    for p in 0..(120 * MB / 4096) {
+        touch(&mut m, 0, BASE + p * 4096, p % 7 == 0);
+    }
+    for p in (0..(120 * MB / 4096)).step_by(2) {
+        m.os.unmap(0, VirtAddr(BASE + p * 4096)).unwrap();
+    }
+    m.os_sync(None);
+    m.os.phys.drain_pcp();
+    let before = m.os.phys.free_2m_blocks();
+    assert!(before < 8, "{before} free 2 MB blocks");
+    for i in 0..8 {
+        touch(&mut m, 0, BASE + GB + i * 2 * MB, true);
+    }
+    let s = m.stats();
+    assert_eq!(s.f("os.huge_faults"), 8.0);
+    assert!(s.f("os.compactions") >= (8 - before) as f64, "{}", s.f("os.compactions"));
+    assert!(s.f("os.migrated_pages") > 0.0);
+    for i in 0..8 {
+        assert_eq!(m.os.translate(0, VirtAddr(BASE + GB + i * 2 * MB)).unwrap().1, PageSize::Size2M);
+    }
+    // The migrated pages are still mapped, each to a frame of its own.
+    let mut frames = std::collections::HashSet::new();
+    for p in (1..(120 * MB / 4096)).step_by(2) {
+        let (f, size) = m.os.translate(0, VirtAddr(BASE + p * 4096)).unwrap();
+        assert_eq!(size, PageSize::Size4K);
+        assert!(frames.insert(f), "frame {f:?} mapped twice");
+    }
+    check_no_stale(&m);
+}
+
+#[test]
+fn a_shootdown_reaches_every_core_running_the_space_and_is_charged() {
+    let c = cfg(&[("system.cores", "2"), ("os.page_policy", "freebsd")]);
+    let mut m = Machine::new(&c, 2, vec![region("heap", BASE, 4 * MB)], 1).unwrap();
+    for p in 0..511 {
+        touch(&mut m, (p % 2) as usize, BASE + p * 4096, false);
+    }
+    assert!(m.cores[1].stlb.occupancy() > 0);
+    let before = m.cores[1].window.now();
+    assert!(m.request_promotion(0, 0, VirtAddr(BASE)).unwrap());
+    let s = m.stats();
+    assert_eq!((s.f("promotions"), s.f("shootdowns"), s.f("os.shootdown_ipis")), (1.0, 1.0, 1.0));
+    assert_eq!(s.f("shootdown_cycles"), (c.os_shootdown_initiator_cycles + c.os_shootdown_remote_cycles) as f64);
+    assert!(m.cores[1].window.now() >= before + c.os_shootdown_remote_cycles, "the remote core lost the interrupt's cycles");
+    // 512 pages > the flush ceiling: the whole address space left both cores' TLBs.
+    assert_eq!(s.f("os.full_flushes"), 1.0);
+    assert_eq!(m.cores[0].stlb.occupancy() + m.cores[1].stlb.occupancy(), 0);
+    check_no_stale(&m);
+
+    // A demotion flushes one 2 MB page: a ranged flush.
+    touch(&mut m, 1, BASE + 5, false);
+    touch(&mut m, 1, BASE + 2 * MB + 5, false);
+    assert!(m.request_demotion(1, 0, VirtAddr(BASE)).unwrap());
+    assert_eq!(m.stats().f("os.full_flushes"), 1.0);
+    assert!(m.cores[1].stlb.occupancy() >= 1, "the other page's entry stays");
+    check_no_stale(&m);
+}
+
+#[test]
+fn skipping_the_shootdown_is_caught() {
+    // The check itself: an unmap without applying its shootdown leaves stale entries.
+    let c = cfg(&[]);
+    let mut m = Machine::new(&c, 1, vec![region("heap", BASE, 4 * MB)], 1).unwrap();
+    touch(&mut m, 0, BASE, false);
+    assert!(m.os.unmap(0, VirtAddr(BASE)).unwrap());
+    let stale = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_no_stale(&m)));
+    assert!(stale.is_err(), "the checker must see the stale translation");
+    m.os_sync(None);
+    check_no_stale(&m);
+}
+
+/// Random remappings (promotions, demotions, unmaps, khugepaged, context switches) on two
+/// cores and two processes, interleaved with random references: no core ever holds a
+/// translation or a page-walk-cache entry the page tables do not have.
+#[test]
+fn shootdowns_leave_no_stale_translation_anywhere() {
+    for seed in 1..=16u64 {
+        let policy = ["thp", "freebsd", "never", "ideal"][seed as usize % 4];
+        let pcid = if seed % 3 == 0 { "false" } else { "true" };
+        // Half the runs flush 2 MB of 4 KB pages by range instead of a full flush.
+        let ceiling = if seed % 2 == 0 { "1000" } else { "33" };
+        let c = cfg(&[
+            ("system.cores", "2"),
+            ("os.processes", "2"),
+            ("os.timeslice_cycles", "3000"),
+            ("os.pcid", pcid),
+            ("os.flush_ceiling_pages", ceiling),
+            ("os.page_policy", policy),
+            ("os.khugepaged_interval_cycles", "20000"),
+            ("phys.size_gb", "1"),
+            ("tlb.l2.entries", "64"),
+            ("tlb.l2.ways", "4"),
+        ]);
+        let len = 16 * MB;
+        let regions = vec![region("a", BASE, len), region("b", BASE + GB + 2 * MB, 6 * MB + 8192)];
+        let mut m = Machine::new(&c, 2, regions, seed).unwrap();
+        let mut r = Rng(seed * 7919 + 1);
+        let pick = |r: &mut Rng| -> u64 {
+            if r.below(4) == 0 {
+                BASE + GB + 2 * MB + r.below(6 * MB + 8192)
+            } else {
+                BASE + r.below(len)
+            }
+        };
+        for round in 0..40 {
+            let streams: Vec<Vec<Ref>> = (0..2)
+                .map(|_| (0..300).map(|_| {
+                    let va = pick(&mut r);
+                    if r.below(3) == 0 { Ref::store(va, 2) } else { Ref::load(va, 2) }
+                }).collect())
+                .collect();
+            let mut src = VecSource::new(streams, vec![]);
+            m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+            check_no_stale(&m);
+            for _ in 0..4 {
+                let core = r.below(2) as usize;
+                let space = r.below(2) as usize;
+                let va = VirtAddr(pick(&mut r));
+                match r.below(4) {
+                    0 => drop(m.request_promotion(core, space, va).unwrap()),
+                    1 => drop(m.request_demotion(core, space, va).unwrap()),
+                    2 => drop(m.unmap(core, space, va).unwrap()),
+                    _ => m.run_khugepaged(core),
+                }
+                check_no_stale(&m);
+            }
+            let _ = round;
+        }
+        let s = m.stats();
+        assert!(s.f("os.context_switches") > 0.0, "seed {seed}");
+        assert!(s.f("shootdowns") > 0.0, "seed {seed}");
+    }
+}
+
+#[test]
+fn processes_share_cores_by_time_slices() {
+    // 2 MB of 4 KB pages per process: both fit the L2 TLB, unless switches flush it.
+    let mut r = Rng(11);
+    let refs: Vec<Ref> = (0..100_000).map(|_| Ref::load(BASE + r.below(2 * MB / 8) * 8, 2)).collect();
+    let regions = vec![region("data", BASE, 2 * MB)];
+    let one = run(&cfg(&[]), vec![refs.clone()], regions.clone(), false);
+    let two = run(&cfg(&[("os.processes", "2"), ("os.timeslice_cycles", "20000")]), vec![refs.clone()], regions.clone(), false);
+    let flush = run(&cfg(&[("os.processes", "2"), ("os.timeslice_cycles", "20000"), ("os.pcid", "false")]), vec![refs.clone()], regions.clone(), false);
+    assert_eq!(one.f("os.context_switches"), 0.0);
+    let switches = two.f("os.context_switches");
+    assert!(switches > 5.0, "{switches}");
+    assert!(two.f("mapped_bytes") > one.f("mapped_bytes"), "each process maps its own pages");
+    assert_eq!(two.f("refs"), one.f("refs"), "the stream is shared, not duplicated");
+    assert!(flush.f("walks") > two.f("walks"), "without PCIDs every switch flushes the TLBs");
+    assert_eq!(run(&cfg(&[("os.processes", "2"), ("os.timeslice_cycles", "20000")]), vec![refs], regions, false), two, "deterministic");
+}
+
+#[test]
+fn bad_os_keys_are_one_line_errors() {
+    for (k, v) in [
+        ("os.page_policy", "sometimes"),
+        ("phys.fragmentation", "pinned:2"),
+        ("phys.fragmentation", "shredded"),
+        ("os.processes", "0"),
+        ("phys.aged_target", "1.5"),
+        ("phys.available_gb", "100"),
+        ("os.khugepaged_max_ptes_none", "600"),
+        ("os.madvise_regions", "a,,b"),
+    ] {
+        let e = Config::from_pairs([(k, v)]).unwrap_err().to_string();
+        assert!(e.contains(k) && !e.contains('\n'), "{e}");
+    }
+}
