@@ -200,11 +200,30 @@ def summary_rows(stats: dict) -> list[tuple[str, str]]:
     ptb = _num(stats, "pt_bytes")
     if ptb is not None:
         add("page-table memory", human_bytes(ptb))
-    # Share of the mapped footprint in 2 MB / 1 GB pages: worth a row once the OS maps any.
+    # Page sizes and physical memory: what the OS's page-size policy achieved, and how
+    # fragmented memory was (at the start: the fragmentation scenario; at the end: after the run).
     cov = _num(stats, "huge_coverage")
-    if cov:
-        add("huge-page coverage", f"{100 * cov:.1f}%")
+    if cov is not None:
+        moves = [(n, _num(stats, n)) for n in ("promotions", "demotions")]
+        detail = ", ".join(f"{v:,.0f} {n}" for n, v in moves if v)
+        add("huge-page coverage", f"{100 * cov:.1f}%" + (f"  ({detail})" if detail else ""))
+    sd = _num(stats, "shootdowns")
+    if sd:
+        add("TLB shootdowns", f"{sd:,.0f}  ({_fmt(_num(stats, 'shootdown_cycles'))} cycles)")
+    add("free 2 MB blocks", free_2m_summary(stats))
     return rows
+
+
+def free_2m_summary(stats: dict) -> str | None:
+    """'N at start (X% of free memory) -> M at end', or None without the statistics."""
+    start, end = _num(stats, "phys.start.free_2m_blocks"), _num(stats, "phys.free_2m_blocks")
+    if start is None or end is None:
+        return None
+    share = _ratio(start * (2 << 20), _num(stats, "phys.start.free_bytes"))
+    text = f"{start:,.0f} at start"
+    if share is not None:
+        text += f" ({100 * share:.1f}% of free memory)"
+    return text + f" -> {end:,.0f} at end"
 
 
 def print_table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None, out=None, indent: str = "") -> None:
