@@ -478,3 +478,44 @@ fn bad_os_keys_are_one_line_errors() {
         assert!(e.contains(k) && !e.contains('\n'), "{e}");
     }
 }
+
+/// Share of the 16 KB-aligned groups of 4 pages of `[start, start + len)` whose frames are
+/// contiguous and 16 KB-aligned: what PTE coalescing (seeds/002) can use.
+fn coalescable_16k(m: &Machine, space: usize, start: u64, len: u64) -> f64 {
+    let mut ok = 0;
+    let groups = len / (16 * 1024);
+    for g in 0..groups {
+        let va = start + g * 16 * 1024;
+        let frames: Vec<u64> = (0..4).filter_map(|i| m.os.translate(space, VirtAddr(va + i * 4096))).map(|(f, _)| f.0).collect();
+        if frames.len() == 4 && frames[0] % 4 == 0 && frames.windows(2).all(|w| w[1] == w[0] + 1) {
+            ok += 1;
+        }
+    }
+    ok as f64 / groups as f64
+}
+
+#[test]
+fn contiguity_comes_by_chance_from_the_buddy_allocator_and_by_design_from_reservations() {
+    let len = 8 * MB;
+    let touch_all = |pairs: &[(&str, &str)], random_order: bool| -> f64 {
+        let mut m = Machine::new(&cfg(pairs), 1, vec![region("heap", BASE, len)], 1).unwrap();
+        let mut pages: Vec<u64> = (0..len / 4096).collect();
+        if random_order {
+            let mut r = Rng(17);
+            for i in (1..pages.len()).rev() {
+                pages.swap(i, r.below(i as u64 + 1) as usize);
+            }
+        }
+        for p in pages {
+            touch(&mut m, 0, BASE + p * 4096, false);
+        }
+        coalescable_16k(&m, 0, BASE, len)
+    };
+    let seq = touch_all(&[], false);
+    let rnd = touch_all(&[], true);
+    let resv = touch_all(&[("os.page_policy", "freebsd"), ("os.reservation_promote", "false")], true);
+    eprintln!("coalescable 16 KB groups: buddy sequential {seq:.3}, buddy random {rnd:.3}, reservations {resv:.3}");
+    assert!(seq > 0.1 && seq < 1.0, "sequential first touch: some contiguity, broken by page-table pages: {seq}");
+    assert!(rnd < 0.05, "random first touch: hardly any: {rnd}");
+    assert_eq!(resv, 1.0, "a reservation places every page at its offset");
+}
