@@ -21,6 +21,10 @@ pub enum SimError {
     NothingToPrefault,
     #[error("{what} needs a workload that declares its memory regions (traces do not)")]
     NeedsRegions { what: &'static str },
+    #[error("address space {space} does not exist (the machine has {spaces})")]
+    NoSuchSpace { space: usize, spaces: usize },
+    #[error("core {core} does not exist (the machine runs {cores})")]
+    NoSuchCore { core: usize, cores: usize },
     #[error("interrupted")]
     Interrupted,
 }

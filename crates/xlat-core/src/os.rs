@@ -257,7 +257,7 @@ impl Os {
         let root = self.pt.alloc_node(&mut self.phys, self.top)?;
         let ctx = self.spaces.len() as Ctx + 1;
         let huge_limit = if self.fragmentation == Fragmentation::LowHalf { lowhalf_limit(&regions).0 } else { u64::MAX };
-        let madvised = regions.iter().map(|r| self.madvise_all || self.madvise_names.iter().any(|n| *n == r.name)).collect();
+        let madvised = regions.iter().map(|r| self.madvise_all || self.madvise_names.contains(&r.name)).collect();
         self.spaces.push(AddressSpace { root, top: self.top, ctx, regions, mapped_bytes: 0, huge_bytes: 0, huge_limit, madvised });
         Ok(self.spaces.len() - 1)
     }
@@ -265,6 +265,13 @@ impl Os {
     fn check_va(&self, va: VirtAddr) -> Result<(), SimError> {
         if va.0 >> self.va_bits != 0 {
             return Err(SimError::BadAddress { va: va.0, bits: self.va_bits, format: self.format.name() });
+        }
+        Ok(())
+    }
+
+    fn check_space(&self, space: usize) -> Result<(), SimError> {
+        if space >= self.spaces.len() {
+            return Err(SimError::NoSuchSpace { space, spaces: self.spaces.len() });
         }
         Ok(())
     }
@@ -611,16 +618,28 @@ impl Os {
     /// limit), already huge, has nothing mapped, or no 2 MB block can be had.
     pub fn request_promotion(&mut self, space: usize, va: VirtAddr) -> Result<bool, SimError> {
         self.check_va(va)?;
+        self.check_space(space)?;
         let va2m = va.0 & !(MB2 - 1);
-        if space >= self.spaces.len() || !self.eligible(space, va2m, MB2) {
+        if !self.eligible(space, va2m, MB2) {
             return Ok(false);
         }
         if self.reservations.contains_key(&(space, va2m >> 21)) {
             return Ok(self.promote_reservation(space, va2m, true));
         }
         let sp = &self.spaces[space];
-        if self.pt.leaf_node(sp.root, sp.top, VirtAddr(va2m)).is_none() {
+        let Some(node) = self.pt.leaf_node(sp.root, sp.top, VirtAddr(va2m)) else {
             return Ok(false); // nothing mapped through a level-1 node (empty, or huge)
+        };
+        if self.policy == PagePolicy::FreeBsd {
+            // pmap_promote_pde: 512 pages already at their offsets in one aligned block (a
+            // demoted superpage) are promoted in place.
+            let e = self.pt.entries(node);
+            let base = (e[0] & PTE_PFN_MASK) >> 12;
+            let in_place = base % 512 == 0 && e.iter().enumerate().all(|(i, &x)| x & PTE_P != 0 && (x & PTE_PFN_MASK) >> 12 == base + i as u64);
+            if in_place {
+                self.reservations.insert((space, va2m >> 21), Reservation { base, populated: [u64::MAX; 8], count: ENTRIES as u16, last_use: 0 });
+                return Ok(self.promote_reservation(space, va2m, false));
+            }
         }
         self.ensure_headroom();
         Ok(self.collapse(space, va2m, true))
@@ -630,10 +649,8 @@ impl Os {
     /// shooting down the 2 MB translation. Ok(false) if `va` is not in a 2 MB page.
     pub fn request_demotion(&mut self, space: usize, va: VirtAddr) -> Result<bool, SimError> {
         self.check_va(va)?;
+        self.check_space(space)?;
         let va2m = va.0 & !(MB2 - 1);
-        if space >= self.spaces.len() {
-            return Ok(false);
-        }
         self.ensure_headroom();
         let sp = &self.spaces[space];
         let (root, top) = (sp.root, sp.top);
@@ -651,6 +668,7 @@ impl Os {
     /// reservation returns to the reservation). Ok(false) if nothing is mapped there.
     pub fn unmap(&mut self, space: usize, va: VirtAddr) -> Result<bool, SimError> {
         self.check_va(va)?;
+        self.check_space(space)?;
         let Some((frame, size)) = self.translate(space, va) else { return Ok(false) };
         let base = va.0 & !(size.bytes() - 1);
         let sp = &mut self.spaces[space];

@@ -182,6 +182,7 @@ impl Machine {
     /// A mechanism on core `c` asks the OS to promote the 2 MB region of `space` holding
     /// `va` (see [`Os::request_promotion`]); core `c` pays for the work and the shootdown.
     pub fn request_promotion(&mut self, c: usize, space: usize, va: VirtAddr) -> Result<bool, SimError> {
+        self.check_core(c)?;
         self.os.phys.cpu = c;
         let done = self.os.request_promotion(space, va)?;
         let cost = self.os_sync(Some(c));
@@ -191,6 +192,7 @@ impl Machine {
 
     /// Demote the 2 MB page of `space` holding `va` (see [`Os::request_demotion`]).
     pub fn request_demotion(&mut self, c: usize, space: usize, va: VirtAddr) -> Result<bool, SimError> {
+        self.check_core(c)?;
         self.os.phys.cpu = c;
         let done = self.os.request_demotion(space, va)?;
         let cost = self.os_sync(Some(c));
@@ -200,6 +202,7 @@ impl Machine {
 
     /// Unmap the page of `space` holding `va` (see [`Os::unmap`]).
     pub fn unmap(&mut self, c: usize, space: usize, va: VirtAddr) -> Result<bool, SimError> {
+        self.check_core(c)?;
         self.os.phys.cpu = c;
         let done = self.os.unmap(space, va)?;
         let cost = self.os_sync(Some(c));
@@ -208,10 +211,19 @@ impl Machine {
     }
 
     /// Run khugepaged once now, on core `c` (tests, and mechanisms that drive it).
-    pub fn run_khugepaged(&mut self, c: usize) {
+    pub fn run_khugepaged(&mut self, c: usize) -> Result<(), SimError> {
+        self.check_core(c)?;
         self.os.phys.cpu = c;
         self.os.khugepaged();
         let cost = self.os_sync(Some(c));
         self.stall(c, cost);
+        Ok(())
+    }
+
+    fn check_core(&self, c: usize) -> Result<(), SimError> {
+        if c >= self.cores.len() {
+            return Err(SimError::NoSuchCore { core: c, cores: self.cores.len() });
+        }
+        Ok(())
     }
 }

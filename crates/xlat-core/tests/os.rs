@@ -251,11 +251,11 @@ fn khugepaged_collapses_with_its_budget() {
     for p in 12..512 {
         assert!(m.unmap(0, 0, VirtAddr(BASE + 6 * MB + p * 4096)).unwrap());
     }
-    m.run_khugepaged(0);
+    m.run_khugepaged(0).unwrap();
     let s = m.stats();
     assert_eq!(s.f("os.khugepaged.scanned"), 8.0, "4096 pages = 8 regions per wake-up");
     assert_eq!(s.f("promotions"), 8.0);
-    m.run_khugepaged(0);
+    m.run_khugepaged(0).unwrap();
     let s = m.stats();
     assert_eq!(s.f("promotions"), 16.0, "the second wake-up resumes where the first stopped");
     assert_eq!(s.f("huge_coverage"), 1.0);
@@ -273,7 +273,7 @@ fn khugepaged_collapses_with_its_budget() {
     for p in 12..512 {
         m.unmap(0, 0, VirtAddr(BASE + p * 4096)).unwrap();
     }
-    m.run_khugepaged(0);
+    m.run_khugepaged(0).unwrap();
     assert_eq!(m.stats().f("promotions"), 1.0, "only the full region");
 }
 
@@ -432,7 +432,7 @@ fn shootdowns_leave_no_stale_translation_anywhere() {
                     0 => drop(m.request_promotion(core, space, va).unwrap()),
                     1 => drop(m.request_demotion(core, space, va).unwrap()),
                     2 => drop(m.unmap(core, space, va).unwrap()),
-                    _ => m.run_khugepaged(core),
+                    _ => m.run_khugepaged(core).unwrap(),
                 }
                 check_no_stale(&m);
             }
@@ -518,4 +518,45 @@ fn contiguity_comes_by_chance_from_the_buddy_allocator_and_by_design_from_reserv
     assert!(seq > 0.1 && seq < 1.0, "sequential first touch: some contiguity, broken by page-table pages: {seq}");
     assert!(rnd < 0.05, "random first touch: hardly any: {rnd}");
     assert_eq!(resv, 1.0, "a reservation places every page at its offset");
+}
+
+#[test]
+fn page_walk_caches_skip_to_a_2m_leaf() {
+    // Two 2 MB pages in one 1 GB region: the second walk hits the L3 PWC (VA[47:30] -> the
+    // L2 node) and reads only the 2 MB leaf entry; no L2 PWC entry exists for a leaf.
+    let c = cfg(&[("os.page_policy", "ideal")]);
+    let refs = vec![Ref::load(BASE, 1), Ref::load(BASE + 4 * MB, 1)];
+    let s = run(&c, vec![refs], vec![region("data", BASE, GB)], true);
+    assert_eq!(s.f("walks"), 2.0);
+    assert_eq!(s.f("walk_steps"), 3.0 + 1.0);
+    assert_eq!((s.f("pwc.l3.hits"), s.f("pwc.l2.hits")), (1.0, 0.0));
+}
+
+#[test]
+fn a_demoted_superpage_is_promoted_again_in_place_on_freebsd() {
+    let c = cfg(&[("os.page_policy", "freebsd")]);
+    let mut m = Machine::new(&c, 1, vec![region("heap", BASE, 2 * MB)], 1).unwrap();
+    for p in 0..512 {
+        touch(&mut m, 0, BASE + p * 4096, false);
+    }
+    let (block, size) = m.os.translate(0, VirtAddr(BASE)).unwrap();
+    assert_eq!(size, PageSize::Size2M);
+    assert!(m.request_demotion(0, 0, VirtAddr(BASE)).unwrap());
+    assert_eq!(m.os.translate(0, VirtAddr(BASE + 4096)).unwrap(), (xlat_core::addr::Frame(block.0 + 1), PageSize::Size4K));
+    let free = m.os.phys.free_frames();
+    assert!(m.request_promotion(0, 0, VirtAddr(BASE)).unwrap());
+    assert_eq!(m.os.translate(0, VirtAddr(BASE)).unwrap(), (block, PageSize::Size2M), "same block: no copy");
+    assert!(m.os.phys.free_frames() <= free + 1, "no new block was allocated and the old frames stay");
+    check_no_stale(&m);
+}
+
+#[test]
+fn os_requests_name_a_missing_core_or_space() {
+    let mut m = Machine::new(&cfg(&[]), 1, vec![region("heap", BASE, 2 * MB)], 1).unwrap();
+    let e = m.request_promotion(3, 0, VirtAddr(BASE)).unwrap_err().to_string();
+    assert!(e.contains("core 3"), "{e}");
+    let e = m.request_demotion(0, 2, VirtAddr(BASE)).unwrap_err().to_string();
+    assert!(e.contains("address space 2"), "{e}");
+    assert!(m.unmap(0, 0, VirtAddr(1 << 60)).is_err(), "outside the address space");
+    assert!(!m.unmap(0, 0, VirtAddr(BASE)).unwrap(), "nothing mapped there");
 }
