@@ -1,0 +1,615 @@
+"""Report of the FLATTENING study (seed 004, "Every Walk's a Hit", Park et al., ASPLOS '22).
+
+``render(df, out_dir, quick)`` gets the study's successful points, draws the figures, and
+returns the Markdown body plus xlat's counterpart of every number of ``paper.toml`` (by id;
+``None`` where the configuration it needs has not run). `xlat study` puts the paper-vs-xlat
+table above the body.
+
+Configurations are recognised by their labels in sweep.toml: ``baseline``, ``ptp``, ``fpt``,
+``fpt+ptp``; ``2d`` (the virtualized baseline), ``2d+ptp``, ``2d-hf``, ``2d-gf``, ``2d-hf+gf``
+and their ``+ptp`` variants; a ``-lp50`` / ``-lp100`` suffix for the large-page scenarios.
+Every speedup and energy figure is relative to the matching 0 %-large-page baseline
+(``baseline`` natively, ``2d`` virtualized), as the paper normalises (Fig. 9, 12, 13).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from xlat import report
+
+HERE = Path(__file__).resolve().parent
+
+# Canonical order of the configurations (others follow in the order they appear).
+ORDER = ["baseline", "ptp", "fpt", "fpt+ptp",
+         "2d", "2d+ptp", "2d-hf", "2d-hf+ptp", "2d-gf", "2d-gf+ptp", "2d-hf+gf", "2d-hf+gf+ptp"]
+ORDER += [f"{c}-lp{p}" for p in (50, 100) for c in ("baseline", "ptp", "fpt", "fpt+ptp")]
+ORDER += [f"{c}-lp{p}" for p in (50, 100) for c in ("2d", "2d-hf+gf", "2d-hf+gf+ptp")]
+
+FPT = "flattened page tables"
+VIRT = "virtualization"
+LP = "large pages"
+MC = "four-program mixes on 4 cores"
+
+# What each configuration label needs beyond today's engine (for the coverage list).
+NEEDS = {"baseline": [], "ptp": [], "fpt": [FPT], "fpt+ptp": [FPT]}
+for _c in ORDER:
+    if _c.startswith("2d"):
+        NEEDS[_c] = [VIRT] + ([FPT] if ("hf" in _c or "gf" in _c) else [])
+    if "-lp" in _c:
+        NEEDS[_c] = NEEDS.get(_c.split("-lp")[0], []) + [LP]
+
+# The workloads the paper names (Tab. 2) and the xlat kernel standing in for each.
+PAPER_NAMES = {
+    "gups": "GUPS (N = 30, 8 GB)", "random": "random access ('rand')", "bfs": "graph500 (scale 24, 5.4 GB)",
+    "pagerank": "GraphBIG (LDBC-1000k, 6.6 GB) [pagerank kernel]", "cc": "GraphBIG cc",
+    "hashjoin": "hashjoin (Mitosis)", "xsbench": "XSBench", "kvstore": "memcached (stood in for by 'rand')",
+    "canneal": "(PARSEC; not in the paper)", "btree": "(not in the paper)",
+}
+
+METRICS = {
+    "apw": "stat.walk_steps_per_walk",
+    "walk_cycles": "stat.walk_cycles_per_walk",
+    "ipc": "stat.ipc",
+    "mpki": "stat.tlb.l2.mpki",
+    "walks": "stat.walks",
+    "tlb_misses": "stat.tlb.l2.misses",
+    "dirty_walks": "stat.tlb.dirty_walks",
+    "instructions": "stat.instructions",
+    "l2_data": "stat.cache.l2.data.miss_rate",
+    "l2_pt": "stat.cache.l2.pt.miss_rate",
+    "llc_data": "stat.cache.llc.data.miss_rate",
+    "llc_pt": "stat.cache.llc.pt.miss_rate",
+    "e_cache": "stat.energy_nj.cache",
+    "e_dram": "stat.energy_nj.dram",
+    "pt_nodes": "stat.pt.nodes",
+    "pt_bytes": "stat.pt_bytes",
+    "mapped": "stat.mapped_bytes",
+    "pte_l1": "stat.pte_served.l1",
+    "pte_l2": "stat.pte_served.l2",
+    "pte_llc": "stat.pte_served.llc",
+    "pte_dram": "stat.pte_served.dram",
+    "walk_steps": "stat.walk_steps",
+}
+
+
+# -- data -------------------------------------------------------------------------------------
+
+def _workload_labels(df):
+    """One label per point: the kernel's name, plus its parameters when a sweep runs one
+    kernel with several inputs."""
+    params = df["params"] if "params" in df.columns else None
+    names = df["workload"].astype(str)
+    labels = []
+    multi = {n for n in set(names) if params is not None and params[names == n].nunique() > 1}
+    for i, n in enumerate(names):
+        if n in multi:
+            p = json.loads(params.iloc[i]) if isinstance(params.iloc[i], str) else {}
+            labels.append(n + "(" + ",".join(f"{k}={v}" for k, v in p.items()) + ")")
+        else:
+            labels.append(n)
+    return labels
+
+
+def _tidy(df):
+    """Per (config, workload, seed): the metrics used here (NaN where a column is missing)."""
+    import pandas as pd
+
+    out = pd.DataFrame({"config": df["config_label"].astype(str).values,
+                        "wl": _workload_labels(df),
+                        "workload": df["workload"].astype(str).values,
+                        "seed": df["seed"].values if "seed" in df.columns else 1})
+    for k, col in METRICS.items():
+        out[k] = pd.to_numeric(df[col], errors="coerce").values if col in df.columns else math.nan
+    fp = df["param.footprint"] if "param.footprint" in df.columns else None
+    out["footprint"] = fp.astype(str).values if fp is not None else ""
+    return out
+
+
+class Data:
+    """The results arranged for the report: per-point rows, per-(config, workload) means and
+    ratios to the matching baseline."""
+
+    def __init__(self, df):
+        self.points = _tidy(df)
+        p = self.points
+        present = list(dict.fromkeys(p["config"]))
+        self.configs = [c for c in ORDER if c in present] + [c for c in present if c not in ORDER]
+        self.workloads = list(dict.fromkeys(p["wl"]))
+        self.mean = p.groupby(["config", "wl"], sort=False).mean(numeric_only=True)
+
+    def has(self, *configs):
+        return all(c in self.configs for c in configs)
+
+    def get(self, config, wl, metric):
+        try:
+            return float(self.mean.loc[(config, wl), metric])
+        except KeyError:
+            return math.nan
+
+    def per_workload(self, config, metric):
+        """{workload: mean over seeds} for the workloads `config` ran."""
+        return {wl: self.get(config, wl, metric) for wl in self.workloads
+                if (config, wl) in self.mean.index and not math.isnan(self.get(config, wl, metric))}
+
+    def ratios(self, config, ref, metric):
+        """{workload: mean over seeds of config/ref}, matching points by workload and seed."""
+        p = self.points
+        a = p[p["config"] == config].set_index(["wl", "seed"])[metric]
+        b = p[p["config"] == ref].set_index(["wl", "seed"])[metric]
+        r = (a / b).dropna()
+        out = {}
+        for wl in self.workloads:
+            if wl in r.index.get_level_values(0):
+                v = r.loc[wl]
+                out[wl] = float(v.mean())
+        return out
+
+
+def geomean(values):
+    vals = [v for v in values if v is not None and not math.isnan(v) and v > 0]
+    if not vals:
+        return math.nan
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def amean(values):
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    return sum(vals) / len(vals) if vals else math.nan
+
+
+def reference(config):
+    """The baseline a configuration is normalised to (0 % large pages, as the paper; the
+    LLC-scaling configs to the baseline with the same LLC)."""
+    if "-llc" in config:
+        return "baseline" + config[config.index("-llc"):]
+    return "2d" if config.startswith("2d") else "baseline"
+
+
+# -- xlat's counterpart of each paper number ----------------------------------------------------
+
+def _speedup(d, config, ref=None):
+    ref = ref or reference(config)
+    return (geomean(d.ratios(config, ref, "ipc").values()) - 1) * 100
+
+
+def _energy(d, config, kind):
+    return (geomean(d.ratios(config, reference(config), kind).values()) - 1) * 100
+
+
+def _gups8g(d, config, metric):
+    p = d.points
+    sel = p[(p["config"] == config) & (p["workload"] == "gups") & (p["footprint"] == "8G")]
+    return float(sel[metric].mean()) if len(sel) else math.nan
+
+
+def _workload(d, config, name, metric):
+    p = d.points
+    sel = p[(p["config"] == config) & (p["workload"] == name)]
+    return float(sel[metric].mean()) if len(sel) else math.nan
+
+
+def _delta_pp(d, config, metric):
+    base = d.per_workload(reference(config), metric)
+    other = d.per_workload(config, metric)
+    return amean([(other[w] - base[w]) * 100 for w in other if w in base])
+
+
+# id -> (configurations it needs, workload it needs or None, function of Data)
+RECIPES = {
+    "apw_base_mean": (["baseline"], None, lambda d: amean(d.per_workload("baseline", "apw").values())),
+    "apw_base_random": (["baseline"], "random", lambda d: _workload(d, "baseline", "random", "apw")),
+    "apw_base_gups": (["baseline"], "gups", lambda d: _workload(d, "baseline", "gups", "apw")),
+    "apw_fpt_mean": (["fpt"], None, lambda d: amean(d.per_workload("fpt", "apw").values())),
+    "apw_fpt_max": (["fpt"], None, lambda d: max(d.per_workload("fpt", "apw").values(), default=math.nan)),
+    "apw_2d_base_mean": (["2d"], None, lambda d: amean(d.per_workload("2d", "apw").values())),
+    "apw_2d_base_gups": (["2d"], "gups", lambda d: _workload(d, "2d", "gups", "apw")),
+    "apw_2d_base_random": (["2d"], "random", lambda d: _workload(d, "2d", "random", "apw")),
+    "apw_2d_hfgf_mean": (["2d-hf+gf"], None, lambda d: amean(d.per_workload("2d-hf+gf", "apw").values())),
+    "walk_cycles_base": (["baseline"], None, lambda d: amean(d.per_workload("baseline", "walk_cycles").values())),
+    "walk_cycles_ptp": (["ptp"], None, lambda d: amean(d.per_workload("ptp", "walk_cycles").values())),
+    "walk_cycles_ptp_ratio": (["baseline", "ptp"], None,
+                              lambda d: amean(d.per_workload("ptp", "walk_cycles").values())
+                              / amean(d.per_workload("baseline", "walk_cycles").values())),
+    "walk_cycles_fpt_ptp": (["fpt+ptp"], None, lambda d: amean(d.per_workload("fpt+ptp", "walk_cycles").values())),
+    "speedup_ptp": (["baseline", "ptp"], None, lambda d: _speedup(d, "ptp")),
+    "speedup_fpt": (["baseline", "fpt"], None, lambda d: _speedup(d, "fpt")),
+    "speedup_fpt_ptp": (["baseline", "fpt+ptp"], None, lambda d: _speedup(d, "fpt+ptp")),
+    "speedup_fpt_gups": (["baseline", "fpt"], "gups",
+                         lambda d: (d.ratios("fpt", "baseline", "ipc").get("gups", math.nan) - 1) * 100),
+    "speedup_fpt_ptp_lp50": (["baseline", "baseline-lp50", "fpt+ptp-lp50"], None,
+                             lambda d: _speedup(d, "fpt+ptp-lp50") - _speedup(d, "baseline-lp50")),
+    "speedup_base_lp50": (["baseline", "baseline-lp50"], None, lambda d: _speedup(d, "baseline-lp50")),
+    "speedup_2d_hf": (["2d", "2d-hf"], None, lambda d: _speedup(d, "2d-hf")),
+    "speedup_2d_gf": (["2d", "2d-gf"], None, lambda d: _speedup(d, "2d-gf")),
+    "speedup_2d_hfgf": (["2d", "2d-hf+gf"], None, lambda d: _speedup(d, "2d-hf+gf")),
+    "speedup_2d_hf_ptp": (["2d", "2d-hf+ptp"], None, lambda d: _speedup(d, "2d-hf+ptp")),
+    "speedup_2d_gf_ptp": (["2d", "2d-gf+ptp"], None, lambda d: _speedup(d, "2d-gf+ptp")),
+    "speedup_2d_hfgf_ptp": (["2d", "2d-hf+gf+ptp"], None, lambda d: _speedup(d, "2d-hf+gf+ptp")),
+    "speedup_2d_hfgf_ptp_lp50": (["2d", "2d-hf+gf+ptp-lp50"], None, lambda d: _speedup(d, "2d-hf+gf+ptp-lp50")),
+    "l2_data_miss_delta_ptp": (["baseline", "ptp"], None, lambda d: _delta_pp(d, "ptp", "l2_data")),
+    "l2_pt_miss_delta_ptp": (["baseline", "ptp"], None, lambda d: _delta_pp(d, "ptp", "l2_pt")),
+    "l2_data_miss_base": (["baseline"], None, lambda d: 100 * amean(d.per_workload("baseline", "l2_data").values())),
+    "llc_data_miss_base": (["baseline"], None, lambda d: 100 * amean(d.per_workload("baseline", "llc_data").values())),
+    "energy_cache_ptp": (["baseline", "ptp"], None, lambda d: _energy(d, "ptp", "e_cache")),
+    "energy_dram_ptp": (["baseline", "ptp"], None, lambda d: _energy(d, "ptp", "e_dram")),
+    "energy_cache_fpt": (["baseline", "fpt"], None, lambda d: _energy(d, "fpt", "e_cache")),
+    "energy_cache_fpt_ptp": (["baseline", "fpt+ptp"], None, lambda d: _energy(d, "fpt+ptp", "e_cache")),
+    "energy_dram_fpt_ptp": (["baseline", "fpt+ptp"], None, lambda d: _energy(d, "fpt+ptp", "e_dram")),
+    "energy_cache_2d_hfgf": (["2d", "2d-hf+gf"], None, lambda d: _energy(d, "2d-hf+gf", "e_cache")),
+    "energy_cache_2d_hfgf_ptp": (["2d", "2d-hf+gf+ptp"], None, lambda d: _energy(d, "2d-hf+gf+ptp", "e_cache")),
+    "energy_dram_2d_hfgf_ptp": (["2d", "2d-hf+gf+ptp"], None, lambda d: _energy(d, "2d-hf+gf+ptp", "e_dram")),
+    "pt_nodes_8g_radix": (["baseline"], "gups 8 GB", lambda d: _gups8g(d, "baseline", "pt_nodes")),
+    "pt_nodes_8g_fpt": (["fpt"], "gups 8 GB", lambda d: _gups8g(d, "fpt", "pt_nodes")),
+    "pt_mb_8g_radix": (["baseline"], "gups 8 GB", lambda d: _gups8g(d, "baseline", "pt_bytes") / 2**20),
+    "pt_mb_8g_fpt": (["fpt"], "gups 8 GB", lambda d: _gups8g(d, "fpt", "pt_bytes") / 2**20),
+}
+# PTP under a growing page-table-to-LLC ratio (§7.1): the LLC shrunk 2-16x, PTP gain over the
+# baseline with the same LLC. Runnable today; the configs are commented out in sweep.toml.
+for _x in (2, 4, 8, 16):
+    RECIPES[f"speedup_ptp_llc{_x}x"] = ([f"baseline-llc{_x}x", f"ptp-llc{_x}x"], None,
+                                        lambda d, x=_x: _speedup(d, f"ptp-llc{x}x", f"baseline-llc{x}x"))
+    NEEDS[f"baseline-llc{_x}x"] = NEEDS[f"ptp-llc{_x}x"] = []
+    ORDER += [f"baseline-llc{_x}x", f"ptp-llc{_x}x"]
+
+# Numbers that need something no configuration label of this study provides.
+UNSUPPORTED = {"mc_speedup_ptp": [MC], "mc_speedup_fpt": [FPT, MC], "mc_speedup_fpt_ptp": [FPT, MC]}
+
+
+def _needs_text(configs):
+    needs = []
+    for c in configs:
+        for n in NEEDS.get(c, []):
+            if n not in needs:
+                needs.append(n)
+    return " + ".join(needs)
+
+
+def compute(d: Data, entries):
+    """xlat's value and status for every paper entry: {id: (value or None, status)}."""
+    out = {}
+    for e in entries:
+        i = e["id"]
+        if i in UNSUPPORTED:
+            out[i] = (None, f"not yet run (needs: {' + '.join(UNSUPPORTED[i])})")
+            continue
+        if i not in RECIPES:
+            out[i] = (None, "no recipe in report.py")
+            continue
+        configs, wl, fn = RECIPES[i]
+        missing = [c for c in configs if not d.has(c)]
+        if missing:
+            needs = _needs_text(missing)
+            out[i] = (None, f"not yet run (needs: {needs}; config {', '.join(repr(c) for c in missing)})" if needs
+                      else f"not in this sweep (config {', '.join(repr(c) for c in missing)})")
+            continue
+        try:
+            v = float(fn(d))
+        except (ValueError, ZeroDivisionError):
+            v = math.nan
+        if math.isnan(v):
+            out[i] = (None, f"not in this sweep (needs workload {wl})" if wl else "no matching points")
+        else:
+            out[i] = (v, "ran")
+    return out
+
+
+# -- figures ----------------------------------------------------------------------------------
+
+def _bars(ax, groups, series, ylabel, title=None, percent_zero=False):
+    """Grouped bars: groups on x, one bar per (label, {group: value}) series."""
+    n = max(1, len(series))
+    width = 0.8 / n
+    for i, (label, vals) in enumerate(series):
+        xs = [j - 0.4 + width * (i + 0.5) for j, g in enumerate(groups) if g in vals]
+        ys = [vals[g] for g in groups if g in vals]
+        ax.bar(xs, ys, width, label=label)
+    ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize="medium")
+    if percent_zero:
+        ax.axhline(0, color="black", linewidth=0.8)
+    ax.grid(axis="y", alpha=0.3)
+    if len(series) > 1:
+        ax.legend(fontsize="small")
+
+
+def _figure(path, ncols, nrows, draw, width=None, height=None):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width or 6.4 * ncols, height or 3.6 * nrows), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = [fig.add_subplot(nrows, ncols, k + 1) for k in range(nrows * ncols)]
+    draw(axes)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", metadata={"Software": None})  # same data, same bytes
+    return path
+
+
+def figures(d: Data, out_dir: Path):
+    """All figures; returns [(path, caption)]."""
+    out = []
+    wls = d.workloads
+    cfgs = d.configs
+
+    def series(metric, scale=1.0):
+        return [(c, {w: v * scale for w, v in d.per_workload(c, metric).items()}) for c in cfgs]
+
+    out.append((_figure(out_dir / "accesses_per_walk.png", 1, 1, lambda ax: _bars(
+        ax[0], wls, series("apw"), "PTE reads per walk (after the PWC)",
+        "Accesses per walk (Fig. 10's metric)")),
+        "Memory accesses per page walk (PTE reads sent to L1D after page-walk-cache filtering), per workload "
+        "and configuration. The paper: < 1.5 on average, up to 2.5 (random) in the baseline; 1.0 with FPT."))
+    out.append((_figure(out_dir / "walk_latency.png", 1, 1, lambda ax: _bars(
+        ax[0], wls, series("walk_cycles"), "cycles per walk", "Page-walk latency")),
+        "Mean page-walk latency in cycles (the walk itself, not the wait for a free walker). "
+        "The paper's averages: 50.9 (baseline), 33.0 (PTP), 29.1 (FPT+PTP)."))
+
+    others = [c for c in cfgs if c not in ("baseline", "2d")]
+    if others:
+        def speed(ax):
+            groups = wls + ["geomean"]
+            ser = []
+            for c in others:
+                r = d.ratios(c, reference(c), "ipc")
+                vals = {w: (v - 1) * 100 for w, v in r.items()}
+                if r:
+                    vals["geomean"] = (geomean(r.values()) - 1) * 100
+                ser.append((f"{c} vs {reference(c)}", vals))
+            _bars(ax[0], groups, ser, "speedup (IPC) over baseline, %", "Performance (Fig. 9 / 12's metric)",
+                  percent_zero=True)
+        out.append((_figure(out_dir / "speedup.png", 1, 1, speed),
+                    "IPC speedup over the matching baseline per workload, and the geomean "
+                    "(paper, native: +2.3 % FPT, +6.8 % PTP, +9.2 % FPT+PTP)."))
+
+    def misses(ax):
+        for a, (m, t) in zip(ax, [("l2_data", "L2 data"), ("l2_pt", "L2 page-table"),
+                                 ("llc_data", "LLC data"), ("llc_pt", "LLC page-table")]):
+            _bars(a, wls, series(m, 100), "miss ratio, %", f"{t} miss ratio")
+    out.append((_figure(out_dir / "miss_ratios.png", 2, 2, misses),
+                "Miss ratios of data and page-table lines in L2 and the LLC. The paper, PTP vs baseline: "
+                "L2 data +4.7 pp, L2 page-walk -36.2 pp; baseline data miss ratios 95 % (L2), 80 % (L3)."))
+
+    if others:
+        def energy(ax):
+            for a, (m, t) in zip(ax, [("e_cache", "Cache (L1D+L2+LLC)"), ("e_dram", "DRAM")]):
+                ser = []
+                for c in others:
+                    r = d.ratios(c, reference(c), m)
+                    vals = {w: (v - 1) * 100 for w, v in r.items()}
+                    if r:
+                        vals["geomean"] = (geomean(r.values()) - 1) * 100
+                    ser.append((c, vals))
+                _bars(a, wls + ["geomean"], ser, "dynamic energy vs baseline, %", f"{t} dynamic energy",
+                      percent_zero=True)
+        out.append((_figure(out_dir / "energy.png", 2, 1, energy),
+                    "Dynamic energy relative to the matching baseline, same references (paper, native PTP: "
+                    "-2.5 % cache, -4.6 % DRAM; virtualized HF+GF+PTP: -8.7 % / -4.7 %)."))
+    return out
+
+
+# -- tables and text --------------------------------------------------------------------------
+
+def _fmt(v, digits=3, signed=False):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if signed:
+        return f"{v:+.{digits}g}" if abs(v) >= 1 else f"{v:+.2f}"
+    return report.fmt_number(float(v), digits + 1)
+
+
+def workload_tables(d: Data):
+    rows, rows2 = [], []
+    for w in d.workloads:
+        for c in d.configs:
+            if (c, w) not in d.mean.index:
+                continue
+            g = lambda m: d.get(c, w, m)  # noqa: E731
+            ref = reference(c)
+            sp = d.ratios(c, ref, "ipc").get(w) if c != ref else None
+            walks = g("walks")
+            dirty = g("dirty_walks")
+            rows.append([w, c, g("mapped") / 2**30, g("mpki"), g("apw"), g("walk_cycles"),
+                         None if math.isnan(dirty) or not walks else 100 * dirty / walks, g("ipc"),
+                         None if sp is None else (sp - 1) * 100])
+            served = [g(k) for k in ("pte_l1", "pte_l2", "pte_llc", "pte_dram")]
+            tot = sum(served)
+            ec = d.ratios(c, ref, "e_cache").get(w) if c != ref else None
+            ed = d.ratios(c, ref, "e_dram").get(w) if c != ref else None
+            rows2.append([w, c, 100 * g("l2_data"), 100 * g("l2_pt"), 100 * g("llc_data"), 100 * g("llc_pt"),
+                          100 * served[3] / tot if tot else None,
+                          None if ec is None else (ec - 1) * 100, None if ed is None else (ed - 1) * 100])
+    t1 = report.markdown_table(rows, columns=["workload", "config", "mapped GiB", "L2 TLB MPKI", "accesses/walk",
+                                              "walk cycles", "D-bit walks %", "IPC", "speedup %"])
+    t2 = report.markdown_table(rows2, columns=["workload", "config", "L2 data miss %", "L2 PT miss %",
+                                               "LLC data miss %", "LLC PT miss %", "PTE reads from DRAM %",
+                                               "cache energy Δ%", "DRAM energy Δ%"])
+    return t1, t2
+
+
+def sanity_checks(d: Data):
+    """Checks against the seed's own expectations and the engine's invariants: (ok, text)."""
+    out = []
+    for name in ("gups", "random"):
+        v = _workload(d, "baseline", name, "apw")
+        if not math.isnan(v):
+            # Seed §7.9: uniform over 8 GB with a 4-entry L3 PSC and a 24-entry L2 PSC: 2.49.
+            ok = 2.3 <= v <= 2.6 if _gups_like_8g(d, name) else True
+            out.append((ok, f"baseline accesses/walk on {name}: {v:.3f} (analytic for uniform 8 GB: 2.49)"))
+    rest = {w: v for w, v in d.per_workload("baseline", "apw").items() if w.split("(")[0] not in ("gups", "random")}
+    if rest:
+        lo, hi = min(rest.values()), max(rest.values())
+        out.append((lo >= 1.0 and hi <= 2.0,
+                    f"baseline accesses/walk on the other workloads: {lo:.2f}-{hi:.2f} (paper: 1.1-1.8)"))
+    n = _gups8g(d, "baseline", "pt_nodes")
+    if not math.isnan(n):
+        out.append((n == 4106, f"page-table nodes of GUPS 8 GB, 4-level: {n:.0f} (paper: 4106)"))
+    if d.has("baseline", "ptp"):
+        diff = [abs(d.get("ptp", w, "apw") - d.get("baseline", w, "apw")) for w in d.workloads]
+        diff = [x for x in diff if not math.isnan(x)]
+        if diff:
+            out.append((max(diff) < 1e-9, f"PTP leaves accesses per walk unchanged (largest difference {max(diff):.2g})"))
+        same = [d.get("ptp", w, "instructions") == d.get("baseline", w, "instructions") for w in d.workloads]
+        out.append((all(same), "PTP and baseline points count the same instructions (energy and IPC compare like for like)"))
+    for c in d.configs:
+        bad = [w for w in d.workloads
+               if d.get(c, w, "walks") < d.get(c, w, "tlb_misses") - 0.5]
+        if bad:
+            out.append((False, f"{c}: fewer walks than L2 TLB misses on {', '.join(bad)}"))
+    return out
+
+
+def _gups_like_8g(d, name):
+    p = d.points
+    sel = p[(p["workload"] == name) & (p["config"] == "baseline")]
+    return len(sel) and (sel["mapped"] >= 7.9 * 2**30).all()
+
+
+# Likely causes of each difference, written from the full run (see README.md). Each takes the
+# computed value and returns a sentence; the table says "ran" without a cause where none applies.
+def _causes(d: Data, vals):
+    v = lambda i: vals.get(i, (None,))[0]  # noqa: E731
+    c = {}
+    apw = d.per_workload("baseline", "apw")
+    if v("apw_base_mean") is not None:
+        gr = {w: x for w, x in apw.items() if w.split("(")[0] in ("gups", "random", "kvstore")}
+        c["apw_base_mean"] = (
+            "Below the paper's bound, as it should be. The mean is pulled up by the uniform 6-8 GB kernels "
+            f"({', '.join(f'{w} {x:.2f}' for w, x in gr.items())}); the graph kernels, hashjoin and xsbench touch "
+            "at most a few 1 GB regions in the measured window, so the 4-entry L3 PSC leaves ~1 access per walk.")
+    for w in ("random", "gups"):
+        x = v(f"apw_base_{w}")
+        if x is not None:
+            c[f"apw_base_{w}"] = (
+                f"Matches the seed's analytic 2.49 for uniform accesses over 8 GB (L4 PSC always hits, L3 PSC "
+                f"4 of 8 GB, L2 PSC 24 of 4096 2 MB regions); {x:.2f} here. A short run without warm-up lands "
+                "lower: stores through clean translations add 1-access walks that set the D bit.")
+    if v("walk_cycles_base") is not None:
+        per = d.per_workload("baseline", "walk_cycles")
+        hi = max(per, key=per.get) if per else None
+        c["walk_cycles_base"] = (
+            f"The mean hides a wide spread ({min(per.values()):.0f}-{max(per.values()):.0f} cycles; highest on {hi}). "
+            "Workloads whose leaf PTEs stay in the LLC walk in ~15-25 cycles; the uniform 8 GB kernels, whose "
+            "16 MB leaf level competes with data for the 16 MB LLC, walk in ~110 (about half their leaf PTE "
+            "reads go to DRAM at 50 ns = 100 cycles). The paper's DRAM is DDR4-2400 in gem5 (latency not given).")
+    if v("walk_cycles_ptp") is not None:
+        c["walk_cycles_ptp"] = (
+            "PTP only shortens walks whose PTEs were missing the LLC: in xlat that is mostly GUPS, random and "
+            "kvstore; the others already hit, so the mean falls less than the paper's 35 %.")
+        c["walk_cycles_ptp_ratio"] = c["walk_cycles_ptp"]
+    if v("speedup_ptp") is not None:
+        sp = {w: (x - 1) * 100 for w, x in d.ratios("ptp", "baseline", "ipc").items()}
+        big = {w: x for w, x in sp.items() if x > 5}
+        c["speedup_ptp"] = (
+            "Concentrated in few workloads: " + (", ".join(f"{w} {x:+.0f} %" for w, x in big.items()) or "none above +5 %")
+            + "; the rest within a few percent. xlat's interval timing model bounds a TLB-miss-bound loop by the "
+            "two page walkers' throughput (walks of independent references queue for a walker), so IPC there "
+            "scales almost inversely with walk latency; gem5's O3 core overlaps these walks with the data misses "
+            "differently. Our graph/hashjoin/xsbench inputs, or their measured windows, keep the page table in "
+            "the LLC even without PTP.")
+    if v("l2_pt_miss_delta_ptp") is not None:
+        c["l2_pt_miss_delta_ptp"] = (
+            "PTP hardly moves the L2's page-table miss ratio here: the L2 (256 KB) holds 1/64 of GUPS' 16 MB "
+            "leaf level, and the other workloads' PTE lines mostly hit L2 or LLC already. The paper's -36 pp "
+            "implies its workloads' PTE working sets fit L2 once data stops evicting them.")
+        c["l2_data_miss_delta_ptp"] = (
+            "Data lines in these workloads miss L2 ~90-100 % of the time either way, so there is little for "
+            "PTP to take away.")
+    if v("l2_data_miss_base") is not None:
+        c["l2_data_miss_base"] = "Close: the workloads are TLB-bound random-access kernels like the paper's."
+        c["llc_data_miss_base"] = (
+            "Higher than the paper's 80 %: GUPS/random/kvstore over 6-8 GB leave no LLC reuse; the paper's "
+            "set has more locality (SPEC, BioBench, liblinear).")
+    if v("energy_cache_ptp") is not None:
+        c["energy_cache_ptp"] = (
+            "Cache energy barely changes: PTP moves PTE reads from DRAM to the LLC but does not remove cache "
+            "accesses; the paper's larger cut includes fewer L2 misses from the shorter run and PTEs hitting L2.")
+        c["energy_dram_ptp"] = (
+            "DRAM energy falls with the PTE reads that now hit the LLC; larger than the paper's -4.6 % on "
+            "GUPS/random (up to half of all DRAM reads there are leaf PTEs), near zero elsewhere.")
+    if v("pt_nodes_8g_radix") is not None:
+        c["pt_nodes_8g_radix"] = "Exact: 1 L4 + 1 L3 + 8 L2 + 4096 L1 nodes."
+        c["pt_mb_8g_radix"] = "Exact (4106 x 4 KB)."
+    return c
+
+
+def status_table(d: Data, entries, vals):
+    causes = _causes(d, vals)
+    rows = []
+    for e in entries:
+        x, status = vals[e["id"]]
+        if x is None:
+            text = status
+        else:
+            text = causes.get(e["id"], "")
+        rows.append([e.get("what", e["id"]), e.get("unit", ""), float(e["paper"]), x, text])
+    return report.markdown_table(rows, columns=["what", "unit", "paper", "xlat", "status / likely cause of the difference"],
+                                 align=["left", "left", "right", "right", "left"])
+
+
+def coverage(d: Data, vals):
+    wanted = ["fpt", "fpt+ptp", "2d", "2d+ptp", "2d-hf", "2d-hf+ptp", "2d-gf", "2d-gf+ptp", "2d-hf+gf",
+              "2d-hf+gf+ptp", "baseline-lp50", "fpt+ptp-lp50", "2d-hf+gf+ptp-lp50"]
+    pending = [c for c in wanted if c not in d.configs]
+    ran = sum(1 for x, _ in vals.values() if x is not None)
+    lines = [f"Configurations run: {', '.join(f'`{c}`' for c in d.configs)}. "
+             f"Workloads: {', '.join(f'`{w}`' for w in d.workloads)}.",
+             "",
+             f"{ran} of {len(vals)} paper numbers have an xlat value. Not yet run:",
+             ""]
+    for i, (x, s) in vals.items():
+        if x is None:
+            lines.append(f"- `{i}`: {s}")
+    if pending:
+        lines += ["", "Configurations still to add to sweep.toml (commented out there, with their keys): "
+                  + ", ".join(f"`{c}` ({_needs_text([c]) or 'runnable now'})" for c in pending) + "."]
+    return "\n".join(lines)
+
+
+# -- entry point ------------------------------------------------------------------------------
+
+def render(df, out_dir, quick):
+    out_dir = Path(out_dir)
+    entries = report.load_paper(HERE / "paper.toml")
+    d = Data(df)
+    vals = compute(d, entries)
+    values = {i: x for i, (x, _) in vals.items()}
+
+    body = ["## Paper vs xlat: status and likely causes", ""]
+    if quick:
+        body += ["*Quick mode: small inputs and 2 M references per point, so the graph kernels' page tables "
+                 "fit the LLC and several numbers are meaningless; the causes below were written from the "
+                 "full run.*", ""]
+    body += [status_table(d, entries, vals), "", "## Coverage", "", coverage(d, vals), ""]
+
+    body += ["## Figures", ""]
+    for path, caption in figures(d, out_dir):
+        body += [report.figure_md(path, out_dir, caption), ""]
+
+    t1, t2 = workload_tables(d)
+    body += ["## Per workload", "", "Translation and performance (mean over seeds):", "", t1, "",
+             "Caches and energy (Δ: relative to the matching baseline, same references):", "", t2, ""]
+
+    body += ["## Workloads and their stand-ins", ""]
+    body.append(report.markdown_table(
+        [[w, PAPER_NAMES.get(w.split("(")[0], "")] for w in d.workloads], columns=["xlat workload", "paper (Tab. 2)"]))
+    body.append("")
+
+    body += ["## Sanity checks", ""]
+    for ok, text in sanity_checks(d):
+        body.append(f"- {'ok' if ok else '**CHECK**'}: {text}")
+    body.append("")
+    body += ["## Discussion", "", DISCUSSION.strip(), ""]
+    return "\n".join(body), values
+
+
+DISCUSSION = """
+Written from the full run (see README.md for the configuration and run times); a rerun after
+an engine change should revisit it.
+
+- *(to be written from the full run)*
+"""
