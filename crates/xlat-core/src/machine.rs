@@ -480,6 +480,10 @@ impl Machine {
         // Walk latency as the papers report it: the walk itself, not the wait for a walker.
         core.counters.record_walk_cycles(lat - fault_cycles);
         core.counters.walker_wait_cycles += start - t;
+        if fault_cycles > 0 {
+            // A page fault is a precise exception: younger instructions wait for the handler.
+            core.window.stall_until(done);
+        }
         let ctx = core.ctx;
         core.stlb.insert(va, size, ctx, e);
         if fetch {
@@ -501,6 +505,7 @@ impl Machine {
         k.faults += 1;
         k.fault_cycles += cost;
         let (frame, size) = self.os.translate(space, va).expect("the fault handler mapped the page");
+        self.cores[c].window.stall_until(t + cost);
         Ok((frame.0, size, t + cost))
     }
 

@@ -29,6 +29,8 @@ use crate::workload::Region;
 
 /// The run loop looks for due OS events every this many references (a power of two).
 pub const EVENT_CHECK: u64 = 256;
+/// Missed khugepaged wake-ups run at one check, at most.
+const MAX_CATCH_UP: u32 = 64;
 
 /// Who runs where, and when the OS next has something to do.
 pub struct Sched {
@@ -133,13 +135,20 @@ impl Machine {
                 (first, now) = (i, core.window.now());
             }
         }
-        if self.sched.khugepaged_next <= now {
+        // Catch up on the wake-ups that fell due since the last check (at most
+        // MAX_CATCH_UP; beyond that the schedule restarts from now).
+        let mut runs = 0;
+        while self.sched.khugepaged_next <= now {
+            if runs == MAX_CATCH_UP {
+                self.sched.khugepaged_next = now + self.sched.khugepaged_interval;
+                break;
+            }
+            runs += 1;
             self.os.phys.cpu = first;
             self.os.khugepaged();
             let cost = self.os_sync(Some(first));
             self.stall(first, cost);
-            let next = self.sched.khugepaged_next + self.sched.khugepaged_interval;
-            self.sched.khugepaged_next = if next > now { next } else { now + self.sched.khugepaged_interval };
+            self.sched.khugepaged_next += self.sched.khugepaged_interval;
         }
         for c in 0..self.cores.len() {
             if self.cores[c].window.now() >= self.sched.next_switch[c] {
