@@ -89,6 +89,8 @@ pub struct OsCounters {
     /// 2 MB regions khugepaged looked at.
     pub khugepaged_scanned: u64,
     pub compactions: u64,
+    /// Compaction attempts that found no block (later attempts are deferred, as in Linux).
+    pub compaction_failures: u64,
     pub migrated_pages: u64,
     /// A huge page was wanted but no 2 MB block could be had.
     pub huge_alloc_failures: u64,
@@ -165,6 +167,10 @@ pub struct Os {
     movable_2m: Vec<u16>,
     /// khugepaged's position: space and the next address to scan.
     khugepaged_cursor: (usize, u64),
+    /// Compaction deferral after failures, as Linux's defer_compaction: skip the next
+    /// 2^shift attempts (shift at most 6), counting them in `compact_skipped`.
+    compact_defer_shift: u32,
+    compact_skipped: u64,
 }
 
 impl Os {
@@ -207,6 +213,8 @@ impl Os {
             resv_clock: 0,
             rmap: compaction.then(HashMap::new),
             khugepaged_cursor: (0, 0),
+            compact_defer_shift: 0,
+            compact_skipped: 0,
         }
     }
 
@@ -524,8 +532,25 @@ impl Os {
     /// Direct compaction for one 2 MB block: pick the block whose used frames are all
     /// movable and fewest, migrate them elsewhere (copy, remap, shoot down) and return the
     /// block. Unmovable frames (page-table nodes, pinned pages, huge pages) make a block
-    /// unusable, as in Linux.
+    /// unusable, as in Linux. After a failure the next attempts are skipped, 2^n of them
+    /// after n failures in a row (n at most 6), as Linux defers compaction.
     fn compact(&mut self) -> Option<Frame> {
+        if self.compact_defer_shift > 0 && self.compact_skipped < 1 << self.compact_defer_shift {
+            self.compact_skipped += 1;
+            return None;
+        }
+        let got = self.compact_now();
+        if got.is_some() {
+            self.compact_defer_shift = 0;
+        } else {
+            self.compact_defer_shift = (self.compact_defer_shift + 1).min(6);
+            self.counters.compaction_failures += 1;
+        }
+        self.compact_skipped = 0;
+        got
+    }
+
+    fn compact_now(&mut self) -> Option<Frame> {
         self.phys.drain_pcp();
         let whole = (self.phys.total_frames() / 512) as usize;
         let best = (0..whole)
@@ -826,6 +851,7 @@ impl Os {
         s.int("os.khugepaged.wakeups", k.khugepaged_wakeups);
         s.int("os.khugepaged.scanned", k.khugepaged_scanned);
         s.int("os.compactions", k.compactions);
+        s.int("os.compaction_failures", k.compaction_failures);
         s.int("os.migrated_pages", k.migrated_pages);
         s.int("os.context_switches", k.context_switches);
         s.int("os.reserved_bytes", self.reserved_frames() << 12);
