@@ -158,7 +158,8 @@ fn thp_under_fragmentation_falls_back_to_4k() {
     // 90 % of the blocks pinned, and only 1 GB left free: a 1 GB region cannot be all huge.
     let refs: Vec<Ref> = (0..512).map(|i| Ref::load(BASE + i * 2 * MB, 1)).collect();
     let c = cfg(&[("os.page_policy", "thp"), ("phys.size_gb", "4"), ("phys.available_gb", "1"), ("phys.fragmentation", "pinned:0.9")]);
-    let s = run(&c, vec![refs], vec![region("data", BASE, GB)], false);
+    let s = run(&c, vec![refs.clone()], vec![region("data", BASE, GB)], false);
+    assert_eq!(run(&c, vec![refs], vec![region("data", BASE, GB)], false), s, "deterministic");
     let avail = s.f("phys.start.free_2m_blocks");
     assert!((48.0..=52.0).contains(&avail), "10 % of 1 GB: {avail}");
     assert_eq!(s.f("os.huge_faults"), avail, "every free block went to a huge page, in first-touch order");
@@ -559,4 +560,16 @@ fn os_requests_name_a_missing_core_or_space() {
     assert!(e.contains("address space 2"), "{e}");
     assert!(m.unmap(0, 0, VirtAddr(1 << 60)).is_err(), "outside the address space");
     assert!(!m.unmap(0, 0, VirtAddr(BASE)).unwrap(), "nothing mapped there");
+}
+
+#[test]
+fn thp_madvise_maps_huge_pages_only_in_madvised_regions() {
+    let regions = vec![region("graph", BASE, 8 * MB), region("props", BASE + GB, 8 * MB)];
+    let refs: Vec<Ref> = (0..4).flat_map(|i| [Ref::load(BASE + i * 2 * MB, 1), Ref::load(BASE + GB + i * 2 * MB, 1)]).collect();
+    let s = run(&cfg(&[("os.page_policy", "madvise"), ("os.madvise_regions", "props")]), vec![refs.clone()], regions.clone(), false);
+    assert_eq!(s.f("os.huge_faults"), 4.0, "the four regions of 'props'");
+    let s = run(&cfg(&[("os.page_policy", "madvise")]), vec![refs.clone()], regions.clone(), false);
+    assert_eq!(s.f("os.huge_faults"), 0.0, "a program that never calls madvise");
+    let s = run(&cfg(&[("os.page_policy", "madvise"), ("os.madvise_regions", "*")]), vec![refs], regions, false);
+    assert_eq!(s.f("os.huge_faults"), 8.0);
 }
