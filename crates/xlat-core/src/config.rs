@@ -133,6 +133,10 @@ config_enum!(
     PagePolicy { Never = "never", Ideal = "ideal", Thp = "thp", Madvise = "madvise", FreeBsd = "freebsd" }
 );
 config_enum!(
+    /// Page sizes the hypervisor backs guest-physical memory with (the host side of a VM).
+    HostPagePolicy { Never = "never", Ideal = "ideal", Thp = "thp" }
+);
+config_enum!(
     /// Linux THP `defrag`: when a huge-page fault that finds no free 2 MB block compacts.
     ThpDefrag { Always = "always", Madvise = "madvise", Never = "never" }
 );
@@ -296,6 +300,23 @@ config! {
     phys_available_gb: f64 = 0.0; "phys.available_gb"; "before fragmenting, take memory away (as memhog) until this many GB are free; the PCC artifact leaves footprint + 3 GB (0: keep all)";
     phys_pcp_batch: u64 = 63; "phys.pcp_batch"; "4 KB frames a CPU's free list takes from or returns to the buddy allocator at once (Linux pcp batch; 0: no per-CPU lists)";
     phys_pcp_high: u64 = 378; "phys.pcp_high"; "a CPU's free list longer than this returns a batch to the buddy allocator (Linux pcp high = 6 x batch)";
+    virt_enabled: bool = false; "virt.enabled"; "run the workload in virtual machines: a guest OS builds gVA->gPA tables in each VM's guest-physical memory, the host builds gPA->hPA (EPT) tables, and every TLB miss is a 2D walk";
+    virt_vms: u64 = 1; "virt.vms"; "VMs, each running a copy of the workload in its own guest OS (os.processes processes each); every core time-slices its stream among them";
+    virt_guest_mem_gb: u64 = 32; "virt.guest_mem_gb"; "guest-physical memory of each VM in GB (the guest OS's phys.size_gb; host memory backs only what the guest touches)";
+    virt_host_page_policy: HostPagePolicy = HostPagePolicy::Never; "virt.host_page_policy"; "page sizes of the host (EPT) table: never (4 KB), ideal (2 MB wherever a free block exists), thp (Linux THP enabled=always on the host, with khugepaged)";
+    virt_host_pt_format: PtFormat = PtFormat::Radix4; "virt.host_pt.format"; "format of the host (EPT) table; the guest's is pt.format";
+    virt_vpid: bool = true; "virt.vpid"; "TLB and page-walk-cache entries are tagged by VM (VPID); false: every VM switch flushes the TLBs, PWCs, vPWC and nested TLB of the core";
+    virt_switch_interval_cycles: u64 = 20_000_000; "virt.switch_interval_cycles"; "virt.vms > 1: cycles a VM runs on a core before the next one (10 ms at 2 GHz, the CSALT thesis's interval)";
+    virt_switch_cycles: u64 = 8000; "virt.switch_cycles"; "direct cost of switching a core to another VM (VM exit, host scheduler switch between vCPU threads, VMCS load, VM entry; ~4 us at 2 GHz, an assumption)";
+    virt_ept_fault_cycles: u64 = 5000; "virt.ept_fault_cycles"; "cycles per EPT violation (a guest-physical page the host has not mapped yet): VM exit, KVM's fault path, VM entry (~2.5 us, an assumption); host page zeroing is charged as for os.page_copy_cycles";
+    virt_nested_tlb_data: bool = true; "virt.nested_tlb_data"; "the nested TLB also caches the final data gPA->hPA translation, not only those of guest page-table entries (the flattening paper leaves this open)";
+    virt_host_pwc_l5_entries: u64 = 0; "virt.host_pwc.l5.entries"; "host vPWC entries for L5 gPA prefixes (virt.host_pt.format=radix5 only)";
+    virt_host_pwc_l4_entries: u64 = 4; "virt.host_pwc.l4.entries"; "host vPWC (vPSC) entries for L4 gPA prefixes; the flattening paper gives no size, so the PWC row of its Tab. 1 (4)";
+    virt_host_pwc_l3_entries: u64 = 4; "virt.host_pwc.l3.entries"; "host vPWC entries for L3 gPA prefixes (Tab. 1's PWC row: 4)";
+    virt_host_pwc_l2_entries: u64 = 24; "virt.host_pwc.l2.entries"; "host vPWC entries for L2 gPA prefixes (Tab. 1's PWC row: 24)";
+    tlb_nested_entries: u64 = 16; "tlb.nested.entries"; "nested TLB entries caching gPA->hPA translations for 2D walks (flattening paper Tab. 1: 16, fully associative; 0: none)";
+    tlb_nested_ways: u64 = 16; "tlb.nested.ways"; "nested TLB associativity (entries = fully associative)";
+    tlb_nested_latency: u64 = 1; "tlb.nested.latency"; "nested TLB lookup cycles (Tab. 1: 1)";
 }
 
 impl Config {
@@ -443,6 +464,46 @@ impl Config {
         }
         if self.os_madvise_regions.split(',').any(|n| n.trim().is_empty()) && !self.os_madvise_regions.trim().is_empty() {
             return Err(invalid("os.madvise_regions", "has an empty name in the list"));
+        }
+        self.validate_virt()
+    }
+
+    /// The virtualization keys.
+    fn validate_virt(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, why: String| ConfigError::Invalid { key: key.into(), why };
+        if self.virt_vms == 0 || self.virt_vms > 256 {
+            return Err(invalid("virt.vms", "must be between 1 and 256".into()));
+        }
+        if !self.virt_enabled {
+            if self.virt_vms > 1 {
+                return Err(invalid("virt.vms", "more than one VM needs virt.enabled=true".into()));
+            }
+            return Ok(());
+        }
+        if self.virt_guest_mem_gb == 0 || self.virt_guest_mem_gb > 4096 {
+            return Err(invalid("virt.guest_mem_gb", "must be between 1 and 4096".into()));
+        }
+        if self.virt_switch_interval_cycles == 0 {
+            return Err(invalid("virt.switch_interval_cycles", "must be at least 1".into()));
+        }
+        for (key, n) in [
+            ("virt.host_pwc.l2.entries", self.virt_host_pwc_l2_entries),
+            ("virt.host_pwc.l3.entries", self.virt_host_pwc_l3_entries),
+            ("virt.host_pwc.l4.entries", self.virt_host_pwc_l4_entries),
+            ("virt.host_pwc.l5.entries", self.virt_host_pwc_l5_entries),
+        ] {
+            if n > 4096 {
+                return Err(invalid(key, format!("{n} entries is more than the 4096 supported")));
+            }
+        }
+        if self.virt_host_pt_format == PtFormat::Radix4 && self.virt_host_pwc_l5_entries > 0 {
+            return Err(invalid("virt.host_pwc.l5.entries", "a 4-level host table has no L5 level; set virt.host_pt.format=radix5 or 0 entries".into()));
+        }
+        if self.tlb_nested_entries > 0 {
+            let (e, w) = (self.tlb_nested_entries, self.tlb_nested_ways);
+            if w == 0 || w > 4096 || e % w != 0 || !(e / w).is_power_of_two() {
+                return Err(invalid("tlb.nested.entries", format!("{e} entries / {w} ways is not a power-of-two number of sets (ways at most 4096)")));
+            }
         }
         Ok(())
     }

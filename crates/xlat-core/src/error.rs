@@ -25,6 +25,10 @@ pub enum SimError {
     NoSuchSpace { space: usize, spaces: usize },
     #[error("core {core} does not exist (the machine runs {cores})")]
     NoSuchCore { core: usize, cores: usize },
+    #[error("VM {vm}'s guest-physical memory ({gb} GB) is exhausted (guest-virtual address {va:#x}); raise virt.guest_mem_gb")]
+    GuestOutOfMemory { vm: usize, gb: u64, va: u64 },
+    #[error("host memory ({gb} GB) is exhausted backing guest-physical address {gpa:#x} of VM {vm}; raise phys.size_gb or lower virt.vms")]
+    HostOutOfMemory { vm: usize, gb: u64, gpa: u64 },
     #[error("interrupted")]
     Interrupted,
 }

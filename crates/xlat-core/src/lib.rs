@@ -20,6 +20,7 @@ pub mod sched;
 pub mod stats;
 pub mod timing;
 pub mod tlb;
+pub mod virt;
 pub mod workload;
 
 pub use config::{Config, ConfigError};

@@ -7,9 +7,10 @@ use crate::cache::{Cache, Dram};
 use crate::config::{Config, PtFormat, WalkerPort};
 use crate::error::SimError;
 use crate::os::Os;
-use crate::pt::{NodeId, NO_NODE, PTE_A, PTE_D, PTE_P, PTE_PS};
+use crate::pt::{leaf_size, NodeId, NO_NODE, PTE_A, PTE_D, PTE_P, PTE_PFN_MASK};
 use crate::repl::LineKind;
-use crate::stats::{CoreCounters, Stats};
+use crate::sched::Scope;
+use crate::stats::{CoreCounters, Stats, VirtCounters};
 use crate::timing::Window;
 use crate::tlb::{Ctx, Invalidate, Pwc, TlbEntry, TlbLevel};
 use crate::workload::{Ref, RefKind, RefSource};
@@ -22,6 +23,24 @@ pub enum Served {
     L2 = 1,
     Llc = 2,
     Dram = 3,
+}
+
+/// Which table a walk reads (`Machine::walk_table`'s parameter).
+const NATIVE: u8 = 0;
+/// The host's (EPT) table of a VM: gPA -> hPA.
+const HOST: u8 = 1;
+/// A guest's table: gVA -> gPA, its entries at guest-physical addresses.
+const GUEST: u8 = 2;
+
+/// What walking one table found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Found {
+    /// A present leaf: the entry (with the A/D bits the walk set) and the page size.
+    Leaf(u64, PageSize),
+    /// A not-present entry: a page fault (native, guest) or an EPT violation (host).
+    Missing,
+    /// Guest table: the host does not map the guest-physical address of an entry.
+    HostMissing(u64),
 }
 
 /// Where an access enters the hierarchy.
@@ -42,10 +61,17 @@ pub struct Core {
     pub dtlb: TlbLevel,
     pub stlb: TlbLevel,
     pub pwc: Pwc,
-    /// Address space this core runs.
+    /// Host page-walk cache (vPWC, gPA prefixes) for 2D walks; empty natively.
+    pub vpwc: Pwc,
+    /// Nested TLB (gPA -> hPA) for 2D walks; empty natively.
+    pub ntlb: TlbLevel,
+    /// Address space this core runs (in a VM: a space of the VM's guest OS).
     pub space: usize,
+    /// VM this core runs (0 natively).
+    pub vm: usize,
     pub ctx: Ctx,
     pub counters: CoreCounters,
+    pub vcounters: VirtCounters,
     /// Instructions and cycles at the last statistics reset.
     base_instr: u64,
     base_cycles: u64,
@@ -87,6 +113,14 @@ impl Core {
         if cfg.pt_format == PtFormat::Radix4 {
             pwc_entries[5] = 0;
         }
+        let v = cfg.virt_enabled;
+        let vpwc_entries = if v {
+            [0, 0, cfg.virt_host_pwc_l2_entries, cfg.virt_host_pwc_l3_entries, cfg.virt_host_pwc_l4_entries, cfg.virt_host_pwc_l5_entries]
+        } else {
+            [0; 6]
+        };
+        let ntlb_entries = if v { cfg.tlb_nested_entries } else { 0 };
+        let ntlb = TlbLevel::new(&[(ntlb_entries, cfg.tlb_nested_ways, &[Size4K, Size2M, Size1G])], crate::config::Policy::Lru, s + 8);
         Core {
             window: Window::new(cfg.core_width, cfg.core_rob, cfg.core_mshrs, cfg.core_walkers),
             l1i: Cache::new(cfg.cache_l1i_size_kb, cfg.cache_l1i_ways, cfg.cache_l1i_latency, cfg.cache_l1i_policy, cfg.cache_l1i_energy_nj, s + 4),
@@ -96,9 +130,13 @@ impl Core {
             dtlb,
             stlb,
             pwc: Pwc::new(pwc_entries, s + 7),
+            vpwc: Pwc::new(vpwc_entries, s + 9),
+            ntlb,
             space: 0,
+            vm: 0,
             ctx: 1,
             counters: CoreCounters::default(),
+            vcounters: VirtCounters::default(),
             base_instr: 0,
             base_cycles: 0,
             ptp_epoch_end: cfg.ptp_detector_epoch,
@@ -137,11 +175,23 @@ pub struct Machine {
     pub cores: Vec<Core>,
     pub llc: Cache,
     pub dram: Dram,
+    /// The OS natively; virtualized, the host OS (the hypervisor), whose address spaces
+    /// are the VMs' guest-physical memories (their page tables are the EPTs).
     pub os: Os,
+    /// Virtualized: the VMs, each with its guest OS. Empty natively.
+    pub vms: Vec<crate::virt::Vm>,
     /// Processes on cores and the OS's next background event.
     pub sched: crate::sched::Sched,
     dram_latency: u64,
+    /// Levels of the native or guest table, and of the host table.
     top: u8,
+    host_top: u8,
+    /// Virtualized (2D walks).
+    virt: bool,
+    /// The cores have a nested TLB.
+    ntlb: bool,
+    /// Where page-walk reads enter the hierarchy.
+    port: Port,
     /// Cores that run a stream (the rest idle).
     active: usize,
     /// Page-table prioritization runs a TLB-miss phase detector.
@@ -158,25 +208,38 @@ impl Machine {
         if streams as u64 > cfg.system_cores {
             return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores });
         }
-        let (os, sched) = crate::sched::boot(cfg, streams, regions, seed)?;
+        let (os, vms, sched) = crate::sched::boot(cfg, streams, regions, seed)?;
         let cores = (0..streams as u64)
             .map(|i| {
                 let mut c = Core::new(cfg, i, seed);
                 c.space = sched.running(i as usize);
-                c.ctx = os.spaces[c.space].ctx;
+                c.vm = sched.running_vm(i as usize);
+                c.ctx = match vms.get(c.vm) {
+                    Some(v) => v.os.spaces[c.space].ctx,
+                    None => os.spaces[c.space].ctx,
+                };
                 c
             })
             .collect();
+        let levels = |f: PtFormat| match f {
+            PtFormat::Radix4 => 4,
+            PtFormat::Radix5 => 5,
+        };
         let mut m = Machine {
             cores,
             llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c),
             dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj),
             os,
+            vms,
             sched,
             dram_latency: cfg.dram_latency_cycles(),
-            top: match cfg.pt_format {
-                PtFormat::Radix4 => 4,
-                PtFormat::Radix5 => 5,
+            top: levels(cfg.pt_format),
+            host_top: levels(cfg.virt_host_pt_format),
+            virt: cfg.virt_enabled,
+            ntlb: cfg.virt_enabled && cfg.tlb_nested_entries > 0,
+            port: match cfg.walker_port {
+                WalkerPort::L1d => Port::L1d,
+                WalkerPort::L2 => Port::L2,
             },
             active: streams,
             ptp_detector: cfg.ptp_mode == crate::config::PtpMode::Detector
@@ -232,11 +295,35 @@ impl Machine {
 
     /// Map every page of the workload's regions now.
     pub fn prefault(&mut self) -> Result<(), SimError> {
+        if self.virt {
+            return self.prefault_vms();
+        }
         if self.os.spaces.iter().all(|sp| sp.regions.is_empty()) {
             return Err(SimError::NothingToPrefault);
         }
         for s in 0..self.os.spaces.len() {
             self.os.prefault(s)?;
+        }
+        self.after_prefault();
+        Ok(())
+    }
+
+    /// Virtualized prefault: every guest maps its processes' regions, then the host backs
+    /// every guest-physical page they use (page-table nodes and data), in ascending gPA
+    /// order, as if the guest had touched them.
+    fn prefault_vms(&mut self) -> Result<(), SimError> {
+        if self.vms.iter().all(|v| v.os.spaces.iter().all(|sp| sp.regions.is_empty())) {
+            return Err(SimError::NothingToPrefault);
+        }
+        let (ggb, hgb) = (self.cfg.virt_guest_mem_gb, self.cfg.phys_size_gb);
+        for vm in 0..self.vms.len() {
+            for s in 0..self.vms[vm].os.spaces.len() {
+                self.vms[vm].os.prefault(s).map_err(|e| crate::virt::guest_error(vm, ggb, e))?;
+            }
+            let space = self.vms[vm].space;
+            for (start, len) in self.vms[vm].os.memory_in_use() {
+                self.os.prefault_range(space, start, start + len).map_err(|e| crate::virt::host_error(vm, hgb, start, e))?;
+            }
         }
         self.after_prefault();
         Ok(())
@@ -316,28 +403,31 @@ impl Machine {
         }
     }
 
-    /// A page walk for `va` on core `c` starting at cycle `now`. Reads real entries
-    /// through the caches, sets A (and D for a store) bits as hardware does, fills the
-    /// page-walk caches, and asks the OS to map the page on a fault (then walks again).
-    /// Returns the translation, the cycles the walk took and, of those, the cycles spent
-    /// in the OS's fault handler.
-    fn walk(&mut self, c: usize, va: VirtAddr, write: bool, now: u64) -> Result<(TlbEntry, PageSize, u64, u64), SimError> {
-        let port = match self.cfg.walker_port {
-            WalkerPort::L1d => Port::L1d,
-            WalkerPort::L2 => Port::L2,
-        };
-        let mut latency = 0u64;
-        let mut faulted = false;
-        let mut fault_cost = 0;
-        loop {
-            let core = &mut self.cores[c];
-            let (ctx, space) = (core.ctx, core.space);
-            let root = self.os.spaces[space].root;
-            let mut hits = [false; 6];
-            let start = core.pwc.lookup(va, ctx, self.top, &mut hits);
-            // After a fault the instruction re-executes and walks again: a second walk.
-            core.counters.walks += 1;
-            latency += self.cfg.pwc_latency;
+    /// Probe the page-walk cache of table `D` (the vPWC for the host table, the PWC
+    /// otherwise) for `va` and count its hits per level; returns where the walk starts.
+    #[inline(always)]
+    fn pwc_start<const D: u8>(&mut self, c: usize, va: VirtAddr, ctx: Ctx, top: u8, root: NodeId) -> (u8, NodeId) {
+        let core = &mut self.cores[c];
+        let mut hits = [false; 6];
+        let pwc = if D == HOST { &mut core.vpwc } else { &mut core.pwc };
+        let start = pwc.lookup(va, ctx, top, &mut hits);
+        if D == HOST {
+            let k = &mut core.vcounters;
+            for (level, (h, m)) in [
+                (2, (&mut k.vpwc_l2_hits, &mut k.vpwc_l2_misses)),
+                (3, (&mut k.vpwc_l3_hits, &mut k.vpwc_l3_misses)),
+                (4, (&mut k.vpwc_l4_hits, &mut k.vpwc_l4_misses)),
+                (5, (&mut k.vpwc_l5_hits, &mut k.vpwc_l5_misses)),
+            ] {
+                if core.vpwc.has_level(level) {
+                    if hits[level as usize] {
+                        *h += 1;
+                    } else {
+                        *m += 1;
+                    }
+                }
+            }
+        } else {
             let k = &mut core.counters;
             for (level, (h, m)) in [
                 (2, (&mut k.pwc_l2_hits, &mut k.pwc_l2_misses)),
@@ -353,53 +443,128 @@ impl Machine {
                     }
                 }
             }
-            let (mut level, mut node) = match start {
-                Some(h) => (h.level, h.node),
-                None => (self.top, root),
+        }
+        match start {
+            Some(h) => (h.level, h.node),
+            None => (top, root),
+        }
+    }
+
+    /// Walk one table (`D`: native, host or guest) for `va` from `node`, a node at `level`,
+    /// on core `c`: read each entry through the caches (a guest entry after translating its
+    /// guest-physical address through the host, see [`Machine::nested_translate`]), set A
+    /// (and D on the leaf for a store) as hardware does, and fill the table's page-walk
+    /// cache. Reads are issued at `now + *latency`, which grows by what they cost. `vm` is
+    /// the VM whose guest or host table this is (ignored natively).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn walk_table<const D: u8>(
+        &mut self,
+        c: usize,
+        vm: usize,
+        va: VirtAddr,
+        ctx: Ctx,
+        mut level: u8,
+        mut node: NodeId,
+        write: bool,
+        now: u64,
+        latency: &mut u64,
+    ) -> Result<Found, SimError> {
+        loop {
+            let pt = if D == GUEST { &self.vms[vm].os.pt } else { &self.os.pt };
+            let (idx, entry_level) = pt.index_at(node, level, va);
+            let addr = pt.node(node).entry_addr(idx);
+            let line = if D == GUEST {
+                match self.nested_translate(c, vm, addr.0, false, false, now, latency)? {
+                    Some((hpa, _, _)) => hpa >> 6,
+                    None => return Ok(Found::HostMissing(addr.0)),
+                }
+            } else {
+                addr.line()
             };
-            loop {
-                let idx = va.index(level);
-                let pte_addr = self.os.pt.node(node).entry_addr(idx);
-                let (lat, served) = self.access(c, pte_addr.line(), LineKind::PageTable, false, port, now + latency);
-                latency += lat;
-                let k = &mut self.cores[c].counters;
-                k.walk_steps += 1;
+            let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.port, now + *latency);
+            *latency += lat;
+            let core = &mut self.cores[c];
+            let k = &mut core.counters;
+            k.walk_steps += 1;
+            match served {
+                Served::L1 => k.pte_l1 += 1,
+                Served::L2 => k.pte_l2 += 1,
+                Served::Llc => k.pte_llc += 1,
+                Served::Dram => k.pte_dram += 1,
+            }
+            if D == GUEST {
+                let v = &mut core.vcounters;
+                v.guest_steps += 1;
                 match served {
-                    Served::L1 => k.pte_l1 += 1,
-                    Served::L2 => k.pte_l2 += 1,
-                    Served::Llc => k.pte_llc += 1,
-                    Served::Dram => k.pte_dram += 1,
+                    Served::L1 => v.pte_guest_l1 += 1,
+                    Served::L2 => v.pte_guest_l2 += 1,
+                    Served::Llc => v.pte_guest_llc += 1,
+                    Served::Dram => v.pte_guest_dram += 1,
                 }
-                let e = self.os.pt.entry(node, idx);
-                if e & PTE_P == 0 {
-                    break; // not mapped: fault below
+            } else if D == HOST {
+                let v = &mut core.vcounters;
+                v.host_steps += 1;
+                match served {
+                    Served::L1 => v.pte_host_l1 += 1,
+                    Served::L2 => v.pte_host_l2 += 1,
+                    Served::Llc => v.pte_host_llc += 1,
+                    Served::Dram => v.pte_host_dram += 1,
                 }
-                let leaf_size = match level {
-                    1 => Some(PageSize::Size4K),
-                    2 if e & PTE_PS != 0 => Some(PageSize::Size2M),
-                    3 if e & PTE_PS != 0 => Some(PageSize::Size1G),
-                    _ => None,
-                };
-                // Hardware sets the accessed bit of every entry it uses, and the dirty bit
-                // of the leaf when the access is a store.
-                let mut set = PTE_A;
-                if leaf_size.is_some() && write {
-                    set |= PTE_D;
-                }
-                if e & set != set {
-                    self.os.pt.set_bits(node, idx, set);
-                }
-                if let Some(size) = leaf_size {
-                    let frame = (e & crate::pt::PTE_PFN_MASK) >> 12;
-                    let dirty = (e | set) & PTE_D != 0;
-                    let fault_cycles = fault_cost;
-                    return Ok((TlbEntry { frame, dirty }, size, latency, fault_cycles));
-                }
-                let child = self.os.pt.node(node).children[idx];
-                debug_assert_ne!(child, NO_NODE);
-                self.cores[c].pwc.fill(va, ctx, level, child);
-                node = child;
-                level -= 1;
+            }
+            let pt = if D == GUEST { &mut self.vms[vm].os.pt } else { &mut self.os.pt };
+            let e = pt.entry(node, idx);
+            if e & PTE_P == 0 {
+                return Ok(Found::Missing);
+            }
+            let leaf = leaf_size(entry_level, e);
+            // Hardware sets the accessed bit of every entry it uses, and the dirty bit of
+            // the leaf when the access is a store.
+            let mut set = PTE_A;
+            if leaf.is_some() && write {
+                set |= PTE_D;
+            }
+            if e & set != set {
+                pt.set_bits(node, idx, set);
+            }
+            if let Some(size) = leaf {
+                return Ok(Found::Leaf(e | set, size));
+            }
+            let child = pt.node(node).children[idx];
+            debug_assert_ne!(child, NO_NODE);
+            let core = &mut self.cores[c];
+            if D == HOST {
+                core.vpwc.fill(va, ctx, entry_level, child);
+            } else {
+                core.pwc.fill(va, ctx, entry_level, child);
+            }
+            node = child;
+            level = entry_level - 1;
+        }
+    }
+
+    /// A page walk for `va` on core `c` starting at cycle `now`. Reads real entries
+    /// through the caches, sets A (and D for a store) bits as hardware does, fills the
+    /// page-walk caches, and asks the OS to map the page on a fault (then walks again).
+    /// Returns the translation, the cycles the walk took and, of those, the cycles spent
+    /// in the OS's fault handler. Virtualized, a 2D walk ([`Machine::walk_2d`]).
+    fn walk(&mut self, c: usize, va: VirtAddr, write: bool, now: u64) -> Result<(TlbEntry, PageSize, u64, u64), SimError> {
+        if self.virt {
+            return self.walk_2d(c, va, write, now);
+        }
+        let mut latency = 0u64;
+        let mut faulted = false;
+        let mut fault_cost = 0;
+        loop {
+            let (ctx, space) = (self.cores[c].ctx, self.cores[c].space);
+            let root = self.os.spaces[space].root;
+            let (level, node) = self.pwc_start::<NATIVE>(c, va, ctx, self.top, root);
+            // After a fault the instruction re-executes and walks again: a second walk.
+            self.cores[c].counters.walks += 1;
+            latency += self.cfg.pwc_latency;
+            if let Found::Leaf(e, size) = self.walk_table::<NATIVE>(c, 0, va, ctx, level, node, write, now, &mut latency)? {
+                let frame = (e & PTE_PFN_MASK) >> 12;
+                return Ok((TlbEntry { frame, dirty: e & PTE_D != 0 }, size, latency, fault_cost));
             }
             if faulted {
                 unreachable!("the OS mapped {:#x} but the walk still faults", va.0);
@@ -411,6 +576,110 @@ impl Machine {
             k.faults += 1;
             k.fault_cycles += fault_cost;
             latency += fault_cost;
+        }
+    }
+
+    /// Translate guest-physical `gpa` of VM `vm` for a 2D walk on core `c`: the nested TLB
+    /// (for the final data address only with `virt.nested_tlb_data`), else the host vPWC
+    /// and a walk of the host (EPT) table, whose result fills the nested TLB. `data`: the
+    /// walk's final data address (a store sets the host leaf's D bit). Returns the
+    /// host-physical address, the host page size and whether the host leaf is dirty, or
+    /// `None` when the host maps nothing there (an EPT violation).
+    #[allow(clippy::too_many_arguments)]
+    fn nested_translate(&mut self, c: usize, vm: usize, gpa: u64, write: bool, data: bool, now: u64, latency: &mut u64) -> Result<Option<(u64, PageSize, bool)>, SimError> {
+        let ntlb = self.ntlb && (!data || self.cfg.virt_nested_tlb_data);
+        let ctx = self.vms[vm].ctx;
+        let g = VirtAddr(gpa);
+        if ntlb {
+            *latency += self.cfg.tlb_nested_latency;
+            let core = &mut self.cores[c];
+            match core.ntlb.lookup(g, ctx) {
+                Some((e, size)) if !(write && !e.dirty) => {
+                    core.vcounters.nested_tlb_hits += 1;
+                    return Ok(Some(((e.frame << 12) + g.offset(size), size, e.dirty)));
+                }
+                _ => core.vcounters.nested_tlb_misses += 1,
+            }
+        }
+        self.cores[c].vcounters.host_walks += 1;
+        let root = self.os.spaces[self.vms[vm].space].root;
+        let (level, node) = self.pwc_start::<HOST>(c, g, ctx, self.host_top, root);
+        *latency += self.cfg.pwc_latency;
+        match self.walk_table::<HOST>(c, vm, g, ctx, level, node, write, now, latency)? {
+            Found::Leaf(e, size) => {
+                let frame = (e & PTE_PFN_MASK) >> 12;
+                let dirty = e & PTE_D != 0;
+                if ntlb {
+                    self.cores[c].ntlb.insert(g, size, ctx, TlbEntry { frame, dirty });
+                }
+                Ok(Some(((frame << 12) + g.offset(size), size, dirty)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// A 2D walk for guest-virtual `va` on core `c` (the flattening paper's Fig. 8a): the
+    /// guest PWC picks where the guest walk starts; every guest entry's gPA and the final
+    /// data gPA go through [`Machine::nested_translate`]. The TLB entry maps gVA -> hPA at
+    /// the smaller of the guest and host page sizes, dirty when both leaves are. A guest
+    /// page fault is handled by the guest OS (`os.fault_cycles`), an EPT violation by the
+    /// host (`virt.ept_fault_cycles`); then the walk starts again. Returns as
+    /// [`Machine::walk`].
+    fn walk_2d(&mut self, c: usize, va: VirtAddr, write: bool, now: u64) -> Result<(TlbEntry, PageSize, u64, u64), SimError> {
+        let mut latency = 0u64;
+        let mut fault_cost = 0;
+        let mut faults = 0;
+        loop {
+            let core = &self.cores[c];
+            let (ctx, space, vm) = (core.ctx, core.space, core.vm);
+            let root = self.vms[vm].os.spaces[space].root;
+            let (level, node) = self.pwc_start::<GUEST>(c, va, ctx, self.top, root);
+            self.cores[c].counters.walks += 1;
+            latency += self.cfg.pwc_latency;
+            // (guest-physical address the host must map, it is the data page)
+            let host_missing = match self.walk_table::<GUEST>(c, vm, va, ctx, level, node, write, now, &mut latency)? {
+                Found::Leaf(ge, gsize) => {
+                    let gpa = (ge & PTE_PFN_MASK) + va.offset(gsize);
+                    match self.nested_translate(c, vm, gpa, write, true, now, &mut latency)? {
+                        Some((hpa, hsize, hdirty)) => {
+                            let size = gsize.min(hsize);
+                            let frame = (hpa & !(size.bytes() - 1)) >> 12;
+                            let dirty = ge & PTE_D != 0 && hdirty;
+                            return Ok((TlbEntry { frame, dirty }, size, latency, fault_cost));
+                        }
+                        None => Some((gpa, true)),
+                    }
+                }
+                Found::HostMissing(gpa) => Some((gpa, false)),
+                Found::Missing => None,
+            };
+            // Each fault maps one more page (a guest page, or the host page behind a guest
+            // page-table node or data page): a handful at most.
+            faults += 1;
+            if faults > 64 {
+                unreachable!("the 2D walk of {:#x} keeps faulting", va.0);
+            }
+            let cost = match host_missing {
+                None => {
+                    let gb = self.cfg.virt_guest_mem_gb;
+                    self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::virt::guest_error(vm, gb, e))?;
+                    let cost = self.cfg.os_fault_cycles + self.sync(Scope::Guest(vm), Some(c));
+                    self.cores[c].counters.faults += 1;
+                    cost
+                }
+                Some((gpa, data)) => {
+                    let (hspace, gb) = (self.vms[vm].space, self.cfg.phys_size_gb);
+                    self.os.fault_on(c, hspace, VirtAddr(gpa), write && data).map_err(|e| crate::virt::host_error(vm, gb, gpa, e))?;
+                    let cost = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c));
+                    let v = &mut self.cores[c].vcounters;
+                    v.ept_violations += 1;
+                    v.ept_fault_cycles += cost;
+                    cost
+                }
+            };
+            self.cores[c].counters.fault_cycles += cost;
+            fault_cost += cost;
+            latency += cost;
         }
     }
 
@@ -495,6 +764,9 @@ impl Machine {
     }
 
     fn translate_perfect(&mut self, c: usize, va: VirtAddr, write: bool, t: u64) -> Result<(u64, PageSize, u64), SimError> {
+        if self.virt {
+            return self.translate_perfect_2d(c, va, write, t);
+        }
         let space = self.cores[c].space;
         if let Some((frame, size)) = self.os.translate(space, va) {
             return Ok((frame.0, size, t));
@@ -507,6 +779,45 @@ impl Machine {
         let (frame, size) = self.os.translate(space, va).expect("the fault handler mapped the page");
         self.cores[c].window.stall_until(t + cost);
         Ok((frame.0, size, t + cost))
+    }
+
+    /// [`Machine::translate_perfect`] in a VM: gVA -> gPA -> hPA functionally, faulting in
+    /// the guest and the host as needed.
+    fn translate_perfect_2d(&mut self, c: usize, va: VirtAddr, write: bool, t: u64) -> Result<(u64, PageSize, u64), SimError> {
+        let (vm, space) = (self.cores[c].vm, self.cores[c].space);
+        let mut cost = 0;
+        let (gframe, gsize) = match self.vms[vm].os.translate(space, va) {
+            Some(m) => m,
+            None => {
+                let gb = self.cfg.virt_guest_mem_gb;
+                self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::virt::guest_error(vm, gb, e))?;
+                cost += self.cfg.os_fault_cycles + self.sync(Scope::Guest(vm), Some(c));
+                self.cores[c].counters.faults += 1;
+                self.vms[vm].os.translate(space, va).expect("the guest's fault handler mapped the page")
+            }
+        };
+        let gpa = VirtAddr(gframe.addr().0 + va.offset(gsize));
+        let hspace = self.vms[vm].space;
+        let (hframe, hsize) = match self.os.translate(hspace, gpa) {
+            Some(m) => m,
+            None => {
+                let gb = self.cfg.phys_size_gb;
+                self.os.fault_on(c, hspace, gpa, write).map_err(|e| crate::virt::host_error(vm, gb, gpa.0, e))?;
+                let ept = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c));
+                let v = &mut self.cores[c].vcounters;
+                v.ept_violations += 1;
+                v.ept_fault_cycles += ept;
+                cost += ept;
+                self.os.translate(hspace, gpa).expect("the host's fault handler mapped the page")
+            }
+        };
+        self.cores[c].counters.fault_cycles += cost;
+        let size = gsize.min(hsize);
+        let hpa = hframe.addr().0 + gpa.offset(hsize);
+        if cost > 0 {
+            self.cores[c].window.stall_until(t + cost);
+        }
+        Ok((((hpa & !(size.bytes() - 1)) >> 12), size, t + cost))
     }
 
     /// Simulate one reference on core `c`.
@@ -596,6 +907,7 @@ impl Machine {
     pub fn reset_stats(&mut self) {
         for core in &mut self.cores {
             core.counters = CoreCounters::default();
+            core.vcounters = VirtCounters::default();
             core.base_instr = core.window.instructions();
             core.base_cycles = core.window.cycles();
             core.window.rob_stall_cycles = 0;
@@ -605,6 +917,9 @@ impl Machine {
         }
         self.llc.counters = Default::default();
         self.os.counters = Default::default();
+        for vm in &mut self.vms {
+            vm.os.counters = Default::default();
+        }
         let (lat, e) = (self.dram_latency, self.dram.energy_nj);
         self.dram = Dram::new(lat, self.cfg.dram_bandwidth_gbps, self.cfg.core_freq_ghz, e);
     }
@@ -646,7 +961,7 @@ impl Machine {
             let left = usize::try_from(limit - done).unwrap_or(usize::MAX);
             let end = if n == 1 { batches[c].len().min(pos[c].saturating_add(left)) } else { pos[c] + 1 };
             while pos[c] < end {
-                if n == 1 {
+                if n == 1 && !self.virt {
                     self.prefetch_ahead(c, &batches[c], pos[c], &mut leaf_ring);
                 }
                 let r = batches[c][pos[c]];
@@ -684,17 +999,29 @@ impl Machine {
         n
     }
 
+    /// Invalidate host-side translations of VMs (nested TLBs and vPWCs) on every core: the
+    /// gPA ranges and contexts of `what` are a VM's (`VPID << 12`).
+    pub fn shootdown_nested(&mut self, what: Invalidate) -> usize {
+        let mut n = 0;
+        for core in &mut self.cores {
+            n += core.ntlb.invalidate(what) + core.vpwc.invalidate(what);
+        }
+        n
+    }
+
     /// All statistics, with the glossary's names. One core: bare names. Several: `coreN.`
     /// per core plus sums (and machine-wide ratios) under the bare names.
     pub fn stats(&self) -> Stats {
         let mut s = Stats::default();
         let multi = self.cores.len() > 1;
         let mut sum = CoreCounters::default();
+        let mut vsum = VirtCounters::default();
         let (mut instr, mut cycles, mut rob_stalls) = (0u64, 0u64, 0u64);
         let mut caches = [[0u64; 7]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks
         let mut cache_energy = 0.0;
         for (i, core) in self.cores.iter().enumerate() {
             sum.add(&core.counters);
+            vsum.add(&core.vcounters);
             instr += core.instructions();
             cycles = cycles.max(core.cycles());
             rob_stalls += core.window.rob_stall_cycles;
@@ -713,6 +1040,10 @@ impl Machine {
                 s.int(format!("{p}cycles"), core.cycles());
                 s.ratio(format!("{p}ipc"), core.instructions(), core.cycles());
                 derived(&mut s, &p, &core.counters, core.instructions());
+                if self.virt {
+                    core.vcounters.emit(&p, &mut s);
+                    derived_virt(&mut s, &p, &core.counters, &core.vcounters);
+                }
             }
         }
         s.int("instructions", instr);
@@ -720,6 +1051,10 @@ impl Machine {
         s.ratio("ipc", instr, cycles);
         sum.emit("", &mut s);
         derived(&mut s, "", &sum, instr);
+        if self.virt {
+            vsum.emit("", &mut s);
+            derived_virt(&mut s, "", &sum, &vsum);
+        }
         s.int("rob_stall_cycles", rob_stalls);
         for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
             let c = &caches[j];
@@ -735,24 +1070,47 @@ impl Machine {
         s.float("energy_nj.cache", cache_energy);
         s.float("energy_nj.dram", dram_energy);
         s.float("energy_nj.total", cache_energy + dram_energy);
-        let pt = &self.os.pt;
-        s.int("pt.nodes", pt.total_nodes());
-        let mut bytes = 0;
-        for level in 1..=self.top {
-            s.int(format!("pt.nodes.l{level}"), pt.nodes_at(level));
-            s.int(format!("pt_bytes.l{level}"), pt.bytes_at(level));
-            bytes += pt.bytes_at(level);
+        if self.virt {
+            // Bare names: the guests' (the application's) tables and memory; `host.`: the
+            // hypervisor's EPTs and the machine's memory.
+            let guests: Vec<&Os> = self.vms.iter().map(|v| &v.os).collect();
+            emit_os(&mut s, "", &guests, self.top);
+            emit_os(&mut s, "host.", &[&self.os], self.host_top);
+        } else {
+            emit_os(&mut s, "", &[&self.os], self.top);
         }
-        s.int("pt_bytes", bytes);
-        let mapped: u64 = self.os.spaces.iter().map(|sp| sp.mapped_bytes).sum();
-        let huge: u64 = self.os.spaces.iter().map(|sp| sp.huge_bytes).sum();
-        s.int("mapped_bytes", mapped);
-        s.ratio("huge_coverage", huge, mapped);
-        s.int("phys.free_bytes", self.os.phys.free_frames() << 12);
-        s.int("phys.free_2m_blocks", self.os.phys.free_2m_blocks());
-        self.os.emit(&mut s);
         s
     }
+}
+
+/// Page tables, mapped memory and OS statistics of `oses` (summed), under prefix `p`.
+fn emit_os(s: &mut Stats, p: &str, oses: &[&Os], top: u8) {
+    let sum = |f: &dyn Fn(&Os) -> u64| oses.iter().map(|os| f(os)).sum::<u64>();
+    s.int(format!("{p}pt.nodes"), sum(&|os| os.pt.total_nodes()));
+    let mut bytes = 0;
+    for level in 1..=top {
+        s.int(format!("{p}pt.nodes.l{level}"), sum(&|os| os.pt.nodes_at(level)));
+        let b = sum(&|os| os.pt.bytes_at(level));
+        s.int(format!("{p}pt_bytes.l{level}"), b);
+        bytes += b;
+    }
+    s.int(format!("{p}pt_bytes"), bytes);
+    let mapped = sum(&|os| os.spaces.iter().map(|sp| sp.mapped_bytes).sum());
+    let huge = sum(&|os| os.spaces.iter().map(|sp| sp.huge_bytes).sum());
+    s.int(format!("{p}mapped_bytes"), mapped);
+    s.ratio(format!("{p}huge_coverage"), huge, mapped);
+    s.int(format!("{p}phys.free_bytes"), sum(&|os| os.phys.free_frames()) << 12);
+    s.int(format!("{p}phys.free_2m_blocks"), sum(&|os| os.phys.free_2m_blocks()));
+    Os::emit_sum(oses, p, s);
+}
+
+/// Ratios of 2D walks (under `prefix`).
+fn derived_virt(s: &mut Stats, p: &str, k: &CoreCounters, v: &VirtCounters) {
+    s.ratio(format!("{p}walk_steps_per_walk.guest"), v.guest_steps, k.walks);
+    s.ratio(format!("{p}walk_steps_per_walk.host"), v.host_steps, k.walks);
+    s.int(format!("{p}nested_tlb.accesses"), v.nested_tlb_hits + v.nested_tlb_misses);
+    s.ratio(format!("{p}nested_tlb.hit_rate"), v.nested_tlb_hits, v.nested_tlb_hits + v.nested_tlb_misses);
+    s.ratio(format!("{p}walk_steps_per_host_walk"), v.host_steps, v.host_walks);
 }
 
 /// Ratios derived from counters (under `prefix`).

@@ -97,6 +97,47 @@ pub struct OsCounters {
     pub context_switches: u64,
 }
 
+impl OsCounters {
+    pub fn add(&mut self, o: &OsCounters) {
+        let OsCounters {
+            faults,
+            huge_faults,
+            promotions,
+            demotions,
+            shootdowns,
+            shootdown_cycles,
+            shootdown_ipis,
+            full_flushes,
+            reservations,
+            reservations_broken,
+            khugepaged_wakeups,
+            khugepaged_scanned,
+            compactions,
+            compaction_failures,
+            migrated_pages,
+            huge_alloc_failures,
+            context_switches,
+        } = *o;
+        self.faults += faults;
+        self.huge_faults += huge_faults;
+        self.promotions += promotions;
+        self.demotions += demotions;
+        self.shootdowns += shootdowns;
+        self.shootdown_cycles += shootdown_cycles;
+        self.shootdown_ipis += shootdown_ipis;
+        self.full_flushes += full_flushes;
+        self.reservations += reservations;
+        self.reservations_broken += reservations_broken;
+        self.khugepaged_wakeups += khugepaged_wakeups;
+        self.khugepaged_scanned += khugepaged_scanned;
+        self.compactions += compactions;
+        self.compaction_failures += compaction_failures;
+        self.migrated_pages += migrated_pages;
+        self.huge_alloc_failures += huge_alloc_failures;
+        self.context_switches += context_switches;
+    }
+}
+
 /// A FreeBSD reservation: an aligned 2 MB block backing one 2 MB virtual region.
 struct Reservation {
     base: u64,
@@ -815,16 +856,49 @@ impl Os {
     pub fn prefault(&mut self, space: usize) -> Result<(), SimError> {
         let regions = self.spaces[space].regions.clone();
         for r in regions {
-            let mut va = r.start & !0xfff;
-            while va < r.end() {
-                self.check_va(VirtAddr(va))?;
-                match self.translate(space, VirtAddr(va)) {
-                    Some((_, size)) => va = (va & !(size.bytes() - 1)) + size.bytes(),
-                    None => self.fault_inner(space, VirtAddr(va), false)?,
-                }
+            self.prefault_range(space, r.start, r.end())?;
+        }
+        Ok(())
+    }
+
+    /// Map every page overlapping `[start, end)` of `space` that is not mapped yet, through
+    /// the page-size policy, clean and not accessed (see [`Os::prefault`]).
+    pub fn prefault_range(&mut self, space: usize, start: u64, end: u64) -> Result<(), SimError> {
+        let mut va = start & !0xfff;
+        while va < end {
+            self.check_va(VirtAddr(va))?;
+            match self.translate(space, VirtAddr(va)) {
+                Some((_, size)) => va = (va & !(size.bytes() - 1)) + size.bytes(),
+                None => self.fault_inner(space, VirtAddr(va), false)?,
             }
         }
         Ok(())
+    }
+
+    /// The memory this OS's page tables use or map: every page-table node and every mapped
+    /// page, as (first byte, bytes), ascending. For a guest OS these are the guest-physical
+    /// ranges its host must back.
+    pub fn memory_in_use(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        for sp in &self.spaces {
+            self.collect_in_use(sp.root, sp.top, &mut out);
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn collect_in_use(&self, node: NodeId, level: u8, out: &mut Vec<(u64, u64)>) {
+        out.push((self.pt.node(node).frame.addr().0, 4096));
+        for (i, &e) in self.pt.entries(node).iter().enumerate() {
+            if e & PTE_P == 0 {
+                continue;
+            }
+            match crate::pt::leaf_size(level, e) {
+                Some(size) => out.push((e & PTE_PFN_MASK, size.bytes())),
+                None => self.collect_in_use(self.pt.node(node).children[i], level - 1, out),
+            }
+        }
     }
 
     /// The frame backing `va`, if mapped (functional).
@@ -837,35 +911,44 @@ impl Os {
     /// `shootdowns`, `shootdown_cycles`; `os.*` details; `phys.*` free-block histograms at
     /// the start of the run and now).
     pub fn emit(&self, s: &mut Stats) {
-        let k = &self.counters;
-        s.int("promotions", k.promotions);
-        s.int("demotions", k.demotions);
-        s.int("shootdowns", k.shootdowns);
-        s.int("shootdown_cycles", k.shootdown_cycles);
-        s.int("os.huge_faults", k.huge_faults);
-        s.int("os.huge_alloc_failures", k.huge_alloc_failures);
-        s.int("os.shootdown_ipis", k.shootdown_ipis);
-        s.int("os.full_flushes", k.full_flushes);
-        s.int("os.reservations", k.reservations);
-        s.int("os.reservations_broken", k.reservations_broken);
-        s.int("os.khugepaged.wakeups", k.khugepaged_wakeups);
-        s.int("os.khugepaged.scanned", k.khugepaged_scanned);
-        s.int("os.compactions", k.compactions);
-        s.int("os.compaction_failures", k.compaction_failures);
-        s.int("os.migrated_pages", k.migrated_pages);
-        s.int("os.context_switches", k.context_switches);
-        s.int("os.reserved_bytes", self.reserved_frames() << 12);
-        for o in 0..=MAX_ORDER {
-            s.int(format!("phys.free_blocks.order{o}"), self.phys.free_blocks(o));
+        Os::emit_sum(&[self], "", s);
+    }
+
+    /// The statistics of [`Os::emit`] summed over several OSes (the guests of every VM),
+    /// each name under `prefix` (`host.` for the hypervisor).
+    pub fn emit_sum(oses: &[&Os], p: &str, s: &mut Stats) {
+        let mut k = OsCounters::default();
+        for os in oses {
+            k.add(&os.counters);
         }
-        let st = &self.start;
-        s.int("phys.start.free_bytes", st.free_frames << 12);
-        s.int("phys.start.free_2m_blocks", st.free_2m_blocks);
+        let sum = |f: &dyn Fn(&Os) -> u64| oses.iter().map(|os| f(os)).sum::<u64>();
+        s.int(format!("{p}promotions"), k.promotions);
+        s.int(format!("{p}demotions"), k.demotions);
+        s.int(format!("{p}shootdowns"), k.shootdowns);
+        s.int(format!("{p}shootdown_cycles"), k.shootdown_cycles);
+        s.int(format!("{p}os.huge_faults"), k.huge_faults);
+        s.int(format!("{p}os.huge_alloc_failures"), k.huge_alloc_failures);
+        s.int(format!("{p}os.shootdown_ipis"), k.shootdown_ipis);
+        s.int(format!("{p}os.full_flushes"), k.full_flushes);
+        s.int(format!("{p}os.reservations"), k.reservations);
+        s.int(format!("{p}os.reservations_broken"), k.reservations_broken);
+        s.int(format!("{p}os.khugepaged.wakeups"), k.khugepaged_wakeups);
+        s.int(format!("{p}os.khugepaged.scanned"), k.khugepaged_scanned);
+        s.int(format!("{p}os.compactions"), k.compactions);
+        s.int(format!("{p}os.compaction_failures"), k.compaction_failures);
+        s.int(format!("{p}os.migrated_pages"), k.migrated_pages);
+        s.int(format!("{p}os.context_switches"), k.context_switches);
+        s.int(format!("{p}os.reserved_bytes"), sum(&|os| os.reserved_frames()) << 12);
         for o in 0..=MAX_ORDER {
-            s.int(format!("phys.start.free_blocks.order{o}"), st.free_blocks[o as usize]);
+            s.int(format!("{p}phys.free_blocks.order{o}"), sum(&|os| os.phys.free_blocks(o)));
         }
-        s.int("phys.pinned_bytes", st.pinned_frames << 12);
-        s.int("phys.hog_bytes", st.hog_frames << 12);
+        s.int(format!("{p}phys.start.free_bytes"), sum(&|os| os.start.free_frames) << 12);
+        s.int(format!("{p}phys.start.free_2m_blocks"), sum(&|os| os.start.free_2m_blocks));
+        for o in 0..=MAX_ORDER {
+            s.int(format!("{p}phys.start.free_blocks.order{o}"), sum(&|os| os.start.free_blocks[o as usize]));
+        }
+        s.int(format!("{p}phys.pinned_bytes"), sum(&|os| os.start.pinned_frames) << 12);
+        s.int(format!("{p}phys.hog_bytes"), sum(&|os| os.start.hog_frames) << 12);
     }
 }
 

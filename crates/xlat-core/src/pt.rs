@@ -54,6 +54,19 @@ impl Node {
     }
 }
 
+/// The size of the page an entry maps when it is a leaf: any present entry of a level-1
+/// node, a PS entry at level 2 (2 MB) or 3 (1 GB). `entry_level` is the level of the entry
+/// (as [`PageTables::index_at`] returns it).
+#[inline]
+pub fn leaf_size(entry_level: u8, e: u64) -> Option<PageSize> {
+    match entry_level {
+        1 => Some(PageSize::Size4K),
+        2 if e & PTE_PS != 0 => Some(PageSize::Size2M),
+        3 if e & PTE_PS != 0 => Some(PageSize::Size1G),
+        _ => None,
+    }
+}
+
 /// Every page-table node of the machine (all address spaces share physical memory).
 #[derive(Default)]
 pub struct PageTables {
@@ -111,6 +124,16 @@ impl PageTables {
         });
         self.per_level[level as usize] += 1;
         Ok(id)
+    }
+
+    /// How a walk for `va` moves through `node`, a node at `level`: the index of the entry
+    /// it reads there, and the level of that entry (what it maps if it is a leaf, see
+    /// [`leaf_size`]; the node it points to is one level below). The one place the hardware
+    /// walkers (native, guest and host dimensions) compute indices: a format whose nodes
+    /// index more VA bits (a flattened node) changes only this.
+    #[inline(always)]
+    pub fn index_at(&self, _node: NodeId, level: u8, va: VirtAddr) -> (usize, u8) {
+        (va.index(level), level)
     }
 
     #[inline]
@@ -300,13 +323,7 @@ impl PageTables {
             if e & PTE_P == 0 {
                 return None;
             }
-            let size = match level {
-                1 => Some(PageSize::Size4K),
-                2 if e & PTE_PS != 0 => Some(PageSize::Size2M),
-                3 if e & PTE_PS != 0 => Some(PageSize::Size1G),
-                _ => None,
-            };
-            if let Some(size) = size {
+            if let Some(size) = leaf_size(level, e) {
                 return Some(Mapping { frame: Frame((e & PTE_PFN_MASK) >> 12), size, entry: e });
             }
             node = self.nodes[node as usize].children[idx];

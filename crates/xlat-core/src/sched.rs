@@ -15,6 +15,13 @@
 //!   pays `os.shootdown_initiator_cycles` (or `os.shootdown_local_cycles` when no other
 //!   core runs the address space) and every other core running it `os.shootdown_remote_cycles`.
 //!   A flush of more pages than `os.flush_ceiling_pages` drops the whole address space.
+//! - Virtual machines (`virt.enabled`, see `virt`): each core also time-slices among the
+//!   `virt.vms` VMs, `virt.switch_interval_cycles` each, all cores starting with VM 0; a
+//!   process slice runs within the VM the core runs. A VM switch costs `virt.switch_cycles`
+//!   and, without VPIDs (`virt.vpid=false`), flushes the core's TLBs, PWC, vPWC and nested
+//!   TLB. Shootdowns from a guest OS remove its gVA ranges (its context's TLB and PWC
+//!   entries); shootdowns from the host (a gPA range of a VM changed) remove that range from
+//!   the nested TLBs and vPWCs and every TLB and guest PWC entry of the VM, as INVEPT does.
 //! - Background work (khugepaged) runs when the machine's time (the smallest core clock)
 //!   passes its next wake-up, on the core with that clock, which pays for it. The run loop
 //!   checks for due events every [`EVENT_CHECK`] references, never per reference.
@@ -24,7 +31,8 @@ use crate::config::Config;
 use crate::error::SimError;
 use crate::machine::Machine;
 use crate::os::Os;
-use crate::tlb::Invalidate;
+use crate::tlb::{Invalidate, VPID_SHIFT};
+use crate::virt::Vm;
 use crate::workload::Region;
 
 /// The run loop looks for due OS events every this many references (a power of two).
@@ -34,47 +42,84 @@ const MAX_CATCH_UP: u32 = 64;
 
 /// Who runs where, and when the OS next has something to do.
 pub struct Sched {
-    /// Per core: the address spaces it time-slices, and which one runs.
+    /// Per core: the address spaces it time-slices (in a VM: guest spaces, the same in
+    /// every VM).
     queues: Vec<Vec<usize>>,
+    /// Per core and VM (`c * vms + vm`): the queue position that runs.
     cur: Vec<usize>,
+    /// Per core: the VM it runs (0 natively).
+    vm: Vec<usize>,
+    vms: usize,
     next_switch: Vec<u64>,
+    next_vm_switch: Vec<u64>,
     khugepaged_next: u64,
     /// The earliest of the above (`u64::MAX`: nothing ever happens).
     pub next_event: u64,
     timeslice: u64,
+    vm_interval: u64,
     khugepaged_interval: u64,
 }
 
 impl Sched {
-    /// The address space core `c` runs now.
+    /// The address space core `c` runs now (in a VM: a space of that VM's guest OS).
     pub fn running(&self, c: usize) -> usize {
-        self.queues[c][self.cur[c]]
+        self.queues[c][self.cur[c * self.vms + self.vm[c]]]
+    }
+
+    /// The VM core `c` runs now (0 natively).
+    pub fn running_vm(&self, c: usize) -> usize {
+        self.vm[c]
     }
 
     fn update_next(&mut self) {
-        self.next_event = self.next_switch.iter().copied().fold(self.khugepaged_next, u64::min);
+        let t = self.next_switch.iter().copied().fold(self.khugepaged_next, u64::min);
+        self.next_event = self.next_vm_switch.iter().copied().fold(t, u64::min);
     }
 }
 
 /// Build the OS for a workload with `streams` streams and its `regions`: fragment memory,
-/// create the processes, and place them on cores.
-pub fn boot(cfg: &Config, streams: usize, regions: Vec<Region>, seed: u64) -> Result<(Os, Sched), SimError> {
-    let mut os = Os::new(cfg);
+/// create the processes, and place them on cores. Virtualized: the host OS, the VMs (each
+/// with its guest OS and processes), and the placement.
+pub fn boot(cfg: &Config, streams: usize, regions: Vec<Region>, seed: u64) -> Result<(Os, Vec<Vm>, Sched), SimError> {
     let n = cfg.os_processes as usize;
-    os.prepare(&regions, n, seed)?;
-    let spaces = (0..n).map(|_| os.create_space(regions.clone())).collect::<Result<Vec<_>, _>>()?;
+    let (os, vms, spaces) = if cfg.virt_enabled {
+        let (host, vms) = crate::virt::boot(cfg, &regions, seed)?;
+        (host, vms, (0..n).collect())
+    } else {
+        let mut os = Os::new(cfg);
+        os.prepare(&regions, n, seed)?;
+        let spaces = (0..n).map(|_| os.create_space(regions.clone())).collect::<Result<Vec<_>, _>>()?;
+        (os, Vec::new(), spaces)
+    };
+    let nvms = vms.len().max(1);
+    let khugepaged = os.khugepaged_enabled() || vms.iter().any(|v| v.os.khugepaged_enabled());
     let timeslice = cfg.os_timeslice_cycles;
     let mut s = Sched {
         queues: vec![spaces; streams],
-        cur: (0..streams).map(|i| i % n).collect(),
+        cur: (0..streams * nvms).map(|i| (i / nvms) % n).collect(),
+        vm: vec![0; streams],
+        vms: nvms,
         next_switch: vec![if n > 1 { timeslice } else { u64::MAX }; streams],
-        khugepaged_next: if os.khugepaged_enabled() { cfg.os_khugepaged_interval_cycles } else { u64::MAX },
+        next_vm_switch: vec![if nvms > 1 { cfg.virt_switch_interval_cycles } else { u64::MAX }; streams],
+        khugepaged_next: if khugepaged { cfg.os_khugepaged_interval_cycles } else { u64::MAX },
         next_event: u64::MAX,
         timeslice,
+        vm_interval: cfg.virt_switch_interval_cycles,
         khugepaged_interval: cfg.os_khugepaged_interval_cycles,
     };
     s.update_next();
-    Ok((os, s))
+    Ok((os, vms, s))
+}
+
+/// Which OS a shootdown queue belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The native OS.
+    Native,
+    /// The host OS of a virtualized machine (ranges are guest-physical).
+    Host,
+    /// The guest OS of a VM.
+    Guest(usize),
 }
 
 impl Machine {
@@ -82,34 +127,74 @@ impl Machine {
     /// ([`Os::charge`]). The remote cores are stalled here; the initiator's cycles are
     /// returned for the caller to charge (as fault latency, or a stall). `None`: work done
     /// before the run (prefaulting), charged to nobody.
+    /// Virtualized, `Machine::os` is the host: see [`Machine::sync`].
     pub fn os_sync(&mut self, initiator: Option<usize>) -> u64 {
-        let mut cost = std::mem::take(&mut self.os.charge);
-        if self.os.pending.is_empty() {
+        let scope = if self.vms.is_empty() { Scope::Native } else { Scope::Host };
+        self.sync(scope, initiator)
+    }
+
+    /// [`Machine::os_sync`] for the OS of `scope`: a native OS's shootdowns leave the
+    /// context's TLB and PWC entries; a guest's likewise (its contexts carry the VPID); the
+    /// host's (gPA ranges of one VM) leave the nested TLBs and vPWCs, and every TLB and
+    /// guest PWC entry of that VM, whose gVA -> hPA translations may derive from them.
+    pub fn sync(&mut self, scope: Scope, initiator: Option<usize>) -> u64 {
+        let os = match scope {
+            Scope::Guest(vm) => &mut self.vms[vm].os,
+            _ => &mut self.os,
+        };
+        let mut cost = std::mem::take(&mut os.charge);
+        if os.pending.is_empty() {
             return cost;
         }
+        let pending = std::mem::take(&mut os.pending);
         let cfg = self.config();
         let (ceiling, init_cycles, local_cycles, remote_cycles) =
             (cfg.os_flush_ceiling_pages, cfg.os_shootdown_initiator_cycles, cfg.os_shootdown_local_cycles, cfg.os_shootdown_remote_cycles);
-        for sd in std::mem::take(&mut self.os.pending) {
-            let ctx = self.os.spaces[sd.space].ctx;
-            if sd.pages > ceiling {
+        for sd in pending {
+            let os = match scope {
+                Scope::Guest(vm) => &self.vms[vm].os,
+                _ => &self.os,
+            };
+            let ctx = os.spaces[sd.space].ctx;
+            let full = sd.pages > ceiling;
+            if scope == Scope::Host {
+                self.shootdown(Invalidate::Vm(ctx >> VPID_SHIFT));
+                if full {
+                    self.shootdown_nested(Invalidate::Context(ctx));
+                } else {
+                    for &(start, end) in &sd.ranges {
+                        self.shootdown_nested(Invalidate::Range { ctx, start, end });
+                    }
+                }
+            } else if full {
                 self.shootdown(Invalidate::Context(ctx));
-                self.os.counters.full_flushes += 1;
             } else {
                 for &(start, end) in &sd.ranges {
                     self.shootdown(Invalidate::Range { ctx, start, end });
                 }
             }
+            let host_vm = if scope == Scope::Host { self.vms.iter().position(|v| v.space == sd.space) } else { None };
             let mut remotes = 0;
             for (i, core) in self.cores.iter_mut().enumerate() {
-                if core.space == sd.space && Some(i) != initiator {
+                let runs = match scope {
+                    Scope::Native => core.space == sd.space,
+                    Scope::Guest(vm) => core.vm == vm && core.space == sd.space,
+                    Scope::Host => Some(core.vm) == host_vm,
+                };
+                if runs && Some(i) != initiator {
                     remotes += 1;
                     let t = core.window.now() + remote_cycles;
                     core.window.stall_until(t);
                 }
             }
             let init = if remotes > 0 { init_cycles } else { local_cycles };
-            let k = &mut self.os.counters;
+            let k = match scope {
+                Scope::Guest(vm) => &mut self.vms[vm].os.counters,
+                _ => &mut self.os.counters,
+            };
+            if full {
+                k.full_flushes += 1;
+            }
             k.shootdowns += 1;
             k.shootdown_ipis += remotes;
             k.shootdown_cycles += init + remotes * remote_cycles;
@@ -144,6 +229,12 @@ impl Machine {
                 break;
             }
             runs += 1;
+            for vm in 0..self.vms.len() {
+                self.vms[vm].os.phys.cpu = first;
+                self.vms[vm].os.khugepaged();
+                let cost = self.sync(Scope::Guest(vm), Some(first));
+                self.stall(first, cost);
+            }
             self.os.phys.cpu = first;
             self.os.khugepaged();
             let cost = self.os_sync(Some(first));
@@ -154,36 +245,83 @@ impl Machine {
             if self.cores[c].window.now() >= self.sched.next_switch[c] {
                 self.context_switch(c);
             }
+            if self.cores[c].window.now() >= self.sched.next_vm_switch[c] {
+                self.vm_switch(c);
+            }
         }
         self.sched.update_next();
         Ok(())
     }
 
-    /// Switch core `c` to the next process in its queue.
+    /// The context of address space `space` (of VM `vm` when virtualized).
+    fn ctx_of(&self, vm: usize, space: usize) -> crate::tlb::Ctx {
+        match self.vms.get(vm) {
+            Some(v) => v.os.spaces[space].ctx,
+            None => self.os.spaces[space].ctx,
+        }
+    }
+
+    /// Switch core `c` to the next process in its queue (within the VM it runs).
     fn context_switch(&mut self, c: usize) {
         let q = self.sched.queues[c].len();
-        self.sched.cur[c] = (self.sched.cur[c] + 1) % q;
+        let vm = self.sched.vm[c];
+        let i = c * self.sched.vms + vm;
+        self.sched.cur[i] = (self.sched.cur[i] + 1) % q;
         let space = self.sched.running(c);
         let (pcid, cost, slice) = (self.config().os_pcid, self.config().os_switch_cycles, self.sched.timeslice);
-        let ctx = self.os.spaces[space].ctx;
+        let ctx = self.ctx_of(vm, space);
+        // A CR3 write without PCIDs flushes the linear translations: in a VM, its own.
+        let flush = if self.vms.is_empty() { Invalidate::All } else { Invalidate::Vm(ctx >> VPID_SHIFT) };
         let core = &mut self.cores[c];
         core.space = space;
         core.ctx = ctx;
         if !pcid {
-            core.itlb.invalidate(Invalidate::All);
-            core.dtlb.invalidate(Invalidate::All);
-            core.stlb.invalidate(Invalidate::All);
-            core.pwc.invalidate(Invalidate::All);
+            core.itlb.invalidate(flush);
+            core.dtlb.invalidate(flush);
+            core.stlb.invalidate(flush);
+            core.pwc.invalidate(flush);
         }
         let t = core.window.now() + cost;
         core.window.stall_until(t);
         self.sched.next_switch[c] = core.window.now() + slice;
-        self.os.counters.context_switches += 1;
+        match self.vms.get_mut(vm) {
+            Some(v) => v.os.counters.context_switches += 1,
+            None => self.os.counters.context_switches += 1,
+        }
+    }
+
+    /// Switch core `c` to the next VM: it runs the process that VM last ran there.
+    fn vm_switch(&mut self, c: usize) {
+        let vm = (self.sched.vm[c] + 1) % self.sched.vms;
+        self.sched.vm[c] = vm;
+        let space = self.sched.running(c);
+        let ctx = self.ctx_of(vm, space);
+        let (vpid, cost, slice) = (self.config().virt_vpid, self.config().virt_switch_cycles, self.sched.vm_interval);
+        let core = &mut self.cores[c];
+        core.vm = vm;
+        core.space = space;
+        core.ctx = ctx;
+        if !vpid {
+            core.itlb.invalidate(Invalidate::All);
+            core.dtlb.invalidate(Invalidate::All);
+            core.stlb.invalidate(Invalidate::All);
+            core.pwc.invalidate(Invalidate::All);
+            core.vpwc.invalidate(Invalidate::All);
+            core.ntlb.invalidate(Invalidate::All);
+        }
+        let t = core.window.now() + cost;
+        core.window.stall_until(t);
+        self.sched.next_vm_switch[c] = core.window.now() + slice;
+        core.vcounters.vm_switches += 1;
     }
 
     /// After prefaulting: apply the shootdowns (the TLBs are empty anyway) and start the
     /// OS statistics from zero, as the core statistics do.
     pub(crate) fn after_prefault(&mut self) {
+        for vm in 0..self.vms.len() {
+            self.sync(Scope::Guest(vm), None);
+            self.vms[vm].os.counters = Default::default();
+        }
         self.os_sync(None);
         self.os.counters = Default::default();
     }

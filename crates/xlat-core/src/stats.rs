@@ -122,6 +122,36 @@ counters! {
     }
 }
 
+counters! {
+    /// Per-core events of 2D (nested) walks and VMs; emitted only with virt.enabled.
+    pub struct VirtCounters {
+        guest_steps: "walk_steps.guest",
+        host_steps: "walk_steps.host",
+        pte_guest_l1: "pte_served.guest.l1",
+        pte_guest_l2: "pte_served.guest.l2",
+        pte_guest_llc: "pte_served.guest.llc",
+        pte_guest_dram: "pte_served.guest.dram",
+        pte_host_l1: "pte_served.host.l1",
+        pte_host_l2: "pte_served.host.l2",
+        pte_host_llc: "pte_served.host.llc",
+        pte_host_dram: "pte_served.host.dram",
+        nested_tlb_hits: "nested_tlb.hits",
+        nested_tlb_misses: "nested_tlb.misses",
+        host_walks: "host_walks",
+        vpwc_l5_hits: "vpwc.l5.hits",
+        vpwc_l5_misses: "vpwc.l5.misses",
+        vpwc_l4_hits: "vpwc.l4.hits",
+        vpwc_l4_misses: "vpwc.l4.misses",
+        vpwc_l3_hits: "vpwc.l3.hits",
+        vpwc_l3_misses: "vpwc.l3.misses",
+        vpwc_l2_hits: "vpwc.l2.hits",
+        vpwc_l2_misses: "vpwc.l2.misses",
+        ept_violations: "ept_violations",
+        ept_fault_cycles: "ept_fault_cycles",
+        vm_switches: "vm_switches",
+    }
+}
+
 impl CoreCounters {
     #[inline]
     pub fn record_walk_cycles(&mut self, c: u64) {

@@ -10,8 +10,12 @@ use crate::config::Policy;
 use crate::pt::NodeId;
 use crate::repl::LineKind;
 
-/// Address-space context of a translation: PCID in the low 12 bits, VPID above.
+/// Address-space context of a translation: PCID in the low 12 bits, VPID above (0 natively).
+/// Host-side structures of a VM (nested TLB, vPWC) use the VM's VPID with PCID 0.
 pub type Ctx = u32;
+
+/// Bits of a [`Ctx`] below the VPID.
+pub const VPID_SHIFT: u32 = 12;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TlbKey {
@@ -146,6 +150,9 @@ pub enum Invalidate {
     Range { ctx: Ctx, start: u64, end: u64 },
     /// Everything of one context (INVPCID single-context).
     Context(Ctx),
+    /// Everything of one VM: contexts whose VPID (the bits above the PCID) is this
+    /// (INVVPID single-context, or INVEPT after the host changed the VM's EPT).
+    Vm(u32),
     /// Everything (CR3 write without PCID, or INVPCID all).
     All,
 }
@@ -160,6 +167,7 @@ impl Invalidate {
         match *self {
             Invalidate::All => true,
             Invalidate::Context(c) => k.ctx == c,
+            Invalidate::Vm(v) => k.ctx >> VPID_SHIFT == v,
             Invalidate::Range { ctx, start, end } => {
                 let shift = k.size().shift();
                 let base = k.vpn() << shift;
@@ -331,6 +339,7 @@ impl Pwc {
             n += t.invalidate_where(|k, _| match what {
                 Invalidate::All => true,
                 Invalidate::Context(c) => k.ctx == c,
+                Invalidate::Vm(v) => k.ctx >> VPID_SHIFT == v,
                 Invalidate::Range { ctx, start, end } => {
                     let base = k.tag << shift;
                     k.ctx == ctx && base < end && base + (1u64 << shift) > start
