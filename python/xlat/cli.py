@@ -189,6 +189,13 @@ def summary_rows(stats: dict) -> list[tuple[str, str]]:
     pwc = [(lv, h) for lv, h in pwc if h is not None]
     if pwc and walks:
         add("PWC hits per walk", "  ".join(f"{lv.upper()} {h / walks:.2f}" for lv, h in pwc))
+    if walks and _num(stats, "walk_steps.guest") is not None:
+        # Virtualized: the 2D walk's reads split into guest and host (EPT) entries.
+        g, h = _num(stats, "walk_steps.guest") or 0.0, _num(stats, "walk_steps.host") or 0.0
+        add("PTE reads per walk: guest / host", f"{g / walks:.2f} / {h / walks:.2f}")
+        nh, nm = _num(stats, "nested_tlb.hits") or 0.0, _num(stats, "nested_tlb.misses") or 0.0
+        if nh + nm:
+            add("nested TLB hits", f"{nh:,.0f} of {nh + nm:,.0f} ({100 * nh / (nh + nm):.1f}%)")
     shares = pte_served_shares(stats)
     if shares:
         add("PTE reads served by", "  ".join(f"{lv.upper()} {100 * s:.1f}%" for lv, s in shares.items()))
@@ -197,9 +204,16 @@ def summary_rows(stats: dict) -> list[tuple[str, str]]:
         if r is not None:
             add(f"{label} miss rate", f"{100 * r:.1f}%  ({_fmt(_num(stats, f'cache.{level}.misses'))} misses)")
     add("page faults", _fmt(_num(stats, "faults")))
+    add("EPT violations", _fmt(_num(stats, "ept_violations")))
+    vs = _num(stats, "vm_switches")
+    if vs:
+        add("VM switches", _fmt(vs))
     ptb = _num(stats, "pt_bytes")
     if ptb is not None:
         add("page-table memory", human_bytes(ptb))
+    hptb = _num(stats, "host.pt_bytes")
+    if hptb is not None:
+        add("host (EPT) page-table memory", human_bytes(hptb))
     # Page sizes and physical memory: what the OS's page-size policy achieved, and how
     # fragmented memory was (at the start: the fragmentation scenario; at the end: after the run).
     cov = _num(stats, "huge_coverage")
@@ -207,6 +221,9 @@ def summary_rows(stats: dict) -> list[tuple[str, str]]:
         moves = [(n, _num(stats, n)) for n in ("promotions", "demotions")]
         detail = ", ".join(f"{v:,.0f} {n}" for n, v in moves if v)
         add("huge-page coverage", f"{100 * cov:.1f}%" + (f"  ({detail})" if detail else ""))
+    hcov = _num(stats, "host.huge_coverage")
+    if hcov is not None:
+        add("host huge-page coverage", f"{100 * hcov:.1f}%")
     sd = _num(stats, "shootdowns")
     if sd:
         add("TLB shootdowns", f"{sd:,.0f}  ({_fmt(_num(stats, 'shootdown_cycles'))} cycles)")
