@@ -122,7 +122,7 @@ config_enum!(
 );
 config_enum!(
     /// Page-table format of an address space.
-    PtFormat { Radix4 = "radix4", Radix5 = "radix5" }
+    PtFormat { Radix4 = "radix4", Radix5 = "radix5", Fpt = "fpt", FptL3L2 = "fpt-l3l2", FptL4L3 = "fpt-l4l3" }
 );
 config_enum!(
     /// Where page-walk reads enter the cache hierarchy.
@@ -274,7 +274,9 @@ config! {
     dram_latency_ns: f64 = 50.0; "dram.latency_ns"; "DRAM access latency beyond the LLC, in ns";
     dram_bandwidth_gbps: f64 = 0.0; "dram.bandwidth_gbps"; "DRAM bandwidth in GB/s for the queue model (0: unlimited)";
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
-    pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format";
+    pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format: radix4, radix5, fpt (L4+L3 and L2+L1 flattened into 2 MB nodes, with the FPT+NF rule), fpt-l3l2 (the paper's Linux prototype), fpt-l4l3 (flattened root only)";
+    pt_nf_threshold: u64 = 32; "pt.nf_threshold"; "pt.format=fpt: a 1 GB region whose flattened L2+L1 node comes to hold this many 2 MB pages is unflattened below the root (FPT+NF; the paper's 32; 0: never)";
+    pwc_flat_entries: u64 = 24; "pwc.flat.entries"; "page-walk cache entries for the 18-bit prefix VA[47:30] of a flattened L4+L3 root (the paper's FPT uses the 24-entry structure, spec 004 §2.7)";
     os_page_policy: PagePolicy = PagePolicy::Never; "os.page_policy"; "page sizes the OS maps: never (4 KB only), ideal (every eligible 2 MB region in 2 MB pages), thp (Linux THP enabled=always), madvise (Linux THP enabled=madvise: os.madvise_regions only), freebsd (FreeBSD reservations, promoted in place when full)";
     os_madvise_regions: String = String::new(); "os.madvise_regions"; "page_policy=madvise: comma-separated names of the workload regions that call madvise(MADV_HUGEPAGE) ('*': all; empty: none, as a program that never calls it)";
     os_thp_defrag: ThpDefrag = ThpDefrag::Madvise; "os.thp_defrag"; "Linux THP defrag: a huge-page fault that finds no free 2 MB block compacts memory always, in madvised regions only (madvise, Linux's default) or never";
@@ -314,6 +316,7 @@ config! {
     virt_host_pwc_l4_entries: u64 = 4; "virt.host_pwc.l4.entries"; "host vPWC (vPSC) entries for L4 gPA prefixes; the flattening paper gives no size, so the PWC row of its Tab. 1 (4)";
     virt_host_pwc_l3_entries: u64 = 4; "virt.host_pwc.l3.entries"; "host vPWC entries for L3 gPA prefixes (Tab. 1's PWC row: 4)";
     virt_host_pwc_l2_entries: u64 = 24; "virt.host_pwc.l2.entries"; "host vPWC entries for L2 gPA prefixes (Tab. 1's PWC row: 24)";
+    virt_host_pwc_flat_entries: u64 = 24; "virt.host_pwc.flat.entries"; "host vPWC entries for the 18-bit prefix of a flattened host root (virt.host_pt.format=fpt|fpt-l4l3), as pwc.flat.entries for the guest";
     tlb_nested_entries: u64 = 16; "tlb.nested.entries"; "nested TLB entries caching gPA->hPA translations for 2D walks (flattening paper Tab. 1: 16, fully associative; 0: none)";
     tlb_nested_ways: u64 = 16; "tlb.nested.ways"; "nested TLB associativity (entries = fully associative)";
     tlb_nested_latency: u64 = 1; "tlb.nested.latency"; "nested TLB lookup cycles (Tab. 1: 1)";
@@ -416,8 +419,13 @@ impl Config {
         ] {
             geometry(key, n, n, true)?;
         }
-        if self.pt_format == PtFormat::Radix4 && self.pwc_l5_entries > 0 {
-            return Err(invalid("pwc.l5.entries", "a 4-level table has no L5 level; set pt.format=radix5 or 0 entries".into()));
+        if self.pt_nf_threshold > 512 {
+            return Err(invalid("pt.nf_threshold", "a 1 GB region holds at most 512 2 MB pages".into()));
+        }
+        geometry("pwc.flat.entries", self.pwc_flat_entries, self.pwc_flat_entries, true)?;
+        geometry("virt.host_pwc.flat.entries", self.virt_host_pwc_flat_entries, self.virt_host_pwc_flat_entries, true)?;
+        if self.pt_format != PtFormat::Radix5 && self.pwc_l5_entries > 0 {
+            return Err(invalid("pwc.l5.entries", "only pt.format=radix5 has an L5 level; set it or 0 entries".into()));
         }
         for (key, v) in [
             ("cache.l1i.energy_nj", self.cache_l1i_energy_nj),
@@ -506,6 +514,18 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The page-table layout `pt.format` selects.
+    pub fn pt_layout(&self) -> crate::pt::Layout {
+        use crate::pt::Layout;
+        match self.pt_format {
+            PtFormat::Radix4 => Layout::Radix4,
+            PtFormat::Radix5 => Layout::Radix5,
+            PtFormat::Fpt => Layout::Fpt { nf: self.pt_nf_threshold as u16 },
+            PtFormat::FptL3L2 => Layout::FptL3L2,
+            PtFormat::FptL4L3 => Layout::FptL4L3,
+        }
     }
 
     /// DRAM latency in core cycles.

@@ -109,16 +109,25 @@ impl Core {
             cfg.tlb_l2_policy,
             s + 3,
         );
+        // A PWC table is indexed by the lowest level of the node whose entries it caches
+        // (tag = VA >> 12+9(level-1)). A flattened L4+L3 root's entries are keyed by
+        // VA[47:30], like L3 entries, in the table the paper sizes separately.
         let mut pwc_entries = [0, 0, cfg.pwc_l2_entries, cfg.pwc_l3_entries, cfg.pwc_l4_entries, cfg.pwc_l5_entries];
-        if cfg.pt_format == PtFormat::Radix4 {
+        if matches!(cfg.pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
+            pwc_entries[3] = cfg.pwc_flat_entries;
+        }
+        if cfg.pt_format != PtFormat::Radix5 {
             pwc_entries[5] = 0;
         }
         let v = cfg.virt_enabled;
-        let vpwc_entries = if v {
+        let mut vpwc_entries = if v {
             [0, 0, cfg.virt_host_pwc_l2_entries, cfg.virt_host_pwc_l3_entries, cfg.virt_host_pwc_l4_entries, cfg.virt_host_pwc_l5_entries]
         } else {
             [0; 6]
         };
+        if v && matches!(cfg.virt_host_pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
+            vpwc_entries[3] = cfg.virt_host_pwc_flat_entries;
+        }
         let ntlb_entries = if v { cfg.tlb_nested_entries } else { 0 };
         let ntlb = TlbLevel::new(&[(ntlb_entries, cfg.tlb_nested_ways, &[Size4K, Size2M, Size1G])], crate::config::Policy::Lru, s + 8);
         Core {
@@ -221,10 +230,7 @@ impl Machine {
                 c
             })
             .collect();
-        let levels = |f: PtFormat| match f {
-            PtFormat::Radix4 => 4,
-            PtFormat::Radix5 => 5,
-        };
+        let levels = |f: PtFormat| if f == PtFormat::Radix5 { 5 } else { 4 };
         let mut m = Machine {
             cores,
             llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c),
@@ -881,7 +887,7 @@ impl Machine {
         if let Some(r) = batch.get(i + D) {
             let leaf = ring[(i + D) % PREFETCH_RING];
             if leaf != NO_NODE {
-                let idx = VirtAddr(r.va).index(1);
+                let idx = pt.node(leaf).index(VirtAddr(r.va));
                 pt.prefetch_entry(leaf, idx);
                 let line = pt.node(leaf).entry_addr(idx).line();
                 core.l2.prefetch_set(line);
@@ -892,7 +898,7 @@ impl Machine {
             let leaf = ring[(i + D / 2) % PREFETCH_RING];
             if leaf != NO_NODE {
                 let va = VirtAddr(r.va);
-                let e = pt.entry(leaf, va.index(1));
+                let e = pt.entry(leaf, pt.node(leaf).index(va));
                 if e & PTE_P != 0 {
                     let line = ((e & crate::pt::PTE_PFN_MASK) + va.offset(PageSize::Size4K)) >> 6;
                     core.l2.prefetch_set(line);
@@ -1095,6 +1101,9 @@ fn emit_os(s: &mut Stats, p: &str, oses: &[&Os], top: u8) {
         bytes += b;
     }
     s.int(format!("{p}pt_bytes"), bytes);
+    s.int(format!("{p}pt.flat_nodes"), sum(&|os| os.pt.flat_nodes()));
+    s.int(format!("{p}pt.flatten_fallbacks"), sum(&|os| os.pt.flatten_fallbacks));
+    s.int(format!("{p}pt.unflattened"), sum(&|os| os.pt.unflattened));
     let mapped = sum(&|os| os.spaces.iter().map(|sp| sp.mapped_bytes).sum());
     let huge = sum(&|os| os.spaces.iter().map(|sp| sp.huge_bytes).sum());
     s.int(format!("{p}mapped_bytes"), mapped);

@@ -212,14 +212,14 @@ pub struct Os {
     /// 2^shift attempts (shift at most 6), counting them in `compact_skipped`.
     compact_defer_shift: u32,
     compact_skipped: u64,
+    /// Layout of every page table this OS builds (`pt.format`).
+    layout: crate::pt::Layout,
 }
 
 impl Os {
     pub fn new(cfg: &Config) -> Os {
-        let (top, va_bits) = match cfg.pt_format {
-            PtFormat::Radix4 => (4, 47),
-            PtFormat::Radix5 => (5, 56),
-        };
+        let layout = cfg.pt_layout();
+        let (top, va_bits) = if layout.top() == 5 { (5, 56) } else { (4, 47) };
         let phys = PhysMem::new(cfg.phys_size_gb << 30).with_pcp(cfg.system_cores as usize, cfg.phys_pcp_batch, cfg.phys_pcp_high);
         let thp = matches!(cfg.os_page_policy, PagePolicy::Thp | PagePolicy::Madvise);
         let compaction = thp && (cfg.os_thp_defrag != ThpDefrag::Never || cfg.os_khugepaged_defrag);
@@ -236,6 +236,7 @@ impl Os {
             top,
             va_bits,
             format: cfg.pt_format,
+            layout,
             phys_gb: cfg.phys_size_gb,
             policy: cfg.os_page_policy,
             defrag: cfg.os_thp_defrag,
@@ -303,7 +304,7 @@ impl Os {
 
     /// Create a process with the given regions; returns its index. PCIDs start at 1.
     pub fn create_space(&mut self, regions: Vec<Region>) -> Result<usize, SimError> {
-        let root = self.pt.alloc_node(&mut self.phys, self.top)?;
+        let root = self.pt.alloc_root(&mut self.phys, self.layout)?;
         let ctx = self.spaces.len() as Ctx + 1;
         let huge_limit = if self.fragmentation == Fragmentation::LowHalf { lowhalf_limit(&regions).0 } else { u64::MAX };
         let madvised = regions.iter().map(|r| self.madvise_all || self.madvise_names.contains(&r.name)).collect();
@@ -403,10 +404,7 @@ impl Os {
     /// (Linux's pmd_none / pud_none).
     fn none_at(&self, space: usize, va: u64, size: PageSize) -> bool {
         let sp = &self.spaces[space];
-        match self.pt.leaf_location(sp.root, sp.top, VirtAddr(va), size) {
-            None => true,
-            Some((node, idx)) => self.pt.entry(node, idx) & PTE_P == 0,
-        }
+        self.pt.huge_slot_empty(sp.root, VirtAddr(va), size)
     }
 
     /// A free 2 MB block, compacting memory for one if `compact` and none is free.
@@ -423,9 +421,10 @@ impl Os {
     fn map_huge(&mut self, space: usize, va: u64, frame: Frame, size: PageSize, dirty: u64) -> Result<(), SimError> {
         self.ensure_headroom();
         let sp = &mut self.spaces[space];
-        self.pt.map(&mut self.phys, sp.root, sp.top, VirtAddr(va), frame, size, PTE_RW | PTE_US | dirty)?;
+        let effect = self.pt.map(&mut self.phys, sp.root, sp.top, VirtAddr(va), frame, size, PTE_RW | PTE_US | dirty)?;
         sp.mapped_bytes += size.bytes();
         sp.huge_bytes += size.bytes();
+        self.restructured(space, effect);
         self.counters.huge_faults += 1;
         // Zeroing the page: a 4 KB fault's cost includes one page.
         self.charge += (size.frames() - 1) * self.copy_cycles;
@@ -449,6 +448,14 @@ impl Os {
         while self.phys.free_frames() + self.phys.pcp_frames() < 8 && self.break_reservation() {}
     }
 
+    /// A mapping changed the shape of the tree (FPT+NF unflattened a node): cached
+    /// paging-structure entries for that range are stale.
+    fn restructured(&mut self, space: usize, effect: crate::pt::MapEffect) {
+        if let Some((start, end)) = effect.restructured {
+            self.flush(space, vec![(start, end)], (end - start) >> 12);
+        }
+    }
+
     fn map_4k(&mut self, space: usize, va: VirtAddr, extra: u64) -> Result<(), SimError> {
         let frame = self.alloc_data_frame(va.0)?;
         self.map_4k_frame(space, va.0 & !0xfff, frame, extra)
@@ -457,8 +464,9 @@ impl Os {
     fn map_4k_frame(&mut self, space: usize, page: u64, frame: Frame, extra: u64) -> Result<(), SimError> {
         self.ensure_headroom();
         let sp = &mut self.spaces[space];
-        self.pt.map(&mut self.phys, sp.root, sp.top, VirtAddr(page), frame, PageSize::Size4K, PTE_RW | PTE_US | extra)?;
+        let effect = self.pt.map(&mut self.phys, sp.root, sp.top, VirtAddr(page), frame, PageSize::Size4K, PTE_RW | PTE_US | extra)?;
         sp.mapped_bytes += 4096;
+        self.restructured(space, effect);
         self.rmap_add(frame, space, page);
         Ok(())
     }
@@ -509,8 +517,7 @@ impl Os {
         }
         let (base, missing) = (r.base, ENTRIES as u64 - r.count as u64);
         let sp = &self.spaces[space];
-        let Some(node) = self.pt.leaf_node(sp.root, sp.top, VirtAddr(va2m)) else { return false };
-        let entries = self.pt.entries(node);
+        let Some(entries) = self.pt.region_entries(sp.root, sp.top, VirtAddr(va2m)) else { return false };
         let present = entries.iter().filter(|&&e| e & PTE_P != 0);
         let (mut all_a, mut any_d) = (true, false);
         for &e in present {
@@ -693,13 +700,13 @@ impl Os {
             return Ok(self.promote_reservation(space, va2m, true));
         }
         let sp = &self.spaces[space];
-        let Some(node) = self.pt.leaf_node(sp.root, sp.top, VirtAddr(va2m)) else {
-            return Ok(false); // nothing mapped through a level-1 node (empty, or huge)
+        let Some(region) = self.pt.region_entries(sp.root, sp.top, VirtAddr(va2m)) else {
+            return Ok(false); // nothing mapped through level-1 entries (empty, or huge)
         };
         if self.policy == PagePolicy::FreeBsd {
             // pmap_promote_pde: 512 pages already at their offsets in one aligned block (a
             // demoted superpage) are promoted in place.
-            let e = self.pt.entries(node);
+            let e = region;
             let base = (e[0] & PTE_PFN_MASK) >> 12;
             let in_place = base % 512 == 0 && e.iter().enumerate().all(|(i, &x)| x & PTE_P != 0 && (x & PTE_PFN_MASK) >> 12 == base + i as u64);
             if in_place {
@@ -777,7 +784,7 @@ impl Os {
         let sp = &self.spaces[space];
         let mut out = Vec::new();
         if sp.regions.is_empty() {
-            self.collect_l1(sp.root, sp.top, 0, &mut out);
+            self.pt.regions_4k(sp.root, &mut out);
         } else {
             for r in &sp.regions {
                 let mut va = r.start.next_multiple_of(MB2);
@@ -792,21 +799,6 @@ impl Os {
             out.dedup();
         }
         out
-    }
-
-    fn collect_l1(&self, node: NodeId, level: u8, prefix: u64, out: &mut Vec<u64>) {
-        let children = &self.pt.node(node).children;
-        for (i, &c) in children.iter().enumerate() {
-            if c == crate::pt::NO_NODE {
-                continue;
-            }
-            let va = prefix | ((i as u64) << (12 + 9 * (level as u32 - 1)));
-            if level == 2 {
-                out.push(va);
-            } else {
-                self.collect_l1(c, level - 1, va, out);
-            }
-        }
     }
 
     /// One khugepaged wake-up: scan up to `os.khugepaged_pages` pages (512 per 2 MB region,
@@ -836,8 +828,7 @@ impl Os {
             self.khugepaged_cursor = (s, region + MB2);
             self.counters.khugepaged_scanned += 1;
             let sp = &self.spaces[s];
-            let Some(node) = self.pt.leaf_node(sp.root, sp.top, VirtAddr(region)) else { continue };
-            let entries = self.pt.entries(node);
+            let Some(entries) = self.pt.region_entries(sp.root, sp.top, VirtAddr(region)) else { continue };
             let present = entries.iter().filter(|&&e| e & PTE_P != 0).count() as u64;
             let young = entries.iter().any(|&e| e & (PTE_P | PTE_A) == PTE_P | PTE_A);
             if present > 0 && ENTRIES as u64 - present <= self.max_ptes_none && young {
@@ -889,14 +880,14 @@ impl Os {
     }
 
     fn collect_in_use(&self, node: NodeId, level: u8, out: &mut Vec<(u64, u64)>) {
-        out.push((self.pt.node(node).frame.addr().0, 4096));
-        for (i, &e) in self.pt.entries(node).iter().enumerate() {
-            if e & PTE_P == 0 {
-                continue;
-            }
-            match crate::pt::leaf_size(level, e) {
-                Some(size) => out.push((e & PTE_PFN_MASK, size.bytes())),
-                None => self.collect_in_use(self.pt.node(node).children[i], level - 1, out),
+        let n = self.pt.node(node);
+        out.push((n.frame.addr().0, n.entry_count() as u64 * 8));
+        for i in 0..n.entry_count() {
+            match self.pt.classify(node, i) {
+                (_, crate::pt::EntryKind::NotPresent) => {}
+                // (A 2 MB page in a flattened node appears once per replica; callers dedup.)
+                (e, crate::pt::EntryKind::Leaf(size)) => out.push((e & PTE_PFN_MASK & !(size.bytes() - 1), size.bytes())),
+                (_, crate::pt::EntryKind::Pointer(child)) => self.collect_in_use(child, level.saturating_sub(1), out),
             }
         }
     }

@@ -24,6 +24,11 @@ pub const NO_NODE: NodeId = u32::MAX;
 /// Number of entries in a 4 KB node.
 pub const ENTRIES: usize = 512;
 
+/// Software-available bit (x86 ignores bits 9-11 of an entry): the node this entry points
+/// to is flattened (2 MB, indexed by 18 VA bits). The flattening paper adds such a size bit
+/// to the entry format; the root's size bit lives with CR3 (here: the root node).
+pub const PTE_FLAT: u64 = 1 << 9;
+
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum PtError {
     #[error("simulated physical memory is exhausted (allocating a level-{level} page-table node)")]
@@ -32,17 +37,59 @@ pub enum PtError {
     AlreadyMapped { va: u64, level: u8 },
 }
 
-/// One page-table node (page directory, page table...).
+/// How a tree's levels are laid out: which adjacent levels merge into one 2 MB node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Conventional 4-level radix (9/9/9/9).
+    Radix4,
+    /// Conventional 5-level radix (9/9/9/9/9).
+    Radix5,
+    /// The flattening paper's evaluated design: L4+L3 and L2+L1 (18/18). A 1 GB region
+    /// whose L2+L1 node comes to hold `nf` or more 2 MB pages is unflattened below the
+    /// root (FPT+NF: a 4 KB L2 node with 2 MB leaves); `nf` = 0 never unflattens.
+    Fpt { nf: u16 },
+    /// L4+L3 flattened, L2 and L1 conventional (18/9/9).
+    FptL4L3,
+    /// L4 conventional, L3+L2 flattened, L1 conventional (9/18/9): the paper's Linux prototype.
+    FptL3L2,
+}
+
+impl Layout {
+    /// Level of the root.
+    pub fn top(self) -> u8 {
+        if self == Layout::Radix5 { 5 } else { 4 }
+    }
+
+    /// Whether a node whose top level is `level` is built flattened (merging `level` and
+    /// `level - 1`) when a 2 MB block is available.
+    pub fn flattens(self, level: u8) -> bool {
+        match self {
+            Layout::Radix4 | Layout::Radix5 => false,
+            Layout::Fpt { .. } => level == 4 || level == 2,
+            Layout::FptL4L3 => level == 4,
+            Layout::FptL3L2 => level == 3,
+        }
+    }
+}
+
+/// One page-table node (page directory, page table...), 4 KB or flattened 2 MB.
 pub struct Node {
     pub frame: Frame,
-    /// 1 = leaf PT, 2 = PD, 3 = PDPT, 4 = PML4, 5 = PML5.
+    /// Highest level the node covers: 1 = leaf PT, 2 = PD, 3 = PDPT, 4 = PML4, 5 = PML5.
     pub level: u8,
+    /// Levels merged into this node: 1 (4 KB, 512 entries) or 2 (flattened: 2 MB, 2^18
+    /// entries indexed by 18 VA bits).
+    pub span: u8,
+    /// The layout of the tree this node belongs to.
+    pub layout: Layout,
+    /// Flattened L2+L1 nodes: 2 MB data pages held as 512 replicated entries.
+    pub huge_groups: u16,
     /// Where the entries (exactly as hardware reads them) are kept: chunk and offset in
     /// [`PageTables`]'s entry store.
     chunk: u32,
     offset: u32,
     /// For each entry that points to a node, that node's id: lets the simulator find the
-    /// child's storage without hashing the entry's PFN. Kept consistent with `entries`.
+    /// child's storage without hashing the entry's PFN. Kept consistent with the entries.
     pub children: Box<[NodeId]>,
 }
 
@@ -52,6 +99,40 @@ impl Node {
     pub fn entry_addr(&self, idx: usize) -> PhysAddr {
         PhysAddr(self.frame.addr().0 + idx as u64 * 8)
     }
+
+    /// Lowest level the node covers; its entries are at this level.
+    #[inline]
+    pub fn low(&self) -> u8 {
+        self.level + 1 - self.span
+    }
+
+    /// Number of entries.
+    #[inline]
+    pub fn entry_count(&self) -> usize {
+        1 << (9 * self.span as u32)
+    }
+
+    /// The entry of this node that `va` selects: VA bits [12+9(low-1), 12+9*level).
+    #[inline]
+    pub fn index(&self, va: VirtAddr) -> usize {
+        ((va.0 >> (12 + 9 * (self.low() as u32 - 1))) as usize) & (self.entry_count() - 1)
+    }
+
+    /// Bytes of VA one entry covers.
+    #[inline]
+    pub fn entry_span(&self) -> u64 {
+        1 << (12 + 9 * (self.low() as u32 - 1))
+    }
+}
+
+/// What an entry found by a walk means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    NotPresent,
+    /// A translation of this page size.
+    Leaf(PageSize),
+    /// A pointer to the child node.
+    Pointer(NodeId),
 }
 
 /// The size of the page an entry maps when it is a leaf: any present entry of a level-1
@@ -60,6 +141,9 @@ impl Node {
 #[inline]
 pub fn leaf_size(entry_level: u8, e: u64) -> Option<PageSize> {
     match entry_level {
+        // PS at level 1 (x86's PAT bit, never set here) marks a replica of a 2 MB page in a
+        // flattened L2+L1 node.
+        1 if e & PTE_PS != 0 => Some(PageSize::Size2M),
         1 => Some(PageSize::Size4K),
         2 if e & PTE_PS != 0 => Some(PageSize::Size2M),
         3 if e & PTE_PS != 0 => Some(PageSize::Size1G),
@@ -72,15 +156,25 @@ pub fn leaf_size(entry_level: u8, e: u64) -> Option<PageSize> {
 pub struct PageTables {
     nodes: Vec<Node>,
     /// Entry storage in 2 MB chunks (huge-page backed on the host: walks read it at random).
+    /// A flattened node has a chunk of its own.
     chunks: Vec<crate::hostmem::HugeBuf<u64>>,
-    /// Entries used in the last chunk.
+    /// Entries used in the chunk that 4 KB nodes are being carved from.
     chunk_used: usize,
+    small_chunk: Option<usize>,
     per_level: [u64; 6],
+    bytes_per_level: [u64; 6],
+    flat_nodes: u64,
+    /// Flattened nodes that could not be allocated (no free 2 MB block) and were built as
+    /// two 4 KB levels instead.
+    pub flatten_fallbacks: u64,
+    /// Flattened L2+L1 nodes turned back into 4 KB levels by the FPT+NF rule.
+    pub unflattened: u64,
     /// Ids of freed nodes, reused (with their zeroed storage) by the next allocations.
     free_ids: Vec<NodeId>,
+    free_flat_ids: Vec<NodeId>,
 }
 
-/// Entries per storage chunk: 512 nodes of 4 KB.
+/// Entries per storage chunk: 512 nodes of 4 KB, or one flattened node.
 const CHUNK: usize = ENTRIES * 512;
 
 /// A successful functional lookup.
@@ -91,38 +185,83 @@ pub struct Mapping {
     pub entry: u64,
 }
 
+/// What a [`PageTables::map`] changed besides the mapping itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[must_use]
+pub struct MapEffect {
+    /// A flattened node was replaced by 4 KB levels (FPT+NF) for this VA range: cached
+    /// paging-structure entries for it are stale and must be shot down.
+    pub restructured: Option<(u64, u64)>,
+}
+
 impl PageTables {
     pub fn new() -> PageTables {
         PageTables::default()
     }
 
+    /// A 4 KB node at `level` of a conventional tree.
     pub fn alloc_node(&mut self, phys: &mut PhysMem, level: u8) -> Result<NodeId, PtError> {
-        let frame = phys.alloc_page().ok_or(PtError::OutOfMemory { level })?;
-        if let Some(id) = self.free_ids.pop() {
-            let n = &mut self.nodes[id as usize];
-            n.frame = frame;
-            n.level = level;
-            n.children = if level > 1 { vec![NO_NODE; ENTRIES].into_boxed_slice() } else { Box::new([]) };
-            self.per_level[level as usize] += 1;
-            return Ok(id);
+        self.alloc(phys, level, 1, if level == 5 { Layout::Radix5 } else { Layout::Radix4 })
+    }
+
+    /// The root of a new tree of `layout`. A flattened root falls back to 4 KB when no
+    /// 2 MB block is free.
+    pub fn alloc_root(&mut self, phys: &mut PhysMem, layout: Layout) -> Result<NodeId, PtError> {
+        self.alloc_child(phys, layout.top(), layout)
+    }
+
+    /// A node whose top level is `level` in a tree of `layout`, flattened if the layout
+    /// says so and a 2 MB block is free.
+    fn alloc_child(&mut self, phys: &mut PhysMem, level: u8, layout: Layout) -> Result<NodeId, PtError> {
+        if layout.flattens(level) {
+            match self.alloc(phys, level, 2, layout) {
+                Ok(id) => return Ok(id),
+                Err(_) => self.flatten_fallbacks += 1,
+            }
         }
-        let id = self.nodes.len() as NodeId;
-        if self.chunks.is_empty() || self.chunk_used == CHUNK {
-            self.chunks.push(crate::hostmem::HugeBuf::new(CHUNK, 0u64));
-            self.chunk_used = 0;
-        }
-        let chunk = self.chunks.len() - 1;
-        let offset = self.chunk_used;
-        self.chunk_used += ENTRIES;
-        self.nodes.push(Node {
-            frame,
-            level,
-            chunk: chunk as u32,
-            offset: offset as u32,
-            // Leaf nodes point to no node: skip the array (it would double their host memory).
-            children: if level > 1 { vec![NO_NODE; ENTRIES].into_boxed_slice() } else { Box::new([]) },
-        });
+        self.alloc(phys, level, 1, layout)
+    }
+
+    fn alloc(&mut self, phys: &mut PhysMem, level: u8, span: u8, layout: Layout) -> Result<NodeId, PtError> {
+        let frame = if span == 2 { phys.alloc(crate::phys::ORDER_2M) } else { phys.alloc_page() };
+        let frame = frame.ok_or(PtError::OutOfMemory { level })?;
+        let len = 1usize << (9 * span as u32);
+        let has_children = level + 1 - span > 1;
+        let children = if has_children { vec![NO_NODE; len].into_boxed_slice() } else { Box::new([]) as Box<[NodeId]> };
+        let reuse = if span == 2 { self.free_flat_ids.pop() } else { self.free_ids.pop() };
+        let id = match reuse {
+            Some(id) => {
+                let n = &mut self.nodes[id as usize];
+                n.frame = frame;
+                n.level = level;
+                n.layout = layout;
+                n.huge_groups = 0;
+                n.children = children;
+                id
+            }
+            None => {
+                let (chunk, offset) = if span == 2 {
+                    self.chunks.push(crate::hostmem::HugeBuf::new(CHUNK, 0u64));
+                    (self.chunks.len() - 1, 0)
+                } else {
+                    if self.small_chunk.is_none() || self.chunk_used == CHUNK {
+                        self.chunks.push(crate::hostmem::HugeBuf::new(CHUNK, 0u64));
+                        self.small_chunk = Some(self.chunks.len() - 1);
+                        self.chunk_used = 0;
+                    }
+                    let off = self.chunk_used;
+                    self.chunk_used += ENTRIES;
+                    (self.small_chunk.expect("set above"), off)
+                };
+                self.nodes.push(Node { frame, level, span, layout, huge_groups: 0, chunk: chunk as u32, offset: offset as u32, children });
+                (self.nodes.len() - 1) as NodeId
+            }
+        };
         self.per_level[level as usize] += 1;
+        self.bytes_per_level[level as usize] += len as u64 * 8;
+        if span == 2 {
+            self.flat_nodes += 1;
+        }
         Ok(id)
     }
 
@@ -132,8 +271,11 @@ impl PageTables {
     /// walkers (native, guest and host dimensions) compute indices: a format whose nodes
     /// index more VA bits (a flattened node) changes only this.
     #[inline(always)]
-    pub fn index_at(&self, _node: NodeId, level: u8, va: VirtAddr) -> (usize, u8) {
-        (va.index(level), level)
+    pub fn index_at(&self, node: NodeId, _level: u8, va: VirtAddr) -> (usize, u8) {
+        // The node's size (from the size bit of the entry that points to it) decides how
+        // many VA bits index it: 9, or 18 for a flattened node.
+        let n = &self.nodes[node as usize];
+        (n.index(va), n.low())
     }
 
     #[inline]
@@ -159,10 +301,29 @@ impl PageTables {
         *self.entry_mut(id, idx) = e;
     }
 
-    /// The 512 entries of a node, as hardware reads them.
+    /// All entries of a node, as hardware reads them.
     pub fn entries(&self, id: NodeId) -> &[u64] {
         let n = &self.nodes[id as usize];
-        &self.chunks[n.chunk as usize][n.offset as usize..n.offset as usize + ENTRIES]
+        &self.chunks[n.chunk as usize][n.offset as usize..n.offset as usize + n.entry_count()]
+    }
+
+    /// What entry `idx` of `node` is. Leaves: 4 KB entries at level 1 (a PS entry there is
+    /// a replica of a 2 MB page in a flattened L2+L1 node), PS entries at levels 2 and 3.
+    #[inline]
+    pub fn classify(&self, node: NodeId, idx: usize) -> (u64, EntryKind) {
+        let e = self.entry(node, idx);
+        if e & PTE_P == 0 {
+            return (e, EntryKind::NotPresent);
+        }
+        let n = &self.nodes[node as usize];
+        let kind = match n.low() {
+            1 if e & PTE_PS != 0 => EntryKind::Leaf(PageSize::Size2M),
+            1 => EntryKind::Leaf(PageSize::Size4K),
+            2 if e & PTE_PS != 0 => EntryKind::Leaf(PageSize::Size2M),
+            3 if e & PTE_PS != 0 => EntryKind::Leaf(PageSize::Size1G),
+            _ => EntryKind::Pointer(n.children[idx]),
+        };
+        (e, kind)
     }
 
     /// Return a node that no entry points to any more (its parent entry was rewritten) to
@@ -170,62 +331,139 @@ impl PageTables {
     pub fn free_node(&mut self, phys: &mut PhysMem, id: NodeId) {
         let n = &self.nodes[id as usize];
         debug_assert!(n.children.iter().all(|&c| c == NO_NODE), "freeing a node that still has children");
-        let (frame, level, chunk, offset) = (n.frame, n.level, n.chunk as usize, n.offset as usize);
-        self.chunks[chunk][offset..offset + ENTRIES].fill(0);
+        let (frame, level, span, chunk, offset, len) = (n.frame, n.level, n.span, n.chunk as usize, n.offset as usize, n.entry_count());
+        self.chunks[chunk][offset..offset + len].fill(0);
         self.per_level[level as usize] -= 1;
-        self.free_ids.push(id);
-        phys.free_page(frame);
+        self.bytes_per_level[level as usize] -= len as u64 * 8;
+        if span == 2 {
+            self.flat_nodes -= 1;
+            self.free_flat_ids.push(id);
+            phys.free(frame, crate::phys::ORDER_2M);
+        } else {
+            self.free_ids.push(id);
+            phys.free_page(frame);
+        }
     }
 
-    /// Replace the level-1 node under the 2 MB-aligned `va` with one 2 MB leaf mapping
-    /// `frame` (a promotion). Returns the old node's 512 entries; the node is freed. `None`
-    /// (and nothing changed) if `va` is not mapped through a level-1 node.
-    pub fn collapse_2m(&mut self, phys: &mut PhysMem, root: NodeId, top: u8, va: VirtAddr, frame: Frame, flags: u64) -> Option<Vec<u64>> {
-        let (pd, idx) = self.leaf_location(root, top, va, PageSize::Size2M)?;
-        let child = self.nodes[pd as usize].children[idx];
-        if child == NO_NODE {
+    /// Follow pointers from `root` towards `va` down to the node whose entries are at
+    /// `level` or above it (the node that holds `va`'s level-`level` entry, or a large leaf
+    /// above it). Returns the node and its parent (node, index), `None` if a pointer on the
+    /// way is missing.
+    fn descend(&self, root: NodeId, va: VirtAddr, level: u8) -> Option<(NodeId, Option<(NodeId, usize)>)> {
+        let mut node = root;
+        let mut parent = None;
+        loop {
+            let n = &self.nodes[node as usize];
+            if n.low() <= level {
+                return Some((node, parent));
+            }
+            let idx = n.index(va);
+            let child = n.children[idx];
+            if child == NO_NODE {
+                return None;
+            }
+            parent = Some((node, idx));
+            node = child;
+        }
+    }
+
+    /// The entries that hold the 2 MB region at `va` (aligned): a level-1 node's 512
+    /// entries, or the 512-entry group of a flattened L2+L1 node. `None` if the region is
+    /// not mapped through level-1 entries (nothing there, or a conventional 2 MB leaf).
+    pub fn leaf_group(&self, root: NodeId, _top: u8, va: VirtAddr) -> Option<(NodeId, usize)> {
+        let (node, _) = self.descend(root, va, 1)?;
+        let n = &self.nodes[node as usize];
+        if n.low() != 1 {
             return None;
         }
-        let old = self.entries(child).to_vec();
+        let start = n.index(VirtAddr(va.0 & !((2 << 20) - 1)));
+        Some((node, start))
+    }
+
+    /// The 512 level-1 entries of the 2 MB region at `va`, if it is mapped through them.
+    pub fn region_entries(&self, root: NodeId, top: u8, va: VirtAddr) -> Option<&[u64]> {
+        let (node, start) = self.leaf_group(root, top, va)?;
+        let e = &self.entries(node)[start..start + ENTRIES];
+        // A flattened group holding a replicated 2 MB page is not a group of 4 KB pages.
+        (e[0] & (PTE_P | PTE_PS) != (PTE_P | PTE_PS)).then_some(e)
+    }
+
+    /// Nothing at all is mapped where a `size` leaf for `va` would go (Linux's pmd_none).
+    pub fn huge_slot_empty(&self, root: NodeId, va: VirtAddr, size: PageSize) -> bool {
+        let Some((node, _)) = self.descend(root, va, size.leaf_level()) else { return true };
+        let n = &self.nodes[node as usize];
+        if n.low() == size.leaf_level() {
+            let idx = n.index(va);
+            return self.entry(node, idx) & PTE_P == 0 && n.children.get(idx).is_none_or(|&c| c == NO_NODE);
+        }
+        // Flattened node below the leaf level: every entry of the range must be empty.
+        let per = (size.bytes() / n.entry_span()) as usize;
+        let start = n.index(VirtAddr(va.0 & !(size.bytes() - 1)));
+        self.entries(node)[start..start + per].iter().all(|&e| e & PTE_P == 0)
+    }
+
+    /// Replace the 4 KB pages of the 2 MB-aligned `va` with one 2 MB leaf mapping `frame`
+    /// (a promotion). Returns the old 512 entries; a level-1 node that held them is freed.
+    /// `None` (and nothing changed) if `va` is not mapped through level-1 entries.
+    pub fn collapse_2m(&mut self, phys: &mut PhysMem, root: NodeId, top: u8, va: VirtAddr, frame: Frame, flags: u64) -> Option<Vec<u64>> {
+        let (node, start) = self.leaf_group(root, top, va)?;
+        let old = self.entries(node)[start..start + ENTRIES].to_vec();
+        let leaf = (frame.0 << 12) | PTE_P | PTE_PS | flags;
+        if self.nodes[node as usize].span == 2 {
+            // Flattened L2+L1: the 2 MB page becomes 512 replicated entries.
+            for i in 0..ENTRIES {
+                *self.entry_mut(node, start + i) = leaf;
+            }
+            self.nodes[node as usize].huge_groups += 1;
+            return Some(old);
+        }
+        let (_, parent) = self.descend(root, va, 1)?;
+        let (pd, idx) = parent?;
         self.nodes[pd as usize].children[idx] = NO_NODE;
-        *self.entry_mut(pd, idx) = (frame.0 << 12) | PTE_P | PTE_PS | flags;
-        self.free_node(phys, child);
+        *self.entry_mut(pd, idx) = leaf;
+        self.free_node(phys, node);
         Some(old)
     }
 
-    /// Replace the 2 MB leaf at the 2 MB-aligned `va` with a new level-1 node of 512 4 KB
-    /// entries mapping the same frames with the same rights, accessed and dirty bits (a
-    /// demotion, as Linux's split). Returns the leaf's first frame and entry; `Ok(None)` if
-    /// there is no 2 MB leaf there.
+    /// Replace the 2 MB leaf at the 2 MB-aligned `va` with 512 4 KB entries mapping the same
+    /// frames with the same rights, accessed and dirty bits (a demotion, as Linux's split):
+    /// a new level-1 node, or the flattened node's group rewritten. Returns the leaf's first
+    /// frame and entry; `Ok(None)` if there is no 2 MB leaf there.
     pub fn split_2m(&mut self, phys: &mut PhysMem, root: NodeId, top: u8, va: VirtAddr) -> Result<Option<(Frame, u64)>, PtError> {
-        let Some((pd, idx)) = self.leaf_location(root, top, va, PageSize::Size2M) else { return Ok(None) };
-        let e = self.entry(pd, idx);
+        let Some((node, _)) = self.descend(root, va, 2) else { return Ok(None) };
+        let (low, span) = (self.nodes[node as usize].low(), self.nodes[node as usize].span);
+        let idx = self.nodes[node as usize].index(VirtAddr(va.0 & !((2 << 20) - 1)));
+        let e = self.entry(node, idx);
         if e & PTE_P == 0 || e & PTE_PS == 0 {
             return Ok(None);
         }
         let base = (e & PTE_PFN_MASK) >> 12;
-        let node = self.alloc_node(phys, 1)?;
         let bits = e & !(PTE_PFN_MASK | PTE_PS);
-        for i in 0..ENTRIES {
-            *self.entry_mut(node, i) = ((base + i as u64) << 12) | bits;
+        if low == 1 {
+            debug_assert_eq!(span, 2);
+            for i in 0..ENTRIES {
+                *self.entry_mut(node, idx + i) = ((base + i as u64) << 12) | bits;
+            }
+            let n = &mut self.nodes[node as usize];
+            n.huge_groups = n.huge_groups.saturating_sub(1);
+            return Ok(Some((Frame(base), e)));
         }
-        let nframe = self.nodes[node as usize].frame;
-        *self.entry_mut(pd, idx) = (nframe.0 << 12) | PTE_P | PTE_RW | PTE_US;
-        self.nodes[pd as usize].children[idx] = node;
+        let _ = top;
+        let child = self.alloc(phys, 1, 1, self.nodes[node as usize].layout)?;
+        for i in 0..ENTRIES {
+            *self.entry_mut(child, i) = ((base + i as u64) << 12) | bits;
+        }
+        let cframe = self.nodes[child as usize].frame;
+        *self.entry_mut(node, idx) = (cframe.0 << 12) | PTE_P | PTE_RW | PTE_US;
+        self.nodes[node as usize].children[idx] = child;
         Ok(Some((Frame(base), e)))
     }
 
-    /// The node at `level` on the path to `va` (what a page-walk cache entry for that
-    /// prefix must point to), if the path exists that deep.
-    pub fn node_at(&self, root: NodeId, top: u8, va: VirtAddr, level: u8) -> Option<NodeId> {
-        let mut node = root;
-        for l in (level + 1..=top).rev() {
-            node = *self.nodes[node as usize].children.get(va.index(l))?;
-            if node == NO_NODE {
-                return None;
-            }
-        }
-        Some(node)
+    /// The node whose top level is `level` on the path to `va` (what a page-walk cache entry
+    /// for that prefix must point to), if the path has one.
+    pub fn node_at(&self, root: NodeId, _top: u8, va: VirtAddr, level: u8) -> Option<NodeId> {
+        let (node, _) = self.descend(root, va, level)?;
+        (self.nodes[node as usize].level == level).then_some(node)
     }
 
     /// Set bits in an entry (the walker's A/D updates).
@@ -234,7 +472,7 @@ impl PageTables {
         *self.entry_mut(id, idx) |= bits;
     }
 
-    /// Nodes at `level` (1..=5).
+    /// Nodes whose top level is `level` (1..=5).
     pub fn nodes_at(&self, level: u8) -> u64 {
         self.per_level[level as usize]
     }
@@ -243,92 +481,166 @@ impl PageTables {
         self.per_level.iter().sum()
     }
 
-    /// Bytes of page-table memory at `level`.
-    pub fn bytes_at(&self, level: u8) -> u64 {
-        self.per_level[level as usize] * (ENTRIES as u64 * 8)
+    /// Flattened (2 MB) nodes.
+    pub fn flat_nodes(&self) -> u64 {
+        self.flat_nodes
     }
 
-    /// Map `va` (aligned to `size`) to `frame` in the table rooted at `root` (a node of
-    /// level `top`), allocating intermediate nodes as needed.
+    /// Bytes of page-table memory in nodes whose top level is `level`.
+    pub fn bytes_at(&self, level: u8) -> u64 {
+        self.bytes_per_level[level as usize]
+    }
+
+    /// Map `va` (aligned to `size`) to `frame` in the tree rooted at `root`, allocating
+    /// nodes as its layout says. In a flattened L2+L1 node a 2 MB page is 512 replicated
+    /// entries; reaching the layout's FPT+NF threshold unflattens the node.
     pub fn map(
         &mut self,
         phys: &mut PhysMem,
         root: NodeId,
-        top: u8,
+        _top: u8,
         va: VirtAddr,
         frame: Frame,
         size: PageSize,
         flags: u64,
-    ) -> Result<(), PtError> {
-        let leaf = size.leaf_level();
+    ) -> Result<MapEffect, PtError> {
+        let target = size.leaf_level();
         let mut node = root;
-        let mut level = top;
-        while level > leaf {
-            let idx = va.index(level);
+        let mut parent: Option<(NodeId, usize)> = None;
+        loop {
+            let (low, level, layout) = {
+                let n = &self.nodes[node as usize];
+                (n.low(), n.level, n.layout)
+            };
+            let idx = self.nodes[node as usize].index(va);
+            if low <= target {
+                let leaf = (frame.0 << 12) | PTE_P | flags | if size == PageSize::Size4K { 0 } else { PTE_PS };
+                if low == target {
+                    let has_child = self.nodes[node as usize].children.get(idx).is_some_and(|&c| c != NO_NODE);
+                    if self.entry(node, idx) & PTE_P != 0 || has_child {
+                        return Err(PtError::AlreadyMapped { va: va.0, level: target });
+                    }
+                    *self.entry_mut(node, idx) = leaf;
+                    return Ok(MapEffect::default());
+                }
+                // A 2 MB page inside a flattened L2+L1 node: replicate it.
+                debug_assert!(target == 2 && low == 1);
+                let start = self.nodes[node as usize].index(VirtAddr(va.0 & !((2 << 20) - 1)));
+                if self.entries(node)[start..start + ENTRIES].iter().any(|&e| e & PTE_P != 0) {
+                    return Err(PtError::AlreadyMapped { va: va.0, level: target });
+                }
+                for i in 0..ENTRIES {
+                    *self.entry_mut(node, start + i) = leaf;
+                }
+                self.nodes[node as usize].huge_groups += 1;
+                if let (Layout::Fpt { nf }, Some((p, pidx))) = (layout, parent) {
+                    if nf > 0 && self.nodes[node as usize].huge_groups >= nf {
+                        let range = self.unflatten(phys, p, pidx, node, va)?;
+                        return Ok(MapEffect { restructured: Some(range) });
+                    }
+                }
+                return Ok(MapEffect::default());
+            }
             let e = self.entry(node, idx);
             if e & PTE_P != 0 && e & PTE_PS != 0 {
                 return Err(PtError::AlreadyMapped { va: va.0, level });
             }
             let child = self.nodes[node as usize].children[idx];
-            node = if child != NO_NODE {
+            let next = if child != NO_NODE {
                 child
             } else {
-                let c = self.alloc_node(phys, level - 1)?;
-                let cframe = self.nodes[c as usize].frame;
+                let c = self.alloc_child(phys, low - 1, layout)?;
+                let cn = &self.nodes[c as usize];
+                let flat = if cn.span == 2 { PTE_FLAT } else { 0 };
+                let cframe = cn.frame;
                 // Upper-level entries are permissive; the leaf decides the rights.
-                *self.entry_mut(node, idx) = (cframe.0 << 12) | PTE_P | PTE_RW | PTE_US;
+                *self.entry_mut(node, idx) = (cframe.0 << 12) | PTE_P | PTE_RW | PTE_US | flat;
                 self.nodes[node as usize].children[idx] = c;
                 c
             };
-            level -= 1;
+            parent = Some((node, idx));
+            node = next;
         }
-        let idx = va.index(leaf);
-        let has_child = self.nodes[node as usize].children.get(idx).is_some_and(|&c| c != NO_NODE);
-        if self.entry(node, idx) & PTE_P != 0 || has_child {
-            return Err(PtError::AlreadyMapped { va: va.0, level: leaf });
+    }
+
+    /// FPT+NF: replace the flattened L2+L1 node `flat` (entry `pidx` of `parent`) by a 4 KB
+    /// L2 node whose entries are 2 MB leaves for replicated groups and 4 KB L1 nodes for the
+    /// rest. Returns the VA range whose cached translations went stale.
+    fn unflatten(&mut self, phys: &mut PhysMem, parent: NodeId, pidx: usize, flat: NodeId, va: VirtAddr) -> Result<(u64, u64), PtError> {
+        let layout = self.nodes[flat as usize].layout;
+        let l2 = self.alloc(phys, 2, 1, layout)?;
+        for g in 0..ENTRIES {
+            let group: Vec<u64> = self.entries(flat)[g * ENTRIES..(g + 1) * ENTRIES].to_vec();
+            if group[0] & (PTE_P | PTE_PS) == PTE_P | PTE_PS {
+                *self.entry_mut(l2, g) = group[0];
+            } else if group.iter().any(|&e| e & PTE_P != 0) {
+                let l1 = self.alloc(phys, 1, 1, layout)?;
+                for (i, &e) in group.iter().enumerate() {
+                    *self.entry_mut(l1, i) = e;
+                }
+                let f = self.nodes[l1 as usize].frame;
+                *self.entry_mut(l2, g) = (f.0 << 12) | PTE_P | PTE_RW | PTE_US;
+                self.nodes[l2 as usize].children[g] = l1;
+            }
         }
-        let ps = if size == PageSize::Size4K { 0 } else { PTE_PS };
-        *self.entry_mut(node, idx) = (frame.0 << 12) | PTE_P | ps | flags;
-        Ok(())
+        let f = self.nodes[l2 as usize].frame;
+        let old = self.entry(parent, pidx);
+        *self.entry_mut(parent, pidx) = (old & !(PTE_PFN_MASK | PTE_FLAT)) | (f.0 << 12);
+        self.nodes[parent as usize].children[pidx] = l2;
+        self.free_node(phys, flat);
+        self.unflattened += 1;
+        let base = va.0 & !((1u64 << 30) - 1);
+        Ok((base, base + (1 << 30)))
     }
 
     /// Remove the leaf mapping `va` of `size`; returns the frame it mapped. Emptied nodes
     /// are kept (as Linux keeps them until the VMA goes away).
-    pub fn unmap(&mut self, root: NodeId, top: u8, va: VirtAddr, size: PageSize) -> Option<Frame> {
-        let leaf = size.leaf_level();
-        let mut node = root;
-        for level in (leaf + 1..=top).rev() {
-            node = self.nodes[node as usize].children[va.index(level)];
-            if node == NO_NODE {
+    pub fn unmap(&mut self, root: NodeId, _top: u8, va: VirtAddr, size: PageSize) -> Option<Frame> {
+        let (node, _) = self.descend(root, va, size.leaf_level())?;
+        let n = &self.nodes[node as usize];
+        let low = n.low();
+        if low == size.leaf_level() {
+            let idx = n.index(va);
+            let (e, kind) = self.classify(node, idx);
+            if kind != EntryKind::Leaf(size) {
                 return None;
             }
+            *self.entry_mut(node, idx) = 0;
+            return Some(Frame((e & PTE_PFN_MASK) >> 12));
         }
-        let idx = va.index(leaf);
-        let e = self.entry(node, idx);
-        let is_leaf = leaf == 1 || e & PTE_PS != 0;
-        if e & PTE_P == 0 || !is_leaf {
+        // A replicated 2 MB page in a flattened L2+L1 node.
+        let start = n.index(VirtAddr(va.0 & !((2 << 20) - 1)));
+        let e = self.entry(node, start);
+        if size != PageSize::Size2M || e & (PTE_P | PTE_PS) != PTE_P | PTE_PS {
             return None;
         }
-        *self.entry_mut(node, idx) = 0;
+        for i in 0..ENTRIES {
+            *self.entry_mut(node, start + i) = 0;
+        }
+        let n = &mut self.nodes[node as usize];
+        n.huge_groups = n.huge_groups.saturating_sub(1);
         Some(Frame((e & PTE_PFN_MASK) >> 12))
     }
 
     /// Functional translation (no side effects, no timing): what the hardware walk finds.
-    pub fn translate(&self, root: NodeId, top: u8, va: VirtAddr) -> Option<Mapping> {
+    pub fn translate(&self, root: NodeId, _top: u8, va: VirtAddr) -> Option<Mapping> {
         let mut node = root;
-        let mut level = top;
         loop {
-            let idx = va.index(level);
-            let e = self.entry(node, idx);
-            if e & PTE_P == 0 {
-                return None;
+            let idx = self.nodes[node as usize].index(va);
+            match self.classify(node, idx) {
+                (_, EntryKind::NotPresent) => return None,
+                (e, EntryKind::Leaf(size)) => {
+                    let mut frame = (e & PTE_PFN_MASK) >> 12;
+                    if size != PageSize::Size4K {
+                        frame &= !(size.frames() - 1);
+                    }
+                    return Some(Mapping { frame: Frame(frame), size, entry: e });
+                }
+                (_, EntryKind::Pointer(child)) => {
+                    debug_assert_ne!(child, NO_NODE);
+                    node = child;
+                }
             }
-            if let Some(size) = leaf_size(level, e) {
-                return Some(Mapping { frame: Frame((e & PTE_PFN_MASK) >> 12), size, entry: e });
-            }
-            node = self.nodes[node as usize].children[idx];
-            debug_assert_ne!(node, NO_NODE);
-            level -= 1;
         }
     }
 
@@ -336,15 +648,9 @@ impl PageTables {
     /// level-1 entry (no timing, no side effects); `None` if the path is not there or ends
     /// in a large page. Used to prefetch host memory ahead of the simulated walk.
     #[inline]
-    pub fn leaf_node(&self, root: NodeId, top: u8, va: VirtAddr) -> Option<NodeId> {
-        let mut node = root;
-        for level in (2..=top).rev() {
-            node = *self.nodes[node as usize].children.get(va.index(level))?;
-            if node == NO_NODE {
-                return None;
-            }
-        }
-        Some(node)
+    pub fn leaf_node(&self, root: NodeId, _top: u8, va: VirtAddr) -> Option<NodeId> {
+        let (node, _) = self.descend(root, va, 1)?;
+        (self.nodes[node as usize].low() == 1).then_some(node)
     }
 
     /// Ask the host CPU to start loading the storage of entry `idx` of `node`.
@@ -360,16 +666,48 @@ impl PageTables {
         crate::prefetch(self.nodes.as_ptr().wrapping_add(node as usize));
     }
 
-    /// The node and index holding the leaf entry for `va` at `size`, if the path exists.
-    pub fn leaf_location(&self, root: NodeId, top: u8, va: VirtAddr, size: PageSize) -> Option<(NodeId, usize)> {
-        let mut node = root;
-        for level in (size.leaf_level() + 1..=top).rev() {
-            node = self.nodes[node as usize].children[va.index(level)];
-            if node == NO_NODE {
-                return None;
+    /// The node and index holding the leaf entry for `va` at `size`, if the path exists
+    /// (for a 2 MB page in a flattened L2+L1 node: the first of its replicas).
+    pub fn leaf_location(&self, root: NodeId, _top: u8, va: VirtAddr, size: PageSize) -> Option<(NodeId, usize)> {
+        let (node, _) = self.descend(root, va, size.leaf_level())?;
+        let n = &self.nodes[node as usize];
+        if n.low() == size.leaf_level() {
+            Some((node, n.index(va)))
+        } else {
+            Some((node, n.index(VirtAddr(va.0 & !(size.bytes() - 1)))))
+        }
+    }
+
+    /// Every 2 MB region mapped through level-1 entries (4 KB pages), ascending.
+    pub fn regions_4k(&self, root: NodeId, out: &mut Vec<u64>) {
+        self.collect_4k(root, 0, out);
+    }
+
+    fn collect_4k(&self, node: NodeId, prefix: u64, out: &mut Vec<u64>) {
+        let n = &self.nodes[node as usize];
+        let step = n.entry_span();
+        if n.low() == 1 {
+            // Flattened L2+L1: groups of 512 entries per 2 MB region.
+            let e = self.entries(node);
+            for g in 0..n.entry_count() / ENTRIES {
+                let grp = &e[g * ENTRIES..(g + 1) * ENTRIES];
+                if grp[0] & PTE_PS == 0 && grp.iter().any(|&x| x & PTE_P != 0) {
+                    out.push(prefix | (g as u64 * ENTRIES as u64 * step));
+                }
+            }
+            return;
+        }
+        for (i, &c) in n.children.iter().enumerate() {
+            if c == NO_NODE {
+                continue;
+            }
+            let va = prefix | (i as u64 * step);
+            if self.nodes[c as usize].span == 1 && self.nodes[c as usize].level == 1 {
+                out.push(va);
+            } else {
+                self.collect_4k(c, va, out);
             }
         }
-        Some((node, va.index(size.leaf_level())))
     }
 }
 
@@ -388,14 +726,14 @@ mod tests {
     fn map_then_translate_4k_and_2m() {
         let (mut phys, mut pt, root) = setup();
         let va = VirtAddr(0x7f12_3456_7000);
-        pt.map(&mut phys, root, 4, va, Frame(0x1234), PageSize::Size4K, PTE_RW | PTE_US).unwrap();
+        let _ = pt.map(&mut phys, root, 4, va, Frame(0x1234), PageSize::Size4K, PTE_RW | PTE_US).unwrap();
         let m = pt.translate(root, 4, VirtAddr(va.0 + 0x10)).unwrap();
         assert_eq!((m.frame, m.size), (Frame(0x1234), PageSize::Size4K));
         assert_eq!(m.entry & (PTE_P | PTE_RW | PTE_PS), PTE_P | PTE_RW);
         assert_eq!([pt.nodes_at(4), pt.nodes_at(3), pt.nodes_at(2), pt.nodes_at(1)], [1, 1, 1, 1]);
 
         let va2 = VirtAddr(0x7f00_0020_0000);
-        pt.map(&mut phys, root, 4, va2, Frame(0x4000), PageSize::Size2M, PTE_RW).unwrap();
+        let _ = pt.map(&mut phys, root, 4, va2, Frame(0x4000), PageSize::Size2M, PTE_RW).unwrap();
         let m = pt.translate(root, 4, VirtAddr(va2.0 + 0x1_2345)).unwrap();
         assert_eq!((m.frame, m.size), (Frame(0x4000), PageSize::Size2M));
         assert!(m.entry & PTE_PS != 0);
@@ -409,7 +747,7 @@ mod tests {
     fn entries_point_at_child_frames() {
         let (mut phys, mut pt, root) = setup();
         let va = VirtAddr(0x1000);
-        pt.map(&mut phys, root, 4, va, Frame(77), PageSize::Size4K, 0).unwrap();
+        let _ = pt.map(&mut phys, root, 4, va, Frame(77), PageSize::Size4K, 0).unwrap();
         let mut node = root;
         for level in (2..=4).rev() {
             let idx = va.index(level);

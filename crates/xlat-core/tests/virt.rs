@@ -36,7 +36,7 @@ fn random_refs(n: usize, footprint: u64, seed: u64) -> Vec<Ref> {
 }
 
 /// No caching structure at all: no guest PWC, no host vPWC, no nested TLB.
-const NOTHING: [(&str, &str); 7] = [
+const NOTHING: [(&str, &str); 9] = [
     ("pwc.l4.entries", "0"),
     ("pwc.l3.entries", "0"),
     ("pwc.l2.entries", "0"),
@@ -44,6 +44,8 @@ const NOTHING: [(&str, &str); 7] = [
     ("virt.host_pwc.l3.entries", "0"),
     ("virt.host_pwc.l2.entries", "0"),
     ("tlb.nested.entries", "0"),
+    ("pwc.flat.entries", "0"),
+    ("virt.host_pwc.flat.entries", "0"),
 ];
 
 /// One-entry TLBs (and none for 2 MB in L1), so that random references miss even with 2 MB
@@ -100,10 +102,9 @@ fn large_pages_remove_a_row_or_a_column() {
 }
 
 /// The flattening paper's 2-level layouts (L4+L3 and L2+L1 nodes of 2 MB): 14 with one side
-/// flattened, 8 with both. They need flattened page tables in `pt` (`pt.format=fpt` for the
-/// guest, `virt.host_pt.format=fpt` for the host), which land next: remove the `ignore`.
+/// flattened, 8 with both (`pt.format=fpt` for the guest, `virt.host_pt.format=fpt` for the
+/// host), as in its Fig. 8.
 #[test]
-#[ignore = "needs flattened page tables (pt.format=fpt); enable when they land"]
 fn two_level_layouts_give_14_and_8() {
     assert_eq!(worst_case(&[("pt.format", "fpt")]), formula(2, 4));
     assert_eq!(worst_case(&[("virt.host_pt.format", "fpt")]), formula(4, 2));
