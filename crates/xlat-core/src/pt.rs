@@ -711,6 +711,74 @@ impl PageTables {
     }
 }
 
+/// The result of [`PageTables::hw_walk`]: where the walk ended and how many low VA bits
+/// were left as the offset into what it found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwWalk {
+    pub addr: PhysAddr,
+    pub offset_bits: u32,
+    /// Entries read.
+    pub steps: u32,
+}
+
+impl PageTables {
+    /// A walk as the hardware of the flattening paper does it, driven only by what it reads
+    /// (§3.5): the root is flattened or not (`root_flat`, the size bit beside CR3); each
+    /// step indexes the current node with 9 bits, or 18 if the entry that led there has the
+    /// flattened-size bit; the walk ends at a leaf, or when the VA bits left equal the size
+    /// of the node the entry points to (a pointer met where a page of that size could be is
+    /// taken as that page). This is what makes recursive (self-referencing) mappings work:
+    /// it does not use the simulator's own knowledge of node levels, only entries and their
+    /// physical addresses. Functional and slow (it looks nodes up by address); for checking
+    /// recursive mappings, not for simulation.
+    pub fn hw_walk(&self, root: NodeId, root_flat: bool, va: VirtAddr, va_bits: u32) -> Option<HwWalk> {
+        self.walk_phys(self.nodes[root as usize].frame.addr().0, if root_flat { 18 } else { 9 }, va, va_bits)
+    }
+
+    /// [`Self::hw_walk`] from a conventional (4 KB) root at a physical address, as hardware
+    /// without flattening support would walk (CR3 pointing at the glue table).
+    pub fn hw_walk_from(&self, root: PhysAddr, va: VirtAddr) -> Option<HwWalk> {
+        self.walk_phys(root.0, 9, va, 48)
+    }
+
+    fn walk_phys(&self, mut base: u64, mut width: u32, va: VirtAddr, va_bits: u32) -> Option<HwWalk> {
+        let mut left = va_bits;
+        let mut steps = 0;
+        loop {
+            left = left.checked_sub(width)?;
+            let idx = (va.0 >> left) & ((1 << width) - 1);
+            let e = self.read_phys(base + idx * 8)?;
+            steps += 1;
+            if e & PTE_P == 0 {
+                return None;
+            }
+            let next = e & PTE_PFN_MASK;
+            let offset = va.0 & ((1u64 << left) - 1);
+            let next_width = if e & PTE_FLAT != 0 { 18 } else { 9 };
+            // A leaf (a real page, or the last level); or a pointer to a node of 2^w
+            // entries (2^(w+3) bytes) when the VA bits left address exactly that much: the
+            // node is the "page".
+            if e & PTE_PS != 0 || left == 12 || left == next_width + 3 {
+                return Some(HwWalk { addr: PhysAddr(next + offset), offset_bits: left, steps });
+            }
+            base = next;
+            width = next_width;
+        }
+    }
+
+    /// The 8-byte word at a physical address inside some page-table node (`None` if no node
+    /// holds that address).
+    fn read_phys(&self, pa: u64) -> Option<u64> {
+        for (id, n) in self.nodes.iter().enumerate() {
+            let start = n.frame.addr().0;
+            if pa >= start && pa < start + n.entry_count() as u64 * 8 {
+                return Some(self.entry(id as NodeId, ((pa - start) / 8) as usize));
+            }
+        }
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -755,6 +823,87 @@ mod tests {
             let child = pt.node(node).children[idx];
             assert_eq!((e & PTE_PFN_MASK) >> 12, pt.node(child).frame.0, "level {level} entry PFN is the child's frame");
             node = child;
+        }
+    }
+
+    /// A 4-level table of `layout` mapping the given 4 KB pages (frame = page number + 1000).
+    fn table(layout: Layout, pages: &[u64]) -> (PhysMem, PageTables, NodeId) {
+        let mut phys = PhysMem::new(1 << 32);
+        let mut pt = PageTables::new();
+        let root = pt.alloc_root(&mut phys, layout).unwrap();
+        for &va in pages {
+            let _ = pt.map(&mut phys, root, 4, VirtAddr(va), Frame((va >> 12) + 1000), PageSize::Size4K, PTE_RW).unwrap();
+        }
+        (phys, pt, root)
+    }
+
+    fn va(l4: u64, l3: u64, l2: u64, l1: u64, off: u64) -> VirtAddr {
+        VirtAddr((l4 << 39) | (l3 << 30) | (l2 << 21) | (l1 << 12) | off)
+    }
+
+    /// Spec 004 §2.5, case A (L4, L3+L2, L1): with L4[R] pointing back at L4, one recursion
+    /// ([R][a][b,c] + offset) lands in the L1 node of (a, b, c); two ([R][R][a] + 21 bits)
+    /// treat the pointer to the flattened L3+L2 node as a 2 MB page.
+    #[test]
+    fn recursive_mapping_with_a_flattened_middle() {
+        let (a, b, c, d) = (3, 5, 7, 9);
+        let page = va(a, b, c, d, 0);
+        let (_, mut pt, root) = table(Layout::FptL3L2, &[page.0]);
+        let r = 510;
+        let root_frame = pt.node(root).frame;
+        pt.write_entry(root, r, (root_frame.0 << 12) | PTE_P | PTE_RW);
+        // The ordinary walk still works (3 reads: L4, L3+L2, L1).
+        let w = pt.hw_walk(root, false, VirtAddr(page.0 + 0x123), 48).unwrap();
+        assert_eq!((w.addr, w.steps), (PhysAddr(((page.0 >> 12) + 1000) * 4096 + 0x123), 3));
+        // One recursion: the PTE of `page` inside its L1 node.
+        let l32 = pt.node(root).children[a as usize];
+        let l1 = pt.node(l32).children[(b << 9 | c) as usize];
+        let w = pt.hw_walk(root, false, va(r as u64, a, b, c, d * 8), 48).unwrap();
+        assert_eq!(w.addr, pt.node(l1).entry_addr(d as usize));
+        assert_eq!((w.offset_bits, w.steps), (12, 3));
+        assert_eq!((pt.read_phys(w.addr.0).unwrap() & PTE_PFN_MASK) >> 12, (page.0 >> 12) + 1000);
+        // Two recursions: 27 bits in three 9-bit steps, then 21 bits into the L3+L2 node.
+        let off = ((b << 9 | c) * 8) as u64;
+        let w = pt.hw_walk(root, false, VirtAddr(((r as u64) << 39) | ((r as u64) << 30) | (a << 21) | off), 48).unwrap();
+        assert_eq!((w.offset_bits, w.steps), (21, 3));
+        assert_eq!(w.addr, pt.node(l32).entry_addr((b << 9 | c) as usize));
+    }
+
+    /// Spec 004 §2.5, case B (flattened root L4+L3, L2, L1) with the glue sub-table L4*:
+    /// sub-table G of the 2 MB root becomes a conventional L4 whose entry i points at
+    /// sub-table i (and L4*[G] at itself). Root entry (x, y) is at [G][G][G][x] + 8y; the L1
+    /// node of (a, b, c) at [G][a][b][c]; and L4* is an ordinary 4-level view of the table.
+    #[test]
+    fn glue_table_for_a_flattened_root() {
+        let (a, b, c, d) = (2, 4, 6, 8);
+        let page = va(a, b, c, d, 0);
+        let other = va(7, 1, 2, 3, 0);
+        let (_, mut pt, root) = table(Layout::FptL4L3, &[page.0, other.0]);
+        assert_eq!(pt.node(root).span, 2);
+        let g = 511u64;
+        let root_frame = pt.node(root).frame.0;
+        // Build L4* in sub-table G: entry i -> sub-table i (4 KB size bit).
+        for i in 0..512u64 {
+            pt.write_entry(root, (g * 512 + i) as usize, ((root_frame + i) << 12) | PTE_P | PTE_RW);
+        }
+        // Root entry (x, y): the L3-level entry of L4 index x, L3 index y.
+        let (x, y) = (a, b);
+        let w = pt.hw_walk(root, true, VirtAddr((g << 39) | (g << 30) | (g << 21) | (x << 12) | (y * 8)), 48).unwrap();
+        assert_eq!(w.addr, pt.node(root).entry_addr((x << 9 | y) as usize));
+        assert_eq!(w.steps, 3, "the first read counts as two recursions");
+        // The L1 node of (a, b, c): one recursion.
+        let l2 = pt.node(root).children[(a << 9 | b) as usize];
+        let l1 = pt.node(l2).children[c as usize];
+        let w = pt.hw_walk(root, true, VirtAddr((g << 39) | (a << 30) | (b << 21) | (c << 12) | (d * 8)), 48).unwrap();
+        assert_eq!(w.addr, pt.node(l1).entry_addr(d as usize));
+        // Legacy view: walking from L4* (a 4 KB root) translates like the flattened root.
+        let l4star = PhysAddr((root_frame + g) << 12);
+        for v in [page, other, VirtAddr(page.0 + 0xabc)] {
+            let flat = pt.hw_walk(root, true, v, 48).unwrap();
+            let legacy = pt.hw_walk_from(l4star, v).unwrap();
+            assert_eq!(flat.addr, legacy.addr);
+            assert_eq!(legacy.steps, 4);
+            assert_eq!(flat.steps, 3);
         }
     }
 }
