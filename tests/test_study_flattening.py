@@ -36,10 +36,10 @@ def test_spec_and_paper_numbers_fit_together():
     quick = sweep.load_spec(STUDY / "sweep.toml", quick=True)
     for spec in (full, quick):
         labels = list(dict.fromkeys(p.config.label for p in spec.points))
-        assert labels == ["baseline", "ptp"]
+        assert labels == ["baseline", "ptp", "fpt", "fpt+ptp"]
         assert all(p.prefault for p in spec.points)
         assert {p.workload for p in spec.points} >= {"gups", "random", "bfs", "pagerank", "hashjoin", "xsbench"}
-        assert len(spec.points) == 16
+        assert len(spec.points) == 32
     # Quick mode keeps GUPS at 8 GB (the paper's size; it costs no host memory) and shrinks the rest.
     gups = [p for p in quick.points if p.workload == "gups"]
     assert gups and all(dict(p.params)["footprint"] == "8G" for p in gups)
@@ -85,6 +85,7 @@ def _table_rows(text, heading):
 @needs_sim
 def test_report_renders_from_a_tiny_sweep(tmp_path):
     t0 = time.monotonic()
+    mod = _report_module()
     d = _tiny_study(tmp_path)
     root = tmp_path / "results"
     res = study.run(str(d), workers=2, root=root, progress=False)
@@ -98,20 +99,24 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     cells = {e["id"]: r.split(" | ") for e, r in zip(entries, rows)}
     # Computable today: filled in. Needing FPT / virtualization / large pages: "—".
     for i in ("apw_base_gups", "apw_base_random", "walk_cycles_base", "walk_cycles_ptp", "speedup_ptp",
-              "l2_pt_miss_delta_ptp", "energy_cache_ptp", "energy_dram_ptp", "pt_nodes_8g_radix"):
+              "l2_pt_miss_delta_ptp", "energy_cache_ptp", "energy_dram_ptp", "pt_nodes_8g_radix",
+              "apw_fpt_mean", "speedup_fpt", "speedup_fpt_ptp", "walk_cycles_fpt_ptp", "energy_cache_fpt_ptp",
+              "pt_nodes_8g_fpt", "pt_mb_8g_fpt"):
         assert cells[i][4] != "—", (i, cells[i])
-    assert cells["pt_nodes_8g_radix"][4] == "4,106"
-    for i in ("apw_fpt_mean", "speedup_fpt_ptp", "apw_2d_base_mean", "speedup_2d_hfgf_ptp",
-              "speedup_base_lp50", "pt_nodes_8g_fpt", "mc_speedup_ptp", "speedup_ptp_llc16x"):
+    assert cells["pt_nodes_8g_radix"][4] == "4,106" and cells["pt_nodes_8g_fpt"][4] == "9.000"
+    assert cells["apw_fpt_max"][4] == "1.000"  # every walk one access after the flattened-prefix PSC
+    for i in ("apw_2d_base_mean", "speedup_2d_hfgf_ptp", "speedup_base_lp50", "mc_speedup_ptp", "speedup_ptp_llc16x"):
         assert cells[i][4] == "—", (i, cells[i])
 
-    # The body's status table says why each missing number is missing.
+    # The body's status table says why each missing number is missing: an engine feature that
+    # is missing, or a configuration left out of the sweep.
     status = {e["id"]: r for e, r in zip(entries, _table_rows(text, "## Paper vs xlat: status and likely causes"))}
-    assert "not yet run (needs: flattened page tables" in status["apw_fpt_mean"]
-    assert "not yet run (needs: virtualization" in status["apw_2d_base_mean"]
-    assert "not yet run (needs: large pages" in status["speedup_base_lp50"]
-    assert "not yet run (needs: virtualization + flattened page tables" in status["speedup_2d_hfgf_ptp"]
-    assert "not in this sweep" in status["speedup_ptp_llc16x"]
+    virt = "not in this sweep (runnable now" if mod.available(mod.VIRT) else "not yet run (needs: virtualization"
+    assert virt in status["apw_2d_base_mean"] and virt in status["speedup_2d_hfgf_ptp"]
+    lp = "not in this sweep (runnable now" if mod.available(mod.LP) else "not yet run (needs: large pages"
+    assert lp in status["speedup_base_lp50"]
+    assert "not yet run (needs: four-program mixes" in status["mc_speedup_ptp"]
+    assert "not in this sweep (runnable now" in status["speedup_ptp_llc16x"]
     assert "## Sanity checks" in text and "## Coverage" in text
 
     figs = sorted(res.report.parent.glob("*.png"))
@@ -119,20 +124,22 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
                                       "miss_ratios.png", "energy.png"}
     assert all(f"]({f.name})" in text for f in figs)
 
-    # When the flattened configs land, their rows fill in with no change to the report: here
-    # the baseline's points pose as "fpt" and "fpt+ptp".
+    # When the virtualized configs are enabled, their rows fill in with no change to the
+    # report: here the native points pose as "2d", "2d-hf+gf" and "2d-hf+gf+ptp".
     df = results.load("flattening", root=root)
     ok = df[df["status"] == "ok"]
     fake = [ok]
-    for label, src in (("fpt", "baseline"), ("fpt+ptp", "ptp")):
+    for label, src in (("2d", "baseline"), ("2d-hf+gf", "fpt"), ("2d-hf+gf+ptp", "fpt+ptp")):
         fake.append(ok[ok["config_label"] == src].assign(config_label=label))
     import pandas as pd
 
     out = tmp_path / "fake"
     text = study.render(study.load(str(d)), pd.concat(fake, ignore_index=True), out, quick=False).read_text()
     rows = dict(zip([e["id"] for e in entries], _table_rows(text, "## Paper vs xlat\n")))
-    for i in ("apw_fpt_mean", "speedup_fpt", "speedup_fpt_ptp", "pt_nodes_8g_fpt", "energy_cache_fpt_ptp"):
+    for i in ("apw_2d_base_mean", "apw_2d_base_gups", "apw_2d_hfgf_mean", "speedup_2d_hfgf", "speedup_2d_hfgf_ptp",
+              "energy_cache_2d_hfgf_ptp", "energy_dram_2d_hfgf_ptp"):
         assert rows[i].split(" | ")[4] != "—", (i, rows[i])
-    assert rows["speedup_fpt"].split(" | ")[4] == "0"  # identical points: no speedup
-    assert rows["apw_2d_base_mean"].split(" | ")[4] == "—"
+    # The stand-ins reproduce the native numbers they copy.
+    assert rows["speedup_2d_hfgf"].split(" | ")[4] == rows["speedup_fpt"].split(" | ")[4]
+    assert rows["speedup_2d_hf"].split(" | ")[4] == "—"
     assert time.monotonic() - t0 < 60

@@ -262,6 +262,29 @@ for _x in (2, 4, 8, 16):
 UNSUPPORTED = {"mc_speedup_ptp": [MC], "mc_speedup_fpt": [FPT, MC], "mc_speedup_fpt_ptp": [FPT, MC]}
 
 
+# How to tell whether the engine has a feature: a configuration it must accept.
+PROBES = {FPT: {"pt.format": "fpt"}, VIRT: {"virt.enabled": "true"},
+          LP: {"os.page_policy": "ideal", "phys.fragmentation": "lowhalf"}}
+_AVAILABLE: dict = {}
+
+
+def available(feature):
+    """Whether this engine build can run `feature` (multi-program mixes: no label here)."""
+    if feature not in _AVAILABLE:
+        probe = PROBES.get(feature)
+        ok = False
+        if probe is not None:
+            try:
+                from xlat import config
+
+                config.resolve("skylake", probe)
+                ok = True
+            except Exception:  # noqa: BLE001 - any refusal means "not in this engine"
+                ok = False
+        _AVAILABLE[feature] = ok
+    return _AVAILABLE[feature]
+
+
 def _needs_text(configs):
     needs = []
     for c in configs:
@@ -285,9 +308,10 @@ def compute(d: Data, entries):
         configs, wl, fn = RECIPES[i]
         missing = [c for c in configs if not d.has(c)]
         if missing:
-            needs = _needs_text(missing)
-            out[i] = (None, f"not yet run (needs: {needs}; config {', '.join(repr(c) for c in missing)})" if needs
-                      else f"not in this sweep (config {', '.join(repr(c) for c in missing)})")
+            names = ", ".join(repr(c) for c in missing)
+            lacking = [f for f in _needs_text(missing).split(" + ") if f and not available(f)]
+            out[i] = (None, f"not yet run (needs: {' + '.join(lacking)}; config {names})" if lacking
+                      else f"not in this sweep (runnable now: uncomment config {names} in sweep.toml)")
             continue
         try:
             v = float(fn(d))
@@ -613,20 +637,23 @@ def status_table(d: Data, entries, vals):
 
 def coverage(d: Data, vals):
     wanted = ["fpt", "fpt+ptp", "2d", "2d+ptp", "2d-hf", "2d-hf+ptp", "2d-gf", "2d-gf+ptp", "2d-hf+gf",
-              "2d-hf+gf+ptp", "baseline-lp50", "fpt+ptp-lp50", "2d-hf+gf+ptp-lp50"]
+              "2d-hf+gf+ptp", "baseline-lp50", "fpt+ptp-lp50", "2d-hf+gf+ptp-lp50", "baseline-llc16x", "ptp-llc16x"]
     pending = [c for c in wanted if c not in d.configs]
     ran = sum(1 for x, _ in vals.values() if x is not None)
     lines = [f"Configurations run: {', '.join(f'`{c}`' for c in d.configs)}. "
              f"Workloads: {', '.join(f'`{w}`' for w in d.workloads)}.",
              "",
-             f"{ran} of {len(vals)} paper numbers have an xlat value. Not yet run:",
+             f"{ran} of {len(vals)} paper numbers have an xlat value. The others:",
              ""]
     for i, (x, s) in vals.items():
         if x is None:
             lines.append(f"- `{i}`: {s}")
     if pending:
-        lines += ["", "Configurations still to add to sweep.toml (commented out there, with their keys): "
-                  + ", ".join(f"`{c}` ({_needs_text([c]) or 'runnable now'})" for c in pending) + "."]
+        def state(c):
+            lacking = [f for f in _needs_text([c]).split(" + ") if f and not available(f)]
+            return f"needs {' + '.join(lacking)}" if lacking else "runnable now"
+        lines += ["", "Configurations not in this sweep (commented out in sweep.toml, with their keys): "
+                  + ", ".join(f"`{c}` ({state(c)})" for c in pending) + "."]
     return "\n".join(lines)
 
 
