@@ -328,6 +328,9 @@ impl Machine {
 
     /// A mechanism on core `c` asks the OS to promote the 2 MB region of `space` holding
     /// `va` (see [`Os::request_promotion`]); core `c` pays for the work and the shootdown.
+    /// These requests go to [`Machine::os`]: virtualized, the host, so `space` is a VM's
+    /// host space (`Vm::space`) and `va` a guest-physical address; a guest OS is reached
+    /// through `Machine::vms[vm].os` and [`Machine::sync`] with `Scope::Guest(vm)`.
     pub fn request_promotion(&mut self, c: usize, space: usize, va: VirtAddr) -> Result<bool, SimError> {
         self.check_core(c)?;
         self.os.phys.cpu = c;
