@@ -3,29 +3,21 @@
 //! fallback to 4 KB levels when no 2 MB block can be had.
 
 mod common;
-use common::Rng;
-use xlat_core::{Config, Machine, Ref, Region, RunOptions, Stats, VecSource};
+use common::{random_refs, region, GB};
 
-const GB: u64 = 1 << 30;
-const BASE: u64 = 0x7f00_0000_0000;
+/// Prefaulted, as the paper's SE-mode runs.
+fn run(cfg: &Config, refs: Vec<Ref>, regions: Vec<Region>) -> Stats {
+    common::run(cfg, refs, regions, true)
+}
+use xlat_core::{Config, Machine, Ref, Region, Stats};
+
 
 fn cfg(pairs: &[(&str, &str)]) -> Config {
     Config::from_pairs(pairs.iter().copied()).unwrap()
 }
 
-fn region(len: u64) -> Vec<Region> {
-    vec![Region { name: "data".into(), start: BASE, len }]
-}
 
-fn run(cfg: &Config, refs: Vec<Ref>, regions: Vec<Region>) -> Stats {
-    let mut src = VecSource::new(vec![refs], regions);
-    xlat_core::simulate(cfg, &mut src, RunOptions::default(), true, 1, &mut |_| true).unwrap()
-}
 
-fn random_refs(n: usize, footprint: u64, seed: u64) -> Vec<Ref> {
-    let mut r = Rng(seed);
-    (0..n).map(|_| Ref::load(BASE + (r.next() % (footprint / 8)) * 8, 4)).collect()
-}
 
 const NO_PWC: [(&str, &str); 4] = [("pwc.l4.entries", "0"), ("pwc.l3.entries", "0"), ("pwc.l2.entries", "0"), ("pwc.flat.entries", "0")];
 

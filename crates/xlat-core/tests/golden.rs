@@ -4,32 +4,18 @@
 
 use xlat_core::addr::{PageSize, VirtAddr};
 use xlat_core::pt::{PTE_A, PTE_D};
-use xlat_core::{Config, Machine, Ref, Region, RunOptions, Stats, VecSource};
+use xlat_core::{Config, Machine, Ref, RunOptions, VecSource};
 
-const GB: u64 = 1 << 30;
-/// A 1 GB-aligned user address, like a large mmap.
-const BASE: u64 = 0x7f00_0000_0000;
 
 fn cfg(pairs: &[(&str, &str)]) -> Config {
     Config::from_pairs(pairs.iter().copied()).unwrap()
 }
 
-fn region(len: u64) -> Vec<Region> {
-    vec![Region { name: "data".into(), start: BASE, len }]
-}
 
-fn run(cfg: &Config, refs: Vec<Ref>, regions: Vec<Region>, prefault: bool) -> Stats {
-    let mut src = VecSource::new(vec![refs], regions);
-    xlat_core::simulate(cfg, &mut src, RunOptions::default(), prefault, 1, &mut |_| true).unwrap()
-}
 
 mod common;
-use common::Rng;
+use common::{random_refs, region, run, BASE, GB};
 
-fn random_refs(n: usize, footprint: u64, seed: u64) -> Vec<Ref> {
-    let mut r = Rng(seed);
-    (0..n).map(|_| Ref::load(BASE + (r.next() % (footprint / 8)) * 8, 4)).collect()
-}
 
 const NO_PWC: [(&str, &str); 3] = [("pwc.l4.entries", "0"), ("pwc.l3.entries", "0"), ("pwc.l2.entries", "0")];
 

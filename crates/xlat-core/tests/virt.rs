@@ -6,14 +6,12 @@
 
 use xlat_core::addr::{PageSize, VirtAddr};
 use xlat_core::pt::{PTE_A, PTE_D};
-use xlat_core::{Config, Machine, Ref, Region, RunOptions, Stats, VecSource};
+use xlat_core::{Config, Machine, Ref, RunOptions, Stats, VecSource};
 
 mod common;
-use common::Rng;
+use common::{random_refs, region, run, Rng, BASE, GB};
 
-const GB: u64 = 1 << 30;
 const MB: u64 = 1 << 20;
-const BASE: u64 = 0x7f00_0000_0000;
 
 fn cfg(pairs: &[(&str, &str)]) -> Config {
     let mut all = vec![("virt.enabled", "true"), ("virt.guest_mem_gb", "4"), ("phys.size_gb", "8")];
@@ -21,19 +19,8 @@ fn cfg(pairs: &[(&str, &str)]) -> Config {
     Config::from_pairs(all).unwrap()
 }
 
-fn region(len: u64) -> Vec<Region> {
-    vec![Region { name: "data".into(), start: BASE, len }]
-}
 
-fn run(cfg: &Config, refs: Vec<Ref>, regions: Vec<Region>, prefault: bool) -> Stats {
-    let mut src = VecSource::new(vec![refs], regions);
-    xlat_core::simulate(cfg, &mut src, RunOptions::default(), prefault, 1, &mut |_| true).unwrap()
-}
 
-fn random_refs(n: usize, footprint: u64, seed: u64) -> Vec<Ref> {
-    let mut r = Rng(seed);
-    (0..n).map(|_| Ref::load(BASE + (r.next() % (footprint / 8)) * 8, 4)).collect()
-}
 
 /// No caching structure at all: no guest PWC, no host vPWC, no nested TLB.
 const NOTHING: [(&str, &str); 9] = [
