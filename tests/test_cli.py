@@ -280,3 +280,10 @@ def test_demo_writes_report_figure_and_json(tmp_path):
         assert sky["overhead"] is not None and 0 <= sky["overhead"] < 1
     # The printed table is the report's table.
     assert "workload" in p.stdout and "PTE reads/walk" in p.stdout
+
+
+def test_run_warns_when_the_workload_ends_early():
+    # GUPS with 1,000 updates (2,000 references) ends long before 10 M references.
+    p = run_xlat("run", "--config", "skylake", "--workload", "gups:footprint=64M,updates=1000", "--refs", "10M", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "warning: the workload ended after" in p.stderr and "of the 10,000,000 references" in p.stderr
