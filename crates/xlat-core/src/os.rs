@@ -287,7 +287,9 @@ impl Os {
                     return Err(SimError::NeedsRegions { what: "phys.fragmentation=lowhalf" });
                 }
                 let (_, lower) = lowhalf_limit(regions);
-                let keep = lower * processes as u64;
+                // The paper's 50 % scenario fragments data memory only: flattened page-table
+                // nodes still get their 2 MB blocks (it reports no allocation failures there).
+                let keep = (lower + self.flat_nodes_needed(regions)) * processes as u64;
                 let free = frag::free_blocks_2m(&self.phys).len() as u64;
                 frag::pin_blocks(&mut self.phys, free.saturating_sub(keep), &mut rng)
             }
@@ -940,6 +942,21 @@ impl Os {
         }
         s.int(format!("{p}phys.pinned_bytes"), sum(&|os| os.start.pinned_frames) << 12);
         s.int(format!("{p}phys.hog_bytes"), sum(&|os| os.start.hog_frames) << 12);
+    }
+}
+
+impl Os {
+    /// How many 2 MB flattened page-table nodes a process with `regions` needs under this
+    /// OS's layout (an upper bound: one per region and covered range, plus the root).
+    fn flat_nodes_needed(&self, regions: &[Region]) -> u64 {
+        use crate::pt::Layout;
+        let per = |span: u64| regions.iter().map(|r| (r.end() - 1) / span - r.start / span + 1).sum::<u64>();
+        match self.layout {
+            Layout::Radix4 | Layout::Radix5 => 0,
+            Layout::FptL4L3 => 1,
+            Layout::Fpt { .. } => 1 + per(1 << 30),
+            Layout::FptL3L2 => per(1 << 39),
+        }
     }
 }
 

@@ -94,3 +94,14 @@ fn two_mb_pages_replicate_in_flattened_nodes_until_the_nf_rule_unflattens() {
     assert_eq!(s.f("walk_steps_per_walk"), 2.0);
     assert!(s.f("tlb.l1d.hits_2m") > 0.0, "replicas fill 2 MB TLB entries");
 }
+
+#[test]
+fn the_50_percent_scenario_leaves_blocks_for_flattened_nodes() {
+    // Seed 004 §5.3: lowhalf fragments data memory; page-table nodes still get 2 MB blocks.
+    let c = cfg(&[("pt.format", "fpt"), ("phys.fragmentation", "lowhalf"), ("os.page_policy", "ideal"), ("phys.size_gb", "16")]);
+    let mut m = Machine::new(&c, 1, region(8 * GB), 1).unwrap();
+    m.prefault().unwrap();
+    let s = m.stats();
+    assert_eq!(s.f("pt.flatten_fallbacks"), 0.0);
+    assert!((s.f("huge_coverage") - 0.5).abs() < 0.01, "{}", s.f("huge_coverage"));
+}
