@@ -133,6 +133,48 @@ def test_spec_shorthands_quick_and_duplicates(tmp_path):
     assert sweep.load_spec(tmp_path / "s.toml", quick=True).points[0].refs == 1000
 
 
+def test_config_workload_filter_and_run_options(tmp_path):
+    """A config may run only some workloads and have run options of its own: the workload's
+    own beat the config's, which beat the top level's; --quick's replace the config's."""
+    f = write(tmp_path / "s.toml", """
+        refs = "50M"
+        warmup = "20M"
+        [[configs]]
+        preset = "skylake"
+        label = "native"
+        [[configs]]
+        preset = "skylake"
+        label = "vm"
+        workloads = ["gups", "bfs"]
+        refs = "20M"
+        set = { "virt.enabled" = true }
+        [[workloads]]
+        name = "gups"
+        [[workloads]]
+        name = "bfs"
+        warmup = "30M"
+        [[workloads]]
+        name = "stream"
+        [quick]
+        refs = "1M"
+        workloads = [{ name = "gups" }, { name = "stream" }]
+    """)
+    spec = sweep.load_spec(f)
+    got = [(p.config.label, p.workload, p.refs, p.warmup) for p in spec.points]
+    assert got == [("native", "gups", 50_000_000, 20_000_000), ("native", "bfs", 50_000_000, 30_000_000),
+                   ("native", "stream", 50_000_000, 20_000_000),
+                   ("vm", "gups", 20_000_000, 20_000_000), ("vm", "bfs", 20_000_000, 30_000_000)]
+    # Quick: every point small; a name the quick list leaves out selects nothing there.
+    quick = [(p.config.label, p.workload, p.refs) for p in sweep.load_spec(f, quick=True).points]
+    assert quick == [("native", "gups", 1_000_000), ("native", "stream", 1_000_000), ("vm", "gups", 1_000_000)]
+    # The filter does not change a point's identity: the same point with or without it is one id.
+    ids = lambda spec: {(t.point.config.label, t.point.workload): t.point_id
+                        for t in sweep.prepare(spec, resolve=fake_resolve, version="1")}
+    plain = sweep.load_spec({"configs": [{"preset": "skylake", "label": "vm", "set": {"virt.enabled": True}}],
+                             "workloads": ["gups"], "refs": "20M", "warmup": "20M", "name": "x"})
+    assert ids(plain)[("vm", "gups")] == ids(spec)[("vm", "gups")]
+
+
 @pytest.mark.parametrize("body, needle", [
     ('configs = ["skylake"]\nworkloads = ["gups"]\nrefz = 1', "unknown key 'refz'"),
     ('configs = ["skylake"]', "no 'workloads'"),
@@ -141,6 +183,9 @@ def test_spec_shorthands_quick_and_duplicates(tmp_path):
     ('configs = ["skylake"]\nworkloads = ["gups"]\nseeds = []', "empty"),
     ('configs = [{preset = "skylake", zip = {a = [1, 2], b = [1]}}]\nworkloads = ["gups"]', "one length"),
     ('configs = [{preset = "skylake", sett = {}}]\nworkloads = ["gups"]', "unknown key 'sett'"),
+    ('configs = [{preset = "skylake", workloads = ["gupz"]}]\nworkloads = ["gups"]', "workload 'gupz' is not in"),
+    ('configs = [{preset = "skylake", workloads = []}]\nworkloads = ["gups"]', "non-empty list of workload names"),
+    ('configs = [{preset = "skylake", refs = "many"}]\nworkloads = ["gups"]', "'many' is not a count"),
     ('configs = ["skylake"]\n[[workloads]]\nparams = {x = 1}', "'name' must be"),
     ('configs = ["skylake"\n', "sweep spec"),
 ])

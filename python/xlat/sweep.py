@@ -143,7 +143,7 @@ class Spec:
 _TOP_KEYS = {"name", "description", "configs", "workloads", "seeds", "seed", "refs", "warmup",
              "prefault", "quick", "slurm"}
 _RUN_KEYS = ("refs", "warmup", "prefault")
-_CONFIG_KEYS = {"preset", "label", "set", "zip"}
+_CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", *_RUN_KEYS}
 _WORKLOAD_KEYS = {"name", "params", "zip", *_RUN_KEYS, "seeds", "seed"}
 
 
@@ -175,6 +175,7 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
     if unknown:
         raise SpecError(f"{where}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_TOP_KEYS))})")
     quick_table = doc.pop("quick", None)
+    full_workloads = doc.get("workloads")
     if quick:
         for overlay in (quick_table, quick_overlay):
             if overlay is None:
@@ -200,12 +201,34 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
     workloads = _parse_workloads(doc.get("workloads"), where)
     top_seeds = _seeds(doc, where)
     top_run = {k: _axis(doc.get(k), f"{where}: '{k}'") for k in _RUN_KEYS}
+    if quick:
+        # --quick makes every point small: the quick table's run options replace those a
+        # config sets (a workload's own still apply, as the quick workloads list them).
+        quick_run = {k for o in (quick_table, quick_overlay) if isinstance(o, Mapping) for k in o if k in _RUN_KEYS}
+        for c in configs:
+            for k in quick_run:
+                c["run"].pop(k, None)
+    # A config's workload filter names workloads of the spec (of its full or its quick list:
+    # a name the quick list leaves out just selects nothing there).
+    names = {wl["name"] for wl in workloads}
+    if full_workloads is not None and full_workloads is not doc.get("workloads"):
+        names |= {wl["name"] for wl in _parse_workloads(full_workloads, where)}
+    for c in configs:
+        unknown = [n for n in (c["workloads"] or []) if n not in names]
+        if unknown:
+            raise SpecError(f"{c['what']}: workload '{unknown[0]}' is not in the spec's workloads "
+                            f"({', '.join(sorted(names))})")
 
     points: list[Point] = []
     seen: set = set()
-    for cfg in configs:
+    for c in configs:
+        cfg = c["choice"]
         for wl in workloads:
-            run = {k: (wl["run"][k] if k in wl["run"] else top_run[k]) for k in _RUN_KEYS}
+            if c["workloads"] is not None and wl["name"] not in c["workloads"]:
+                continue
+            # Run options: the workload's own, else the config's, else the top level's.
+            run = {k: wl["run"][k] if k in wl["run"] else c["run"][k] if k in c["run"] else top_run[k]
+                   for k in _RUN_KEYS}
             seeds = wl["seeds"] if wl["seeds"] is not None else top_seeds
             for refs, warmup, prefault in itertools.product(run["refs"], run["warmup"], run["prefault"]):
                 opts = _run_options(refs, warmup, prefault, where)
@@ -299,13 +322,15 @@ def _flat(table: Mapping, prefix: str = "") -> dict:
     return out
 
 
-def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[ConfigChoice]:
+def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[dict]:
+    """Each machine of the grid as {"choice": ConfigChoice, "workloads": names or None (all),
+    "run": the config's own run options, "what": where it is in the spec}."""
     if raw is None:
         raise SpecError(f"{where}: no 'configs' (e.g. configs = [\"skylake\"])")
     entries = raw if isinstance(raw, list) else [raw]
     if not entries:
         raise SpecError(f"{where}: 'configs' is empty")
-    out: list[ConfigChoice] = []
+    out: list[dict] = []
     for i, e in enumerate(entries):
         what = f"{where}: configs[{i}]"
         if isinstance(e, str):
@@ -334,6 +359,13 @@ def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[ConfigChoice]:
         label = e.get("label")
         if label is not None and not isinstance(label, str):
             raise SpecError(f"{what}: 'label' must be a string")
+        only = e.get("workloads")
+        if only is not None:
+            if isinstance(only, str):
+                only = [only]
+            if not isinstance(only, list) or not only or not all(isinstance(n, str) and n for n in only):
+                raise SpecError(f"{what}: 'workloads' must be a non-empty list of workload names")
+        run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
         grid = _grid(e.get("set"), e.get("zip"), f"{what}: 'set'")
         # With a label of its own, a config names only the overrides that vary in its grid.
         varying = {k for k, v in [*_flat(e.get("set") or {}).items(), *_flat(e.get("zip") or {}).items()]
@@ -342,7 +374,8 @@ def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[ConfigChoice]:
         for overrides in grid:
             shown = [(k, v) for k, v in overrides if (k in varying or not label)]
             text = " ".join(f"{k}={_value_text(v)}" for k, v in shown)
-            out.append(ConfigChoice(base, overrides, f"{base_label} {text}".strip()))
+            out.append({"choice": ConfigChoice(base, overrides, f"{base_label} {text}".strip()),
+                        "workloads": only, "run": run, "what": what})
     return out
 
 
