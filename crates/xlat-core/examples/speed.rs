@@ -1,5 +1,7 @@
 //! Engine throughput on a synthetic GUPS-like stream (no workloads crate needed):
-//! `cargo run --release -p xlat-core --example speed -- [refs] [footprint_gb]`.
+//! `cargo run --release -p xlat-core --example speed -- [refs] [footprint_gb] [key=value...]`.
+//! With `XLAT_DUMP=1` it prints every statistic too (to compare builds: an optimization
+//! must leave them bit-identical).
 use std::time::Instant;
 use xlat_core::{Config, Ref, RefSource, Region, RunOptions, SourceError};
 
@@ -36,7 +38,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let refs: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(20_000_000);
     let gb: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(8);
-    let cfg = Config::default();
+    let pairs: Vec<(String, String)> = args.iter().skip(3).filter_map(|a| a.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let cfg = Config::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))).expect("config");
     let mut src = Gups { x: 88172645463325252, left: refs, base: 0x7f00_0000_0000, words: gb << 27 };
     let t = Instant::now();
     let mut m = xlat_core::Machine::new(&cfg, 1, src.regions(), 1).unwrap();
@@ -56,4 +59,9 @@ fn main() {
         s.f("walks"),
         s.f("walk_steps_per_walk")
     );
+    if std::env::var_os("XLAT_DUMP").is_some() {
+        for (k, v) in &s.entries {
+            println!("{k} {v:?}");
+        }
+    }
 }

@@ -723,7 +723,7 @@ impl Machine {
             }
             // A store through a clean translation: the hardware walks to set the PTE's D bit.
             k.dirty_walks += 1;
-            return self.walk_and_fill(c, va, write, fetch, t);
+            return self.walk_and_fill(c, va, write, fetch, t, false);
         }
         if fetch {
             k.l1i_tlb_misses += 1;
@@ -732,22 +732,28 @@ impl Machine {
         }
         k.l2_tlb_accesses += 1;
         let t2 = t + self.cfg.tlb_l2_latency;
-        if let Some((e, size)) = core.stlb.lookup(va, ctx) {
-            if !(write && !e.dirty) {
+        let in_l2 = match core.stlb.lookup(va, ctx) {
+            Some((e, size)) => {
                 k.l2_tlb_hits += 1;
-                let l1 = if fetch { &mut core.itlb } else { &mut core.dtlb };
-                l1.insert(va, size, ctx, e);
-                return Ok((e.frame, size, t2));
+                if !(write && !e.dirty) {
+                    let l1 = if fetch { &mut core.itlb } else { &mut core.dtlb };
+                    l1.insert_absent(va, size, ctx, e);
+                    return Ok((e.frame, size, t2));
+                }
+                k.dirty_walks += 1;
+                true
             }
-            k.l2_tlb_hits += 1;
-            k.dirty_walks += 1;
-        } else {
-            k.l2_tlb_misses += 1;
-        }
-        self.walk_and_fill(c, va, write, fetch, t2)
+            None => {
+                k.l2_tlb_misses += 1;
+                false
+            }
+        };
+        self.walk_and_fill(c, va, write, fetch, t2, !in_l2)
     }
 
-    fn walk_and_fill(&mut self, c: usize, va: VirtAddr, write: bool, fetch: bool, t: u64) -> Result<(u64, PageSize, u64), SimError> {
+    /// Walk and fill the TLBs. `missed`: neither TLB level holds `va` (no probe on fill);
+    /// otherwise this walk only sets a dirty bit and the fills replace cached copies.
+    fn walk_and_fill(&mut self, c: usize, va: VirtAddr, write: bool, fetch: bool, t: u64, missed: bool) -> Result<(u64, PageSize, u64), SimError> {
         let (e, size, lat, fault_cycles) = self.walk(c, va, write, t)?;
         let core = &mut self.cores[c];
         let start = core.window.walkers.acquire(t, lat - fault_cycles);
@@ -760,11 +766,13 @@ impl Machine {
             core.window.stall_until(done);
         }
         let ctx = core.ctx;
-        core.stlb.insert(va, size, ctx, e);
-        if fetch {
-            core.itlb.insert(va, size, ctx, e);
+        let l1 = if fetch { &mut core.itlb } else { &mut core.dtlb };
+        if missed {
+            core.stlb.insert_absent(va, size, ctx, e);
+            l1.insert_absent(va, size, ctx, e);
         } else {
-            core.dtlb.insert(va, size, ctx, e);
+            core.stlb.insert(va, size, ctx, e);
+            l1.insert(va, size, ctx, e);
         }
         Ok((e.frame, size, done))
     }
@@ -932,6 +940,7 @@ impl Machine {
 
     /// Run `src` to its end or to `opts.max_refs`. `progress(refs_done)` is called every
     /// [`PROGRESS_EVERY`] references; returning false interrupts the run.
+    #[inline(never)] // one call per run; keeps it a unit in profiles
     pub fn run(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
         let n = self.active;
         let mut batches: Vec<Vec<Ref>> = (0..n).map(|_| Vec::with_capacity(BATCH)).collect();

@@ -84,6 +84,11 @@ pub struct Node {
     pub layout: Layout,
     /// Flattened L2+L1 nodes: 2 MB data pages held as 512 replicated entries.
     pub huge_groups: u16,
+    /// Lowest level covered, and the VA shift and mask that index the node: fixed by
+    /// `level` and `span`, kept so that walks do not recompute them.
+    low: u8,
+    shift: u8,
+    mask: u32,
     /// Where the entries (exactly as hardware reads them) are kept: chunk and offset in
     /// [`PageTables`]'s entry store.
     chunk: u32,
@@ -103,7 +108,7 @@ impl Node {
     /// Lowest level the node covers; its entries are at this level.
     #[inline]
     pub fn low(&self) -> u8 {
-        self.level + 1 - self.span
+        self.low
     }
 
     /// Number of entries.
@@ -115,7 +120,15 @@ impl Node {
     /// The entry of this node that `va` selects: VA bits [12+9(low-1), 12+9*level).
     #[inline]
     pub fn index(&self, va: VirtAddr) -> usize {
-        ((va.0 >> (12 + 9 * (self.low() as u32 - 1))) as usize) & (self.entry_count() - 1)
+        ((va.0 >> self.shift) as usize) & self.mask as usize
+    }
+
+    fn set_shape(&mut self, level: u8, span: u8) {
+        self.level = level;
+        self.span = span;
+        self.low = level + 1 - span;
+        self.shift = 12 + 9 * (self.low - 1);
+        self.mask = (1u32 << (9 * span as u32)) - 1;
     }
 
     /// Bytes of VA one entry covers.
@@ -233,7 +246,7 @@ impl PageTables {
             Some(id) => {
                 let n = &mut self.nodes[id as usize];
                 n.frame = frame;
-                n.level = level;
+                n.set_shape(level, span);
                 n.layout = layout;
                 n.huge_groups = 0;
                 n.children = children;
@@ -253,7 +266,9 @@ impl PageTables {
                     self.chunk_used += ENTRIES;
                     (self.small_chunk.expect("set above"), off)
                 };
-                self.nodes.push(Node { frame, level, span, layout, huge_groups: 0, chunk: chunk as u32, offset: offset as u32, children });
+                let mut n = Node { frame, level, span, layout, huge_groups: 0, low: 0, shift: 0, mask: 0, chunk: chunk as u32, offset: offset as u32, children };
+                n.set_shape(level, span);
+                self.nodes.push(n);
                 (self.nodes.len() - 1) as NodeId
             }
         };

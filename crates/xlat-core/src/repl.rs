@@ -64,11 +64,13 @@ pub trait ReplacementPolicy {
 /// The way with the smallest stamp (the least recently used / first in).
 #[inline]
 pub(crate) fn oldest<K, V>(set: &[Way<K, V>]) -> usize {
-    let mut best = 0;
+    // Branch-free running minimum (the compiler turns it into conditional moves): the
+    // victim search runs on every fill of every structure.
+    let (mut best, mut best_age) = (0, u32::MAX);
     for (i, w) in set.iter().enumerate() {
-        if w.age < set[best].age {
-            best = i;
-        }
+        let older = w.age < best_age;
+        best = if older { i } else { best };
+        best_age = if older { w.age } else { best_age };
     }
     best
 }

@@ -7,7 +7,7 @@
 use crate::addr::{PageSize, VirtAddr};
 use crate::assoc::{Key, SetAssoc};
 use crate::config::Policy;
-use crate::pt::NodeId;
+use crate::pt::{NodeId, NO_NODE};
 use crate::repl::LineKind;
 
 /// Address-space context of a translation: PCID in the low 12 bits, VPID above (0 natively).
@@ -49,8 +49,10 @@ impl TlbKey {
     }
 }
 
-/// What a TLB entry caches.
+/// What a TLB entry caches. Packed (9 bytes) so that a TLB way is 32 bytes: two per host
+/// cache line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C, packed)]
 pub struct TlbEntry {
     /// First 4 KB frame of the page.
     pub frame: u64,
@@ -110,6 +112,16 @@ impl TlbArray {
             *self.arr.val_mut(slot) = e;
             return;
         }
+        self.insert_absent(va, size, ctx, e);
+    }
+
+    /// [`Self::insert`] of a translation known not to be cached here (a lookup just missed
+    /// at every page size): no probe.
+    #[inline]
+    pub fn insert_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) {
+        let set = self.set_of(va, size);
+        let key = TlbKey::new(va, size, ctx);
+        debug_assert!(self.arr.probe(set, key).is_none(), "insert_absent of a cached translation");
         let (_, ev) = self.arr.insert(set, key, e, LineKind::Data);
         self.live[size as usize] += 1;
         if let Some(ev) = ev {
@@ -235,6 +247,14 @@ impl TlbLevel {
         }
     }
 
+    /// [`Self::insert`] after a lookup of `va` missed (see [`TlbArray::insert_absent`]).
+    #[inline]
+    pub fn insert_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) {
+        if let Some(a) = self.holder[size as usize] {
+            self.arrays[a as usize].insert_absent(va, size, ctx, e);
+        }
+    }
+
     pub fn invalidate(&mut self, what: Invalidate) -> usize {
         self.arrays.iter_mut().map(|a| a.invalidate_where(|k| what.matches_page(k))).sum()
     }
@@ -249,12 +269,82 @@ impl TlbLevel {
     }
 }
 
+/// A small fully-associative LRU table of packed `u64` keys: one page-walk-cache level.
+/// Probed on every walk, so it is three flat arrays (keys scanned, values and stamps
+/// touched once) rather than a [`SetAssoc`] of wide ways.
+struct FaLru {
+    keys: Vec<u64>,
+    vals: Vec<NodeId>,
+    /// LRU stamps: larger = more recent, 0 = invalid.
+    stamps: Vec<u32>,
+    clock: u32,
+}
+
+impl FaLru {
+    const INVALID: u64 = u64::MAX;
+
+    fn new(entries: usize) -> FaLru {
+        FaLru { keys: vec![Self::INVALID; entries], vals: vec![NO_NODE; entries], stamps: vec![0; entries], clock: 0 }
+    }
+
+    #[inline]
+    fn find(&self, key: u64) -> Option<usize> {
+        self.keys.iter().position(|&k| k == key)
+    }
+
+    #[inline]
+    fn touch(&mut self, i: usize) {
+        self.clock += 1;
+        self.stamps[i] = self.clock;
+        if self.clock >= crate::repl::STAMP_LIMIT {
+            self.renumber();
+        }
+    }
+
+    /// Replace stamps by their ranks (same order) before the clock wraps.
+    #[cold]
+    fn renumber(&mut self) {
+        let mut order: Vec<usize> = (0..self.keys.len()).collect();
+        order.sort_by_key(|&i| self.stamps[i]);
+        for (rank, &i) in order.iter().enumerate() {
+            self.stamps[i] = if self.keys[i] == Self::INVALID { 0 } else { rank as u32 + 1 };
+        }
+        self.clock = self.keys.len() as u32 + 1;
+    }
+
+    #[inline]
+    fn lookup(&mut self, key: u64) -> Option<NodeId> {
+        let i = self.find(key)?;
+        self.touch(i);
+        Some(self.vals[i])
+    }
+
+    /// Install `key -> val`; an entry already there only gets the new value.
+    #[inline]
+    fn fill(&mut self, key: u64, val: NodeId) {
+        if let Some(i) = self.find(key) {
+            self.vals[i] = val;
+            return;
+        }
+        // Invalid entries have stamp 0: the first of them, else the least recently used.
+        let (mut best, mut best_stamp) = (0, u32::MAX);
+        for (i, &s) in self.stamps.iter().enumerate() {
+            let older = s < best_stamp;
+            best = if older { i } else { best };
+            best_stamp = if older { s } else { best_stamp };
+        }
+        self.keys[best] = key;
+        self.vals[best] = val;
+        self.touch(best);
+    }
+}
+
 /// Intel-style paging-structure caches: one fully-associative LRU table per upper level,
 /// mapping a VA prefix to the node one level down. All are probed in parallel; the
 /// longest prefix (lowest level) that hits decides where the walk starts.
 pub struct Pwc {
     /// Index `l` caches entries of level-`l` nodes (tag = VA >> (12 + 9(l-1))).
-    tables: [Option<SetAssoc<TlbKey, NodeId>>; 6],
+    tables: [Option<FaLru>; 6],
 }
 
 /// Result of probing the page-walk caches.
@@ -265,19 +355,22 @@ pub struct PwcHit {
     pub node: NodeId,
 }
 
+/// A PWC key packs the context above the VA prefix: prefixes of level >= 2 have at most
+/// 57 - 21 = 36 bits, and contexts (VPID <= 257, PCID < 4096) fewer than 24.
+const PWC_CTX_SHIFT: u32 = 40;
+
 impl Pwc {
     /// `entries[l]` entries for level `l` (index 0 and 1 unused: leaf entries are
     /// translations, cached by the TLBs).
-    pub fn new(entries: [u64; 6], seed: u64) -> Pwc {
-        let mk = |n: u64, l: u64| (n > 0).then(|| SetAssoc::new(1, n as usize, Policy::Lru, seed + l));
-        Pwc {
-            tables: [None, None, mk(entries[2], 2), mk(entries[3], 3), mk(entries[4], 4), mk(entries[5], 5)],
-        }
+    pub fn new(entries: [u64; 6], _seed: u64) -> Pwc {
+        let mk = |n: u64| (n > 0).then(|| FaLru::new(n as usize));
+        Pwc { tables: [None, None, mk(entries[2]), mk(entries[3]), mk(entries[4]), mk(entries[5])] }
     }
 
     #[inline]
-    fn key(va: VirtAddr, level: u8, ctx: Ctx) -> TlbKey {
-        TlbKey { tag: va.0 >> (12 + 9 * (level as u32 - 1)), ctx }
+    fn key(va: VirtAddr, level: u8, ctx: Ctx) -> u64 {
+        debug_assert!(ctx < 1 << (64 - PWC_CTX_SHIFT));
+        ((ctx as u64) << PWC_CTX_SHIFT) | (va.0 >> (12 + 9 * (level as u32 - 1)))
     }
 
     /// Probe levels `2..=top` in parallel. `hits[l]` reports whether level `l` matched.
@@ -286,9 +379,9 @@ impl Pwc {
         let mut best = None;
         for level in (2..=top).rev() {
             if let Some(t) = &mut self.tables[level as usize] {
-                if let Some(slot) = t.lookup(0, Self::key(va, level, ctx)) {
+                if let Some(node) = t.lookup(Self::key(va, level, ctx)) {
                     hits[level as usize] = true;
-                    best = Some(PwcHit { level: level - 1, node: *t.val(slot) });
+                    best = Some(PwcHit { level: level - 1, node });
                 }
             }
         }
@@ -304,13 +397,7 @@ impl Pwc {
     #[inline]
     pub fn fill(&mut self, va: VirtAddr, ctx: Ctx, level: u8, child: NodeId) {
         if let Some(t) = &mut self.tables[level as usize] {
-            let key = Self::key(va, level, ctx);
-            match t.probe(0, key) {
-                Some(slot) => *t.val_mut(slot) = child,
-                None => {
-                    t.insert(0, key, child, LineKind::PageTable);
-                }
-            }
+            t.fill(Self::key(va, level, ctx), child);
         }
     }
 
@@ -320,9 +407,10 @@ impl Pwc {
         let mut out = Vec::new();
         for (level, t) in self.tables.iter().enumerate() {
             let Some(t) = t else { continue };
-            for s in 0..t.sets() * t.ways() {
-                if t.key(s) != TlbKey::INVALID {
-                    out.push((level as u8, t.key(s), *t.val(s)));
+            for (i, &k) in t.keys.iter().enumerate() {
+                if k != FaLru::INVALID {
+                    let key = TlbKey { tag: k & ((1 << PWC_CTX_SHIFT) - 1), ctx: (k >> PWC_CTX_SHIFT) as Ctx };
+                    out.push((level as u8, key, t.vals[i]));
                 }
             }
         }
@@ -336,15 +424,27 @@ impl Pwc {
         for (level, t) in self.tables.iter_mut().enumerate() {
             let Some(t) = t else { continue };
             let shift = 12 + 9 * (level as u32 - 1);
-            n += t.invalidate_where(|k, _| match what {
-                Invalidate::All => true,
-                Invalidate::Context(c) => k.ctx == c,
-                Invalidate::Vm(v) => k.ctx >> VPID_SHIFT == v,
-                Invalidate::Range { ctx, start, end } => {
-                    let base = k.tag << shift;
-                    k.ctx == ctx && base < end && base + (1u64 << shift) > start
+            for i in 0..t.keys.len() {
+                let k = t.keys[i];
+                if k == FaLru::INVALID {
+                    continue;
                 }
-            });
+                let (tag, ctx) = (k & ((1 << PWC_CTX_SHIFT) - 1), (k >> PWC_CTX_SHIFT) as Ctx);
+                let hit = match what {
+                    Invalidate::All => true,
+                    Invalidate::Context(c) => ctx == c,
+                    Invalidate::Vm(v) => ctx >> VPID_SHIFT == v,
+                    Invalidate::Range { ctx: c, start, end } => {
+                        let base = tag << shift;
+                        ctx == c && base < end && base + (1u64 << shift) > start
+                    }
+                };
+                if hit {
+                    t.keys[i] = FaLru::INVALID;
+                    t.stamps[i] = 0;
+                    n += 1;
+                }
+            }
         }
         n
     }

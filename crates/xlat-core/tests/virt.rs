@@ -203,7 +203,7 @@ fn check_tlb_against_tables(m: &Machine) {
         let gpa = VirtAddr(gframe.addr().0 + va.offset(gsize));
         let (hframe, hsize) = m.os.translate(vm.space, gpa).expect("its gPA is mapped by the host");
         assert!(size <= gsize && size <= hsize, "TLB page size {size:?} within guest {gsize:?} and host {hsize:?}");
-        assert_eq!(e.frame, (hframe.addr().0 + gpa.offset(hsize)) >> 12, "gVA {:#x}", va.0);
+        assert_eq!({ e.frame }, (hframe.addr().0 + gpa.offset(hsize)) >> 12, "gVA {:#x}", va.0);
         checked += 1;
     }
     assert!(checked > 10, "{checked}");
