@@ -540,9 +540,9 @@ impl Machine {
             debug_assert_ne!(child, NO_NODE);
             let core = &mut self.cores[c];
             if D == HOST {
-                core.vpwc.fill(va, ctx, entry_level, child);
+                core.vpwc.fill_missed(va, ctx, entry_level, child);
             } else {
-                core.pwc.fill(va, ctx, entry_level, child);
+                core.pwc.fill_missed(va, ctx, entry_level, child);
             }
             node = child;
             level = entry_level - 1;

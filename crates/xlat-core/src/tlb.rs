@@ -320,12 +320,17 @@ impl FaLru {
     }
 
     /// Install `key -> val`; an entry already there only gets the new value.
-    #[inline]
     fn fill(&mut self, key: u64, val: NodeId) {
-        if let Some(i) = self.find(key) {
-            self.vals[i] = val;
-            return;
+        match self.find(key) {
+            Some(i) => self.vals[i] = val,
+            None => self.fill_absent(key, val),
         }
+    }
+
+    /// Install `key -> val`, known to be absent: no probe.
+    #[inline]
+    fn fill_absent(&mut self, key: u64, val: NodeId) {
+        debug_assert!(self.find(key).is_none(), "page-walk cache fill of a cached prefix");
         // Invalid entries have stamp 0: the first of them, else the least recently used.
         let (mut best, mut best_stamp) = (0, u32::MAX);
         for (i, &s) in self.stamps.iter().enumerate() {
@@ -394,10 +399,18 @@ impl Pwc {
     }
 
     /// Remember that the level-`level` entry for `va` points to `child`.
-    #[inline]
     pub fn fill(&mut self, va: VirtAddr, ctx: Ctx, level: u8, child: NodeId) {
         if let Some(t) = &mut self.tables[level as usize] {
             t.fill(Self::key(va, level, ctx), child);
+        }
+    }
+
+    /// [`Self::fill`] by a walk: the walk reads only levels below its longest PWC hit, so
+    /// the lookup of this level just missed and no probe is needed.
+    #[inline]
+    pub fn fill_missed(&mut self, va: VirtAddr, ctx: Ctx, level: u8, child: NodeId) {
+        if let Some(t) = &mut self.tables[level as usize] {
+            t.fill_absent(Self::key(va, level, ctx), child);
         }
     }
 
