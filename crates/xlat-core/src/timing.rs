@@ -44,13 +44,16 @@ impl Units {
 
 pub struct Window {
     width: u64,
+    /// `log2(width)` when the width is a power of two (cycles from `dispatch_x` by a shift,
+    /// not a division, on every reference), else `u32::MAX`.
+    width_shift: u32,
     rob: u64,
     /// Dispatch clock in 1/width cycles.
     dispatch_x: u64,
     /// Index of the last instruction dispatched.
     instr: u64,
     /// Memory references in the window: (instruction index, retire cycle), oldest first.
-    inflight: std::collections::VecDeque<(u64, u64)>,
+    inflight: Ring,
     last_retire: u64,
     last_complete: u64,
     pub mshrs: Units,
@@ -59,14 +62,62 @@ pub struct Window {
     pub rob_stall_cycles: u64,
 }
 
+/// A FIFO of (instruction index, retire cycle): a power-of-two ring with masked indices,
+/// sized for the ROB. It holds more only when many references share instructions
+/// (`inst_delta` 0), and then doubles.
+struct Ring {
+    buf: Vec<(u64, u64)>,
+    mask: usize,
+    head: usize,
+    len: usize,
+}
+
+impl Ring {
+    fn new(capacity: usize) -> Ring {
+        let n = capacity.next_power_of_two();
+        Ring { buf: vec![(0, 0); n], mask: n - 1, head: 0, len: 0 }
+    }
+
+    #[inline]
+    fn front(&self) -> Option<(u64, u64)> {
+        (self.len > 0).then(|| self.buf[self.head])
+    }
+
+    #[inline]
+    fn pop_front(&mut self) {
+        self.head = (self.head + 1) & self.mask;
+        self.len -= 1;
+    }
+
+    #[inline]
+    fn push_back(&mut self, v: (u64, u64)) {
+        if self.len == self.buf.len() {
+            self.grow();
+        }
+        self.buf[(self.head + self.len) & self.mask] = v;
+        self.len += 1;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let mut buf = Vec::with_capacity(self.buf.len() * 2);
+        buf.extend((0..self.len).map(|i| self.buf[(self.head + i) & self.mask]));
+        buf.resize(self.buf.len() * 2, (0, 0));
+        self.buf = buf;
+        self.mask = self.buf.len() - 1;
+        self.head = 0;
+    }
+}
+
 impl Window {
     pub fn new(width: u64, rob: u64, mshrs: u64, walkers: u64) -> Window {
         Window {
             width,
+            width_shift: if width.is_power_of_two() { width.trailing_zeros() } else { u32::MAX },
             rob,
             dispatch_x: 0,
             instr: 0,
-            inflight: std::collections::VecDeque::with_capacity(rob as usize + 1),
+            inflight: Ring::new(rob as usize + 1),
             last_retire: 0,
             last_complete: 0,
             mshrs: Units::new(mshrs),
@@ -78,7 +129,16 @@ impl Window {
     /// The core's local clock: the cycle at which it dispatches its next instruction.
     #[inline]
     pub fn now(&self) -> u64 {
-        self.dispatch_x / self.width
+        self.cycle_of(self.dispatch_x)
+    }
+
+    #[inline]
+    fn cycle_of(&self, x: u64) -> u64 {
+        if self.width_shift != u32::MAX {
+            x >> self.width_shift
+        } else {
+            x / self.width
+        }
     }
 
     /// Dispatch the next reference, `inst_delta` instructions after the previous one (0: a
@@ -93,14 +153,14 @@ impl Window {
         // has retired. Only memory references can retire late; others retire on time.
         let oldest_allowed = self.instr.saturating_sub(self.rob);
         let mut free_at = 0;
-        while let Some(&(idx, retire)) = self.inflight.front() {
+        while let Some((idx, retire)) = self.inflight.front() {
             if idx > oldest_allowed {
                 break;
             }
             free_at = free_at.max(retire);
             self.inflight.pop_front();
         }
-        let mut t = self.dispatch_x / self.width;
+        let mut t = self.cycle_of(self.dispatch_x);
         if free_at > t {
             self.rob_stall_cycles += free_at - t;
             t = free_at;
@@ -183,5 +243,29 @@ mod tests {
         assert_eq!(u.acquire(0, 100), 0);
         assert_eq!(u.acquire(0, 100), 100);
         assert_eq!(u.acquire(150, 10), 150);
+    }
+
+    /// The in-flight ring keeps FIFO order across wrap-around and growth (many references
+    /// of one instruction), and odd widths divide instead of shifting.
+    #[test]
+    fn ring_and_odd_width_match_a_plain_queue() {
+        let mut r = Ring::new(4);
+        let mut q = std::collections::VecDeque::new();
+        for i in 0..100u64 {
+            r.push_back((i, i * 3));
+            q.push_back((i, i * 3));
+            if i % 3 == 0 {
+                r.pop_front();
+                q.pop_front();
+            }
+            assert_eq!(r.front(), q.front().copied());
+            assert_eq!(r.len, q.len());
+        }
+        let mut w = Window::new(3, 64, 10, 2);
+        for _ in 0..30 {
+            let t = w.dispatch(1, false);
+            w.complete(t + 1);
+        }
+        assert_eq!(w.now(), 10);
     }
 }
