@@ -179,6 +179,14 @@ const PREFETCH_DISTANCE: usize = 32;
 /// Ring of leaf nodes found by the first prefetch stage; larger than `2 * D`.
 const PREFETCH_RING: usize = 128;
 
+/// State of [`Machine::prefetch_ahead`]: the leaf node found for each reference in flight,
+/// and the last 2 MB region looked up with its leaf.
+struct PrefetchRing {
+    leaves: [NodeId; PREFETCH_RING],
+    region: u64,
+    leaf: NodeId,
+}
+
 pub struct Machine {
     cfg: Config,
     pub cores: Vec<Core>,
@@ -596,6 +604,9 @@ impl Machine {
         let ntlb = self.ntlb && (!data || self.cfg.virt_nested_tlb_data);
         let ctx = self.vms[vm].ctx;
         let g = VirtAddr(gpa);
+        // Whether the nested TLB holds no translation of `gpa` (not even a clean one that a
+        // store must walk to dirty): its fill then needs no probe.
+        let mut ntlb_absent = false;
         if ntlb {
             *latency += self.cfg.tlb_nested_latency;
             let core = &mut self.cores[c];
@@ -604,7 +615,10 @@ impl Machine {
                     core.vcounters.nested_tlb_hits += 1;
                     return Ok(Some(((e.frame << 12) + g.offset(size), size, e.dirty)));
                 }
-                _ => core.vcounters.nested_tlb_misses += 1,
+                found => {
+                    ntlb_absent = found.is_none();
+                    core.vcounters.nested_tlb_misses += 1
+                }
             }
         }
         self.cores[c].vcounters.host_walks += 1;
@@ -615,7 +629,9 @@ impl Machine {
             Found::Leaf(e, size) => {
                 let frame = (e & PTE_PFN_MASK) >> 12;
                 let dirty = e & PTE_D != 0;
-                if ntlb {
+                if ntlb_absent {
+                    self.cores[c].ntlb.insert_absent(g, size, ctx, TlbEntry { frame, dirty });
+                } else if ntlb {
                     self.cores[c].ntlb.insert(g, size, ctx, TlbEntry { frame, dirty });
                 }
                 Ok(Some(((frame << 12) + g.offset(size), size, dirty)))
@@ -877,23 +893,29 @@ impl Machine {
     /// to; `D / 2` ahead, read the (now cached) PTE and prefetch the sets of the data line.
     /// Purely a host-speed measure: it changes no simulated state.
     #[inline]
-    fn prefetch_ahead(&self, c: usize, batch: &[Ref], i: usize, ring: &mut [NodeId; PREFETCH_RING]) {
+    fn prefetch_ahead(&self, c: usize, batch: &[Ref], i: usize, ring: &mut PrefetchRing) {
         const D: usize = PREFETCH_DISTANCE;
         let core = &self.cores[c];
         let sp = &self.os.spaces[core.space];
         let pt = &self.os.pt;
         if let Some(r) = batch.get(i + 2 * D) {
-            let leaf = pt.leaf_node(sp.root, sp.top, VirtAddr(r.va)).unwrap_or(NO_NODE);
-            if leaf != NO_NODE {
-                pt.prefetch_node(leaf);
+            // References close together share a leaf node: descend only for a new 2 MB
+            // region. (A stale answer after a remap only costs a useless host prefetch.)
+            let region = r.va >> 21;
+            if region != ring.region {
+                ring.region = region;
+                ring.leaf = pt.leaf_node(sp.root, sp.top, VirtAddr(r.va)).unwrap_or(NO_NODE);
+                if ring.leaf != NO_NODE {
+                    pt.prefetch_node(ring.leaf);
+                }
             }
-            ring[(i + 2 * D) % PREFETCH_RING] = leaf;
+            ring.leaves[(i + 2 * D) % PREFETCH_RING] = ring.leaf;
         }
         if i < D {
             return; // the stages below need the first stage to have run for their slot
         }
         if let Some(r) = batch.get(i + D) {
-            let leaf = ring[(i + D) % PREFETCH_RING];
+            let leaf = ring.leaves[(i + D) % PREFETCH_RING];
             if leaf != NO_NODE {
                 let idx = pt.node(leaf).index(VirtAddr(r.va));
                 pt.prefetch_entry(leaf, idx);
@@ -903,7 +925,7 @@ impl Machine {
             }
         }
         if let Some(r) = batch.get(i + D / 2) {
-            let leaf = ring[(i + D / 2) % PREFETCH_RING];
+            let leaf = ring.leaves[(i + D / 2) % PREFETCH_RING];
             if leaf != NO_NODE {
                 let va = VirtAddr(r.va);
                 let e = pt.entry(leaf, pt.node(leaf).index(va));
@@ -950,7 +972,7 @@ impl Machine {
         let mut warm = opts.warmup == 0;
         let limit = opts.max_refs.map(|m| m + opts.warmup).unwrap_or(u64::MAX);
         let mut next_progress = PROGRESS_EVERY;
-        let mut leaf_ring = [NO_NODE; PREFETCH_RING];
+        let mut leaf_ring = PrefetchRing { leaves: [NO_NODE; PREFETCH_RING], region: u64::MAX, leaf: NO_NODE };
         'run: while done < limit {
             // The core with the smallest local clock goes next (ties: lowest id).
             let mut c = usize::MAX;
@@ -967,6 +989,7 @@ impl Machine {
             if pos[c] == batches[c].len() {
                 src.next_batch(c, &mut batches[c])?;
                 pos[c] = 0;
+                leaf_ring.region = u64::MAX;
                 if batches[c].is_empty() {
                     ended[c] = true;
                     continue;
