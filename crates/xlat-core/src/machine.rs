@@ -185,6 +185,8 @@ struct PrefetchRing {
     leaves: [NodeId; PREFETCH_RING],
     region: u64,
     leaf: NodeId,
+    /// Virtualized: the host leaf node that maps each reference's data page.
+    host_leaves: [NodeId; PREFETCH_RING],
 }
 
 pub struct Machine {
@@ -938,6 +940,83 @@ impl Machine {
         }
     }
 
+    /// [`Machine::prefetch_ahead`] for a VM: `2D` ahead, find the guest leaf node; `D`
+    /// ahead, prefetch the guest PTE and, through the host table (functionally), the
+    /// simulated L2/LLC sets of its host-physical line; `D / 2` ahead, read the guest PTE
+    /// and find the host leaf node of the data page, prefetching its entry and the sets of
+    /// that entry's line; `D / 4` ahead, read that host entry and prefetch the data line's
+    /// sets. Changes no simulated state.
+    #[inline]
+    fn prefetch_ahead_2d(&self, c: usize, batch: &[Ref], i: usize, ring: &mut PrefetchRing) {
+        const D: usize = PREFETCH_DISTANCE;
+        let core = &self.cores[c];
+        let vm = &self.vms[core.vm];
+        let (gsp, gpt) = (&vm.os.spaces[core.space], &vm.os.pt);
+        let (hsp, hpt) = (&self.os.spaces[vm.space], &self.os.pt);
+        let sets = |line: u64| {
+            core.l2.prefetch_set(line);
+            self.llc.prefetch_set(line);
+        };
+        // With several VMs the core switches guests: slots filled for another guest hold
+        // ids of its tables, so every id is checked against this guest's before use.
+        let valid = |leaf: NodeId| leaf != NO_NODE && gpt.has_node(leaf);
+        if let Some(r) = batch.get(i + 2 * D) {
+            let region = r.va >> 21;
+            if region != ring.region || !valid(ring.leaf) {
+                ring.region = region;
+                ring.leaf = gpt.leaf_node(gsp.root, gsp.top, VirtAddr(r.va)).unwrap_or(NO_NODE);
+                if ring.leaf != NO_NODE {
+                    gpt.prefetch_node(ring.leaf);
+                }
+            }
+            ring.leaves[(i + 2 * D) % PREFETCH_RING] = ring.leaf;
+        }
+        if i < D {
+            return;
+        }
+        if let Some(r) = batch.get(i + D) {
+            let leaf = ring.leaves[(i + D) % PREFETCH_RING];
+            if valid(leaf) {
+                let idx = gpt.node(leaf).index(VirtAddr(r.va));
+                gpt.prefetch_entry(leaf, idx);
+                let gpa = gpt.node(leaf).entry_addr(idx).0;
+                if let Some(m) = hpt.translate(hsp.root, hsp.top, VirtAddr(gpa)) {
+                    sets((m.frame.addr().0 + VirtAddr(gpa).offset(m.size)) >> 6);
+                }
+            }
+        }
+        if let Some(r) = batch.get(i + D / 2) {
+            let slot = (i + D / 2) % PREFETCH_RING;
+            let leaf = ring.leaves[slot];
+            ring.host_leaves[slot] = NO_NODE;
+            if valid(leaf) {
+                let va = VirtAddr(r.va);
+                let e = gpt.entry(leaf, gpt.node(leaf).index(va));
+                if e & PTE_P != 0 {
+                    let gpa = VirtAddr((e & PTE_PFN_MASK) + va.offset(PageSize::Size4K));
+                    if let Some(hleaf) = hpt.leaf_node(hsp.root, hsp.top, gpa) {
+                        let idx = hpt.node(hleaf).index(gpa);
+                        hpt.prefetch_entry(hleaf, idx);
+                        sets(hpt.node(hleaf).entry_addr(idx).line());
+                        ring.host_leaves[slot] = hleaf;
+                    }
+                }
+            }
+        }
+        if let Some(r) = batch.get(i + D / 4) {
+            let (leaf, hleaf) = (ring.leaves[(i + D / 4) % PREFETCH_RING], ring.host_leaves[(i + D / 4) % PREFETCH_RING]);
+            if valid(leaf) && hleaf != NO_NODE {
+                let va = VirtAddr(r.va);
+                let e = gpt.entry(leaf, gpt.node(leaf).index(va));
+                let gpa = VirtAddr((e & PTE_PFN_MASK) + va.offset(PageSize::Size4K));
+                let h = hpt.entry(hleaf, hpt.node(hleaf).index(gpa));
+                if h & PTE_P != 0 {
+                    sets(((h & PTE_PFN_MASK) + gpa.offset(PageSize::Size4K)) >> 6);
+                }
+            }
+        }
+    }
+
     /// Zero every statistic, keeping all state (caches, TLBs, page tables): the end of
     /// warm-up.
     pub fn reset_stats(&mut self) {
@@ -972,7 +1051,7 @@ impl Machine {
         let mut warm = opts.warmup == 0;
         let limit = opts.max_refs.map(|m| m + opts.warmup).unwrap_or(u64::MAX);
         let mut next_progress = PROGRESS_EVERY;
-        let mut leaf_ring = PrefetchRing { leaves: [NO_NODE; PREFETCH_RING], region: u64::MAX, leaf: NO_NODE };
+        let mut leaf_ring = PrefetchRing { leaves: [NO_NODE; PREFETCH_RING], region: u64::MAX, leaf: NO_NODE, host_leaves: [NO_NODE; PREFETCH_RING] };
         'run: while done < limit {
             // The core with the smallest local clock goes next (ties: lowest id).
             let mut c = usize::MAX;
@@ -999,8 +1078,12 @@ impl Machine {
             let left = usize::try_from(limit - done).unwrap_or(usize::MAX);
             let end = if n == 1 { batches[c].len().min(pos[c].saturating_add(left)) } else { pos[c] + 1 };
             while pos[c] < end {
-                if n == 1 && !self.virt {
-                    self.prefetch_ahead(c, &batches[c], pos[c], &mut leaf_ring);
+                if n == 1 {
+                    if self.virt {
+                        self.prefetch_ahead_2d(c, &batches[c], pos[c], &mut leaf_ring);
+                    } else {
+                        self.prefetch_ahead(c, &batches[c], pos[c], &mut leaf_ring);
+                    }
                 }
                 let r = batches[c][pos[c]];
                 pos[c] += 1;

@@ -293,6 +293,13 @@ impl PageTables {
         (n.index(va), n.low())
     }
 
+    /// Whether `id` names a node of these tables (ids of one table set mean nothing in
+    /// another: a guest's nodes are not the host's).
+    #[inline]
+    pub fn has_node(&self, id: NodeId) -> bool {
+        (id as usize) < self.nodes.len()
+    }
+
     #[inline]
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id as usize]
