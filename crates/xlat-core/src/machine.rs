@@ -189,6 +189,25 @@ struct PrefetchRing {
     host_leaves: [NodeId; PREFETCH_RING],
 }
 
+impl PrefetchRing {
+    /// Slot `i`: the leaf node of `va` in `pt` (a tree at `root`), prefetching its
+    /// bookkeeping. References close together share a leaf node, so the tree is descended
+    /// only for a new 2 MB region (a stale answer after a remap only costs a useless host
+    /// prefetch).
+    #[inline]
+    fn find_leaf(&mut self, i: usize, va: u64, pt: &crate::pt::PageTables, root: NodeId, top: u8) {
+        let region = va >> 21;
+        if region != self.region {
+            self.region = region;
+            self.leaf = pt.leaf_node(root, top, VirtAddr(va)).unwrap_or(NO_NODE);
+            if self.leaf != NO_NODE {
+                pt.prefetch_node(self.leaf);
+            }
+        }
+        self.leaves[i % PREFETCH_RING] = self.leaf;
+    }
+}
+
 pub struct Machine {
     cfg: Config,
     pub cores: Vec<Core>,
@@ -901,17 +920,7 @@ impl Machine {
         let sp = &self.os.spaces[core.space];
         let pt = &self.os.pt;
         if let Some(r) = batch.get(i + 2 * D) {
-            // References close together share a leaf node: descend only for a new 2 MB
-            // region. (A stale answer after a remap only costs a useless host prefetch.)
-            let region = r.va >> 21;
-            if region != ring.region {
-                ring.region = region;
-                ring.leaf = pt.leaf_node(sp.root, sp.top, VirtAddr(r.va)).unwrap_or(NO_NODE);
-                if ring.leaf != NO_NODE {
-                    pt.prefetch_node(ring.leaf);
-                }
-            }
-            ring.leaves[(i + 2 * D) % PREFETCH_RING] = ring.leaf;
+            ring.find_leaf(i + 2 * D, r.va, pt, sp.root, sp.top);
         }
         if i < D {
             return; // the stages below need the first stage to have run for their slot
@@ -961,15 +970,10 @@ impl Machine {
         // ids of its tables, so every id is checked against this guest's before use.
         let valid = |leaf: NodeId| leaf != NO_NODE && gpt.has_node(leaf);
         if let Some(r) = batch.get(i + 2 * D) {
-            let region = r.va >> 21;
-            if region != ring.region || !valid(ring.leaf) {
-                ring.region = region;
-                ring.leaf = gpt.leaf_node(gsp.root, gsp.top, VirtAddr(r.va)).unwrap_or(NO_NODE);
-                if ring.leaf != NO_NODE {
-                    gpt.prefetch_node(ring.leaf);
-                }
+            if !valid(ring.leaf) {
+                ring.region = u64::MAX;
             }
-            ring.leaves[(i + 2 * D) % PREFETCH_RING] = ring.leaf;
+            ring.find_leaf(i + 2 * D, r.va, gpt, gsp.root, gsp.top);
         }
         if i < D {
             return;
