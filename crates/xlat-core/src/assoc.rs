@@ -16,6 +16,8 @@ impl Key for u64 {
 
 pub struct SetAssoc<K: Key, V: Copy + Default> {
     sets: usize,
+    /// `sets - 1`: a number's low bits select its set.
+    set_mask: usize,
     ways: usize,
     blocks: crate::hostmem::HugeBuf<Way<K, V>>,
     policy: AnyPolicy,
@@ -38,7 +40,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         for set in blocks.chunks_mut(ways) {
             policy.init(set);
         }
-        SetAssoc { sets, ways, blocks, policy }
+        SetAssoc { sets, set_mask: sets - 1, ways, blocks, policy }
     }
 
     #[inline]
@@ -54,7 +56,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// Set index for a number whose low bits select the set.
     #[inline]
     pub fn set_of(&self, n: u64) -> usize {
-        (n as usize) & (self.sets - 1)
+        (n as usize) & self.set_mask
     }
 
     /// Hint the host CPU to load `set`'s blocks (the first two host lines of it).
@@ -76,13 +78,28 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     #[inline]
     pub fn lookup(&mut self, set: usize, key: K) -> Option<usize> {
         let slot = self.probe(set, key)?;
+        // LRU and FIFO (nearly every structure) inline; the other policies dispatch.
+        if let AnyPolicy::Stamped(p) = &mut self.policy {
+            if let Some(t) = p.hit_stamp() {
+                self.blocks[slot].age = t;
+                if t >= crate::repl::STAMP_LIMIT {
+                    self.renumber();
+                }
+            }
+            return Some(slot);
+        }
+        self.lookup_other(set, slot);
+        Some(slot)
+    }
+
+    #[inline(never)]
+    fn lookup_other(&mut self, set: usize, slot: usize) {
         let base = set * self.ways;
         let (blocks, policy) = (&mut self.blocks[base..base + self.ways], &mut self.policy);
         policy.on_hit(blocks, slot - base);
         if policy.clock_exhausted() {
             self.renumber();
         }
-        Some(slot)
     }
 
     /// Replace every set's stamps by their ranks (same order, small numbers) and restart the
@@ -115,15 +132,31 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     pub fn insert_owned(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
         let base = set * self.ways;
         let ways = self.ways;
-        let (blocks, policy) = (&mut self.blocks[base..base + ways], &mut self.policy);
-        let way = match policy {
+        if let AnyPolicy::Stamped(p) = &mut self.policy {
             // Invalid blocks have stamp 0 and valid ones at least 1, so one pass finds an
             // invalid block or else the oldest: the common case needs no second scan.
-            AnyPolicy::Stamped(_) => oldest(blocks),
-            _ => match blocks.iter().position(|w| w.key == K::INVALID) {
-                Some(w) => w,
-                None => policy.victim(blocks),
-            },
+            let blocks = &mut self.blocks[base..base + ways];
+            let way = oldest(blocks);
+            let b = &mut blocks[way];
+            let evicted = (b.key != K::INVALID).then_some(Evicted { key: b.key, val: b.val, kind: b.kind });
+            let t = p.fill_stamp();
+            *b = Way { key, val, kind, owner, age: t };
+            if t >= crate::repl::STAMP_LIMIT {
+                self.renumber();
+            }
+            return (base + way, evicted);
+        }
+        self.insert_other(set, key, val, kind, owner)
+    }
+
+    #[inline(never)]
+    fn insert_other(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
+        let base = set * self.ways;
+        let ways = self.ways;
+        let (blocks, policy) = (&mut self.blocks[base..base + ways], &mut self.policy);
+        let way = match blocks.iter().position(|w| w.key == K::INVALID) {
+            Some(w) => w,
+            None => policy.victim(blocks),
         };
         let b = &blocks[way];
         let evicted = (b.key != K::INVALID).then_some(Evicted { key: b.key, val: b.val, kind: b.kind });

@@ -104,6 +104,19 @@ impl Stamped {
     pub fn fifo() -> Stamped {
         Stamped { clock: Clock::default(), refresh_on_hit: false }
     }
+
+    /// The stamp a hit gives its block (LRU), or `None` when hits change nothing (FIFO).
+    /// Callers renumber when it reaches [`STAMP_LIMIT`].
+    #[inline]
+    pub fn hit_stamp(&mut self) -> Option<u32> {
+        self.refresh_on_hit.then(|| self.clock.tick())
+    }
+
+    /// The stamp of a newly filled block.
+    #[inline]
+    pub fn fill_stamp(&mut self) -> u32 {
+        self.clock.tick()
+    }
 }
 
 impl ReplacementPolicy for Stamped {

@@ -269,53 +269,142 @@ impl TlbLevel {
     }
 }
 
-/// A small fully-associative LRU table of packed `u64` keys: one page-walk-cache level.
-/// Probed on every walk, so it is three flat arrays (keys scanned, values and stamps
-/// touched once) rather than a [`SetAssoc`] of wide ways.
+/// A small fully-associative LRU table of packed `u64` keys: one page-walk-cache level,
+/// probed on every walk (several times per 2D walk). A hash index finds a key without
+/// scanning and a doubly linked recency list names the victim, so lookups and fills are
+/// O(1) whatever the size. Replacement is exact LRU: the first free entry (lowest index)
+/// if any, else the least recently used.
 struct FaLru {
     keys: Vec<u64>,
     vals: Vec<NodeId>,
-    /// LRU stamps: larger = more recent, 0 = invalid.
-    stamps: Vec<u32>,
-    clock: u32,
+    /// Recency list over valid entries: `prev` towards the most recent, `next` towards
+    /// the least; `NIL`-terminated.
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    mru: u32,
+    lru: u32,
+    /// Free entries, a bit each.
+    free: Vec<u64>,
+    /// Open-addressing index (linear probing): entry numbers, or `NIL`.
+    index: Vec<u32>,
+    index_bits: u32,
 }
+
+const NIL: u32 = u32::MAX;
 
 impl FaLru {
     const INVALID: u64 = u64::MAX;
 
     fn new(entries: usize) -> FaLru {
-        FaLru { keys: vec![Self::INVALID; entries], vals: vec![NO_NODE; entries], stamps: vec![0; entries], clock: 0 }
+        let index_len = (entries * 2).next_power_of_two().max(8);
+        let mut free = vec![0u64; entries.div_ceil(64)];
+        for i in 0..entries {
+            free[i / 64] |= 1 << (i % 64);
+        }
+        FaLru {
+            keys: vec![Self::INVALID; entries],
+            vals: vec![NO_NODE; entries],
+            prev: vec![NIL; entries],
+            next: vec![NIL; entries],
+            mru: NIL,
+            lru: NIL,
+            free,
+            index: vec![NIL; index_len],
+            index_bits: index_len.trailing_zeros(),
+        }
+    }
+
+    #[inline]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - self.index_bits)) as usize
     }
 
     #[inline]
     fn find(&self, key: u64) -> Option<usize> {
-        self.keys.iter().position(|&k| k == key)
+        let mask = self.index.len() - 1;
+        let mut h = self.home(key);
+        loop {
+            let e = self.index[h];
+            if e == NIL {
+                return None;
+            }
+            if self.keys[e as usize] == key {
+                return Some(e as usize);
+            }
+            h = (h + 1) & mask;
+        }
+    }
+
+    fn index_insert(&mut self, key: u64, entry: usize) {
+        let mask = self.index.len() - 1;
+        let mut h = self.home(key);
+        while self.index[h] != NIL {
+            h = (h + 1) & mask;
+        }
+        self.index[h] = entry as u32;
+    }
+
+    /// Remove `key` from the index, shifting later members of its probe run back so that
+    /// no lookup stops early at the hole.
+    fn index_remove(&mut self, key: u64) {
+        let mask = self.index.len() - 1;
+        let mut h = self.home(key);
+        while self.keys[self.index[h] as usize] != key {
+            h = (h + 1) & mask;
+        }
+        let mut hole = h;
+        let mut j = h;
+        loop {
+            j = (j + 1) & mask;
+            let e = self.index[j];
+            if e == NIL {
+                break;
+            }
+            let home = self.home(self.keys[e as usize]);
+            // Move `e` into the hole unless its home lies cyclically in (hole, j].
+            let stays = if hole <= j { hole < home && home <= j } else { hole < home || home <= j };
+            if !stays {
+                self.index[hole] = e;
+                hole = j;
+            }
+        }
+        self.index[hole] = NIL;
     }
 
     #[inline]
-    fn touch(&mut self, i: usize) {
-        self.clock += 1;
-        self.stamps[i] = self.clock;
-        if self.clock >= crate::repl::STAMP_LIMIT {
-            self.renumber();
+    fn unlink(&mut self, i: usize) {
+        let (p, n) = (self.prev[i], self.next[i]);
+        if p == NIL {
+            self.mru = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NIL {
+            self.lru = p;
+        } else {
+            self.prev[n as usize] = p;
         }
     }
 
-    /// Replace stamps by their ranks (same order) before the clock wraps.
-    #[cold]
-    fn renumber(&mut self) {
-        let mut order: Vec<usize> = (0..self.keys.len()).collect();
-        order.sort_by_key(|&i| self.stamps[i]);
-        for (rank, &i) in order.iter().enumerate() {
-            self.stamps[i] = if self.keys[i] == Self::INVALID { 0 } else { rank as u32 + 1 };
+    #[inline]
+    fn push_mru(&mut self, i: usize) {
+        self.prev[i] = NIL;
+        self.next[i] = self.mru;
+        if self.mru == NIL {
+            self.lru = i as u32;
+        } else {
+            self.prev[self.mru as usize] = i as u32;
         }
-        self.clock = self.keys.len() as u32 + 1;
+        self.mru = i as u32;
     }
 
     #[inline]
     fn lookup(&mut self, key: u64) -> Option<NodeId> {
         let i = self.find(key)?;
-        self.touch(i);
+        if self.mru != i as u32 {
+            self.unlink(i);
+            self.push_mru(i);
+        }
         Some(self.vals[i])
     }
 
@@ -327,20 +416,39 @@ impl FaLru {
         }
     }
 
-    /// Install `key -> val`, known to be absent: no probe.
+    /// Install `key -> val`, known to be absent.
     #[inline]
     fn fill_absent(&mut self, key: u64, val: NodeId) {
         debug_assert!(self.find(key).is_none(), "page-walk cache fill of a cached prefix");
-        // Invalid entries have stamp 0: the first of them, else the least recently used.
-        let (mut best, mut best_stamp) = (0, u32::MAX);
-        for (i, &s) in self.stamps.iter().enumerate() {
-            let older = s < best_stamp;
-            best = if older { i } else { best };
-            best_stamp = if older { s } else { best_stamp };
-        }
-        self.keys[best] = key;
-        self.vals[best] = val;
-        self.touch(best);
+        let i = match self.free.iter().position(|&w| w != 0) {
+            Some(w) => {
+                let i = w * 64 + self.free[w].trailing_zeros() as usize;
+                self.free[w] &= !(1 << (i % 64));
+                i
+            }
+            None => {
+                let i = self.lru as usize;
+                self.unlink(i);
+                self.index_remove(self.keys[i]);
+                i
+            }
+        };
+        self.keys[i] = key;
+        self.vals[i] = val;
+        self.index_insert(key, i);
+        self.push_mru(i);
+    }
+
+    /// Valid entries: (index, key).
+    fn valid(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.keys.iter().copied().enumerate().filter(|&(_, k)| k != Self::INVALID)
+    }
+
+    fn invalidate(&mut self, i: usize) {
+        self.unlink(i);
+        self.index_remove(self.keys[i]);
+        self.keys[i] = Self::INVALID;
+        self.free[i / 64] |= 1 << (i % 64);
     }
 }
 
@@ -420,11 +528,9 @@ impl Pwc {
         let mut out = Vec::new();
         for (level, t) in self.tables.iter().enumerate() {
             let Some(t) = t else { continue };
-            for (i, &k) in t.keys.iter().enumerate() {
-                if k != FaLru::INVALID {
-                    let key = TlbKey { tag: k & ((1 << PWC_CTX_SHIFT) - 1), ctx: (k >> PWC_CTX_SHIFT) as Ctx };
-                    out.push((level as u8, key, t.vals[i]));
-                }
+            for (i, k) in t.valid() {
+                let key = TlbKey { tag: k & ((1 << PWC_CTX_SHIFT) - 1), ctx: (k >> PWC_CTX_SHIFT) as Ctx };
+                out.push((level as u8, key, t.vals[i]));
             }
         }
         out
@@ -437,11 +543,8 @@ impl Pwc {
         for (level, t) in self.tables.iter_mut().enumerate() {
             let Some(t) = t else { continue };
             let shift = 12 + 9 * (level as u32 - 1);
-            for i in 0..t.keys.len() {
-                let k = t.keys[i];
-                if k == FaLru::INVALID {
-                    continue;
-                }
+            let valid: Vec<(usize, u64)> = t.valid().collect();
+            for (i, k) in valid {
                 let (tag, ctx) = (k & ((1 << PWC_CTX_SHIFT) - 1), (k >> PWC_CTX_SHIFT) as Ctx);
                 let hit = match what {
                     Invalidate::All => true,
@@ -453,12 +556,69 @@ impl Pwc {
                     }
                 };
                 if hit {
-                    t.keys[i] = FaLru::INVALID;
-                    t.stamps[i] = 0;
+                    t.invalidate(i);
                     n += 1;
                 }
             }
         }
         n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hash-indexed LRU table against a plain list: lookups, fills (free entries
+    /// first, lowest index first, else the LRU one) and invalidations, with keys drawn
+    /// from a small range so that probe runs collide and deletions shift them.
+    #[test]
+    fn fa_lru_matches_a_list() {
+        for size in [1usize, 3, 5, 24, 70] {
+            let mut t = FaLru::new(size);
+            // Model: entry index -> (key, val) and a recency order of indices (front = MRU).
+            let mut slots: Vec<Option<(u64, NodeId)>> = vec![None; size];
+            let mut order: std::collections::VecDeque<usize> = Default::default();
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            for step in 0..20_000u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let key = x % (3 * size as u64 + 2);
+                let hit = slots.iter().position(|s| s.is_some_and(|(k, _)| k == key));
+                match x >> 60 {
+                    0..=8 => {
+                        let got = t.lookup(key);
+                        assert_eq!(got, hit.map(|i| slots[i].unwrap().1), "size {size} step {step}");
+                        if let Some(i) = hit {
+                            order.retain(|&j| j != i);
+                            order.push_front(i);
+                        }
+                    }
+                    9..=13 => {
+                        if hit.is_none() {
+                            t.fill(key, step);
+                            let i = match slots.iter().position(|s| s.is_none()) {
+                                Some(i) => i,
+                                None => order.pop_back().unwrap(),
+                            };
+                            slots[i] = Some((key, step));
+                            order.retain(|&j| j != i);
+                            order.push_front(i);
+                        }
+                    }
+                    _ => {
+                        if let Some(i) = hit {
+                            t.invalidate(i);
+                            slots[i] = None;
+                            order.retain(|&j| j != i);
+                        }
+                    }
+                }
+                for (i, s) in slots.iter().enumerate() {
+                    assert_eq!(t.keys[i], s.map_or(FaLru::INVALID, |(k, _)| k), "size {size} step {step} entry {i}");
+                }
+            }
+        }
     }
 }
