@@ -1,6 +1,8 @@
 //! HPCC RandomAccess (GUPS): `Table[ran & (TableSize-1)] ^= ran` with HPCC's 64-bit LFSR
 //! stream, split into 128 independent lanes started with `HPCC_starts`, as in the
-//! reference sequential/OpenMP code.
+//! reference sequential/OpenMP code. Seed 1 (the default) is HPCC's own run; seed `s`
+//! replays the window of the same LFSR sequence that starts `(s - 1) x updates` values
+//! later, so seeds give independent update streams of identical statistics.
 
 use crate::params::{choice, size, PDef, Params};
 use crate::recorder::{interleave, Recorder};
@@ -34,6 +36,8 @@ pub struct Gups {
     updates: u64,
     materialize: bool,
     threads: usize,
+    /// Position in HPCC's sequence where lane 0 starts (0 for seed 1).
+    start: i64,
     pub table: Vec<u64>,
 }
 
@@ -54,7 +58,9 @@ impl KernelImpl for Gups {
         let mut vas = Vas::new();
         let table_arr = vas.array("table", entries, 8);
         let threads = p.threads().min(LANES);
-        Ok(Gups { vas, table_arr, entries, updates, materialize, threads, table: Vec::new() })
+        // Reduced modulo the LFSR's period by HPCC_starts.
+        let start = (p.seed().wrapping_sub(1).wrapping_mul(updates) % hpcc::PERIOD as u64) as i64;
+        Ok(Gups { vas, table_arr, entries, updates, materialize, threads, start, table: Vec::new() })
     }
     fn vas(&self) -> &Vas {
         &self.vas
@@ -69,7 +75,7 @@ impl KernelImpl for Gups {
         }
         rec.roi_begin();
         let iters = self.updates / LANES as u64;
-        let mut ran: Vec<u64> = (0..LANES).map(|j| hpcc::starts((iters * j as u64) as i64)).collect();
+        let mut ran: Vec<u64> = (0..LANES).map(|j| self.lane_start(iters, j)).collect();
         // Threads own contiguous groups of lanes (the OpenMP code parallelises the lane loop).
         let lane_split: Vec<(usize, usize)> = crate::recorder::static_split(LANES as u64, self.threads)
             .into_iter()
@@ -108,13 +114,18 @@ impl KernelImpl for Gups {
 }
 
 impl Gups {
+    /// The LFSR value lane `j` of `iters` updates per lane starts from.
+    fn lane_start(&self, iters: u64, j: usize) -> u64 {
+        hpcc::starts(self.start + (iters * j as u64) as i64)
+    }
+
     /// HPCC's verification: replay the same updates (XOR is its own inverse) and count
     /// entries that are not back to their initial value.
     pub fn verify_errors(&mut self) -> u64 {
         let iters = self.updates / LANES as u64;
         let mask = self.entries - 1;
         for j in 0..LANES {
-            let mut r = hpcc::starts((iters * j as u64) as i64);
+            let mut r = self.lane_start(iters, j);
             for _ in 0..iters {
                 r = hpcc::step(r);
                 self.table[(r & mask) as usize] ^= r;
@@ -146,6 +157,20 @@ mod tests {
         let s = &streams[0];
         assert_eq!(s[0].va, s[1].va);
         assert_eq!(s[1].kind(), xlat_core::RefKind::Store);
+    }
+
+    /// Seed 1 is HPCC's own sequence (lane 0 starts at the LFSR's first value); other
+    /// seeds give other update streams that still pass HPCC's check.
+    #[test]
+    fn seeds_pick_windows_of_the_hpcc_sequence() {
+        let (k1, s1, _) = run_recorded::<Gups>("gups", PARAMS, "footprint=1M,updates=1024,seed=1");
+        let first = hpcc::step(hpcc::starts(0)) & ((1 << 17) - 1);
+        assert_eq!(s1[0][0].va, k1.table_arr.base + first * 8, "seed 1 starts where HPCC does");
+        let (mut k2, s2, _) = run_recorded::<Gups>("gups", PARAMS, "footprint=1M,updates=1024,seed=2");
+        assert_ne!(s1, s2);
+        assert_eq!(k2.verify_errors(), 0);
+        let (_, s2b, _) = run_recorded::<Gups>("gups", PARAMS, "footprint=1M,updates=1024,seed=2");
+        assert_eq!(s2, s2b);
     }
 
     #[test]
