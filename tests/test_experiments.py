@@ -420,6 +420,20 @@ def test_points_of_another_engine_build_are_flagged_and_can_be_rerun(tmp_path, c
 
 
 @needs_sim
+def test_points_measured_short_are_flagged(tmp_path, client):
+    # 1 K GUPS updates are 2 K references: the 20 K window cannot be filled.
+    spec = sweep.load_spec({"name": "s", "refs": 20000, "configs": ["skylake"],
+                            "workloads": ["gups:footprint=16M,updates=1K", "gups:footprint=16M"]})
+    log = io.StringIO()
+    r = sweep.run(spec, root=tmp_path, client=client, progress=False, log=log)
+    assert r.ok and r.short == 1
+    assert "1 of 2 points measured fewer references than asked" in log.getvalue()
+    assert "gups on skylake" in log.getvalue()
+    assert "1 measured short" in sweep.summary(r)
+    assert list(sweep.short_points(r.df)["stat.refs"]) == [2048]
+
+
+@needs_sim
 def test_failed_points_are_recorded_and_the_rest_complete(tmp_path):
     spec = write(tmp_path / "f.toml", """
         name = "fails"

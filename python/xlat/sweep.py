@@ -707,6 +707,8 @@ class SweepResult:
     failed: int
     df: Any
     interrupted: bool = False
+    #: Points whose workload ended before their window did (fewer references than asked).
+    short: int = 0
 
     @property
     def ok(self) -> bool:
@@ -782,7 +784,23 @@ def run(spec: str | os.PathLike | Mapping | Spec, name: str | None = None, sched
     df = _rows_for(store, [t.point_id for t in tasks])
     failed = int((df["status"] != "ok").sum()) if len(df) else failed
     ran = len(pending) + len(bad_config)
-    return SweepResult(name, store.path, total, reused, ran, failed, df, interrupted)
+    short = short_points(df)
+    if len(short):
+        # A window shorter than asked for is easy to miss in a table and skews comparisons.
+        examples = ", ".join(f"{r.workload} on {r.config_label}" for r in short.head(3).itertuples())
+        _say(log, f"{name}: warning: {len(short)} of {total} points measured fewer references than asked "
+                  f"(their workloads ended early: {examples}{', ...' if len(short) > 3 else ''}); "
+                  f"raise the workloads' size parameters")
+    return SweepResult(name, store.path, total, reused, ran, failed, df, interrupted, len(short))
+
+
+def short_points(df):
+    """The finished rows whose workload ended before ``refs`` references were measured."""
+    if not len(df) or "stat.refs" not in df or "refs" not in df:
+        return df.iloc[0:0]
+    asked = df["refs"].astype("float")
+    ok = (df["status"] == "ok") & asked.notna()
+    return df[ok & (df["stat.refs"].astype("float") < asked)]
 
 
 def _rows_for(store: _results.Store, ids: Sequence[str]):
@@ -882,4 +900,5 @@ def summary(result: SweepResult) -> str:
     if result.failed:
         return (f"{result.name}: {result.failed} of {result.total} points failed "
                 f"(see: xlat results {result.name} --failed)")
-    return f"{result.name}: all {result.total} points ok ({result.reused} reused), results in {result.store}"
+    short = f"; {result.short} measured short (see the warning above)" if result.short else ""
+    return f"{result.name}: all {result.total} points ok ({result.reused} reused){short}, results in {result.store}"
