@@ -238,13 +238,15 @@ def dedupe(df, sort: bool = True):
 
     if not len(df) or "point_id" not in df.columns:
         return df.reset_index(drop=True)
-    # Assigned before splitting: assigning a Series to an empty frame would adopt its index.
-    df = df.assign(_t=df["finished_at"] if "finished_at" in df.columns else range(len(df)))
-    ok = df[df["status"] == "ok"].sort_values("_t", kind="stable")
-    ok = ok.drop_duplicates("point_id", keep="last")
-    bad = df[(df["status"] != "ok") & ~df["point_id"].isin(ok["point_id"])]
-    bad = bad.sort_values("_t", kind="stable").drop_duplicates("point_id", keep="last")
-    out = pd.concat([ok, bad], ignore_index=True, sort=False).drop(columns="_t")
+    # Ordered through a separate Series, not a helper column: a frame concatenated from many
+    # partitions is fragmented, and inserting a column into it is slow (pandas warns).
+    df = df.reset_index(drop=True)
+    t = df["finished_at"] if "finished_at" in df.columns else pd.Series(range(len(df)))
+    is_ok = df["status"] == "ok"
+    ok = df.loc[t[is_ok].sort_values(kind="stable").index].drop_duplicates("point_id", keep="last")
+    is_bad = ~is_ok & ~df["point_id"].isin(ok["point_id"])
+    bad = df.loc[t[is_bad].sort_values(kind="stable").index].drop_duplicates("point_id", keep="last")
+    out = pd.concat([ok, bad], ignore_index=True, sort=False)
     if sort:
         keys = [c for c in SORT_COLUMNS if c in out.columns]
         # Sorting on mixed-type columns (a parameter given as 1 in one point and "1G" in
