@@ -147,6 +147,14 @@ class Data:
         return {wl: self.get(config, wl, metric) for wl in self.workloads
                 if (config, wl) in self.mean.index and not math.isnan(self.get(config, wl, metric))}
 
+    def before_after(self, metric, ref, config):
+        """(per-workload `metric` of ref, of config)."""
+        return self.per_workload(ref, metric), self.per_workload(config, metric)
+
+    def gains(self, config, ref, metric="ipc"):
+        """{workload: % change of config over ref} (see :meth:`ratios`)."""
+        return {w: _pct(r) for w, r in self.ratios(config, ref, metric).items()}
+
     def ratios(self, config, ref, metric):
         """{workload: mean over seeds of config/ref}, matching points by workload and seed."""
         p = self.points
@@ -899,7 +907,7 @@ def _virt_causes(d: Data, v):
                            ("2d-hf+gf+ptp", "speedup_2d_hfgf_ptp", "HF+GF+PTP")):
         if v(pid) is None:
             continue
-        sp = {w: _pct(x) for w, x in d.ratios(cfg, "2d", "ipc").items()}
+        sp = d.gains(cfg, "2d")
         ap = d.per_workload(cfg, "apw")
         text = (f"{what}: per workload {_top(sp, 5)} %; accesses per walk "
                 + ", ".join(f"{w} {a[w]:.2f} -> {ap[w]:.2f}" for w in ap if w in a)
@@ -922,7 +930,7 @@ def _virt_causes(d: Data, v):
                            ("2d-hf+gf+ptp", "energy_dram_2d_hfgf_ptp", "e_dram")):
         if v(pid) is None:
             continue
-        e = {w: _pct(x) for w, x in d.ratios(cfg, "2d", kind).items()}
+        e = d.gains(cfg, "2d", kind)
         c[pid] = (f"Per workload {_top(e, 5, reverse=False)} %. "
                   + ("Fewer PTE reads mean fewer L1D/L2/LLC accesses; the cut is larger than natively because a "
                      "2D walk had more reads to remove. The preset's per-access energies are assumptions, not the "
@@ -937,9 +945,9 @@ def _lp_causes(d: Data, v):
     c = {}
     x = v("speedup_base_lp50")
     if x is not None:
-        sp = {w: _pct(r) for w, r in d.ratios("baseline-lp50", "baseline", "ipc").items()}
-        ap0, ap = d.per_workload("baseline", "apw"), d.per_workload("baseline-lp50", "apw")
-        mk0, mk = d.per_workload("baseline", "mpki"), d.per_workload("baseline-lp50", "mpki")
+        sp = d.gains("baseline-lp50", "baseline")
+        ap0, ap = d.before_after("apw", "baseline", "baseline-lp50")
+        mk0, mk = d.before_after("mpki", "baseline", "baseline-lp50")
         c["speedup_base_lp50"] = (
             f"Over {', '.join(sp)} only (the graphs are left out of the large-page runs): {_top(sp, 4)} %. "
             "The lower half of the address space is in 2 MB pages (the paper's rule), so what gains depends on "
@@ -955,7 +963,7 @@ def _lp_causes(d: Data, v):
               "larger than the paper's +11.0 %, whose set also holds many workloads with few TLB misses to lose.")
     x = v("speedup_fpt_ptp_lp50")
     if x is not None:
-        r = {w: _pct(q) for w, q in d.ratios("fpt+ptp-lp50", "baseline-lp50", "ipc").items()}
+        r = d.gains("fpt+ptp-lp50", "baseline-lp50")
         un = d.per_workload("fpt+ptp-lp50", "unflattened")
         c["speedup_fpt_ptp_lp50"] = (
             f"FPT+PTP over the 50 % baseline per workload: {_top(r, 4)} % (geomean {_speedup(d, 'fpt+ptp-lp50', 'baseline-lp50'):+.1f} %; "
@@ -968,10 +976,10 @@ def _lp_causes(d: Data, v):
             "the 0 %-normalised scale, as the paper's: (fpt+ptp-lp50 - baseline-lp50) / baseline.")
     x = v("speedup_2d_hfgf_ptp_lp50")
     if x is not None:
-        r = {w: _pct(q) for w, q in d.ratios("2d-hf+gf+ptp-lp50", "2d-lp50", "ipc").items()}
-        r0 = {w: _pct(q) for w, q in d.ratios("2d-lp50", "2d", "ipc").items()}
-        h0, h1 = d.per_workload("2d", "apw_host"), d.per_workload("2d-lp50", "apw_host")
-        hb0, hb1 = d.per_workload("2d", "host_pt_bytes"), d.per_workload("2d-lp50", "host_pt_bytes")
+        r = d.gains("2d-hf+gf+ptp-lp50", "2d-lp50")
+        r0 = d.gains("2d-lp50", "2d")
+        h0, h1 = d.before_after("apw_host", "2d", "2d-lp50")
+        hb0, hb1 = d.before_after("host_pt_bytes", "2d", "2d-lp50")
         c["speedup_2d_hfgf_ptp_lp50"] = (
             f"HF+GF+PTP over the virtualized 50 % baseline (2d-lp50), per workload: {_top(r, 4)} % (the paper's "
             "number is read as this gain, the analogue of the native 5.8 pp; [interp]). The 50 % scenario itself "
@@ -1184,8 +1192,8 @@ def discussion(d: Data, quick: bool = False):
             + "; ".join(f"{w} IPC x{r[w]:.2f}, walk latency /{1 / wc[w]:.2f}" for w in r if w in wc)
             + ").")
     if d.has("2d", "2d-lp50"):
-        a0, a1 = d.per_workload("2d", "apw_host"), d.per_workload("2d-lp50", "apw_host")
-        hb0, hb1 = d.per_workload("2d", "host_pt_bytes"), d.per_workload("2d-lp50", "host_pt_bytes")
+        a0, a1 = d.before_after("apw_host", "2d", "2d-lp50")
+        hb0, hb1 = d.before_after("host_pt_bytes", "2d", "2d-lp50")
         out.append(
             "**Scattered guest frames make host reads dearer.** With lowhalf in the guest (2d-lp50), the guest's 4 KB "
             "frames come from the fragmented rest of its 32 GB of guest-physical memory, so the host table spreads "
