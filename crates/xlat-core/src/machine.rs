@@ -448,36 +448,20 @@ impl Machine {
         let start = pwc.lookup(va, ctx, top, &mut hits);
         if D == HOST {
             let k = &mut core.vcounters;
-            for (level, (h, m)) in [
-                (2, (&mut k.vpwc_l2_hits, &mut k.vpwc_l2_misses)),
-                (3, (&mut k.vpwc_l3_hits, &mut k.vpwc_l3_misses)),
-                (4, (&mut k.vpwc_l4_hits, &mut k.vpwc_l4_misses)),
-                (5, (&mut k.vpwc_l5_hits, &mut k.vpwc_l5_misses)),
-            ] {
-                if core.vpwc.has_level(level) {
-                    if hits[level as usize] {
-                        *h += 1;
-                    } else {
-                        *m += 1;
-                    }
-                }
-            }
+            core.vpwc.tally(&hits, [
+                (&mut k.vpwc_l2_hits, &mut k.vpwc_l2_misses),
+                (&mut k.vpwc_l3_hits, &mut k.vpwc_l3_misses),
+                (&mut k.vpwc_l4_hits, &mut k.vpwc_l4_misses),
+                (&mut k.vpwc_l5_hits, &mut k.vpwc_l5_misses),
+            ]);
         } else {
             let k = &mut core.counters;
-            for (level, (h, m)) in [
-                (2, (&mut k.pwc_l2_hits, &mut k.pwc_l2_misses)),
-                (3, (&mut k.pwc_l3_hits, &mut k.pwc_l3_misses)),
-                (4, (&mut k.pwc_l4_hits, &mut k.pwc_l4_misses)),
-                (5, (&mut k.pwc_l5_hits, &mut k.pwc_l5_misses)),
-            ] {
-                if core.pwc.has_level(level) {
-                    if hits[level as usize] {
-                        *h += 1;
-                    } else {
-                        *m += 1;
-                    }
-                }
-            }
+            core.pwc.tally(&hits, [
+                (&mut k.pwc_l2_hits, &mut k.pwc_l2_misses),
+                (&mut k.pwc_l3_hits, &mut k.pwc_l3_misses),
+                (&mut k.pwc_l4_hits, &mut k.pwc_l4_misses),
+                (&mut k.pwc_l5_hits, &mut k.pwc_l5_misses),
+            ]);
         }
         match start {
             Some(h) => (h.level, h.node),

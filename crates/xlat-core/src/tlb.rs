@@ -506,6 +506,21 @@ impl Pwc {
         self.tables[level as usize].is_some()
     }
 
+    /// Count a lookup's outcome per level this PWC has: `counters[i]` is (hits, misses) of
+    /// level `i + 2`, `hits` what [`Self::lookup`] reported.
+    #[inline]
+    pub fn tally(&self, hits: &[bool; 6], counters: [(&mut u64, &mut u64); 4]) {
+        for (i, (h, m)) in counters.into_iter().enumerate() {
+            if self.has_level(i as u8 + 2) {
+                if hits[i + 2] {
+                    *h += 1;
+                } else {
+                    *m += 1;
+                }
+            }
+        }
+    }
+
     /// Remember that the level-`level` entry for `va` points to `child`.
     pub fn fill(&mut self, va: VirtAddr, ctx: Ctx, level: u8, child: NodeId) {
         if let Some(t) = &mut self.tables[level as usize] {
