@@ -1,26 +1,61 @@
 //! A set-associative array of (key, value) blocks with a pluggable replacement policy: the
-//! storage shared by TLBs, page-walk caches and data caches. Each set is one contiguous
-//! run of [`Way`]s (tag, payload, kind and policy byte together).
+//! storage shared by TLBs and data caches.
+//!
+//! Each set is one contiguous, 64-byte-aligned block of host memory holding its keys, then
+//! the policy's state words, then what each way holds, then the values (structure of
+//! arrays inside a set). A lookup compares a run of keys that compilers vectorize and
+//! touches only the key lines; a fill scans the state words the same way. Each run is
+//! `stride` long: the ways rounded up to a power of two (at least 4), the extra lanes
+//! holding keys that match nothing and stamps no victim search picks.
 
 use crate::config::Policy;
-use crate::repl::{oldest, AnyPolicy, LineKind, ReplacementPolicy, Way};
+use crate::repl::{oldest, AnyPolicy, LineInfo, LineKind, ReplacementPolicy, SetView};
+use std::marker::PhantomData;
 
 /// A key that has a reserved "invalid" value, so a way needs no separate valid bit.
 pub trait Key: Copy + Eq {
     const INVALID: Self;
+
+    /// The first lane of `keys` that holds `key`. `keys.len()` is a multiple of 4.
+    #[inline]
+    fn find(keys: &[Self], key: Self) -> Option<usize> {
+        keys.iter().position(|&k| k == key)
+    }
 }
 
 impl Key for u64 {
     const INVALID: u64 = u64::MAX;
+
+    #[inline]
+    fn find(keys: &[u64], key: u64) -> Option<usize> {
+        crate::lanes::find_u64(keys, key)
+    }
 }
+
+/// The state word of a padding lane: no stamp reaches it, so no victim search picks it.
+const PAD_AGE: u32 = u32::MAX;
+
+/// One host cache line; sets are whole numbers of them.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct HostLine([u8; 64]);
 
 pub struct SetAssoc<K: Key, V: Copy + Default> {
     sets: usize,
     /// `sets - 1`: a number's low bits select its set.
     set_mask: usize,
     ways: usize,
-    blocks: crate::hostmem::HugeBuf<Way<K, V>>,
+    /// Lanes per run (a power of two >= ways) and its log2: slot = set * stride + way.
+    stride: usize,
+    stride_shift: u32,
+    /// Byte offsets inside a set's block, and the block's size.
+    ages_at: usize,
+    info_at: usize,
+    vals_at: usize,
+    block: usize,
+    mem: crate::hostmem::HugeBuf<HostLine>,
     policy: AnyPolicy,
+    _types: PhantomData<(K, V)>,
 }
 
 /// A block pushed out by an insertion.
@@ -31,16 +66,112 @@ pub struct Evicted<K, V> {
     pub kind: LineKind,
 }
 
+fn align_up(n: usize, a: usize) -> usize {
+    n.div_ceil(a) * a
+}
+
 impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// `sets` must be a power of two and `ways` at most 4096 (checked by config validation).
     pub fn new(sets: usize, ways: usize, policy: Policy, seed: u64) -> Self {
         assert!(sets.is_power_of_two() && ways > 0 && ways <= 4096, "geometry {sets}x{ways} must be validated by Config");
+        assert!(std::mem::align_of::<K>() <= 8 && std::mem::align_of::<V>() <= 8);
         let policy = AnyPolicy::new(policy, seed);
-        let mut blocks = crate::hostmem::HugeBuf::new(sets * ways, Way { key: K::INVALID, val: V::default(), kind: LineKind::Data, owner: 0, age: 0 });
-        for set in blocks.chunks_mut(ways) {
-            policy.init(set);
+        let stride = ways.next_power_of_two().max(4);
+        let ages_at = align_up(stride * std::mem::size_of::<K>(), 4);
+        let info_at = ages_at + stride * 4;
+        let vals_at = align_up(info_at + stride * std::mem::size_of::<LineInfo>(), std::mem::align_of::<V>());
+        let block = align_up(vals_at + stride * std::mem::size_of::<V>(), 64);
+        let mem = crate::hostmem::HugeBuf::new(sets * block / 64, HostLine([0; 64]));
+        let mut a = SetAssoc {
+            sets,
+            set_mask: sets - 1,
+            ways,
+            stride,
+            stride_shift: stride.trailing_zeros(),
+            ages_at,
+            info_at,
+            vals_at,
+            block,
+            mem,
+            policy,
+            _types: PhantomData,
+        };
+        for set in 0..sets {
+            a.keys_mut(set).fill(K::INVALID);
+            a.vals_mut(set).fill(V::default());
+            a.infos_mut(set).fill(LineInfo::default());
+            a.ages_mut(set).fill(PAD_AGE);
+            let (view, policy) = a.view(set);
+            policy.init(view.ages);
         }
-        SetAssoc { sets, set_mask: sets - 1, ways, blocks, policy }
+        a
+    }
+
+    #[inline]
+    fn base(&self, set: usize) -> *const u8 {
+        debug_assert!(set < self.sets);
+        // SAFETY: set < sets, and the buffer holds sets * block bytes.
+        unsafe { (self.mem.as_ptr() as *const u8).add(set * self.block) }
+    }
+
+    #[inline]
+    fn base_mut(&mut self, set: usize) -> *mut u8 {
+        debug_assert!(set < self.sets);
+        // SAFETY: as in `base`.
+        unsafe { (self.mem.as_mut_ptr() as *mut u8).add(set * self.block) }
+    }
+
+    // SAFETY (the accessors below): a set's block is 64-byte aligned and holds `stride`
+    // keys at 0, `stride` u32 state words at `ages_at`, `stride` LineInfos at `info_at` and
+    // `stride` values at `vals_at`, each offset aligned for its type (see `new`); every
+    // lane is initialised in `new`. `&self` / `&mut self` borrow the whole array.
+    #[inline]
+    fn keys(&self, set: usize) -> &[K] {
+        unsafe { std::slice::from_raw_parts(self.base(set) as *const K, self.stride) }
+    }
+    #[inline]
+    fn keys_mut(&mut self, set: usize) -> &mut [K] {
+        unsafe { std::slice::from_raw_parts_mut(self.base_mut(set) as *mut K, self.stride) }
+    }
+    #[inline]
+    fn ages(&self, set: usize) -> &[u32] {
+        unsafe { std::slice::from_raw_parts(self.base(set).add(self.ages_at) as *const u32, self.stride) }
+    }
+    #[inline]
+    fn ages_mut(&mut self, set: usize) -> &mut [u32] {
+        unsafe { std::slice::from_raw_parts_mut(self.base_mut(set).add(self.ages_at) as *mut u32, self.stride) }
+    }
+    #[inline]
+    fn infos(&self, set: usize) -> &[LineInfo] {
+        unsafe { std::slice::from_raw_parts(self.base(set).add(self.info_at) as *const LineInfo, self.stride) }
+    }
+    #[inline]
+    fn infos_mut(&mut self, set: usize) -> &mut [LineInfo] {
+        unsafe { std::slice::from_raw_parts_mut(self.base_mut(set).add(self.info_at) as *mut LineInfo, self.stride) }
+    }
+    #[inline]
+    fn vals(&self, set: usize) -> &[V] {
+        unsafe { std::slice::from_raw_parts(self.base(set).add(self.vals_at) as *const V, self.stride) }
+    }
+    #[inline]
+    fn vals_mut(&mut self, set: usize) -> &mut [V] {
+        unsafe { std::slice::from_raw_parts_mut(self.base_mut(set).add(self.vals_at) as *mut V, self.stride) }
+    }
+
+    /// A set's state words and what its ways hold, as policies see them.
+    #[inline]
+    fn view(&mut self, set: usize) -> (SetView<'_>, &mut AnyPolicy) {
+        let ways = self.ways;
+        let base = self.base_mut(set);
+        // SAFETY: the state words and the infos are disjoint lanes of the set's block.
+        let ages = unsafe { std::slice::from_raw_parts_mut(base.add(self.ages_at) as *mut u32, ways) };
+        let info = unsafe { std::slice::from_raw_parts(base.add(self.info_at) as *const LineInfo, ways) };
+        (SetView { ages, info }, &mut self.policy)
+    }
+
+    #[inline]
+    fn split(&self, slot: usize) -> (usize, usize) {
+        (slot >> self.stride_shift, slot & (self.stride - 1))
     }
 
     #[inline]
@@ -59,44 +190,45 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         (n as usize) & self.set_mask
     }
 
-    /// Hint the host CPU to load `set`'s blocks (the first two host lines of it).
+    /// Hint the host CPU to load `set`'s block (its first four host lines: the keys, state
+    /// words and values of up to 16 ways of 8-byte keys).
     #[inline]
     pub fn prefetch_set(&self, set: usize) {
-        let p = self.blocks.as_ptr().wrapping_add(set * self.ways);
-        crate::prefetch(p);
-        crate::prefetch((p as *const u8).wrapping_add(64));
+        let p = (self.mem.as_ptr() as *const u8).wrapping_add(set * self.block);
+        for i in 0..(self.block / 64).min(4) {
+            crate::prefetch(p.wrapping_add(64 * i));
+        }
     }
 
     /// Find `key` in `set` without touching replacement state. Returns the slot.
     #[inline]
     pub fn probe(&self, set: usize, key: K) -> Option<usize> {
-        let base = set * self.ways;
-        self.blocks[base..base + self.ways].iter().position(|w| w.key == key).map(|w| base + w)
+        K::find(self.keys(set), key).map(|w| (set << self.stride_shift) + w)
     }
 
     /// Find `key` in `set`; a hit updates the replacement state. Returns the slot.
     #[inline]
     pub fn lookup(&mut self, set: usize, key: K) -> Option<usize> {
         let slot = self.probe(set, key)?;
+        let way = slot & (self.stride - 1);
         // LRU and FIFO (nearly every structure) inline; the other policies dispatch.
         if let AnyPolicy::Stamped(p) = &mut self.policy {
             if let Some(t) = p.hit_stamp() {
-                self.blocks[slot].age = t;
+                self.ages_mut(set)[way] = t;
                 if t >= crate::repl::STAMP_LIMIT {
                     self.renumber();
                 }
             }
             return Some(slot);
         }
-        self.lookup_other(set, slot);
+        self.lookup_other(set, way);
         Some(slot)
     }
 
     #[inline(never)]
-    fn lookup_other(&mut self, set: usize, slot: usize) {
-        let base = set * self.ways;
-        let (blocks, policy) = (&mut self.blocks[base..base + self.ways], &mut self.policy);
-        policy.on_hit(blocks, slot - base);
+    fn lookup_other(&mut self, set: usize, way: usize) {
+        let (mut view, policy) = self.view(set);
+        policy.on_hit(&mut view, way);
         if policy.clock_exhausted() {
             self.renumber();
         }
@@ -108,13 +240,15 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     fn renumber(&mut self) {
         let ways = self.ways;
         let mut order: Vec<usize> = Vec::with_capacity(ways);
-        for set in self.blocks.chunks_mut(ways) {
+        for set in 0..self.sets {
+            let keys: Vec<K> = self.keys(set)[..ways].to_vec();
+            let ages = &mut self.ages_mut(set)[..ways];
             order.clear();
             order.extend(0..ways);
-            order.sort_by_key(|&w| set[w].age);
+            order.sort_by_key(|&w| ages[w]);
             // Ranks start at 1: stamp 0 is reserved for invalid blocks.
             for (rank, &w) in order.iter().enumerate() {
-                set[w].age = if set[w].key == K::INVALID { 0 } else { rank as u32 + 1 };
+                ages[w] = if keys[w] == K::INVALID { 0 } else { rank as u32 + 1 };
             }
         }
         self.policy.restart_clock(ways as u32 + 1);
@@ -130,89 +264,95 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// [`Self::insert`] for a block brought in by core `owner`.
     #[inline]
     pub fn insert_owned(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
-        let base = set * self.ways;
-        let ways = self.ways;
         if let AnyPolicy::Stamped(p) = &mut self.policy {
-            // Invalid blocks have stamp 0 and valid ones at least 1, so one pass finds an
+            // Invalid blocks have stamp 0 and valid ones at least 1, so one search finds an
             // invalid block or else the oldest: the common case needs no second scan.
-            let blocks = &mut self.blocks[base..base + ways];
-            let way = oldest(blocks);
-            let b = &mut blocks[way];
-            let evicted = (b.key != K::INVALID).then_some(Evicted { key: b.key, val: b.val, kind: b.kind });
             let t = p.fill_stamp();
-            *b = Way { key, val, kind, owner, age: t };
+            let way = oldest(self.ages(set));
+            let old = self.keys(set)[way];
+            let evicted = (old != K::INVALID).then(|| Evicted { key: old, val: self.vals(set)[way], kind: self.infos(set)[way].kind });
+            self.ages_mut(set)[way] = t;
+            self.keys_mut(set)[way] = key;
+            self.vals_mut(set)[way] = val;
+            self.infos_mut(set)[way] = LineInfo { kind, owner };
             if t >= crate::repl::STAMP_LIMIT {
                 self.renumber();
             }
-            return (base + way, evicted);
+            return ((set << self.stride_shift) + way, evicted);
         }
         self.insert_other(set, key, val, kind, owner)
     }
 
     #[inline(never)]
     fn insert_other(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
-        let base = set * self.ways;
-        let ways = self.ways;
-        let (blocks, policy) = (&mut self.blocks[base..base + ways], &mut self.policy);
-        let way = match blocks.iter().position(|w| w.key == K::INVALID) {
+        let way = match self.keys(set)[..self.ways].iter().position(|&k| k == K::INVALID) {
             Some(w) => w,
-            None => policy.victim(blocks),
+            None => {
+                let (mut view, policy) = self.view(set);
+                policy.victim(&mut view)
+            }
         };
-        let b = &blocks[way];
-        let evicted = (b.key != K::INVALID).then_some(Evicted { key: b.key, val: b.val, kind: b.kind });
-        let b = &mut blocks[way];
-        b.key = key;
-        b.val = val;
-        b.kind = kind;
-        b.owner = owner;
-        policy.on_fill(blocks, way);
+        let old = self.keys(set)[way];
+        let evicted = (old != K::INVALID).then(|| Evicted { key: old, val: self.vals(set)[way], kind: self.infos(set)[way].kind });
+        self.keys_mut(set)[way] = key;
+        self.vals_mut(set)[way] = val;
+        self.infos_mut(set)[way] = LineInfo { kind, owner };
+        let (mut view, policy) = self.view(set);
+        policy.on_fill(&mut view, way);
         if policy.clock_exhausted() {
             self.renumber();
         }
-        (base + way, evicted)
+        ((set << self.stride_shift) + way, evicted)
     }
 
     #[inline]
     pub fn key(&self, slot: usize) -> K {
-        self.blocks[slot].key
+        let (set, way) = self.split(slot);
+        self.keys(set)[way]
     }
 
     #[inline]
     pub fn val(&self, slot: usize) -> &V {
-        &self.blocks[slot].val
+        let (set, way) = self.split(slot);
+        &self.vals(set)[way]
     }
 
     #[inline]
     pub fn val_mut(&mut self, slot: usize) -> &mut V {
-        &mut self.blocks[slot].val
+        let (set, way) = self.split(slot);
+        &mut self.vals_mut(set)[way]
     }
 
     #[inline]
     pub fn kind(&self, slot: usize) -> LineKind {
-        self.blocks[slot].kind
+        let (set, way) = self.split(slot);
+        self.infos(set)[way].kind
     }
 
     /// Drop the block in `slot`; returns what it held.
     #[inline]
     pub fn invalidate_slot(&mut self, slot: usize) -> Option<Evicted<K, V>> {
-        let b = &mut self.blocks[slot];
-        if b.key == K::INVALID {
+        let (set, way) = self.split(slot);
+        let key = self.keys(set)[way];
+        if key == K::INVALID {
             return None;
         }
-        let key = b.key;
-        b.key = K::INVALID;
-        b.age = 0;
-        Some(Evicted { key, val: b.val, kind: b.kind })
+        self.keys_mut(set)[way] = K::INVALID;
+        self.ages_mut(set)[way] = 0;
+        Some(Evicted { key, val: self.vals(set)[way], kind: self.infos(set)[way].kind })
     }
 
     /// Drop every block for which `pred(key, value)` holds; returns how many.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(K, &V) -> bool) -> usize {
         let mut n = 0;
-        for b in self.blocks.iter_mut() {
-            if b.key != K::INVALID && pred(b.key, &b.val) {
-                b.key = K::INVALID;
-                b.age = 0;
-                n += 1;
+        for set in 0..self.sets {
+            for w in 0..self.ways {
+                let k = self.keys(set)[w];
+                if k != K::INVALID && pred(k, &self.vals(set)[w]) {
+                    self.keys_mut(set)[w] = K::INVALID;
+                    self.ages_mut(set)[w] = 0;
+                    n += 1;
+                }
             }
         }
         n
@@ -220,7 +360,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
 
     /// Number of valid blocks.
     pub fn occupancy(&self) -> usize {
-        self.blocks.iter().filter(|b| b.key != K::INVALID).count()
+        (0..self.sets).map(|s| self.keys(s)[..self.ways].iter().filter(|&&k| k != K::INVALID).count()).sum()
     }
 
     /// The replacement policy, for mechanisms that steer it (page-table prioritization).
@@ -235,7 +375,12 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
 
     /// The keys of `set` (invalid ones included), for tests and debugging.
     pub fn set_keys(&self, set: usize) -> Vec<K> {
-        self.blocks[set * self.ways..(set + 1) * self.ways].iter().map(|b| b.key).collect()
+        self.keys(set)[..self.ways].to_vec()
+    }
+
+    /// Every slot that may hold a block (for whole-array walks, not the hot path).
+    pub fn slots(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.sets).flat_map(move |s| (0..self.ways).map(move |w| (s << self.stride_shift) + w))
     }
 }
 

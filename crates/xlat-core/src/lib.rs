@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod frag;
 mod hostmem;
+mod lanes;
 pub mod machine;
 pub mod os;
 pub mod phys;

@@ -1,9 +1,8 @@
 //! Replacement policies, shared by caches, TLBs and page-walk caches.
 //!
-//! A policy is a small trait (ChampSim-style plug-in) that sees one set at a time. Its
-//! per-block state is one 32-bit word (`Way::age`) stored beside the block's tag, so a lookup
-//! touches one contiguous stretch of host memory: the simulator's speed on TLB-thrashing
-//! workloads is bounded by host cache misses, not by arithmetic. Containers pick invalid
+//! A policy is a small trait (ChampSim-style plug-in) that sees one set at a time
+//! ([`SetView`]): one 32-bit state word per block, stored with the set's tags in one
+//! contiguous block of host memory, and what each block holds. Containers pick invalid
 //! ways themselves and ask the policy only to rank valid ones. The enum [`AnyPolicy`]
 //! dispatches statically, so the hot path has no virtual calls.
 
@@ -30,29 +29,33 @@ impl LineKind {
     }
 }
 
-/// One block of a set: tag, payload, kind and the policy's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Way<K, V> {
-    pub key: K,
-    pub val: V,
+/// What a block holds and who brought it in: what page-table-aware policies look at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
+pub struct LineInfo {
     pub kind: LineKind,
     /// Which core (context) brought the block in.
     pub owner: u8,
-    /// Policy state: LRU/FIFO time stamp (larger = more recent), or SRRIP's re-reference
-    /// prediction.
-    pub age: u32,
 }
 
-/// The interface every replacement policy implements. `set` is the whole set.
+/// One set as a policy sees it: a 32-bit state word per way (LRU/FIFO time stamp, larger =
+/// more recent, 0 = invalid; or SRRIP's re-reference prediction) and what each way holds.
+/// Both slices are the set's `ways` long.
+pub struct SetView<'a> {
+    pub ages: &'a mut [u32],
+    pub info: &'a [LineInfo],
+}
+
+/// The interface every replacement policy implements.
 pub trait ReplacementPolicy {
     /// Prepare the state of a fresh (all-invalid) set.
-    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]);
+    fn init(&self, ages: &mut [u32]);
     /// Block `way` was hit.
-    fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize);
+    fn on_hit(&mut self, set: &mut SetView, way: usize);
     /// Block `way` was just filled.
-    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize);
+    fn on_fill(&mut self, set: &mut SetView, way: usize);
     /// Pick the way to evict from a full set.
-    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize;
+    fn victim(&mut self, set: &mut SetView) -> usize;
     /// Stamp-based policies: the clock is about to wrap and the owner must renumber every
     /// set's stamps (preserving their order) and call [`Self::restart_clock`].
     fn clock_exhausted(&self) -> bool {
@@ -61,22 +64,15 @@ pub trait ReplacementPolicy {
     fn restart_clock(&mut self, _at: u32) {}
 }
 
-/// The way with the smallest stamp (the least recently used / first in).
+/// The way with the smallest stamp (the least recently used / first in; the lowest way
+/// among equals): the victim search that runs on every fill of every structure.
 #[inline]
-pub(crate) fn oldest<K, V>(set: &[Way<K, V>]) -> usize {
-    // Branch-free running minimum (the compiler turns it into conditional moves): the
-    // victim search runs on every fill of every structure.
-    let (mut best, mut best_age) = (0, u32::MAX);
-    for (i, w) in set.iter().enumerate() {
-        let older = w.age < best_age;
-        best = if older { i } else { best };
-        best_age = if older { w.age } else { best_age };
-    }
-    best
+pub(crate) fn oldest(ages: &[u32]) -> usize {
+    crate::lanes::argmin_u32(ages)
 }
 
-/// A time source for stamps. Stamps are 32-bit to keep a block at 16 bytes; before the
-/// clock wraps, the owner renumbers every set (see [`ReplacementPolicy::clock_exhausted`]).
+/// A time source for stamps. Stamps are 32-bit; before the clock wraps, the owner renumbers
+/// every set (see [`ReplacementPolicy::clock_exhausted`]).
 #[derive(Default)]
 pub struct Clock(u32);
 
@@ -120,24 +116,22 @@ impl Stamped {
 }
 
 impl ReplacementPolicy for Stamped {
-    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
-        for w in set.iter_mut() {
-            w.age = 0;
-        }
+    fn init(&self, ages: &mut [u32]) {
+        ages.fill(0);
     }
     #[inline]
-    fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+    fn on_hit(&mut self, set: &mut SetView, way: usize) {
         if self.refresh_on_hit {
-            set[way].age = self.clock.tick();
+            set.ages[way] = self.clock.tick();
         }
     }
     #[inline]
-    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
-        set[way].age = self.clock.tick();
+    fn on_fill(&mut self, set: &mut SetView, way: usize) {
+        set.ages[way] = self.clock.tick();
     }
     #[inline]
-    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
-        oldest(set)
+    fn victim(&mut self, set: &mut SetView) -> usize {
+        oldest(set.ages)
     }
     fn clock_exhausted(&self) -> bool {
         self.clock.0 >= STAMP_LIMIT
@@ -160,26 +154,24 @@ impl Srrip {
 }
 
 impl ReplacementPolicy for Srrip {
-    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
-        for w in set.iter_mut() {
-            w.age = Self::DISTANT;
-        }
+    fn init(&self, ages: &mut [u32]) {
+        ages.fill(Self::DISTANT);
     }
     #[inline]
-    fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
-        set[way].age = 0;
+    fn on_hit(&mut self, set: &mut SetView, way: usize) {
+        set.ages[way] = 0;
     }
     #[inline]
-    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
-        set[way].age = Self::DISTANT - 1;
+    fn on_fill(&mut self, set: &mut SetView, way: usize) {
+        set.ages[way] = Self::DISTANT - 1;
     }
-    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
+    fn victim(&mut self, set: &mut SetView) -> usize {
         loop {
-            if let Some(w) = set.iter().position(|w| w.age >= Self::DISTANT) {
+            if let Some(w) = set.ages.iter().position(|&a| a >= Self::DISTANT) {
                 return w;
             }
-            for w in set.iter_mut() {
-                w.age += 1;
+            for a in set.ages.iter_mut() {
+                *a += 1;
             }
         }
     }
@@ -191,17 +183,17 @@ pub struct Random {
 }
 
 impl ReplacementPolicy for Random {
-    fn init<K: Copy, V: Copy>(&self, _set: &mut [Way<K, V>]) {}
+    fn init(&self, _ages: &mut [u32]) {}
     #[inline]
-    fn on_hit<K: Copy, V: Copy>(&mut self, _set: &mut [Way<K, V>], _way: usize) {}
+    fn on_hit(&mut self, _set: &mut SetView, _way: usize) {}
     #[inline]
-    fn on_fill<K: Copy, V: Copy>(&mut self, _set: &mut [Way<K, V>], _way: usize) {}
+    fn on_fill(&mut self, _set: &mut SetView, _way: usize) {}
     #[inline]
-    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
+    fn victim(&mut self, set: &mut SetView) -> usize {
         self.state ^= self.state << 13;
         self.state ^= self.state >> 7;
         self.state ^= self.state << 17;
-        (self.state % set.len() as u64) as usize
+        (self.state % set.ages.len() as u64) as usize
     }
 }
 
@@ -236,32 +228,32 @@ impl Ptp {
     }
 
     #[inline]
-    fn protected<K, V>(&self, w: &Way<K, V>) -> bool {
+    fn protected(&self, w: &LineInfo) -> bool {
         w.kind == LineKind::PageTable && (self.protect_owners >> (w.owner & 63)) & 1 != 0
     }
 }
 
 impl ReplacementPolicy for Ptp {
-    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
-        self.lru.init(set)
+    fn init(&self, ages: &mut [u32]) {
+        self.lru.init(ages)
     }
     #[inline]
-    fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+    fn on_hit(&mut self, set: &mut SetView, way: usize) {
         self.lru.on_hit(set, way)
     }
     #[inline]
-    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+    fn on_fill(&mut self, set: &mut SetView, way: usize) {
         self.lru.on_fill(set, way)
     }
-    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
+    fn victim(&mut self, set: &mut SetView) -> usize {
         if self.protect_owners != 0 {
             self.rng ^= self.rng << 13;
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
             if (self.rng & 0xffff_ffff) < self.threshold {
                 let mut best: Option<usize> = None;
-                for (i, w) in set.iter().enumerate() {
-                    if !self.protected(w) && best.is_none_or(|b| w.age < set[b].age) {
+                for (i, w) in set.info.iter().enumerate() {
+                    if !self.protected(w) && best.is_none_or(|b| set.ages[i] < set.ages[b]) {
                         best = Some(i);
                     }
                 }
@@ -270,7 +262,7 @@ impl ReplacementPolicy for Ptp {
                 }
             }
         }
-        oldest(set)
+        oldest(set.ages)
     }
     fn clock_exhausted(&self) -> bool {
         self.lru.clock_exhausted()
@@ -313,19 +305,19 @@ macro_rules! dispatch {
 }
 
 impl ReplacementPolicy for AnyPolicy {
-    fn init<K: Copy, V: Copy>(&self, set: &mut [Way<K, V>]) {
-        dispatch!(self, p => p.init(set))
+    fn init(&self, ages: &mut [u32]) {
+        dispatch!(self, p => p.init(ages))
     }
     #[inline]
-    fn on_hit<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+    fn on_hit(&mut self, set: &mut SetView, way: usize) {
         dispatch!(self, p => p.on_hit(set, way))
     }
     #[inline]
-    fn on_fill<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>], way: usize) {
+    fn on_fill(&mut self, set: &mut SetView, way: usize) {
         dispatch!(self, p => p.on_fill(set, way))
     }
     #[inline]
-    fn victim<K: Copy, V: Copy>(&mut self, set: &mut [Way<K, V>]) -> usize {
+    fn victim(&mut self, set: &mut SetView) -> usize {
         dispatch!(self, p => p.victim(set))
     }
     #[inline]

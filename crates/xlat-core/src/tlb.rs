@@ -151,7 +151,7 @@ impl TlbArray {
 
     /// Every valid entry (for checks, not the hot path).
     pub fn entries(&self) -> Vec<(TlbKey, TlbEntry)> {
-        (0..self.arr.sets() * self.arr.ways()).map(|s| (self.arr.key(s), *self.arr.val(s))).filter(|(k, _)| *k != TlbKey::INVALID).collect()
+        self.arr.slots().map(|s| (self.arr.key(s), *self.arr.val(s))).filter(|(k, _)| *k != TlbKey::INVALID).collect()
     }
 }
 
