@@ -17,29 +17,24 @@ pub fn find_u64(keys: &[u64], key: u64) -> Option<usize> {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 unsafe fn find_sse2(keys: &[u64], key: u64) -> Option<usize> {
-    {
-        use std::arch::x86_64::*;
-        let k = _mm_set1_epi64x(key as i64);
-        let p = keys.as_ptr() as *const __m128i;
-        let pairs = keys.len() / 2;
-        let mut g = 0;
-        while g < pairs {
-            // Up to 8 pairs (16 lanes) per group, without a branch per pair.
-            let n = (pairs - g).min(8);
-            let mut m = 0u32;
-            for i in 0..n {
-                let e = _mm_cmpeq_epi32(_mm_loadu_si128(p.add(g + i)), k);
-                // Both 32-bit halves equal: the 64-bit lane is.
-                let e = _mm_and_si128(e, _mm_shuffle_epi32::<0b10_11_00_01>(e));
-                m |= (_mm_movemask_pd(_mm_castsi128_pd(e)) as u32) << (2 * i);
-            }
-            if m != 0 {
-                return Some(2 * g + m.trailing_zeros() as usize);
-            }
-            g += n;
+    use std::arch::x86_64::*;
+    let k = _mm_set1_epi64x(key as i64);
+    let p = keys.as_ptr() as *const __m128i;
+    // 32-bit compares, narrowed to one bit per 32-bit half: a key lane is equal when both
+    // of its bits are set. Fixed sizes (the common strides) are fully unrolled.
+    let eq = |i: usize| _mm_cmpeq_epi32(_mm_loadu_si128(p.add(i)), k);
+    let halves = match keys.len() {
+        4 => _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_setzero_si128())) as u32,
+        8 => _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_packs_epi32(eq(2), eq(3)))) as u32,
+        16 => {
+            let lo = _mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_packs_epi32(eq(2), eq(3)));
+            let hi = _mm_packs_epi16(_mm_packs_epi32(eq(4), eq(5)), _mm_packs_epi32(eq(6), eq(7)));
+            _mm_movemask_epi8(lo) as u32 | (_mm_movemask_epi8(hi) as u32) << 16
         }
-        None
-    }
+        _ => return keys.iter().position(|&x| x == key),
+    };
+    let lanes = halves & (halves >> 1) & 0x5555_5555;
+    (lanes != 0).then(|| lanes.trailing_zeros() as usize / 2)
 }
 
 /// The first lane holding the smallest value (0 if `ages` is empty; vectorized when its
@@ -58,32 +53,50 @@ pub fn argmin_u32(ages: &[u32]) -> usize {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 unsafe fn argmin_sse2(ages: &[u32]) -> usize {
-    {
-        use std::arch::x86_64::*;
-        // SSE2 compares signed 32-bit lanes: flipping the top bit orders unsigned values.
-        let flip = _mm_set1_epi32(i32::MIN);
-        let p = ages.as_ptr() as *const __m128i;
-        let quads = ages.len() / 4;
-        let min = |a: __m128i, b: __m128i| {
-            let gt = _mm_cmpgt_epi32(a, b);
-            _mm_or_si128(_mm_and_si128(gt, b), _mm_andnot_si128(gt, a))
-        };
-        let mut m = _mm_xor_si128(_mm_loadu_si128(p), flip);
-        for i in 1..quads {
-            m = min(m, _mm_xor_si128(_mm_loadu_si128(p.add(i)), flip));
-        }
-        // Every lane of `m` becomes the minimum.
-        m = min(m, _mm_shuffle_epi32::<0b01_00_11_10>(m));
-        m = min(m, _mm_shuffle_epi32::<0b10_11_00_01>(m));
-        let m = _mm_xor_si128(m, flip);
-        for i in 0..quads {
-            let eq = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_loadu_si128(p.add(i)), m)));
-            if eq != 0 {
-                return 4 * i + eq.trailing_zeros() as usize;
+    match ages.len() {
+        4 => argmin_quads::<1>(ages),
+        8 => argmin_quads::<2>(ages),
+        16 => argmin_quads::<4>(ages),
+        n => {
+            let mut best = 0;
+            for q in (0..n).step_by(4) {
+                let i = q + argmin_quads::<1>(&ages[q..q + 4]);
+                if ages[i] < ages[best] {
+                    best = i;
+                }
             }
+            best
         }
-        unreachable!("the minimum is one of the lanes")
     }
+}
+
+/// [`argmin_u32`] of exactly `Q` * 4 lanes, unrolled.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn argmin_quads<const Q: usize>(ages: &[u32]) -> usize {
+    use std::arch::x86_64::*;
+    debug_assert_eq!(ages.len(), 4 * Q);
+    // SSE2 compares signed 32-bit lanes: flipping the top bit orders unsigned values.
+    let flip = _mm_set1_epi32(i32::MIN);
+    let p = ages.as_ptr() as *const __m128i;
+    let min = |a: __m128i, b: __m128i| {
+        let gt = _mm_cmpgt_epi32(a, b);
+        _mm_or_si128(_mm_and_si128(gt, b), _mm_andnot_si128(gt, a))
+    };
+    let v: [__m128i; Q] = std::array::from_fn(|i| _mm_loadu_si128(p.add(i)));
+    let mut m = _mm_xor_si128(v[0], flip);
+    for x in &v[1..] {
+        m = min(m, _mm_xor_si128(*x, flip));
+    }
+    // Every lane of `m` becomes the minimum.
+    m = min(m, _mm_shuffle_epi32::<0b01_00_11_10>(m));
+    m = min(m, _mm_shuffle_epi32::<0b10_11_00_01>(m));
+    let m = _mm_xor_si128(m, flip);
+    let mut bits = 0u32;
+    for (i, x) in v.iter().enumerate() {
+        bits |= (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(*x, m))) as u32) << (4 * i);
+    }
+    bits.trailing_zeros() as usize
 }
 
 #[cfg(test)]
