@@ -31,6 +31,9 @@ unsafe fn find_sse2(keys: &[u64], key: u64) -> Option<usize> {
             let hi = _mm_packs_epi16(_mm_packs_epi32(eq(4), eq(5)), _mm_packs_epi32(eq(6), eq(7)));
             _mm_movemask_epi8(lo) as u32 | (_mm_movemask_epi8(hi) as u32) << 16
         }
+        n if n % 16 == 0 => {
+            return (0..n).step_by(16).find_map(|g| find_sse2(&keys[g..g + 16], key).map(|i| g + i));
+        }
         _ => return keys.iter().position(|&x| x == key),
     };
     let lanes = halves & (halves >> 1) & 0x5555_5555;

@@ -457,7 +457,81 @@ impl FaLru {
 /// longest prefix (lowest level) that hits decides where the walk starts.
 pub struct Pwc {
     /// Index `l` caches entries of level-`l` nodes (tag = VA >> (12 + 9(l-1))).
-    tables: [Option<FaLru>; 6],
+    tables: [Option<PwcTable>; 6],
+}
+
+/// One PWC level, exact LRU either way: real sizes (a few dozen entries) are one set
+/// searched with vector compares; large ones (design-space sweeps) are hash-indexed so a
+/// lookup stays O(1).
+enum PwcTable {
+    Scan(SetAssoc<u64, NodeId>),
+    Hashed(FaLru),
+}
+
+/// Largest PWC level searched by scanning.
+const PWC_SCAN_MAX: usize = 64;
+
+impl PwcTable {
+    fn new(entries: usize) -> PwcTable {
+        if entries <= PWC_SCAN_MAX {
+            PwcTable::Scan(SetAssoc::new(1, entries, Policy::Lru, 0))
+        } else {
+            PwcTable::Hashed(FaLru::new(entries))
+        }
+    }
+
+    #[inline]
+    fn lookup(&mut self, key: u64) -> Option<NodeId> {
+        match self {
+            PwcTable::Scan(a) => a.lookup(0, key).map(|slot| *a.val(slot)),
+            PwcTable::Hashed(t) => t.lookup(key),
+        }
+    }
+
+    fn fill(&mut self, key: u64, val: NodeId) {
+        match self {
+            PwcTable::Scan(a) => match a.probe(0, key) {
+                Some(slot) => *a.val_mut(slot) = val,
+                None => {
+                    a.insert(0, key, val, LineKind::PageTable);
+                }
+            },
+            PwcTable::Hashed(t) => t.fill(key, val),
+        }
+    }
+
+    #[inline]
+    fn fill_absent(&mut self, key: u64, val: NodeId) {
+        match self {
+            PwcTable::Scan(a) => {
+                debug_assert!(a.probe(0, key).is_none(), "page-walk cache fill of a cached prefix");
+                a.insert(0, key, val, LineKind::PageTable);
+            }
+            PwcTable::Hashed(t) => t.fill_absent(key, val),
+        }
+    }
+
+    /// Valid entries: (key, node).
+    fn valid(&self) -> Vec<(u64, NodeId)> {
+        match self {
+            PwcTable::Scan(a) => a.slots().filter(|&s| a.key(s) != u64::INVALID).map(|s| (a.key(s), *a.val(s))).collect(),
+            PwcTable::Hashed(t) => t.valid().map(|(i, k)| (k, t.vals[i])).collect(),
+        }
+    }
+
+    /// Drop every entry whose key satisfies `pred`; returns how many.
+    fn invalidate_where(&mut self, mut pred: impl FnMut(u64) -> bool) -> usize {
+        match self {
+            PwcTable::Scan(a) => a.invalidate_where(|k, _| pred(k)),
+            PwcTable::Hashed(t) => {
+                let hit: Vec<usize> = t.valid().filter(|&(_, k)| pred(k)).map(|(i, _)| i).collect();
+                for &i in &hit {
+                    t.invalidate(i);
+                }
+                hit.len()
+            }
+        }
+    }
 }
 
 /// Result of probing the page-walk caches.
@@ -476,7 +550,7 @@ impl Pwc {
     /// `entries[l]` entries for level `l` (index 0 and 1 unused: leaf entries are
     /// translations, cached by the TLBs).
     pub fn new(entries: [u64; 6], _seed: u64) -> Pwc {
-        let mk = |n: u64| (n > 0).then(|| FaLru::new(n as usize));
+        let mk = |n: u64| (n > 0).then(|| PwcTable::new(n as usize));
         Pwc { tables: [None, None, mk(entries[2]), mk(entries[3]), mk(entries[4]), mk(entries[5])] }
     }
 
@@ -543,9 +617,9 @@ impl Pwc {
         let mut out = Vec::new();
         for (level, t) in self.tables.iter().enumerate() {
             let Some(t) = t else { continue };
-            for (i, k) in t.valid() {
+            for (k, node) in t.valid() {
                 let key = TlbKey { tag: k & ((1 << PWC_CTX_SHIFT) - 1), ctx: (k >> PWC_CTX_SHIFT) as Ctx };
-                out.push((level as u8, key, t.vals[i]));
+                out.push((level as u8, key, node));
             }
         }
         out
@@ -558,10 +632,9 @@ impl Pwc {
         for (level, t) in self.tables.iter_mut().enumerate() {
             let Some(t) = t else { continue };
             let shift = 12 + 9 * (level as u32 - 1);
-            let valid: Vec<(usize, u64)> = t.valid().collect();
-            for (i, k) in valid {
+            n += t.invalidate_where(|k| {
                 let (tag, ctx) = (k & ((1 << PWC_CTX_SHIFT) - 1), (k >> PWC_CTX_SHIFT) as Ctx);
-                let hit = match what {
+                match what {
                     Invalidate::All => true,
                     Invalidate::Context(c) => ctx == c,
                     Invalidate::Vm(v) => ctx >> VPID_SHIFT == v,
@@ -569,12 +642,8 @@ impl Pwc {
                         let base = tag << shift;
                         ctx == c && base < end && base + (1u64 << shift) > start
                     }
-                };
-                if hit {
-                    t.invalidate(i);
-                    n += 1;
                 }
-            }
+            });
         }
         n
     }

@@ -176,7 +176,13 @@ fn tlb_invalidation_removes_exactly_the_range() {
 /// Reference PWC: per level, a fully associative LRU list of (prefix, ctx) -> node.
 #[test]
 fn pwc_longest_prefix_matches_model() {
-    let sizes = [0u64, 0, 24, 4, 4, 0];
+    // Real sizes (levels searched by scanning) and large ones (hash-indexed levels).
+    for sizes in [[0u64, 0, 24, 4, 4, 0], [0, 0, 96, 80, 65, 0]] {
+        check_pwc(sizes);
+    }
+}
+
+fn check_pwc(sizes: [u64; 6]) {
     let mut pwc = Pwc::new(sizes, 1);
     let mut model: Vec<VecDeque<(u64, u32)>> = vec![VecDeque::new(); 6];
     let mut rng = Rng(21);
