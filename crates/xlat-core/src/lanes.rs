@@ -60,17 +60,48 @@ unsafe fn argmin_sse2(ages: &[u32]) -> usize {
         4 => argmin_quads::<1>(ages),
         8 => argmin_quads::<2>(ages),
         16 => argmin_quads::<4>(ages),
-        n => {
-            let mut best = 0;
-            for q in (0..n).step_by(4) {
-                let i = q + argmin_quads::<1>(&ages[q..q + 4]);
-                if ages[i] < ages[best] {
-                    best = i;
-                }
-            }
-            best
+        32 => argmin_quads::<8>(ages),
+        n => argmin_any(ages, n / 4),
+    }
+}
+
+/// The SSE2 victim search, `Q` * 4 lanes: the minimum of every lane, then its first lane.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn argmin_any(ages: &[u32], quads: usize) -> usize {
+    use std::arch::x86_64::*;
+    let flip = _mm_set1_epi32(i32::MIN);
+    let p = ages.as_ptr() as *const __m128i;
+    let mut m = _mm_xor_si128(_mm_loadu_si128(p), flip);
+    for i in 1..quads {
+        m = min_i32(m, _mm_xor_si128(_mm_loadu_si128(p.add(i)), flip));
+    }
+    let m = _mm_xor_si128(spread_min(m), flip);
+    for i in 0..quads {
+        let eq = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_loadu_si128(p.add(i)), m)));
+        if eq != 0 {
+            return 4 * i + eq.trailing_zeros() as usize;
         }
     }
+    unreachable!("the minimum is one of the lanes")
+}
+
+/// Lane-wise signed minimum (SSE2 has no `pminsd`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn min_i32(a: std::arch::x86_64::__m128i, b: std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i {
+    use std::arch::x86_64::*;
+    let gt = _mm_cmpgt_epi32(a, b);
+    _mm_or_si128(_mm_and_si128(gt, b), _mm_andnot_si128(gt, a))
+}
+
+/// Every lane becomes the minimum of the four.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn spread_min(m: std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i {
+    use std::arch::x86_64::*;
+    let m = min_i32(m, _mm_shuffle_epi32::<0b01_00_11_10>(m));
+    min_i32(m, _mm_shuffle_epi32::<0b10_11_00_01>(m))
 }
 
 /// [`argmin_u32`] of exactly `Q` * 4 lanes, unrolled.
@@ -82,19 +113,12 @@ unsafe fn argmin_quads<const Q: usize>(ages: &[u32]) -> usize {
     // SSE2 compares signed 32-bit lanes: flipping the top bit orders unsigned values.
     let flip = _mm_set1_epi32(i32::MIN);
     let p = ages.as_ptr() as *const __m128i;
-    let min = |a: __m128i, b: __m128i| {
-        let gt = _mm_cmpgt_epi32(a, b);
-        _mm_or_si128(_mm_and_si128(gt, b), _mm_andnot_si128(gt, a))
-    };
     let v: [__m128i; Q] = std::array::from_fn(|i| _mm_loadu_si128(p.add(i)));
     let mut m = _mm_xor_si128(v[0], flip);
     for x in &v[1..] {
-        m = min(m, _mm_xor_si128(*x, flip));
+        m = min_i32(m, _mm_xor_si128(*x, flip));
     }
-    // Every lane of `m` becomes the minimum.
-    m = min(m, _mm_shuffle_epi32::<0b01_00_11_10>(m));
-    m = min(m, _mm_shuffle_epi32::<0b10_11_00_01>(m));
-    let m = _mm_xor_si128(m, flip);
+    let m = _mm_xor_si128(spread_min(m), flip);
     let mut bits = 0u32;
     for (i, x) in v.iter().enumerate() {
         bits |= (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(*x, m))) as u32) << (4 * i);
