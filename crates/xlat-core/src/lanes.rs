@@ -40,6 +40,38 @@ unsafe fn find_sse2(keys: &[u64], key: u64) -> Option<usize> {
     (lanes != 0).then(|| lanes.trailing_zeros() as usize / 2)
 }
 
+/// The first lane `i` with `words[2i..2i+2] == key`: a search over 16-byte keys (vectorized
+/// when their number is a multiple of 4).
+#[inline]
+pub fn find_u64_pair(words: &[u64], key: [u64; 2]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if words.len() % 8 == 0 {
+        // SAFETY: SSE2 is part of x86-64; the loads stay inside `words` (unaligned loads).
+        return unsafe { find_pair_sse2(words, key) };
+    }
+    words.chunks_exact(2).position(|w| w == key)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+unsafe fn find_pair_sse2(words: &[u64], key: [u64; 2]) -> Option<usize> {
+    use std::arch::x86_64::*;
+    let k = _mm_set_epi64x(key[1] as i64, key[0] as i64);
+    let p = words.as_ptr() as *const __m128i;
+    let eq = |i: usize| _mm_cmpeq_epi32(_mm_loadu_si128(p.add(i)), k);
+    // Four keys at a time, narrowed to a nibble each: a key is equal when its nibble is full.
+    let mut g = 0;
+    while g < words.len() / 2 {
+        let n = _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(eq(g), eq(g + 1)), _mm_packs_epi32(eq(g + 2), eq(g + 3)))) as u32;
+        let full = n & (n >> 1) & (n >> 2) & (n >> 3) & 0x1111;
+        if full != 0 {
+            return Some(g + full.trailing_zeros() as usize / 4);
+        }
+        g += 4;
+    }
+    None
+}
+
 /// The first lane holding the smallest value (0 if `ages` is empty; vectorized when its
 /// length is a multiple of 4).
 #[inline]
@@ -145,6 +177,9 @@ mod tests {
                 let keys: Vec<u64> = (0..len).map(|_| if next() % 3 == 0 { u64::MAX - next() % 3 } else { next() % 7 }).collect();
                 let key = next() % 9;
                 assert_eq!(find_u64(&keys, key), keys.iter().position(|&k| k == key), "{keys:?} {key}");
+                let pair = [key, next() % 3];
+                let words: Vec<u64> = (0..2 * len).map(|i| if i % 2 == 0 { keys[i / 2] } else { next() % 3 }).collect();
+                assert_eq!(find_u64_pair(&words, pair), words.chunks_exact(2).position(|w| w == pair), "{words:?} {pair:?}");
                 let ages: Vec<u32> = (0..len).map(|_| [0, 1, 5, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1][(next() % 7) as usize]).collect();
                 let min = *ages.iter().min().unwrap();
                 assert_eq!(argmin_u32(&ages), ages.iter().position(|&a| a == min).unwrap(), "{ages:?}");

@@ -17,21 +17,35 @@ pub type Ctx = u32;
 /// Bits of a [`Ctx`] below the VPID.
 pub const VPID_SHIFT: u32 = 12;
 
+/// 16 bytes with no undefined padding, so that a set's keys compare as whole vectors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
 pub struct TlbKey {
     /// Virtual page number shifted left by 2, with the page-size code in the low bits.
     pub tag: u64,
     pub ctx: Ctx,
+    pad: u32,
 }
 
 impl Key for TlbKey {
-    const INVALID: TlbKey = TlbKey { tag: u64::MAX, ctx: u32::MAX };
+    const INVALID: TlbKey = TlbKey::from_parts(u64::MAX, u32::MAX);
+
+    #[inline]
+    fn find(keys: &[TlbKey], key: TlbKey) -> Option<usize> {
+        // SAFETY: TlbKey is two u64s in memory (repr(C), 8 + 4 + 4 bytes, pad always 0).
+        let words = unsafe { std::slice::from_raw_parts(keys.as_ptr() as *const u64, 2 * keys.len()) };
+        crate::lanes::find_u64_pair(words, [key.tag, key.ctx as u64])
+    }
 }
 
 impl TlbKey {
+    pub const fn from_parts(tag: u64, ctx: Ctx) -> TlbKey {
+        TlbKey { tag, ctx, pad: 0 }
+    }
+
     #[inline]
     pub fn new(va: VirtAddr, size: PageSize, ctx: Ctx) -> TlbKey {
-        TlbKey { tag: (va.vpn(size) << 2) | size as u64, ctx }
+        TlbKey::from_parts((va.vpn(size) << 2) | size as u64, ctx)
     }
 
     #[inline]
@@ -618,7 +632,7 @@ impl Pwc {
         for (level, t) in self.tables.iter().enumerate() {
             let Some(t) = t else { continue };
             for (k, node) in t.valid() {
-                let key = TlbKey { tag: k & ((1 << PWC_CTX_SHIFT) - 1), ctx: (k >> PWC_CTX_SHIFT) as Ctx };
+                let key = TlbKey::from_parts(k & ((1 << PWC_CTX_SHIFT) - 1), (k >> PWC_CTX_SHIFT) as Ctx);
                 out.push((level as u8, key, node));
             }
         }
