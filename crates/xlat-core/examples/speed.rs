@@ -50,7 +50,7 @@ fn main() {
     let dt = t.elapsed().as_secs_f64();
     let s = m.stats();
     println!(
-        "prefault {:.2}s; {} refs in {:.2}s = {:.1} M refs/s; ipc {:.3} walks {} steps/walk {:.2}",
+        "prefault {:.2}s; {} refs in {:.2}s = {:.2} M refs/s; ipc {:.3} walks {} steps/walk {:.2}",
         tp,
         refs,
         dt,

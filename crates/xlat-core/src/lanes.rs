@@ -20,24 +20,45 @@ unsafe fn find_sse2(keys: &[u64], key: u64) -> Option<usize> {
     use std::arch::x86_64::*;
     let k = _mm_set1_epi64x(key as i64);
     let p = keys.as_ptr() as *const __m128i;
-    // 32-bit compares, narrowed to one bit per 32-bit half: a key lane is equal when both
-    // of its bits are set. Fixed sizes (the common strides) are fully unrolled.
-    let eq = |i: usize| _mm_cmpeq_epi32(_mm_loadu_si128(p.add(i)), k);
-    let halves = match keys.len() {
-        4 => _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_setzero_si128())) as u32,
-        8 => _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_packs_epi32(eq(2), eq(3)))) as u32,
-        16 => {
-            let lo = _mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_packs_epi32(eq(2), eq(3)));
-            let hi = _mm_packs_epi16(_mm_packs_epi32(eq(4), eq(5)), _mm_packs_epi32(eq(6), eq(7)));
-            _mm_movemask_epi8(lo) as u32 | (_mm_movemask_epi8(hi) as u32) << 16
-        }
+    // One bit per 32-bit half: a key lane is equal when both of its bits are set. The
+    // common strides are fully unrolled.
+    let halves: u64 = match keys.len() {
+        4 => halves_of::<2>(p, k),
+        8 => halves_of::<4>(p, k),
+        16 => halves_of::<8>(p, k),
+        32 => halves_of::<8>(p, k) | halves_of::<8>(p.add(8), k) << 32,
         n if n % 16 == 0 => {
-            return (0..n).step_by(16).find_map(|g| find_sse2(&keys[g..g + 16], key).map(|i| g + i));
+            for g in (0..n).step_by(16) {
+                let h = halves_of::<8>(p.add(g / 2), k);
+                let lanes = h & (h >> 1) & 0x5555_5555;
+                if lanes != 0 {
+                    return Some(g + lanes.trailing_zeros() as usize / 2);
+                }
+            }
+            return None;
         }
         _ => return keys.iter().position(|&x| x == key),
     };
-    let lanes = halves & (halves >> 1) & 0x5555_5555;
+    let lanes = halves & (halves >> 1) & 0x5555_5555_5555_5555;
     (lanes != 0).then(|| lanes.trailing_zeros() as usize / 2)
+}
+
+/// 32-bit equality of `V` vectors (2 * `V` keys) at `p` with `k`, a bit per 32-bit half.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn halves_of<const V: usize>(p: *const std::arch::x86_64::__m128i, k: std::arch::x86_64::__m128i) -> u64 {
+    use std::arch::x86_64::*;
+    let eq = |i: usize| _mm_cmpeq_epi32(_mm_loadu_si128(p.add(i)), k);
+    match V {
+        2 => _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_setzero_si128())) as u64,
+        4 => _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_packs_epi32(eq(2), eq(3)))) as u64,
+        _ => {
+            debug_assert_eq!(V, 8);
+            let lo = _mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_packs_epi32(eq(2), eq(3)));
+            let hi = _mm_packs_epi16(_mm_packs_epi32(eq(4), eq(5)), _mm_packs_epi32(eq(6), eq(7)));
+            _mm_movemask_epi8(lo) as u32 as u64 | (_mm_movemask_epi8(hi) as u32 as u64) << 16
+        }
+    }
 }
 
 /// The first lane `i` with `words[2i..2i+2] == key`: a search over 16-byte keys (vectorized
