@@ -1,6 +1,7 @@
 //! Engine throughput on any workload with the default (skylake-like) config:
 //! `cargo run --release -p xlat-workloads --example engine -- SPEC [refs] [warmup] [key=value...]`.
 //! For profiling the engine on real kernels (the `speed` example of xlat-core has GUPS only).
+//! With `XLAT_DUMP=1` it prints every statistic too (to compare builds).
 use std::time::Instant;
 use xlat_core::{Config, Machine, RunOptions};
 
@@ -19,4 +20,9 @@ fn main() {
     let dt = t.elapsed().as_secs_f64();
     let s = m.stats();
     println!("{spec}: {done} refs in {dt:.2}s = {:.2} M refs/s; ipc {:.3} walks {}", done as f64 / dt / 1e6, s.f("ipc"), s.f("walks"));
+    if std::env::var_os("XLAT_DUMP").is_some() {
+        for (k, v) in &s.entries {
+            println!("{k} {v:?}");
+        }
+    }
 }
