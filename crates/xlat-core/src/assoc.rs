@@ -121,41 +121,54 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         unsafe { (self.mem.as_mut_ptr() as *mut u8).add(set * self.block) }
     }
 
-    // SAFETY (the accessors below): a set's block is 64-byte aligned and holds `stride`
-    // keys at 0, `stride` u32 state words at `ages_at`, `stride` LineInfos at `info_at` and
-    // `stride` values at `vals_at`, each offset aligned for its type (see `new`); every
-    // lane is initialised in `new`. `&self` / `&mut self` borrow the whole array.
+    /// `stride` lanes of type `T` at byte `at` of `set`'s block.
+    #[inline]
+    fn lanes<T>(&self, set: usize, at: usize) -> &[T] {
+        // SAFETY: a set's block is 64-byte aligned and holds `stride` keys at 0, `stride`
+        // u32 state words at `ages_at`, `stride` LineInfos at `info_at` and `stride` values
+        // at `vals_at`, each offset aligned for its type (see `new`), every lane initialised
+        // there; callers pass one of those offsets with its type.
+        unsafe { std::slice::from_raw_parts(self.base(set).add(at) as *const T, self.stride) }
+    }
+
+    #[inline]
+    fn lanes_mut<T>(&mut self, set: usize, at: usize) -> &mut [T] {
+        let stride = self.stride;
+        // SAFETY: as in `lanes`; `&mut self` borrows the whole array.
+        unsafe { std::slice::from_raw_parts_mut(self.base_mut(set).add(at) as *mut T, stride) }
+    }
+
     #[inline]
     fn keys(&self, set: usize) -> &[K] {
-        unsafe { std::slice::from_raw_parts(self.base(set) as *const K, self.stride) }
+        self.lanes(set, 0)
     }
     #[inline]
     fn keys_mut(&mut self, set: usize) -> &mut [K] {
-        unsafe { std::slice::from_raw_parts_mut(self.base_mut(set) as *mut K, self.stride) }
+        self.lanes_mut(set, 0)
     }
     #[inline]
     fn ages(&self, set: usize) -> &[u32] {
-        unsafe { std::slice::from_raw_parts(self.base(set).add(self.ages_at) as *const u32, self.stride) }
+        self.lanes(set, self.ages_at)
     }
     #[inline]
     fn ages_mut(&mut self, set: usize) -> &mut [u32] {
-        unsafe { std::slice::from_raw_parts_mut(self.base_mut(set).add(self.ages_at) as *mut u32, self.stride) }
+        self.lanes_mut(set, self.ages_at)
     }
     #[inline]
     fn infos(&self, set: usize) -> &[LineInfo] {
-        unsafe { std::slice::from_raw_parts(self.base(set).add(self.info_at) as *const LineInfo, self.stride) }
+        self.lanes(set, self.info_at)
     }
     #[inline]
     fn infos_mut(&mut self, set: usize) -> &mut [LineInfo] {
-        unsafe { std::slice::from_raw_parts_mut(self.base_mut(set).add(self.info_at) as *mut LineInfo, self.stride) }
+        self.lanes_mut(set, self.info_at)
     }
     #[inline]
     fn vals(&self, set: usize) -> &[V] {
-        unsafe { std::slice::from_raw_parts(self.base(set).add(self.vals_at) as *const V, self.stride) }
+        self.lanes(set, self.vals_at)
     }
     #[inline]
     fn vals_mut(&mut self, set: usize) -> &mut [V] {
-        unsafe { std::slice::from_raw_parts_mut(self.base_mut(set).add(self.vals_at) as *mut V, self.stride) }
+        self.lanes_mut(set, self.vals_at)
     }
 
     /// A set's state words and what its ways hold, as policies see them.
