@@ -3,8 +3,8 @@
 //!
 //! Each set is one contiguous, 64-byte-aligned block of host memory holding its keys, then
 //! the policy's state words, then what each way holds, then the values (structure of
-//! arrays inside a set). A lookup compares a run of keys that compilers vectorize and
-//! touches only the key lines; a fill scans the state words the same way. Each run is
+//! arrays inside a set). A lookup compares the keys with vector instructions (`lanes`) and
+//! touches only the key lines; a fill searches the state words the same way. Each run is
 //! `stride` long: the ways rounded up to a power of two (at least 4), the extra lanes
 //! holding keys that match nothing and stamps no victim search picks.
 
@@ -107,18 +107,20 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         a
     }
 
+    /// Start of `set`'s block. The mask keeps any `set` (even from a bogus slot passed to a
+    /// public method) inside the buffer, so the accessors below are sound for every input.
     #[inline]
     fn base(&self, set: usize) -> *const u8 {
         debug_assert!(set < self.sets);
-        // SAFETY: set < sets, and the buffer holds sets * block bytes.
-        unsafe { (self.mem.as_ptr() as *const u8).add(set * self.block) }
+        // SAFETY: set & set_mask < sets, and the buffer holds sets * block bytes.
+        unsafe { (self.mem.as_ptr() as *const u8).add((set & self.set_mask) * self.block) }
     }
 
     #[inline]
     fn base_mut(&mut self, set: usize) -> *mut u8 {
         debug_assert!(set < self.sets);
         // SAFETY: as in `base`.
-        unsafe { (self.mem.as_mut_ptr() as *mut u8).add(set * self.block) }
+        unsafe { (self.mem.as_mut_ptr() as *mut u8).add((set & self.set_mask) * self.block) }
     }
 
     /// `stride` lanes of type `T` at byte `at` of `set`'s block.
