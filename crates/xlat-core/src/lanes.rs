@@ -1,7 +1,8 @@
-//! Searches over the lanes of one set (keys, state words): the two loops every lookup and
-//! every fill of a set-associative structure runs. On x86-64 they use SSE2 (part of the
-//! base instruction set, so no feature detection); elsewhere, plain loops. Both give the
-//! same answers (tested against each other below).
+//! Searches over the lanes of one set: for a key (8-byte cache and PWC keys, 16-byte TLB
+//! keys), which every lookup runs, and for the smallest state word (the LRU/FIFO victim),
+//! which every fill runs. On x86-64 they use SSE2 (part of the base instruction set, so no
+//! feature detection); elsewhere, plain loops. Both give the same answers (tested against
+//! each other below).
 
 /// The first lane of `keys` equal to `key` (vectorized when `keys.len()` is even).
 #[inline]
