@@ -255,15 +255,17 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     fn renumber(&mut self) {
         let ways = self.ways;
         let mut order: Vec<usize> = Vec::with_capacity(ways);
+        let mut valid: Vec<bool> = Vec::with_capacity(ways);
         for set in 0..self.sets {
-            let keys: Vec<K> = self.keys(set)[..ways].to_vec();
+            valid.clear();
+            valid.extend(self.keys(set)[..ways].iter().map(|&k| k != K::INVALID));
             let ages = &mut self.ages_mut(set)[..ways];
             order.clear();
             order.extend(0..ways);
             order.sort_by_key(|&w| ages[w]);
             // Ranks start at 1: stamp 0 is reserved for invalid blocks.
             for (rank, &w) in order.iter().enumerate() {
-                ages[w] = if keys[w] == K::INVALID { 0 } else { rank as u32 + 1 };
+                ages[w] = if valid[w] { rank as u32 + 1 } else { 0 };
             }
         }
         self.policy.restart_clock(ways as u32 + 1);
