@@ -9,7 +9,7 @@
 //! holding keys that match nothing and stamps no victim search picks.
 
 use crate::config::Policy;
-use crate::repl::{oldest, AnyPolicy, LineInfo, LineKind, ReplacementPolicy, SetView};
+use crate::repl::{oldest, AnyPolicy, LineInfo, LineKind, Order, ReplacementPolicy, SetView};
 use std::marker::PhantomData;
 
 /// A key that has a reserved "invalid" value, so a way needs no separate valid bit.
@@ -55,7 +55,24 @@ pub struct SetAssoc<K: Key, V: Copy + Default> {
     block: usize,
     mem: crate::hostmem::HugeBuf<HostLine>,
     policy: AnyPolicy,
+    /// What the hot paths run inline, copied out of `policy`.
+    fast: Fast,
+    /// For `Fast::OrderedLru`/`OrderedFifo`: the geometry of the order word.
+    order: Order,
     _types: PhantomData<(K, V)>,
+}
+
+/// Which replacement the hot paths run without dispatching.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fast {
+    /// LRU over an order word (see [`crate::repl::Ordered`]).
+    OrderedLru,
+    /// FIFO over an order word.
+    OrderedFifo,
+    /// LRU or FIFO over stamps.
+    Stamped,
+    /// Anything else: dispatched through the policy.
+    Other,
 }
 
 /// A block pushed out by an insertion.
@@ -75,7 +92,12 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     pub fn new(sets: usize, ways: usize, policy: Policy, seed: u64) -> Self {
         assert!(sets.is_power_of_two() && ways > 0 && ways <= 4096, "geometry {sets}x{ways} must be validated by Config");
         assert!(std::mem::align_of::<K>() <= 8 && std::mem::align_of::<V>() <= 8);
-        let policy = AnyPolicy::new(policy, seed);
+        let policy = AnyPolicy::new(policy, ways, seed);
+        let (fast, order) = match &policy {
+            AnyPolicy::Ordered(p) => (if p.refreshes_on_hit() { Fast::OrderedLru } else { Fast::OrderedFifo }, p.order()),
+            AnyPolicy::Stamped(_) => (Fast::Stamped, Order::new(2)),
+            _ => (Fast::Other, Order::new(2)),
+        };
         let stride = ways.next_power_of_two().max(4);
         let ages_at = align_up(stride * std::mem::size_of::<K>(), 4);
         let info_at = ages_at + stride * 4;
@@ -94,6 +116,8 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             block,
             mem,
             policy,
+            fast,
+            order,
             _types: PhantomData,
         };
         for set in 0..sets {
@@ -173,6 +197,20 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         self.lanes_mut(set, self.vals_at)
     }
 
+    /// The order word of `set` (its first two state words; `Fast::Ordered*` only).
+    #[inline]
+    fn order_word(&self, set: usize) -> u64 {
+        // SAFETY: the state words start 8-byte aligned (after `stride` keys of 8 or 16
+        // bytes) and a set has at least 4 of them.
+        unsafe { (self.base(set).add(self.ages_at) as *const u64).read() }
+    }
+
+    #[inline]
+    fn set_order_word(&mut self, set: usize, order: u64) {
+        // SAFETY: as in `order_word`.
+        unsafe { (self.base_mut(set).add(self.ages_at) as *mut u64).write(order) }
+    }
+
     /// A set's state words and what its ways hold, as policies see them.
     #[inline]
     fn view(&mut self, set: usize) -> (SetView<'_>, &mut AnyPolicy) {
@@ -227,6 +265,15 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         let slot = self.probe(set, key)?;
         let way = slot & (self.stride - 1);
         // LRU and FIFO (nearly every structure) inline; the other policies dispatch.
+        match self.fast {
+            Fast::OrderedLru => {
+                let o = self.order_word(set);
+                self.set_order_word(set, Order::promote(o, way));
+                return Some(slot);
+            }
+            Fast::OrderedFifo => return Some(slot),
+            _ => {}
+        }
         if let AnyPolicy::Stamped(p) = &mut self.policy {
             if let Some(t) = p.hit_stamp() {
                 self.ages_mut(set)[way] = t;
@@ -281,17 +328,25 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// [`Self::insert`] for a block brought in by core `owner`.
     #[inline]
     pub fn insert_owned(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
+        if matches!(self.fast, Fast::OrderedLru | Fast::OrderedFifo) {
+            let o = self.order_word(set);
+            let way = self.order.victim(o);
+            self.set_order_word(set, self.order.refill(o, way));
+            return ((set << self.stride_shift) + way, self.replace(set, way, key, val, kind, owner));
+        }
+        self.insert_stamped(set, key, val, kind, owner)
+    }
+
+    /// [`Self::insert_owned`] for the policies without an order word.
+    #[inline(never)]
+    fn insert_stamped(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
         if let AnyPolicy::Stamped(p) = &mut self.policy {
             // Invalid blocks have stamp 0 and valid ones at least 1, so one search finds an
             // invalid block or else the oldest: the common case needs no second scan.
             let t = p.fill_stamp();
             let way = oldest(self.ages(set));
-            let old = self.keys(set)[way];
-            let evicted = (old != K::INVALID).then(|| Evicted { key: old, val: self.vals(set)[way], kind: self.infos(set)[way].kind });
             self.ages_mut(set)[way] = t;
-            self.keys_mut(set)[way] = key;
-            self.vals_mut(set)[way] = val;
-            self.infos_mut(set)[way] = LineInfo { kind, owner };
+            let evicted = self.replace(set, way, key, val, kind, owner);
             if t >= crate::repl::STAMP_LIMIT {
                 self.renumber();
             }
@@ -309,17 +364,32 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
                 policy.victim(&mut view)
             }
         };
-        let old = self.keys(set)[way];
-        let evicted = (old != K::INVALID).then(|| Evicted { key: old, val: self.vals(set)[way], kind: self.infos(set)[way].kind });
-        self.keys_mut(set)[way] = key;
-        self.vals_mut(set)[way] = val;
-        self.infos_mut(set)[way] = LineInfo { kind, owner };
+        let evicted = self.replace(set, way, key, val, kind, owner);
         let (mut view, policy) = self.view(set);
         policy.on_fill(&mut view, way);
         if policy.clock_exhausted() {
             self.renumber();
         }
         ((set << self.stride_shift) + way, evicted)
+    }
+
+    /// Put a block in `way` of `set` (the policy has been told); returns what it held.
+    #[inline]
+    fn replace(&mut self, set: usize, way: usize, key: K, val: V, kind: LineKind, owner: u8) -> Option<Evicted<K, V>> {
+        let old = self.keys(set)[way];
+        let evicted = (old != K::INVALID).then(|| Evicted { key: old, val: self.vals(set)[way], kind: self.infos(set)[way].kind });
+        self.keys_mut(set)[way] = key;
+        self.vals_mut(set)[way] = val;
+        self.infos_mut(set)[way] = LineInfo { kind, owner };
+        evicted
+    }
+
+    /// Tell the policy that `way` of `set` was just invalidated.
+    fn invalidated(&mut self, set: usize, way: usize) {
+        // (Only order words, at most 16 ways, read the mask.)
+        let valid = self.keys(set)[..self.ways.min(32)].iter().enumerate().fold(0u32, |m, (w, &k)| m | ((k != K::INVALID) as u32) << w);
+        let (mut view, policy) = self.view(set);
+        policy.on_invalidate(&mut view, way, valid);
     }
 
     #[inline]
@@ -355,7 +425,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             return None;
         }
         self.keys_mut(set)[way] = K::INVALID;
-        self.ages_mut(set)[way] = 0;
+        self.invalidated(set, way);
         Some(Evicted { key, val: self.vals(set)[way], kind: self.infos(set)[way].kind })
     }
 
@@ -367,7 +437,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
                 let k = self.keys(set)[w];
                 if k != K::INVALID && pred(k, &self.vals(set)[w]) {
                     self.keys_mut(set)[w] = K::INVALID;
-                    self.ages_mut(set)[w] = 0;
+                    self.invalidated(set, w);
                     n += 1;
                 }
             }
@@ -404,6 +474,29 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fill takes the lowest invalid way first, then the victim, with an order word (4
+    /// ways) and with stamps (24 ways), LRU and FIFO alike.
+    #[test]
+    fn fills_take_the_lowest_free_way_first() {
+        for policy in [Policy::Lru, Policy::Fifo] {
+            for ways in [4usize, 24] {
+                let mut a: SetAssoc<u64, u8> = SetAssoc::new(1, ways, policy, 1);
+                for k in 0..ways as u64 {
+                    assert_eq!(a.insert(0, k, 0, LineKind::Data), (k as usize, None), "{policy} {ways}: fills in way order");
+                }
+                for k in [2u64, 0] {
+                    let slot = a.probe(0, k).unwrap();
+                    assert_eq!(a.invalidate_slot(slot).unwrap().key, k);
+                }
+                assert_eq!(a.insert(0, 100, 0, LineKind::Data).0, 0, "{policy} {ways}");
+                assert_eq!(a.insert(0, 101, 0, LineKind::Data).0, 2, "{policy} {ways}");
+                // Full again: the oldest of the original blocks goes (1, filled second).
+                let (slot, ev) = a.insert(0, 102, 0, LineKind::Data);
+                assert_eq!((slot, ev.map(|e| e.key)), (1, Some(1)), "{policy} {ways}");
+            }
+        }
+    }
 
     /// Renumbering when the stamp clock runs out keeps LRU order.
     #[test]

@@ -45,7 +45,7 @@ impl Cache {
     }
 
     /// A demand access to `line`. Returns whether it hit; a hit that writes marks the line dirty.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, line: u64, kind: LineKind, write: bool) -> bool {
         self.counters.accesses[kind as usize] += 1;
         let set = self.arr.set_of(line);

@@ -56,6 +56,10 @@ pub trait ReplacementPolicy {
     fn on_fill(&mut self, set: &mut SetView, way: usize);
     /// Pick the way to evict from a full set.
     fn victim(&mut self, set: &mut SetView) -> usize;
+    /// Block `way` was invalidated; bit `w` of `valid` is set for each way still valid.
+    fn on_invalidate(&mut self, set: &mut SetView, way: usize, _valid: u32) {
+        set.ages[way] = 0;
+    }
     /// Stamp-based policies: the clock is about to wrap and the owner must renumber every
     /// set's stamps (preserving their order) and call [`Self::restart_clock`].
     fn clock_exhausted(&self) -> bool {
@@ -138,6 +142,124 @@ impl ReplacementPolicy for Stamped {
     }
     fn restart_clock(&mut self, at: u32) {
         self.clock.0 = at;
+    }
+}
+
+/// LRU and FIFO over sets of 2 to 16 ways: instead of stamps, a set keeps its order in one
+/// 64-bit word (its first two state words), way numbers in nibbles from the most recent
+/// (nibble 0) to the next victim (nibble `ways - 1`); nibbles past `ways` hold 0xF, which
+/// names no way. A hit (LRU) or a fill moves a way to the front with a few shifts and the
+/// victim is read off the end, so neither searches the set (no stamps, no clock to renumber).
+/// Same choices as [`Stamped`]: invalid ways wait at the end in descending order, so the
+/// lowest invalid way is filled first, as stamp 0 with a first-lane tie-break gives.
+/// Containers run the hot operations ([`Order`]) inline; this is the policy-trait face.
+#[derive(Clone, Copy)]
+pub struct Ordered {
+    refresh_on_hit: bool,
+    order: Order,
+}
+
+/// The order-word operations for one geometry.
+#[derive(Clone, Copy, Debug)]
+pub struct Order {
+    ways: usize,
+    /// Bit position of the victim's nibble.
+    victim_at: u32,
+    /// The nibbles past `ways`, all ones.
+    unused: u64,
+}
+
+/// Every nibble 1.
+const NIBBLES: u64 = 0x1111_1111_1111_1111;
+
+impl Order {
+    /// Whether `ways` suits an order word.
+    pub fn fits(ways: usize) -> bool {
+        (2..=16).contains(&ways)
+    }
+
+    pub fn new(ways: usize) -> Order {
+        assert!(Self::fits(ways));
+        let unused = if ways == 16 { 0 } else { u64::MAX << (4 * ways) };
+        Order { ways, victim_at: 4 * (ways as u32 - 1), unused }
+    }
+
+    /// The word of an empty set: descending from the front, so way 0 is the first victim.
+    pub fn empty(&self) -> u64 {
+        (0..self.ways).fold(self.unused, |o, w| o | ((self.ways - 1 - w) as u64) << (4 * w))
+    }
+
+    /// `order` with `way` moved to the front.
+    #[inline]
+    pub fn promote(order: u64, way: usize) -> u64 {
+        // The first nibble equal to `way` is the first zero nibble of x (no borrow reaches
+        // it from below, so the flag is exact).
+        let x = order ^ (way as u64).wrapping_mul(NIBBLES);
+        let zero = x.wrapping_sub(NIBBLES) & !x & (NIBBLES << 3);
+        let at = zero.trailing_zeros() & !3;
+        let below = order & ((1u64 << at) - 1);
+        let above = order & ((u64::MAX << at) << 4);
+        above | below << 4 | way as u64
+    }
+
+    /// The victim's way.
+    #[inline]
+    pub fn victim(&self, order: u64) -> usize {
+        (order >> self.victim_at) as usize & 0xF
+    }
+
+    /// `order` after filling its victim `way` (now the most recent).
+    #[inline]
+    pub fn refill(&self, order: u64, way: usize) -> u64 {
+        (order << 4) & !self.unused | self.unused | way as u64
+    }
+
+    /// `order` after invalidations: the valid ways (bit `w` of `valid`) in their order,
+    /// then the invalid ones, lowest last.
+    pub fn invalidated(&self, order: u64, valid: u32) -> u64 {
+        let ranked = (0..self.ways).map(|i| (order >> (4 * i)) as usize & 0xF);
+        let ways = ranked.filter(|&w| valid >> w & 1 != 0).chain((0..self.ways).rev().filter(|&w| valid >> w & 1 == 0));
+        ways.enumerate().fold(self.unused, |o, (i, w)| o | (w as u64) << (4 * i))
+    }
+}
+
+impl Ordered {
+    fn get(ages: &[u32]) -> u64 {
+        ages[0] as u64 | (ages[1] as u64) << 32
+    }
+
+    fn put(ages: &mut [u32], order: u64) {
+        ages[0] = order as u32;
+        ages[1] = (order >> 32) as u32;
+    }
+
+    /// Whether hits move a way to the front (LRU) or not (FIFO).
+    pub fn refreshes_on_hit(&self) -> bool {
+        self.refresh_on_hit
+    }
+
+    pub fn order(&self) -> Order {
+        self.order
+    }
+}
+
+impl ReplacementPolicy for Ordered {
+    fn init(&self, ages: &mut [u32]) {
+        Self::put(ages, self.order.empty());
+    }
+    fn on_hit(&mut self, set: &mut SetView, way: usize) {
+        if self.refresh_on_hit {
+            Self::put(set.ages, Order::promote(Self::get(set.ages), way));
+        }
+    }
+    fn on_fill(&mut self, set: &mut SetView, way: usize) {
+        Self::put(set.ages, Order::promote(Self::get(set.ages), way));
+    }
+    fn victim(&mut self, set: &mut SetView) -> usize {
+        self.order.victim(Self::get(set.ages))
+    }
+    fn on_invalidate(&mut self, set: &mut SetView, _way: usize, valid: u32) {
+        Self::put(set.ages, self.order.invalidated(Self::get(set.ages), valid));
     }
 }
 
@@ -274,7 +396,9 @@ impl ReplacementPolicy for Ptp {
 
 /// Every policy, chosen by config, dispatched by `match`.
 pub enum AnyPolicy {
-    /// LRU and FIFO.
+    /// LRU and FIFO for sets of 2 to 16 ways.
+    Ordered(Ordered),
+    /// LRU and FIFO for other sets.
     Stamped(Stamped),
     Ptp(Ptp),
     Srrip(Srrip),
@@ -282,8 +406,10 @@ pub enum AnyPolicy {
 }
 
 impl AnyPolicy {
-    pub fn new(policy: Policy, seed: u64) -> AnyPolicy {
+    /// The policy for sets of `ways` ways.
+    pub fn new(policy: Policy, ways: usize, seed: u64) -> AnyPolicy {
         match policy {
+            Policy::Lru | Policy::Fifo if Order::fits(ways) => AnyPolicy::Ordered(Ordered { refresh_on_hit: policy == Policy::Lru, order: Order::new(ways) }),
             Policy::Lru => AnyPolicy::Stamped(Stamped::lru()),
             Policy::Fifo => AnyPolicy::Stamped(Stamped::fifo()),
             Policy::Ptp => AnyPolicy::Ptp(Ptp::new(seed)),
@@ -296,6 +422,7 @@ impl AnyPolicy {
 macro_rules! dispatch {
     ($self:ident, $p:ident => $e:expr) => {
         match $self {
+            AnyPolicy::Ordered($p) => $e,
             AnyPolicy::Stamped($p) => $e,
             AnyPolicy::Ptp($p) => $e,
             AnyPolicy::Srrip($p) => $e,
@@ -319,6 +446,9 @@ impl ReplacementPolicy for AnyPolicy {
     #[inline]
     fn victim(&mut self, set: &mut SetView) -> usize {
         dispatch!(self, p => p.victim(set))
+    }
+    fn on_invalidate(&mut self, set: &mut SetView, way: usize, valid: u32) {
+        dispatch!(self, p => p.on_invalidate(set, way, valid))
     }
     #[inline]
     fn clock_exhausted(&self) -> bool {

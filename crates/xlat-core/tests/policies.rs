@@ -70,6 +70,16 @@ fn check_policy(policy: Policy, sets: usize, ways: usize, keys: u64, seed: u64) 
         // Skewed keys so that there are hits as well as misses.
         let key = if rng.below(4) == 0 { rng.below(keys) } else { rng.below(keys / 8 + 1) };
         let set = arr.set_of(key);
+        if rng.below(16) == 0 {
+            // An invalidation (a shootdown, an inclusive LLC's back-invalidation): the block
+            // leaves, and its way is free for the next fill.
+            let dropped = arr.probe(set, key).and_then(|slot| arr.invalidate_slot(slot)).map(|e| e.key);
+            let m = &mut model[set];
+            let held = m.order.iter().position(|&k| k == key).map(|p| m.order.remove(p).unwrap());
+            let held = held.or_else(|| m.slots.iter_mut().find(|s| s.is_some_and(|(k, _)| k == key)).and_then(|s| s.take()).map(|(k, _)| k));
+            assert_eq!(dropped, held, "{policy} step {step}: invalidation of {key}");
+            continue;
+        }
         let (hit, ev) = match arr.lookup(set, key) {
             Some(_) => (true, None),
             None => {
@@ -85,7 +95,7 @@ fn check_policy(policy: Policy, sets: usize, ways: usize, keys: u64, seed: u64) 
 #[test]
 fn lru_fifo_srrip_match_their_models() {
     for policy in [Policy::Lru, Policy::Fifo, Policy::Srrip] {
-        for (sets, ways, keys, seed) in [(1, 4, 16, 1), (8, 4, 200, 2), (64, 12, 3000, 3), (16, 16, 1000, 4), (1, 24, 64, 5)] {
+        for (sets, ways, keys, seed) in [(1, 4, 16, 1), (8, 4, 200, 2), (64, 12, 3000, 3), (16, 16, 1000, 4), (1, 24, 64, 5), (4, 2, 40, 6), (2, 1, 8, 7)] {
             check_policy(policy, sets, ways, keys, seed);
         }
     }
