@@ -4,9 +4,11 @@
 //! Each set is one contiguous, 64-byte-aligned block of host memory holding its keys, then
 //! the policy's state words, then what each way holds, then the values (structure of
 //! arrays inside a set). A lookup compares the keys with vector instructions (`lanes`) and
-//! touches only the key lines; a fill searches the state words the same way. Each run is
-//! `stride` long: the ways rounded up to a power of two (at least 4), the extra lanes
-//! holding keys that match nothing and stamps no victim search picks.
+//! touches only the key lines (only the ways rounded up to a multiple of 4). LRU and FIFO
+//! over 2 to 16 ways keep the set's order in one word, so a fill reads its victim off it;
+//! other policies search the state words. Each run is `stride` long: the ways rounded up
+//! to a power of two (at least 4), the extra lanes holding keys that match nothing and
+//! stamps no victim search picks.
 
 use crate::config::Policy;
 use crate::repl::{oldest, AnyPolicy, LineInfo, LineKind, Order, ReplacementPolicy, SetView};
@@ -48,6 +50,9 @@ pub struct SetAssoc<K: Key, V: Copy + Default> {
     /// Lanes per run (a power of two >= ways) and its log2: slot = set * stride + way.
     stride: usize,
     stride_shift: u32,
+    /// Lanes a key search covers: the ways rounded up to a multiple of 4 (<= stride), so a
+    /// 12- or 24-way set compares 12 or 24 keys, not 16 or 32.
+    searched: usize,
     /// Byte offsets inside a set's block, and the block's size.
     ages_at: usize,
     info_at: usize,
@@ -110,6 +115,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             ways,
             stride,
             stride_shift: stride.trailing_zeros(),
+            searched: ways.next_multiple_of(4),
             ages_at,
             info_at,
             vals_at,
@@ -256,7 +262,9 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// Find `key` in `set` without touching replacement state. Returns the slot.
     #[inline]
     pub fn probe(&self, set: usize, key: K) -> Option<usize> {
-        K::find(self.keys(set), key).map(|w| (set << self.stride_shift) + w)
+        // SAFETY: the keys are the first `stride >= searched` lanes of the set's block.
+        let keys = unsafe { std::slice::from_raw_parts(self.base(set) as *const K, self.searched) };
+        K::find(keys, key).map(|w| (set << self.stride_shift) + w)
     }
 
     /// Find `key` in `set`; a hit updates the replacement state. Returns the slot.

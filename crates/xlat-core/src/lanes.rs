@@ -26,7 +26,9 @@ unsafe fn find_sse2(keys: &[u64], key: u64) -> Option<usize> {
     let halves: u64 = match keys.len() {
         4 => halves_of::<2>(p, k),
         8 => halves_of::<4>(p, k),
+        12 => halves_of::<4>(p, k) | halves_of::<2>(p.add(4), k) << 16,
         16 => halves_of::<8>(p, k),
+        24 => halves_of::<8>(p, k) | halves_of::<4>(p.add(8), k) << 32,
         32 => halves_of::<8>(p, k) | halves_of::<8>(p.add(8), k) << 32,
         n if n % 16 == 0 => {
             for g in (0..n).step_by(16) {
@@ -193,7 +195,7 @@ mod tests {
             x ^= x << 17;
             x
         };
-        for len in [1usize, 3, 4, 6, 8, 12, 16, 20, 32, 64, 4096] {
+        for len in [1usize, 3, 4, 6, 8, 12, 16, 20, 24, 32, 64, 4096] {
             for _ in 0..200 {
                 // Few distinct values, so duplicates and ties are common.
                 let keys: Vec<u64> = (0..len).map(|_| if next() % 3 == 0 { u64::MAX - next() % 3 } else { next() % 7 }).collect();
