@@ -55,6 +55,8 @@ pub struct SetAssoc<K: Key, V: Copy + Default> {
     searched: usize,
     /// Byte offsets inside a set's block, and the block's size.
     ages_at: usize,
+    /// State words per set: `stride`, or 2 for an order word.
+    state_words: usize,
     info_at: usize,
     vals_at: usize,
     block: usize,
@@ -104,8 +106,10 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             _ => (Fast::Other, Order::new(2)),
         };
         let stride = ways.next_power_of_two().max(4);
-        let ages_at = align_up(stride * std::mem::size_of::<K>(), 4);
-        let info_at = ages_at + stride * 4;
+        // An order word takes two state words; stamps and the other policies one per lane.
+        let state_words = if matches!(fast, Fast::OrderedLru | Fast::OrderedFifo) { 2 } else { stride };
+        let ages_at = align_up(stride * std::mem::size_of::<K>(), 8);
+        let info_at = ages_at + state_words * 4;
         let vals_at = align_up(info_at + stride * std::mem::size_of::<LineInfo>(), std::mem::align_of::<V>());
         let block = align_up(vals_at + stride * std::mem::size_of::<V>(), 64);
         let mem = crate::hostmem::HugeBuf::new(sets * block / 64, HostLine([0; 64]));
@@ -117,6 +121,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             stride_shift: stride.trailing_zeros(),
             searched: ways.next_multiple_of(4),
             ages_at,
+            state_words,
             info_at,
             vals_at,
             block,
@@ -156,10 +161,10 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// `stride` lanes of type `T` at byte `at` of `set`'s block.
     #[inline]
     fn lanes<T>(&self, set: usize, at: usize) -> &[T] {
-        // SAFETY: a set's block is 64-byte aligned and holds `stride` keys at 0, `stride`
-        // u32 state words at `ages_at`, `stride` LineInfos at `info_at` and `stride` values
-        // at `vals_at`, each offset aligned for its type (see `new`), every lane initialised
-        // there; callers pass one of those offsets with its type.
+        // SAFETY: a set's block is 64-byte aligned and holds `stride` keys at 0,
+        // `state_words` u32 state words at `ages_at`, `stride` LineInfos at `info_at` and
+        // `stride` values at `vals_at`, each offset aligned for its type (see `new`), every
+        // lane initialised; callers pass the offset of keys, infos or values with its type.
         unsafe { std::slice::from_raw_parts(self.base(set).add(at) as *const T, self.stride) }
     }
 
@@ -180,11 +185,14 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     }
     #[inline]
     fn ages(&self, set: usize) -> &[u32] {
-        self.lanes(set, self.ages_at)
+        // SAFETY: as in `lanes`, with `state_words` u32 lanes at `ages_at`.
+        unsafe { std::slice::from_raw_parts(self.base(set).add(self.ages_at) as *const u32, self.state_words) }
     }
     #[inline]
     fn ages_mut(&mut self, set: usize) -> &mut [u32] {
-        self.lanes_mut(set, self.ages_at)
+        let n = self.state_words;
+        // SAFETY: as in `ages`.
+        unsafe { std::slice::from_raw_parts_mut(self.base_mut(set).add(self.ages_at) as *mut u32, n) }
     }
     #[inline]
     fn infos(&self, set: usize) -> &[LineInfo] {
@@ -223,7 +231,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         let ways = self.ways;
         let base = self.base_mut(set);
         // SAFETY: the state words and the infos are disjoint lanes of the set's block.
-        let ages = unsafe { std::slice::from_raw_parts_mut(base.add(self.ages_at) as *mut u32, ways) };
+        let ages = unsafe { std::slice::from_raw_parts_mut(base.add(self.ages_at) as *mut u32, ways.min(self.state_words)) };
         let info = unsafe { std::slice::from_raw_parts(base.add(self.info_at) as *const LineInfo, ways) };
         (SetView { ages, info }, &mut self.policy)
     }
