@@ -276,7 +276,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     }
 
     /// Find `key` in `set`; a hit updates the replacement state. Returns the slot.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, set: usize, key: K) -> Option<usize> {
         let slot = self.probe(set, key)?;
         let way = slot & (self.stride - 1);
