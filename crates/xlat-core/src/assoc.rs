@@ -360,7 +360,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             // Invalid blocks have stamp 0 and valid ones at least 1, so one search finds an
             // invalid block or else the oldest: the common case needs no second scan.
             let t = p.fill_stamp();
-            let way = oldest(self.ages(set));
+            let way = oldest(&self.ages(set)[..self.searched]);
             self.ages_mut(set)[way] = t;
             let evicted = self.replace(set, way, key, val, kind, owner);
             if t >= crate::repl::STAMP_LIMIT {
