@@ -367,7 +367,7 @@ impl Machine {
     /// One access to `line` by core `c`, entering at `port`. Fills every level on the way
     /// back (non-inclusive, non-exclusive; inclusive LLC back-invalidates on eviction).
     /// Returns the load-to-use latency and where it was served.
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, c: usize, line: u64, kind: LineKind, write: bool, port: Port, now: u64) -> (u64, Served) {
         let owner = c as u8;
         let core = &mut self.cores[c];
