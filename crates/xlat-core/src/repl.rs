@@ -4,7 +4,9 @@
 //! ([`SetView`]): one 32-bit state word per block, stored with the set's tags in one
 //! contiguous block of host memory, and what each block holds. Containers pick invalid
 //! ways themselves and ask the policy only to rank valid ones. The enum [`AnyPolicy`]
-//! dispatches statically, so the hot path has no virtual calls.
+//! dispatches statically, so the hot path has no virtual calls; LRU and FIFO over 2-16 ways
+//! ([`Ordered`], nearly every structure) keep a set's order in one word instead, which the
+//! containers update inline.
 
 use crate::config::Policy;
 
