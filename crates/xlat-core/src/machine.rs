@@ -896,7 +896,9 @@ impl Machine {
     /// references ahead, find the leaf page-table node functionally and prefetch its
     /// bookkeeping; `D` ahead, prefetch the PTE and the simulated L2/LLC sets its line maps
     /// to; `D / 2` ahead, read the (now cached) PTE and prefetch the sets of the data line.
-    /// Purely a host-speed measure: it changes no simulated state.
+    /// Purely a host-speed measure: it changes no simulated state. Each core runs its own
+    /// pipeline over its own stream; a stale node id (after a remap, or a context switch to
+    /// another address space) names in-bounds storage and only costs a useless prefetch.
     #[inline]
     fn prefetch_ahead(&self, c: usize, batch: &[Ref], i: usize, ring: &mut PrefetchRing) {
         const D: usize = PREFETCH_DISTANCE;
@@ -1039,7 +1041,9 @@ impl Machine {
         let mut warm = opts.warmup == 0;
         let limit = opts.max_refs.map(|m| m + opts.warmup).unwrap_or(u64::MAX);
         let mut next_progress = PROGRESS_EVERY;
-        let mut leaf_ring = PrefetchRing { leaves: [NO_NODE; PREFETCH_RING], region: u64::MAX, leaf: NO_NODE, host_leaves: [NO_NODE; PREFETCH_RING] };
+        // One prefetch pipeline per core: each runs ahead in its own stream.
+        let mut rings: Vec<PrefetchRing> =
+            (0..n).map(|_| PrefetchRing { leaves: [NO_NODE; PREFETCH_RING], region: u64::MAX, leaf: NO_NODE, host_leaves: [NO_NODE; PREFETCH_RING] }).collect();
         'run: while done < limit {
             // The core with the smallest local clock goes next (ties: lowest id).
             let mut c = usize::MAX;
@@ -1056,7 +1060,7 @@ impl Machine {
             if pos[c] == batches[c].len() {
                 src.next_batch(c, &mut batches[c])?;
                 pos[c] = 0;
-                leaf_ring.region = u64::MAX;
+                rings[c].region = u64::MAX;
                 if batches[c].is_empty() {
                     ended[c] = true;
                     continue;
@@ -1066,12 +1070,10 @@ impl Machine {
             let left = usize::try_from(limit - done).unwrap_or(usize::MAX);
             let end = if n == 1 { batches[c].len().min(pos[c].saturating_add(left)) } else { pos[c] + 1 };
             while pos[c] < end {
-                if n == 1 {
-                    if self.virt {
-                        self.prefetch_ahead_2d(c, &batches[c], pos[c], &mut leaf_ring);
-                    } else {
-                        self.prefetch_ahead(c, &batches[c], pos[c], &mut leaf_ring);
-                    }
+                if self.virt {
+                    self.prefetch_ahead_2d(c, &batches[c], pos[c], &mut rings[c]);
+                } else {
+                    self.prefetch_ahead(c, &batches[c], pos[c], &mut rings[c]);
                 }
                 let r = batches[c][pos[c]];
                 pos[c] += 1;
