@@ -66,6 +66,12 @@ pub struct SetAssoc<K: Key, V: Copy + Default> {
     fast: Fast,
     /// For `Fast::OrderedLru`/`OrderedFifo`: the geometry of the order word.
     order: Order,
+    /// The block last hit or filled (LRU and FIFO only; `K::INVALID` when none): it is the
+    /// most recent of its set, so hitting it again changes no replacement state and needs no
+    /// search. Consecutive references to one page or line, and a store after a load, are
+    /// common. Any other hit or fill replaces it, an invalidation clears it.
+    memo_key: K,
+    memo_slot: usize,
     _types: PhantomData<(K, V)>,
 }
 
@@ -129,6 +135,8 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             policy,
             fast,
             order,
+            memo_key: K::INVALID,
+            memo_slot: 0,
             _types: PhantomData,
         };
         for set in 0..sets {
@@ -278,6 +286,9 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// Find `key` in `set` without touching replacement state. Returns the slot.
     #[inline]
     pub fn probe(&self, set: usize, key: K) -> Option<usize> {
+        if key == self.memo_key && self.memo_slot >> self.stride_shift == set {
+            return Some(self.memo_slot);
+        }
         // SAFETY: the keys are the first `stride >= searched` lanes of the set's block.
         let keys = unsafe { std::slice::from_raw_parts(self.base(set) as *const K, self.searched) };
         K::find(keys, key).map(|w| (set << self.stride_shift) + w)
@@ -286,6 +297,10 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// Find `key` in `set`; a hit updates the replacement state. Returns the slot.
     #[inline(always)]
     pub fn lookup(&mut self, set: usize, key: K) -> Option<usize> {
+        if key == self.memo_key && self.memo_slot >> self.stride_shift == set {
+            // The most recent block of its set: a hit changes nothing (LRU or FIFO).
+            return Some(self.memo_slot);
+        }
         let slot = self.probe(set, key)?;
         let way = slot & (self.stride - 1);
         // LRU and FIFO (nearly every structure) inline; the other policies dispatch.
@@ -293,9 +308,13 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             Fast::OrderedLru => {
                 let o = self.order_word(set);
                 self.set_order_word(set, Order::promote(o, way));
+                self.remember(key, slot);
                 return Some(slot);
             }
-            Fast::OrderedFifo => return Some(slot),
+            Fast::OrderedFifo => {
+                self.remember(key, slot);
+                return Some(slot);
+            }
             _ => {}
         }
         if let AnyPolicy::Stamped(p) = &mut self.policy {
@@ -305,6 +324,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
                     self.renumber();
                 }
             }
+            self.remember(key, slot);
             return Some(slot);
         }
         self.lookup_other(set, way);
@@ -356,9 +376,19 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             let o = self.order_word(set);
             let way = self.order.victim(o);
             self.set_order_word(set, self.order.refill(o, way));
-            return ((set << self.stride_shift) + way, self.replace(set, way, key, val, kind, owner));
+            let slot = (set << self.stride_shift) + way;
+            self.remember(key, slot);
+            return (slot, self.replace(set, way, key, val, kind, owner));
         }
         self.insert_stamped(set, key, val, kind, owner)
+    }
+
+    /// Make `slot` (holding `key`, just hit or filled: the most recent of its set) the memo.
+    /// Only LRU and FIFO call it: for them a repeated hit on it changes nothing.
+    #[inline(always)]
+    fn remember(&mut self, key: K, slot: usize) {
+        self.memo_key = key;
+        self.memo_slot = slot;
     }
 
     /// [`Self::insert_owned`] for the policies without an order word.
@@ -374,6 +404,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             if t >= crate::repl::STAMP_LIMIT {
                 self.renumber();
             }
+            self.remember(key, (set << self.stride_shift) + way);
             return ((set << self.stride_shift) + way, evicted);
         }
         self.insert_other(set, key, val, kind, owner)
@@ -410,6 +441,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
 
     /// Tell the policy that `way` of `set` was just invalidated.
     fn invalidated(&mut self, set: usize, way: usize) {
+        self.memo_key = K::INVALID;
         // (Only order words, at most 16 ways, read the mask.)
         let valid = self.keys(set)[..self.ways.min(32)].iter().enumerate().fold(0u32, |m, (w, &k)| m | ((k != K::INVALID) as u32) << w);
         let (mut view, policy) = self.view(set);
