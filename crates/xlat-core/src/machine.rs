@@ -187,6 +187,10 @@ struct PrefetchRing {
     leaf: NodeId,
     /// Virtualized: the host leaf node that maps each reference's data page.
     host_leaves: [NodeId; PREFETCH_RING],
+    /// Virtualized: the last host space and 2 MB guest-physical region whose host leaf
+    /// node was looked up for a guest PTE (guest page tables sit in few regions).
+    pte_region: (usize, u64),
+    pte_leaf: NodeId,
 }
 
 impl PrefetchRing {
@@ -969,9 +973,19 @@ impl Machine {
             if valid(leaf) {
                 let idx = gpt.node(leaf).index(VirtAddr(r.va));
                 gpt.prefetch_entry(leaf, idx);
-                let gpa = gpt.node(leaf).entry_addr(idx).0;
-                if let Some(m) = hpt.translate(hsp.root, hsp.top, VirtAddr(gpa)) {
-                    sets((m.frame.addr().0 + VirtAddr(gpa).offset(m.size)) >> 6);
+                let gpa = VirtAddr(gpt.node(leaf).entry_addr(idx).0);
+                let region = (vm.space, gpa.0 >> 21);
+                if region != ring.pte_region {
+                    ring.pte_region = region;
+                    ring.pte_leaf = hpt.leaf_node(hsp.root, hsp.top, gpa).unwrap_or(NO_NODE);
+                }
+                if ring.pte_leaf != NO_NODE && hpt.has_node(ring.pte_leaf) {
+                    let h = hpt.entry(ring.pte_leaf, hpt.node(ring.pte_leaf).index(gpa));
+                    if h & PTE_P != 0 {
+                        sets(((h & PTE_PFN_MASK) + gpa.offset(PageSize::Size4K)) >> 6);
+                    }
+                } else if let Some(m) = hpt.translate(hsp.root, hsp.top, gpa) {
+                    sets((m.frame.addr().0 + gpa.offset(m.size)) >> 6);
                 }
             }
         }
@@ -1043,7 +1057,14 @@ impl Machine {
         let mut next_progress = PROGRESS_EVERY;
         // One prefetch pipeline per core: each runs ahead in its own stream.
         let mut rings: Vec<PrefetchRing> =
-            (0..n).map(|_| PrefetchRing { leaves: [NO_NODE; PREFETCH_RING], region: u64::MAX, leaf: NO_NODE, host_leaves: [NO_NODE; PREFETCH_RING] }).collect();
+            (0..n).map(|_| PrefetchRing {
+                leaves: [NO_NODE; PREFETCH_RING],
+                region: u64::MAX,
+                leaf: NO_NODE,
+                host_leaves: [NO_NODE; PREFETCH_RING],
+                pte_region: (usize::MAX, u64::MAX),
+                pte_leaf: NO_NODE,
+            }).collect();
         'run: while done < limit {
             // The core with the smallest local clock goes next (ties: lowest id).
             let mut c = usize::MAX;
