@@ -8,7 +8,8 @@
 //! over 2 to 16 ways keep the set's order in one word, so a fill reads its victim off it;
 //! other policies search the state words. Each run is `stride` long: the ways rounded up
 //! to a power of two (at least 4), the extra lanes holding keys that match nothing and
-//! stamps no victim search picks.
+//! stamps no victim search picks. An LRU or FIFO array also remembers the block it last hit
+//! or filled, so the next reference to the same page or line skips the search.
 
 use crate::config::Policy;
 use crate::repl::{oldest, AnyPolicy, LineInfo, LineKind, Order, ReplacementPolicy, SetView};
