@@ -198,6 +198,7 @@ impl Order {
         // it from below, so the flag is exact).
         let x = order ^ (way as u64).wrapping_mul(NIBBLES);
         let zero = x.wrapping_sub(NIBBLES) & !x & (NIBBLES << 3);
+        debug_assert!(zero != 0, "way {way} is not in the order word {order:#x}");
         let at = zero.trailing_zeros() & !3;
         let below = order & ((1u64 << at) - 1);
         let above = order & ((u64::MAX << at) << 4);
@@ -458,5 +459,39 @@ impl ReplacementPolicy for AnyPolicy {
     }
     fn restart_clock(&mut self, at: u32) {
         dispatch!(self, p => p.restart_clock(at))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order word of a 4-way set (read the hex right to left: the lowest nibble is the
+    /// most recent way, the fourth the victim): fills take the victim, hits move a way to the
+    /// front, invalidated ways go to the back with the lowest last, so it is filled next.
+    #[test]
+    fn order_word_worked_example() {
+        let o = Order::new(4);
+        let mut w = o.empty();
+        assert_eq!(w, 0xffff_ffff_ffff_0123, "empty: way 0 is the first victim");
+        for expect in [0, 1, 2, 3] {
+            let v = o.victim(w);
+            assert_eq!(v, expect);
+            w = o.refill(w, v);
+        }
+        assert_eq!(w & 0xffff, 0x0123, "full: 3 most recent, 0 the victim");
+        w = Order::promote(w, 1);
+        assert_eq!(w & 0xffff, 0x0231, "hit on 1");
+        w = Order::promote(w, 1);
+        assert_eq!(w & 0xffff, 0x0231, "hit on the most recent: no change");
+        // Ways 3 and 2 invalidated: valid 1 and 0 keep their order, then 3, then 2 (victim).
+        w = o.invalidated(w, 0b0011);
+        assert_eq!(w & 0xffff, 0x2301);
+        assert_eq!(o.victim(w), 2);
+        assert_eq!(w >> 16, 0xffff_ffff_ffff, "unused nibbles stay 0xF");
+        // 16 ways use every nibble.
+        let o16 = Order::new(16);
+        assert_eq!(o16.empty(), 0x0123_4567_89ab_cdef);
+        assert_eq!(Order::promote(o16.empty(), 0), 0x1234_5678_9abc_def0);
     }
 }
