@@ -5,14 +5,14 @@
 //! the policy's state words, then what each way holds, then the values (structure of
 //! arrays inside a set). A lookup compares the keys with vector instructions (`lanes`) and
 //! touches only the key lines (only the ways rounded up to a multiple of 4). LRU and FIFO
-//! over 2 to 16 ways keep the set's order in one word, so a fill reads its victim off it;
+//! over 2 to 25 ways keep the set's order in one word, so a fill reads its victim off it;
 //! other policies search the state words. Each run is `stride` long: the ways rounded up
 //! to a power of two (at least 4), the extra lanes holding keys that match nothing and
 //! stamps no victim search picks. An LRU or FIFO array also remembers the block it last hit
 //! or filled, so the next reference to the same page or line skips the search.
 
 use crate::config::Policy;
-use crate::repl::{oldest, AnyPolicy, LineInfo, LineKind, Order, ReplacementPolicy, SetView};
+use crate::repl::{oldest, AnyPolicy, LineInfo, LineKind, Order, ReplacementPolicy, SetView, WideOrder};
 use std::marker::PhantomData;
 
 /// A key that has a reserved "invalid" value, so a way needs no separate valid bit.
@@ -65,8 +65,10 @@ pub struct SetAssoc<K: Key, V: Copy + Default> {
     policy: AnyPolicy,
     /// What the hot paths run inline, copied out of `policy`.
     fast: Fast,
-    /// For `Fast::OrderedLru`/`OrderedFifo`: the geometry of the order word.
+    /// For `Fast::OrderedLru`/`OrderedFifo` and `WideLru`/`WideFifo`: the geometry of the
+    /// order word.
     order: Order,
+    wide: WideOrder,
     /// The block last hit or filled (LRU and FIFO only; `K::INVALID` when none): it is the
     /// most recent of its set, so hitting it again changes no replacement state and needs no
     /// search. Consecutive references to one page or line, and a store after a load, are
@@ -83,6 +85,9 @@ enum Fast {
     OrderedLru,
     /// FIFO over an order word.
     OrderedFifo,
+    /// LRU and FIFO over a wide order word (17-25 ways).
+    WideLru,
+    WideFifo,
     /// LRU or FIFO over stamps.
     Stamped,
     /// Anything else: dispatched through the policy.
@@ -107,14 +112,28 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         assert!(sets.is_power_of_two() && ways > 0 && ways <= 4096, "geometry {sets}x{ways} must be validated by Config");
         assert!(std::mem::align_of::<K>() <= 8 && std::mem::align_of::<V>() <= 8);
         let policy = AnyPolicy::new(policy, ways, seed);
-        let (fast, order) = match &policy {
-            AnyPolicy::Ordered(p) => (if p.refreshes_on_hit() { Fast::OrderedLru } else { Fast::OrderedFifo }, p.order()),
-            AnyPolicy::Stamped(_) => (Fast::Stamped, Order::new(2)),
-            _ => (Fast::Other, Order::new(2)),
+        // (Unused geometries are placeholders: `fast` says which one the hot paths read.)
+        let (mut order, mut wide) = (Order::new(2), WideOrder::new(17));
+        let fast = match &policy {
+            AnyPolicy::Ordered(p) => {
+                order = p.order();
+                if p.refreshes_on_hit() { Fast::OrderedLru } else { Fast::OrderedFifo }
+            }
+            AnyPolicy::OrderedWide(p) => {
+                wide = p.order();
+                if p.refreshes_on_hit() { Fast::WideLru } else { Fast::WideFifo }
+            }
+            AnyPolicy::Stamped(_) => Fast::Stamped,
+            _ => Fast::Other,
         };
         let stride = ways.next_power_of_two().max(4);
-        // An order word takes two state words; stamps and the other policies one per lane.
-        let state_words = if matches!(fast, Fast::OrderedLru | Fast::OrderedFifo) { 2 } else { stride };
+        // An order word takes two or four state words; stamps and the other policies one per
+        // lane.
+        let state_words = match fast {
+            Fast::OrderedLru | Fast::OrderedFifo => Order::STATE_WORDS,
+            Fast::WideLru | Fast::WideFifo => WideOrder::STATE_WORDS,
+            _ => stride,
+        };
         let ages_at = align_up(stride * std::mem::size_of::<K>(), 8);
         let info_at = ages_at + state_words * 4;
         let vals_at = align_up(info_at + stride * std::mem::size_of::<LineInfo>(), std::mem::align_of::<V>());
@@ -136,6 +155,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             policy,
             fast,
             order,
+            wide,
             memo_key: K::INVALID,
             memo_slot: 0,
             _types: PhantomData,
@@ -234,6 +254,20 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         unsafe { (self.base_mut(set).add(self.ages_at) as *mut u64).write(order) }
     }
 
+    /// The wide order word of `set` (its first four state words; `Fast::Wide*` only).
+    #[inline]
+    fn wide_word(&self, set: usize) -> u128 {
+        // SAFETY: a set with a wide order word has four state words (8-byte aligned only,
+        // hence unaligned accesses).
+        unsafe { (self.base(set).add(self.ages_at) as *const u128).read_unaligned() }
+    }
+
+    #[inline]
+    fn set_wide_word(&mut self, set: usize, order: u128) {
+        // SAFETY: as in `wide_word`.
+        unsafe { (self.base_mut(set).add(self.ages_at) as *mut u128).write_unaligned(order) }
+    }
+
     /// A set's state words and what its ways hold, as policies see them.
     #[inline]
     fn view(&mut self, set: usize) -> (SetView<'_>, &mut AnyPolicy) {
@@ -312,7 +346,13 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
                 self.remember(key, slot);
                 return Some(slot);
             }
-            Fast::OrderedFifo => {
+            Fast::WideLru => {
+                let o = self.wide_word(set);
+                self.set_wide_word(set, WideOrder::promote(o, way));
+                self.remember(key, slot);
+                return Some(slot);
+            }
+            Fast::OrderedFifo | Fast::WideFifo => {
                 self.remember(key, slot);
                 return Some(slot);
             }
@@ -377,11 +417,9 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             let o = self.order_word(set);
             let way = self.order.victim(o);
             self.set_order_word(set, self.order.refill(o, way));
-            let slot = (set << self.stride_shift) + way;
-            self.remember(key, slot);
-            return (slot, self.replace(set, way, key, val, kind, owner));
+            return self.fill_way(set, way, key, val, kind, owner);
         }
-        self.insert_stamped(set, key, val, kind, owner)
+        self.insert_outlined(set, key, val, kind, owner)
     }
 
     /// Make `slot` (holding `key`, just hit or filled: the most recent of its set) the memo.
@@ -392,9 +430,25 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         self.memo_slot = slot;
     }
 
-    /// [`Self::insert_owned`] for the policies without an order word.
+    /// Put the block in `way` of `set`, chosen (and the order word updated) by an LRU or
+    /// FIFO fill; it becomes the memo.
+    #[inline(always)]
+    fn fill_way(&mut self, set: usize, way: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
+        let slot = (set << self.stride_shift) + way;
+        self.remember(key, slot);
+        (slot, self.replace(set, way, key, val, kind, owner))
+    }
+
+    /// [`Self::insert_owned`] for every policy but the narrow order word (out of line, so
+    /// that the fill inlined into every cache and TLB stays small).
     #[inline(never)]
-    fn insert_stamped(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
+    fn insert_outlined(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
+        if matches!(self.fast, Fast::WideLru | Fast::WideFifo) {
+            let o = self.wide_word(set);
+            let way = self.wide.victim(o);
+            self.set_wide_word(set, self.wide.refill(o, way));
+            return self.fill_way(set, way, key, val, kind, owner);
+        }
         if let AnyPolicy::Stamped(p) = &mut self.policy {
             // Invalid blocks have stamp 0 and valid ones at least 1, so one search finds an
             // invalid block or else the oldest: the common case needs no second scan.
@@ -533,11 +587,11 @@ mod tests {
     use super::*;
 
     /// A fill takes the lowest invalid way first, then the victim, with an order word (4
-    /// ways) and with stamps (24 ways), LRU and FIFO alike.
+    /// ways), a wide one (24) and with stamps (32), LRU and FIFO alike.
     #[test]
     fn fills_take_the_lowest_free_way_first() {
         for policy in [Policy::Lru, Policy::Fifo] {
-            for ways in [4usize, 24] {
+            for ways in [4usize, 24, 32] {
                 let mut a: SetAssoc<u64, u8> = SetAssoc::new(1, ways, policy, 1);
                 for k in 0..ways as u64 {
                     assert_eq!(a.insert(0, k, 0, LineKind::Data), (k as usize, None), "{policy} {ways}: fills in way order");

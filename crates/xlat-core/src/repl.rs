@@ -4,9 +4,9 @@
 //! ([`SetView`]): one 32-bit state word per block, stored with the set's tags in one
 //! contiguous block of host memory, and what each block holds. Containers pick invalid
 //! ways themselves and ask the policy only to rank valid ones. The enum [`AnyPolicy`]
-//! dispatches statically, so the hot path has no virtual calls; LRU and FIFO over 2-16 ways
-//! ([`Ordered`], nearly every structure) keep a set's order in one word instead, which the
-//! containers update inline.
+//! dispatches statically, so the hot path has no virtual calls; LRU and FIFO over 2-25 ways
+//! ([`Ordered`], [`OrderedWide`]: nearly every structure) keep a set's order in one word
+//! instead, which the containers update inline.
 
 use crate::config::Policy;
 
@@ -147,124 +147,149 @@ impl ReplacementPolicy for Stamped {
     }
 }
 
-/// LRU and FIFO over sets of 2 to 16 ways: instead of stamps, a set keeps its order in one
-/// 64-bit word (its first two state words), way numbers in nibbles from the most recent
-/// (nibble 0) to the next victim (nibble `ways - 1`); nibbles past `ways` hold 0xF, which
-/// names no way. A hit (LRU) or a fill moves a way to the front with a few shifts and the
-/// victim is read off the end, so neither searches the set (no stamps, no clock to renumber).
-/// Same choices as [`Stamped`]: invalid ways wait at the end in descending order, so the
-/// lowest invalid way is filled first, as stamp 0 with a first-lane tie-break gives.
-/// Containers run the hot operations ([`Order`]) inline; this is the policy-trait face.
-#[derive(Clone, Copy)]
-pub struct Ordered {
-    refresh_on_hit: bool,
-    order: Order,
-}
-
-/// The order-word operations for one geometry.
-#[derive(Clone, Copy, Debug)]
-pub struct Order {
-    ways: usize,
-    /// Bit position of the victim's nibble.
-    victim_at: u32,
-    /// The nibbles past `ways`, all ones.
-    unused: u64,
-}
-
-/// Every nibble 1.
-const NIBBLES: u64 = 0x1111_1111_1111_1111;
-
-impl Order {
-    /// Whether `ways` suits an order word.
-    pub fn fits(ways: usize) -> bool {
-        (2..=16).contains(&ways)
-    }
-
-    pub fn new(ways: usize) -> Order {
-        assert!(Self::fits(ways));
-        let unused = if ways == 16 { 0 } else { u64::MAX << (4 * ways) };
-        Order { ways, victim_at: 4 * (ways as u32 - 1), unused }
-    }
-
-    /// The word of an empty set: descending from the front, so way 0 is the first victim.
-    pub fn empty(&self) -> u64 {
-        (0..self.ways).fold(self.unused, |o, w| o | ((self.ways - 1 - w) as u64) << (4 * w))
-    }
-
-    /// `order` with `way` moved to the front.
-    #[inline]
-    pub fn promote(order: u64, way: usize) -> u64 {
-        // The first nibble equal to `way` is the first zero nibble of x (no borrow reaches
-        // it from below, so the flag is exact).
-        let x = order ^ (way as u64).wrapping_mul(NIBBLES);
-        let zero = x.wrapping_sub(NIBBLES) & !x & (NIBBLES << 3);
-        debug_assert!(zero != 0, "way {way} is not in the order word {order:#x}");
-        let at = zero.trailing_zeros() & !3;
-        let below = order & ((1u64 << at) - 1);
-        let above = order & ((u64::MAX << at) << 4);
-        above | below << 4 | way as u64
-    }
-
-    /// The victim's way.
-    #[inline]
-    pub fn victim(&self, order: u64) -> usize {
-        (order >> self.victim_at) as usize & 0xF
-    }
-
-    /// `order` after filling its victim `way` (now the most recent).
-    #[inline]
-    pub fn refill(&self, order: u64, way: usize) -> u64 {
-        (order << 4) & !self.unused | self.unused | way as u64
-    }
-
-    /// `order` after invalidations: the valid ways (bit `w` of `valid`) in their order,
-    /// then the invalid ones, lowest last.
-    pub fn invalidated(&self, order: u64, valid: u32) -> u64 {
-        let ranked = (0..self.ways).map(|i| (order >> (4 * i)) as usize & 0xF);
-        let ways = ranked.filter(|&w| valid >> w & 1 != 0).chain((0..self.ways).rev().filter(|&w| valid >> w & 1 == 0));
-        ways.enumerate().fold(self.unused, |o, (i, w)| o | (w as u64) << (4 * i))
-    }
-}
-
-impl Ordered {
-    fn get(ages: &[u32]) -> u64 {
-        ages[0] as u64 | (ages[1] as u64) << 32
-    }
-
-    fn put(ages: &mut [u32], order: u64) {
-        ages[0] = order as u32;
-        ages[1] = (order >> 32) as u32;
-    }
-
-    /// Whether hits move a way to the front (LRU) or not (FIFO).
-    pub fn refreshes_on_hit(&self) -> bool {
-        self.refresh_on_hit
-    }
-
-    pub fn order(&self) -> Order {
-        self.order
-    }
-}
-
-impl ReplacementPolicy for Ordered {
-    fn init(&self, ages: &mut [u32]) {
-        Self::put(ages, self.order.empty());
-    }
-    fn on_hit(&mut self, set: &mut SetView, way: usize) {
-        if self.refresh_on_hit {
-            Self::put(set.ages, Order::promote(Self::get(set.ages), way));
+/// LRU and FIFO without stamps: a set keeps its recency order in one word (its first state
+/// words), way numbers in fields from the most recent (field 0) to the next victim (field
+/// `ways - 1`); fields past `ways` hold all ones, which names no way. A hit (LRU) or a fill
+/// moves a way to the front with a few shifts and the victim is read off the end, so neither
+/// searches the set (no stamps, no clock to renumber). Same choices as [`Stamped`]: invalid
+/// ways wait at the end in descending order, so the lowest invalid way is filled first, as
+/// stamp 0 with a first-lane tie-break gives. Two sizes: [`Order`] (a `u64` of 4-bit fields,
+/// 2-16 ways: nearly every structure) and [`WideOrder`] (a `u128` of 5-bit fields, 17-25
+/// ways: 24-entry page-walk caches). Containers run the hot operations inline; [`Ordered`]
+/// and [`OrderedWide`] are their policy-trait faces.
+macro_rules! order_word {
+    ($order:ident, $policy:ident, $word:ty, $bits:expr, $min:expr, $max:expr, $words:expr) => {
+        /// The order-word operations for one geometry (see the macro's comment).
+        #[derive(Clone, Copy, Debug)]
+        pub struct $order {
+            ways: usize,
+            /// Bit position of the victim's field.
+            victim_at: u32,
+            /// The fields past `ways`, all ones.
+            unused: $word,
         }
-    }
-    fn on_fill(&mut self, set: &mut SetView, way: usize) {
-        Self::put(set.ages, Order::promote(Self::get(set.ages), way));
-    }
-    fn victim(&mut self, set: &mut SetView) -> usize {
-        self.order.victim(Self::get(set.ages))
-    }
-    fn on_invalidate(&mut self, set: &mut SetView, _way: usize, valid: u32) {
-        Self::put(set.ages, self.order.invalidated(Self::get(set.ages), valid));
-    }
+
+        impl $order {
+            /// State words (u32) the order word takes.
+            pub const STATE_WORDS: usize = $words;
+            /// A 1 at the bottom of every field.
+            const ONES: $word = {
+                let mut o: $word = 0;
+                let mut i = 0;
+                while i < $max {
+                    o |= 1 << ($bits * i);
+                    i += 1;
+                }
+                o
+            };
+            /// Every bit of every field.
+            const ALL: $word = Self::ONES * ((1 << $bits) - 1);
+
+            /// Whether `ways` suits this word.
+            pub fn fits(ways: usize) -> bool {
+                ($min..=$max).contains(&ways)
+            }
+
+            pub fn new(ways: usize) -> $order {
+                assert!(Self::fits(ways));
+                let unused = if ways == $max { 0 } else { Self::ALL & (<$word>::MAX << ($bits * ways)) };
+                $order { ways, victim_at: $bits * (ways as u32 - 1), unused }
+            }
+
+            /// The word of an empty set: descending from the front, so way 0 is the first
+            /// victim.
+            pub fn empty(&self) -> $word {
+                (0..self.ways).fold(self.unused, |o, w| o | ((self.ways - 1 - w) as $word) << ($bits * w))
+            }
+
+            /// `order` with `way` moved to the front.
+            #[inline]
+            pub fn promote(order: $word, way: usize) -> $word {
+                // The first field equal to `way` is the first zero field of x (no borrow
+                // reaches it from below, so the flag on its top bit is exact).
+                let x = order ^ (way as $word).wrapping_mul(Self::ONES);
+                let zero = x.wrapping_sub(Self::ONES) & !x & (Self::ONES << ($bits - 1));
+                debug_assert!(zero != 0, "way {way} is not in the order word {order:#x}");
+                let at = zero.trailing_zeros() - ($bits - 1);
+                let below = order & ((1 << at) - 1);
+                let above = order & ((<$word>::MAX << at) << $bits);
+                above | below << $bits | way as $word
+            }
+
+            /// The victim's way.
+            #[inline]
+            pub fn victim(&self, order: $word) -> usize {
+                (order >> self.victim_at) as usize & ((1 << $bits) - 1)
+            }
+
+            /// `order` after filling its victim `way` (now the most recent).
+            #[inline]
+            pub fn refill(&self, order: $word, way: usize) -> $word {
+                (order << $bits) & Self::ALL & !self.unused | self.unused | way as $word
+            }
+
+            /// `order` after invalidations: the valid ways (bit `w` of `valid`) in their
+            /// order, then the invalid ones, lowest last.
+            pub fn invalidated(&self, order: $word, valid: u32) -> $word {
+                let field = (1 << $bits) - 1;
+                let ranked = (0..self.ways).map(|i| (order >> ($bits * i)) as usize & field);
+                let ways = ranked.filter(|&w| valid >> w & 1 != 0).chain((0..self.ways).rev().filter(|&w| valid >> w & 1 == 0));
+                ways.enumerate().fold(self.unused, |o, (i, w)| o | (w as $word) << ($bits * i))
+            }
+        }
+
+        /// LRU or FIFO over an order word, as a [`ReplacementPolicy`].
+        #[derive(Clone, Copy)]
+        pub struct $policy {
+            refresh_on_hit: bool,
+            order: $order,
+        }
+
+        impl $policy {
+            fn get(ages: &[u32]) -> $word {
+                (0..$words).fold(0, |o, i| o | (ages[i] as $word) << (32 * i))
+            }
+
+            fn put(ages: &mut [u32], order: $word) {
+                for (i, a) in ages[..$words].iter_mut().enumerate() {
+                    *a = (order >> (32 * i)) as u32;
+                }
+            }
+
+            /// Whether hits move a way to the front (LRU) or not (FIFO).
+            pub fn refreshes_on_hit(&self) -> bool {
+                self.refresh_on_hit
+            }
+
+            pub fn order(&self) -> $order {
+                self.order
+            }
+        }
+
+        impl ReplacementPolicy for $policy {
+            fn init(&self, ages: &mut [u32]) {
+                Self::put(ages, self.order.empty());
+            }
+            fn on_hit(&mut self, set: &mut SetView, way: usize) {
+                if self.refresh_on_hit {
+                    Self::put(set.ages, $order::promote(Self::get(set.ages), way));
+                }
+            }
+            fn on_fill(&mut self, set: &mut SetView, way: usize) {
+                Self::put(set.ages, $order::promote(Self::get(set.ages), way));
+            }
+            fn victim(&mut self, set: &mut SetView) -> usize {
+                self.order.victim(Self::get(set.ages))
+            }
+            fn on_invalidate(&mut self, set: &mut SetView, _way: usize, valid: u32) {
+                Self::put(set.ages, self.order.invalidated(Self::get(set.ages), valid));
+            }
+        }
+    };
 }
+
+order_word!(Order, Ordered, u64, 4, 2, 16, 2);
+order_word!(WideOrder, OrderedWide, u128, 5, 17, 25, 4);
 
 /// Stamps beyond this trigger a renumbering (leaves room for a set's worth of ticks).
 pub const STAMP_LIMIT: u32 = u32::MAX - 8192;
@@ -401,6 +426,8 @@ impl ReplacementPolicy for Ptp {
 pub enum AnyPolicy {
     /// LRU and FIFO for sets of 2 to 16 ways.
     Ordered(Ordered),
+    /// LRU and FIFO for sets of 17 to 25 ways.
+    OrderedWide(OrderedWide),
     /// LRU and FIFO for other sets.
     Stamped(Stamped),
     Ptp(Ptp),
@@ -413,6 +440,9 @@ impl AnyPolicy {
     pub fn new(policy: Policy, ways: usize, seed: u64) -> AnyPolicy {
         match policy {
             Policy::Lru | Policy::Fifo if Order::fits(ways) => AnyPolicy::Ordered(Ordered { refresh_on_hit: policy == Policy::Lru, order: Order::new(ways) }),
+            Policy::Lru | Policy::Fifo if WideOrder::fits(ways) => {
+                AnyPolicy::OrderedWide(OrderedWide { refresh_on_hit: policy == Policy::Lru, order: WideOrder::new(ways) })
+            }
             Policy::Lru => AnyPolicy::Stamped(Stamped::lru()),
             Policy::Fifo => AnyPolicy::Stamped(Stamped::fifo()),
             Policy::Ptp => AnyPolicy::Ptp(Ptp::new(seed)),
@@ -426,6 +456,7 @@ macro_rules! dispatch {
     ($self:ident, $p:ident => $e:expr) => {
         match $self {
             AnyPolicy::Ordered($p) => $e,
+            AnyPolicy::OrderedWide($p) => $e,
             AnyPolicy::Stamped($p) => $e,
             AnyPolicy::Ptp($p) => $e,
             AnyPolicy::Srrip($p) => $e,
@@ -493,5 +524,26 @@ mod tests {
         let o16 = Order::new(16);
         assert_eq!(o16.empty(), 0x0123_4567_89ab_cdef);
         assert_eq!(Order::promote(o16.empty(), 0), 0x1234_5678_9abc_def0);
+    }
+
+    /// The wide word (5-bit fields) behaves the same: 17 ways, then 25 (every field).
+    #[test]
+    fn wide_order_word() {
+        let o = WideOrder::new(17);
+        let mut w = o.empty();
+        for expect in 0..17 {
+            let v = o.victim(w);
+            assert_eq!(v, expect, "an empty set fills in way order");
+            w = o.refill(w, v);
+        }
+        assert_eq!(w & 31, 16, "the last filled is the most recent");
+        assert_eq!(o.victim(w), 0);
+        w = WideOrder::promote(w, 0);
+        assert_eq!((w & 31, o.victim(w)), (0, 1), "a hit on the victim makes 1 the next");
+        assert_eq!(w >> 85, (1u128 << 40) - 1, "unused fields stay all ones");
+        let o25 = WideOrder::new(25);
+        let w = o25.refill(o25.empty(), o25.victim(o25.empty()));
+        assert_eq!((w & 31, o25.victim(w)), (0, 1));
+        assert_eq!(w >> 125, 0, "no bits above the 25 fields");
     }
 }
