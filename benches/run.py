@@ -51,7 +51,10 @@ def case(name: str, quick: bool) -> dict:
             times[n] = time.perf_counter() - t
             assert r.stats["refs"] == n, (workload, n, r.stats["refs"])
         dt = times[refs]
-        rate = (refs - refs // 5) / (dt - times[refs // 5])
+        span = dt - times[refs // 5]
+        # (A non-positive span, only possible for tiny runs on a noisy host: fall back to
+        # the end-to-end rate rather than divide by it.)
+        rate = (refs - refs // 5) / span if span > 0 else refs / dt
         out = {"workload": workload, "refs": refs, "seconds": dt, "refs_per_s": rate,
                "end_to_end_refs_per_s": refs / dt, "setup_seconds": max(dt - refs / rate, 0.0),
                "ipc": r.stats["ipc"], "walks": r.stats["walks"]}
