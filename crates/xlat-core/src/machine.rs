@@ -194,6 +194,17 @@ struct PrefetchRing {
 }
 
 impl PrefetchRing {
+    fn new() -> PrefetchRing {
+        PrefetchRing {
+            leaves: [NO_NODE; PREFETCH_RING],
+            region: u64::MAX,
+            leaf: NO_NODE,
+            host_leaves: [NO_NODE; PREFETCH_RING],
+            pte_region: (usize::MAX, u64::MAX),
+            pte_leaf: NO_NODE,
+        }
+    }
+
     /// Slot `i`: the leaf node of `va` in `pt` (a tree at `root`), prefetching its
     /// bookkeeping. References close together share a leaf node, so the tree is descended
     /// only for a new 2 MB region (a stale answer after a remap only costs a useless host
@@ -1056,15 +1067,7 @@ impl Machine {
         let limit = opts.max_refs.map(|m| m + opts.warmup).unwrap_or(u64::MAX);
         let mut next_progress = PROGRESS_EVERY;
         // One prefetch pipeline per core: each runs ahead in its own stream.
-        let mut rings: Vec<PrefetchRing> =
-            (0..n).map(|_| PrefetchRing {
-                leaves: [NO_NODE; PREFETCH_RING],
-                region: u64::MAX,
-                leaf: NO_NODE,
-                host_leaves: [NO_NODE; PREFETCH_RING],
-                pte_region: (usize::MAX, u64::MAX),
-                pte_leaf: NO_NODE,
-            }).collect();
+        let mut rings: Vec<PrefetchRing> = (0..n).map(|_| PrefetchRing::new()).collect();
         'run: while done < limit {
             // The core with the smallest local clock goes next (ties: lowest id).
             let mut c = usize::MAX;
