@@ -240,32 +240,21 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         self.lanes_mut(set, self.vals_at)
     }
 
-    /// The order word of `set` (its first two state words; `Fast::Ordered*` only).
+    /// The order word of `set`: its first state words, read as `W` (`u64` for
+    /// `Fast::Ordered*`, `u128` for `Fast::Wide*`; only those integer types).
     #[inline]
-    fn order_word(&self, set: usize) -> u64 {
-        // SAFETY: the state words start 8-byte aligned (after `stride` keys of 8 or 16
-        // bytes) and a set has at least 4 of them.
-        unsafe { (self.base(set).add(self.ages_at) as *const u64).read() }
+    fn order_word<W: Copy>(&self, set: usize) -> W {
+        debug_assert!(std::mem::size_of::<W>() <= self.state_words * 4);
+        // SAFETY: a set with an order word has 2 (u64) or 4 (u128) state words, 8-byte
+        // aligned only, hence the unaligned access; any bits are a valid integer.
+        unsafe { (self.base(set).add(self.ages_at) as *const W).read_unaligned() }
     }
 
     #[inline]
-    fn set_order_word(&mut self, set: usize, order: u64) {
+    fn set_order_word<W: Copy>(&mut self, set: usize, order: W) {
+        debug_assert!(std::mem::size_of::<W>() <= self.state_words * 4);
         // SAFETY: as in `order_word`.
-        unsafe { (self.base_mut(set).add(self.ages_at) as *mut u64).write(order) }
-    }
-
-    /// The wide order word of `set` (its first four state words; `Fast::Wide*` only).
-    #[inline]
-    fn wide_word(&self, set: usize) -> u128 {
-        // SAFETY: a set with a wide order word has four state words (8-byte aligned only,
-        // hence unaligned accesses).
-        unsafe { (self.base(set).add(self.ages_at) as *const u128).read_unaligned() }
-    }
-
-    #[inline]
-    fn set_wide_word(&mut self, set: usize, order: u128) {
-        // SAFETY: as in `wide_word`.
-        unsafe { (self.base_mut(set).add(self.ages_at) as *mut u128).write_unaligned(order) }
+        unsafe { (self.base_mut(set).add(self.ages_at) as *mut W).write_unaligned(order) }
     }
 
     /// A set's state words and what its ways hold, as policies see them.
@@ -324,6 +313,12 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         if key == self.memo_key && self.memo_slot >> self.stride_shift == set {
             return Some(self.memo_slot);
         }
+        self.search(set, key)
+    }
+
+    /// The key search itself (no memo).
+    #[inline]
+    fn search(&self, set: usize, key: K) -> Option<usize> {
         // SAFETY: the keys are the first `stride >= searched` lanes of the set's block.
         let keys = unsafe { std::slice::from_raw_parts(self.base(set) as *const K, self.searched) };
         K::find(keys, key).map(|w| (set << self.stride_shift) + w)
@@ -336,19 +331,19 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             // The most recent block of its set: a hit changes nothing (LRU or FIFO).
             return Some(self.memo_slot);
         }
-        let slot = self.probe(set, key)?;
+        let slot = self.search(set, key)?;
         let way = slot & (self.stride - 1);
         // LRU and FIFO (nearly every structure) inline; the other policies dispatch.
         match self.fast {
             Fast::OrderedLru => {
-                let o = self.order_word(set);
+                let o = self.order_word::<u64>(set);
                 self.set_order_word(set, Order::promote(o, way));
                 self.remember(key, slot);
                 return Some(slot);
             }
             Fast::WideLru => {
-                let o = self.wide_word(set);
-                self.set_wide_word(set, WideOrder::promote(o, way));
+                let o = self.order_word::<u128>(set);
+                self.set_order_word(set, WideOrder::promote(o, way));
                 self.remember(key, slot);
                 return Some(slot);
             }
@@ -414,7 +409,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     #[inline]
     pub fn insert_owned(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
         if matches!(self.fast, Fast::OrderedLru | Fast::OrderedFifo) {
-            let o = self.order_word(set);
+            let o = self.order_word::<u64>(set);
             let way = self.order.victim(o);
             self.set_order_word(set, self.order.refill(o, way));
             return self.fill_way(set, way, key, val, kind, owner);
@@ -444,9 +439,9 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     #[inline(never)]
     fn insert_outlined(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
         if matches!(self.fast, Fast::WideLru | Fast::WideFifo) {
-            let o = self.wide_word(set);
+            let o = self.order_word::<u128>(set);
             let way = self.wide.victim(o);
-            self.set_wide_word(set, self.wide.refill(o, way));
+            self.set_order_word(set, self.wide.refill(o, way));
             return self.fill_way(set, way, key, val, kind, owner);
         }
         if let AnyPolicy::Stamped(p) = &mut self.policy {
