@@ -183,6 +183,8 @@ const PREFETCH_RING: usize = 128;
 /// and the last 2 MB region looked up with its leaf.
 struct PrefetchRing {
     leaves: [NodeId; PREFETCH_RING],
+    /// The data line of each reference, once its PTE has been read.
+    lines: [u64; PREFETCH_RING],
     region: u64,
     leaf: NodeId,
     /// Virtualized: the host leaf node that maps each reference's data page.
@@ -197,6 +199,7 @@ impl PrefetchRing {
     fn new() -> PrefetchRing {
         PrefetchRing {
             leaves: [NO_NODE; PREFETCH_RING],
+            lines: [u64::MAX; PREFETCH_RING],
             region: u64::MAX,
             leaf: NO_NODE,
             host_leaves: [NO_NODE; PREFETCH_RING],
@@ -205,16 +208,16 @@ impl PrefetchRing {
         }
     }
 
-    /// Slot `i`: the leaf node of `va` in `pt` (a tree at `root`), prefetching its
-    /// bookkeeping. References close together share a leaf node, so the tree is descended
-    /// only for a new 2 MB region (a stale answer after a remap only costs a useless host
-    /// prefetch).
+    /// Slot `i`: the leaf node of `va` in `pt` (a tree at `root`; a hint, see
+    /// [`crate::pt::PageTables::leaf_hint`]), prefetching its bookkeeping. References close
+    /// together share a leaf node, so the tree is descended only for a new 2 MB region (a
+    /// stale answer after a remap only costs a useless host prefetch).
     #[inline]
-    fn find_leaf(&mut self, i: usize, va: u64, pt: &crate::pt::PageTables, root: NodeId, top: u8) {
+    fn find_leaf(&mut self, i: usize, va: u64, pt: &crate::pt::PageTables, root: NodeId) {
         let region = va >> 21;
         if region != self.region {
             self.region = region;
-            self.leaf = pt.leaf_node(root, top, VirtAddr(va)).unwrap_or(NO_NODE);
+            self.leaf = pt.leaf_hint(root, VirtAddr(va));
             if self.leaf != NO_NODE {
                 pt.prefetch_node(self.leaf);
             }
@@ -921,14 +924,14 @@ impl Machine {
         let sp = &self.os.spaces[core.space];
         let pt = &self.os.pt;
         if let Some(r) = batch.get(i + 2 * D) {
-            ring.find_leaf(i + 2 * D, r.va, pt, sp.root, sp.top);
+            ring.find_leaf(i + 2 * D, r.va, pt, sp.root);
         }
         if i < D {
             return; // the stages below need the first stage to have run for their slot
         }
         if let Some(r) = batch.get(i + D) {
             let leaf = ring.leaves[(i + D) % PREFETCH_RING];
-            if leaf != NO_NODE {
+            if leaf != NO_NODE && pt.node(leaf).low() == 1 {
                 let idx = pt.node(leaf).index(VirtAddr(r.va));
                 pt.prefetch_entry(leaf, idx);
                 let line = pt.node(leaf).entry_addr(idx).line();
@@ -937,15 +940,27 @@ impl Machine {
             }
         }
         if let Some(r) = batch.get(i + D / 2) {
-            let leaf = ring.leaves[(i + D / 2) % PREFETCH_RING];
-            if leaf != NO_NODE {
+            let slot = (i + D / 2) % PREFETCH_RING;
+            let leaf = ring.leaves[slot];
+            ring.lines[slot] = u64::MAX;
+            if leaf != NO_NODE && pt.node(leaf).low() == 1 {
                 let va = VirtAddr(r.va);
-                let e = pt.entry(leaf, pt.node(leaf).index(va));
+                let idx = pt.node(leaf).index(va);
+                // Filling the PTE's line into L2 may write a dirty victim back to the LLC.
+                core.l2.prefetch_victim_set(pt.node(leaf).entry_addr(idx).line(), &self.llc);
+                let e = pt.entry(leaf, idx);
                 if e & PTE_P != 0 {
                     let line = ((e & crate::pt::PTE_PFN_MASK) + va.offset(PageSize::Size4K)) >> 6;
                     core.l2.prefetch_set(line);
                     self.llc.prefetch_set(line);
+                    ring.lines[slot] = line;
                 }
+            }
+        }
+        if i + D / 4 < batch.len() {
+            let line = ring.lines[(i + D / 4) % PREFETCH_RING];
+            if line != u64::MAX {
+                core.l2.prefetch_victim_set(line, &self.llc);
             }
         }
     }
@@ -968,13 +983,14 @@ impl Machine {
             self.llc.prefetch_set(line);
         };
         // With several VMs the core switches guests: slots filled for another guest hold
-        // ids of its tables, so every id is checked against this guest's before use.
-        let valid = |leaf: NodeId| leaf != NO_NODE && gpt.has_node(leaf);
+        // ids of its tables, so every id is checked against this guest's before use (and
+        // slots hold hints: a leaf is checked to be one).
+        let valid = |leaf: NodeId| leaf != NO_NODE && gpt.has_node(leaf) && gpt.node(leaf).low() == 1;
         if let Some(r) = batch.get(i + 2 * D) {
-            if !valid(ring.leaf) {
+            if !gpt.has_node(ring.leaf) {
                 ring.region = u64::MAX;
             }
-            ring.find_leaf(i + 2 * D, r.va, gpt, gsp.root, gsp.top);
+            ring.find_leaf(i + 2 * D, r.va, gpt, gsp.root);
         }
         if i < D {
             return;

@@ -675,6 +675,27 @@ impl PageTables {
         (self.nodes[node as usize].low() == 1).then_some(node)
     }
 
+    /// The level-1 node that maps `va`, found without reading that node's own bookkeeping
+    /// (a random one of thousands, likely a host cache miss): the descent stops at the
+    /// level-2 entry and returns the id it holds. A prefetch hint: `NO_NODE` when nothing is
+    /// there, and the id may name a node of another level (a flattened node is returned
+    /// itself), so users check [`Node::low`] once the node has arrived.
+    #[inline]
+    pub fn leaf_hint(&self, root: NodeId, va: VirtAddr) -> NodeId {
+        let mut node = root;
+        loop {
+            let n = &self.nodes[node as usize];
+            if n.low() <= 1 {
+                return node;
+            }
+            let child = n.children[n.index(va)];
+            if child == NO_NODE || n.low() == 2 {
+                return child;
+            }
+            node = child;
+        }
+    }
+
     /// Ask the host CPU to start loading the storage of entry `idx` of `node`.
     #[inline]
     pub fn prefetch_entry(&self, node: NodeId, idx: usize) {
