@@ -1,6 +1,6 @@
 //! Engine throughput on a synthetic GUPS-like stream (no workloads crate needed):
 //! `cargo run --release -p xlat-core --example speed -- [refs] [footprint_gb] [key=value...]`.
-//! With `XLAT_DUMP=1` it prints every statistic too (to compare builds: an optimization
+//! `XLAT_THREADS=1` keeps it to one host thread. With `XLAT_DUMP=1` it prints every statistic too (to compare builds: an optimization
 //! must leave them bit-identical).
 use std::time::Instant;
 use xlat_core::{Config, Ref, RefSource, Region, RunOptions, SourceError};
@@ -46,7 +46,8 @@ fn main() {
     m.prefault().unwrap();
     let tp = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+    let threads = std::env::var("XLAT_THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    m.run(&mut src, RunOptions { threads, ..RunOptions::default() }, &mut |_| true).unwrap();
     let dt = t.elapsed().as_secs_f64();
     let s = m.stats();
     println!(

@@ -1,4 +1,5 @@
-//! xlat-core: the engine. Pure simulation: no files, no threads, no Python.
+//! xlat-core: the engine. Pure simulation: no files, no Python; a second host thread only
+//! to run one core's memory side beside its translation (`pipeline`), same results.
 //!
 //! See `shared/design/ARCHITECTURE.md` §2-§5 for the shape: a reference goes through the
 //! TLBs, the page-walk caches and a walker that reads real page-table entries (built by the
@@ -15,6 +16,7 @@ mod lanes;
 pub mod machine;
 pub mod os;
 pub mod phys;
+mod pipeline;
 pub mod pt;
 pub mod repl;
 pub mod sched;

@@ -13,6 +13,7 @@ use crate::sched::Scope;
 use crate::stats::{CoreCounters, Stats, VirtCounters};
 use crate::timing::Window;
 use crate::tlb::{Ctx, Invalidate, Pwc, TlbEntry, TlbLevel};
+use crate::pipeline::Op;
 use crate::workload::{Ref, RefKind, RefSource};
 
 /// Where an access was served.
@@ -26,7 +27,7 @@ pub enum Served {
 }
 
 /// Which table a walk reads (`Machine::walk_table`'s parameter).
-const NATIVE: u8 = 0;
+pub(crate) const NATIVE: u8 = 0;
 /// The host's (EPT) table of a VM: gPA -> hPA.
 const HOST: u8 = 1;
 /// A guest's table: gVA -> gPA, its entries at guest-physical addresses.
@@ -45,7 +46,7 @@ enum Found {
 
 /// Where an access enters the hierarchy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Port {
+pub(crate) enum Port {
     L1i,
     L1d,
     L2,
@@ -161,6 +162,13 @@ impl Core {
     pub fn cycles(&self) -> u64 {
         self.window.cycles() - self.base_cycles
     }
+
+    /// Exchange timing windows (and where statistics last restarted) with `other`.
+    pub(crate) fn swap_window(&mut self, other: &mut Core) {
+        std::mem::swap(&mut self.window, &mut other.window);
+        std::mem::swap(&mut self.base_instr, &mut other.base_instr);
+        std::mem::swap(&mut self.base_cycles, &mut other.base_cycles);
+    }
 }
 
 /// How much to run.
@@ -170,6 +178,9 @@ pub struct RunOptions {
     pub max_refs: Option<u64>,
     /// References simulated before statistics are reset.
     pub warmup: u64,
+    /// Host threads: 0 = choose (two when the host has them and the run can be pipelined,
+    /// see [`crate::pipeline`]), 1 = one. Statistics are the same either way.
+    pub threads: usize,
 }
 
 /// How often the progress callback runs, in references.
@@ -243,15 +254,21 @@ pub struct Machine {
     top: u8,
     host_top: u8,
     /// Virtualized (2D walks).
-    virt: bool,
+    pub(crate) virt: bool,
     /// The cores have a nested TLB.
     ntlb: bool,
     /// Where page-walk reads enter the hierarchy.
-    port: Port,
+    pub(crate) port: Port,
     /// Cores that run a stream (the rest idle).
     active: usize,
     /// Page-table prioritization runs a TLB-miss phase detector.
-    ptp_detector: bool,
+    pub(crate) ptp_detector: bool,
+    /// The front half of a pipelined run ([`crate::pipeline`]): references are translated
+    /// here, and what the memory side must do with them is recorded in `rec`, not done.
+    pub(crate) front: bool,
+    pub(crate) rec: Vec<crate::pipeline::Op>,
+    /// The machine a pipelined run replays the memory side on, kept between runs.
+    pub(crate) twin: Option<Box<Machine>>,
 }
 
 impl Machine {
@@ -298,6 +315,9 @@ impl Machine {
             ptp_detector: cfg.ptp_mode == crate::config::PtpMode::Detector
                 && (cfg.cache_l2_policy == crate::config::Policy::Ptp || cfg.cache_llc_policy == crate::config::Policy::Ptp),
             cfg: cfg.clone(),
+            front: false,
+            rec: Vec::new(),
+            twin: None,
         };
         m.steer_ptp();
         Ok(m)
@@ -386,7 +406,7 @@ impl Machine {
     /// back (non-inclusive, non-exclusive; inclusive LLC back-invalidates on eviction).
     /// Returns the load-to-use latency and where it was served.
     #[inline(always)]
-    fn access(&mut self, c: usize, line: u64, kind: LineKind, write: bool, port: Port, now: u64) -> (u64, Served) {
+    pub(crate) fn access(&mut self, c: usize, line: u64, kind: LineKind, write: bool, port: Port, now: u64) -> (u64, Served) {
         let owner = c as u8;
         let core = &mut self.cores[c];
         let l1 = match port {
@@ -519,35 +539,12 @@ impl Machine {
             } else {
                 addr.line()
             };
-            let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.port, now + *latency);
-            *latency += lat;
-            let core = &mut self.cores[c];
-            let k = &mut core.counters;
-            k.walk_steps += 1;
-            match served {
-                Served::L1 => k.pte_l1 += 1,
-                Served::L2 => k.pte_l2 += 1,
-                Served::Llc => k.pte_llc += 1,
-                Served::Dram => k.pte_dram += 1,
-            }
-            if D == GUEST {
-                let v = &mut core.vcounters;
-                v.guest_steps += 1;
-                match served {
-                    Served::L1 => v.pte_guest_l1 += 1,
-                    Served::L2 => v.pte_guest_l2 += 1,
-                    Served::Llc => v.pte_guest_llc += 1,
-                    Served::Dram => v.pte_guest_dram += 1,
-                }
-            } else if D == HOST {
-                let v = &mut core.vcounters;
-                v.host_steps += 1;
-                match served {
-                    Served::L1 => v.pte_host_l1 += 1,
-                    Served::L2 => v.pte_host_l2 += 1,
-                    Served::Llc => v.pte_host_llc += 1,
-                    Served::Dram => v.pte_host_dram += 1,
-                }
+            if D == NATIVE && self.front {
+                self.rec.push(Op::Pte(line));
+            } else {
+                let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.port, now + *latency);
+                *latency += lat;
+                self.count_pte::<D>(c, served);
             }
             let pt = if D == GUEST { &mut self.vms[vm].os.pt } else { &mut self.os.pt };
             let e = pt.entry(node, idx);
@@ -580,6 +577,40 @@ impl Machine {
         }
     }
 
+    /// Count a page-table read of table `D` served at `served` (walk steps, and where the
+    /// entry came from).
+    #[inline(always)]
+    pub(crate) fn count_pte<const D: u8>(&mut self, c: usize, served: Served) {
+        let core = &mut self.cores[c];
+        let k = &mut core.counters;
+        k.walk_steps += 1;
+        match served {
+            Served::L1 => k.pte_l1 += 1,
+            Served::L2 => k.pte_l2 += 1,
+            Served::Llc => k.pte_llc += 1,
+            Served::Dram => k.pte_dram += 1,
+        }
+        if D == GUEST {
+            let v = &mut core.vcounters;
+            v.guest_steps += 1;
+            match served {
+                Served::L1 => v.pte_guest_l1 += 1,
+                Served::L2 => v.pte_guest_l2 += 1,
+                Served::Llc => v.pte_guest_llc += 1,
+                Served::Dram => v.pte_guest_dram += 1,
+            }
+        } else if D == HOST {
+            let v = &mut core.vcounters;
+            v.host_steps += 1;
+            match served {
+                Served::L1 => v.pte_host_l1 += 1,
+                Served::L2 => v.pte_host_l2 += 1,
+                Served::Llc => v.pte_host_llc += 1,
+                Served::Dram => v.pte_host_dram += 1,
+            }
+        }
+    }
+
     /// A page walk for `va` on core `c` starting at cycle `now`. Reads real entries
     /// through the caches, sets A (and D for a store) bits as hardware does, fills the
     /// page-walk caches, and asks the OS to map the page on a fault (then walks again).
@@ -599,6 +630,9 @@ impl Machine {
             // After a fault the instruction re-executes and walks again: a second walk.
             self.cores[c].counters.walks += 1;
             latency += self.cfg.pwc_latency;
+            if self.front {
+                self.rec.push(Op::Try);
+            }
             if let Found::Leaf(e, size) = self.walk_table::<NATIVE>(c, 0, va, ctx, level, node, write, now, &mut latency)? {
                 let frame = (e & PTE_PFN_MASK) >> 12;
                 return Ok((TlbEntry { frame, dirty: e & PTE_D != 0 }, size, latency, fault_cost));
@@ -613,6 +647,9 @@ impl Machine {
             k.faults += 1;
             k.fault_cycles += fault_cost;
             latency += fault_cost;
+            if self.front {
+                self.rec.push(Op::Fault(fault_cost));
+            }
         }
     }
 
@@ -758,6 +795,9 @@ impl Machine {
                         PageSize::Size1G => k.l1d_tlb_hits_1g += 1,
                     }
                 }
+                if self.front {
+                    self.rec.push(Op::Hit { l2: false });
+                }
                 return Ok((e.frame, size, t));
             }
             // A store through a clean translation: the hardware walks to set the PTE's D bit.
@@ -777,6 +817,9 @@ impl Machine {
                 if !(write && !e.dirty) {
                     let l1 = if fetch { &mut core.itlb } else { &mut core.dtlb };
                     l1.insert_absent(va, size, ctx, e);
+                    if self.front {
+                        self.rec.push(Op::Hit { l2: true });
+                    }
                     return Ok((e.frame, size, t2));
                 }
                 k.dirty_walks += 1;
@@ -793,17 +836,17 @@ impl Machine {
     /// Walk and fill the TLBs. `missed`: neither TLB level holds `va` (no probe on fill);
     /// otherwise this walk only sets a dirty bit and the fills replace cached copies.
     fn walk_and_fill(&mut self, c: usize, va: VirtAddr, write: bool, fetch: bool, t: u64, missed: bool) -> Result<(u64, PageSize, u64), SimError> {
-        let (e, size, lat, fault_cycles) = self.walk(c, va, write, t)?;
-        let core = &mut self.cores[c];
-        let start = core.window.walkers.acquire(t, lat - fault_cycles);
-        let done = start + lat;
-        // Walk latency as the papers report it: the walk itself, not the wait for a walker.
-        core.counters.record_walk_cycles(lat - fault_cycles);
-        core.counters.walker_wait_cycles += start - t;
-        if fault_cycles > 0 {
-            // A page fault is a precise exception: younger instructions wait for the handler.
-            core.window.stall_until(done);
+        if self.front {
+            self.rec.push(Op::Walk { at: t });
         }
+        let (e, size, lat, fault_cycles) = self.walk(c, va, write, t)?;
+        let done = if self.front {
+            self.rec.push(Op::WalkEnd);
+            t
+        } else {
+            self.walk_timing(c, t, lat, fault_cycles)
+        };
+        let core = &mut self.cores[c];
         let ctx = core.ctx;
         let l1 = if fetch { &mut core.itlb } else { &mut core.dtlb };
         if missed {
@@ -814,6 +857,23 @@ impl Machine {
             l1.insert(va, size, ctx, e);
         }
         Ok((e.frame, size, done))
+    }
+
+    /// The timing of a walk that wanted to start at `t` and took `lat` cycles, `fault_cycles`
+    /// of them in the OS: it waits for a free walker. Returns when the walk is done.
+    #[inline(always)]
+    pub(crate) fn walk_timing(&mut self, c: usize, t: u64, lat: u64, fault_cycles: u64) -> u64 {
+        let core = &mut self.cores[c];
+        let start = core.window.walkers.acquire(t, lat - fault_cycles);
+        let done = start + lat;
+        // Walk latency as the papers report it: the walk itself, not the wait for a walker.
+        core.counters.record_walk_cycles(lat - fault_cycles);
+        core.counters.walker_wait_cycles += start - t;
+        if fault_cycles > 0 {
+            // A page fault is a precise exception: younger instructions wait for the handler.
+            core.window.stall_until(done);
+        }
+        done
     }
 
     fn translate_perfect(&mut self, c: usize, va: VirtAddr, write: bool, t: u64) -> Result<(u64, PageSize, u64), SimError> {
@@ -877,22 +937,47 @@ impl Machine {
     #[inline]
     pub fn step(&mut self, c: usize, r: Ref) -> Result<(), SimError> {
         let kind = r.kind();
-        let issue = self.cores[c].window.dispatch(r.inst_delta, r.is_dependent());
         let va = VirtAddr(r.va);
+        if self.front {
+            // Translate only; the memory side replays the rest (`Machine::finish_ref`).
+            self.rec.push(Op::Ref { delta: r.inst_delta, flags: r.flags });
+            let (frame, size, _) = self.translate(c, va, kind, 0)?;
+            self.rec.push(Op::Data(((frame << 12) + va.offset(size)) >> 6));
+            self.count_ref(c, kind);
+            return Ok(());
+        }
+        let issue = self.cores[c].window.dispatch(r.inst_delta, r.is_dependent());
         let (frame, size, t) = self.translate(c, va, kind, issue)?;
         let pa = (frame << 12) + va.offset(size);
-        let port = if kind == RefKind::Fetch { Port::L1i } else { Port::L1d };
-        let write = kind == RefKind::Store;
-        let (lat, served) = self.access(c, pa >> 6, LineKind::Data, write, port, t);
-        let core = &mut self.cores[c];
-        let k = &mut core.counters;
+        self.count_ref(c, kind);
+        self.finish_ref(c, kind, pa >> 6, issue, t);
+        if self.ptp_detector && self.cores[c].window.instructions() >= self.cores[c].ptp_epoch_end {
+            self.ptp_epoch(c);
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn count_ref(&mut self, c: usize, kind: RefKind) {
+        let k = &mut self.cores[c].counters;
         k.refs += 1;
-        k.translation_cycles += t - issue;
         match kind {
             RefKind::Load => k.loads += 1,
             RefKind::Store => k.stores += 1,
             RefKind::Fetch => k.fetches += 1,
         }
+    }
+
+    /// The memory side of a reference of `kind` issued at `issue` and translated at `t`:
+    /// its data access to `line` and its completion.
+    #[inline(always)]
+    pub(crate) fn finish_ref(&mut self, c: usize, kind: RefKind, line: u64, issue: u64, t: u64) {
+        let port = if kind == RefKind::Fetch { Port::L1i } else { Port::L1d };
+        let write = kind == RefKind::Store;
+        let (lat, served) = self.access(c, line, LineKind::Data, write, port, t);
+        let core = &mut self.cores[c];
+        let k = &mut core.counters;
+        k.translation_cycles += t - issue;
         match served {
             Served::L1 => k.data_l1 += 1,
             Served::L2 => k.data_l2 += 1,
@@ -904,10 +989,6 @@ impl Machine {
         // up retirement (but do occupy an MSHR).
         let complete = if write { t + 1 } else { start + lat };
         core.window.complete(complete);
-        if self.ptp_detector && core.window.instructions() >= core.ptp_epoch_end {
-            self.ptp_epoch(c);
-        }
-        Ok(())
     }
 
     /// Software pipeline over the batch, so host memory latency overlaps: `2 * D`
@@ -934,9 +1015,9 @@ impl Machine {
             if leaf != NO_NODE && pt.node(leaf).low() == 1 {
                 let idx = pt.node(leaf).index(VirtAddr(r.va));
                 pt.prefetch_entry(leaf, idx);
-                let line = pt.node(leaf).entry_addr(idx).line();
-                core.l2.prefetch_set(line);
-                self.llc.prefetch_set(line);
+                if !self.front {
+                    self.prefetch_sets(c, pt.node(leaf).entry_addr(idx).line());
+                }
             }
         }
         if let Some(r) = batch.get(i + D / 2) {
@@ -946,13 +1027,12 @@ impl Machine {
             if leaf != NO_NODE && pt.node(leaf).low() == 1 {
                 let va = VirtAddr(r.va);
                 let idx = pt.node(leaf).index(va);
-                // Filling the PTE's line into L2 may write a dirty victim back to the LLC.
-                core.l2.prefetch_victim_set(pt.node(leaf).entry_addr(idx).line(), &self.llc);
                 let e = pt.entry(leaf, idx);
-                if e & PTE_P != 0 {
+                if e & PTE_P != 0 && !self.front {
+                    // Filling the PTE's line into L2 may write a dirty victim back to the LLC.
+                    core.l2.prefetch_victim_set(pt.node(leaf).entry_addr(idx).line(), &self.llc);
                     let line = ((e & crate::pt::PTE_PFN_MASK) + va.offset(PageSize::Size4K)) >> 6;
-                    core.l2.prefetch_set(line);
-                    self.llc.prefetch_set(line);
+                    self.prefetch_sets(c, line);
                     ring.lines[slot] = line;
                 }
             }
@@ -1048,6 +1128,13 @@ impl Machine {
         }
     }
 
+    /// Ask the host to load the sets of core `c`'s L2 and of the LLC that `line` maps to.
+    #[inline(always)]
+    pub(crate) fn prefetch_sets(&self, c: usize, line: u64) {
+        self.cores[c].l2.prefetch_set(line);
+        self.llc.prefetch_set(line);
+    }
+
     /// Zero every statistic, keeping all state (caches, TLBs, page tables): the end of
     /// warm-up.
     pub fn reset_stats(&mut self) {
@@ -1074,6 +1161,22 @@ impl Machine {
     /// [`PROGRESS_EVERY`] references; returning false interrupts the run.
     #[inline(never)] // one call per run; keeps it a unit in profiles
     pub fn run(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
+        if self.pipelinable(&opts) {
+            return self.run_pipelined(src, opts, progress);
+        }
+        self.run_loop(src, opts, progress, usize::MAX, &mut |_| {})
+    }
+
+    /// The event loop of [`Machine::run`]. Translating for a pipelined run, it hands the
+    /// recorded ops to `flush` whenever `chunk` of them are ready (whole references).
+    pub(crate) fn run_loop(
+        &mut self,
+        src: &mut dyn RefSource,
+        opts: RunOptions,
+        progress: &mut dyn FnMut(u64) -> bool,
+        chunk: usize,
+        flush: &mut dyn FnMut(&mut Vec<crate::pipeline::Op>),
+    ) -> Result<u64, SimError> {
         let n = self.active;
         let mut batches: Vec<Vec<Ref>> = (0..n).map(|_| Vec::with_capacity(BATCH)).collect();
         let mut pos = vec![0usize; n];
@@ -1117,14 +1220,24 @@ impl Machine {
                 }
                 let r = batches[c][pos[c]];
                 pos[c] += 1;
-                self.step(c, r)?;
+                let mark = self.rec.len();
+                if let Err(e) = self.step(c, r) {
+                    self.rec.truncate(mark); // (a reference's ops are replayed whole or not at all)
+                    return Err(e);
+                }
                 done += 1;
                 if done & (crate::sched::EVENT_CHECK - 1) == 0 && self.sched.next_event != u64::MAX {
                     self.os_events()?;
                 }
                 if !warm && done == opts.warmup {
                     self.reset_stats();
+                    if self.front {
+                        self.rec.push(crate::pipeline::Op::Reset);
+                    }
                     warm = true;
+                }
+                if self.rec.len() >= chunk {
+                    flush(&mut self.rec);
                 }
                 if done >= next_progress {
                     next_progress += PROGRESS_EVERY;

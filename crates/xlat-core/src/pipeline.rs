@@ -1,0 +1,167 @@
+//! Two host threads for one simulated core. What a reference's translation does (TLB and
+//! page-walk-cache lookups and fills, which page-table entries the walk reads, A/D bits,
+//! page faults) depends neither on what the caches hold nor on time; and its memory side
+//! (the walk's and the data's trips through the caches and DRAM, the timing window) changes
+//! nothing translation sees. So one thread translates and records what the memory side
+//! must do as [`Op`]s, and a second thread replays them, in order, against the caches, DRAM
+//! and window. Each side counts its own statistics, and they add up to exactly those of a
+//! one-thread run: the same configuration gives the same numbers on one host thread or two.
+//!
+//! Only runs where nothing couples the halves are split: one core, natively, a real TLB, no
+//! PTP phase detector (it steers the caches by TLB-miss counts) and no OS events at cycle
+//! counts (context switches, khugepaged), which need the memory side's clock.
+
+use std::sync::mpsc;
+
+use crate::error::SimError;
+use crate::machine::{Machine, RunOptions, Served};
+use crate::repl::LineKind;
+use crate::workload::{Ref, RefKind, RefSource};
+
+/// What the memory side does for a reference, as the translating thread records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// A reference dispatches: its instruction delta and flags (kind, dependence).
+    Ref { delta: u32, flags: u8 },
+    /// It was translated by the L1 TLB, or by the L2 TLB (its latency later).
+    Hit { l2: bool },
+    /// A walk wants to start `at` cycles after dispatch.
+    Walk { at: u64 },
+    /// One walk attempt begins: the page-walk-cache probe.
+    Try,
+    /// The walk reads a page-table entry in this line.
+    Pte(u64),
+    /// The OS's fault handler ran for this many cycles.
+    Fault(u64),
+    /// The walk is over.
+    WalkEnd,
+    /// The reference's data access, to this line.
+    Data(u64),
+    /// Warm-up ends here: statistics restart.
+    Reset,
+}
+
+/// Ops per buffer handed from one thread to the other (about 600 references): big enough
+/// that handing over costs little, small enough to stay in the host's L2 cache.
+const CHUNK: usize = 4096;
+/// Buffers in flight: how far translation may run ahead.
+const BUFFERS: usize = 4;
+/// How many ops ahead the replay asks the host to load the simulated cache sets it will
+/// touch (the one-thread run prefetches from the page tables instead).
+const AHEAD: usize = 48;
+
+impl Machine {
+    /// Whether this run can be split over two host threads (see the module comment).
+    pub(crate) fn pipelinable(&self, opts: &RunOptions) -> bool {
+        let threads = match opts.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        threads >= 2
+            && self.cores.len() == 1
+            && !self.virt
+            && !self.config().tlb_perfect
+            && !self.ptp_detector
+            && self.sched.next_event == u64::MAX
+    }
+
+    /// [`Machine::run`] on two host threads: this one translates, a second replays the
+    /// memory side on a twin machine that holds this one's caches, DRAM and window for the
+    /// duration.
+    pub(crate) fn run_pipelined(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
+        let mut back = match self.twin.take() {
+            Some(b) => b,
+            None => {
+                // Only its memory side is used: boot the cheapest OS the config allows.
+                let mut cfg = self.config().clone();
+                cfg.phys_fragmentation = crate::config::Fragmentation::None;
+                cfg.phys_available_gb = 0.0;
+                Box::new(Machine::new(&cfg, 1, Vec::new(), 0)?)
+            }
+        };
+        back.cores[0].counters = Default::default();
+        self.swap_memory_side(&mut back);
+        self.front = true;
+        let (full_tx, full_rx) = mpsc::channel::<Vec<Op>>();
+        let (empty_tx, empty_rx) = mpsc::channel::<Vec<Op>>();
+        for _ in 0..BUFFERS {
+            empty_tx.send(Vec::with_capacity(CHUNK + 64)).expect("the receiver is alive");
+        }
+        self.rec = empty_rx.recv().expect("a buffer was just sent");
+        let result = std::thread::scope(|s| {
+            let twin = &mut *back;
+            s.spawn(move || {
+                for mut ops in full_rx {
+                    twin.replay(&ops);
+                    ops.clear();
+                    // (The translating thread may be done and gone.)
+                    let _ = empty_tx.send(ops);
+                }
+            });
+            let mut flush = |rec: &mut Vec<Op>| {
+                let next = empty_rx.recv().unwrap_or_default();
+                // (A failed send means the replaying thread panicked; the scope re-raises.)
+                let _ = full_tx.send(std::mem::replace(rec, next));
+            };
+            let result = self.run_loop(src, opts, progress, CHUNK, &mut flush);
+            flush(&mut self.rec);
+            drop(full_tx);
+            result
+        });
+        self.front = false;
+        self.rec = Vec::new();
+        self.swap_memory_side(&mut back);
+        let k = back.cores[0].counters.clone();
+        self.cores[0].counters.add(&k);
+        self.twin = Some(back);
+        result
+    }
+
+    /// Exchange the memory side (caches, DRAM, core 0's window) with `other`'s.
+    fn swap_memory_side(&mut self, other: &mut Machine) {
+        let (a, b) = (&mut self.cores[0], &mut other.cores[0]);
+        std::mem::swap(&mut a.l1i, &mut b.l1i);
+        std::mem::swap(&mut a.l1d, &mut b.l1d);
+        std::mem::swap(&mut a.l2, &mut b.l2);
+        a.swap_window(b);
+        std::mem::swap(&mut self.llc, &mut other.llc);
+        std::mem::swap(&mut self.dram, &mut other.dram);
+    }
+
+    /// Do what `ops` record on core 0's memory side, exactly as a one-thread run does it
+    /// (`Machine::step`, `Machine::walk_and_fill`, `Machine::walk`, `Machine::walk_table`).
+    /// `ops` hold whole references.
+    fn replay(&mut self, ops: &[Op]) {
+        const C: usize = 0;
+        let (mut kind, mut issue, mut t) = (RefKind::Load, 0, 0);
+        let (mut walk_at, mut lat, mut fault_cycles) = (0, 0, 0);
+        for (j, &op) in ops.iter().enumerate() {
+            if let Some(&Op::Pte(line) | &Op::Data(line)) = ops.get(j + AHEAD) {
+                self.prefetch_sets(C, line);
+            }
+            match op {
+                Op::Ref { delta, flags } => {
+                    let r = Ref { flags, ..Ref::load(0, delta) };
+                    kind = r.kind();
+                    issue = self.cores[C].window.dispatch(delta, r.is_dependent());
+                    t = issue;
+                }
+                Op::Hit { l2 } => t = if l2 { issue + self.config().tlb_l2_latency } else { issue },
+                Op::Walk { at } => (walk_at, lat, fault_cycles) = (issue + at, 0, 0),
+                Op::Try => lat += self.config().pwc_latency,
+                Op::Pte(line) => {
+                    let (l, served): (u64, Served) = self.access(C, line, LineKind::PageTable, false, self.port, walk_at + lat);
+                    lat += l;
+                    self.count_pte::<{ crate::machine::NATIVE }>(C, served);
+                }
+                Op::Fault(cost) => {
+                    lat += cost;
+                    fault_cycles += cost;
+                }
+                Op::WalkEnd => t = self.walk_timing(C, walk_at, lat, fault_cycles),
+                Op::Data(line) => self.finish_ref(C, kind, line, issue, t),
+                Op::Reset => self.reset_stats(),
+            }
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! A one-core native run may translate on one host thread and replay its memory side on a
+//! second (`RunOptions::threads`): the statistics must be exactly those of one thread, on
+//! every path a reference can take (TLB hits, walks, dirty walks, faults, write-backs,
+//! warm-up, several runs, interruption).
+
+use xlat_core::{Config, Machine, Ref, RunOptions, SimError, Stats, VecSource};
+
+mod common;
+use common::{region, Rng, BASE, GB};
+
+fn cfg(pairs: &[(&str, &str)]) -> Config {
+    Config::from_pairs(pairs.iter().copied()).unwrap()
+}
+
+/// Loads and stores: random over `footprint` (walks, dirty walks), with runs of
+/// neighbouring references (TLB and cache hits) and dependent loads.
+fn mixed_refs(n: usize, footprint: u64, seed: u64) -> Vec<Ref> {
+    let mut r = Rng(seed);
+    let mut out = Vec::with_capacity(n);
+    let mut va = BASE;
+    while out.len() < n {
+        if r.below(4) == 0 {
+            va = BASE + r.below(footprint / 8) * 8;
+        } else {
+            va = BASE + (va - BASE + 64 * r.below(80)) % footprint;
+        }
+        let delta = r.below(6) as u32;
+        out.push(match r.below(5) {
+            0 | 1 => Ref::store(va, delta),
+            2 => Ref::new(va, xlat_core::RefKind::Load, 8, delta, true),
+            _ => Ref::load(va, delta),
+        });
+    }
+    out
+}
+
+/// Run `refs` on a fresh machine with `threads` host threads, in two runs of `opts` each
+/// (the second continues the first's state), and return the statistics.
+fn run(c: &Config, refs: &[Ref], prefault: bool, opts: RunOptions, threads: usize) -> Stats {
+    let half = refs.len() / 2;
+    let mut m = Machine::new(c, 1, region(8 * GB), 7).unwrap();
+    if prefault {
+        m.prefault().unwrap();
+    }
+    for part in [&refs[..half], &refs[half..]] {
+        let mut src = VecSource::new(vec![part.to_vec()], region(8 * GB));
+        m.run(&mut src, RunOptions { threads, ..opts }, &mut |_| true).unwrap();
+    }
+    m.stats()
+}
+
+#[test]
+fn two_host_threads_give_one_threads_statistics() {
+    let refs = mixed_refs(60_000, 8 * GB, 3);
+    let configs: &[&[(&str, &str)]] = &[
+        &[],
+        &[("pt.format", "fpt")],
+        &[("pt.format", "radix5"), ("cache.llc.policy", "srrip"), ("tlb.l2.policy", "fifo")],
+        &[("cache.llc.inclusive", "true"), ("cache.l1d.policy", "random")],
+        &[("walker.port", "l2"), ("dram.bandwidth_gbps", "2")],
+        &[("os.page_policy", "thp"), ("tlb.l2.ways", "6")],
+        &[("cache.l2.policy", "ptp"), ("cache.llc.policy", "ptp"), ("ptp.mode", "always")],
+    ];
+    for pairs in configs {
+        let c = cfg(pairs);
+        for prefault in [false, true] {
+            for opts in [RunOptions::default(), RunOptions { warmup: 7_000, max_refs: Some(15_000), threads: 0 }] {
+                let one = run(&c, &refs, prefault, opts, 1);
+                let two = run(&c, &refs, prefault, opts, 2);
+                assert!(one.f("walks") > 1000.0 && one.f("tlb.dirty_walks") > 0.0, "the stream exercises walks");
+                assert_eq!(one, two, "config {pairs:?}, prefault {prefault}, {opts:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn faults_are_replayed_with_their_cost() {
+    // Not prefaulted: every first touch faults inside a walk.
+    let refs = mixed_refs(20_000, GB, 5);
+    let one = run(&Config::default(), &refs, false, RunOptions::default(), 1);
+    let two = run(&Config::default(), &refs, false, RunOptions::default(), 2);
+    assert!(one.f("faults") > 1000.0);
+    assert_eq!(one, two);
+}
+
+#[test]
+fn an_interrupted_run_stops_at_the_same_reference() {
+    let refs = mixed_refs(200_000, 4 * GB, 9);
+    let stop = |threads| {
+        let mut m = Machine::new(&Config::default(), 1, region(8 * GB), 7).unwrap();
+        let mut src = VecSource::new(vec![refs.clone()], region(8 * GB));
+        let opts = RunOptions { threads, ..RunOptions::default() };
+        let err = m.run(&mut src, opts, &mut |done| done < 2 * xlat_core::machine::PROGRESS_EVERY).unwrap_err();
+        assert!(matches!(err, SimError::Interrupted));
+        m.stats()
+    };
+    let (one, two) = (stop(1), stop(2));
+    assert_eq!(one.f("refs"), 2.0 * xlat_core::machine::PROGRESS_EVERY as f64);
+    assert_eq!(one, two);
+}
+
+#[test]
+fn running_out_of_memory_is_the_same_error() {
+    // 1 GB of physical memory cannot hold 2 GB of touched pages.
+    let c = cfg(&[("phys.size_gb", "1")]);
+    let refs: Vec<Ref> = (0..600_000u64).map(|i| Ref::store(BASE + i * 4096, 1)).collect();
+    let fail = |threads| {
+        let mut m = Machine::new(&c, 1, region(8 * GB), 7).unwrap();
+        let mut src = VecSource::new(vec![refs.clone()], region(8 * GB));
+        m.run(&mut src, RunOptions { threads, ..RunOptions::default() }, &mut |_| true).unwrap_err().to_string()
+    };
+    let one = fail(1);
+    assert!(one.contains("exhausted") || one.contains("memory"), "{one}");
+    assert_eq!(one, fail(2));
+}
