@@ -1020,6 +1020,9 @@ impl Machine {
                 }
             }
         }
+        if self.front {
+            return; // the stages below prefetch the memory side's structures
+        }
         if let Some(r) = batch.get(i + D / 2) {
             let slot = (i + D / 2) % PREFETCH_RING;
             let leaf = ring.leaves[slot];
@@ -1028,7 +1031,7 @@ impl Machine {
                 let va = VirtAddr(r.va);
                 let idx = pt.node(leaf).index(va);
                 let e = pt.entry(leaf, idx);
-                if e & PTE_P != 0 && !self.front {
+                if e & PTE_P != 0 {
                     // Filling the PTE's line into L2 may write a dirty victim back to the LLC.
                     core.l2.prefetch_victim_set(pt.node(leaf).entry_addr(idx).line(), &self.llc);
                     let line = ((e & crate::pt::PTE_PFN_MASK) + va.offset(PageSize::Size4K)) >> 6;
@@ -1095,6 +1098,9 @@ impl Machine {
                     sets((m.frame.addr().0 + gpa.offset(m.size)) >> 6);
                 }
             }
+        }
+        if self.front {
+            return; // the stages below prefetch the memory side's structures
         }
         if let Some(r) = batch.get(i + D / 2) {
             let slot = (i + D / 2) % PREFETCH_RING;

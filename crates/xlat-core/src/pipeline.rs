@@ -48,7 +48,7 @@ const CHUNK: usize = 4096;
 const BUFFERS: usize = 4;
 /// How many ops ahead the replay asks the host to load the simulated cache sets it will
 /// touch (the one-thread run prefetches from the page tables instead).
-const AHEAD: usize = 48;
+const AHEAD: usize = 12;
 
 impl Machine {
     /// Whether this run can be split over two host threads (see the module comment).
