@@ -61,6 +61,14 @@ def test_same_seed_same_numbers(result):
     assert again.to_json() == result.to_json()
 
 
+def test_one_or_two_host_threads_give_the_same_numbers(result):
+    # Two threads split each reference into translation and memory side (one core, native).
+    for threads in (1, 2):
+        assert xlat.simulate("skylake", WL, refs=REFS, seed=1, threads=threads).stats == result.stats
+    with pytest.raises(ValueError, match="threads"):
+        xlat.simulate("skylake", WL, refs=10, threads=0)
+
+
 def test_the_seed_reaches_the_workload():
     # `random` draws from it; GUPS takes a later window of HPCC's sequence (seed 1 = HPCC's).
     for wl in ("random:footprint=1G", "gups:footprint=1G"):

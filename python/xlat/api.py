@@ -182,6 +182,7 @@ def simulate(
     trace: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
     trace_format: str | None = None,
     progress: Progress | None = None,
+    threads: int | None = None,
     **overrides: Any,
 ) -> Result:
     """Simulate one workload (or trace) on one machine.
@@ -199,6 +200,10 @@ def simulate(
         trace, trace_format: one or more trace files and their format (native, champsim,
             lackey); the format is guessed from the file when omitted.
         progress: called as ``progress(refs_done, refs_total_or_None)`` a few times a second.
+        threads: host threads for the run: None lets the engine choose (two when this host
+            has two cores and the run is one core natively or in one VM: translation on one,
+            caches and timing on the other), 1 keeps it to one (for callers that already run
+            several simulations at once). The statistics are the same either way.
         **overrides: config keys applied last, as ``**{"tlb.l2.entries": 2048}`` or
             ``tlb__l2__entries=2048``.
 
@@ -210,6 +215,8 @@ def simulate(
     n_refs = None if refs is None else _count("refs", refs)
     n_warm = _count("warmup", warmup)
     traces = _trace_list(trace)
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
     if workload is None and not traces:
         raise _core.WorkloadError("give a workload (see `xlat workloads`) or a trace")
     out = _core.simulate(
@@ -222,6 +229,7 @@ def simulate(
         seed=int(seed),
         prefault=bool(prefault),
         progress=progress,
+        threads=threads or 0,
     )
     return Result(
         stats=dict(out["stats"]),

@@ -281,7 +281,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return simulate(
             args.config, args.workload, refs=args.refs, seed=args.seed, warmup=args.warmup,
             prefault=args.prefault, trace=traces or None, trace_format=args.trace_format,
-            progress=progress, **dict(args.sets),
+            progress=progress, threads=args.threads, **dict(args.sets),
         )
 
     desc = args.workload or os.path.basename(traces[0])
@@ -460,6 +460,8 @@ def build_parser() -> Parser:
     add_set_option(r)
     r.add_argument("--seed", type=int, default=1, help="random seed (default 1); same seed, same numbers")
     r.add_argument("--prefault", action="store_true", help="map the whole footprint before the run")
+    r.add_argument("--threads", type=int, choices=(1, 2), default=None,
+                   help="host threads (default: two when the run can use them; same statistics either way)")
     r.add_argument("--json", metavar="PATH",
                    help="also write {xlat_version, config, workload, run, stats} as JSON (atomically)")
     r.add_argument("--all-stats", action="store_true", help="print every statistic instead of the summary")

@@ -118,6 +118,8 @@ def run(quick: bool = False, out_dir: Path = Path("results/demo"), jobs: int | N
                      "(which needs a perfect-TLB run) is not reported.")
     rows = [Row(w, m) for w in workloads for m in machines]
     jobs = jobs or min(4, os.cpu_count() or 1)
+    # Several runs at once share the cores: each keeps to one host thread unless all fit twice.
+    threads = 2 if 2 * jobs <= (os.cpu_count() or 1) else 1
     out_dir.mkdir(parents=True, exist_ok=True)
 
     print(f"xlat demo: {len(rows)} runs ({', '.join(workloads)} x {len(machines)} machines), "
@@ -133,7 +135,7 @@ def run(quick: bool = False, out_dir: Path = Path("results/demo"), jobs: int | N
 
         t0 = time.monotonic()
         row.result = simulate(row.machine.preset, row.workload, refs=refs, warmup=warmup, seed=SEED,
-                              prefault=True, progress=progress, **dict(row.machine.sets))
+                              prefault=True, progress=progress, threads=threads, **dict(row.machine.sets))
         row.seconds = time.monotonic() - t0
         row.stats = row.result.stats
         return row

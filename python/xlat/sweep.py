@@ -567,10 +567,14 @@ def flatten_stats(stats: Mapping, prefix: str = "stat.") -> dict:
     return out
 
 
-def run_task(config: dict, workload: str, options: dict, meta: dict, simulate: Callable | None = None) -> dict:
+def run_task(config: dict, workload: str, options: dict, meta: dict, simulate: Callable | None = None,
+             threads: int | None = None) -> dict:
     """Run one point and return its row. Never raises for a simulation error: the row says
-    ``status = "error"`` with the error's one line, so the sweep goes on."""
+    ``status = "error"`` with the error's one line, so the sweep goes on. ``threads`` goes to
+    the engine's ``simulate`` (not to a custom one): host threads per simulation."""
     sim = simulate or _default_simulate
+    if simulate is None and threads is not None:
+        options = {**options, "threads": threads}
     t0 = time.perf_counter()
     row = dict(meta)
     try:
@@ -598,6 +602,13 @@ def _error_row(task: Task, error: str, wall: float = 0.0) -> dict:
 
 # -- clusters -------------------------------------------------------------------------------
 
+def threads_per_run(workers: int) -> int:
+    """Host threads each simulation may use when ``workers`` run at once on this host: two
+    (the engine's most) only when every worker can have two cores, so that sweeps do not
+    oversubscribe the machine."""
+    return 2 if 2 * workers <= default_workers() else 1
+
+
 def default_workers() -> int:
     """Every core this process may use, one single-threaded worker process each: the engine is
     CPU-bound and releases the GIL, so more threads per worker buys nothing."""
@@ -610,7 +621,9 @@ def default_workers() -> int:
 @contextmanager
 def _cluster(scheduler: str | None, workers: int | None, slurm: bool, slurm_options: Mapping,
              npoints: int) -> Iterator:
-    """A dask.distributed Client on the chosen cluster; closes what it started."""
+    """A dask.distributed Client on the chosen cluster, and the host threads each simulation
+    may use (None: the engine chooses, as on a remote or SLURM worker, which knows its own
+    cores); closes what it started."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
@@ -625,7 +638,7 @@ def _cluster(scheduler: str | None, workers: int | None, slurm: bool, slurm_opti
         except (OSError, TimeoutError) as e:
             raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {one_line(e)}") from None
         try:
-            yield client
+            yield client, None
         finally:
             client.close()
         return
@@ -642,7 +655,7 @@ def _cluster(scheduler: str | None, workers: int | None, slurm: bool, slurm_opti
         cluster.scale(n=n)
         client = Client(cluster)
         try:
-            yield client
+            yield client, None
         finally:
             client.close()
             cluster.close()
@@ -657,7 +670,7 @@ def _cluster(scheduler: str | None, workers: int | None, slurm: bool, slurm_opti
             raise SweepError(f"could not start a local Dask cluster of {n} workers: {one_line(e)}") from None
     client = Client(cluster)
     try:
-        yield client
+        yield client, threads_per_run(n)
     finally:
         client.close()
         cluster.close()
@@ -772,10 +785,10 @@ def run(spec: str | os.PathLike | Mapping | Spec, name: str | None = None, sched
     if pending:
         try:
             if client is not None:
-                failed += _run_pending(client, pending, store, simulate, progress, name)
+                failed += _run_pending(client, pending, store, simulate, progress, name, None)
             else:
-                with _cluster(scheduler, workers, slurm, spec.slurm, len(pending)) as c:
-                    failed += _run_pending(c, pending, store, simulate, progress, name)
+                with _cluster(scheduler, workers, slurm, spec.slurm, len(pending)) as (c, threads):
+                    failed += _run_pending(c, pending, store, simulate, progress, name, threads)
         except KeyboardInterrupt:
             interrupted = True
     if not interrupted and len(store.partitions()) > 1:
@@ -813,7 +826,8 @@ def _rows_for(store: _results.Store, ids: Sequence[str]):
     return df.sort_values("point_id", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
-def _run_pending(client, pending: list[Task], store: _results.Store, simulate, progress, name) -> int:
+def _run_pending(client, pending: list[Task], store: _results.Store, simulate, progress, name,
+                 threads: int | None) -> int:
     from dask.distributed import as_completed
 
     bar = _progress(len(pending), name, progress)
@@ -822,7 +836,7 @@ def _run_pending(client, pending: list[Task], store: _results.Store, simulate, p
         # Submitted in grid order; the scheduler starts them roughly in that order.
         for t in pending:
             f = client.submit(run_task, t.config, t.point.workload_spec, t.point.options(), t.meta,
-                              simulate, key=f"xlat-{t.point_id}-{os.urandom(4).hex()}", pure=False)
+                              simulate, threads, key=f"xlat-{t.point_id}-{os.urandom(4).hex()}", pure=False)
             futures[f] = t
         if bar is not None:
             bar.set_postfix_str(f"running={min(len(pending), _threads(client))} failed=0", refresh=False)

@@ -29,9 +29,9 @@ pub enum Served {
 /// Which table a walk reads (`Machine::walk_table`'s parameter).
 pub(crate) const NATIVE: u8 = 0;
 /// The host's (EPT) table of a VM: gPA -> hPA.
-const HOST: u8 = 1;
+pub(crate) const HOST: u8 = 1;
 /// A guest's table: gVA -> gPA, its entries at guest-physical addresses.
-const GUEST: u8 = 2;
+pub(crate) const GUEST: u8 = 2;
 
 /// What walking one table found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -539,8 +539,8 @@ impl Machine {
             } else {
                 addr.line()
             };
-            if D == NATIVE && self.front {
-                self.rec.push(Op::Pte(line));
+            if self.front {
+                self.rec.push(Op::Pte { line, table: D });
             } else {
                 let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.port, now + *latency);
                 *latency += lat;
@@ -631,7 +631,7 @@ impl Machine {
             self.cores[c].counters.walks += 1;
             latency += self.cfg.pwc_latency;
             if self.front {
-                self.rec.push(Op::Try);
+                self.rec.push(Op::Lat(self.cfg.pwc_latency));
             }
             if let Found::Leaf(e, size) = self.walk_table::<NATIVE>(c, 0, va, ctx, level, node, write, now, &mut latency)? {
                 let frame = (e & PTE_PFN_MASK) >> 12;
@@ -669,6 +669,9 @@ impl Machine {
         let mut ntlb_absent = false;
         if ntlb {
             *latency += self.cfg.tlb_nested_latency;
+            if self.front {
+                self.rec.push(Op::Lat(self.cfg.tlb_nested_latency));
+            }
             let core = &mut self.cores[c];
             match core.ntlb.lookup(g, ctx) {
                 Some((e, size)) if !(write && !e.dirty) => {
@@ -685,6 +688,9 @@ impl Machine {
         let root = self.os.spaces[self.vms[vm].space].root;
         let (level, node) = self.pwc_start::<HOST>(c, g, ctx, self.host_top, root);
         *latency += self.cfg.pwc_latency;
+        if self.front {
+            self.rec.push(Op::Lat(self.cfg.pwc_latency));
+        }
         match self.walk_table::<HOST>(c, vm, g, ctx, level, node, write, now, latency)? {
             Found::Leaf(e, size) => {
                 let frame = (e & PTE_PFN_MASK) >> 12;
@@ -718,6 +724,9 @@ impl Machine {
             let (level, node) = self.pwc_start::<GUEST>(c, va, ctx, self.top, root);
             self.cores[c].counters.walks += 1;
             latency += self.cfg.pwc_latency;
+            if self.front {
+                self.rec.push(Op::Lat(self.cfg.pwc_latency));
+            }
             // (guest-physical address the host must map, it is the data page)
             let host_missing = match self.walk_table::<GUEST>(c, vm, va, ctx, level, node, write, now, &mut latency)? {
                 Found::Leaf(ge, gsize) => {
@@ -762,6 +771,9 @@ impl Machine {
             self.cores[c].counters.fault_cycles += cost;
             fault_cost += cost;
             latency += cost;
+            if self.front {
+                self.rec.push(Op::Fault(cost));
+            }
         }
     }
 
@@ -1061,9 +1073,11 @@ impl Machine {
         let vm = &self.vms[core.vm];
         let (gsp, gpt) = (&vm.os.spaces[core.space], &vm.os.pt);
         let (hsp, hpt) = (&self.os.spaces[vm.space], &self.os.pt);
+        // (Translating for a pipelined run, the caches are the other thread's business.)
         let sets = |line: u64| {
-            core.l2.prefetch_set(line);
-            self.llc.prefetch_set(line);
+            if !self.front {
+                self.prefetch_sets(c, line);
+            }
         };
         // With several VMs the core switches guests: slots filled for another guest hold
         // ids of its tables, so every id is checked against this guest's before use (and
@@ -1119,6 +1133,9 @@ impl Machine {
                     }
                 }
             }
+        }
+        if self.front {
+            return; // the last stage only prefetches for the memory side
         }
         if let Some(r) = batch.get(i + D / 4) {
             let (leaf, hleaf) = (ring.leaves[(i + D / 4) % PREFETCH_RING], ring.host_leaves[(i + D / 4) % PREFETCH_RING]);

@@ -7,18 +7,21 @@
 //! and window. Each side counts its own statistics, and they add up to exactly those of a
 //! one-thread run: the same configuration gives the same numbers on one host thread or two.
 //!
-//! Only runs where nothing couples the halves are split: one core, natively, a real TLB, no
-//! PTP phase detector (it steers the caches by TLB-miss counts) and no OS events at cycle
-//! counts (context switches, khugepaged), which need the memory side's clock.
+//! Only runs where nothing couples the halves are split: one core (natively or in one VM),
+//! a real TLB, no PTP phase detector (it steers the caches by TLB-miss counts) and no OS
+//! events at cycle counts (context switches, khugepaged), which need the memory side's
+//! clock.
 
 use std::sync::mpsc;
 
 use crate::error::SimError;
-use crate::machine::{Machine, RunOptions, Served};
+use crate::machine::{Machine, RunOptions, Served, GUEST, HOST, NATIVE};
 use crate::repl::LineKind;
 use crate::workload::{Ref, RefKind, RefSource};
 
-/// What the memory side does for a reference, as the translating thread records it.
+/// What the memory side does for a reference, as the translating thread records it. A walk
+/// is `Walk`, then `Lat`, `Pte` and `Fault` in the order the one-thread walk adds their
+/// latencies (each read is issued when the ones before it are done), then `WalkEnd`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Op {
     /// A reference dispatches: its instruction delta and flags (kind, dependence).
@@ -27,10 +30,12 @@ pub(crate) enum Op {
     Hit { l2: bool },
     /// A walk wants to start `at` cycles after dispatch.
     Walk { at: u64 },
-    /// One walk attempt begins: the page-walk-cache probe.
-    Try,
-    /// The walk reads a page-table entry in this line.
-    Pte(u64),
+    /// The walk spends this many cycles without touching memory (a page-walk-cache or
+    /// nested-TLB probe).
+    Lat(u64),
+    /// The walk reads a page-table entry in this line, of the native, host or guest table
+    /// (`machine::NATIVE`, `HOST`, `GUEST`).
+    Pte { line: u64, table: u8 },
     /// The OS's fault handler ran for this many cycles.
     Fault(u64),
     /// The walk is over.
@@ -59,7 +64,7 @@ impl Machine {
         };
         threads >= 2
             && self.cores.len() == 1
-            && !self.virt
+            && self.vms.len() <= 1
             && !self.config().tlb_perfect
             && !self.ptp_detector
             && self.sched.next_event == u64::MAX
@@ -76,10 +81,12 @@ impl Machine {
                 let mut cfg = self.config().clone();
                 cfg.phys_fragmentation = crate::config::Fragmentation::None;
                 cfg.phys_available_gb = 0.0;
+                cfg.virt_enabled = false;
                 Box::new(Machine::new(&cfg, 1, Vec::new(), 0)?)
             }
         };
         back.cores[0].counters = Default::default();
+        back.cores[0].vcounters = Default::default();
         self.swap_memory_side(&mut back);
         self.front = true;
         let (full_tx, full_rx) = mpsc::channel::<Vec<Op>>();
@@ -111,8 +118,9 @@ impl Machine {
         self.front = false;
         self.rec = Vec::new();
         self.swap_memory_side(&mut back);
-        let k = back.cores[0].counters.clone();
+        let (k, v) = (back.cores[0].counters.clone(), back.cores[0].vcounters.clone());
         self.cores[0].counters.add(&k);
+        self.cores[0].vcounters.add(&v);
         self.twin = Some(back);
         result
     }
@@ -136,7 +144,7 @@ impl Machine {
         let (mut kind, mut issue, mut t) = (RefKind::Load, 0, 0);
         let (mut walk_at, mut lat, mut fault_cycles) = (0, 0, 0);
         for (j, &op) in ops.iter().enumerate() {
-            if let Some(&Op::Pte(line) | &Op::Data(line)) = ops.get(j + AHEAD) {
+            if let Some(&Op::Pte { line, .. } | &Op::Data(line)) = ops.get(j + AHEAD) {
                 self.prefetch_sets(C, line);
             }
             match op {
@@ -148,11 +156,15 @@ impl Machine {
                 }
                 Op::Hit { l2 } => t = if l2 { issue + self.config().tlb_l2_latency } else { issue },
                 Op::Walk { at } => (walk_at, lat, fault_cycles) = (issue + at, 0, 0),
-                Op::Try => lat += self.config().pwc_latency,
-                Op::Pte(line) => {
+                Op::Lat(n) => lat += n,
+                Op::Pte { line, table } => {
                     let (l, served): (u64, Served) = self.access(C, line, LineKind::PageTable, false, self.port, walk_at + lat);
                     lat += l;
-                    self.count_pte::<{ crate::machine::NATIVE }>(C, served);
+                    match table {
+                        NATIVE => self.count_pte::<NATIVE>(C, served),
+                        HOST => self.count_pte::<HOST>(C, served),
+                        _ => self.count_pte::<GUEST>(C, served),
+                    }
                 }
                 Op::Fault(cost) => {
                     lat += cost;

@@ -1,7 +1,7 @@
-//! A one-core native run may translate on one host thread and replay its memory side on a
+//! A one-core run (native or in one VM) may translate on one host thread and replay its memory side on a
 //! second (`RunOptions::threads`): the statistics must be exactly those of one thread, on
-//! every path a reference can take (TLB hits, walks, dirty walks, faults, write-backs,
-//! warm-up, several runs, interruption).
+//! every path a reference can take (TLB hits, walks, 2D walks, dirty walks, faults, EPT
+//! violations, write-backs, warm-up, several runs, interruption).
 
 use xlat_core::{Config, Machine, Ref, RunOptions, SimError, Stats, VecSource};
 
@@ -60,6 +60,8 @@ fn two_host_threads_give_one_threads_statistics() {
         &[("walker.port", "l2"), ("dram.bandwidth_gbps", "2")],
         &[("os.page_policy", "thp"), ("tlb.l2.ways", "6")],
         &[("cache.l2.policy", "ptp"), ("cache.llc.policy", "ptp"), ("ptp.mode", "always")],
+        &[("virt.enabled", "true")],
+        &[("virt.enabled", "true"), ("pt.format", "fpt"), ("virt.host_pt.format", "fpt"), ("virt.nested_tlb_data", "false")],
     ];
     for pairs in configs {
         let c = cfg(pairs);

@@ -51,7 +51,7 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 /// Run one simulation. Exactly one of `workload` (a spec such as `bfs:scale=16`) and
 /// `trace` (paths, one per stream) must be given.
 #[pyfunction]
-#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None))]
+#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -64,6 +64,7 @@ fn simulate<'py>(
     seed: u64,
     prefault: bool,
     progress: Option<PyObject>,
+    threads: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg = build_config(&config)?;
     let (desc, mut src) = match (workload, trace) {
@@ -71,7 +72,7 @@ fn simulate<'py>(
         (None, Some(t)) => xlat_workloads::open_trace(&t, trace_format.as_deref()).map_err(workload_err)?,
         _ => return Err(XlatError::new_err("give exactly one of a workload and a trace")),
     };
-    let opts = RunOptions { max_refs: refs, warmup, threads: 0 };
+    let opts = RunOptions { max_refs: refs, warmup, threads };
     let total = refs.map(|r| r + warmup);
     let mut interrupt: Option<PyErr> = None;
     let result = py.allow_threads(|| {
