@@ -1104,12 +1104,19 @@ impl Machine {
                     ring.pte_leaf = hpt.leaf_node(hsp.root, hsp.top, gpa).unwrap_or(NO_NODE);
                 }
                 if ring.pte_leaf != NO_NODE && hpt.has_node(ring.pte_leaf) {
-                    let h = hpt.entry(ring.pte_leaf, hpt.node(ring.pte_leaf).index(gpa));
-                    if h & PTE_P != 0 {
-                        sets(((h & PTE_PFN_MASK) + gpa.offset(PageSize::Size4K)) >> 6);
+                    let idx = hpt.node(ring.pte_leaf).index(gpa);
+                    if self.front {
+                        hpt.prefetch_entry(ring.pte_leaf, idx);
+                    } else {
+                        let h = hpt.entry(ring.pte_leaf, idx);
+                        if h & PTE_P != 0 {
+                            sets(((h & PTE_PFN_MASK) + gpa.offset(PageSize::Size4K)) >> 6);
+                        }
                     }
-                } else if let Some(m) = hpt.translate(hsp.root, hsp.top, gpa) {
-                    sets((m.frame.addr().0 + gpa.offset(m.size)) >> 6);
+                } else if !self.front {
+                    if let Some(m) = hpt.translate(hsp.root, hsp.top, gpa) {
+                        sets((m.frame.addr().0 + gpa.offset(m.size)) >> 6);
+                    }
                 }
             }
         }
