@@ -1120,9 +1120,6 @@ impl Machine {
                 }
             }
         }
-        if self.front {
-            return; // the stages below prefetch the memory side's structures
-        }
         if let Some(r) = batch.get(i + D / 2) {
             let slot = (i + D / 2) % PREFETCH_RING;
             let leaf = ring.leaves[slot];
