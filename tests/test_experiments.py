@@ -311,6 +311,28 @@ def test_results_root_from_environment(tmp_path, monkeypatch):
         results.Store("../x")
 
 
+def test_sweep_workers_that_fill_the_cores_keep_to_one_host_thread_each(monkeypatch):
+    monkeypatch.setattr(sweep, "default_workers", lambda: 2)
+    assert sweep.threads_per_run(1) == 2
+    assert sweep.threads_per_run(2) == 1
+    seen = []
+
+    def fake(config, workload, **kw):
+        seen.append(kw)
+        return {"stats": {"refs": 1}, "workload": None}
+
+    # A custom simulate gets only the point's own options; the engine's gets `threads` too.
+    row = sweep.run_task({}, "gups", {"refs": 10}, {"seed": 1}, fake, threads=1)
+    assert row["status"] == "ok" and seen == [{"seed": 1, "refs": 10}]
+
+
+@needs_sim
+def test_run_task_passes_threads_to_the_engine():
+    row = sweep.run_task({}, "gups:footprint=64M", {"refs": 2000}, {"seed": 1}, threads=1)
+    assert row["status"] == "ok", row["error"]
+    assert row["stat.refs"] == 2000
+
+
 # --- sweeps on Dask -------------------------------------------------------------------------
 
 
