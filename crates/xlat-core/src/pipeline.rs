@@ -93,12 +93,14 @@ impl Machine {
         let (full_tx, full_rx) = mpsc::channel::<Vec<Op>>();
         let (empty_tx, empty_rx) = mpsc::channel::<Vec<Op>>();
         for _ in 0..BUFFERS {
-            empty_tx.send(Vec::with_capacity(CHUNK + 64)).expect("the receiver is alive");
+            // (A buffer is handed over at the first reference that ends at or past CHUNK; the
+            // longest references, 2D walks that fault, record a few dozen ops.)
+            empty_tx.send(Vec::with_capacity(CHUNK + 256)).expect("the receiver is alive");
         }
         self.rec = empty_rx.recv().expect("a buffer was just sent");
         let result = std::thread::scope(|s| {
             let twin = &mut *back;
-            s.spawn(move || {
+            let replay = std::thread::Builder::new().name("xlat-replay".into()).spawn_scoped(s, move || {
                 for mut ops in full_rx {
                     twin.replay(&ops);
                     ops.clear();
@@ -106,6 +108,9 @@ impl Machine {
                     let _ = empty_tx.send(ops);
                 }
             });
+            if replay.is_err() {
+                return None; // no second thread to be had: run on this one
+            }
             let mut flush = |rec: &mut Vec<Op>| {
                 let next = empty_rx.recv().unwrap_or_default();
                 // (A failed send means the replaying thread panicked; the scope re-raises.)
@@ -114,7 +119,7 @@ impl Machine {
             let result = self.run_loop(src, opts, progress, CHUNK, &mut flush);
             flush(&mut self.rec);
             drop(full_tx);
-            result
+            Some(result)
         });
         self.front = false;
         self.rec = Vec::new();
@@ -123,7 +128,10 @@ impl Machine {
         self.cores[0].counters.add(&k);
         self.cores[0].vcounters.add(&v);
         self.twin = Some(back);
-        result
+        match result {
+            Some(r) => r,
+            None => self.run_loop(src, opts, progress, usize::MAX, &mut |_| {}),
+        }
     }
 
     /// Exchange the memory side (caches, DRAM, core 0's window) with `other`'s.
