@@ -1129,7 +1129,14 @@ impl Machine {
                 let e = gpt.entry(leaf, gpt.node(leaf).index(va));
                 if e & PTE_P != 0 {
                     let gpa = VirtAddr((e & PTE_PFN_MASK) + va.offset(PageSize::Size4K));
-                    if let Some(hleaf) = hpt.leaf_node(hsp.root, hsp.top, gpa) {
+                    if self.front {
+                        // Only the host leaf's bookkeeping now; its entry at the next stage.
+                        let hleaf = hpt.leaf_hint(hsp.root, gpa);
+                        if hleaf != NO_NODE {
+                            hpt.prefetch_node(hleaf);
+                            ring.host_leaves[slot] = hleaf;
+                        }
+                    } else if let Some(hleaf) = hpt.leaf_node(hsp.root, hsp.top, gpa) {
                         let idx = hpt.node(hleaf).index(gpa);
                         hpt.prefetch_entry(hleaf, idx);
                         sets(hpt.node(hleaf).entry_addr(idx).line());
@@ -1138,18 +1145,20 @@ impl Machine {
                 }
             }
         }
-        if self.front {
-            return; // the last stage only prefetches for the memory side
-        }
         if let Some(r) = batch.get(i + D / 4) {
             let (leaf, hleaf) = (ring.leaves[(i + D / 4) % PREFETCH_RING], ring.host_leaves[(i + D / 4) % PREFETCH_RING]);
-            if valid(leaf) && hleaf != NO_NODE {
+            if valid(leaf) && hleaf != NO_NODE && hpt.has_node(hleaf) && hpt.node(hleaf).low() == 1 {
                 let va = VirtAddr(r.va);
                 let e = gpt.entry(leaf, gpt.node(leaf).index(va));
                 let gpa = VirtAddr((e & PTE_PFN_MASK) + va.offset(PageSize::Size4K));
-                let h = hpt.entry(hleaf, hpt.node(hleaf).index(gpa));
-                if h & PTE_P != 0 {
-                    sets(((h & PTE_PFN_MASK) + gpa.offset(PageSize::Size4K)) >> 6);
+                let idx = hpt.node(hleaf).index(gpa);
+                if self.front {
+                    hpt.prefetch_entry(hleaf, idx);
+                } else {
+                    let h = hpt.entry(hleaf, idx);
+                    if h & PTE_P != 0 {
+                        sets(((h & PTE_PFN_MASK) + gpa.offset(PageSize::Size4K)) >> 6);
+                    }
                 }
             }
         }
