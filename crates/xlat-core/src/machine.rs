@@ -1065,7 +1065,9 @@ impl Machine {
     /// simulated L2/LLC sets of its host-physical line; `D / 2` ahead, read the guest PTE
     /// and find the host leaf node of the data page, prefetching its entry and the sets of
     /// that entry's line; `D / 4` ahead, read that host entry and prefetch the data line's
-    /// sets. Changes no simulated state.
+    /// sets. Translating for a pipelined run, it leaves the caches' sets alone, and finds the
+    /// host leaf as a hint at `D / 2` and prefetches its entry at `D / 4` (reads would stall
+    /// the thread that is the bottleneck in a VM). Changes no simulated state.
     #[inline]
     fn prefetch_ahead_2d(&self, c: usize, batch: &[Ref], i: usize, ring: &mut PrefetchRing) {
         const D: usize = PREFETCH_DISTANCE;
