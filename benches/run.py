@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import resource
@@ -45,11 +46,13 @@ def case(name: str, quick: bool) -> dict:
             "engine_bfs": ("bfs", int(10e6 * scale)),
         }[name]
         times = {}
+        # Best of two of each: on a shared VM host, runs vary by 15 % or more.
         for n in (refs // 5, refs):
-            t = time.perf_counter()
-            r = xlat.simulate("skylake", workload, refs=n, prefault=True)
-            times[n] = time.perf_counter() - t
-            assert r.stats["refs"] == n, (workload, n, r.stats["refs"])
+            for _ in range(2):
+                t = time.perf_counter()
+                r = xlat.simulate("skylake", workload, refs=n, prefault=True)
+                times[n] = min(times.get(n, math.inf), time.perf_counter() - t)
+                assert r.stats["refs"] == n, (workload, n, r.stats["refs"])
         dt = times[refs]
         span = dt - times[refs // 5]
         # (A non-positive span, only possible for tiny runs on a noisy host: fall back to
