@@ -952,7 +952,7 @@ impl Machine {
         let va = VirtAddr(r.va);
         if self.front {
             // Translate only; the memory side replays the rest (`Machine::finish_ref`).
-            self.rec.push(Op::Ref { delta: r.inst_delta, flags: r.flags });
+            self.rec.push(Op::Ref { delta: r.inst_delta, kind, dependent: r.is_dependent() });
             let (frame, size, _) = self.translate(c, va, kind, 0)?;
             self.rec.push(Op::Data(((frame << 12) + va.offset(size)) >> 6));
             self.count_ref(c, kind);

@@ -17,15 +17,16 @@ use std::sync::mpsc;
 use crate::error::SimError;
 use crate::machine::{Machine, RunOptions, Served, GUEST, HOST, NATIVE};
 use crate::repl::LineKind;
-use crate::workload::{Ref, RefKind, RefSource};
+use crate::workload::{RefKind, RefSource};
 
 /// What the memory side does for a reference, as the translating thread records it. A walk
 /// is `Walk`, then `Lat`, `Pte` and `Fault` in the order the one-thread walk adds their
 /// latencies (each read is issued when the ones before it are done), then `WalkEnd`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Op {
-    /// A reference dispatches: its instruction delta and flags (kind, dependence).
-    Ref { delta: u32, flags: u8 },
+    /// A reference dispatches: its instruction delta, kind, and whether it waits for the
+    /// previous one.
+    Ref { delta: u32, kind: RefKind, dependent: bool },
     /// It was translated by the L1 TLB, or by the L2 TLB (its latency later).
     Hit { l2: bool },
     /// A walk wants to start `at` cycles after dispatch.
@@ -159,10 +160,9 @@ impl Machine {
                 self.llc.prefetch_set(line);
             }
             match op {
-                Op::Ref { delta, flags } => {
-                    let r = Ref { flags, ..Ref::load(0, delta) };
-                    kind = r.kind();
-                    issue = self.cores[C].window.dispatch(delta, r.is_dependent());
+                Op::Ref { delta, kind: k, dependent } => {
+                    kind = k;
+                    issue = self.cores[C].window.dispatch(delta, dependent);
                     t = issue;
                 }
                 Op::Hit { l2 } => t = if l2 { issue + self.config().tlb_l2_latency } else { issue },
