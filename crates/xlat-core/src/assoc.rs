@@ -307,18 +307,6 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         }
     }
 
-    /// The key a fill of `set` would evict if it happened now, for LRU and FIFO sets of up
-    /// to 16 ways (`None` for other policies and for an empty victim way). A host prefetch
-    /// hint: the next fill may see a different set.
-    #[inline]
-    pub fn victim_hint(&self, set: usize) -> Option<K> {
-        if !matches!(self.fast, Fast::OrderedLru | Fast::OrderedFifo) {
-            return None;
-        }
-        let key = self.keys(set)[self.order.victim(self.order_word::<u64>(set))];
-        (key != K::INVALID).then_some(key)
-    }
-
     /// Find `key` in `set` without touching replacement state. Returns the slot.
     #[inline]
     pub fn probe(&self, set: usize, key: K) -> Option<usize> {

@@ -75,16 +75,6 @@ impl Cache {
         self.arr.prefetch_set(self.arr.set_of(line));
     }
 
-    /// Ask the host CPU to load the set of `below` that the line a fill of `line`'s set
-    /// would evict maps to: where that victim's write-back goes (see
-    /// `Machine::prefetch_ahead`).
-    #[inline]
-    pub fn prefetch_victim_set(&self, line: u64, below: &Cache) {
-        if let Some(v) = self.arr.victim_hint(self.arr.set_of(line)) {
-            below.prefetch_set(v);
-        }
-    }
-
     /// Configure page-table prioritization, if this cache's policy is `ptp`: the probability
     /// of evicting a non-page-table line, and whose page-table lines are protected (bit per
     /// core; 0 = off). No effect on other policies.

@@ -194,8 +194,6 @@ const PREFETCH_RING: usize = 128;
 /// and the last 2 MB region looked up with its leaf.
 struct PrefetchRing {
     leaves: [NodeId; PREFETCH_RING],
-    /// The data line of each reference, once its PTE has been read.
-    lines: [u64; PREFETCH_RING],
     region: u64,
     leaf: NodeId,
     /// Virtualized: the host leaf node that maps each reference's data page.
@@ -210,7 +208,6 @@ impl PrefetchRing {
     fn new() -> PrefetchRing {
         PrefetchRing {
             leaves: [NO_NODE; PREFETCH_RING],
-            lines: [u64::MAX; PREFETCH_RING],
             region: u64::MAX,
             leaf: NO_NODE,
             host_leaves: [NO_NODE; PREFETCH_RING],
@@ -1036,26 +1033,13 @@ impl Machine {
             return; // the stages below prefetch the memory side's structures
         }
         if let Some(r) = batch.get(i + D / 2) {
-            let slot = (i + D / 2) % PREFETCH_RING;
-            let leaf = ring.leaves[slot];
-            ring.lines[slot] = u64::MAX;
+            let leaf = ring.leaves[(i + D / 2) % PREFETCH_RING];
             if leaf != NO_NODE && pt.node(leaf).low() == 1 {
                 let va = VirtAddr(r.va);
-                let idx = pt.node(leaf).index(va);
-                let e = pt.entry(leaf, idx);
+                let e = pt.entry(leaf, pt.node(leaf).index(va));
                 if e & PTE_P != 0 {
-                    // Filling the PTE's line into L2 may write a dirty victim back to the LLC.
-                    core.l2.prefetch_victim_set(pt.node(leaf).entry_addr(idx).line(), &self.llc);
-                    let line = ((e & crate::pt::PTE_PFN_MASK) + va.offset(PageSize::Size4K)) >> 6;
-                    self.prefetch_sets(c, line);
-                    ring.lines[slot] = line;
+                    self.prefetch_sets(c, ((e & crate::pt::PTE_PFN_MASK) + va.offset(PageSize::Size4K)) >> 6);
                 }
-            }
-        }
-        if i + D / 4 < batch.len() {
-            let line = ring.lines[(i + D / 4) % PREFETCH_RING];
-            if line != u64::MAX {
-                core.l2.prefetch_victim_set(line, &self.llc);
             }
         }
     }
