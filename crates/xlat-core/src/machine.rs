@@ -264,6 +264,12 @@ pub struct Machine {
     /// here, and what the memory side must do with them is recorded in `rec`, not done.
     pub(crate) front: bool,
     pub(crate) rec: Vec<crate::pipeline::Op>,
+    /// While recording: cycles the current walk has spent since its last recorded step
+    /// (page-walk-cache and nested-TLB probes), carried by its next `Op`.
+    rec_lat: u64,
+    /// While recording: the reference being translated (instruction delta, kind, whether it
+    /// is dependent), for its walk's `Op::Walk`.
+    rec_ref: (u32, RefKind, bool),
     /// The machine a pipelined run replays the memory side on, kept between runs.
     pub(crate) twin: Option<Box<Machine>>,
 }
@@ -314,6 +320,8 @@ impl Machine {
             cfg: cfg.clone(),
             front: false,
             rec: Vec::new(),
+            rec_lat: 0,
+            rec_ref: (0, RefKind::Load, false),
             twin: None,
         };
         m.steer_ptp();
@@ -537,7 +545,8 @@ impl Machine {
                 addr.line()
             };
             if self.front {
-                self.rec.push(Op::Pte { line, table: D });
+                let lat = self.take_rec_lat();
+                self.rec.push(Op::Pte { line, table: D, lat });
             } else {
                 let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.port, now + *latency);
                 *latency += lat;
@@ -628,7 +637,7 @@ impl Machine {
             self.cores[c].counters.walks += 1;
             latency += self.cfg.pwc_latency;
             if self.front {
-                self.rec.push(Op::Lat(self.cfg.pwc_latency));
+                self.rec_lat += self.cfg.pwc_latency;
             }
             if let Found::Leaf(e, size) = self.walk_table::<NATIVE>(c, 0, va, ctx, level, node, write, now, &mut latency)? {
                 let frame = (e & PTE_PFN_MASK) >> 12;
@@ -645,7 +654,7 @@ impl Machine {
             k.fault_cycles += fault_cost;
             latency += fault_cost;
             if self.front {
-                self.rec.push(Op::Fault(fault_cost));
+                self.rec_fault(fault_cost);
             }
         }
     }
@@ -667,7 +676,7 @@ impl Machine {
         if ntlb {
             *latency += self.cfg.tlb_nested_latency;
             if self.front {
-                self.rec.push(Op::Lat(self.cfg.tlb_nested_latency));
+                self.rec_lat += self.cfg.tlb_nested_latency;
             }
             let core = &mut self.cores[c];
             match core.ntlb.lookup(g, ctx) {
@@ -686,7 +695,7 @@ impl Machine {
         let (level, node) = self.pwc_start::<HOST>(c, g, ctx, self.host_top, root);
         *latency += self.cfg.pwc_latency;
         if self.front {
-            self.rec.push(Op::Lat(self.cfg.pwc_latency));
+            self.rec_lat += self.cfg.pwc_latency;
         }
         match self.walk_table::<HOST>(c, vm, g, ctx, level, node, write, now, latency)? {
             Found::Leaf(e, size) => {
@@ -722,7 +731,7 @@ impl Machine {
             self.cores[c].counters.walks += 1;
             latency += self.cfg.pwc_latency;
             if self.front {
-                self.rec.push(Op::Lat(self.cfg.pwc_latency));
+                self.rec_lat += self.cfg.pwc_latency;
             }
             // (guest-physical address the host must map, it is the data page)
             let host_missing = match self.walk_table::<GUEST>(c, vm, va, ctx, level, node, write, now, &mut latency)? {
@@ -769,7 +778,7 @@ impl Machine {
             fault_cost += cost;
             latency += cost;
             if self.front {
-                self.rec.push(Op::Fault(cost));
+                self.rec_fault(cost);
             }
         }
     }
@@ -804,9 +813,6 @@ impl Machine {
                         PageSize::Size1G => k.l1d_tlb_hits_1g += 1,
                     }
                 }
-                if self.front {
-                    self.rec.push(Op::Hit { l2: false });
-                }
                 return Ok((e.frame, size, t));
             }
             // A store through a clean translation: the hardware walks to set the PTE's D bit.
@@ -826,9 +832,6 @@ impl Machine {
                 if !(write && !e.dirty) {
                     let l1 = if fetch { &mut core.itlb } else { &mut core.dtlb };
                     l1.insert_absent(va, size, ctx, e);
-                    if self.front {
-                        self.rec.push(Op::Hit { l2: true });
-                    }
                     return Ok((e.frame, size, t2));
                 }
                 k.dirty_walks += 1;
@@ -846,12 +849,13 @@ impl Machine {
     /// otherwise this walk only sets a dirty bit and the fills replace cached copies.
     fn walk_and_fill(&mut self, c: usize, va: VirtAddr, write: bool, fetch: bool, t: u64, missed: bool) -> Result<(u64, PageSize, u64), SimError> {
         if self.front {
-            self.rec.push(Op::Walk { at: t });
+            let (delta, kind, dependent) = self.rec_ref;
+            self.rec_lat = 0;
+            self.rec.push(Op::Walk { delta, kind, dependent, l2: t != 0 });
         }
         let (e, size, lat, fault_cycles) = self.walk(c, va, write, t)?;
         let done = if self.front {
-            self.rec.push(Op::WalkEnd);
-            t
+            t // (the walk's `Op::End` follows its translation)
         } else {
             self.walk_timing(c, t, lat, fault_cycles)
         };
@@ -949,9 +953,17 @@ impl Machine {
         let va = VirtAddr(r.va);
         if self.front {
             // Translate only; the memory side replays the rest (`Machine::finish_ref`).
-            self.rec.push(Op::Ref { delta: r.inst_delta, kind, dependent: r.is_dependent() });
-            let (frame, size, _) = self.translate(c, va, kind, 0)?;
-            self.rec.push(Op::Data(((frame << 12) + va.offset(size)) >> 6));
+            let mark = self.rec.len();
+            self.rec_ref = (r.inst_delta, kind, r.is_dependent());
+            // (Dispatch is cycle 0 here: `t` is the L2 TLB's latency or 0.)
+            let (frame, size, t) = self.translate(c, va, kind, 0)?;
+            let line = ((frame << 12) + va.offset(size)) >> 6;
+            if self.rec.len() == mark {
+                self.rec.push(Op::Hit { delta: r.inst_delta, kind, dependent: r.is_dependent(), l2: t != 0, line });
+            } else {
+                let lat = self.take_rec_lat();
+                self.rec.push(Op::End { line, lat });
+            }
             self.count_ref(c, kind);
             return Ok(());
         }
@@ -964,6 +976,27 @@ impl Machine {
             self.ptp_epoch(c);
         }
         Ok(())
+    }
+
+    /// While recording: the cycles the walk spent since its last recorded step, for the
+    /// `lat` field of its next `Op` (or as an `Op::Lat` of their own, should they not fit).
+    #[inline(always)]
+    fn take_rec_lat(&mut self) -> u32 {
+        let n = std::mem::take(&mut self.rec_lat);
+        u32::try_from(n).unwrap_or_else(|_| {
+            self.rec.push(Op::Lat(n));
+            0
+        })
+    }
+
+    /// While recording: the OS's fault handler ran for `cost` cycles of the walk.
+    fn rec_fault(&mut self, cost: u64) {
+        let lat = self.rec_lat;
+        if lat > 0 {
+            self.rec_lat = 0;
+            self.rec.push(Op::Lat(lat));
+        }
+        self.rec.push(Op::Fault(cost));
     }
 
     #[inline(always)]

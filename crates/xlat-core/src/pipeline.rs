@@ -19,43 +19,49 @@ use crate::machine::{Machine, RunOptions, Served, GUEST, HOST, NATIVE};
 use crate::repl::LineKind;
 use crate::workload::{RefKind, RefSource};
 
-/// What the memory side does for a reference, as the translating thread records it. A walk
-/// is `Walk`, then `Lat`, `Pte` and `Fault` in the order the one-thread walk adds their
-/// latencies (each read is issued when the ones before it are done), then `WalkEnd`.
+/// What the memory side does for a reference, as the translating thread records it: one
+/// `Hit`, or a walk: `Walk`, then its `Pte` reads and `Fault`s in the order the one-thread
+/// walk adds their latencies (each read is issued when the ones before it are done), then
+/// `End`. 16 bytes each, and as few as the memory side needs: a GUPS reference averages
+/// under 3 (they were 5.5 as one op per event: both threads spent a fifth of their time
+/// writing, handing over and dispatching them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Op {
-    /// A reference dispatches: its instruction delta, kind, and whether it waits for the
-    /// previous one.
-    Ref { delta: u32, kind: RefKind, dependent: bool },
-    /// It was translated by the L1 TLB, or by the L2 TLB (its latency later).
-    Hit { l2: bool },
-    /// A walk wants to start `at` cycles after dispatch.
-    Walk { at: u64 },
-    /// The walk spends this many cycles without touching memory (a page-walk-cache or
-    /// nested-TLB probe).
-    Lat(u64),
+    /// A reference the TLBs translate: it dispatches (its instruction delta, kind, and
+    /// whether it waits for the previous one), the L1 TLB or the L2 TLB (its latency later)
+    /// translates it, and it accesses its data, in this line.
+    Hit { delta: u32, kind: RefKind, dependent: bool, l2: bool, line: u64 },
+    /// A reference that walks dispatches; the walk wants to start at once or after the L2
+    /// TLB's latency.
+    Walk { delta: u32, kind: RefKind, dependent: bool, l2: bool },
     /// The walk reads a page-table entry in this line, of the native, host or guest table
-    /// (`machine::NATIVE`, `HOST`, `GUEST`).
-    Pte { line: u64, table: u8 },
+    /// (`machine::NATIVE`, `HOST`, `GUEST`), `lat` cycles after its previous step
+    /// (page-walk-cache or nested-TLB probes).
+    Pte { line: u64, table: u8, lat: u32 },
+    /// The walk spends this many cycles without touching memory (probes before a fault, or
+    /// more than a `lat` field holds).
+    Lat(u64),
     /// The OS's fault handler ran for this many cycles.
     Fault(u64),
-    /// The walk is over.
-    WalkEnd,
-    /// The reference's data access, to this line.
-    Data(u64),
+    /// The walk is over `lat` cycles after its last step, and the reference accesses its
+    /// data, in this line.
+    End { line: u64, lat: u32 },
     /// Warm-up ends here: statistics restart.
     Reset,
 }
 
-/// Ops per buffer handed from one thread to the other (256 KB, a few thousand references):
+const _: () = assert!(std::mem::size_of::<Op>() == 16);
+
+/// Ops per buffer handed from one thread to the other (256 KB, several thousand references):
 /// big enough that the hand-over (and waking a waiting thread) costs little: 4 K ops lost
 /// 9 % in a VM, where the replay waits more.
 const CHUNK: usize = 16384;
 /// Buffers in flight: how far translation may run ahead.
 const BUFFERS: usize = 4;
 /// How many ops ahead the replay asks the host to load the simulated LLC sets it will touch
-/// (the one-thread run prefetches from the page tables instead).
-const AHEAD: usize = 12;
+/// (the one-thread run prefetches from the page tables instead): about three GUPS
+/// references; 6 to 12 measure the same, 16 less.
+const AHEAD: usize = 8;
 
 impl Machine {
     /// Whether this run can be split over two host threads (see the module comment).
@@ -151,24 +157,31 @@ impl Machine {
     /// `ops` hold whole references.
     fn replay(&mut self, ops: &[Op]) {
         const C: usize = 0;
-        let (mut kind, mut issue, mut t) = (RefKind::Load, 0, 0);
+        let l2_latency = self.config().tlb_l2_latency;
+        // (of the reference that walks)
+        let (mut kind, mut issue) = (RefKind::Load, 0);
         let (mut walk_at, mut lat, mut fault_cycles) = (0, 0, 0);
         for (j, &op) in ops.iter().enumerate() {
             // (The LLC's sets only: the private caches' bookkeeping stays in the host's
             // caches, and prefetching it too measured 1.5 % slower.)
-            if let Some(&Op::Pte { line, .. } | &Op::Data(line)) = ops.get(j + AHEAD) {
+            if let Some(&Op::Pte { line, .. } | &Op::Hit { line, .. } | &Op::End { line, .. }) = ops.get(j + AHEAD) {
                 self.llc.prefetch_set(line);
             }
             match op {
-                Op::Ref { delta, kind: k, dependent } => {
+                Op::Hit { delta, kind, dependent, l2, line } => {
+                    let issue = self.cores[C].window.dispatch(delta, dependent);
+                    let t = if l2 { issue + l2_latency } else { issue };
+                    self.finish_ref(C, kind, line, issue, t);
+                }
+                Op::Walk { delta, kind: k, dependent, l2 } => {
                     kind = k;
                     issue = self.cores[C].window.dispatch(delta, dependent);
-                    t = issue;
+                    walk_at = if l2 { issue + l2_latency } else { issue };
+                    (lat, fault_cycles) = (0, 0);
                 }
-                Op::Hit { l2 } => t = if l2 { issue + self.config().tlb_l2_latency } else { issue },
-                Op::Walk { at } => (walk_at, lat, fault_cycles) = (issue + at, 0, 0),
                 Op::Lat(n) => lat += n,
-                Op::Pte { line, table } => {
+                Op::Pte { line, table, lat: l } => {
+                    lat += l as u64;
                     let (l, served): (u64, Served) = self.access(C, line, LineKind::PageTable, false, self.port, walk_at + lat);
                     lat += l;
                     match table {
@@ -181,8 +194,11 @@ impl Machine {
                     lat += cost;
                     fault_cycles += cost;
                 }
-                Op::WalkEnd => t = self.walk_timing(C, walk_at, lat, fault_cycles),
-                Op::Data(line) => self.finish_ref(C, kind, line, issue, t),
+                Op::End { line, lat: l } => {
+                    lat += l as u64;
+                    let t = self.walk_timing(C, walk_at, lat, fault_cycles);
+                    self.finish_ref(C, kind, line, issue, t);
+                }
                 Op::Reset => self.reset_stats(),
             }
         }
