@@ -991,12 +991,8 @@ impl Machine {
 
     /// While recording: the OS's fault handler ran for `cost` cycles of the walk.
     fn rec_fault(&mut self, cost: u64) {
-        let lat = self.rec_lat;
-        if lat > 0 {
-            self.rec_lat = 0;
-            self.rec.push(Op::Lat(lat));
-        }
-        self.rec.push(Op::Fault(cost));
+        let lat = self.take_rec_lat();
+        self.rec.push(Op::Fault { cost, lat });
     }
 
     #[inline(always)]

@@ -38,11 +38,12 @@ pub(crate) enum Op {
     /// (`machine::NATIVE`, `HOST`, `GUEST`), `lat` cycles after its previous step
     /// (page-walk-cache or nested-TLB probes).
     Pte { line: u64, table: u8, lat: u32 },
-    /// The walk spends this many cycles without touching memory (probes before a fault, or
-    /// more than a `lat` field holds).
+    /// The walk spends this many cycles without touching memory (more than a `lat` field
+    /// holds, before the op whose `lat` they would be).
     Lat(u64),
-    /// The OS's fault handler ran for this many cycles.
-    Fault(u64),
+    /// The OS's fault handler ran for `cost` cycles, `lat` cycles after the walk's previous
+    /// step.
+    Fault { cost: u64, lat: u32 },
     /// The walk is over `lat` cycles after its last step, and the reference accesses its
     /// data, in this line.
     End { line: u64, lat: u32 },
@@ -190,8 +191,8 @@ impl Machine {
                         _ => self.count_pte::<GUEST>(C, served),
                     }
                 }
-                Op::Fault(cost) => {
-                    lat += cost;
+                Op::Fault { cost, lat: l } => {
+                    lat += l as u64 + cost;
                     fault_cycles += cost;
                 }
                 Op::End { line, lat: l } => {
