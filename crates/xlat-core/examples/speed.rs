@@ -60,6 +60,10 @@ fn main() {
         s.f("walks"),
         s.f("walk_steps_per_walk")
     );
+    if let Some(h) = m.host_times {
+        // Two host threads: which half limits the run.
+        println!("host threads busy: translating {:.2} s, memory side {:.2} s of {:.2} s", h.translate_s, h.memory_s, h.wall_s);
+    }
     if std::env::var_os("XLAT_DUMP").is_some() {
         for (k, v) in &s.entries {
             println!("{k} {v:?}");

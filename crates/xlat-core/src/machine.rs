@@ -272,6 +272,22 @@ pub struct Machine {
     rec_ref: (u32, RefKind, bool),
     /// The machine a pipelined run replays the memory side on, kept between runs.
     pub(crate) twin: Option<Box<Machine>>,
+    /// Host time of the last run on two threads (see [`HostTimes`]); `None` after a run on
+    /// one thread.
+    pub host_times: Option<HostTimes>,
+}
+
+/// Where the host's time went in a run on two threads: wall time, and how long each thread
+/// was busy (not waiting for the other). The busier half limits the run. Host measurements,
+/// not statistics: they vary from run to run and are kept out of [`Stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HostTimes {
+    pub wall_s: f64,
+    /// The translating thread (TLBs, page-walk caches, walks, recording), less its waits
+    /// for a free buffer.
+    pub translate_s: f64,
+    /// The replaying thread (caches, DRAM, timing), less its waits for records.
+    pub memory_s: f64,
 }
 
 impl Machine {
@@ -323,6 +339,7 @@ impl Machine {
             rec_lat: 0,
             rec_ref: (0, RefKind::Load, false),
             twin: None,
+            host_times: None,
         };
         m.steer_ptp();
         Ok(m)
@@ -1212,6 +1229,7 @@ impl Machine {
     /// [`PROGRESS_EVERY`] references; returning false interrupts the run.
     #[inline(never)] // one call per run; keeps it a unit in profiles
     pub fn run(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
+        self.host_times = None;
         if self.pipelinable(&opts) {
             return self.run_pipelined(src, opts, progress);
         }

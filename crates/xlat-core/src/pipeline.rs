@@ -13,9 +13,10 @@
 //! clock.
 
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use crate::error::SimError;
-use crate::machine::{Machine, RunOptions, Served, GUEST, HOST, NATIVE};
+use crate::machine::{HostTimes, Machine, RunOptions, Served, GUEST, HOST, NATIVE};
 use crate::repl::LineKind;
 use crate::workload::{RefKind, RefSource};
 
@@ -106,29 +107,41 @@ impl Machine {
             empty_tx.send(Vec::with_capacity(CHUNK + 256)).expect("the receiver is alive");
         }
         self.rec = empty_rx.recv().expect("a buffer was just sent");
+        let start = Instant::now();
+        // (Busy times are taken per buffer, thousands of references: nothing per reference.)
+        let mut waited = Duration::ZERO;
         let result = std::thread::scope(|s| {
             let twin = &mut *back;
             let replay = std::thread::Builder::new().name("xlat-replay".into()).spawn_scoped(s, move || {
+                let mut busy = Duration::ZERO;
                 for mut ops in full_rx {
+                    let t = Instant::now();
                     twin.replay(&ops);
+                    busy += t.elapsed();
                     ops.clear();
                     // (The translating thread may be done and gone.)
                     let _ = empty_tx.send(ops);
                 }
+                busy
             });
-            if replay.is_err() {
+            let Ok(replay) = replay else {
                 return None; // no second thread to be had: run on this one
-            }
+            };
             let mut flush = |rec: &mut Vec<Op>| {
+                let t = Instant::now();
                 let next = empty_rx.recv().unwrap_or_default();
+                waited += t.elapsed();
                 // (A failed send means the replaying thread panicked; the scope re-raises.)
                 let _ = full_tx.send(std::mem::replace(rec, next));
             };
             let result = self.run_loop(src, opts, progress, CHUNK, &mut flush);
             flush(&mut self.rec);
             drop(full_tx);
-            Some(result)
+            // (A panic of the replaying thread is re-raised by the scope.)
+            let memory = replay.join().unwrap_or_default();
+            Some((result, memory))
         });
+        let wall = start.elapsed();
         self.front = false;
         self.rec = Vec::new();
         self.swap_memory_side(&mut back);
@@ -137,7 +150,14 @@ impl Machine {
         self.cores[0].vcounters.add(&v);
         self.twin = Some(back);
         match result {
-            Some(r) => r,
+            Some((r, memory)) => {
+                self.host_times = Some(HostTimes {
+                    wall_s: wall.as_secs_f64(),
+                    translate_s: wall.saturating_sub(waited).as_secs_f64(),
+                    memory_s: memory.as_secs_f64(),
+                });
+                r
+            }
             None => self.run_loop(src, opts, progress, usize::MAX, &mut |_| {}),
         }
     }

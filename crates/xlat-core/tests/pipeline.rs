@@ -116,3 +116,25 @@ fn running_out_of_memory_is_the_same_error() {
     assert!(one.contains("exhausted") || one.contains("memory"), "{one}");
     assert_eq!(one, fail(2));
 }
+
+/// A run on two threads says how busy each was (host times, outside the statistics); a run on
+/// one thread has none to report.
+#[test]
+fn host_times_are_reported_for_two_threads_only() {
+    let refs = mixed_refs(40_000, 8 * GB, 5);
+    let c = cfg(&[]);
+    let mut m = Machine::new(&c, 1, region(8 * GB), 7).unwrap();
+    for threads in [2, 1, 2] {
+        let mut src = VecSource::new(vec![refs.clone()], region(8 * GB));
+        m.run(&mut src, RunOptions { threads, ..RunOptions::default() }, &mut |_| true).unwrap();
+        match (threads, m.host_times) {
+            (1, None) => {}
+            (2, Some(h)) => {
+                assert!(h.wall_s > 0.0 && h.memory_s > 0.0 && h.translate_s > 0.0, "{h:?}");
+                // Each thread is busy at most the whole run (plus the clock's granularity).
+                assert!(h.memory_s <= h.wall_s + 1e-3 && h.translate_s <= h.wall_s + 1e-3, "{h:?}");
+            }
+            (t, h) => panic!("{t} threads reported {h:?}"),
+        }
+    }
+}

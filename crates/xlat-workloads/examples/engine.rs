@@ -20,6 +20,9 @@ fn main() {
     let dt = t.elapsed().as_secs_f64();
     let s = m.stats();
     println!("{spec}: {done} refs in {dt:.2}s = {:.2} M refs/s; ipc {:.3} walks {}", done as f64 / dt / 1e6, s.f("ipc"), s.f("walks"));
+    if let Some(h) = m.host_times {
+        println!("host threads busy: translating {:.2} s, memory side {:.2} s of {:.2} s", h.translate_s, h.memory_s, h.wall_s);
+    }
     if std::env::var_os("XLAT_DUMP").is_some() {
         for (k, v) in &s.entries {
             println!("{k} {v:?}");
