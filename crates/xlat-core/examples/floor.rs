@@ -1,23 +1,32 @@
-//! How fast can the memory side of a GUPS reference be simulated at all on this host? A
-//! lower-bound experiment for the engine's throughput target, not part of the engine:
-//! `cargo run --release -p xlat-core --example floor -- [refs]`.
+//! How fast could GUPS be simulated at all on this host, with the engine's model? A
+//! lower-bound experiment for the engine's throughput target (README, "Performance"), not
+//! part of the engine: `cargo run --release -p xlat-core --example floor -- [refs]` (20 M
+//! references by default; it keeps every step in memory, about 2 GB).
 //!
-//! It runs the accesses of the `skylake` preset's memory side for GUPS over 8 GB through
-//! the leanest exact model we could write: three LRU caches (L1D 32 KB 8-way, L2 256 KB
-//! 4-way, LLC 16 MB 16-way; non-inclusive fills and write-backs as `Machine::access` does
-//! them) kept as bare key arrays, a dirty mask and the engine's order word
-//! (`repl::Order`), no statistics beyond where each access was served, no line kinds or
-//! owners, no record decoding, LLC sets prefetched ahead. Then the same again with the
-//! engine's timing window (`timing::Window`: dispatch, walkers, MSHRs, completion).
+//! It simulates GUPS over 8 GB (a load and a store of each random 8-byte word, as the `speed`
+//! example) on the `skylake` preset with the leanest exact model we could write, in the
+//! engine's two halves:
 //!
-//! The stream is synthetic but calibrated to the engine's own GUPS run (`speed` example):
-//! per load+store pair, the load walks (its L3 entry read when the 4-entry L3 PWC misses, half
-//! the time, then the L2 entry and the leaf) and the store walks again 80 % of the time to
-//! set the dirty bit (only the leaf: the L2 PWC hits). That gives the engine's 2.65 cache
-//! accesses per reference and its mix of where they are served (about 49 % L1, 12 % L2, 9 %
-//! LLC, 30 % DRAM), which the run prints.
+//! - translation: L1 DTLB (16 sets of 4), L2 TLB (128 of 12), page-walk caches of 4, 4 and
+//!   24 entries probed together (the longest hit decides where the walk starts), and a real
+//!   4-level table (entries with P, A, D and the child node's number, in 4 KB nodes) that
+//!   walks read and set A and D bits in, page-table entries prefetched 32 references ahead;
+//!   a store through a clean translation walks again. It counts the engine's walks and steps
+//!   exactly (12,071,819 walks, 2.23 steps per walk over 20 M references).
+//! - memory side: three LRU caches (L1D 32 KB 8-way, L2 256 KB 4-way, LLC 16 MB 16-way;
+//!   non-inclusive fills and write-backs as `Machine::access` does them) kept as bare key
+//!   arrays, a dirty mask and the engine's order word (`repl::Order`); LLC sets prefetched
+//!   ahead; then the same with the engine's timing window (`timing::Window`), then with the
+//!   engine's own caches (`cache::Cache`) instead of the lean ones: same decisions, same
+//!   cycles.
+//!
+//! No statistics beyond walks, steps and where accesses were served, no contexts in TLB
+//! keys, no line kinds or owners, no policies but LRU. Each half is timed alone (best of
+//! three), then both run at once on two threads, as the engine runs them.
 use std::time::Instant;
-use xlat_core::repl::Order;
+use xlat_core::cache::Cache;
+use xlat_core::config::Policy;
+use xlat_core::repl::{LineKind, Order, WideOrder};
 use xlat_core::timing::Window;
 
 /// One LRU cache: `W` ways per set.
@@ -118,10 +127,17 @@ struct Hierarchy {
 /// Latencies of the `skylake` preset, in cycles (DRAM: 100 ns at 2 GHz).
 const LAT: [u64; 4] = [4, 12, 42, 42 + 200];
 
-impl Hierarchy {
+/// A three-level hierarchy as the run below drives it.
+trait Levels {
     /// One access; returns where it was served (index into `LAT`).
+    fn access(&mut self, line: u64, kind: LineKind, write: bool) -> usize;
+    fn prefetch(&self, line: u64);
+    fn served(&self) -> [u64; 4];
+}
+
+impl Levels for Hierarchy {
     #[inline(always)]
-    fn access(&mut self, line: u64, write: bool) -> usize {
+    fn access(&mut self, line: u64, _kind: LineKind, write: bool) -> usize {
         if self.l1.access(line, write) {
             self.served[0] += 1;
             return 0;
@@ -153,6 +169,68 @@ impl Hierarchy {
         }
         served
     }
+
+    fn prefetch(&self, line: u64) {
+        self.llc.prefetch(line);
+    }
+
+    fn served(&self) -> [u64; 4] {
+        self.served
+    }
+}
+
+/// The same hierarchy of the engine's own caches (`cache::Cache`: set blocks with kinds and
+/// owners, per-kind counters, the remembered last block), to tell their cost from the
+/// machine's around them.
+struct Engine {
+    l1: Cache,
+    l2: Cache,
+    llc: Cache,
+    served: [u64; 4],
+}
+
+impl Levels for Engine {
+    #[inline(always)]
+    fn access(&mut self, line: u64, kind: LineKind, write: bool) -> usize {
+        if self.l1.access(line, kind, write) {
+            self.served[0] += 1;
+            return 0;
+        }
+        let served = if self.l2.access(line, kind, false) {
+            1
+        } else if self.llc.access(line, kind, false) {
+            2
+        } else {
+            self.llc.fill(line, kind, false, 0);
+            3
+        };
+        self.served[served] += 1;
+        if served != 1 {
+            if let Some(v) = self.l2.fill(line, kind, false, 0) {
+                if v.dirty {
+                    self.llc.write_back(v.line, v.kind, 0);
+                }
+            }
+        }
+        if let Some(v) = self.l1.fill(line, kind, write, 0) {
+            if v.dirty {
+                if let Some(w) = self.l2.write_back(v.line, v.kind, 0) {
+                    if w.dirty {
+                        self.llc.write_back(w.line, w.kind, 0);
+                    }
+                }
+            }
+        }
+        served
+    }
+
+    fn prefetch(&self, line: u64) {
+        self.llc.prefetch_set(line);
+    }
+
+    fn served(&self) -> [u64; 4] {
+        self.served
+    }
 }
 
 /// One step of the stream: a reference's walk reads (`pte`), or its data access.
@@ -174,89 +252,364 @@ fn line_of(s: Step) -> Option<u64> {
     }
 }
 
-fn stream(refs: u64) -> Vec<Step> {
-    // Line numbers: one L3-entry line, 512 lines of L2 entries, 256 K lines of leaf entries
-    // (16 MB for 2 M pages), then 8 GB of data.
-    let (l3, l2, leaf, data) = (1u64 << 30, (1u64 << 30) + 1, (1u64 << 30) + 1024, 1u64 << 36);
+/// A small LRU array of `u64` keys and values (a TLB or a page-walk-cache level): `W` ways,
+/// order word `Order` (up to 16 ways) or `WideOrder` (the 24-entry PWC level).
+struct Assoc<const W: usize> {
+    keys: Vec<[u64; W]>,
+    vals: Vec<[u64; W]>,
+    order: Vec<u128>,
+    wide: bool,
+    mask: usize,
+}
+
+impl<const W: usize> Assoc<W> {
+    fn new(sets: usize) -> Self {
+        let wide = W > 16;
+        let empty = if wide { WideOrder::new(W).empty() } else { Order::new(W).empty() as u128 };
+        Assoc { keys: vec![[u64::MAX; W]; sets], vals: vec![[0; W]; sets], order: vec![empty; sets], wide, mask: sets - 1 }
+    }
+
+    #[inline(always)]
+    fn find(&self, set: usize, key: u64) -> Option<usize> {
+        find(&self.keys[set], key)
+    }
+
+    /// The value of `key`, refreshing its recency.
+    #[inline(always)]
+    fn lookup(&mut self, key: u64) -> Option<u64> {
+        let set = key as usize & self.mask;
+        let way = self.find(set, key)?;
+        let o = self.order[set];
+        self.order[set] = if self.wide { WideOrder::promote(o, way) } else { Order::promote(o as u64, way) as u128 };
+        Some(self.vals[set][way])
+    }
+
+    /// Install `key` (absent) over the set's least recent way.
+    #[inline(always)]
+    fn insert_absent(&mut self, key: u64, val: u64) {
+        let set = key as usize & self.mask;
+        let o = self.order[set];
+        let (way, o) = if self.wide {
+            let g = WideOrder::new(W);
+            let way = g.victim(o);
+            (way, g.refill(o, way))
+        } else {
+            let g = Order::new(W);
+            let way = g.victim(o as u64);
+            (way, g.refill(o as u64, way) as u128)
+        };
+        self.order[set] = o;
+        self.keys[set][way] = key;
+        self.vals[set][way] = val;
+    }
+
+    /// Install or update `key`.
+    #[inline(always)]
+    fn insert(&mut self, key: u64, val: u64) {
+        let set = key as usize & self.mask;
+        match self.find(set, key) {
+            Some(way) => self.vals[set][way] = val,
+            None => self.insert_absent(key, val),
+        }
+    }
+}
+
+/// The first lane of `keys` holding `key` (`W` even).
+#[inline(always)]
+fn find<const W: usize>(keys: &[u64; W], key: u64) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; W is even, so the loads stay inside the set.
+    unsafe {
+        use std::arch::x86_64::*;
+        let (p, k) = (keys.as_ptr() as *const __m128i, _mm_set1_epi64x(key as i64));
+        let mut m = 0u32;
+        for i in 0..W / 2 {
+            let e = _mm_cmpeq_epi32(_mm_loadu_si128(p.add(i)), k);
+            let e = _mm_and_si128(e, _mm_shuffle_epi32(e, 0xB1));
+            m |= (_mm_movemask_pd(_mm_castsi128_pd(e)) as u32) << (2 * i);
+        }
+        (m != 0).then(|| m.trailing_zeros() as usize)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    keys.iter().position(|&k| k == key)
+}
+
+const P: u64 = 1;
+const A: u64 = 1 << 5;
+const D: u64 = 1 << 6;
+
+/// The translation side of the `skylake` preset for one address space: L1 DTLB (4 KB array,
+/// 16 sets of 4), L2 TLB (128 sets of 12), page-walk caches of 4, 4 and 24 entries, and a
+/// 4-level table of real entries (P, A, D and the child node's number in the PFN field) in
+/// 4 KB nodes allocated as first touched, walked as the engine walks it.
+struct Front {
+    l1: Assoc<4>,
+    l2: Assoc<12>,
+    /// PWC levels 4, 3, 2 (prefix of VA bits above 39, 30, 21).
+    pwc4: Assoc<4>,
+    pwc3: Assoc<4>,
+    pwc2: Assoc<24>,
+    nodes: Vec<[u64; 512]>,
+    walks: u64,
+    steps: u64,
+}
+
+impl Front {
+    /// Map `[0, bytes)` with 4 KB pages (the root is node 0).
+    fn new(bytes: u64) -> Front {
+        let mut f = Front { l1: Assoc::new(16), l2: Assoc::new(128), pwc4: Assoc::new(1), pwc3: Assoc::new(1), pwc2: Assoc::new(1), nodes: vec![[0; 512]], walks: 0, steps: 0 };
+        for page in 0..bytes >> 12 {
+            let mut node = 0usize;
+            for level in (2..=4).rev() {
+                let idx = (page >> (9 * (level - 1))) as usize & 511;
+                if f.nodes[node][idx] & P == 0 {
+                    f.nodes.push([0; 512]);
+                    f.nodes[node][idx] = (f.nodes.len() as u64 - 1) << 12 | P;
+                }
+                node = (f.nodes[node][idx] >> 12) as usize;
+            }
+            // (Data frames: the page number itself, shifted past the table's nodes.)
+            f.nodes[node][page as usize & 511] = (page + (1 << 24)) << 12 | P;
+        }
+        f
+    }
+
+    /// The leaf entry's host address for `va` (to prefetch it ahead).
+    #[inline(always)]
+    fn leaf_entry(&self, va: u64) -> *const u64 {
+        let mut node = 0usize;
+        for level in (2..=4).rev() {
+            node = (self.nodes[node][(va >> (12 + 9 * (level - 1))) as usize & 511] >> 12) as usize;
+        }
+        &self.nodes[node][(va >> 12) as usize & 511]
+    }
+
+    /// Translate `va`, appending what the memory side must do to `out`.
+    #[inline(always)]
+    fn translate(&mut self, va: u64, write: bool, out: &mut Vec<Step>) {
+        let vpn = va >> 12;
+        let off = (va & 4095) >> 6;
+        let missed = match self.l1.lookup(vpn) {
+            Some(e) if !write || e & D != 0 => return out.push(Step::Hit((e >> 12 << 6) + off, write)),
+            Some(_) => false,
+            None => match self.l2.lookup(vpn) {
+                Some(e) if !write || e & D != 0 => {
+                    self.l1.insert_absent(vpn, e);
+                    return out.push(Step::Hit((e >> 12 << 6) + off, write));
+                }
+                Some(_) => false,
+                None => true,
+            },
+        };
+        out.push(Step::Walk);
+        self.walks += 1;
+        // Probe the page-walk caches; the longest prefix that hits decides where to start.
+        let (mut level, mut node) = (4, 0usize);
+        if let Some(n) = self.pwc4.lookup(va >> 39) {
+            (level, node) = (3, n as usize);
+        }
+        if let Some(n) = self.pwc3.lookup(va >> 30) {
+            (level, node) = (2, n as usize);
+        }
+        if let Some(n) = self.pwc2.lookup(va >> 21) {
+            (level, node) = (1, n as usize);
+        }
+        let e = loop {
+            let idx = (va >> (12 + 9 * (level - 1))) as usize & 511;
+            out.push(Step::Pte(((node as u64) << 6) + (idx as u64 >> 3)));
+            self.steps += 1;
+            let set = if level == 1 && write { A | D } else { A };
+            let e = self.nodes[node][idx] | set;
+            self.nodes[node][idx] = e;
+            if level == 1 {
+                break e;
+            }
+            let child = e >> 12;
+            match level {
+                4 => self.pwc4.insert_absent(va >> 39, child),
+                3 => self.pwc3.insert_absent(va >> 30, child),
+                _ => self.pwc2.insert_absent(va >> 21, child),
+            }
+            (level, node) = (level - 1, child as usize);
+        };
+        if missed {
+            self.l2.insert_absent(vpn, e);
+            self.l1.insert_absent(vpn, e);
+        } else {
+            self.l2.insert(vpn, e);
+            self.l1.insert(vpn, e);
+        }
+        out.push(Step::Data((e >> 12 << 6) + off, write));
+    }
+}
+
+/// GUPS over 8 GB: a load and a store of each random 8-byte word.
+fn gups(refs: u64) -> Vec<(u64, bool)> {
     let mut x = 88172645463325252u64;
-    let mut out = Vec::with_capacity(refs as usize * 4);
+    let mut out = Vec::with_capacity(refs as usize);
     for _ in 0..refs / 2 {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let word = x & ((1 << 30) - 1);
-        let page = word >> 9;
-        let r = x >> 32;
-        out.push(Step::Walk);
-        if r & 1 == 0 {
-            out.push(Step::Pte(l3));
-        }
-        out.push(Step::Pte(l2 + (page >> 9) / 8));
-        out.push(Step::Pte(leaf + page / 8));
-        out.push(Step::Data(data + (word >> 3), false));
-        if (r >> 8) % 10 < 8 {
-            out.push(Step::Walk);
-            out.push(Step::Pte(leaf + page / 8));
-            out.push(Step::Data(data + (word >> 3), true));
-        } else {
-            out.push(Step::Hit(data + (word >> 3), true));
-        }
+        let va = (x & ((1 << 30) - 1)) * 8;
+        out.push((va, false));
+        out.push((va, true));
     }
     out
 }
 
-fn run(steps: &[Step], timing: bool) -> (f64, Hierarchy, u64) {
-    let mut h = Hierarchy { l1: Lean::new(64), l2: Lean::new(1024), llc: Lean::new(16384), served: [0; 4], dram_writes: 0 };
-    let mut w = Window::new(4, 224, 10, 2);
-    let (mut issue, mut lat) = (0u64, 0u64);
+/// Translate every reference; returns the seconds and the memory side's steps.
+fn translate_all(f: &mut Front, refs: &[(u64, bool)]) -> (f64, Vec<Step>) {
+    let mut out = Vec::with_capacity(refs.len() * 4);
     let t0 = Instant::now();
-    for (i, &s) in steps.iter().enumerate() {
-        if let Some(l) = steps.get(i + 8).copied().and_then(line_of) {
-            h.llc.prefetch(l);
+    for (i, &(va, write)) in refs.iter().enumerate() {
+        if let Some(&(ahead, _)) = refs.get(i + 32) {
+            prefetch(f.leaf_entry(ahead));
         }
-        match s {
-            Step::Walk => {
-                if timing {
-                    issue = w.dispatch(4, false) + 9;
-                }
-                lat = 1;
+        f.translate(va, write, &mut out);
+    }
+    (t0.elapsed().as_secs_f64(), out)
+}
+
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// The memory side: a hierarchy, and with `timing` the engine's window.
+struct Memory<H> {
+    h: H,
+    timing: bool,
+    w: Window,
+    /// Of the reference that walks: its dispatch, and its walk's latency so far.
+    issue: u64,
+    lat: u64,
+}
+
+impl<H: Levels> Memory<H> {
+    fn new(h: H, timing: bool) -> Self {
+        Memory { h, timing, w: Window::new(4, 224, 10, 2), issue: 0, lat: 0 }
+    }
+
+    fn replay(&mut self, steps: &[Step]) {
+        for (i, &s) in steps.iter().enumerate() {
+            if let Some(l) = steps.get(i + 8).copied().and_then(line_of) {
+                self.h.prefetch(l);
             }
-            Step::Pte(l) => lat += LAT[h.access(l, false)],
-            Step::Data(l, write) | Step::Hit(l, write) => {
-                let served = h.access(l, write);
-                if timing {
-                    let t = if let Step::Hit(..) = s {
-                        issue = w.dispatch(4, false);
-                        issue
-                    } else {
-                        w.walkers.acquire(issue, lat) + lat
-                    };
-                    let start = if served == 0 { t } else { w.mshrs.acquire(t, LAT[served]) };
-                    w.complete(if write { t + 1 } else { start + LAT[served] });
+            match s {
+                Step::Walk => {
+                    if self.timing {
+                        self.issue = self.w.dispatch(4, false) + 9;
+                    }
+                    self.lat = 1;
+                }
+                Step::Pte(l) => self.lat += LAT[self.h.access(l, LineKind::PageTable, false)],
+                Step::Data(l, write) | Step::Hit(l, write) => {
+                    let served = self.h.access(l, LineKind::Data, write);
+                    if self.timing {
+                        let t = if let Step::Hit(..) = s {
+                            self.issue = self.w.dispatch(4, false);
+                            self.issue
+                        } else {
+                            self.w.walkers.acquire(self.issue, self.lat) + self.lat
+                        };
+                        let start = if served == 0 { t } else { self.w.mshrs.acquire(t, LAT[served]) };
+                        self.w.complete(if write { t + 1 } else { start + LAT[served] });
+                    }
                 }
             }
         }
     }
-    (t0.elapsed().as_secs_f64(), h, w.cycles())
+}
+
+/// Replay `steps`; returns the seconds, where accesses were served and the cycles.
+fn run<H: Levels>(steps: &[Step], timing: bool, h: H) -> (f64, [u64; 4], u64) {
+    let mut m = Memory::new(h, timing);
+    let t0 = Instant::now();
+    m.replay(steps);
+    (t0.elapsed().as_secs_f64(), m.h.served(), m.w.cycles())
+}
+
+/// Both lean halves at once, as the engine runs them: this thread translates 4 K references
+/// at a time and a second replays their steps (caches and timing). Returns the seconds and
+/// the cycles.
+fn pipelined(refs: &[(u64, bool)], lean: impl FnOnce() -> Hierarchy + Send) -> (f64, u64) {
+    let mut f = Front::new(8 << 30);
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<Step>>(4);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<Step>>();
+    for _ in 0..5 {
+        empty_tx.send(Vec::with_capacity(4096 * 4)).expect("receiver alive");
+    }
+    let t0 = Instant::now();
+    let cycles = std::thread::scope(|s| {
+        let replay = s.spawn(move || {
+            let mut m = Memory::new(lean(), true);
+            for mut steps in full_rx {
+                m.replay(&steps);
+                steps.clear();
+                let _ = empty_tx.send(steps);
+            }
+            m.w.cycles()
+        });
+        for (c, chunk) in refs.chunks(4096).enumerate() {
+            let mut out = empty_rx.recv().expect("replay alive");
+            for (i, &(va, write)) in chunk.iter().enumerate() {
+                if let Some(&(ahead, _)) = refs.get(c * 4096 + i + 32) {
+                    prefetch(f.leaf_entry(ahead));
+                }
+                f.translate(va, write, &mut out);
+            }
+            full_tx.send(out).expect("replay alive");
+        }
+        drop(full_tx);
+        replay.join().expect("replay thread")
+    });
+    (t0.elapsed().as_secs_f64(), cycles)
 }
 
 fn main() {
     let refs: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(20_000_000);
-    let steps = stream(refs);
-    for timing in [false, true] {
-        // Best of three: the host is shared.
-        let (mut best, mut last) = (f64::MAX, None);
-        for _ in 0..3 {
-            let (dt, h, cycles) = run(&steps, timing);
-            best = best.min(dt);
-            last = Some((h, cycles));
+    let stream = gups(refs);
+    // Translation: best of three, each on a fresh table (the host is shared).
+    let (mut best, mut steps, mut counts) = (f64::MAX, Vec::new(), (0, 0));
+    for _ in 0..3 {
+        let mut f = Front::new(8 << 30);
+        let (dt, out) = translate_all(&mut f, &stream);
+        if dt < best {
+            (best, steps, counts) = (dt, out, (f.walks, f.steps));
         }
-        let (h, cycles) = last.expect("three runs");
-        let total: u64 = h.served.iter().sum();
-        let pct = |i: usize| 100.0 * h.served[i] as f64 / total as f64;
+    }
+    println!(
+        "{:<23} {refs} refs in {best:.3} s = {:.1} ns/ref ({:.1} M refs/s); {} walks, {:.2} steps/walk",
+        "lean translation",
+        best * 1e9 / refs as f64,
+        refs as f64 / best / 1e6,
+        counts.0,
+        counts.1 as f64 / counts.0 as f64
+    );
+    let lean = || Hierarchy { l1: Lean::new(64), l2: Lean::new(1024), llc: Lean::new(16384), served: [0; 4], dram_writes: 0 };
+    let engine = || {
+        let c = |kb, ways| Cache::new(kb, ways, 0, Policy::Lru, 0.0, 1);
+        Engine { l1: c(32, 8), l2: c(256, 4), llc: c(16384, 16), served: [0; 4] }
+    };
+    for (name, timing) in [("lean caches", false), ("lean caches + timing", true), ("engine caches + timing", true)] {
+        let (mut best, mut last) = (f64::MAX, ([0; 4], 0));
+        for _ in 0..3 {
+            let (dt, served, cycles) = if name.starts_with("lean") { run(&steps, timing, lean()) } else { run(&steps, timing, engine()) };
+            best = best.min(dt);
+            last = (served, cycles);
+        }
+        let (served, cycles) = last;
+        let total: u64 = served.iter().sum();
+        let pct = |i: usize| 100.0 * served[i] as f64 / total as f64;
         println!(
-            "{}: {refs} refs in {best:.3} s = {:.1} ns/ref ({:.1} M refs/s); {:.2} accesses/ref served L1 {:.0} % L2 {:.0} % LLC {:.0} % DRAM {:.0} %; {} DRAM writes{}",
-            if timing { "caches + timing" } else { "caches only    " },
+            "{name:<23} {refs} refs in {best:.3} s = {:.1} ns/ref ({:.1} M refs/s); {:.2} accesses/ref, served L1 {:.0} % L2 {:.0} % LLC {:.0} % DRAM {:.0} %{}",
             best * 1e9 / refs as f64,
             refs as f64 / best / 1e6,
             total as f64 / refs as f64,
@@ -264,8 +617,18 @@ fn main() {
             pct(1),
             pct(2),
             pct(3),
-            h.dram_writes,
             if timing { format!("; {cycles} cycles") } else { String::new() }
         );
     }
+    let (mut best, mut cycles) = (f64::MAX, 0);
+    for _ in 0..3 {
+        let (dt, c) = pipelined(&stream, lean);
+        (best, cycles) = (best.min(dt), c);
+    }
+    println!(
+        "{:<23} {refs} refs in {best:.3} s = {:.1} ns/ref ({:.1} M refs/s); {cycles} cycles",
+        "lean, two threads",
+        best * 1e9 / refs as f64,
+        refs as f64 / best / 1e6
+    );
 }
