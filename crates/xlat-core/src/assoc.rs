@@ -24,6 +24,12 @@ pub trait Key: Copy + Eq {
     fn find(keys: &[Self], key: Self) -> Option<usize> {
         keys.iter().position(|&k| k == key)
     }
+
+    /// [`Key::find`], inlined where it is called.
+    #[inline(always)]
+    fn find_inlined(keys: &[Self], key: Self) -> Option<usize> {
+        Self::find(keys, key)
+    }
 }
 
 impl Key for u64 {
@@ -31,6 +37,11 @@ impl Key for u64 {
 
     #[inline]
     fn find(keys: &[u64], key: u64) -> Option<usize> {
+        crate::lanes::find_u64(keys, key)
+    }
+
+    #[inline(always)]
+    fn find_inlined(keys: &[u64], key: u64) -> Option<usize> {
         crate::lanes::find_u64(keys, key)
     }
 }
@@ -310,28 +321,52 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// Find `key` in `set` without touching replacement state. Returns the slot.
     #[inline]
     pub fn probe(&self, set: usize, key: K) -> Option<usize> {
+        self.probe_in::<false>(set, key)
+    }
+
+    /// [`Self::probe`] with the key search inlined: for the data caches, whose lookups are
+    /// most of the memory side's work (TLBs and page-walk caches keep one shared search).
+    #[inline(always)]
+    pub fn probe_inlined(&self, set: usize, key: K) -> Option<usize> {
+        self.probe_in::<true>(set, key)
+    }
+
+    #[inline(always)]
+    fn probe_in<const INLINED: bool>(&self, set: usize, key: K) -> Option<usize> {
         if key == self.memo_key && self.memo_slot >> self.stride_shift == set {
             return Some(self.memo_slot);
         }
-        self.search(set, key)
+        self.search::<INLINED>(set, key)
     }
 
     /// The key search itself (no memo).
-    #[inline]
-    fn search(&self, set: usize, key: K) -> Option<usize> {
+    #[inline(always)]
+    fn search<const INLINED: bool>(&self, set: usize, key: K) -> Option<usize> {
         // SAFETY: the keys are the first `stride >= searched` lanes of the set's block.
         let keys = unsafe { std::slice::from_raw_parts(self.base(set) as *const K, self.searched) };
-        K::find(keys, key).map(|w| (set << self.stride_shift) + w)
+        let way = if INLINED { K::find_inlined(keys, key) } else { K::find(keys, key) };
+        way.map(|w| (set << self.stride_shift) + w)
     }
 
     /// Find `key` in `set`; a hit updates the replacement state. Returns the slot.
     #[inline(always)]
     pub fn lookup(&mut self, set: usize, key: K) -> Option<usize> {
+        self.lookup_in::<false>(set, key)
+    }
+
+    /// [`Self::lookup`] with the key search inlined (see [`Self::probe_inlined`]).
+    #[inline(always)]
+    pub fn lookup_inlined(&mut self, set: usize, key: K) -> Option<usize> {
+        self.lookup_in::<true>(set, key)
+    }
+
+    #[inline(always)]
+    fn lookup_in<const INLINED: bool>(&mut self, set: usize, key: K) -> Option<usize> {
         if key == self.memo_key && self.memo_slot >> self.stride_shift == set {
             // The most recent block of its set: a hit changes nothing (LRU or FIFO).
             return Some(self.memo_slot);
         }
-        let slot = self.search(set, key)?;
+        let slot = self.search::<INLINED>(set, key)?;
         let way = slot & (self.stride - 1);
         // LRU and FIFO (nearly every structure) inline; the other policies dispatch.
         match self.fast {

@@ -49,7 +49,7 @@ impl Cache {
     pub fn access(&mut self, line: u64, kind: LineKind, write: bool) -> bool {
         self.counters.accesses[kind as usize] += 1;
         let set = self.arr.set_of(line);
-        match self.arr.lookup(set, line) {
+        match self.arr.lookup_inlined(set, line) {
             Some(slot) => {
                 if write {
                     self.arr.val_mut(slot).dirty = true;
@@ -98,7 +98,7 @@ impl Cache {
     pub fn write_back(&mut self, line: u64, kind: LineKind, owner: u8) -> Option<Victim> {
         self.counters.writebacks += 1;
         let set = self.arr.set_of(line);
-        match self.arr.probe(set, line) {
+        match self.arr.probe_inlined(set, line) {
             Some(slot) => {
                 self.arr.val_mut(slot).dirty = true;
                 None

@@ -5,7 +5,7 @@
 //! each other below).
 
 /// The first lane of `keys` equal to `key` (vectorized when `keys.len()` is even).
-#[inline]
+#[inline(always)]
 pub fn find_u64(keys: &[u64], key: u64) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     if keys.len() % 2 == 0 {
@@ -16,7 +16,7 @@ pub fn find_u64(keys: &[u64], key: u64) -> Option<usize> {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[inline]
+#[inline(always)]
 unsafe fn find_sse2(keys: &[u64], key: u64) -> Option<usize> {
     use std::arch::x86_64::*;
     let k = _mm_set1_epi64x(key as i64);
