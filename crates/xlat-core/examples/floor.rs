@@ -46,22 +46,7 @@ impl<const W: usize> Lean<W> {
 
     #[inline(always)]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
-        let keys = &self.keys[set];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: SSE2 is part of x86-64; W is even, so the loads stay inside the set.
-        unsafe {
-            use std::arch::x86_64::*;
-            let (p, k) = (keys.as_ptr() as *const __m128i, _mm_set1_epi64x(line as i64));
-            let mut m = 0u32;
-            for i in 0..W / 2 {
-                let e = _mm_cmpeq_epi32(_mm_loadu_si128(p.add(i)), k);
-                let e = _mm_and_si128(e, _mm_shuffle_epi32(e, 0xB1));
-                m |= (_mm_movemask_pd(_mm_castsi128_pd(e)) as u32) << (2 * i);
-            }
-            (m != 0).then(|| m.trailing_zeros() as usize)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        keys.iter().position(|&k| k == line)
+        find(&self.keys[set], line)
     }
 
     /// A demand access: whether it hit (a hit that writes marks the line dirty).
