@@ -63,17 +63,19 @@ def case(name: str, quick: bool) -> dict:
                "ipc": r.stats["ipc"], "walks": r.stats["walks"]}
     elif name.startswith("native_"):
         workload = {"native_gups_8g": "gups:footprint=8G", "native_bfs": "bfs"}[name]
-        r = _core.run_native(workload, 1)
+        r = min((_core.run_native(workload, 1) for _ in range(2)), key=lambda r: r["seconds"])
         out = {"workload": workload, "refs": r["refs"], "seconds": r["seconds"], "refs_per_s": r["refs"] / r["seconds"]}
     elif name.startswith("gen_"):
+        # Best of three: a run takes a tenth of a second, so one busy moment of the host's
+        # other tenants could halve it.
         workload = {"gen_gups": "gups:footprint=8G", "gen_random": "random"}[name]
-        n, dt = _core.drain(workload=workload, refs=int(100e6 * scale))
+        n, dt = min((_core.drain(workload=workload, refs=int(100e6 * scale)) for _ in range(3)), key=lambda r: r[1])
         out = {"workload": workload, "refs": n, "seconds": dt, "refs_per_s": n / dt}
     elif name == "decode_native":
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "gups.xlt")
             _core.record("gups:footprint=8G", path, int(20e6 * scale), 1)
-            n, dt = _core.drain(trace=[path])
+            n, dt = min((_core.drain(trace=[path]) for _ in range(3)), key=lambda r: r[1])
             out = {"refs": n, "seconds": dt, "refs_per_s": n / dt, "trace_bytes": os.path.getsize(path)}
     else:
         raise SystemExit(f"unknown case {name}")
