@@ -137,8 +137,8 @@ impl Machine {
             let result = self.run_loop(src, opts, progress, CHUNK, &mut flush);
             flush(&mut self.rec);
             drop(full_tx);
-            // (A panic of the replaying thread is re-raised by the scope.)
-            let memory = replay.join().unwrap_or_default();
+            // A panic of the replaying thread is this thread's: the run's results are not whole.
+            let memory = replay.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             Some((result, memory))
         });
         let wall = start.elapsed();
