@@ -26,6 +26,19 @@ pub enum Served {
     Dram = 3,
 }
 
+impl Served {
+    /// Add one to the counter of this level among `[l1, l2, llc, dram]`.
+    #[inline(always)]
+    fn count(self, [l1, l2, llc, dram]: [&mut u64; 4]) {
+        match self {
+            Served::L1 => *l1 += 1,
+            Served::L2 => *l2 += 1,
+            Served::Llc => *llc += 1,
+            Served::Dram => *dram += 1,
+        }
+    }
+}
+
 /// Which table a walk reads (`Machine::walk_table`'s parameter).
 pub(crate) const NATIVE: u8 = 0;
 /// The host's (EPT) table of a VM: gPA -> hPA.
@@ -607,30 +620,14 @@ impl Machine {
         let core = &mut self.cores[c];
         let k = &mut core.counters;
         k.walk_steps += 1;
-        match served {
-            Served::L1 => k.pte_l1 += 1,
-            Served::L2 => k.pte_l2 += 1,
-            Served::Llc => k.pte_llc += 1,
-            Served::Dram => k.pte_dram += 1,
-        }
+        served.count([&mut k.pte_l1, &mut k.pte_l2, &mut k.pte_llc, &mut k.pte_dram]);
+        let v = &mut core.vcounters;
         if D == GUEST {
-            let v = &mut core.vcounters;
             v.guest_steps += 1;
-            match served {
-                Served::L1 => v.pte_guest_l1 += 1,
-                Served::L2 => v.pte_guest_l2 += 1,
-                Served::Llc => v.pte_guest_llc += 1,
-                Served::Dram => v.pte_guest_dram += 1,
-            }
+            served.count([&mut v.pte_guest_l1, &mut v.pte_guest_l2, &mut v.pte_guest_llc, &mut v.pte_guest_dram]);
         } else if D == HOST {
-            let v = &mut core.vcounters;
             v.host_steps += 1;
-            match served {
-                Served::L1 => v.pte_host_l1 += 1,
-                Served::L2 => v.pte_host_l2 += 1,
-                Served::Llc => v.pte_host_llc += 1,
-                Served::Dram => v.pte_host_dram += 1,
-            }
+            served.count([&mut v.pte_host_l1, &mut v.pte_host_l2, &mut v.pte_host_llc, &mut v.pte_host_dram]);
         }
     }
 
@@ -1033,12 +1030,7 @@ impl Machine {
         let core = &mut self.cores[c];
         let k = &mut core.counters;
         k.translation_cycles += t - issue;
-        match served {
-            Served::L1 => k.data_l1 += 1,
-            Served::L2 => k.data_l2 += 1,
-            Served::Llc => k.data_llc += 1,
-            Served::Dram => k.data_dram += 1,
-        }
+        served.count([&mut k.data_l1, &mut k.data_l2, &mut k.data_llc, &mut k.data_dram]);
         let start = if served == Served::L1 { t } else { core.window.mshrs.acquire(t, lat) };
         // Stores retire into the store buffer once translated; their misses do not hold
         // up retirement (but do occupy an MSHR).
