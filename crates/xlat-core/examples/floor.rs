@@ -342,7 +342,16 @@ struct Front {
 impl Front {
     /// Map `[0, bytes)` with 4 KB pages (the root is node 0).
     fn new(bytes: u64) -> Front {
-        let mut f = Front { l1: Assoc::new(16), l2: Assoc::new(128), pwc4: Assoc::new(1), pwc3: Assoc::new(1), pwc2: Assoc::new(1), nodes: vec![[0; 512]], walks: 0, steps: 0 };
+        let mut f = Front {
+            l1: Assoc::new(16),
+            l2: Assoc::new(128),
+            pwc4: Assoc::new(1),
+            pwc3: Assoc::new(1),
+            pwc2: Assoc::new(1),
+            nodes: vec![[0; 512]],
+            walks: 0,
+            steps: 0,
+        };
         for page in 0..bytes >> 12 {
             let mut node = 0usize;
             for level in (2..=4).rev() {

@@ -128,11 +128,19 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         let fast = match &policy {
             AnyPolicy::Ordered(p) => {
                 order = p.order();
-                if p.refreshes_on_hit() { Fast::OrderedLru } else { Fast::OrderedFifo }
+                if p.refreshes_on_hit() {
+                    Fast::OrderedLru
+                } else {
+                    Fast::OrderedFifo
+                }
             }
             AnyPolicy::OrderedWide(p) => {
                 wide = p.order();
-                if p.refreshes_on_hit() { Fast::WideLru } else { Fast::WideFifo }
+                if p.refreshes_on_hit() {
+                    Fast::WideLru
+                } else {
+                    Fast::WideFifo
+                }
             }
             AnyPolicy::Stamped(_) => Fast::Stamped,
             _ => Fast::Other,

@@ -36,12 +36,7 @@ pub struct Cache {
 impl Cache {
     pub fn new(size_kb: u64, ways: u64, latency: u64, policy: Policy, energy_nj: f64, seed: u64) -> Cache {
         let lines = size_kb * 1024 / crate::LINE_BYTES;
-        Cache {
-            arr: SetAssoc::new((lines / ways) as usize, ways as usize, policy, seed),
-            latency,
-            energy_nj,
-            counters: CacheCounters::default(),
-        }
+        Cache { arr: SetAssoc::new((lines / ways) as usize, ways as usize, policy, seed), latency, energy_nj, counters: CacheCounters::default() }
     }
 
     /// A demand access to `line`. Returns whether it hit; a hit that writes marks the line dirty.
@@ -139,11 +134,7 @@ pub struct Dram {
 
 impl Dram {
     pub fn new(latency: u64, bandwidth_gbps: f64, freq_ghz: f64, energy_nj: f64) -> Dram {
-        let service_x256 = if bandwidth_gbps > 0.0 {
-            (crate::LINE_BYTES as f64 / bandwidth_gbps * freq_ghz * 256.0).round() as u64
-        } else {
-            0
-        };
+        let service_x256 = if bandwidth_gbps > 0.0 { (crate::LINE_BYTES as f64 / bandwidth_gbps * freq_ghz * 256.0).round() as u64 } else { 0 };
         Dram { latency, service_x256, busy_until_x256: 0, energy_nj, reads: 0, writes: 0, queue_cycles: 0 }
     }
 
@@ -164,7 +155,11 @@ impl Dram {
         let wait = (start - now_x256) >> 8;
         self.queue_cycles += wait;
         // Write-backs occupy the channel but nobody waits for them.
-        if write { 0 } else { self.latency + wait }
+        if write {
+            0
+        } else {
+            self.latency + wait
+        }
     }
 }
 

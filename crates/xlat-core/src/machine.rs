@@ -7,13 +7,13 @@ use crate::cache::{Cache, Dram};
 use crate::config::{Config, PtFormat, WalkerPort};
 use crate::error::SimError;
 use crate::os::Os;
+use crate::pipeline::Op;
 use crate::pt::{leaf_size, NodeId, NO_NODE, PTE_A, PTE_D, PTE_P, PTE_PFN_MASK};
 use crate::repl::LineKind;
 use crate::sched::Scope;
 use crate::stats::{CoreCounters, Stats, VirtCounters};
 use crate::timing::Window;
 use crate::tlb::{Ctx, Invalidate, Pwc, TlbEntry, TlbLevel};
-use crate::pipeline::Op;
 use crate::workload::{Ref, RefKind, RefSource};
 
 /// Where an access was served.
@@ -521,20 +521,26 @@ impl Machine {
         let start = pwc.lookup(va, ctx, top, &mut hits);
         if D == HOST {
             let k = &mut core.vcounters;
-            core.vpwc.tally(&hits, [
-                (&mut k.vpwc_l2_hits, &mut k.vpwc_l2_misses),
-                (&mut k.vpwc_l3_hits, &mut k.vpwc_l3_misses),
-                (&mut k.vpwc_l4_hits, &mut k.vpwc_l4_misses),
-                (&mut k.vpwc_l5_hits, &mut k.vpwc_l5_misses),
-            ]);
+            core.vpwc.tally(
+                &hits,
+                [
+                    (&mut k.vpwc_l2_hits, &mut k.vpwc_l2_misses),
+                    (&mut k.vpwc_l3_hits, &mut k.vpwc_l3_misses),
+                    (&mut k.vpwc_l4_hits, &mut k.vpwc_l4_misses),
+                    (&mut k.vpwc_l5_hits, &mut k.vpwc_l5_misses),
+                ],
+            );
         } else {
             let k = &mut core.counters;
-            core.pwc.tally(&hits, [
-                (&mut k.pwc_l2_hits, &mut k.pwc_l2_misses),
-                (&mut k.pwc_l3_hits, &mut k.pwc_l3_misses),
-                (&mut k.pwc_l4_hits, &mut k.pwc_l4_misses),
-                (&mut k.pwc_l5_hits, &mut k.pwc_l5_misses),
-            ]);
+            core.pwc.tally(
+                &hits,
+                [
+                    (&mut k.pwc_l2_hits, &mut k.pwc_l2_misses),
+                    (&mut k.pwc_l3_hits, &mut k.pwc_l3_misses),
+                    (&mut k.pwc_l4_hits, &mut k.pwc_l4_misses),
+                    (&mut k.pwc_l5_hits, &mut k.pwc_l5_misses),
+                ],
+            );
         }
         match start {
             Some(h) => (h.level, h.node),
@@ -680,7 +686,16 @@ impl Machine {
     /// host-physical address, the host page size and whether the host leaf is dirty, or
     /// `None` when the host maps nothing there (an EPT violation).
     #[allow(clippy::too_many_arguments)]
-    fn nested_translate(&mut self, c: usize, vm: usize, gpa: u64, write: bool, data: bool, now: u64, latency: &mut u64) -> Result<Option<(u64, PageSize, bool)>, SimError> {
+    fn nested_translate(
+        &mut self,
+        c: usize,
+        vm: usize,
+        gpa: u64,
+        write: bool,
+        data: bool,
+        now: u64,
+        latency: &mut u64,
+    ) -> Result<Option<(u64, PageSize, bool)>, SimError> {
         let ntlb = self.ntlb && (!data || self.cfg.virt_nested_tlb_data);
         let ctx = self.vms[vm].ctx;
         let g = VirtAddr(gpa);

@@ -72,12 +72,7 @@ impl Machine {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        threads >= 2
-            && self.cores.len() == 1
-            && self.vms.len() <= 1
-            && !self.config().tlb_perfect
-            && !self.ptp_detector
-            && self.sched.next_event == u64::MAX
+        threads >= 2 && self.cores.len() == 1 && self.vms.len() <= 1 && !self.config().tlb_perfect && !self.ptp_detector && self.sched.next_event == u64::MAX
     }
 
     /// [`Machine::run`] on two host threads: this one translates, a second replays the
@@ -151,11 +146,8 @@ impl Machine {
         self.twin = Some(back);
         match result {
             Some((r, memory)) => {
-                self.host_times = Some(HostTimes {
-                    wall_s: wall.as_secs_f64(),
-                    translate_s: wall.saturating_sub(waited).as_secs_f64(),
-                    memory_s: memory.as_secs_f64(),
-                });
+                self.host_times =
+                    Some(HostTimes { wall_s: wall.as_secs_f64(), translate_s: wall.saturating_sub(waited).as_secs_f64(), memory_s: memory.as_secs_f64() });
                 r
             }
             None => self.run_loop(src, opts, progress, usize::MAX, &mut |_| {}),

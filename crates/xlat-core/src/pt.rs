@@ -57,7 +57,11 @@ pub enum Layout {
 impl Layout {
     /// Level of the root.
     pub fn top(self) -> u8 {
-        if self == Layout::Radix5 { 5 } else { 4 }
+        if self == Layout::Radix5 {
+            5
+        } else {
+            4
+        }
     }
 
     /// Whether a node whose top level is `level` is built flattened (merging `level` and
@@ -266,7 +270,8 @@ impl PageTables {
                     self.chunk_used += ENTRIES;
                     (self.small_chunk.expect("set above"), off)
                 };
-                let mut n = Node { frame, level, span, layout, huge_groups: 0, low: 0, shift: 0, mask: 0, chunk: chunk as u32, offset: offset as u32, children };
+                let mut n =
+                    Node { frame, level, span, layout, huge_groups: 0, low: 0, shift: 0, mask: 0, chunk: chunk as u32, offset: offset as u32, children };
                 n.set_shape(level, span);
                 self.nodes.push(n);
                 (self.nodes.len() - 1) as NodeId
@@ -516,16 +521,7 @@ impl PageTables {
     /// Map `va` (aligned to `size`) to `frame` in the tree rooted at `root`, allocating
     /// nodes as its layout says. In a flattened L2+L1 node a 2 MB page is 512 replicated
     /// entries; reaching the layout's FPT+NF threshold unflattens the node.
-    pub fn map(
-        &mut self,
-        phys: &mut PhysMem,
-        root: NodeId,
-        _top: u8,
-        va: VirtAddr,
-        frame: Frame,
-        size: PageSize,
-        flags: u64,
-    ) -> Result<MapEffect, PtError> {
+    pub fn map(&mut self, phys: &mut PhysMem, root: NodeId, _top: u8, va: VirtAddr, frame: Frame, size: PageSize, flags: u64) -> Result<MapEffect, PtError> {
         let target = size.leaf_level();
         let mut node = root;
         let mut parent: Option<(NodeId, usize)> = None;

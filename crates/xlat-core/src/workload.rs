@@ -45,13 +45,7 @@ impl Ref {
 
     #[inline]
     pub fn new(va: u64, kind: RefKind, size: u8, inst_delta: u32, dependent: bool) -> Ref {
-        Ref {
-            va,
-            inst_delta,
-            size,
-            flags: kind as u8 | if dependent { Self::DEPENDENT } else { 0 },
-            _reserved: 0,
-        }
+        Ref { va, inst_delta, size, flags: kind as u8 | if dependent { Self::DEPENDENT } else { 0 }, _reserved: 0 }
     }
 
     #[inline]

@@ -11,13 +11,9 @@ fn run(cfg: &Config, refs: Vec<Ref>, regions: Vec<Region>) -> Stats {
 }
 use xlat_core::{Config, Machine, Ref, Region, Stats};
 
-
 fn cfg(pairs: &[(&str, &str)]) -> Config {
     Config::from_pairs(pairs.iter().copied()).unwrap()
 }
-
-
-
 
 const NO_PWC: [(&str, &str); 4] = [("pwc.l4.entries", "0"), ("pwc.l3.entries", "0"), ("pwc.l2.entries", "0"), ("pwc.flat.entries", "0")];
 

@@ -6,16 +6,12 @@ use xlat_core::addr::{PageSize, VirtAddr};
 use xlat_core::pt::{PTE_A, PTE_D};
 use xlat_core::{Config, Machine, Ref, RunOptions, VecSource};
 
-
 fn cfg(pairs: &[(&str, &str)]) -> Config {
     Config::from_pairs(pairs.iter().copied()).unwrap()
 }
 
-
-
 mod common;
 use common::{random_refs, region, run, BASE, GB};
-
 
 const NO_PWC: [(&str, &str); 3] = [("pwc.l4.entries", "0"), ("pwc.l3.entries", "0"), ("pwc.l2.entries", "0")];
 

@@ -417,10 +417,18 @@ fn shootdowns_leave_no_stale_translation_anywhere() {
         };
         for round in 0..40 {
             let streams: Vec<Vec<Ref>> = (0..2)
-                .map(|_| (0..300).map(|_| {
-                    let va = pick(&mut r);
-                    if r.below(3) == 0 { Ref::store(va, 2) } else { Ref::load(va, 2) }
-                }).collect())
+                .map(|_| {
+                    (0..300)
+                        .map(|_| {
+                            let va = pick(&mut r);
+                            if r.below(3) == 0 {
+                                Ref::store(va, 2)
+                            } else {
+                                Ref::load(va, 2)
+                            }
+                        })
+                        .collect()
+                })
                 .collect();
             let mut src = VecSource::new(streams, vec![]);
             m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();

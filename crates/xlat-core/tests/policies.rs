@@ -95,7 +95,18 @@ fn check_policy(policy: Policy, sets: usize, ways: usize, keys: u64, seed: u64) 
 #[test]
 fn lru_fifo_srrip_match_their_models() {
     for policy in [Policy::Lru, Policy::Fifo, Policy::Srrip] {
-        for (sets, ways, keys, seed) in [(1, 4, 16, 1), (8, 4, 200, 2), (64, 12, 3000, 3), (16, 16, 1000, 4), (1, 24, 64, 5), (4, 2, 40, 6), (2, 1, 8, 7), (2, 17, 120, 8), (1, 25, 90, 9), (1, 32, 100, 10)] {
+        for (sets, ways, keys, seed) in [
+            (1, 4, 16, 1),
+            (8, 4, 200, 2),
+            (64, 12, 3000, 3),
+            (16, 16, 1000, 4),
+            (1, 24, 64, 5),
+            (4, 2, 40, 6),
+            (2, 1, 8, 7),
+            (2, 17, 120, 8),
+            (1, 25, 90, 9),
+            (1, 32, 100, 10),
+        ] {
             check_policy(policy, sets, ways, keys, seed);
         }
     }

@@ -19,9 +19,6 @@ fn cfg(pairs: &[(&str, &str)]) -> Config {
     Config::from_pairs(all).unwrap()
 }
 
-
-
-
 /// No caching structure at all: no guest PWC, no host vPWC, no nested TLB.
 const NOTHING: [(&str, &str); 9] = [
     ("pwc.l4.entries", "0"),
@@ -37,7 +34,8 @@ const NOTHING: [(&str, &str); 9] = [
 
 /// One-entry TLBs (and none for 2 MB in L1), so that random references miss even with 2 MB
 /// pages.
-const TINY_TLB: [(&str, &str); 5] = [("tlb.l1d.entries", "1"), ("tlb.l1d.ways", "1"), ("tlb.l1d.entries_2m", "0"), ("tlb.l2.entries", "1"), ("tlb.l2.ways", "1")];
+const TINY_TLB: [(&str, &str); 5] =
+    [("tlb.l1d.entries", "1"), ("tlb.l1d.ways", "1"), ("tlb.l1d.entries_2m", "0"), ("tlb.l2.entries", "1"), ("tlb.l2.ways", "1")];
 
 /// Random loads over 1 GB with nothing cached: every walk is the worst case. Returns
 /// (reads per walk, guest reads per walk, host reads per walk).
@@ -124,7 +122,7 @@ const NESTED_ONLY: &[(&str, &str)] = NOTHING.split_at(6).0;
 #[test]
 fn page_walk_caches_and_the_nested_tlb_cut_the_second_walk() {
     let next = BASE + 4096; // another 4 KB page of the same guest 2 MB region
-    // Nothing cached: 24 again.
+                            // Nothing cached: 24 again.
     let s = second_walk(&NOTHING, next);
     assert_eq!(s.f("walk_steps"), 24.0);
 

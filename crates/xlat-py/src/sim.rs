@@ -40,11 +40,7 @@ fn sim_err(e: SimError) -> PyErr {
 }
 
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
-    let what = p
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "unknown panic".into());
+    let what = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "unknown panic".into());
     format!("internal error (please report it): {what}")
 }
 

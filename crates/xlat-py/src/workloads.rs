@@ -33,11 +33,8 @@ fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> PyResult<T> + Send) -> P
     match r {
         Ok(v) => v,
         Err(p) => {
-            let what = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
+            let what =
+                p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "unknown panic".into());
             Err(SimulationError::new_err(format!("internal error (please report it): {what}")))
         }
     }
@@ -100,10 +97,7 @@ fn convert_trace(py: Python<'_>, paths: Vec<String>, fmt: Option<String>, out: S
     guarded(py, || {
         let spec = match fmt.as_deref() {
             None => None,
-            Some(f) => Some(
-                wl::trace::FormatSpec::parse(f)
-                    .ok_or_else(|| workload_err(wl::WorkloadError::UnknownFormat(f.to_string())))?,
-            ),
+            Some(f) => Some(wl::trace::FormatSpec::parse(f).ok_or_else(|| workload_err(wl::WorkloadError::UnknownFormat(f.to_string())))?),
         };
         wl::trace::convert(&paths, spec, Path::new(&out), refs).map_err(source_err)
     })

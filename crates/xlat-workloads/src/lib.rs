@@ -98,12 +98,10 @@ pub struct NativeRun {
 
 fn resolve(spec: &str, seed: u64) -> Result<(&'static kernels::Entry, Params), WorkloadError> {
     let (name, kvs) = params::split_spec(spec)?;
-    let entry = kernels::ENTRIES.iter().find(|e| e.name == name).ok_or_else(|| {
-        WorkloadError::UnknownWorkload {
-            name: name.clone(),
-            known: kernels::ENTRIES.iter().map(|e| e.name).collect::<Vec<_>>().join(", "),
-        }
-    })?;
+    let entry = kernels::ENTRIES
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| WorkloadError::UnknownWorkload { name: name.clone(), known: kernels::ENTRIES.iter().map(|e| e.name).collect::<Vec<_>>().join(", ") })?;
     let p = Params::resolve(entry.name, entry.params, &kvs, seed)?;
     Ok((entry, p))
 }
@@ -117,16 +115,10 @@ pub fn catalog() -> Vec<WorkloadInfo> {
     kernels::ENTRIES
         .iter()
         .map(|e| {
-            let params: Vec<ParamInfo> = e
-                .params
-                .iter()
-                .chain(params::COMMON.iter())
-                .map(|d: &PDef| ParamInfo { name: d.name, default: d.default.to_string(), doc: d.doc })
-                .collect();
-            let footprint_bytes = Params::resolve(e.name, e.params, &[], 0)
-                .and_then(|p| Kernel::new(e.name, &p, false))
-                .map(|k| k.vas().footprint())
-                .unwrap_or(0);
+            let params: Vec<ParamInfo> =
+                e.params.iter().chain(params::COMMON.iter()).map(|d: &PDef| ParamInfo { name: d.name, default: d.default.to_string(), doc: d.doc }).collect();
+            let footprint_bytes =
+                Params::resolve(e.name, e.params, &[], 0).and_then(|p| Kernel::new(e.name, &p, false)).map(|k| k.vas().footprint()).unwrap_or(0);
             WorkloadInfo { name: e.name, description: e.description, params, footprint_bytes }
         })
         .collect()
@@ -167,20 +159,14 @@ pub fn run_native(spec: &str, seed: u64) -> Result<NativeRun, WorkloadError> {
     }));
     match r {
         Ok((checksum, seconds)) => Ok(NativeRun { refs: rec.refs, seconds, checksum }),
-        Err(p) => Err(WorkloadError::Failed {
-            name: e.name.to_string(),
-            what: source::panic_message(&*p),
-        }),
+        Err(p) => Err(WorkloadError::Failed { name: e.name.to_string(), what: source::panic_message(&*p) }),
     }
 }
 
 /// Open recorded traces, one file per stream. `format` forces `native`, `champsim` or
 /// `lackey` (optionally `champsim+fetch` / `lackey+fetch` to also emit instruction
 /// fetches); otherwise each file's format is detected from its content and suffix.
-pub fn open_trace(
-    paths: &[String],
-    format: Option<&str>,
-) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
+pub fn open_trace(paths: &[String], format: Option<&str>) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
     let fmt = match format {
         None => None,
         Some(f) => Some(trace::FormatSpec::parse(f).ok_or_else(|| WorkloadError::UnknownFormat(f.to_string()))?),

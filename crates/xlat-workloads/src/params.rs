@@ -25,12 +25,7 @@ pub const fn size(name: &'static str, default: &'static str, doc: &'static str) 
 pub const fn float(name: &'static str, default: &'static str, doc: &'static str) -> PDef {
     PDef { name, default, doc, kind: PKind::Float }
 }
-pub const fn choice(
-    name: &'static str,
-    default: &'static str,
-    doc: &'static str,
-    options: &'static [&'static str],
-) -> PDef {
+pub const fn choice(name: &'static str, default: &'static str, doc: &'static str, options: &'static [&'static str]) -> PDef {
     PDef { name, default, doc, kind: PKind::Choice(options) }
 }
 
@@ -75,29 +70,20 @@ pub fn parse_size(s: &str) -> Option<u64> {
 
 fn parse_val(d: &PDef, v: &str) -> Result<PVal, String> {
     match d.kind {
-        PKind::Size => parse_size(v)
-            .map(PVal::U)
-            .ok_or_else(|| "expected a non-negative integer, optionally with K/M/G/T".to_string()),
+        PKind::Size => parse_size(v).map(PVal::U).ok_or_else(|| "expected a non-negative integer, optionally with K/M/G/T".to_string()),
         PKind::Float => match v.trim().parse::<f64>() {
             Ok(f) if f.is_finite() => Ok(PVal::F(f)),
             _ => Err("expected a number".to_string()),
         },
-        PKind::Choice(opts) => opts
-            .iter()
-            .find(|o| o.eq_ignore_ascii_case(v.trim()))
-            .map(|o| PVal::S(o))
-            .ok_or_else(|| format!("expected one of {}", opts.join("|"))),
+        PKind::Choice(opts) => {
+            opts.iter().find(|o| o.eq_ignore_ascii_case(v.trim())).map(|o| PVal::S(o)).ok_or_else(|| format!("expected one of {}", opts.join("|")))
+        }
     }
 }
 
 impl Params {
     /// Resolve `kvs` against `defs` (kernel params then [`COMMON`]).
-    pub fn resolve(
-        workload: &'static str,
-        defs: &[PDef],
-        kvs: &[(String, String)],
-        seed: u64,
-    ) -> Result<Params, WorkloadError> {
+    pub fn resolve(workload: &'static str, defs: &[PDef], kvs: &[(String, String)], seed: u64) -> Result<Params, WorkloadError> {
         let all: Vec<&PDef> = defs.iter().chain(COMMON.iter()).collect();
         let mut vals = Vec::with_capacity(all.len());
         for d in &all {
@@ -111,12 +97,10 @@ impl Params {
             vals.push((d.name, default, pv));
         }
         for (k, v) in kvs {
-            let idx = all.iter().position(|d| d.name.eq_ignore_ascii_case(k)).ok_or_else(|| {
-                WorkloadError::UnknownParam {
-                    workload: workload.to_string(),
-                    param: k.clone(),
-                    allowed: all.iter().map(|d| d.name).collect::<Vec<_>>().join(", "),
-                }
+            let idx = all.iter().position(|d| d.name.eq_ignore_ascii_case(k)).ok_or_else(|| WorkloadError::UnknownParam {
+                workload: workload.to_string(),
+                param: k.clone(),
+                allowed: all.iter().map(|d| d.name).collect::<Vec<_>>().join(", "),
             })?;
             let pv = parse_val(all[idx], v).map_err(|why| WorkloadError::BadValue {
                 workload: workload.to_string(),
@@ -182,12 +166,7 @@ impl Params {
     /// A validation error for a value that parsed but is out of range.
     pub fn bad(&self, param: &str, why: impl Into<String>) -> WorkloadError {
         let value = self.vals.iter().find(|v| v.0 == param).map(|v| v.1.clone()).unwrap_or_default();
-        WorkloadError::BadValue {
-            workload: self.workload.to_string(),
-            param: param.to_string(),
-            value,
-            why: why.into(),
-        }
+        WorkloadError::BadValue { workload: self.workload.to_string(), param: param.to_string(), value, why: why.into() }
     }
 
     /// `Ok(v)` if `lo <= v <= hi`, else a one-line error.
@@ -212,10 +191,7 @@ pub fn split_spec(spec: &str) -> Result<(String, Vec<(String, String)>), Workloa
     }
     let mut kvs = Vec::new();
     for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (k, v) = item.split_once('=').ok_or_else(|| WorkloadError::BadSpec {
-            spec: spec.to_string(),
-            why: format!("'{item}' is not key=value"),
-        })?;
+        let (k, v) = item.split_once('=').ok_or_else(|| WorkloadError::BadSpec { spec: spec.to_string(), why: format!("'{item}' is not key=value") })?;
         kvs.push((k.trim().to_string(), v.trim().to_string()));
     }
     Ok((name.to_ascii_lowercase(), kvs))

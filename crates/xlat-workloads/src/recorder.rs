@@ -210,12 +210,7 @@ pub fn static_split(total: u64, parts: usize) -> Vec<(u64, u64)> {
 /// Run per-thread ranges interleaved in chunks of `chunk` items, round-robin over threads,
 /// as a fair scheduler would. The interleaving is fixed, so the streams (and any shared
 /// state the threads update) are deterministic; `f(rec, thread, lo, hi)` does the items.
-pub fn interleave<R: Recorder>(
-    rec: &mut R,
-    ranges: &[(u64, u64)],
-    chunk: u64,
-    mut f: impl FnMut(&mut R, usize, u64, u64),
-) {
+pub fn interleave<R: Recorder>(rec: &mut R, ranges: &[(u64, u64)], chunk: u64, mut f: impl FnMut(&mut R, usize, u64, u64)) {
     let mut pos: Vec<u64> = ranges.iter().map(|r| r.0).collect();
     let chunk = chunk.max(1);
     loop {

@@ -61,18 +61,13 @@ impl Hub {
         if st.buffered > CAP_REFS && st.error.is_none() {
             st.error = Some(SourceError::Workload {
                 name: self.name.clone(),
-                what: format!(
-                    "streams consumed too unevenly: more than {CAP_REFS} references buffered"
-                ),
+                what: format!("streams consumed too unevenly: more than {CAP_REFS} references buffered"),
             });
             self.cancel.store(true, Ordering::Relaxed);
             self.cons_cv.notify_all();
             return None;
         }
-        while !self.cancel.load(Ordering::Relaxed)
-            && st.queues[stream].len() > DEPTH
-            && st.starving.is_none()
-        {
+        while !self.cancel.load(Ordering::Relaxed) && st.queues[stream].len() > DEPTH && st.starving.is_none() {
             st = self.prod_cv.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         if self.cancel.load(Ordering::Relaxed) {
@@ -121,13 +116,7 @@ pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl KernelSource {
-    pub(crate) fn spawn(
-        name: &str,
-        streams: usize,
-        regions: Vec<Region>,
-        limit: u64,
-        mut producer: impl Producer,
-    ) -> KernelSource {
+    pub(crate) fn spawn(name: &str, streams: usize, regions: Vec<Region>, limit: u64, mut producer: impl Producer) -> KernelSource {
         let streams = streams.max(1);
         let hub = Arc::new(Hub {
             state: Mutex::new(HubState {
@@ -145,27 +134,19 @@ impl KernelSource {
         });
         let h2 = hub.clone();
         let nm = name.to_string();
-        let thread = std::thread::Builder::new()
-            .name(format!("xlat-{name}"))
-            .spawn(move || {
-                let mut rec = BatchRecorder::new(h2.clone(), streams, limit);
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    producer.produce(&mut rec);
-                    rec.finish();
-                }));
-                let err = r.err().map(|p| SourceError::Workload {
-                    name: nm.clone(),
-                    what: format!("kernel failed: {}", panic_message(&*p)),
-                });
-                h2.finish(err);
-            });
+        let thread = std::thread::Builder::new().name(format!("xlat-{name}")).spawn(move || {
+            let mut rec = BatchRecorder::new(h2.clone(), streams, limit);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                producer.produce(&mut rec);
+                rec.finish();
+            }));
+            let err = r.err().map(|p| SourceError::Workload { name: nm.clone(), what: format!("kernel failed: {}", panic_message(&*p)) });
+            h2.finish(err);
+        });
         let thread = match thread {
             Ok(t) => Some(t),
             Err(e) => {
-                hub.finish(Some(SourceError::Workload {
-                    name: name.to_string(),
-                    what: format!("cannot start kernel thread: {e}"),
-                }));
+                hub.finish(Some(SourceError::Workload { name: name.to_string(), what: format!("cannot start kernel thread: {e}") }));
                 None
             }
         };
@@ -196,10 +177,7 @@ impl RefSource for KernelSource {
     fn next_batch(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {
         out.clear();
         if stream >= self.streams {
-            return Err(SourceError::Workload {
-                name: self.hub.name.clone(),
-                what: format!("no stream {stream} (the workload has {})", self.streams),
-            });
+            return Err(SourceError::Workload { name: self.hub.name.clone(), what: format!("no stream {stream} (the workload has {})", self.streams) });
         }
         if self.partial[stream].is_some() {
             deliver_partial(&mut self.partial[stream], out);

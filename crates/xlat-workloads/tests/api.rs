@@ -19,10 +19,7 @@ fn drain(src: &mut dyn RefSource, stream: usize) -> Vec<Ref> {
 fn catalog_lists_every_kernel_with_defaults_and_footprints() {
     let c = catalog();
     let names: Vec<&str> = c.iter().map(|w| w.name).collect();
-    for n in [
-        "gups", "random", "chase", "stream", "bfs", "pagerank", "sssp", "bc", "cc", "hashjoin", "xsbench", "kvstore",
-        "canneal", "btree",
-    ] {
+    for n in ["gups", "random", "chase", "stream", "bfs", "pagerank", "sssp", "bc", "cc", "hashjoin", "xsbench", "kvstore", "canneal", "btree"] {
         assert!(names.contains(&n), "{n} missing");
     }
     for w in &c {

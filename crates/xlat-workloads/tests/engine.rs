@@ -34,7 +34,7 @@ fn champsim_trace_runs() {
     for i in 0..5000u64 {
         let mut rec = [0u8; 64];
         rec[0..8].copy_from_slice(&(0x40_0000 + 4 * i).to_le_bytes()); // ip
-        // one source memory operand (offset 32: 2 dest addrs then 4 source addrs)
+                                                                       // one source memory operand (offset 32: 2 dest addrs then 4 source addrs)
         let src_addr = 0x7f00_0000_0000u64 + (i * 4096 * 7) % (64 << 20);
         rec[32..40].copy_from_slice(&src_addr.to_le_bytes());
         if i % 3 == 0 {

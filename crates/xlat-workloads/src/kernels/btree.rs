@@ -181,20 +181,7 @@ impl KernelImpl for BTree {
         }
         let mut vas = Vas::new();
         let (inner_arr, leaf_arr) = BPlusTree::layout(&mut vas, n, node, "");
-        Ok(BTree {
-            vas,
-            inner_arr,
-            leaf_arr,
-            n,
-            node,
-            lookups: p.u64("lookups"),
-            hit,
-            threads: p.threads(),
-            seed: p.seed(),
-            tree: None,
-            found: 0,
-            wrong: 0,
-        })
+        Ok(BTree { vas, inner_arr, leaf_arr, n, node, lookups: p.u64("lookups"), hit, threads: p.threads(), seed: p.seed(), tree: None, found: 0, wrong: 0 })
     }
     fn vas(&self) -> &Vas {
         &self.vas

@@ -137,7 +137,8 @@ mod tests {
             }
         }
         // The native run chases real pointers and ends on the same nodes.
-        let p = Params::resolve("chase", PARAMS, &[("footprint".into(), "640K".into()), ("refs".into(), "10000".into()), ("threads".into(), "2".into())], 1).unwrap();
+        let p = Params::resolve("chase", PARAMS, &[("footprint".into(), "640K".into()), ("refs".into(), "10000".into()), ("threads".into(), "2".into())], 1)
+            .unwrap();
         let mut nk = Chase::new(&p, true).unwrap();
         let mut rec = crate::recorder::CountRecorder::new(0);
         assert_eq!(nk.run(&mut rec), sum);

@@ -9,7 +9,7 @@ use crate::recorder::{interleave, static_split, Recorder};
 use crate::vas::{Arr, Vas};
 use crate::WorkloadError;
 
-use super::graph::{build, pick_roots, Csr, GraphSpec, graph_params};
+use super::graph::{build, graph_params, pick_roots, Csr, GraphSpec};
 use super::KernelImpl;
 
 struct Base {
@@ -43,13 +43,8 @@ pub mod pr {
     use super::*;
     const G: [PDef; 3] = graph_params("19");
     pub const DESC: &str = "GAP PageRank (pull direction) on a Kronecker or uniform graph";
-    pub const PARAMS: &[PDef] = &[
-        G[0],
-        G[1],
-        G[2],
-        size("iters", "1", "PageRank iterations (each repeats the same access pattern)"),
-        float("damping", "0.85", "damping factor"),
-    ];
+    pub const PARAMS: &[PDef] =
+        &[G[0], G[1], G[2], size("iters", "1", "PageRank iterations (each repeats the same access pattern)"), float("damping", "0.85", "damping factor")];
 }
 
 pub struct PageRank {
@@ -72,15 +67,7 @@ impl KernelImpl for PageRank {
         if !(0.0..1.0).contains(&damping) {
             return Err(p.bad("damping", "must be in [0, 1)"));
         }
-        Ok(PageRank {
-            b,
-            scores_a,
-            contrib_a,
-            iters: p.u64("iters"),
-            damping,
-            graph: Csr::default(),
-            scores: Vec::new(),
-        })
+        Ok(PageRank { b, scores_a, contrib_a, iters: p.u64("iters"), damping, graph: Csr::default(), scores: Vec::new() })
     }
     fn vas(&self) -> &Vas {
         &self.b.vas
@@ -153,13 +140,7 @@ pub mod sssp {
     use super::*;
     const G: [PDef; 3] = graph_params("19");
     pub const DESC: &str = "GAP delta-stepping single-source shortest paths (weights 1..255)";
-    pub const PARAMS: &[PDef] = &[
-        G[0],
-        G[1],
-        G[2],
-        size("delta", "2", "bucket width of delta-stepping"),
-        size("roots", "1", "sources (each a full SSSP)"),
-    ];
+    pub const PARAMS: &[PDef] = &[G[0], G[1], G[2], size("delta", "2", "bucket width of delta-stepping"), size("roots", "1", "sources (each a full SSSP)")];
 }
 
 pub const INF: u32 = u32::MAX;
@@ -276,10 +257,7 @@ impl Sssp {
                 }
             });
             // Next bucket: the smallest non-empty one at or after the current.
-            let next = bins
-                .iter()
-                .filter_map(|lb| (curr..lb.len()).find(|&i| !lb[i].is_empty()))
-                .min();
+            let next = bins.iter().filter_map(|lb| (curr..lb.len()).find(|&i| !lb[i].is_empty())).min();
             frontier.clear();
             let Some(next) = next else { break };
             curr = next;
@@ -303,12 +281,7 @@ pub mod bc {
     use super::*;
     const G: [PDef; 3] = graph_params("19");
     pub const DESC: &str = "GAP betweenness centrality (Brandes, BFS-based) from random sources";
-    pub const PARAMS: &[PDef] = &[
-        G[0],
-        G[1],
-        G[2],
-        size("sources", "1", "BFS sources whose dependencies are accumulated"),
-    ];
+    pub const PARAMS: &[PDef] = &[G[0], G[1], G[2], size("sources", "1", "BFS sources whose dependencies are accumulated")];
 }
 
 pub struct Bc {
@@ -367,8 +340,7 @@ impl KernelImpl for Bc {
         let n = g.n;
         let b = &self.b;
         let t = b.threads;
-        let (da, pa, dla, sca, sua, qa, na) =
-            (self.depth_a, self.paths_a, self.deltas_a, self.scores_a, self.succ_a, self.queue_a, b.neighbors);
+        let (da, pa, dla, sca, sua, qa, na) = (self.depth_a, self.paths_a, self.deltas_a, self.scores_a, self.succ_a, self.queue_a, b.neighbors);
         let scores = &mut self.scores;
         *scores = vec![0.0; n];
         let mut depth = vec![-1i32; n];
@@ -402,10 +374,7 @@ impl KernelImpl for Bc {
             // edges in a bitmap.
             while *marks.last().unwrap_or(&0) > marks[marks.len() - 2] && !rec.stopped() {
                 let (k1, k2) = (marks[marks.len() - 2], marks[marks.len() - 1]);
-                let ranges: Vec<(u64, u64)> = static_split((k2 - k1) as u64, t)
-                    .into_iter()
-                    .map(|(a, c)| (a + k1 as u64, c + k1 as u64))
-                    .collect();
+                let ranges: Vec<(u64, u64)> = static_split((k2 - k1) as u64, t).into_iter().map(|(a, c)| (a + k1 as u64, c + k1 as u64)).collect();
                 interleave(rec, &ranges, 64, |rec, _t, lo, hi| {
                     for k in lo..hi {
                         let u = queue[k as usize] as usize;
@@ -442,10 +411,7 @@ impl KernelImpl for Bc {
                 if k1 >= k2 {
                     continue;
                 }
-                let ranges: Vec<(u64, u64)> = static_split((k2 - k1) as u64, t)
-                    .into_iter()
-                    .map(|(a, c)| (a + k1 as u64, c + k1 as u64))
-                    .collect();
+                let ranges: Vec<(u64, u64)> = static_split((k2 - k1) as u64, t).into_iter().map(|(a, c)| (a + k1 as u64, c + k1 as u64)).collect();
                 interleave(rec, &ranges, 64, |rec, _t, lo, hi| {
                     for k in lo..hi {
                         let u = queue[k as usize] as usize;
@@ -494,12 +460,7 @@ pub mod cc {
     use super::*;
     const G: [PDef; 3] = graph_params("20");
     pub const DESC: &str = "GAP connected components (Afforest: neighbour sampling, then finish)";
-    pub const PARAMS: &[PDef] = &[
-        G[0],
-        G[1],
-        G[2],
-        size("rounds", "2", "Afforest neighbour-sampling rounds"),
-    ];
+    pub const PARAMS: &[PDef] = &[G[0], G[1], G[2], size("rounds", "2", "Afforest neighbour-sampling rounds")];
 }
 
 pub struct Cc {
@@ -696,9 +657,7 @@ mod tests {
                     }
                 }
                 if u != src && d[u] != INF {
-                    let tight = g.neigh(u).iter().enumerate().any(|(i, &v)| {
-                        d[v as usize] != INF && d[v as usize] + g.wt[g.off[u] as usize + i] == d[u]
-                    });
+                    let tight = g.neigh(u).iter().enumerate().any(|(i, &v)| d[v as usize] != INF && d[v as usize] + g.wt[g.off[u] as usize + i] == d[u]);
                     assert!(tight, "{graph}: vertex {u} has no tight edge");
                 }
             }

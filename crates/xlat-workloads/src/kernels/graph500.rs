@@ -109,8 +109,7 @@ impl Bfs {
         queue.push(root);
         let (mut k1, mut k2) = (0usize, 1usize);
         while k1 < k2 && !rec.stopped() {
-            let ranges: Vec<(u64, u64)> =
-                static_split((k2 - k1) as u64, t).into_iter().map(|(a, b)| (a + k1 as u64, b + k1 as u64)).collect();
+            let ranges: Vec<(u64, u64)> = static_split((k2 - k1) as u64, t).into_iter().map(|(a, b)| (a + k1 as u64, b + k1 as u64)).collect();
             interleave(rec, &ranges, 64, |rec, _t, lo, hi| {
                 for k in lo..hi {
                     let u = queue[k as usize] as usize;

@@ -16,12 +16,7 @@ pub const DESC: &str = "HPCC RandomAccess (GUPS): XOR updates to random 8-byte w
 pub const PARAMS: &[PDef] = &[
     size("footprint", "8G", "table size in bytes (rounded down to a power of two; 8-byte entries)"),
     size("updates", "16M", "number of updates (0 = HPCC's 4 x table entries)"),
-    choice(
-        "materialize",
-        "auto",
-        "keep the real table in host memory: auto = when <= 1 GiB, or always when running natively",
-        &["auto", "yes", "no"],
-    ),
+    choice("materialize", "auto", "keep the real table in host memory: auto = when <= 1 GiB, or always when running natively", &["auto", "yes", "no"]),
 ];
 
 const LANES: usize = 128;
@@ -77,10 +72,8 @@ impl KernelImpl for Gups {
         let iters = self.updates / LANES as u64;
         let mut ran: Vec<u64> = (0..LANES).map(|j| self.lane_start(iters, j)).collect();
         // Threads own contiguous groups of lanes (the OpenMP code parallelises the lane loop).
-        let lane_split: Vec<(usize, usize)> = crate::recorder::static_split(LANES as u64, self.threads)
-            .into_iter()
-            .map(|(a, b)| (a as usize, b as usize))
-            .collect();
+        let lane_split: Vec<(usize, usize)> =
+            crate::recorder::static_split(LANES as u64, self.threads).into_iter().map(|(a, b)| (a as usize, b as usize)).collect();
         let ranges: Vec<(u64, u64)> = (0..self.threads).map(|_| (0, iters)).collect();
         let mask = self.entries - 1;
         let arr = self.table_arr;

@@ -114,11 +114,7 @@ pub(crate) mod testutil {
         let regs = vas.regions();
         for s in streams {
             for r in s {
-                assert!(
-                    regs.iter().any(|g| r.va >= g.start && r.va + r.size as u64 <= g.end()),
-                    "ref {:#x} outside every region",
-                    r.va
-                );
+                assert!(regs.iter().any(|g| r.va >= g.start && r.va + r.size as u64 <= g.end()), "ref {:#x} outside every region", r.va);
                 assert!(r.size >= 1 && r.size <= 64);
             }
         }

@@ -13,12 +13,7 @@ pub const DESC: &str = "uniform random 8-byte reads over a large array";
 pub const PARAMS: &[PDef] = &[
     size("footprint", "8G", "array size in bytes (8-byte elements)"),
     size("refs", "32M", "number of reads (split over threads)"),
-    choice(
-        "materialize",
-        "auto",
-        "keep the real array in host memory: auto = when <= 1 GiB, or always when running natively",
-        &["auto", "yes", "no"],
-    ),
+    choice("materialize", "auto", "keep the real array in host memory: auto = when <= 1 GiB, or always when running natively", &["auto", "yes", "no"]),
 ];
 
 /// xoshiro step (~11 ALU ops), multiply-high range reduction, load, accumulate, loop.
@@ -56,11 +51,7 @@ impl KernelImpl for Random {
 
     fn run<R: Recorder>(&mut self, rec: &mut R) -> u64 {
         // Content is a cheap function of the index so the sum checks real reads.
-        let data: Vec<u64> = if self.materialize {
-            (0..self.n).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect()
-        } else {
-            Vec::new()
-        };
+        let data: Vec<u64> = if self.materialize { (0..self.n).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect() } else { Vec::new() };
         rec.roi_begin();
         let mut rngs: Vec<Rng> = (0..self.threads).map(|t| Rng::new(derive(self.seed, t as u64))).collect();
         let ranges = static_split(self.refs, self.threads);

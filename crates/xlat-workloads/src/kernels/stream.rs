@@ -32,17 +32,7 @@ impl KernelImpl for Stream {
         let n = p.range("n", 1, 1 << 34)?;
         let mut vas = Vas::new();
         let arrs = [vas.array("a", n, 8), vas.array("b", n, 8), vas.array("c", n, 8)];
-        Ok(Stream {
-            vas,
-            arrs,
-            n,
-            iters: p.u64("iters"),
-            scalar: p.f64("scalar"),
-            threads: p.threads(),
-            a: Vec::new(),
-            b: Vec::new(),
-            c: Vec::new(),
-        })
+        Ok(Stream { vas, arrs, n, iters: p.u64("iters"), scalar: p.f64("scalar"), threads: p.threads(), a: Vec::new(), b: Vec::new(), c: Vec::new() })
     }
     fn vas(&self) -> &Vas {
         &self.vas

@@ -167,9 +167,7 @@ impl KernelImpl for XsBench {
                 results[l as usize] = me.macro_xs(rec, e, mat, mat_off[mat]);
             }
         });
-        let digest = results.iter().fold(0u64, |h, x| {
-            x.0.iter().fold(h, |h, v| h.wrapping_mul(31).wrapping_add(v.to_bits()))
-        });
+        let digest = results.iter().fold(0u64, |h, x| x.0.iter().fold(h, |h, v| h.wrapping_mul(31).wrapping_add(v.to_bits())));
         self.results = results;
         digest
     }

@@ -28,17 +28,7 @@ pub(crate) struct ChampSimDecoder {
 
 impl ChampSimDecoder {
     pub(crate) fn new(path: &str, rd: Input, fetch: bool) -> ChampSimDecoder {
-        ChampSimDecoder {
-            path: path.to_string(),
-            rd,
-            buf: vec![0u8; REC * CHUNK],
-            pos: 0,
-            len: 0,
-            offset: 0,
-            eof: false,
-            fetch,
-            pending: 0,
-        }
+        ChampSimDecoder { path: path.to_string(), rd, buf: vec![0u8; REC * CHUNK], pos: 0, len: 0, offset: 0, eof: false, fetch, pending: 0 }
     }
 
     fn refill(&mut self) -> Result<(), SourceError> {
@@ -50,13 +40,7 @@ impl ChampSimDecoder {
                 Ok(0) => self.eof = true,
                 Ok(k) => self.len += k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return Err(corrupt(
-                        &self.path,
-                        self.offset + self.len as u64,
-                        format!("cannot read/decompress ChampSim trace: {e}"),
-                    ))
-                }
+                Err(e) => return Err(corrupt(&self.path, self.offset + self.len as u64, format!("cannot read/decompress ChampSim trace: {e}"))),
             }
         }
         Ok(())
@@ -84,21 +68,13 @@ impl Decoder for ChampSimDecoder {
                     return Ok(());
                 }
                 if self.len - self.pos < REC {
-                    return Err(corrupt(
-                        &self.path,
-                        self.offset + self.pos as u64,
-                        format!("truncated ChampSim record ({} of 64 bytes)", self.len - self.pos),
-                    ));
+                    return Err(corrupt(&self.path, self.offset + self.pos as u64, format!("truncated ChampSim record ({} of 64 bytes)", self.len - self.pos)));
                 }
             }
             let at = self.pos;
             let r = &self.buf[at..at + REC];
             if r[8] > 1 || r[9] > 1 {
-                return Err(corrupt(
-                    &self.path,
-                    self.offset + at as u64,
-                    format!("not a ChampSim record (is_branch={}, branch_taken={})", r[8], r[9]),
-                ));
+                return Err(corrupt(&self.path, self.offset + at as u64, format!("not a ChampSim record (is_branch={}, branch_taken={})", r[8], r[9])));
             }
             self.pos += REC;
             self.pending = self.pending.saturating_add(1);

@@ -134,11 +134,7 @@ fn format_from_suffix(path: &str) -> Option<Format> {
 }
 
 /// Open one stream: detect (or use the forced) format and build its decoder.
-pub(crate) fn open_decoder(
-    path: &str,
-    input: Input,
-    forced: Option<FormatSpec>,
-) -> Result<(Box<dyn Decoder>, Format, Option<NativeHeader>), SourceError> {
+pub(crate) fn open_decoder(path: &str, input: Input, forced: Option<FormatSpec>) -> Result<(Box<dyn Decoder>, Format, Option<NativeHeader>), SourceError> {
     let (head, input) = peek(input, MAGIC.len()).map_err(|e| io_err(path, e))?;
     let is_native = head.starts_with(MAGIC);
     let fetch = forced.is_some_and(|f| f.fetch);
@@ -152,9 +148,7 @@ pub(crate) fn open_decoder(
         return Ok((Box::new(dec), Format::Native, Some(hdr)));
     }
     let (input, _codec) = decompress(path, input)?;
-    let (head, input) = peek(input, 64).map_err(|e| {
-        corrupt(path, 0, format!("cannot decompress: {e}"))
-    })?;
+    let (head, input) = peek(input, 64).map_err(|e| corrupt(path, 0, format!("cannot decompress: {e}")))?;
     let fmt = match forced {
         Some(f) => f.format,
         None if looks_like_lackey(&head) => Format::Lackey,
@@ -219,10 +213,7 @@ impl TraceSource {
             formats.push(f.name());
         }
         formats.dedup();
-        let mut params = vec![
-            ("format".to_string(), formats.join("+")),
-            ("paths".to_string(), paths.join(";")),
-        ];
+        let mut params = vec![("format".to_string(), formats.join("+")), ("paths".to_string(), paths.join(";"))];
         if forced.is_some_and(|f| f.fetch) {
             params.push(("fetch".into(), "true".into()));
         }
@@ -230,7 +221,14 @@ impl TraceSource {
             params.push(("workload".into(), workload));
         }
         let n = decs.len();
-        Ok(TraceSource { decs, carry: vec![Vec::new(); n], pending_err: vec![None; n], done: vec![false; n], regions, desc: WorkloadDesc { name: "trace".into(), params } })
+        Ok(TraceSource {
+            decs,
+            carry: vec![Vec::new(); n],
+            pending_err: vec![None; n],
+            done: vec![false; n],
+            regions,
+            desc: WorkloadDesc { name: "trace".into(), params },
+        })
     }
 
     pub fn desc(&self) -> WorkloadDesc {
@@ -308,12 +306,7 @@ pub fn record(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>) -> Re
 }
 
 /// As [`record`], storing `desc` (e.g. the workload spec) in each file's header.
-pub fn record_with_desc(
-    src: &mut dyn RefSource,
-    path: &Path,
-    max_refs: Option<u64>,
-    desc: &str,
-) -> Result<u64, SourceError> {
+pub fn record_with_desc(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>, desc: &str) -> Result<u64, SourceError> {
     let n = src.streams();
     let paths = stream_paths(path, n);
     let regions = src.regions();

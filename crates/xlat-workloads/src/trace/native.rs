@@ -208,11 +208,7 @@ impl NativeDecoder {
         }
         let version = u16::from_le_bytes([fixed[8], fixed[9]]);
         if version == 0 || version > VERSION {
-            return Err(corrupt(
-                path,
-                8,
-                format!("xlat trace version {version} is not supported (this build reads 1..={VERSION})"),
-            ));
+            return Err(corrupt(path, 8, format!("xlat trace version {version} is not supported (this build reads 1..={VERSION})")));
         }
         let hlen = u32::from_le_bytes([fixed[10], fixed[11], fixed[12], fixed[13]]);
         if hlen < FIXED as u32 + 16 || hlen > MAX_HEADER {

@@ -133,13 +133,7 @@ fn champsim_raw_gz_xz() {
         let got: Vec<(u64, RefKind, u32)> = refs.iter().map(|r| (r.va, r.kind(), r.inst_delta)).collect();
         assert_eq!(
             got,
-            vec![
-                (0x1000, RefKind::Load, 2),
-                (0x2000, RefKind::Load, 0),
-                (0x3000, RefKind::Store, 1),
-                (0x4000, RefKind::Load, 1),
-                (0x4000, RefKind::Store, 0),
-            ]
+            vec![(0x1000, RefKind::Load, 2), (0x2000, RefKind::Load, 0), (0x3000, RefKind::Store, 1), (0x4000, RefKind::Load, 1), (0x4000, RefKind::Store, 0),]
         );
     };
     check(&decode_all(None, &raw).unwrap());
