@@ -409,9 +409,9 @@ mod tests {
                 None => f += 1,
             }
         }
-        for b in 0..p.blocks_2m() {
+        for (b, &nfree) in free.iter().enumerate() {
             let size = (p.total_frames() - b as u64 * 512).min(512);
-            assert_eq!(p.used_in_2m(b) as u64, size - free[b], "block {b}");
+            assert_eq!(p.used_in_2m(b) as u64, size - nfree, "block {b}");
         }
     }
 
@@ -440,7 +440,8 @@ mod tests {
                 _ => {}
             }
             if i % 500 == 0 {
-                assert!(p.alloc_at(Frame(4096 + (x >> 20) % 2048), 0) || true);
+                // Taking a specific frame may fail (it may be in use); either way the counts must agree.
+                let _ = p.alloc_at(Frame(4096 + (x >> 20) % 2048), 0);
             }
         }
         p.drain_pcp();

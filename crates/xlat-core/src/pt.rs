@@ -521,6 +521,9 @@ impl PageTables {
     /// Map `va` (aligned to `size`) to `frame` in the tree rooted at `root`, allocating
     /// nodes as its layout says. In a flattened L2+L1 node a 2 MB page is 512 replicated
     /// entries; reaching the layout's FPT+NF threshold unflattens the node.
+    // A mapping request is naturally (tree, root, address, frame, size, flags); `_top` keeps the
+    // signature in step with the other walks over the tree. Bundling them would only add a type.
+    #[allow(clippy::too_many_arguments)]
     pub fn map(&mut self, phys: &mut PhysMem, root: NodeId, _top: u8, va: VirtAddr, frame: Frame, size: PageSize, flags: u64) -> Result<MapEffect, PtError> {
         let target = size.leaf_level();
         let mut node = root;
@@ -902,7 +905,7 @@ mod tests {
         assert_eq!((w.offset_bits, w.steps), (12, 3));
         assert_eq!((pt.read_phys(w.addr.0).unwrap() & PTE_PFN_MASK) >> 12, (page.0 >> 12) + 1000);
         // Two recursions: 27 bits in three 9-bit steps, then 21 bits into the L3+L2 node.
-        let off = ((b << 9 | c) * 8) as u64;
+        let off = (b << 9 | c) * 8;
         let w = pt.hw_walk(root, false, VirtAddr(((r as u64) << 39) | ((r as u64) << 30) | (a << 21) | off), 48).unwrap();
         assert_eq!((w.offset_bits, w.steps), (21, 3));
         assert_eq!(w.addr, pt.node(l32).entry_addr((b << 9 | c) as usize));

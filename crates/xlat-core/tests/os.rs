@@ -173,8 +173,8 @@ fn thp_under_fragmentation_falls_back_to_4k() {
 fn aged_memory_reaches_its_target() {
     let c = cfg(&[("phys.size_gb", "2"), ("phys.fragmentation", "aged:3"), ("phys.aged_target", "0.25")]);
     let m = Machine::new(&c, 1, vec![], 1).unwrap();
-    let whole = 1023.0;
-    assert_eq!(m.os.start.free_2m_blocks as f64, (0.25 * whole as f64).round());
+    let whole = 1023.0_f64;
+    assert_eq!(m.os.start.free_2m_blocks as f64, (0.25 * whole).round());
     let s = m.stats();
     let spread = (0..9).filter(|o| s.f(&format!("phys.start.free_blocks.order{o}")) > 0.0).count();
     assert!(spread >= 6, "aging leaves free blocks of many orders: {spread}");

@@ -154,10 +154,10 @@ fn drain(py: Python<'_>, workload: Option<String>, trace: Option<Vec<String>>, r
             let mut buf = Vec::with_capacity(1 << 14);
             let (mut n, mut live) = (0u64, vec![true; src.streams()]);
             while n < limit && live.iter().any(|&l| l) {
-                for s in 0..live.len() {
-                    if live[s] {
+                for (s, alive) in live.iter_mut().enumerate() {
+                    if *alive {
                         src.next_batch(s, &mut buf)?;
-                        live[s] = !buf.is_empty();
+                        *alive = !buf.is_empty();
                         n += buf.len() as u64;
                     }
                 }

@@ -625,15 +625,16 @@ mod tests {
             for _ in 0..5 {
                 let dang: f64 = (0..n).filter(|&u| g.degree(u) == 0).map(|u| r[u]).sum();
                 let mut nr = vec![(0.15 + 0.85 * dang) / n as f64; n];
-                for u in 0..n {
+                for (u, &ru) in r.iter().enumerate() {
                     for &v in g.neigh(u) {
-                        nr[v as usize] += 0.85 * r[u] / g.degree(u) as f64;
+                        nr[v as usize] += 0.85 * ru / g.degree(u) as f64;
                     }
                 }
                 r = nr;
             }
-            for u in 0..n {
-                assert!((r[u] - k.scores[u]).abs() < 1e-12, "{graph} u={u}");
+            assert_eq!(r.len(), k.scores.len());
+            for (u, (&ru, &ku)) in r.iter().zip(&k.scores).enumerate() {
+                assert!((ru - ku).abs() < 1e-12, "{graph} u={u}");
             }
             assert_in_regions(k.vas(), &s);
         }
@@ -727,11 +728,12 @@ mod tests {
             bc[src] += delta[src];
         }
         let max = bc.iter().cloned().fold(0.0, f64::max);
-        for u in 0..n {
-            let expect = bc[u] / max;
-            assert!((expect - k.scores[u]).abs() < 1e-9 * expect.max(1.0), "u={u}: {expect} vs {}", k.scores[u]);
+        assert_eq!(bc.len(), k.scores.len());
+        for (u, (&b, &score)) in bc.iter().zip(&k.scores).enumerate() {
+            let expect = b / max;
+            assert!((expect - score).abs() < 1e-9 * expect.max(1.0), "u={u}: {expect} vs {score}");
         }
-        assert!(k.scores.iter().any(|&x| x == 1.0));
+        assert!(k.scores.contains(&1.0));
         assert_in_regions(k.vas(), &s);
     }
 

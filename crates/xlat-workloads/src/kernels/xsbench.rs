@@ -143,7 +143,7 @@ impl KernelImpl for XsBench {
         self.mats = mats;
         rec.roi_begin();
 
-        let mut mat_off = vec![0u64; MATERIALS];
+        let mut mat_off = [0u64; MATERIALS];
         for m in 1..MATERIALS {
             mat_off[m] = mat_off[m - 1] + self.mats[m - 1].len() as u64;
         }
@@ -251,7 +251,7 @@ mod tests {
         assert!(k.results.iter().all(|x| x.0[0] != 0.0));
         assert_in_regions(&k.vas, &s);
         let mut rng = Rng::new(77);
-        let mut mat_off = vec![0u64; MATERIALS];
+        let mut mat_off = [0u64; MATERIALS];
         for m in 1..MATERIALS {
             mat_off[m] = mat_off[m - 1] + k.mats[m - 1].len() as u64;
         }

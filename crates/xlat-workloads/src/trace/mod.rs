@@ -133,8 +133,11 @@ fn format_from_suffix(path: &str) -> Option<Format> {
     }
 }
 
+/// An opened stream: its decoder, the format it was read as, and the header of a native trace.
+pub(crate) type Opened = (Box<dyn Decoder>, Format, Option<NativeHeader>);
+
 /// Open one stream: detect (or use the forced) format and build its decoder.
-pub(crate) fn open_decoder(path: &str, input: Input, forced: Option<FormatSpec>) -> Result<(Box<dyn Decoder>, Format, Option<NativeHeader>), SourceError> {
+pub(crate) fn open_decoder(path: &str, input: Input, forced: Option<FormatSpec>) -> Result<Opened, SourceError> {
     let (head, input) = peek(input, MAGIC.len()).map_err(|e| io_err(path, e))?;
     let is_native = head.starts_with(MAGIC);
     let fetch = forced.is_some_and(|f| f.fetch);
