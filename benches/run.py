@@ -87,7 +87,7 @@ def case(name: str, quick: bool) -> dict:
         refs = int(20e6 * scale)
         root = HERE.parent
         p = subprocess.run(["cargo", "run", "--release", "-q", "-p", "xlat-core", "--example", "floor", "--", str(refs)],
-                           cwd=root, capture_output=True, text=True)
+                           cwd=root, capture_output=True, text=True, check=False)
         if p.returncode != 0:
             raise SystemExit(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"floor exited {p.returncode}")
         ns = {}
@@ -122,7 +122,7 @@ def main() -> int:
     results = {}
     for name in CASES:
         cmd = [sys.executable, __file__, "--case", name] + (["--quick"] if args.quick else [])
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        p = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if p.returncode != 0:
             print(f"bench: case {name} failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}", file=sys.stderr)
             return 1
@@ -141,7 +141,7 @@ def main() -> int:
     print(f"{'case':<16} {'refs/s':>14} {'vs baseline':>12} {'target':>12} {'peak RSS':>10}")
     for name, r in results.items():
         # Like for like: the baseline's engine rates are end-to-end.
-        e2e = lambda c: c.get("end_to_end_refs_per_s", c["refs_per_s"])  # noqa: E731
+        e2e = lambda c: c.get("end_to_end_refs_per_s", c["refs_per_s"])
         ratio = f"{e2e(r) / e2e(base[name]):.2f}x" if name in base else "-"
         target = TARGETS.get(name)
         tgt = f"{target / 1e6:.0f} M" + (" ok" if r["refs_per_s"] >= target else " MISS") if target else ""

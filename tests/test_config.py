@@ -10,7 +10,6 @@ import pytest
 import xlat
 from xlat import _core
 from xlat import config as C
-
 from xlat_testutil import REPO
 
 PRESETS = sorted(p.stem for p in (REPO / "configs").glob("*.toml"))

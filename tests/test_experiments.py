@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from xlat import _core, report, results, sweep
-from xlat_testutil import REPO, assert_one_line_error, has_core, run_xlat
+from xlat_testutil import assert_one_line_error, has_core, run_xlat
 
 needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reason="engine has no simulate() yet")
 TESTS = Path(__file__).resolve().parent
@@ -525,9 +525,8 @@ def test_cli_errors_are_one_line(tmp_path):
 
 def test_slurm_needs_dask_jobqueue(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask_jobqueue", None)  # import fails as if not installed
-    with pytest.raises(sweep.SweepError, match=r"pip install 'xlat\[slurm\]'"):
-        with sweep._cluster(None, 2, True, {}, 4):
-            pass
+    with pytest.raises(sweep.SweepError, match=r"pip install 'xlat\[slurm\]'"), sweep._cluster(None, 2, True, {}, 4):
+        pass
 
 
 @needs_sim

@@ -39,10 +39,9 @@ def test_atomic_write_replaces_whole_file_and_leaves_nothing_behind(tmp_path):
 def test_failed_write_keeps_the_old_file(tmp_path):
     p = tmp_path / "out.json"
     p.write_text("old\n")
-    with pytest.raises(RuntimeError):
-        with atomic_path(p) as tmp:
-            tmp.write_text("half of a fi")
-            raise RuntimeError("crash mid-write")
+    with pytest.raises(RuntimeError), atomic_path(p) as tmp:
+        tmp.write_text("half of a fi")
+        raise RuntimeError("crash mid-write")
     assert p.read_text() == "old\n"
     assert os.listdir(tmp_path) == ["out.json"]
 
@@ -69,10 +68,9 @@ def test_atomic_outputs_moves_every_file_the_writer_made(tmp_path):
 
 
 def test_atomic_outputs_leaves_nothing_on_failure(tmp_path):
-    with pytest.raises(RuntimeError):
-        with atomic_outputs(tmp_path / "t.xtr") as (tmp, _):
-            tmp.write_text("half")
-            raise RuntimeError("writer failed")
+    with pytest.raises(RuntimeError), atomic_outputs(tmp_path / "t.xtr") as (tmp, _):
+        tmp.write_text("half")
+        raise RuntimeError("writer failed")
     assert os.listdir(tmp_path) == []
 
 
@@ -80,7 +78,6 @@ def test_a_directory_is_not_a_destination(tmp_path):
     with pytest.raises(IsADirectoryError) as e:
         atomic_write_text(tmp_path, "x")
     assert e.value.filename == str(tmp_path)
-    with pytest.raises(IsADirectoryError):
-        with atomic_outputs(tmp_path) as _:
-            pass
+    with pytest.raises(IsADirectoryError), atomic_outputs(tmp_path) as _:
+        pass
     assert os.listdir(tmp_path) == []

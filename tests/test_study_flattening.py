@@ -43,7 +43,7 @@ def test_spec_and_paper_numbers_fit_together():
         labels = list(dict.fromkeys(p.config.label for p in spec.points))
         assert labels == native + llc + virt + lp
         assert all(p.prefault for p in spec.points)
-        wls = lambda label: {p.workload for p in spec.points if p.config.label == label}  # noqa: E731
+        wls = lambda label, spec=spec: {p.workload for p in spec.points if p.config.label == label}
         assert all(wls(c) >= {"gups", "random", "bfs", "pagerank", "hashjoin", "xsbench"} for c in native)
         # The slow virtualized machines run the paper's highlighted subset; the large-page ones
         # leave out the graph (its setup alone costs 80-100 s a point).
@@ -99,7 +99,6 @@ def _table_rows(text, heading):
 @needs_sim
 def test_report_renders_from_a_tiny_sweep(tmp_path):
     t0 = time.monotonic()
-    mod = _report_module()
     d = _tiny_study(tmp_path)
     root = tmp_path / "results"
     res = study.run(str(d), workers=2, root=root, progress=False)

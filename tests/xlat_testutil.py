@@ -27,7 +27,7 @@ def run_xlat(*args: str, cwd=None, env=None, timeout: float = 120) -> subprocess
     full_env.pop("XLAT_DEBUG", None)
     if env:
         full_env.update(env)
-    return subprocess.run([xlat_exe(), *args], capture_output=True, text=True, cwd=cwd, env=full_env, timeout=timeout)
+    return subprocess.run([xlat_exe(), *args], capture_output=True, text=True, cwd=cwd, env=full_env, timeout=timeout, check=False)
 
 
 def assert_one_line_error(p: subprocess.CompletedProcess, *needles: str) -> str:

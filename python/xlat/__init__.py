@@ -29,15 +29,15 @@ def workloads():
 
 
 __all__ = [
-    "simulate",
-    "Result",
-    "resolve_config",
-    "presets",
-    "workloads",
-    "XlatError",
     "ConfigError",
-    "WorkloadError",
-    "TraceError",
+    "Result",
     "SimulationError",
+    "TraceError",
+    "WorkloadError",
+    "XlatError",
     "__version__",
+    "presets",
+    "resolve_config",
+    "simulate",
+    "workloads",
 ]

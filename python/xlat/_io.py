@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
@@ -78,21 +79,21 @@ def atomic_outputs(path: str | os.PathLike) -> Iterator[tuple[Path, list[Path]]]
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically (see :func:`atomic_path`)."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
 
 
-def parse_count(text: str | int | float) -> int:
+def parse_count(text: str | float) -> int:
     """A reference count: ``1000000``, ``1_000_000``, ``1e6``, ``10M``, ``2.5k``, ``1G``.
 
     Suffixes are decimal (k = 10^3, M = 10^6, G = 10^9, T = 10^12); the result must be a
     non-negative whole number.
     """
     if isinstance(text, bool):
-        raise ValueError(f"'{text}' is not a count")
+        # A ValueError like every other rejected count: the callers (the CLI, simulate()) catch that one.
+        raise ValueError(f"'{text}' is not a count")  # noqa: TRY004
     if isinstance(text, int):
         value: float = text
     elif isinstance(text, float):
@@ -108,6 +109,7 @@ def parse_count(text: str | int | float) -> int:
             value = int(s) * mult if s.isdigit() else float(s) * mult
         except ValueError:
             raise ValueError(f"'{text}' is not a count (try 1000000, 1e6 or 10M)") from None
-    if value != value or value in (float("inf"), float("-inf")) or value < 0 or value != int(value):
+    # An int can be too large for a float, so only floats are asked whether they are finite.
+    if (isinstance(value, float) and not math.isfinite(value)) or value < 0 or value != int(value):
         raise ValueError(f"'{text}' is not a non-negative whole number")
     return int(value)

@@ -4,14 +4,15 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from . import _core
 from . import config as _config
 from ._io import atomic_write_text, parse_count
 
-__all__ = ["simulate", "Result"]
+__all__ = ["Result", "simulate"]
 
 Progress = Callable[[int, "int | None"], None]
 
@@ -97,7 +98,7 @@ class Result:
         return text
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "Result":
+    def from_dict(cls, doc: Mapping[str, Any]) -> Result:
         """Rebuild a Result from :meth:`to_dict` output (or a ``--json`` file's content)."""
         run = doc.get("run", {})
         return cls(
@@ -116,7 +117,7 @@ class Result:
         )
 
     @classmethod
-    def from_json(cls, path: str | os.PathLike) -> "Result":
+    def from_json(cls, path: str | os.PathLike) -> Result:
         with open(path, encoding="utf-8") as f:
             return cls.from_dict(json.load(f))
 

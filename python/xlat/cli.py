@@ -6,6 +6,7 @@ set ``XLAT_DEBUG=1`` to get the Python traceback of an unexpected error instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import shutil
@@ -15,8 +16,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from . import _core
 from . import config as _config
@@ -334,7 +336,7 @@ def cmd_configs(args: argparse.Namespace) -> int:
 
 def cmd_config_show(args: argparse.Namespace) -> int:
     resolved = _config.resolve(args.preset, args.sets)
-    schema = {row["key"]: row for row in _config.keys()}
+    schema = {row["key"]: row for row in _config.keys()}  # noqa: SIM118 (a function of the config module, not dict.keys)
     rows = []
     for k, v in resolved.items():
         info = schema.get(k, {})
@@ -525,10 +527,9 @@ def _one_line(msg: str) -> str:
 
 
 def _fail(msg: str, status: int = EXIT_ERROR) -> int:
-    try:
+    # stderr closed or broken (EPIPE, "I/O operation on closed file"): nothing left to tell.
+    with contextlib.suppress(OSError, ValueError):
         print(f"xlat: error: {_one_line(msg)}", file=sys.stderr)
-    except Exception:
-        pass
     return status
 
 
@@ -551,7 +552,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         # Output piped into `head`: stop quietly, and keep Python from complaining at exit.
         try:
-            sys.stdout = open(os.devnull, "w")
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (stays open until exit)
         except OSError:
             pass
         return 0

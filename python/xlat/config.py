@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib

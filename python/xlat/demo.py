@@ -269,7 +269,7 @@ def write_figure(rows: list[Row], workloads: list[str], path: Path) -> bool:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except Exception:
+    except Exception:  # noqa: BLE001 (the figure is optional: whatever stops matplotlib loading skips it)
         return False
     machines = []
     for r in rows:
@@ -329,14 +329,14 @@ def write_report(path: Path, rows: list[Row], table, facts, workloads, refs, war
     lines = [
         "# xlat demo",
         "",
-        f"xlat {version}; {len(rows)} simulations of {refs:,} memory references each (after "
-        f"{warmup:,} references of warm-up, footprint mapped up front, seed {SEED}); {elapsed:.0f} s wall time.",
+        (f"xlat {version}; {len(rows)} simulations of {refs:,} memory references each (after "
+         f"{warmup:,} references of warm-up, footprint mapped up front, seed {SEED}); {elapsed:.0f} s wall time."),
         "",
-        "**Translation overhead** is 1 - IPC / IPC with a perfect TLB on the same machine: the share of run "
-        "time that address translation costs, and the most any translation mechanism could win back. "
-        "**PTE reads/walk** counts page-table entries the walker read after the page-walk caches let it "
-        "skip the upper levels; the last column says where in the cache hierarchy those reads were found "
-        "(the PT-Baker thesis's key measurement: reads served from DRAM are what makes walks slow).",
+        ("**Translation overhead** is 1 - IPC / IPC with a perfect TLB on the same machine: the share of run "
+         "time that address translation costs, and the most any translation mechanism could win back. "
+         "**PTE reads/walk** counts page-table entries the walker read after the page-walk caches let it "
+         "skip the upper levels; the last column says where in the cache hierarchy those reads were found "
+         "(the PT-Baker thesis's key measurement: reads served from DRAM are what makes walks slow)."),
         "",
         _markdown(table),
         "",

@@ -11,8 +11,8 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from contextlib import contextmanager
-from typing import Sequence
 
 from . import _core
 
@@ -181,7 +181,7 @@ def cmd_results(args: argparse.Namespace) -> int:
             print(f"wrote {len(out)} rows x {len(cols)} columns to {args.csv}", file=sys.stderr)
         return 0
     shown = df if args.max_rows == 0 else df.head(args.max_rows)
-    headers = [c[5:] if c.startswith("stat.") else c for c in cols]
+    headers = [c.removeprefix("stat.") for c in cols]
     _print_table([[_fmt(v) for v in r] for r in shown[cols].itertuples(index=False, name=None)], headers)
     n_bad = int((df["status"] != "ok").sum()) if len(df) else 0
     more = f" (first {len(shown)} shown; --max-rows 0 for all)" if len(shown) < len(df) else ""
@@ -257,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("xlat: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        sys.stdout = open(os.devnull, "w")
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (stays open until exit)
         return 0
     except (_core.XlatError, OSError, ValueError) as e:
         if os.environ.get("XLAT_DEBUG"):

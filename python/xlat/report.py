@@ -16,8 +16,9 @@ import csv
 import math
 import os
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -121,7 +122,7 @@ def fmt_number(v: Any, digits: int = 4) -> str:
             return "∞" if v > 0 else "-∞"
         if v == 0:
             return "0"
-        mag = int(math.floor(math.log10(abs(v))))
+        mag = math.floor(math.log10(abs(v)))
         if mag >= 7 or mag < -3:
             return f"{v:.{digits - 1}e}"
         if v.is_integer() and mag >= digits - 1:

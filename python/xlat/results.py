@@ -24,8 +24,8 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 from . import _core
 

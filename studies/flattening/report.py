@@ -13,6 +13,7 @@ Every speedup and energy figure is relative to the matching 0 %-large-page basel
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -415,13 +416,14 @@ def figures(d: Data, out_dir: Path):
                    "The paper's averages: 50.9 (baseline), 33.0 (PTP), 29.1 (FPT+PTP).",
                    "(paper, native: +2.3 % FPT, +6.8 % PTP, +9.2 % FPT+PTP)",
                    "(paper, native PTP: -2.5 % cache, -4.6 % DRAM; FPT+PTP: -5.1 % / -4.7 %)"),
-        "virt": ("Guest and host reads together. The paper: 4.4 on average for Base-2D (GUPS 9.6, random 9.4), "
-                 "2.8 with both tables flattened.",
+        "virt": (("Guest and host reads together. The paper: 4.4 on average for Base-2D (GUPS 9.6, random 9.4), "
+                  "2.8 with both tables flattened."),
                  "The paper gives no virtualized walk latency.",
                  "(paper, over Base-2D: HF +1.1, GF +4.9, HF+GF +7.1 %; with PTP +7.5, +11.6, +14.0 %)",
                  "(paper, HF+GF: -6.7 % cache; HF+GF+PTP: -8.7 % cache, -4.7 % DRAM)"),
-        "lp": ("With the 0 % baselines for comparison.", "", "(paper: baseline 50 % +11.0 % over baseline 0 %; "
-               "FPT+PTP at 50 % +5.8 pp over it; virtualized HF+GF+PTP with fragmentation +7.2 %)", ""),
+        "lp": ("With the 0 % baselines for comparison.", "",
+               ("(paper: baseline 50 % +11.0 % over baseline 0 %; "
+                "FPT+PTP at 50 % +5.8 pp over it; virtualized HF+GF+PTP with fragmentation +7.2 %)"), ""),
         "llc": ("", "", "(paper, PTP at page-table-to-LLC ratio 2x/4x/8x/16x: +5.9/+5.6/+6.5/+7.0 %)", ""),
     }
     for part in ("native", "virt", "lp", "llc"):
@@ -499,7 +501,7 @@ def workload_tables(d: Data):
         for c in d.configs:
             if (c, w) not in d.mean.index:
                 continue
-            g = lambda m: d.get(c, w, m)  # noqa: E731
+            g = functools.partial(d.get, c, w)
             ref = reference(c)
             sp = d.ratios(c, ref, "ipc").get(w) if c != ref else None
             walks = g("walks")
@@ -621,16 +623,16 @@ def sanity_checks(d: Data):
         out.append((all(same), "PTP and baseline points count the same instructions (energy and IPC compare like for like)"))
     if d.has("2d"):
         a = d.per_workload("2d", "apw")
-        out.append((max(a.values()) <= 24, f"2d: accesses per walk at most 24, the 4-level x 4-level worst case "
-                    f"(largest {max(a.values()):.2f})"))
+        out.append((max(a.values()) <= 24, (f"2d: accesses per walk at most 24, the 4-level x 4-level worst case "
+                     f"(largest {max(a.values()):.2f})")))
         if d.has("baseline"):
             g, n = d.per_workload("2d", "apw_guest"), d.per_workload("baseline", "apw")
-            dev = {w: g[w] / n[w] - 1 for w in g if w in n and n[w]}
+            dev = {w: g[w] / n[w] - 1 for w in g if n.get(w)}
             if dev:
                 worst = max(dev, key=lambda w: abs(dev[w]))
                 out.append((abs(dev[worst]) < 0.1,
-                            "2d: the guest dimension reads what a native walk reads (same table, same PWC): "
-                            f"largest difference {100 * dev[worst]:+.1f} % ({worst}; the windows differ)"))
+                            ("2d: the guest dimension reads what a native walk reads (same table, same PWC): "
+                             f"largest difference {100 * dev[worst]:+.1f} % ({worst}; the windows differ)")))
     for c, cap in (("2d-hf+gf", 8), ("2d-hf+gf+ptp", 8), ("2d-hf", 14), ("2d-gf", 14)):
         a = d.per_workload(c, "apw")
         if a:
@@ -646,12 +648,12 @@ def sanity_checks(d: Data):
         if cov:
             lo, hi = min(cov.values()), max(cov.values())
             out.append((None if abs(lo - want) > 0.1 or abs(hi - want) > 0.1 else True,
-                        f"{c}: 2 MB coverage {100 * lo:.0f}-{100 * hi:.0f} % of mapped memory (target {100 * want:.0f} %; "
-                        "regions smaller than 2 MB or not 2 MB-aligned stay in 4 KB pages)"))
+                        (f"{c}: 2 MB coverage {100 * lo:.0f}-{100 * hi:.0f} % of mapped memory (target {100 * want:.0f} %; "
+                         "regions smaller than 2 MB or not 2 MB-aligned stay in 4 KB pages)")))
         fb = d.per_workload(c, "fallbacks")
         if ("fpt" in c or "gf" in c) and fb:
-            out.append((sum(fb.values()) == 0, f"{c}: no flattened node fell back to 4 KB levels "
-                        f"({sum(fb.values()):.0f} fallbacks; the paper's simulations have none)"))
+            out.append((sum(fb.values()) == 0, (f"{c}: no flattened node fell back to 4 KB levels "
+                         f"({sum(fb.values()):.0f} fallbacks; the paper's simulations have none)")))
     p = d.points
     short = p[p["refs_done"] < p["refs_asked"]]
     if len(short):
@@ -689,7 +691,7 @@ def _base(wl):
 
 
 def _causes(d: Data, vals):
-    v = lambda i: vals.get(i, (None,))[0]  # noqa: E731
+    v = lambda i: vals.get(i, (None,))[0]
     c = {}
     apw = d.per_workload("baseline", "apw")
     x = v("apw_base_mean")
@@ -722,7 +724,7 @@ def _causes(d: Data, vals):
         dram = {w: 100 * d.get("baseline", w, "pte_dram") / max(1.0, d.get("baseline", w, "walk_steps"))
                 for w in per if _base(w) in ("gups", "random")}
         c["walk_cycles_base"] = (
-            f"Close on average, but the spread is wide: "
+            "Close on average, but the spread is wide: "
             + (f"GUPS/random walk in ~{amean(uni):.0f} cycles ({amean(dram.values()):.0f} % of their PTE reads go "
                "to DRAM: the 16 MB leaf level competes with data for the 16 MB LLC), " if uni else "")
             + (f"the others in {min(oth):.0f}-{max(oth):.0f}. " if oth else "")
@@ -885,7 +887,7 @@ def _virt_causes(d: Data, v):
     g, h = d.per_workload("2d", "apw_guest"), d.per_workload("2d", "apw_host")
     hw, nt = d.per_workload("2d", "host_walk_steps"), d.per_workload("2d", "ntlb_hit")
     nat = d.per_workload("baseline", "apw")
-    split = lambda w: (f"{w} {a[w]:.2f} = {g.get(w, math.nan):.2f} guest + {h.get(w, math.nan):.2f} host"  # noqa: E731
+    split = lambda w: (f"{w} {a[w]:.2f} = {g.get(w, math.nan):.2f} guest + {h.get(w, math.nan):.2f} host"
                        f" ({hw.get(w, math.nan):.1f} reads per host walk, nested TLB hit rate "
                        f"{100 * nt.get(w, math.nan):.0f} %)")
     layout = (
@@ -1066,9 +1068,9 @@ def coverage(d: Data, vals):
         win = "; ".join(f"{r / 1e6:g} M after {w / 1e6:g} M" for r, w in wins)
         lines.append(f"| {name} | {', '.join(f'`{c}`' for c in cfgs)} | {', '.join(wls)} | {win} |")
     lines += ["",
-              "Means and geomeans of a part are over the workloads that part ran, and every comparison is "
-              "between points with the same workload and window. The virtualized and large-page machines run a "
-              "subset to keep the whole study under an hour on two cores (sweep.toml says why these).",
+              ("Means and geomeans of a part are over the workloads that part ran, and every comparison is "
+               "between points with the same workload and window. The virtualized and large-page machines run a "
+               "subset to keep the whole study under an hour on two cores (sweep.toml says why these)."),
               "",
               f"{ran} of {len(vals)} paper numbers have an xlat value. The others:",
               ""]
@@ -1095,9 +1097,9 @@ def render(df, out_dir, quick):
 
     body = ["## Paper vs xlat: status and likely causes", ""]
     if quick:
-        body += ["*Quick mode: small inputs and 2 M references per point, so the graph kernels' page tables "
-                 "fit the LLC and several numbers are meaningless; the causes below were written from the "
-                 "full run.*", ""]
+        body += [("*Quick mode: small inputs and 2 M references per point, so the graph kernels' page tables "
+                  "fit the LLC and several numbers are meaningless; the causes below were written from the "
+                  "full run.*"), ""]
     body += [status_table(d, entries, vals), "", "## Coverage", "", coverage(d, vals), ""]
 
     body += ["## Figures", ""]
