@@ -4,7 +4,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml' 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: install demo test test-rust test-python bench fuzz clean
+.PHONY: install demo test lint test-rust test-python bench fuzz clean
 
 install: $(VENV)/.installed
 
@@ -24,7 +24,20 @@ $(VENV)/.installed: $(SOURCES)
 demo: install
 	$(VENV)/bin/xlat demo
 
-test: install test-rust test-python
+test: install lint test-rust test-python
+
+# TEMPORARY: clippy lints allowed (workspace-wide) only because the engine files under rewrite
+# still trip them: nonminimal_bool (crates/xlat-core/src/machine.rs) and needless_range_loop
+# (machine.rs, tlb.rs). Drop each flag as soon as those files are clean.
+CLIPPY_ALLOW := -A clippy::nonminimal_bool -A clippy::needless_range_loop
+
+# Formatting and lints, Rust and Python; `make test` runs it before the test suites.
+lint: install
+	@{ cargo clippy --version && cargo fmt --version; } >/dev/null 2>&1 || rustup component add clippy rustfmt >/dev/null 2>&1 || true
+	@{ cargo clippy --version && cargo fmt --version; } >/dev/null 2>&1 || { echo "error: make lint needs clippy and rustfmt, and 'rustup component add clippy rustfmt' could not install them" >&2; exit 2; }
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --release -q -- -D warnings $(CLIPPY_ALLOW)
+	$(VENV)/bin/ruff check python tests benches studies
 
 test-rust:
 	cargo test --workspace --exclude xlat-py --release
