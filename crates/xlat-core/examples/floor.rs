@@ -24,9 +24,9 @@
 //! keys, no line kinds or owners, no policies but LRU. Each half is timed alone (best of
 //! three), then both run at once on two threads, as the engine runs them.
 use std::time::Instant;
-use xlat_core::cache::Cache;
 use xlat_core::config::Policy;
-use xlat_core::repl::{LineKind, Order, WideOrder};
+use xlat_core::memory::cache::Cache;
+use xlat_core::memory::repl::{LineKind, Order, WideOrder};
 use xlat_core::timing::Window;
 
 /// One LRU cache: `W` ways per set.

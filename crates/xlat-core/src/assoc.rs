@@ -12,7 +12,7 @@
 //! or filled, so the next reference to the same page or line skips the search.
 
 use crate::config::Policy;
-use crate::repl::{oldest, AnyPolicy, LineInfo, LineKind, Order, ReplacementPolicy, SetView, WideOrder};
+use crate::memory::repl::{oldest, AnyPolicy, LineInfo, LineKind, Order, ReplacementPolicy, SetView, WideOrder};
 use std::marker::PhantomData;
 
 /// A key that has a reserved "invalid" value, so a way needs no separate valid bit.
@@ -37,12 +37,12 @@ impl Key for u64 {
 
     #[inline]
     fn find(keys: &[u64], key: u64) -> Option<usize> {
-        crate::lanes::find_u64(keys, key)
+        crate::host::lanes::find_u64(keys, key)
     }
 
     #[inline(always)]
     fn find_inlined(keys: &[u64], key: u64) -> Option<usize> {
-        crate::lanes::find_u64(keys, key)
+        crate::host::lanes::find_u64(keys, key)
     }
 }
 
@@ -72,7 +72,7 @@ pub struct SetAssoc<K: Key, V: Copy + Default> {
     info_at: usize,
     vals_at: usize,
     block: usize,
-    mem: crate::hostmem::HugeBuf<HostLine>,
+    mem: crate::host::hostmem::HugeBuf<HostLine>,
     policy: AnyPolicy,
     /// What the hot paths run inline, copied out of `policy`.
     fast: Fast,
@@ -92,7 +92,7 @@ pub struct SetAssoc<K: Key, V: Copy + Default> {
 /// Which replacement the hot paths run without dispatching.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fast {
-    /// LRU over an order word (see [`crate::repl::Ordered`]).
+    /// LRU over an order word (see [`crate::memory::repl::Ordered`]).
     OrderedLru,
     /// FIFO over an order word.
     OrderedFifo,
@@ -157,7 +157,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         let info_at = ages_at + state_words * 4;
         let vals_at = align_up(info_at + stride * std::mem::size_of::<LineInfo>(), std::mem::align_of::<V>());
         let block = align_up(vals_at + stride * std::mem::size_of::<V>(), 64);
-        let mem = crate::hostmem::HugeBuf::new(sets * block / 64, HostLine([0; 64]));
+        let mem = crate::host::hostmem::HugeBuf::new(sets * block / 64, HostLine([0; 64]));
         let mut a = SetAssoc {
             sets,
             set_mask: sets - 1,
@@ -399,7 +399,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         if let AnyPolicy::Stamped(p) = &mut self.policy {
             if let Some(t) = p.hit_stamp() {
                 self.ages_mut(set)[way] = t;
-                if t >= crate::repl::STAMP_LIMIT {
+                if t >= crate::memory::repl::STAMP_LIMIT {
                     self.renumber();
                 }
             }
@@ -494,7 +494,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             let way = oldest(&self.ages(set)[..self.searched]);
             self.ages_mut(set)[way] = t;
             let evicted = self.replace(set, way, key, val, kind, owner);
-            if t >= crate::repl::STAMP_LIMIT {
+            if t >= crate::memory::repl::STAMP_LIMIT {
                 self.renumber();
             }
             self.remember(key, (set << self.stride_shift) + way);
@@ -654,7 +654,7 @@ mod tests {
         for k in 0..4 {
             a.insert(0, k, 0, LineKind::Data);
         }
-        a.set_clock_for_test(crate::repl::STAMP_LIMIT - 2);
+        a.set_clock_for_test(crate::memory::repl::STAMP_LIMIT - 2);
         a.lookup(0, 0); // 0 becomes most recent: order 1, 2, 3, 0
         a.lookup(0, 2); // renumbering happens around here: order 1, 3, 0, 2
         a.lookup(0, 1); // order 3, 0, 2, 1

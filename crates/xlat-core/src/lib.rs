@@ -1,28 +1,29 @@
 //! xlat-core: the engine. Pure simulation: no files, no Python; a second host thread only
-//! to run one core's memory side beside its translation (`pipeline`), same results.
+//! to run one core's memory side beside its translation (`host::pipeline`), same results.
 //!
-//! See `shared/design/ARCHITECTURE.md` §2-§5 for the shape: a reference goes through the
+//! Folders follow the data path (`docs/architecture.md`): a reference goes through the
 //! TLBs, the page-walk caches and a walker that reads real page-table entries (built by the
-//! simulated OS in simulated physical memory) through the same caches as data.
+//! simulated OS in simulated physical memory) through the same caches as data
+//! (`translate/`), reaches the caches, DRAM and the timing window through a memory port
+//! (`memory/`, `timing/`), and may be observed or steered by mechanisms (`mech/`);
+//! `machine.rs` wires them; `host/` holds what makes it fast, none of it part of the model.
 
 pub mod addr;
 pub mod assoc;
-pub mod cache;
 pub mod config;
 pub mod error;
 pub mod frag;
-mod hostmem;
-mod lanes;
+mod host;
 pub mod machine;
+pub mod mech;
+pub mod memory;
 pub mod os;
 pub mod phys;
-mod pipeline;
 pub mod pt;
-pub mod repl;
 pub mod sched;
 pub mod stats;
 pub mod timing;
-pub mod tlb;
+pub mod translate;
 pub mod virt;
 pub mod workload;
 

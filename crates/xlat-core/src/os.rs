@@ -35,7 +35,7 @@ use crate::frag::{self, Rng};
 use crate::phys::{PhysMem, MAX_ORDER, ORDER_2M};
 use crate::pt::{NodeId, PageTables, ENTRIES, PTE_A, PTE_D, PTE_P, PTE_PFN_MASK, PTE_RW, PTE_US};
 use crate::stats::Stats;
-use crate::tlb::Ctx;
+use crate::translate::tlb::Ctx;
 use crate::workload::Region;
 use std::collections::{BTreeMap, HashMap};
 

@@ -174,7 +174,7 @@ pub struct PageTables {
     nodes: Vec<Node>,
     /// Entry storage in 2 MB chunks (huge-page backed on the host: walks read it at random).
     /// A flattened node has a chunk of its own.
-    chunks: Vec<crate::hostmem::HugeBuf<u64>>,
+    chunks: Vec<crate::host::hostmem::HugeBuf<u64>>,
     /// Entries used in the chunk that 4 KB nodes are being carved from.
     chunk_used: usize,
     small_chunk: Option<usize>,
@@ -258,11 +258,11 @@ impl PageTables {
             }
             None => {
                 let (chunk, offset) = if span == 2 {
-                    self.chunks.push(crate::hostmem::HugeBuf::new(CHUNK, 0u64));
+                    self.chunks.push(crate::host::hostmem::HugeBuf::new(CHUNK, 0u64));
                     (self.chunks.len() - 1, 0)
                 } else {
                     if self.small_chunk.is_none() || self.chunk_used == CHUNK {
-                        self.chunks.push(crate::hostmem::HugeBuf::new(CHUNK, 0u64));
+                        self.chunks.push(crate::host::hostmem::HugeBuf::new(CHUNK, 0u64));
                         self.small_chunk = Some(self.chunks.len() - 1);
                         self.chunk_used = 0;
                     }

@@ -9,7 +9,7 @@
 //!   references. Core `i` starts with process `i mod N`. A switch costs
 //!   `os.switch_cycles`; without PCIDs (`os.pcid=false`) it flushes the core's TLBs and
 //!   page-walk caches, as a CR3 write does.
-//! - Shootdowns: [`Machine::os_sync`] applies what the OS queued: the ranges leave the TLBs
+//! - Shootdowns: [`Translator::os_sync`] applies what the OS queued: the ranges leave the TLBs
 //!   and PWCs of every core (entries are tagged by PCID, so cores that ran the process
 //!   earlier lose theirs too, as Linux's deferred flush on switch-in would), the initiator
 //!   pays `os.shootdown_initiator_cycles` (or `os.shootdown_local_cycles` when no other
@@ -29,9 +29,10 @@
 use crate::addr::VirtAddr;
 use crate::config::Config;
 use crate::error::SimError;
-use crate::machine::Machine;
+use crate::memory::port::MemPort;
 use crate::os::Os;
-use crate::tlb::{Invalidate, VPID_SHIFT};
+use crate::translate::tlb::{Invalidate, VPID_SHIFT};
+use crate::translate::Translator;
 use crate::virt::Vm;
 use crate::workload::Region;
 
@@ -122,22 +123,23 @@ pub enum Scope {
     Guest(usize),
 }
 
-impl Machine {
+impl Translator {
     /// Apply the shootdowns the OS queued and charge them, plus the OS work it accumulated
     /// ([`Os::charge`]). The remote cores are stalled here; the initiator's cycles are
     /// returned for the caller to charge (as fault latency, or a stall). `None`: work done
     /// before the run (prefaulting), charged to nobody.
-    /// Virtualized, `Machine::os` is the host: see [`Machine::sync`].
-    pub fn os_sync(&mut self, initiator: Option<usize>) -> u64 {
+    /// Virtualized, `Translator::os` is the host: see [`Translator::sync`]. Stalls go
+    /// through `port`.
+    pub fn os_sync<P: MemPort>(&mut self, initiator: Option<usize>, port: &mut P) -> u64 {
         let scope = if self.vms.is_empty() { Scope::Native } else { Scope::Host };
-        self.sync(scope, initiator)
+        self.sync(scope, initiator, port)
     }
 
-    /// [`Machine::os_sync`] for the OS of `scope`: a native OS's shootdowns leave the
+    /// [`Translator::os_sync`] for the OS of `scope`: a native OS's shootdowns leave the
     /// context's TLB and PWC entries; a guest's likewise (its contexts carry the VPID); the
     /// host's (gPA ranges of one VM) leave the nested TLBs and vPWCs, and every TLB and
     /// guest PWC entry of that VM, whose gVA -> hPA translations may derive from them.
-    pub fn sync(&mut self, scope: Scope, initiator: Option<usize>) -> u64 {
+    pub fn sync<P: MemPort>(&mut self, scope: Scope, initiator: Option<usize>, port: &mut P) -> u64 {
         let os = match scope {
             Scope::Guest(vm) => &mut self.vms[vm].os,
             _ => &mut self.os,
@@ -147,7 +149,7 @@ impl Machine {
             return cost;
         }
         let pending = std::mem::take(&mut os.pending);
-        let cfg = self.config();
+        let cfg = &self.cfg;
         let (ceiling, init_cycles, local_cycles, remote_cycles) =
             (cfg.os_flush_ceiling_pages, cfg.os_shootdown_initiator_cycles, cfg.os_shootdown_local_cycles, cfg.os_shootdown_remote_cycles);
         for sd in pending {
@@ -175,16 +177,15 @@ impl Machine {
             }
             let host_vm = if scope == Scope::Host { self.vms.iter().position(|v| v.space == sd.space) } else { None };
             let mut remotes = 0;
-            for (i, core) in self.cores.iter_mut().enumerate() {
+            for (i, mmu) in self.mmus.iter().enumerate() {
                 let runs = match scope {
-                    Scope::Native => core.space == sd.space,
-                    Scope::Guest(vm) => core.vm == vm && core.space == sd.space,
-                    Scope::Host => Some(core.vm) == host_vm,
+                    Scope::Native => mmu.space == sd.space,
+                    Scope::Guest(vm) => mmu.vm == vm && mmu.space == sd.space,
+                    Scope::Host => Some(mmu.vm) == host_vm,
                 };
                 if runs && Some(i) != initiator {
                     remotes += 1;
-                    let t = core.window.now() + remote_cycles;
-                    core.window.stall_until(t);
+                    port.stall(i, remote_cycles);
                 }
             }
             let init = if remotes > 0 { init_cycles } else { local_cycles };
@@ -203,21 +204,12 @@ impl Machine {
         cost
     }
 
-    /// Stall core `c` for `cycles` of OS work.
-    fn stall(&mut self, c: usize, cycles: u64) {
-        if cycles > 0 {
-            let w = &mut self.cores[c].window;
-            let t = w.now() + cycles;
-            w.stall_until(t);
-        }
-    }
-
     /// Run what is due: khugepaged, then context switches.
-    pub(crate) fn os_events(&mut self) -> Result<(), SimError> {
+    pub(crate) fn os_events<P: MemPort>(&mut self, port: &mut P) -> Result<(), SimError> {
         let (mut first, mut now) = (0, u64::MAX);
-        for (i, core) in self.cores.iter().enumerate() {
-            if core.window.now() < now {
-                (first, now) = (i, core.window.now());
+        for i in 0..self.mmus.len() {
+            if port.now(i) < now {
+                (first, now) = (i, port.now(i));
             }
         }
         // Catch up on the wake-ups that fell due since the last check (at most
@@ -232,21 +224,21 @@ impl Machine {
             for vm in 0..self.vms.len() {
                 self.vms[vm].os.phys.cpu = first;
                 self.vms[vm].os.khugepaged();
-                let cost = self.sync(Scope::Guest(vm), Some(first));
-                self.stall(first, cost);
+                let cost = self.sync(Scope::Guest(vm), Some(first), port);
+                stall(port, first, cost);
             }
             self.os.phys.cpu = first;
             self.os.khugepaged();
-            let cost = self.os_sync(Some(first));
-            self.stall(first, cost);
+            let cost = self.os_sync(Some(first), port);
+            stall(port, first, cost);
             self.sched.khugepaged_next += self.sched.khugepaged_interval;
         }
-        for c in 0..self.cores.len() {
-            if self.cores[c].window.now() >= self.sched.next_switch[c] {
-                self.context_switch(c);
+        for c in 0..self.mmus.len() {
+            if port.now(c) >= self.sched.next_switch[c] {
+                self.context_switch(c, port);
             }
-            if self.cores[c].window.now() >= self.sched.next_vm_switch[c] {
-                self.vm_switch(c);
+            if port.now(c) >= self.sched.next_vm_switch[c] {
+                self.vm_switch(c, port);
             }
         }
         self.sched.update_next();
@@ -254,7 +246,7 @@ impl Machine {
     }
 
     /// The context of address space `space` (of VM `vm` when virtualized).
-    fn ctx_of(&self, vm: usize, space: usize) -> crate::tlb::Ctx {
+    fn ctx_of(&self, vm: usize, space: usize) -> crate::translate::tlb::Ctx {
         match self.vms.get(vm) {
             Some(v) => v.os.spaces[space].ctx,
             None => self.os.spaces[space].ctx,
@@ -262,28 +254,24 @@ impl Machine {
     }
 
     /// Switch core `c` to the next process in its queue (within the VM it runs).
-    fn context_switch(&mut self, c: usize) {
+    fn context_switch<P: MemPort>(&mut self, c: usize, port: &mut P) {
         let q = self.sched.queues[c].len();
         let vm = self.sched.vm[c];
         let i = c * self.sched.vms + vm;
         self.sched.cur[i] = (self.sched.cur[i] + 1) % q;
         let space = self.sched.running(c);
-        let (pcid, cost, slice) = (self.config().os_pcid, self.config().os_switch_cycles, self.sched.timeslice);
+        let (pcid, cost, slice) = (self.cfg.os_pcid, self.cfg.os_switch_cycles, self.sched.timeslice);
         let ctx = self.ctx_of(vm, space);
         // A CR3 write without PCIDs flushes the linear translations: in a VM, its own.
         let flush = if self.vms.is_empty() { Invalidate::All } else { Invalidate::Vm(ctx >> VPID_SHIFT) };
-        let core = &mut self.cores[c];
-        core.space = space;
-        core.ctx = ctx;
+        let mmu = &mut self.mmus[c];
+        mmu.space = space;
+        mmu.ctx = ctx;
         if !pcid {
-            core.itlb.invalidate(flush);
-            core.dtlb.invalidate(flush);
-            core.stlb.invalidate(flush);
-            core.pwc.invalidate(flush);
+            mmu.invalidate(flush);
         }
-        let t = core.window.now() + cost;
-        core.window.stall_until(t);
-        self.sched.next_switch[c] = core.window.now() + slice;
+        port.stall(c, cost);
+        self.sched.next_switch[c] = port.now(c) + slice;
         match self.vms.get_mut(vm) {
             Some(v) => v.os.counters.context_switches += 1,
             None => self.os.counters.context_switches += 1,
@@ -291,89 +279,91 @@ impl Machine {
     }
 
     /// Switch core `c` to the next VM: it runs the process that VM last ran there.
-    fn vm_switch(&mut self, c: usize) {
+    fn vm_switch<P: MemPort>(&mut self, c: usize, port: &mut P) {
         let vm = (self.sched.vm[c] + 1) % self.sched.vms;
         self.sched.vm[c] = vm;
         let space = self.sched.running(c);
         let ctx = self.ctx_of(vm, space);
-        let (vpid, cost, slice) = (self.config().virt_vpid, self.config().virt_switch_cycles, self.sched.vm_interval);
-        let core = &mut self.cores[c];
-        core.vm = vm;
-        core.space = space;
-        core.ctx = ctx;
+        let (vpid, cost, slice) = (self.cfg.virt_vpid, self.cfg.virt_switch_cycles, self.sched.vm_interval);
+        let mmu = &mut self.mmus[c];
+        mmu.vm = vm;
+        mmu.space = space;
+        mmu.ctx = ctx;
         if !vpid {
-            core.itlb.invalidate(Invalidate::All);
-            core.dtlb.invalidate(Invalidate::All);
-            core.stlb.invalidate(Invalidate::All);
-            core.pwc.invalidate(Invalidate::All);
-            core.vpwc.invalidate(Invalidate::All);
-            core.ntlb.invalidate(Invalidate::All);
+            mmu.invalidate(Invalidate::All);
+            mmu.invalidate_nested(Invalidate::All);
         }
-        let t = core.window.now() + cost;
-        core.window.stall_until(t);
-        self.sched.next_vm_switch[c] = core.window.now() + slice;
-        core.vcounters.vm_switches += 1;
+        mmu.vcounters.vm_switches += 1;
+        port.stall(c, cost);
+        self.sched.next_vm_switch[c] = port.now(c) + slice;
     }
 
     /// After prefaulting: apply the shootdowns (the TLBs are empty anyway) and start the
     /// OS statistics from zero, as the core statistics do.
-    pub(crate) fn after_prefault(&mut self) {
+    pub(crate) fn after_prefault<P: MemPort>(&mut self, port: &mut P) {
         for vm in 0..self.vms.len() {
-            self.sync(Scope::Guest(vm), None);
+            self.sync(Scope::Guest(vm), None, port);
             self.vms[vm].os.counters = Default::default();
         }
-        self.os_sync(None);
+        self.os_sync(None, port);
         self.os.counters = Default::default();
     }
 
     /// A mechanism on core `c` asks the OS to promote the 2 MB region of `space` holding
     /// `va` (see [`Os::request_promotion`]); core `c` pays for the work and the shootdown.
-    /// These requests go to [`Machine::os`]: virtualized, the host, so `space` is a VM's
+    /// These requests go to [`Translator::os`]: virtualized, the host, so `space` is a VM's
     /// host space (`Vm::space`) and `va` a guest-physical address; a guest OS is reached
-    /// through `Machine::vms[vm].os` and [`Machine::sync`] with `Scope::Guest(vm)`.
-    pub fn request_promotion(&mut self, c: usize, space: usize, va: VirtAddr) -> Result<bool, SimError> {
+    /// through `Translator::vms[vm].os` and [`Translator::sync`] with `Scope::Guest(vm)`.
+    pub fn request_promotion<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, port: &mut P) -> Result<bool, SimError> {
         self.check_core(c)?;
         self.os.phys.cpu = c;
         let done = self.os.request_promotion(space, va)?;
-        let cost = self.os_sync(Some(c));
-        self.stall(c, cost);
+        let cost = self.os_sync(Some(c), port);
+        stall(port, c, cost);
         Ok(done)
     }
 
     /// Demote the 2 MB page of `space` holding `va` (see [`Os::request_demotion`]).
-    pub fn request_demotion(&mut self, c: usize, space: usize, va: VirtAddr) -> Result<bool, SimError> {
+    pub fn request_demotion<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, port: &mut P) -> Result<bool, SimError> {
         self.check_core(c)?;
         self.os.phys.cpu = c;
         let done = self.os.request_demotion(space, va)?;
-        let cost = self.os_sync(Some(c));
-        self.stall(c, cost);
+        let cost = self.os_sync(Some(c), port);
+        stall(port, c, cost);
         Ok(done)
     }
 
     /// Unmap the page of `space` holding `va` (see [`Os::unmap`]).
-    pub fn unmap(&mut self, c: usize, space: usize, va: VirtAddr) -> Result<bool, SimError> {
+    pub fn unmap<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, port: &mut P) -> Result<bool, SimError> {
         self.check_core(c)?;
         self.os.phys.cpu = c;
         let done = self.os.unmap(space, va)?;
-        let cost = self.os_sync(Some(c));
-        self.stall(c, cost);
+        let cost = self.os_sync(Some(c), port);
+        stall(port, c, cost);
         Ok(done)
     }
 
     /// Run khugepaged once now, on core `c` (tests, and mechanisms that drive it).
-    pub fn run_khugepaged(&mut self, c: usize) -> Result<(), SimError> {
+    pub fn run_khugepaged<P: MemPort>(&mut self, c: usize, port: &mut P) -> Result<(), SimError> {
         self.check_core(c)?;
         self.os.phys.cpu = c;
         self.os.khugepaged();
-        let cost = self.os_sync(Some(c));
-        self.stall(c, cost);
+        let cost = self.os_sync(Some(c), port);
+        stall(port, c, cost);
         Ok(())
     }
 
     fn check_core(&self, c: usize) -> Result<(), SimError> {
-        if c >= self.cores.len() {
-            return Err(SimError::NoSuchCore { core: c, cores: self.cores.len() });
+        if c >= self.mmus.len() {
+            return Err(SimError::NoSuchCore { core: c, cores: self.mmus.len() });
         }
         Ok(())
+    }
+}
+
+/// Stall core `c` for `cycles` of OS work.
+fn stall<P: MemPort>(port: &mut P, c: usize, cycles: u64) {
+    if cycles > 0 {
+        port.stall(c, cycles);
     }
 }

@@ -1,6 +1,9 @@
 //! Statistics: counters with hierarchical dotted names (the glossary of ARCHITECTURE §5 is
 //! the contract with every study: extend it, never rename silently).
 
+use crate::memory::repl::LineKind;
+use crate::os::Os;
+
 /// A statistic's value: counters stay integers in JSON, ratios are floats.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum StatValue {
@@ -170,6 +173,65 @@ impl CoreCounters {
             _ => self.hist_9 += 1,
         }
     }
+}
+
+/// Page tables, mapped memory and OS statistics of `oses` (summed), under prefix `p`.
+pub(crate) fn emit_os(s: &mut Stats, p: &str, oses: &[&Os], top: u8) {
+    let sum = |f: &dyn Fn(&Os) -> u64| oses.iter().map(|os| f(os)).sum::<u64>();
+    s.int(format!("{p}pt.nodes"), sum(&|os| os.pt.total_nodes()));
+    let mut bytes = 0;
+    for level in 1..=top {
+        s.int(format!("{p}pt.nodes.l{level}"), sum(&|os| os.pt.nodes_at(level)));
+        let b = sum(&|os| os.pt.bytes_at(level));
+        s.int(format!("{p}pt_bytes.l{level}"), b);
+        bytes += b;
+    }
+    s.int(format!("{p}pt_bytes"), bytes);
+    s.int(format!("{p}pt.flat_nodes"), sum(&|os| os.pt.flat_nodes()));
+    s.int(format!("{p}pt.flatten_fallbacks"), sum(&|os| os.pt.flatten_fallbacks));
+    s.int(format!("{p}pt.unflattened"), sum(&|os| os.pt.unflattened));
+    let mapped = sum(&|os| os.spaces.iter().map(|sp| sp.mapped_bytes).sum());
+    let huge = sum(&|os| os.spaces.iter().map(|sp| sp.huge_bytes).sum());
+    s.int(format!("{p}mapped_bytes"), mapped);
+    s.ratio(format!("{p}huge_coverage"), huge, mapped);
+    s.int(format!("{p}phys.free_bytes"), sum(&|os| os.phys.free_frames()) << 12);
+    s.int(format!("{p}phys.free_2m_blocks"), sum(&|os| os.phys.free_2m_blocks()));
+    Os::emit_sum(oses, p, s);
+}
+
+/// Ratios of 2D walks (under `prefix`).
+pub(crate) fn derived_virt(s: &mut Stats, p: &str, k: &CoreCounters, v: &VirtCounters) {
+    s.ratio(format!("{p}walk_steps_per_walk.guest"), v.guest_steps, k.walks);
+    s.ratio(format!("{p}walk_steps_per_walk.host"), v.host_steps, k.walks);
+    s.int(format!("{p}nested_tlb.accesses"), v.nested_tlb_hits + v.nested_tlb_misses);
+    s.ratio(format!("{p}nested_tlb.hit_rate"), v.nested_tlb_hits, v.nested_tlb_hits + v.nested_tlb_misses);
+    s.ratio(format!("{p}walk_steps_per_host_walk"), v.host_steps, v.host_walks);
+}
+
+/// Ratios derived from counters (under `prefix`).
+pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, instr: u64) {
+    let kilo = instr as f64 / 1000.0;
+    let mpki = |m: u64| if kilo > 0.0 { m as f64 / kilo } else { 0.0 };
+    s.float(format!("{p}tlb.l1d.mpki"), mpki(k.l1d_tlb_misses));
+    s.float(format!("{p}tlb.l1i.mpki"), mpki(k.l1i_tlb_misses));
+    s.float(format!("{p}tlb.l2.mpki"), mpki(k.l2_tlb_misses));
+    s.ratio(format!("{p}walk_steps_per_walk"), k.walk_steps, k.walks);
+    s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, k.walks);
+}
+
+pub(crate) fn emit_cache(s: &mut Stats, name: &str, acc: [u64; 3], miss: [u64; 3], wb: u64) {
+    let (a, m): (u64, u64) = (acc.iter().sum(), miss.iter().sum());
+    s.int(format!("cache.{name}.accesses"), a);
+    s.int(format!("cache.{name}.hits"), a - m);
+    s.int(format!("cache.{name}.misses"), m);
+    s.ratio(format!("cache.{name}.miss_rate"), m, a);
+    for kind in [LineKind::Data, LineKind::PageTable] {
+        let i = kind as usize;
+        s.int(format!("cache.{name}.{}.accesses", kind.name()), acc[i]);
+        s.int(format!("cache.{name}.{}.misses", kind.name()), miss[i]);
+        s.ratio(format!("cache.{name}.{}.miss_rate", kind.name()), miss[i], acc[i]);
+    }
+    s.int(format!("cache.{name}.writebacks"), wb);
 }
 
 #[cfg(test)]

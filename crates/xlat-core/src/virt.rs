@@ -25,7 +25,7 @@
 use crate::config::{Config, Fragmentation, HostPagePolicy, PagePolicy};
 use crate::error::SimError;
 use crate::os::Os;
-use crate::tlb::{Ctx, VPID_SHIFT};
+use crate::translate::tlb::{Ctx, VPID_SHIFT};
 use crate::workload::Region;
 
 /// One virtual machine.

@@ -48,15 +48,15 @@ fn touch(m: &mut Machine, c: usize, va: u64, store: bool) {
 /// a TLB entry maps its page to the frame (and size) a functional walk finds, and is dirty
 /// only if the leaf is; a PWC entry points to the node the path really has there.
 fn check_no_stale(m: &Machine) {
-    for (c, core) in m.cores.iter().enumerate() {
-        assert_eq!(core.ctx, m.os.spaces[core.space].ctx, "core {c} runs its space's PCID");
+    for (c, core) in m.xl.mmus.iter().enumerate() {
+        assert_eq!(core.ctx, m.xl.os.spaces[core.space].ctx, "core {c} runs its space's PCID");
         for (name, level) in [("itlb", &core.itlb), ("dtlb", &core.dtlb), ("stlb", &core.stlb)] {
             for (key, e) in level.entries() {
                 let space = key.ctx as usize - 1;
                 let size = key.size();
                 let va = VirtAddr(key.vpn() << size.shift());
-                let sp = &m.os.spaces[space];
-                let found = m.os.pt.translate(sp.root, sp.top, va);
+                let sp = &m.xl.os.spaces[space];
+                let found = m.xl.os.pt.translate(sp.root, sp.top, va);
                 let Some(found) = found else { panic!("core {c} {name}: stale entry for unmapped {:#x} ({size:?}, space {space})", va.0) };
                 assert_eq!((found.size, found.frame.0), (size, e.frame), "core {c} {name}: {:#x} of space {space}", va.0);
                 assert!(!e.dirty || found.entry & PTE_D != 0, "core {c} {name}: dirty entry for a clean page {:#x}", va.0);
@@ -65,8 +65,8 @@ fn check_no_stale(m: &Machine) {
         for (level, key, node) in core.pwc.entries() {
             let space = key.ctx as usize - 1;
             let va = VirtAddr(key.tag << (12 + 9 * (level as u32 - 1)));
-            let sp = &m.os.spaces[space];
-            let real = m.os.pt.node_at(sp.root, sp.top, va, level - 1);
+            let sp = &m.xl.os.spaces[space];
+            let real = m.xl.os.pt.node_at(sp.root, sp.top, va, level - 1);
             assert_eq!(real, Some(node), "core {c} PWC L{level}: prefix {:#x} of space {space}", va.0);
         }
     }
@@ -91,11 +91,11 @@ fn a_reservation_is_promoted_only_when_fully_populated() {
     assert_eq!(s.f("os.reservations"), 1.0);
     assert_eq!(s.f("huge_coverage"), 0.0);
     // The reservation puts each page at its offset in one aligned 2 MB block.
-    let (f0, _) = m.os.translate(0, VirtAddr(BASE + pages[0] * 4096)).unwrap();
+    let (f0, _) = m.xl.os.translate(0, VirtAddr(BASE + pages[0] * 4096)).unwrap();
     let block = f0.0 - pages[0];
     assert_eq!(block % 512, 0);
     for &p in &pages {
-        assert_eq!(m.os.translate(0, VirtAddr(BASE + p * 4096)), Some((xlat_core::addr::Frame(block + p), PageSize::Size4K)));
+        assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + p * 4096)), Some((xlat_core::addr::Frame(block + p), PageSize::Size4K)));
     }
     let l1 = s.f("pt.nodes.l1");
     assert_eq!(l1, 1.0);
@@ -106,7 +106,7 @@ fn a_reservation_is_promoted_only_when_fully_populated() {
     assert_eq!(s.f("huge_coverage"), 1.0);
     assert_eq!(s.f("pt.nodes.l1"), 0.0);
     assert_eq!(s.f("shootdowns"), 1.0);
-    assert_eq!(m.os.translate(0, VirtAddr(BASE + 5)), Some((xlat_core::addr::Frame(block), PageSize::Size2M)));
+    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 5)), Some((xlat_core::addr::Frame(block), PageSize::Size2M)));
     check_no_stale(&m);
 
     // Without promotion (FreeBSD's "reserv"): contiguous, never promoted.
@@ -132,25 +132,25 @@ fn reservations_are_broken_under_memory_pressure() {
 #[test]
 fn pinned_fragmentation_breaks_exactly_that_fraction_of_blocks() {
     let base = Machine::new(&cfg(&[("phys.size_gb", "4")]), 1, vec![], 1).unwrap();
-    let total = base.os.start.free_2m_blocks;
+    let total = base.xl.os.start.free_2m_blocks;
     assert_eq!(total, 2047);
     for x in [0.5, 0.9] {
         let c = cfg(&[("phys.size_gb", "4"), ("phys.fragmentation", &format!("pinned:{x}"))]);
         let m = Machine::new(&c, 1, vec![], 1).unwrap();
         let pinned = (x * total as f64).round() as u64;
-        assert_eq!(m.os.start.free_2m_blocks, total - pinned, "pinned:{x}");
-        assert_eq!(m.os.start.pinned_frames, pinned);
+        assert_eq!(m.xl.os.start.free_2m_blocks, total - pinned, "pinned:{x}");
+        assert_eq!(m.xl.os.start.pinned_frames, pinned);
         let s = m.stats();
         assert_eq!(s.f("phys.start.free_2m_blocks"), (total - pinned) as f64);
         // A pinned block still has 511 free frames, as orders 0..8.
-        assert_eq!(s.f("phys.start.free_blocks.order8"), pinned as f64 + base.os.start.free_blocks[8] as f64);
+        assert_eq!(s.f("phys.start.free_blocks.order8"), pinned as f64 + base.xl.os.start.free_blocks[8] as f64);
         let m2 = Machine::new(&c, 1, vec![], 1).unwrap();
         assert_eq!(m2.stats(), s, "reproducible from the seed");
     }
     // With memhog (phys.available_gb), X applies to what is left.
     let c = cfg(&[("phys.size_gb", "4"), ("phys.available_gb", "1"), ("phys.fragmentation", "pinned:0.5")]);
     let m = Machine::new(&c, 1, vec![], 1).unwrap();
-    assert!(m.os.start.free_2m_blocks <= 256 && m.os.start.free_2m_blocks >= 250, "{}", m.os.start.free_2m_blocks);
+    assert!(m.xl.os.start.free_2m_blocks <= 256 && m.xl.os.start.free_2m_blocks >= 250, "{}", m.xl.os.start.free_2m_blocks);
 }
 
 #[test]
@@ -174,7 +174,7 @@ fn aged_memory_reaches_its_target() {
     let c = cfg(&[("phys.size_gb", "2"), ("phys.fragmentation", "aged:3"), ("phys.aged_target", "0.25")]);
     let m = Machine::new(&c, 1, vec![], 1).unwrap();
     let whole = 1023.0_f64;
-    assert_eq!(m.os.start.free_2m_blocks as f64, (0.25 * whole).round());
+    assert_eq!(m.xl.os.start.free_2m_blocks as f64, (0.25 * whole).round());
     let s = m.stats();
     let spread = (0..9).filter(|o| s.f(&format!("phys.start.free_blocks.order{o}")) > 0.0).count();
     assert!(spread >= 6, "aging leaves free blocks of many orders: {spread}");
@@ -228,8 +228,8 @@ fn lowhalf_maps_the_lower_half_in_2m_pages() {
     assert!((cov - 0.5).abs() < 1e-12, "{cov}");
     let mut m = Machine::new(&c, 1, regions, 1).unwrap();
     m.prefault().unwrap();
-    assert_eq!(m.os.translate(0, VirtAddr(BASE + 127 * MB)).unwrap().1, PageSize::Size2M);
-    assert_eq!(m.os.translate(0, VirtAddr(BASE + 128 * MB)).unwrap().1, PageSize::Size4K);
+    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 127 * MB)).unwrap().1, PageSize::Size2M);
+    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 128 * MB)).unwrap().1, PageSize::Size4K);
     // A trace declares no regions: lowhalf cannot know the halves.
     assert!(Machine::new(&c, 1, vec![], 1).is_err());
 }
@@ -315,11 +315,11 @@ fn compaction_makes_a_2m_block_from_movable_pages() {
         touch(&mut m, 0, BASE + p * 4096, p % 7 == 0);
     }
     for p in (0..(120 * MB / 4096)).step_by(2) {
-        m.os.unmap(0, VirtAddr(BASE + p * 4096)).unwrap();
+        m.xl.os.unmap(0, VirtAddr(BASE + p * 4096)).unwrap();
     }
     m.os_sync(None);
-    m.os.phys.drain_pcp();
-    let before = m.os.phys.free_2m_blocks();
+    m.xl.os.phys.drain_pcp();
+    let before = m.xl.os.phys.free_2m_blocks();
     assert!(before < 8, "{before} free 2 MB blocks");
     for i in 0..8 {
         touch(&mut m, 0, BASE + GB + i * 2 * MB, true);
@@ -329,12 +329,12 @@ fn compaction_makes_a_2m_block_from_movable_pages() {
     assert!(s.f("os.compactions") >= (8 - before) as f64, "{}", s.f("os.compactions"));
     assert!(s.f("os.migrated_pages") > 0.0);
     for i in 0..8 {
-        assert_eq!(m.os.translate(0, VirtAddr(BASE + GB + i * 2 * MB)).unwrap().1, PageSize::Size2M);
+        assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + GB + i * 2 * MB)).unwrap().1, PageSize::Size2M);
     }
     // The migrated pages are still mapped, each to a frame of its own.
     let mut frames = std::collections::HashSet::new();
     for p in (1..(120 * MB / 4096)).step_by(2) {
-        let (f, size) = m.os.translate(0, VirtAddr(BASE + p * 4096)).unwrap();
+        let (f, size) = m.xl.os.translate(0, VirtAddr(BASE + p * 4096)).unwrap();
         assert_eq!(size, PageSize::Size4K);
         assert!(frames.insert(f), "frame {f:?} mapped twice");
     }
@@ -348,16 +348,16 @@ fn a_shootdown_reaches_every_core_running_the_space_and_is_charged() {
     for p in 0..511 {
         touch(&mut m, (p % 2) as usize, BASE + p * 4096, false);
     }
-    assert!(m.cores[1].stlb.occupancy() > 0);
-    let before = m.cores[1].window.now();
+    assert!(m.xl.mmus[1].stlb.occupancy() > 0);
+    let before = m.mem.cores[1].window.now();
     assert!(m.request_promotion(0, 0, VirtAddr(BASE)).unwrap());
     let s = m.stats();
     assert_eq!((s.f("promotions"), s.f("shootdowns"), s.f("os.shootdown_ipis")), (1.0, 1.0, 1.0));
     assert_eq!(s.f("shootdown_cycles"), (c.os_shootdown_initiator_cycles + c.os_shootdown_remote_cycles) as f64);
-    assert!(m.cores[1].window.now() >= before + c.os_shootdown_remote_cycles, "the remote core lost the interrupt's cycles");
+    assert!(m.mem.cores[1].window.now() >= before + c.os_shootdown_remote_cycles, "the remote core lost the interrupt's cycles");
     // 512 pages > the flush ceiling: the whole address space left both cores' TLBs.
     assert_eq!(s.f("os.full_flushes"), 1.0);
-    assert_eq!(m.cores[0].stlb.occupancy() + m.cores[1].stlb.occupancy(), 0);
+    assert_eq!(m.xl.mmus[0].stlb.occupancy() + m.xl.mmus[1].stlb.occupancy(), 0);
     check_no_stale(&m);
 
     // A demotion flushes one 2 MB page: a ranged flush.
@@ -365,7 +365,7 @@ fn a_shootdown_reaches_every_core_running_the_space_and_is_charged() {
     touch(&mut m, 1, BASE + 2 * MB + 5, false);
     assert!(m.request_demotion(1, 0, VirtAddr(BASE)).unwrap());
     assert_eq!(m.stats().f("os.full_flushes"), 1.0);
-    assert!(m.cores[1].stlb.occupancy() >= 1, "the other page's entry stays");
+    assert!(m.xl.mmus[1].stlb.occupancy() >= 1, "the other page's entry stays");
     check_no_stale(&m);
 }
 
@@ -375,7 +375,7 @@ fn skipping_the_shootdown_is_caught() {
     let c = cfg(&[]);
     let mut m = Machine::new(&c, 1, vec![region("heap", BASE, 4 * MB)], 1).unwrap();
     touch(&mut m, 0, BASE, false);
-    assert!(m.os.unmap(0, VirtAddr(BASE)).unwrap());
+    assert!(m.xl.os.unmap(0, VirtAddr(BASE)).unwrap());
     let stale = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_no_stale(&m)));
     assert!(stale.is_err(), "the checker must see the stale translation");
     m.os_sync(None);
@@ -495,7 +495,7 @@ fn coalescable_16k(m: &Machine, space: usize, start: u64, len: u64) -> f64 {
     let groups = len / (16 * 1024);
     for g in 0..groups {
         let va = start + g * 16 * 1024;
-        let frames: Vec<u64> = (0..4).filter_map(|i| m.os.translate(space, VirtAddr(va + i * 4096))).map(|(f, _)| f.0).collect();
+        let frames: Vec<u64> = (0..4).filter_map(|i| m.xl.os.translate(space, VirtAddr(va + i * 4096))).map(|(f, _)| f.0).collect();
         if frames.len() == 4 && frames[0] % 4 == 0 && frames.windows(2).all(|w| w[1] == w[0] + 1) {
             ok += 1;
         }
@@ -548,14 +548,14 @@ fn a_demoted_superpage_is_promoted_again_in_place_on_freebsd() {
     for p in 0..512 {
         touch(&mut m, 0, BASE + p * 4096, false);
     }
-    let (block, size) = m.os.translate(0, VirtAddr(BASE)).unwrap();
+    let (block, size) = m.xl.os.translate(0, VirtAddr(BASE)).unwrap();
     assert_eq!(size, PageSize::Size2M);
     assert!(m.request_demotion(0, 0, VirtAddr(BASE)).unwrap());
-    assert_eq!(m.os.translate(0, VirtAddr(BASE + 4096)).unwrap(), (xlat_core::addr::Frame(block.0 + 1), PageSize::Size4K));
-    let free = m.os.phys.free_frames();
+    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 4096)).unwrap(), (xlat_core::addr::Frame(block.0 + 1), PageSize::Size4K));
+    let free = m.xl.os.phys.free_frames();
     assert!(m.request_promotion(0, 0, VirtAddr(BASE)).unwrap());
-    assert_eq!(m.os.translate(0, VirtAddr(BASE)).unwrap(), (block, PageSize::Size2M), "same block: no copy");
-    assert!(m.os.phys.free_frames() <= free + 1, "no new block was allocated and the old frames stay");
+    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE)).unwrap(), (block, PageSize::Size2M), "same block: no copy");
+    assert!(m.xl.os.phys.free_frames() <= free + 1, "no new block was allocated and the old frames stay");
     check_no_stale(&m);
 }
 

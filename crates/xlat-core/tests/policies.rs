@@ -5,8 +5,9 @@ use std::collections::VecDeque;
 use xlat_core::addr::{PageSize, VirtAddr};
 use xlat_core::assoc::SetAssoc;
 use xlat_core::config::Policy;
-use xlat_core::repl::LineKind;
-use xlat_core::tlb::{Invalidate, Pwc, TlbArray, TlbEntry};
+use xlat_core::memory::repl::LineKind;
+use xlat_core::translate::pwc::Pwc;
+use xlat_core::translate::tlb::{Invalidate, TlbArray, TlbEntry};
 
 mod common;
 use common::Rng;
@@ -255,7 +256,7 @@ fn check_pwc(sizes: [u64; 6]) {
 /// not a protected page-table line; if there is none, the LRU line. With p = 0, plain LRU.
 #[test]
 fn ptp_matches_its_definition() {
-    use xlat_core::repl::AnyPolicy;
+    use xlat_core::memory::repl::AnyPolicy;
     for (p, mask) in [(1.0, u64::MAX), (0.0, u64::MAX), (1.0, 0b01), (1.0, 0)] {
         let ways = 8;
         let mut arr: SetAssoc<u64, u32> = SetAssoc::new(4, ways, Policy::Ptp, 3);

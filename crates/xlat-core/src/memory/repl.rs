@@ -74,7 +74,7 @@ pub trait ReplacementPolicy {
 /// among equals): the victim search that runs on every fill of every structure.
 #[inline]
 pub(crate) fn oldest(ages: &[u32]) -> usize {
-    crate::lanes::argmin_u32(ages)
+    crate::host::lanes::argmin_u32(ages)
 }
 
 /// A time source for stamps. Stamps are 32-bit; before the clock wraps, the owner renumbers

@@ -1,0 +1,142 @@
+//! Mechanisms: structures and policies that observe the walker, the TLBs and the caches and
+//! steer them, attached to a machine as a list chosen by its configuration. Each implements
+//! the hooks of [`Mechanism`] it needs; the others are no-ops. Dispatch is static (a `match`
+//! over [`AnyMech`]), and a machine with no mechanism pays a predictable branch per hook
+//! point, nothing more. `docs/extending.md` walks through adding one, with the PTP phase
+//! detector ([`ptp`]) as the example.
+
+pub mod ptp;
+
+use crate::config::Config;
+use crate::memory::port::Steer;
+use crate::stats::CoreCounters;
+use crate::translate::walker::WalkStep;
+
+/// The hooks a mechanism may implement. Defaults do nothing.
+pub trait Mechanism {
+    /// A walk on core `c` read an entry, shown as it was before the walker set its
+    /// accessed bit (see [`WalkStep`]).
+    #[inline(always)]
+    fn on_walk_step(&mut self, _c: usize, _step: &WalkStep) {}
+
+    /// Instruction count at which core `c`'s next epoch ends (`u64::MAX`: no epochs).
+    fn next_epoch(&self, _c: usize) -> u64 {
+        u64::MAX
+    }
+
+    /// Core `c` reached `instructions` (at least [`Mechanism::next_epoch`]): end the epoch,
+    /// given the core's translation counters; may steer the memory side.
+    fn on_epoch(&mut self, _c: usize, _instructions: u64, _k: &mut CoreCounters) -> Option<Steer> {
+        None
+    }
+
+    /// The mechanism steers the memory side from the translation side's events, so both
+    /// halves must run on one host thread.
+    fn needs_memory_side(&self) -> bool {
+        false
+    }
+}
+
+/// Every mechanism xlat has, as one type (static dispatch).
+pub enum AnyMech {
+    PtpDetector(ptp::PtpDetector),
+}
+
+macro_rules! each {
+    ($self:expr, $m:ident => $e:expr) => {
+        match $self {
+            AnyMech::PtpDetector($m) => $e,
+        }
+    };
+}
+
+impl Mechanism for AnyMech {
+    #[inline(always)]
+    fn on_walk_step(&mut self, c: usize, step: &WalkStep) {
+        each!(self, m => m.on_walk_step(c, step))
+    }
+    fn next_epoch(&self, c: usize) -> u64 {
+        each!(self, m => m.next_epoch(c))
+    }
+    fn on_epoch(&mut self, c: usize, instructions: u64, k: &mut CoreCounters) -> Option<Steer> {
+        each!(self, m => m.on_epoch(c, instructions, k))
+    }
+    fn needs_memory_side(&self) -> bool {
+        each!(self, m => m.needs_memory_side())
+    }
+}
+
+/// The mechanisms of a machine, and for each hook point whether any of them listens, so
+/// that a machine without mechanisms skips the point with one predictable branch.
+pub struct Mechs {
+    list: Vec<AnyMech>,
+    /// Per core: the earliest instruction count at which a mechanism's epoch ends.
+    next_epoch: Vec<u64>,
+    /// Some mechanism has epochs.
+    pub epochs: bool,
+    /// Some mechanism watches walk steps.
+    pub walk_steps: bool,
+}
+
+impl Mechs {
+    /// The mechanisms `cfg` enables on a machine of `cores` cores.
+    pub fn from_config(cfg: &Config, cores: usize) -> Mechs {
+        let mut list = Vec::new();
+        if let Some(d) = ptp::PtpDetector::from_config(cfg, cores) {
+            list.push(AnyMech::PtpDetector(d));
+        }
+        Mechs::new(list, cores)
+    }
+
+    /// A machine of `cores` cores running the mechanisms of `list`.
+    pub fn new(list: Vec<AnyMech>, cores: usize) -> Mechs {
+        let mut m = Mechs { list, next_epoch: vec![u64::MAX; cores], epochs: false, walk_steps: false };
+        for c in 0..cores {
+            m.next_epoch[c] = m.list.iter().map(|x| x.next_epoch(c)).min().unwrap_or(u64::MAX);
+        }
+        m.epochs = m.next_epoch.iter().any(|&e| e != u64::MAX);
+        // (Every mechanism's `on_walk_step` is its own; a list that has one listens.)
+        m.walk_steps = !m.list.is_empty();
+        m
+    }
+
+    /// Whether some mechanism needs both halves of the machine on one thread.
+    pub fn needs_memory_side(&self) -> bool {
+        self.list.iter().any(|m| m.needs_memory_side())
+    }
+
+    #[inline(always)]
+    pub fn on_walk_step(&mut self, c: usize, step: &WalkStep) {
+        if self.walk_steps {
+            for m in &mut self.list {
+                m.on_walk_step(c, step);
+            }
+        }
+    }
+
+    /// Whether core `c`, at `instructions`, has reached an epoch's end.
+    #[inline(always)]
+    pub fn epoch_due(&self, c: usize, instructions: u64) -> bool {
+        instructions >= self.next_epoch[c]
+    }
+
+    /// End the epochs due on core `c`; returns the memory side's new steering, if any.
+    #[cold]
+    pub fn on_epoch(&mut self, c: usize, instructions: u64, k: &mut CoreCounters) -> Vec<Steer> {
+        let mut out = Vec::new();
+        let mut next = u64::MAX;
+        for m in &mut self.list {
+            if instructions >= m.next_epoch(c) {
+                out.extend(m.on_epoch(c, instructions, k));
+            }
+            next = next.min(m.next_epoch(c));
+        }
+        self.next_epoch[c] = next;
+        out
+    }
+
+    /// A mechanism by its place in the list (tests, and studies that read its state).
+    pub fn get(&self, i: usize) -> Option<&AnyMech> {
+        self.list.get(i)
+    }
+}

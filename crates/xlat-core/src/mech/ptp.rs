@@ -1,0 +1,119 @@
+//! The phase detector of page-table prioritization (the flattening paper's PTP, spec 004
+//! §3): every `ptp.detector_epoch` instructions a core measures its L2 TLB MPKI; while it is
+//! at least `ptp.detector_mpki` the core is in a TLB-miss phase, and caches whose policy is
+//! `ptp` protect the page-table lines of cores in that phase (in the shared LLC: those
+//! cores' lines with `ptp.per_context`, everyone's once any core is in one otherwise).
+
+use crate::config::{Config, Policy, PtpMode};
+use crate::mech::Mechanism;
+use crate::memory::port::Steer;
+use crate::stats::CoreCounters;
+
+pub struct PtpDetector {
+    epoch: u64,
+    mpki: f64,
+    probability: f64,
+    per_context: bool,
+    cores: Vec<CoreState>,
+}
+
+#[derive(Clone, Copy)]
+struct CoreState {
+    /// Instruction count at which the epoch ends.
+    end: u64,
+    /// L2 TLB misses when it began.
+    misses: u64,
+    /// In a TLB-miss phase.
+    active: bool,
+}
+
+impl PtpDetector {
+    /// The detector, if `cfg` asks for one (`ptp.mode=detector` and a cache with policy `ptp`).
+    pub fn from_config(cfg: &Config, cores: usize) -> Option<PtpDetector> {
+        let on = cfg.ptp_mode == PtpMode::Detector && (cfg.cache_l2_policy == Policy::Ptp || cfg.cache_llc_policy == Policy::Ptp);
+        on.then(|| PtpDetector::new(cfg.ptp_detector_epoch, cfg.ptp_detector_mpki, cfg.ptp_probability, cfg.ptp_per_context, cores))
+    }
+
+    pub fn new(epoch: u64, mpki: f64, probability: f64, per_context: bool, cores: usize) -> PtpDetector {
+        PtpDetector { epoch, mpki, probability, per_context, cores: vec![CoreState { end: epoch, misses: 0, active: false }; cores] }
+    }
+
+    /// Whether core `c` is in a TLB-miss phase.
+    pub fn active(&self, c: usize) -> bool {
+        self.cores[c].active
+    }
+
+    /// Which private L2s protect page-table lines (bit per core), and whose lines the LLC protects.
+    fn steering(&self) -> Steer {
+        let mut cores = 0u64;
+        for (i, s) in self.cores.iter().enumerate() {
+            if s.active {
+                cores |= 1 << (i & 63);
+            }
+        }
+        let llc = if !self.per_context && cores != 0 { u64::MAX } else { cores };
+        Steer::Ptp { probability: self.probability, cores, llc }
+    }
+}
+
+impl Mechanism for PtpDetector {
+    fn next_epoch(&self, c: usize) -> u64 {
+        self.cores[c].end
+    }
+
+    fn on_epoch(&mut self, c: usize, instructions: u64, k: &mut CoreCounters) -> Option<Steer> {
+        let s = &mut self.cores[c];
+        let misses = k.l2_tlb_misses;
+        // Statistics may have been reset (end of warm-up) since the epoch began.
+        let delta = misses.saturating_sub(s.misses.min(misses));
+        let active = delta as f64 * 1000.0 / self.epoch as f64 >= self.mpki;
+        s.misses = misses;
+        s.end = instructions + self.epoch;
+        k.ptp_epochs += 1;
+        if active {
+            k.ptp_active_epochs += 1;
+        }
+        if active == s.active {
+            return None;
+        }
+        s.active = active;
+        Some(self.steering())
+    }
+
+    fn needs_memory_side(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mech::{AnyMech, Mechs};
+
+    /// Through the hook layer: a core whose L2 TLB misses reach the threshold over an epoch
+    /// enters a TLB-miss phase, and the LLC then protects everyone's page-table lines (or,
+    /// per context, only that core's); a quiet epoch ends the phase.
+    #[test]
+    fn phases_follow_the_mpki_of_each_epoch() {
+        for per_context in [false, true] {
+            // Epochs of 1000 instructions; a phase at >= 5 MPKI, so at 5 misses per epoch.
+            let mut mechs = Mechs::new(vec![AnyMech::PtpDetector(PtpDetector::new(1000, 5.0, 0.99, per_context, 2))], 2);
+            let mut k = [CoreCounters::default(), CoreCounters::default()];
+            assert!(mechs.epochs && !mechs.epoch_due(1, 999) && mechs.epoch_due(1, 1000));
+            k[1].l2_tlb_misses = 5;
+            let steer = mechs.on_epoch(1, 1003, &mut k[1]);
+            let llc = if per_context { 0b10 } else { u64::MAX };
+            assert_eq!(steer, vec![Steer::Ptp { probability: 0.99, cores: 0b10, llc }]);
+            // The next epoch ends 1000 instructions after this one did.
+            assert!(!mechs.epoch_due(1, 2002) && mechs.epoch_due(1, 2003));
+            // Still in the phase: nothing changes. Core 0, quiet, never enters one.
+            k[1].l2_tlb_misses = 11;
+            assert!(mechs.on_epoch(1, 2003, &mut k[1]).is_empty());
+            assert!(mechs.on_epoch(0, 1000, &mut k[0]).is_empty());
+            // Four misses in an epoch: the phase ends, and nothing is protected.
+            k[1].l2_tlb_misses = 15;
+            assert_eq!(mechs.on_epoch(1, 3003, &mut k[1]), vec![Steer::Ptp { probability: 0.99, cores: 0, llc: 0 }]);
+            assert_eq!((k[1].ptp_epochs, k[1].ptp_active_epochs, k[0].ptp_active_epochs), (3, 2, 0));
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! The memory side of the machine: each core's timing window and private caches (L1I, L1D,
+//! L2), the shared LLC and DRAM. It knows nothing of translation: it serves accesses to
+//! physical lines, of data or page-table entries, and turns their latencies into cycles.
+//! [`Direct`] is the memory port that does each reference's accesses at once.
+
+use crate::config::{Config, WalkerPort};
+use crate::memory::cache::Cache;
+use crate::memory::dram::Dram;
+use crate::memory::port::{MemPort, Steer, Table};
+use crate::memory::repl::LineKind;
+use crate::stats::{CoreCounters, VirtCounters};
+use crate::timing::Window;
+use crate::workload::RefKind;
+
+/// Where an access was served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Served {
+    L1 = 0,
+    L2 = 1,
+    Llc = 2,
+    Dram = 3,
+}
+
+impl Served {
+    /// Add one to the counter of this level among `[l1, l2, llc, dram]`.
+    #[inline(always)]
+    fn count(self, [l1, l2, llc, dram]: [&mut u64; 4]) {
+        match self {
+            Served::L1 => *l1 += 1,
+            Served::L2 => *l2 += 1,
+            Served::Llc => *llc += 1,
+            Served::Dram => *dram += 1,
+        }
+    }
+}
+
+/// Where an access enters the hierarchy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    L1i,
+    L1d,
+    L2,
+}
+
+/// One core's share of the memory side.
+pub struct CoreMem {
+    pub window: Window,
+    pub l1i: Cache,
+    pub l1d: Cache,
+    pub l2: Cache,
+    /// The counters of the glossary this side produces (walk reads and where they were
+    /// served, walk cycles, data accesses); the translation side counts the rest.
+    pub counters: CoreCounters,
+    pub vcounters: VirtCounters,
+    /// Instructions and cycles at the last statistics reset.
+    base_instr: u64,
+    base_cycles: u64,
+}
+
+impl CoreMem {
+    fn new(cfg: &Config, s: u64) -> CoreMem {
+        CoreMem {
+            window: Window::new(cfg.core_width, cfg.core_rob, cfg.core_mshrs, cfg.core_walkers),
+            l1i: Cache::new(cfg.cache_l1i_size_kb, cfg.cache_l1i_ways, cfg.cache_l1i_latency, cfg.cache_l1i_policy, cfg.cache_l1i_energy_nj, s + 4),
+            l1d: Cache::new(cfg.cache_l1d_size_kb, cfg.cache_l1d_ways, cfg.cache_l1d_latency, cfg.cache_l1d_policy, cfg.cache_l1d_energy_nj, s + 5),
+            l2: Cache::new(cfg.cache_l2_size_kb, cfg.cache_l2_ways, cfg.cache_l2_latency, cfg.cache_l2_policy, cfg.cache_l2_energy_nj, s + 6),
+            counters: CoreCounters::default(),
+            vcounters: VirtCounters::default(),
+            base_instr: 0,
+            base_cycles: 0,
+        }
+    }
+
+    /// Instructions since the last statistics reset.
+    pub fn instructions(&self) -> u64 {
+        self.window.instructions() - self.base_instr
+    }
+
+    /// Cycles since the last statistics reset.
+    pub fn cycles(&self) -> u64 {
+        self.window.cycles() - self.base_cycles
+    }
+}
+
+pub struct MemorySide {
+    pub cores: Vec<CoreMem>,
+    pub llc: Cache,
+    pub dram: Dram,
+    /// Where page-walk reads enter the hierarchy.
+    walk_entry: Entry,
+    llc_inclusive: bool,
+    l2_tlb_latency: u64,
+    dram_latency: u64,
+    dram_bandwidth_gbps: f64,
+    freq_ghz: f64,
+}
+
+impl MemorySide {
+    /// The memory side of `cores` cores; core `i`'s structures are seeded from `seed` and `i`
+    /// as [`core_seed`] says.
+    pub fn new(cfg: &Config, cores: usize, seed: u64) -> MemorySide {
+        let mut m = MemorySide {
+            cores: (0..cores as u64).map(|i| CoreMem::new(cfg, core_seed(seed, i))).collect(),
+            llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c),
+            dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj),
+            walk_entry: match cfg.walker_port {
+                WalkerPort::L1d => Entry::L1d,
+                WalkerPort::L2 => Entry::L2,
+            },
+            llc_inclusive: cfg.cache_llc_inclusive,
+            l2_tlb_latency: cfg.tlb_l2_latency,
+            dram_latency: cfg.dram_latency_cycles(),
+            dram_bandwidth_gbps: cfg.dram_bandwidth_gbps,
+            freq_ghz: cfg.core_freq_ghz,
+        };
+        // Caches with policy `ptp` protect every core's page-table lines from the start
+        // (`ptp.mode=always`), or none until the phase detector finds a TLB-miss phase.
+        let all = if cfg.ptp_mode == crate::config::PtpMode::Always { u64::MAX } else { 0 };
+        m.steer(Steer::Ptp { probability: cfg.ptp_probability, cores: all, llc: all });
+        m
+    }
+
+    /// One access to `line` by core `c`, entering at `entry`. Fills every level on the way
+    /// back (non-inclusive, non-exclusive; inclusive LLC back-invalidates on eviction).
+    /// Returns the load-to-use latency and where it was served.
+    #[inline(always)]
+    pub fn access(&mut self, c: usize, line: u64, kind: LineKind, write: bool, entry: Entry, now: u64) -> (u64, Served) {
+        let owner = c as u8;
+        let core = &mut self.cores[c];
+        let l1 = match entry {
+            Entry::L1d => Some(&mut core.l1d),
+            Entry::L1i => Some(&mut core.l1i),
+            Entry::L2 => None,
+        };
+        if let Some(l1) = l1 {
+            if l1.access(line, kind, write) {
+                return (l1.latency, Served::L1);
+            }
+        }
+        let (lat, served) = if core.l2.access(line, kind, false) {
+            (core.l2.latency, Served::L2)
+        } else if self.llc.access(line, kind, false) {
+            (self.llc.latency, Served::Llc)
+        } else {
+            let lat = self.llc.latency + self.dram.access(now, false);
+            if let Some(v) = self.llc.fill(line, kind, false, owner) {
+                self.evict_from_llc(v.line, v.dirty, now);
+            }
+            (lat, Served::Dram)
+        };
+        let core = &mut self.cores[c];
+        if served != Served::L2 {
+            // The line is now in the LLC; install it in L2.
+            if let Some(v) = core.l2.fill(line, kind, write && entry == Entry::L2, owner) {
+                if v.dirty {
+                    if let Some(w) = self.llc.write_back(v.line, v.kind, owner) {
+                        self.evict_from_llc(w.line, w.dirty, now);
+                    }
+                }
+            }
+        }
+        let core = &mut self.cores[c];
+        let l1 = match entry {
+            Entry::L1d => &mut core.l1d,
+            Entry::L1i => &mut core.l1i,
+            Entry::L2 => return (lat, served),
+        };
+        if let Some(v) = l1.fill(line, kind, write, owner) {
+            if v.dirty {
+                if let Some(w) = core.l2.write_back(v.line, v.kind, owner) {
+                    if w.dirty {
+                        if let Some(x) = self.llc.write_back(w.line, w.kind, owner) {
+                            self.evict_from_llc(x.line, x.dirty, now);
+                        }
+                    }
+                }
+            }
+        }
+        (lat, served)
+    }
+
+    /// A line left the LLC: write it to DRAM if dirty; with an inclusive LLC, remove copies
+    /// from every private cache first (their dirty data goes to DRAM too).
+    fn evict_from_llc(&mut self, line: u64, mut dirty: bool, now: u64) {
+        if self.llc_inclusive {
+            for core in &mut self.cores {
+                for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
+                    dirty |= cache.invalidate(line).unwrap_or(false);
+                }
+            }
+        }
+        if dirty {
+            self.dram.access(now, true);
+        }
+    }
+
+    /// A page walk on core `c` reads the entry in `line` of `table` at cycle `at`: returns
+    /// its latency, counting the step and where it was served.
+    #[inline(always)]
+    pub fn read_pte(&mut self, c: usize, line: u64, table: Table, at: u64) -> u64 {
+        let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.walk_entry, at);
+        let core = &mut self.cores[c];
+        let k = &mut core.counters;
+        k.walk_steps += 1;
+        served.count([&mut k.pte_l1, &mut k.pte_l2, &mut k.pte_llc, &mut k.pte_dram]);
+        let v = &mut core.vcounters;
+        match table {
+            Table::Native => {}
+            Table::Guest => {
+                v.guest_steps += 1;
+                served.count([&mut v.pte_guest_l1, &mut v.pte_guest_l2, &mut v.pte_guest_llc, &mut v.pte_guest_dram]);
+            }
+            Table::Host => {
+                v.host_steps += 1;
+                served.count([&mut v.pte_host_l1, &mut v.pte_host_l2, &mut v.pte_host_llc, &mut v.pte_host_dram]);
+            }
+        }
+        lat
+    }
+
+    /// The timing of a walk on core `c` that wanted to start at `t` and took `lat` cycles,
+    /// `fault_cycles` of them in the OS: it waits for a free walker. Returns when it is done.
+    #[inline(always)]
+    pub fn walk_done(&mut self, c: usize, t: u64, lat: u64, fault_cycles: u64) -> u64 {
+        let core = &mut self.cores[c];
+        let start = core.window.walkers.acquire(t, lat - fault_cycles);
+        let done = start + lat;
+        // Walk latency as the papers report it: the walk itself, not the wait for a walker.
+        core.counters.record_walk_cycles(lat - fault_cycles);
+        core.counters.walker_wait_cycles += start - t;
+        if fault_cycles > 0 {
+            // A page fault is a precise exception: younger instructions wait for the handler.
+            core.window.stall_until(done);
+        }
+        done
+    }
+
+    /// The data access of a reference of `kind` on core `c`, issued at `issue` and
+    /// translated at `t`, to `line`; and its completion.
+    #[inline(always)]
+    pub fn finish_ref(&mut self, c: usize, kind: RefKind, line: u64, issue: u64, t: u64) {
+        let entry = if kind == RefKind::Fetch { Entry::L1i } else { Entry::L1d };
+        let write = kind == RefKind::Store;
+        let (lat, served) = self.access(c, line, LineKind::Data, write, entry, t);
+        let core = &mut self.cores[c];
+        let k = &mut core.counters;
+        k.translation_cycles += t - issue;
+        served.count([&mut k.data_l1, &mut k.data_l2, &mut k.data_llc, &mut k.data_dram]);
+        let start = if served == Served::L1 { t } else { core.window.mshrs.acquire(t, lat) };
+        // Stores retire into the store buffer once translated; their misses do not hold
+        // up retirement (but do occupy an MSHR).
+        let complete = if write { t + 1 } else { start + lat };
+        core.window.complete(complete);
+    }
+
+    /// Core `c` stalls for `cycles` from its present clock.
+    pub fn stall(&mut self, c: usize, cycles: u64) {
+        let w = &mut self.cores[c].window;
+        let t = w.now() + cycles;
+        w.stall_until(t);
+    }
+
+    /// Ask the host to load the sets of core `c`'s L2 and of the LLC that `line` maps to.
+    #[inline(always)]
+    pub fn prefetch_sets(&self, c: usize, line: u64) {
+        self.cores[c].l2.prefetch_set(line);
+        self.llc.prefetch_set(line);
+    }
+
+    /// Apply a mechanism's steering.
+    pub fn steer(&mut self, s: Steer) {
+        match s {
+            Steer::Ptp { probability, cores, llc } => {
+                // Private L2s protect their own core's lines, or none; the LLC by owner.
+                for (i, core) in self.cores.iter_mut().enumerate() {
+                    let on = cores & (1 << (i & 63)) != 0;
+                    core.l2.steer_ptp(probability, if on { u64::MAX } else { 0 });
+                }
+                self.llc.steer_ptp(probability, llc);
+            }
+        }
+    }
+
+    /// Zero every statistic of the memory side, keeping its state (the end of warm-up).
+    pub fn reset_stats(&mut self) {
+        for core in &mut self.cores {
+            core.counters = CoreCounters::default();
+            core.vcounters = VirtCounters::default();
+            core.base_instr = core.window.instructions();
+            core.base_cycles = core.window.cycles();
+            core.window.rob_stall_cycles = 0;
+            for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
+                cache.counters = Default::default();
+            }
+        }
+        self.llc.counters = Default::default();
+        let e = self.dram.energy_nj;
+        self.dram = Dram::new(self.dram_latency, self.dram_bandwidth_gbps, self.freq_ghz, e);
+    }
+}
+
+/// The seed of core `i`'s structures, from the machine's `seed`.
+pub fn core_seed(seed: u64, i: u64) -> u64 {
+    seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i << 8)
+}
+
+/// The memory port that does each reference's accesses at once, on the memory side it
+/// borrows; it keeps the reference in flight (when it issued, when it is translated, its
+/// walk's cycles).
+pub struct Direct<'a> {
+    pub mem: &'a mut MemorySide,
+    c: usize,
+    kind: RefKind,
+    issue: u64,
+    /// When the translation is known (so far).
+    t: u64,
+    /// The walk's cycles so far, and of those the OS's.
+    lat: u64,
+    fault_cycles: u64,
+}
+
+impl<'a> Direct<'a> {
+    pub fn new(mem: &'a mut MemorySide) -> Direct<'a> {
+        Direct { mem, c: 0, kind: RefKind::Load, issue: 0, t: 0, lat: 0, fault_cycles: 0 }
+    }
+}
+
+impl MemPort for Direct<'_> {
+    const LOCAL: bool = true;
+
+    #[inline(always)]
+    fn dispatch(&mut self, c: usize, delta: u32, kind: RefKind, dependent: bool) {
+        self.c = c;
+        self.kind = kind;
+        self.issue = self.mem.cores[c].window.dispatch(delta, dependent);
+        self.t = self.issue;
+    }
+
+    #[inline(always)]
+    fn l2_tlb(&mut self) {
+        self.t += self.mem.l2_tlb_latency;
+    }
+
+    #[inline(always)]
+    fn walk_begin(&mut self) {
+        (self.lat, self.fault_cycles) = (0, 0);
+    }
+
+    #[inline(always)]
+    fn delay(&mut self, cycles: u64) {
+        self.lat += cycles;
+    }
+
+    #[inline(always)]
+    fn read_pte(&mut self, line: u64, table: Table) {
+        self.lat += self.mem.read_pte(self.c, line, table, self.t + self.lat);
+    }
+
+    #[inline(always)]
+    fn fault(&mut self, cost: u64) {
+        self.lat += cost;
+        self.fault_cycles += cost;
+    }
+
+    #[inline(always)]
+    fn walk_end(&mut self) {
+        self.t = self.mem.walk_done(self.c, self.t, self.lat, self.fault_cycles);
+    }
+
+    fn os_delay(&mut self, cost: u64) {
+        self.t += cost;
+        self.mem.cores[self.c].window.stall_until(self.t);
+    }
+
+    #[inline(always)]
+    fn data(&mut self, line: u64) {
+        self.mem.finish_ref(self.c, self.kind, line, self.issue, self.t);
+    }
+
+    fn reset_stats(&mut self) {
+        self.mem.reset_stats();
+    }
+
+    fn stall(&mut self, c: usize, cycles: u64) {
+        self.mem.stall(c, cycles);
+    }
+
+    #[inline(always)]
+    fn now(&self, c: usize) -> u64 {
+        self.mem.cores[c].window.now()
+    }
+
+    #[inline(always)]
+    fn instructions(&self, c: usize) -> u64 {
+        self.mem.cores[c].window.instructions()
+    }
+
+    fn steer(&mut self, s: Steer) {
+        self.mem.steer(s);
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, c: usize, line: u64) {
+        self.mem.prefetch_sets(c, line);
+    }
+}

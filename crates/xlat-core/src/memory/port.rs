@@ -1,0 +1,78 @@
+//! The memory port: how the translation side drives the memory side, one reference at a
+//! time. A reference dispatches, may miss the L1 TLBs (the L2 TLB's latency), may walk
+//! (reads of page-table entries, fixed delays of page-walk-cache and nested-TLB probes, OS
+//! fault handlers), and accesses its data. What a reference does to the caches, DRAM and the
+//! timing window follows from this sequence alone, so it can be done at once ([`Direct`]) or
+//! recorded and done on another thread (`host::pipeline`), with the same results.
+
+use crate::workload::RefKind;
+
+/// Which page table a walk reads: the native one, a VM's host (EPT) table, or a guest's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Table {
+    Native = 0,
+    Host = 1,
+    Guest = 2,
+}
+
+/// The memory side as the translation side sees it. Calls come in the order of a
+/// reference's life: `dispatch`, then `l2_tlb` if the L1 TLBs missed, then (for a walk)
+/// `walk_begin`, `delay`/`read_pte`/`fault` in the order their cycles add up, `walk_end`;
+/// finally `data`.
+pub trait MemPort {
+    /// The memory side's state is on this thread: prefetching it into the host's caches
+    /// ahead of use pays.
+    const LOCAL: bool;
+
+    /// A reference of `kind` on core `c` dispatches `delta` instructions after the previous
+    /// one, waiting for it if `dependent`.
+    fn dispatch(&mut self, c: usize, delta: u32, kind: RefKind, dependent: bool);
+    /// The L1 TLBs missed: the L2 TLB's lookup latency passes before anything else.
+    fn l2_tlb(&mut self);
+    /// A page walk begins (at once, or after the L2 TLB).
+    fn walk_begin(&mut self);
+    /// The walk spends `cycles` without touching memory (page-walk-cache and nested-TLB probes).
+    fn delay(&mut self, cycles: u64);
+    /// The walk reads a page-table entry of `table` in cache line `line` (physical).
+    fn read_pte(&mut self, line: u64, table: Table);
+    /// The OS's fault handler runs for `cost` cycles within the walk.
+    fn fault(&mut self, cost: u64);
+    /// The walk is done (it may have waited for a free walker).
+    fn walk_end(&mut self);
+    /// With a perfect TLB: the OS worked `cost` cycles to map the page (a precise exception:
+    /// the core stalls until then).
+    fn os_delay(&mut self, cost: u64);
+    /// The reference accesses its data in cache line `line` (physical) and completes.
+    fn data(&mut self, line: u64);
+    /// Warm-up is over: the memory side's statistics restart.
+    fn reset_stats(&mut self);
+    /// Core `c` loses `cycles` to OS work outside its references (a shootdown interrupt, a
+    /// context switch): its window stalls.
+    fn stall(&mut self, c: usize, cycles: u64);
+    /// Core `c`'s clock, in cycles (OS timers run by the machine's time).
+    fn now(&self, c: usize) -> u64;
+    /// Instructions core `c` has dispatched (epochs of mechanisms).
+    fn instructions(&self, c: usize) -> u64;
+    /// A mechanism changes how the memory side behaves.
+    fn steer(&mut self, s: Steer);
+    /// A recording port: ops recorded and not yet handed over.
+    #[inline(always)]
+    fn recorded(&self) -> usize {
+        0
+    }
+    /// A recording port: forget the ops after the first `n` (of a reference that failed).
+    fn truncate(&mut self, _n: usize) {}
+    /// Host-speed hint: core `c` will soon touch cache line `line` (no simulated effect).
+    #[inline(always)]
+    fn prefetch(&self, _c: usize, _line: u64) {}
+}
+
+/// A change to how the memory side behaves, asked for by a mechanism.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Steer {
+    /// Caches whose policy is `ptp` evict a non-page-table line with `probability`, and
+    /// protect the page-table lines of the cores whose bits are set: `cores` for the private
+    /// L2s, `llc` (by owner) for the LLC.
+    Ptp { probability: f64, cores: u64, llc: u64 },
+}

@@ -1,0 +1,106 @@
+//! One core's translation hardware: its TLB levels, page-walk caches and, for 2D walks, the
+//! host's page-walk cache (vPWC) and the nested TLB; and the context it translates for.
+
+use crate::addr::PageSize;
+use crate::config::{Config, Policy, PtFormat};
+use crate::stats::{CoreCounters, VirtCounters};
+use crate::translate::pwc::Pwc;
+use crate::translate::tlb::{Ctx, Invalidate, TlbLevel};
+
+pub struct Mmu {
+    pub itlb: TlbLevel,
+    pub dtlb: TlbLevel,
+    /// The unified L2 TLB (`tlb.l2`).
+    pub stlb: TlbLevel,
+    pub pwc: Pwc,
+    /// Host page-walk cache (vPWC, gPA prefixes) for 2D walks; empty natively.
+    pub vpwc: Pwc,
+    /// Nested TLB (gPA -> hPA) for 2D walks; empty natively.
+    pub ntlb: TlbLevel,
+    /// Address space this core runs (in a VM: a space of the VM's guest OS).
+    pub space: usize,
+    /// VM this core runs (0 natively).
+    pub vm: usize,
+    pub ctx: Ctx,
+    /// The counters of the glossary the translation side produces (references, TLB and
+    /// page-walk-cache lookups, walks, faults); the memory side counts the rest.
+    pub counters: CoreCounters,
+    pub vcounters: VirtCounters,
+}
+
+impl Mmu {
+    /// Core `id`'s translation hardware; `s` seeds its replacement (see
+    /// [`crate::memory::hierarchy::core_seed`]).
+    pub fn new(cfg: &Config, s: u64) -> Mmu {
+        use PageSize::*;
+        let dtlb = if cfg.tlb_l1d_unified {
+            TlbLevel::new(&[(cfg.tlb_l1d_entries, cfg.tlb_l1d_ways, &[Size4K, Size2M, Size1G])], cfg.tlb_l1d_policy, s + 1)
+        } else {
+            TlbLevel::new(
+                &[
+                    (cfg.tlb_l1d_entries, cfg.tlb_l1d_ways, &[Size4K]),
+                    (cfg.tlb_l1d_entries_2m, cfg.tlb_l1d_ways_2m, &[Size2M]),
+                    (cfg.tlb_l1d_entries_1g, cfg.tlb_l1d_ways_1g, &[Size1G]),
+                ],
+                cfg.tlb_l1d_policy,
+                s + 1,
+            )
+        };
+        let itlb = TlbLevel::new(
+            &[(cfg.tlb_l1i_entries, cfg.tlb_l1i_ways, &[Size4K]), (cfg.tlb_l1i_entries_2m, cfg.tlb_l1i_ways_2m, &[Size2M])],
+            cfg.tlb_l1i_policy,
+            s + 2,
+        );
+        let stlb = TlbLevel::new(
+            &[(cfg.tlb_l2_entries, cfg.tlb_l2_ways, &[Size4K, Size2M]), (cfg.tlb_l2_entries_1g, cfg.tlb_l2_ways_1g, &[Size1G])],
+            cfg.tlb_l2_policy,
+            s + 3,
+        );
+        // A PWC table is indexed by the lowest level of the node whose entries it caches
+        // (tag = VA >> 12+9(level-1)). A flattened L4+L3 root's entries are keyed by
+        // VA[47:30], like L3 entries, in the table the paper sizes separately.
+        let mut pwc_entries = [0, 0, cfg.pwc_l2_entries, cfg.pwc_l3_entries, cfg.pwc_l4_entries, cfg.pwc_l5_entries];
+        if matches!(cfg.pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
+            pwc_entries[3] = cfg.pwc_flat_entries;
+        }
+        if cfg.pt_format != PtFormat::Radix5 {
+            pwc_entries[5] = 0;
+        }
+        let v = cfg.virt_enabled;
+        let mut vpwc_entries = if v {
+            [0, 0, cfg.virt_host_pwc_l2_entries, cfg.virt_host_pwc_l3_entries, cfg.virt_host_pwc_l4_entries, cfg.virt_host_pwc_l5_entries]
+        } else {
+            [0; 6]
+        };
+        if v && matches!(cfg.virt_host_pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
+            vpwc_entries[3] = cfg.virt_host_pwc_flat_entries;
+        }
+        let ntlb_entries = if v { cfg.tlb_nested_entries } else { 0 };
+        let ntlb = TlbLevel::new(&[(ntlb_entries, cfg.tlb_nested_ways, &[Size4K, Size2M, Size1G])], Policy::Lru, s + 8);
+        Mmu {
+            itlb,
+            dtlb,
+            stlb,
+            pwc: Pwc::new(pwc_entries, s + 7),
+            vpwc: Pwc::new(vpwc_entries, s + 9),
+            ntlb,
+            space: 0,
+            vm: 0,
+            ctx: 1,
+            counters: CoreCounters::default(),
+            vcounters: VirtCounters::default(),
+        }
+    }
+
+    /// Drop the translations `what` names from the TLBs and the page-walk cache (what
+    /// INVLPG, INVPCID and INVVPID reach); returns how many entries went.
+    pub fn invalidate(&mut self, what: Invalidate) -> usize {
+        self.itlb.invalidate(what) + self.dtlb.invalidate(what) + self.stlb.invalidate(what) + self.pwc.invalidate(what)
+    }
+
+    /// Drop host-side translations of VMs (nested TLB and vPWC): the gPA ranges and contexts
+    /// of `what` are a VM's (`VPID << 12`), as INVEPT.
+    pub fn invalidate_nested(&mut self, what: Invalidate) -> usize {
+        self.ntlb.invalidate(what) + self.vpwc.invalidate(what)
+    }
+}

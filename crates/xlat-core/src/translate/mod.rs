@@ -1,0 +1,249 @@
+//! The translation side: each core's MMU (TLB levels, page-walk caches), the walker, and the
+//! OS that owns the page tables and handles faults. A reference is looked up in the L1 and
+//! L2 TLBs; on a miss the walker reads the page tables through the memory port; on a fault
+//! the OS maps the page and the walk starts again. Everything that takes time is told to the
+//! memory port, which may do it at once or record it for another thread.
+
+pub mod mmu;
+pub mod pwc;
+pub mod tlb;
+pub mod walker;
+
+use crate::addr::{PageSize, VirtAddr};
+use crate::config::Config;
+use crate::error::SimError;
+use crate::mech::Mechs;
+use crate::memory::port::MemPort;
+use crate::os::Os;
+use crate::sched::{Sched, Scope};
+use crate::translate::mmu::Mmu;
+use crate::translate::tlb::TlbEntry;
+use crate::translate::walker::{HostTable, WalkParams, Walked, Walker};
+use crate::virt::Vm;
+use crate::workload::{Ref, RefKind};
+
+pub struct Translator {
+    pub(crate) cfg: Config,
+    /// Per core.
+    pub mmus: Vec<Mmu>,
+    /// The OS natively; virtualized, the host OS (the hypervisor), whose address spaces
+    /// are the VMs' guest-physical memories (their page tables are the EPTs).
+    pub os: Os,
+    /// Virtualized: the VMs, each with its guest OS. Empty natively.
+    pub vms: Vec<Vm>,
+    /// Processes on cores and the OS's next background event.
+    pub sched: Sched,
+    pub mechs: Mechs,
+    pub(crate) walk: WalkParams,
+    /// Virtualized (2D walks).
+    pub(crate) virt: bool,
+}
+
+impl Translator {
+    pub(crate) fn perfect(&self) -> bool {
+        self.cfg.tlb_perfect
+    }
+
+    /// Simulate one reference on core `c`: dispatch, translation, data access, through `port`.
+    #[inline]
+    pub fn step<P: MemPort>(&mut self, c: usize, r: Ref, port: &mut P) -> Result<(), SimError> {
+        let kind = r.kind();
+        let va = VirtAddr(r.va);
+        port.dispatch(c, r.inst_delta, kind, r.is_dependent());
+        let (frame, size) = self.translate(c, va, kind, port)?;
+        let k = &mut self.mmus[c].counters;
+        k.refs += 1;
+        match kind {
+            RefKind::Load => k.loads += 1,
+            RefKind::Store => k.stores += 1,
+            RefKind::Fetch => k.fetches += 1,
+        }
+        port.data(((frame << 12) + va.offset(size)) >> 6);
+        if self.mechs.epochs && self.mechs.epoch_due(c, port.instructions(c)) {
+            for s in self.mechs.on_epoch(c, port.instructions(c), &mut self.mmus[c].counters) {
+                port.steer(s);
+            }
+        }
+        Ok(())
+    }
+
+    /// Translate `va` for core `c`: L1 TLB, L2 TLB, then a walk. Returns the page's first
+    /// frame and its size.
+    #[inline]
+    fn translate<P: MemPort>(&mut self, c: usize, va: VirtAddr, kind: RefKind, port: &mut P) -> Result<(u64, PageSize), SimError> {
+        let write = kind == RefKind::Store;
+        let fetch = kind == RefKind::Fetch;
+        if self.cfg.tlb_perfect {
+            return self.translate_perfect(c, va, write, port);
+        }
+        let mmu = &mut self.mmus[c];
+        let ctx = mmu.ctx;
+        let l1 = if fetch { &mut mmu.itlb } else { &mut mmu.dtlb };
+        let k = &mut mmu.counters;
+        if fetch {
+            k.l1i_tlb_accesses += 1;
+        } else {
+            k.l1d_tlb_accesses += 1;
+        }
+        if let Some((e, size)) = l1.lookup(va, ctx) {
+            if !write || e.dirty {
+                if fetch {
+                    k.l1i_tlb_hits += 1;
+                } else {
+                    k.l1d_tlb_hits += 1;
+                    match size {
+                        PageSize::Size4K => k.l1d_tlb_hits_4k += 1,
+                        PageSize::Size2M => k.l1d_tlb_hits_2m += 1,
+                        PageSize::Size1G => k.l1d_tlb_hits_1g += 1,
+                    }
+                }
+                return Ok((e.frame, size));
+            }
+            // A store through a clean translation: the hardware walks to set the PTE's D bit.
+            k.dirty_walks += 1;
+            return self.walk_and_fill(c, va, write, fetch, false, port);
+        }
+        if fetch {
+            k.l1i_tlb_misses += 1;
+        } else {
+            k.l1d_tlb_misses += 1;
+        }
+        k.l2_tlb_accesses += 1;
+        port.l2_tlb();
+        let in_l2 = match mmu.stlb.lookup(va, ctx) {
+            Some((e, size)) => {
+                k.l2_tlb_hits += 1;
+                if !write || e.dirty {
+                    let l1 = if fetch { &mut mmu.itlb } else { &mut mmu.dtlb };
+                    l1.insert_absent(va, size, ctx, e);
+                    return Ok((e.frame, size));
+                }
+                k.dirty_walks += 1;
+                true
+            }
+            None => {
+                k.l2_tlb_misses += 1;
+                false
+            }
+        };
+        self.walk_and_fill(c, va, write, fetch, !in_l2, port)
+    }
+
+    /// Walk and fill the TLBs. `missed`: neither TLB level holds `va` (no probe on fill);
+    /// otherwise this walk only sets a dirty bit and the fills replace cached copies.
+    fn walk_and_fill<P: MemPort>(&mut self, c: usize, va: VirtAddr, write: bool, fetch: bool, missed: bool, port: &mut P) -> Result<(u64, PageSize), SimError> {
+        port.walk_begin();
+        let (e, size) = self.walk(c, va, write, port)?;
+        port.walk_end();
+        let mmu = &mut self.mmus[c];
+        let ctx = mmu.ctx;
+        let l1 = if fetch { &mut mmu.itlb } else { &mut mmu.dtlb };
+        if missed {
+            mmu.stlb.insert_absent(va, size, ctx, e);
+            l1.insert_absent(va, size, ctx, e);
+        } else {
+            mmu.stlb.insert(va, size, ctx, e);
+            l1.insert(va, size, ctx, e);
+        }
+        Ok((e.frame, size))
+    }
+
+    /// A page walk for `va` on core `c`, natively or 2D; on a fault the OS (the guest's, or
+    /// the host's for an EPT violation) maps the page, the port is told what it cost, and
+    /// the walk starts again (the instruction re-executes: a second walk).
+    fn walk<P: MemPort>(&mut self, c: usize, va: VirtAddr, write: bool, port: &mut P) -> Result<(TlbEntry, PageSize), SimError> {
+        // Each fault maps one more page (natively the page; in a VM a guest page, or the
+        // host page behind a guest page-table node or data page): a handful at most.
+        for _ in 0..64 {
+            let (space, vm) = (self.mmus[c].space, self.mmus[c].vm);
+            let mut w = Walker { mmu: &mut self.mmus[c], port: &mut *port, mechs: &mut self.mechs, p: &self.walk, c };
+            let walked = if self.virt {
+                let v = &mut self.vms[vm];
+                let mut host = HostTable { pt: &mut self.os.pt, root: self.os.spaces[v.space].root, ctx: v.ctx };
+                w.walk_2d(&mut v.os.pt, v.os.spaces[space].root, &mut host, va, write)
+            } else {
+                w.walk(&mut self.os.pt, self.os.spaces[space].root, va, write)
+            };
+            let cost = match walked {
+                Walked::Leaf(e, size) => return Ok((e, size)),
+                Walked::Fault if !self.virt => {
+                    self.os.fault_on(c, space, va, write)?;
+                    let cost = self.cfg.os_fault_cycles + self.os_sync(Some(c), port);
+                    self.mmus[c].counters.faults += 1;
+                    cost
+                }
+                Walked::Fault => {
+                    let gb = self.cfg.virt_guest_mem_gb;
+                    self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::virt::guest_error(vm, gb, e))?;
+                    let cost = self.cfg.os_fault_cycles + self.sync(Scope::Guest(vm), Some(c), port);
+                    self.mmus[c].counters.faults += 1;
+                    cost
+                }
+                Walked::HostFault { gpa, data } => {
+                    let (hspace, gb) = (self.vms[vm].space, self.cfg.phys_size_gb);
+                    self.os.fault_on(c, hspace, VirtAddr(gpa), write && data).map_err(|e| crate::virt::host_error(vm, gb, gpa, e))?;
+                    let cost = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
+                    let v = &mut self.mmus[c].vcounters;
+                    v.ept_violations += 1;
+                    v.ept_fault_cycles += cost;
+                    cost
+                }
+            };
+            self.mmus[c].counters.fault_cycles += cost;
+            port.fault(cost);
+        }
+        unreachable!("the walk of {:#x} keeps faulting after the OS mapped its pages", va.0)
+    }
+
+    /// A perfect TLB: translate functionally, faulting in the OS (the guest's and the
+    /// host's in a VM) as needed; the core stalls for the handlers.
+    fn translate_perfect<P: MemPort>(&mut self, c: usize, va: VirtAddr, write: bool, port: &mut P) -> Result<(u64, PageSize), SimError> {
+        let (space, vm) = (self.mmus[c].space, self.mmus[c].vm);
+        if !self.virt {
+            if let Some((frame, size)) = self.os.translate(space, va) {
+                return Ok((frame.0, size));
+            }
+            self.os.fault_on(c, space, va, write)?;
+            let cost = self.cfg.os_fault_cycles + self.os_sync(Some(c), port);
+            let k = &mut self.mmus[c].counters;
+            k.faults += 1;
+            k.fault_cycles += cost;
+            let (frame, size) = self.os.translate(space, va).expect("the fault handler mapped the page");
+            port.os_delay(cost);
+            return Ok((frame.0, size));
+        }
+        let mut cost = 0;
+        let (gframe, gsize) = match self.vms[vm].os.translate(space, va) {
+            Some(m) => m,
+            None => {
+                let gb = self.cfg.virt_guest_mem_gb;
+                self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::virt::guest_error(vm, gb, e))?;
+                cost += self.cfg.os_fault_cycles + self.sync(Scope::Guest(vm), Some(c), port);
+                self.mmus[c].counters.faults += 1;
+                self.vms[vm].os.translate(space, va).expect("the guest's fault handler mapped the page")
+            }
+        };
+        let gpa = VirtAddr(gframe.addr().0 + va.offset(gsize));
+        let hspace = self.vms[vm].space;
+        let (hframe, hsize) = match self.os.translate(hspace, gpa) {
+            Some(m) => m,
+            None => {
+                let gb = self.cfg.phys_size_gb;
+                self.os.fault_on(c, hspace, gpa, write).map_err(|e| crate::virt::host_error(vm, gb, gpa.0, e))?;
+                let ept = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
+                let v = &mut self.mmus[c].vcounters;
+                v.ept_violations += 1;
+                v.ept_fault_cycles += ept;
+                cost += ept;
+                self.os.translate(hspace, gpa).expect("the host's fault handler mapped the page")
+            }
+        };
+        self.mmus[c].counters.fault_cycles += cost;
+        let size = gsize.min(hsize);
+        let hpa = hframe.addr().0 + gpa.offset(hsize);
+        if cost > 0 {
+            port.os_delay(cost);
+        }
+        Ok(((hpa & !(size.bytes() - 1)) >> 12, size))
+    }
+}

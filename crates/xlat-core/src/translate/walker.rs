@@ -1,0 +1,388 @@
+//! The page walker: one loop that walks a native, guest or host (EPT) table, generic over
+//! the memory port its reads go through. It reads real entries of the OS's page tables,
+//! sets accessed (and, on a store's leaf, dirty) bits as hardware does, starts below the
+//! longest page-walk-cache hit and fills the page-walk caches. A 2D walk runs the guest
+//! table's loop with every guest entry's address, and the final data address, translated
+//! through the nested TLB or a walk of the host table. The walker knows the memory port, the
+//! page tables and the core's MMU, not the machine: a fault is returned to the caller, which
+//! asks the OS to map the page and walks again.
+
+use crate::addr::{PageSize, VirtAddr};
+use crate::mech::Mechs;
+use crate::memory::port::{MemPort, Table};
+use crate::pt::{leaf_size, NodeId, PageTables, NO_NODE, PTE_A, PTE_D, PTE_P, PTE_PFN_MASK};
+use crate::translate::mmu::Mmu;
+use crate::translate::tlb::{Ctx, TlbEntry};
+
+/// Which table a walk loop reads (its const parameter; see [`Table`]).
+const NATIVE: u8 = Table::Native as u8;
+const HOST: u8 = Table::Host as u8;
+const GUEST: u8 = Table::Guest as u8;
+
+/// One entry a walk read, as mechanisms see it ([`crate::mech::Mechanism::on_walk_step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkStep {
+    pub table: Table,
+    /// The address being translated (guest-physical for a host table).
+    pub va: VirtAddr,
+    /// Level of the entry (1 = a 4 KB leaf's; a flattened node's entries have the lower of
+    /// its two levels).
+    pub level: u8,
+    /// The entry as the walk found it, before the walker set its accessed bit.
+    pub entry: u64,
+    pub node: NodeId,
+    pub index: usize,
+}
+
+/// What the walker needs of the configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct WalkParams {
+    /// Page-walk-cache lookup cycles (all levels in parallel), per walk of a table.
+    pub pwc_latency: u64,
+    /// Nested TLB lookup cycles.
+    pub nested_latency: u64,
+    /// Levels of the native or guest table, and of the host table.
+    pub top: u8,
+    pub host_top: u8,
+    /// The cores have a nested TLB, and it caches the final data translation too.
+    pub ntlb: bool,
+    pub nested_tlb_data: bool,
+}
+
+/// What one walk found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Walked {
+    /// The translation, at this page size (2D: the smaller of the guest and host pages).
+    Leaf(TlbEntry, PageSize),
+    /// A not-present entry of the native or guest table: a page fault.
+    Fault,
+    /// The host does not map guest-physical `gpa`: an EPT violation, on the data page
+    /// (`data`) or on a guest page-table node.
+    HostFault { gpa: u64, data: bool },
+}
+
+/// What walking one table found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Found {
+    /// A present leaf: the entry (with the A/D bits the walk set) and the page size.
+    Leaf(u64, PageSize),
+    /// A not-present entry.
+    Missing,
+    /// Guest table: the host does not map the guest-physical address of an entry.
+    HostMissing(u64),
+}
+
+/// A VM's host table, for the nested translations of a 2D walk.
+pub struct HostTable<'a> {
+    pub pt: &'a mut PageTables,
+    pub root: NodeId,
+    /// The VM's host-side context (its VPID, PCID 0).
+    pub ctx: Ctx,
+}
+
+/// A walk on core `c`'s MMU, its reads going through `port`, its steps shown to `mechs`.
+pub struct Walker<'a, P: MemPort> {
+    pub mmu: &'a mut Mmu,
+    pub port: &'a mut P,
+    pub mechs: &'a mut Mechs,
+    pub p: &'a WalkParams,
+    pub c: usize,
+}
+
+impl<P: MemPort> Walker<'_, P> {
+    /// Walk the native table at `root` for `va`.
+    #[inline]
+    pub fn walk(&mut self, pt: &mut PageTables, root: NodeId, va: VirtAddr, write: bool) -> Walked {
+        let ctx = self.mmu.ctx;
+        let (level, node) = self.pwc_start::<NATIVE>(va, ctx, self.p.top, root);
+        self.mmu.counters.walks += 1;
+        self.port.delay(self.p.pwc_latency);
+        match self.walk_table::<NATIVE>(pt, va, ctx, level, node, write, |_, a| Some(a >> 6)) {
+            Found::Leaf(e, size) => Walked::Leaf(TlbEntry { frame: (e & PTE_PFN_MASK) >> 12, dirty: e & PTE_D != 0 }, size),
+            _ => Walked::Fault,
+        }
+    }
+
+    /// A 2D walk for guest-virtual `va` (the flattening paper's Fig. 8a): the guest PWC
+    /// picks where the guest walk starts; every guest entry's gPA and the final data gPA go
+    /// through [`Walker::nested_translate`]. The entry maps gVA -> hPA at the smaller of the
+    /// guest and host page sizes, dirty when both leaves are.
+    pub fn walk_2d(&mut self, gpt: &mut PageTables, groot: NodeId, host: &mut HostTable, va: VirtAddr, write: bool) -> Walked {
+        let ctx = self.mmu.ctx;
+        let (level, node) = self.pwc_start::<GUEST>(va, ctx, self.p.top, groot);
+        self.mmu.counters.walks += 1;
+        self.port.delay(self.p.pwc_latency);
+        let found =
+            self.walk_table::<GUEST>(gpt, va, ctx, level, node, write, |w, gpa| w.nested_translate(host, gpa, false, false).map(|(hpa, _, _)| hpa >> 6));
+        match found {
+            Found::Leaf(ge, gsize) => {
+                let gpa = (ge & PTE_PFN_MASK) + va.offset(gsize);
+                match self.nested_translate(host, gpa, write, true) {
+                    Some((hpa, hsize, hdirty)) => {
+                        let size = gsize.min(hsize);
+                        let frame = (hpa & !(size.bytes() - 1)) >> 12;
+                        Walked::Leaf(TlbEntry { frame, dirty: ge & PTE_D != 0 && hdirty }, size)
+                    }
+                    None => Walked::HostFault { gpa, data: true },
+                }
+            }
+            Found::HostMissing(gpa) => Walked::HostFault { gpa, data: false },
+            Found::Missing => Walked::Fault,
+        }
+    }
+
+    /// Translate guest-physical `gpa` for a 2D walk: the nested TLB (for the final data
+    /// address only with `virt.nested_tlb_data`), else the vPWC and a walk of the host table,
+    /// whose result fills the nested TLB. `data`: the walk's final data address (a store
+    /// sets the host leaf's D bit). Returns the host-physical address, the host page size
+    /// and whether the host leaf is dirty, or `None` when the host maps nothing there.
+    fn nested_translate(&mut self, host: &mut HostTable, gpa: u64, write: bool, data: bool) -> Option<(u64, PageSize, bool)> {
+        let ntlb = self.p.ntlb && (!data || self.p.nested_tlb_data);
+        let ctx = host.ctx;
+        let g = VirtAddr(gpa);
+        // Whether the nested TLB holds no translation of `gpa` (not even a clean one that a
+        // store must walk to dirty): its fill then needs no probe.
+        let mut ntlb_absent = false;
+        if ntlb {
+            self.port.delay(self.p.nested_latency);
+            match self.mmu.ntlb.lookup(g, ctx) {
+                Some((e, size)) if !write || e.dirty => {
+                    self.mmu.vcounters.nested_tlb_hits += 1;
+                    return Some(((e.frame << 12) + g.offset(size), size, e.dirty));
+                }
+                found => {
+                    ntlb_absent = found.is_none();
+                    self.mmu.vcounters.nested_tlb_misses += 1
+                }
+            }
+        }
+        self.mmu.vcounters.host_walks += 1;
+        let (level, node) = self.pwc_start::<HOST>(g, ctx, self.p.host_top, host.root);
+        self.port.delay(self.p.pwc_latency);
+        match self.walk_table::<HOST>(host.pt, g, ctx, level, node, write, |_, a| Some(a >> 6)) {
+            Found::Leaf(e, size) => {
+                let e = TlbEntry { frame: (e & PTE_PFN_MASK) >> 12, dirty: e & PTE_D != 0 };
+                if ntlb_absent {
+                    self.mmu.ntlb.insert_absent(g, size, ctx, e);
+                } else if ntlb {
+                    self.mmu.ntlb.insert(g, size, ctx, e);
+                }
+                Some(((e.frame << 12) + g.offset(size), size, e.dirty))
+            }
+            _ => None,
+        }
+    }
+
+    /// Probe the page-walk cache of table `D` (the vPWC for the host table, the PWC
+    /// otherwise) for `va` and count its hits per level; returns where the walk starts.
+    #[inline(always)]
+    fn pwc_start<const D: u8>(&mut self, va: VirtAddr, ctx: Ctx, top: u8, root: NodeId) -> (u8, NodeId) {
+        let mmu = &mut *self.mmu;
+        let mut hits = [false; 6];
+        let pwc = if D == HOST { &mut mmu.vpwc } else { &mut mmu.pwc };
+        let start = pwc.lookup(va, ctx, top, &mut hits);
+        if D == HOST {
+            let k = &mut mmu.vcounters;
+            mmu.vpwc.tally(
+                &hits,
+                [
+                    (&mut k.vpwc_l2_hits, &mut k.vpwc_l2_misses),
+                    (&mut k.vpwc_l3_hits, &mut k.vpwc_l3_misses),
+                    (&mut k.vpwc_l4_hits, &mut k.vpwc_l4_misses),
+                    (&mut k.vpwc_l5_hits, &mut k.vpwc_l5_misses),
+                ],
+            );
+        } else {
+            let k = &mut mmu.counters;
+            mmu.pwc.tally(
+                &hits,
+                [
+                    (&mut k.pwc_l2_hits, &mut k.pwc_l2_misses),
+                    (&mut k.pwc_l3_hits, &mut k.pwc_l3_misses),
+                    (&mut k.pwc_l4_hits, &mut k.pwc_l4_misses),
+                    (&mut k.pwc_l5_hits, &mut k.pwc_l5_misses),
+                ],
+            );
+        }
+        match start {
+            Some(h) => (h.level, h.node),
+            None => (top, root),
+        }
+    }
+
+    /// Walk table `D` (`pt`) for `va` from `node`, a node at `level`: read each entry
+    /// through the port (at the physical line `line_of(walker, entry address)` gives; for a
+    /// guest table, after translating the entry's guest-physical address), set A (and D on
+    /// the leaf for a store), and fill the table's page-walk cache.
+    #[inline]
+    #[allow(clippy::too_many_arguments)] // (the walk's state, passed by value in registers)
+    fn walk_table<const D: u8>(
+        &mut self,
+        pt: &mut PageTables,
+        va: VirtAddr,
+        ctx: Ctx,
+        mut level: u8,
+        mut node: NodeId,
+        write: bool,
+        mut line_of: impl FnMut(&mut Self, u64) -> Option<u64>,
+    ) -> Found {
+        let table = match D {
+            NATIVE => Table::Native,
+            HOST => Table::Host,
+            _ => Table::Guest,
+        };
+        loop {
+            let (idx, entry_level) = pt.index_at(node, level, va);
+            let addr = pt.node(node).entry_addr(idx).0;
+            let Some(line) = line_of(self, addr) else {
+                return Found::HostMissing(addr);
+            };
+            self.port.read_pte(line, table);
+            let e = pt.entry(node, idx);
+            self.mechs.on_walk_step(self.c, &WalkStep { table, va, level: entry_level, entry: e, node, index: idx });
+            if e & PTE_P == 0 {
+                return Found::Missing;
+            }
+            let leaf = leaf_size(entry_level, e);
+            // Hardware sets the accessed bit of every entry it uses, and the dirty bit of
+            // the leaf when the access is a store.
+            let mut set = PTE_A;
+            if leaf.is_some() && write {
+                set |= PTE_D;
+            }
+            if e & set != set {
+                pt.set_bits(node, idx, set);
+            }
+            if let Some(size) = leaf {
+                return Found::Leaf(e | set, size);
+            }
+            let child = pt.node(node).children[idx];
+            debug_assert_ne!(child, NO_NODE);
+            if D == HOST {
+                self.mmu.vpwc.fill_missed(va, ctx, entry_level, child);
+            } else {
+                self.mmu.pwc.fill_missed(va, ctx, entry_level, child);
+            }
+            node = child;
+            level = entry_level - 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Frame;
+    use crate::config::Config;
+    use crate::memory::port::Steer;
+    use crate::phys::PhysMem;
+    use crate::pt::PTE_RW;
+    use crate::workload::RefKind;
+
+    /// What the walker asked of the memory side, in order.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Call {
+        Delay(u64),
+        Pte(u64, Table),
+    }
+
+    /// A memory port that only writes down the walk's calls (the walker never dispatches or
+    /// touches data: those are the translator's).
+    #[derive(Default)]
+    struct FakePort(Vec<Call>);
+
+    impl MemPort for FakePort {
+        const LOCAL: bool = false;
+        fn dispatch(&mut self, _: usize, _: u32, _: RefKind, _: bool) {
+            unreachable!()
+        }
+        fn l2_tlb(&mut self) {
+            unreachable!()
+        }
+        fn walk_begin(&mut self) {
+            unreachable!()
+        }
+        fn delay(&mut self, cycles: u64) {
+            self.0.push(Call::Delay(cycles));
+        }
+        fn read_pte(&mut self, line: u64, table: Table) {
+            self.0.push(Call::Pte(line, table));
+        }
+        fn fault(&mut self, _: u64) {
+            unreachable!()
+        }
+        fn walk_end(&mut self) {
+            unreachable!()
+        }
+        fn os_delay(&mut self, _: u64) {
+            unreachable!()
+        }
+        fn data(&mut self, _: u64) {
+            unreachable!()
+        }
+        fn reset_stats(&mut self) {}
+        fn stall(&mut self, _: usize, _: u64) {}
+        fn now(&self, _: usize) -> u64 {
+            0
+        }
+        fn instructions(&self, _: usize) -> u64 {
+            0
+        }
+        fn steer(&mut self, _: Steer) {}
+    }
+
+    /// The line of the entry for `va` at each level of the 4-level table at `root`, top first.
+    fn entry_lines(pt: &PageTables, root: NodeId, va: VirtAddr) -> Vec<u64> {
+        let (mut node, mut out) = (root, Vec::new());
+        for level in (1..=4).rev() {
+            let idx = va.index(level);
+            out.push(pt.node(node).entry_addr(idx).0 >> 6);
+            if level > 1 {
+                node = pt.node(node).children[idx];
+            }
+        }
+        out
+    }
+
+    /// A native walk between a fake memory port and a real table: a cold walk reads the four
+    /// entries of the path, top first, after one page-walk-cache probe, and sets their A
+    /// bits (and the leaf's D bit for a store); the page-walk cache then lets a walk of the
+    /// next page read its L1 entry only; an unmapped page's walk stops at the first
+    /// not-present entry and reports a fault.
+    #[test]
+    fn walks_read_the_path_through_the_port() {
+        let mut phys = PhysMem::new(1 << 30);
+        let mut pt = PageTables::new();
+        let root = pt.alloc_node(&mut phys, 4).unwrap();
+        let va = VirtAddr(0x7f12_3456_7000);
+        for (i, page) in [va, VirtAddr(va.0 + 4096)].into_iter().enumerate() {
+            let _ = pt.map(&mut phys, root, 4, page, Frame(0x1234 + i as u64), PageSize::Size4K, PTE_RW).unwrap();
+        }
+        let cfg = Config::default();
+        let mut mmu = Mmu::new(&cfg, 1);
+        let mut mechs = Mechs::new(Vec::new(), 1);
+        let p = WalkParams { pwc_latency: 3, nested_latency: 1, top: 4, host_top: 4, ntlb: false, nested_tlb_data: false };
+        let mut port = FakePort::default();
+        let mut w = Walker { mmu: &mut mmu, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
+
+        assert_eq!(w.walk(&mut pt, root, VirtAddr(va.0 + 0x10), true), Walked::Leaf(TlbEntry { frame: 0x1234, dirty: true }, PageSize::Size4K));
+        let mut want = vec![Call::Delay(3)];
+        want.extend(entry_lines(&pt, root, va).into_iter().map(|l| Call::Pte(l, Table::Native)));
+        assert_eq!(w.port.0, want);
+        let m = pt.translate(root, 4, va).unwrap();
+        assert_eq!(m.entry & (PTE_A | PTE_D), PTE_A | PTE_D, "the store's walk set the leaf's A and D bits");
+
+        w.port.0.clear();
+        let next = VirtAddr(va.0 + 4096);
+        assert_eq!(w.walk(&mut pt, root, next, false), Walked::Leaf(TlbEntry { frame: 0x1235, dirty: false }, PageSize::Size4K));
+        assert_eq!(w.port.0, vec![Call::Delay(3), Call::Pte(entry_lines(&pt, root, next)[3], Table::Native)]);
+        assert_eq!(pt.translate(root, 4, next).unwrap().entry & (PTE_A | PTE_D), PTE_A, "a load sets A only");
+
+        // Another 1 GB region: the L4 entry is present (the PWC has it), the L3 entry not.
+        w.port.0.clear();
+        assert_eq!(w.walk(&mut pt, root, VirtAddr(va.0 + (1 << 30)), false), Walked::Fault);
+        assert_eq!(w.port.0.len(), 2, "a PWC probe and the one L3 read: {:?}", w.port.0);
+        // (Every level is probed on every walk: the second walk hits L4, L3 and L2; the third L4.)
+        assert_eq!((w.mmu.counters.walks, w.mmu.counters.pwc_l2_hits, w.mmu.counters.pwc_l4_hits), (3, 1, 2));
+    }
+}
