@@ -5,7 +5,7 @@
 use std::fmt;
 use thiserror::Error;
 
-pub use crate::frag::Fragmentation;
+pub use crate::os::frag::Fragmentation;
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ConfigError {
@@ -517,8 +517,8 @@ impl Config {
     }
 
     /// The page-table layout `pt.format` selects.
-    pub fn pt_layout(&self) -> crate::pt::Layout {
-        use crate::pt::Layout;
+    pub fn pt_layout(&self) -> crate::os::pt::Layout {
+        use crate::os::pt::Layout;
         match self.pt_format {
             PtFormat::Radix4 => Layout::Radix4,
             PtFormat::Radix5 => Layout::Radix5,

@@ -1,5 +1,5 @@
 //! Why a simulation could not complete.
-use crate::pt::PtError;
+use crate::os::pt::PtError;
 use crate::workload::SourceError;
 use thiserror::Error;
 

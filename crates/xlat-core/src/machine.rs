@@ -11,8 +11,8 @@ use crate::host::prefetch::{prefetch_ahead, prefetch_ahead_2d, PrefetchRing};
 use crate::mech::Mechs;
 use crate::memory::hierarchy::core_seed;
 use crate::memory::{Direct, MemPort, MemorySide};
+use crate::os::sched::Scope;
 use crate::os::Os;
-use crate::sched::Scope;
 use crate::stats::{derived, derived_virt, emit_cache, emit_os, CoreCounters, Stats, VirtCounters};
 use crate::translate::mmu::Mmu;
 use crate::translate::tlb::Invalidate;
@@ -67,7 +67,7 @@ impl Machine {
         if streams as u64 > cfg.system_cores {
             return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores });
         }
-        let (os, vms, sched) = crate::sched::boot(cfg, streams, regions, seed)?;
+        let (os, vms, sched) = crate::os::sched::boot(cfg, streams, regions, seed)?;
         let mmus = (0..streams)
             .map(|i| {
                 let mut m = Mmu::new(cfg, core_seed(seed, i as u64));
@@ -110,11 +110,11 @@ impl Machine {
             let (ggb, hgb) = (xl.cfg.virt_guest_mem_gb, xl.cfg.phys_size_gb);
             for vm in 0..xl.vms.len() {
                 for s in 0..xl.vms[vm].os.spaces.len() {
-                    xl.vms[vm].os.prefault(s).map_err(|e| crate::virt::guest_error(vm, ggb, e))?;
+                    xl.vms[vm].os.prefault(s).map_err(|e| crate::os::virt::guest_error(vm, ggb, e))?;
                 }
                 let space = xl.vms[vm].space;
                 for (start, len) in xl.vms[vm].os.memory_in_use() {
-                    xl.os.prefault_range(space, start, start + len).map_err(|e| crate::virt::host_error(vm, hgb, start, e))?;
+                    xl.os.prefault_range(space, start, start + len).map_err(|e| crate::os::virt::host_error(vm, hgb, start, e))?;
                 }
             }
         } else {
@@ -276,6 +276,7 @@ impl Machine {
         } else {
             emit_os(&mut s, "", &[&self.xl.os], top);
         }
+        self.xl.mechs.emit_stats(&mut s);
         s
     }
 }
@@ -291,11 +292,19 @@ impl Translator {
         for vm in &mut self.vms {
             vm.os.counters = Default::default();
         }
+        self.mechs.reset_stats();
     }
 
-    /// Invalidate translations `what` names on every core (TLBs and page-walk caches).
+    /// Invalidate the translations `what` names on core `c`: in its TLBs and page-walk cache
+    /// (what INVLPG, INVPCID, INVVPID and a CR3 write reach) and in every mechanism's
+    /// structures. Returns how many entries went.
+    pub fn invalidate(&mut self, c: usize, what: Invalidate) -> usize {
+        self.mmus[c].invalidate(what) + self.mechs.on_invalidate(c, what)
+    }
+
+    /// [`Translator::invalidate`] on every core.
     pub fn shootdown(&mut self, what: Invalidate) -> usize {
-        self.mmus.iter_mut().map(|m| m.invalidate(what)).sum()
+        (0..self.mmus.len()).map(|c| self.invalidate(c, what)).sum()
     }
 
     /// Invalidate host-side translations of VMs (nested TLBs and vPWCs) on every core: the
@@ -366,7 +375,7 @@ pub(crate) fn run_loop<P: MemPort>(
                 return Err(e);
             }
             done += 1;
-            if done & (crate::sched::EVENT_CHECK - 1) == 0 && xl.sched.next_event != u64::MAX {
+            if done & (crate::os::sched::EVENT_CHECK - 1) == 0 && xl.sched.next_event != u64::MAX {
                 xl.os_events(port)?;
             }
             if !warm && done == opts.warmup {

@@ -3,7 +3,7 @@
 //! number here is derived by hand in the comment above it.
 
 use xlat_core::addr::{PageSize, VirtAddr};
-use xlat_core::pt::{PTE_A, PTE_D};
+use xlat_core::os::pt::{PTE_A, PTE_D};
 use xlat_core::{Config, Machine, Ref, RunOptions, VecSource};
 
 fn cfg(pairs: &[(&str, &str)]) -> Config {

@@ -4,7 +4,7 @@
 //! functional walk of the page tables.
 
 use xlat_core::addr::{PageSize, VirtAddr};
-use xlat_core::pt::PTE_D;
+use xlat_core::os::pt::PTE_D;
 use xlat_core::{Config, Machine, Ref, Region, RunOptions, Stats, VecSource};
 
 const MB: u64 = 1 << 20;

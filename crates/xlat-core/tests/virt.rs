@@ -5,7 +5,7 @@
 //! derived by hand in the comment above it.
 
 use xlat_core::addr::{PageSize, VirtAddr};
-use xlat_core::pt::{PTE_A, PTE_D};
+use xlat_core::os::pt::{PTE_A, PTE_D};
 use xlat_core::{Config, Machine, Ref, RunOptions, Stats, VecSource};
 
 mod common;
@@ -238,7 +238,7 @@ fn walks_set_accessed_and_dirty_bits_in_both_tables() {
         let sp = &vm.os.spaces[0];
         let (node, idx) = vm.os.pt.leaf_location(sp.root, sp.top, va, PageSize::Size4K).unwrap();
         let ge = vm.os.pt.entry(node, idx);
-        let gpa = VirtAddr(ge & xlat_core::pt::PTE_PFN_MASK);
+        let gpa = VirtAddr(ge & xlat_core::os::pt::PTE_PFN_MASK);
         let hs = &m.xl.os.spaces[vm.space];
         let (hnode, hidx) = m.xl.os.pt.leaf_location(hs.root, hs.top, gpa, PageSize::Size4K).unwrap();
         (ge & (PTE_A | PTE_D), m.xl.os.pt.entry(hnode, hidx) & (PTE_A | PTE_D))
@@ -322,7 +322,7 @@ fn guest_and_host_shootdowns_reach_the_right_structures() {
 
     // The guest unmaps a page: its gVA leaves the TLBs; the nested TLB (gPA -> hPA) stays.
     assert!(m.xl.vms[0].os.unmap(0, VirtAddr(BASE)).unwrap());
-    m.sync(xlat_core::sched::Scope::Guest(0), Some(0));
+    m.sync(xlat_core::os::sched::Scope::Guest(0), Some(0));
     assert_eq!(m.xl.mmus[0].stlb.occupancy(), tlb0 - 1);
     assert_eq!(ntlb_of(&m), ntlb0);
     assert_eq!(m.stats().f("shootdowns"), 1.0);

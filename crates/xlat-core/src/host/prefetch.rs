@@ -6,7 +6,7 @@
 
 use crate::addr::{PageSize, VirtAddr};
 use crate::memory::port::MemPort;
-use crate::pt::{NodeId, NO_NODE, PTE_P, PTE_PFN_MASK};
+use crate::os::pt::{NodeId, NO_NODE, PTE_P, PTE_PFN_MASK};
 use crate::translate::Translator;
 use crate::workload::Ref;
 
@@ -41,11 +41,11 @@ impl PrefetchRing {
     }
 
     /// Slot `i`: the leaf node of `va` in `pt` (a tree at `root`; a hint, see
-    /// [`crate::pt::PageTables::leaf_hint`]), prefetching its bookkeeping. References close
+    /// [`crate::os::pt::PageTables::leaf_hint`]), prefetching its bookkeeping. References close
     /// together share a leaf node, so the tree is descended only for a new 2 MB region (a
     /// stale answer after a remap only costs a useless host prefetch).
     #[inline]
-    fn find_leaf(&mut self, i: usize, va: u64, pt: &crate::pt::PageTables, root: NodeId) {
+    fn find_leaf(&mut self, i: usize, va: u64, pt: &crate::os::pt::PageTables, root: NodeId) {
         let region = va >> 21;
         if region != self.region {
             self.region = region;

@@ -9,7 +9,8 @@ pub mod ptp;
 
 use crate::config::Config;
 use crate::memory::port::Steer;
-use crate::stats::CoreCounters;
+use crate::stats::{CoreCounters, Stats};
+use crate::translate::tlb::Invalidate;
 use crate::translate::walker::WalkStep;
 
 /// The hooks a mechanism may implement. Defaults do nothing.
@@ -30,11 +31,24 @@ pub trait Mechanism {
         None
     }
 
+    /// Translations `what` names were invalidated on core `c` (a shootdown, a flush): a
+    /// structure that caches anything derived from them drops it. Returns how many entries
+    /// went.
+    fn on_invalidate(&mut self, _c: usize, _what: Invalidate) -> usize {
+        0
+    }
+
     /// The mechanism steers the memory side from the translation side's events, so both
     /// halves must run on one host thread.
     fn needs_memory_side(&self) -> bool {
         false
     }
+
+    /// Add the mechanism's statistics (under its own prefix).
+    fn emit_stats(&self, _s: &mut Stats) {}
+
+    /// Zero the mechanism's statistics, keeping its state (the end of warm-up).
+    fn reset_stats(&mut self) {}
 }
 
 /// Every mechanism xlat has, as one type (static dispatch).
@@ -61,8 +75,17 @@ impl Mechanism for AnyMech {
     fn on_epoch(&mut self, c: usize, instructions: u64, k: &mut CoreCounters) -> Option<Steer> {
         each!(self, m => m.on_epoch(c, instructions, k))
     }
+    fn on_invalidate(&mut self, c: usize, what: Invalidate) -> usize {
+        each!(self, m => m.on_invalidate(c, what))
+    }
     fn needs_memory_side(&self) -> bool {
         each!(self, m => m.needs_memory_side())
+    }
+    fn emit_stats(&self, s: &mut Stats) {
+        each!(self, m => m.emit_stats(s))
+    }
+    fn reset_stats(&mut self) {
+        each!(self, m => m.reset_stats())
     }
 }
 
@@ -133,6 +156,23 @@ impl Mechs {
         }
         self.next_epoch[c] = next;
         out
+    }
+
+    /// Invalidate what `what` names in every mechanism's structures of core `c`.
+    pub fn on_invalidate(&mut self, c: usize, what: Invalidate) -> usize {
+        self.list.iter_mut().map(|m| m.on_invalidate(c, what)).sum()
+    }
+
+    pub fn emit_stats(&self, s: &mut Stats) {
+        for m in &self.list {
+            m.emit_stats(s);
+        }
+    }
+
+    pub fn reset_stats(&mut self) {
+        for m in &mut self.list {
+            m.reset_stats();
+        }
     }
 
     /// A mechanism by its place in the list (tests, and studies that read its state).

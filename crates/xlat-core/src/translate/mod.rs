@@ -14,12 +14,12 @@ use crate::config::Config;
 use crate::error::SimError;
 use crate::mech::Mechs;
 use crate::memory::port::MemPort;
+use crate::os::sched::{Sched, Scope};
+use crate::os::virt::Vm;
 use crate::os::Os;
-use crate::sched::{Sched, Scope};
 use crate::translate::mmu::Mmu;
 use crate::translate::tlb::TlbEntry;
 use crate::translate::walker::{HostTable, WalkParams, Walked, Walker};
-use crate::virt::Vm;
 use crate::workload::{Ref, RefKind};
 
 pub struct Translator {
@@ -174,14 +174,14 @@ impl Translator {
                 }
                 Walked::Fault => {
                     let gb = self.cfg.virt_guest_mem_gb;
-                    self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::virt::guest_error(vm, gb, e))?;
+                    self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
                     let cost = self.cfg.os_fault_cycles + self.sync(Scope::Guest(vm), Some(c), port);
                     self.mmus[c].counters.faults += 1;
                     cost
                 }
                 Walked::HostFault { gpa, data } => {
                     let (hspace, gb) = (self.vms[vm].space, self.cfg.phys_size_gb);
-                    self.os.fault_on(c, hspace, VirtAddr(gpa), write && data).map_err(|e| crate::virt::host_error(vm, gb, gpa, e))?;
+                    self.os.fault_on(c, hspace, VirtAddr(gpa), write && data).map_err(|e| crate::os::virt::host_error(vm, gb, gpa, e))?;
                     let cost = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
                     let v = &mut self.mmus[c].vcounters;
                     v.ept_violations += 1;
@@ -217,7 +217,7 @@ impl Translator {
             Some(m) => m,
             None => {
                 let gb = self.cfg.virt_guest_mem_gb;
-                self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::virt::guest_error(vm, gb, e))?;
+                self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
                 cost += self.cfg.os_fault_cycles + self.sync(Scope::Guest(vm), Some(c), port);
                 self.mmus[c].counters.faults += 1;
                 self.vms[vm].os.translate(space, va).expect("the guest's fault handler mapped the page")
@@ -229,7 +229,7 @@ impl Translator {
             Some(m) => m,
             None => {
                 let gb = self.cfg.phys_size_gb;
-                self.os.fault_on(c, hspace, gpa, write).map_err(|e| crate::virt::host_error(vm, gb, gpa.0, e))?;
+                self.os.fault_on(c, hspace, gpa, write).map_err(|e| crate::os::virt::host_error(vm, gb, gpa.0, e))?;
                 let ept = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
                 let v = &mut self.mmus[c].vcounters;
                 v.ept_violations += 1;

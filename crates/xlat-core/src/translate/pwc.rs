@@ -5,7 +5,7 @@ use crate::addr::VirtAddr;
 use crate::assoc::{Key, SetAssoc};
 use crate::config::Policy;
 use crate::memory::repl::LineKind;
-use crate::pt::{NodeId, NO_NODE};
+use crate::os::pt::{NodeId, NO_NODE};
 use crate::translate::tlb::{Ctx, Invalidate, TlbKey, VPID_SHIFT};
 
 /// A small fully-associative LRU table of packed `u64` keys: one page-walk-cache level,

@@ -10,7 +10,7 @@
 use crate::addr::{PageSize, VirtAddr};
 use crate::mech::Mechs;
 use crate::memory::port::{MemPort, Table};
-use crate::pt::{leaf_size, NodeId, PageTables, NO_NODE, PTE_A, PTE_D, PTE_P, PTE_PFN_MASK};
+use crate::os::pt::{leaf_size, NodeId, PageTables, NO_NODE, PTE_A, PTE_D, PTE_P, PTE_PFN_MASK};
 use crate::translate::mmu::Mmu;
 use crate::translate::tlb::{Ctx, TlbEntry};
 
@@ -275,8 +275,8 @@ mod tests {
     use crate::addr::Frame;
     use crate::config::Config;
     use crate::memory::port::Steer;
-    use crate::phys::PhysMem;
-    use crate::pt::PTE_RW;
+    use crate::os::phys::PhysMem;
+    use crate::os::pt::PTE_RW;
     use crate::workload::RefKind;
 
     /// What the walker asked of the memory side, in order.

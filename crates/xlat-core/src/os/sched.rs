@@ -30,10 +30,10 @@ use crate::addr::VirtAddr;
 use crate::config::Config;
 use crate::error::SimError;
 use crate::memory::port::MemPort;
+use crate::os::virt::Vm;
 use crate::os::Os;
 use crate::translate::tlb::{Invalidate, VPID_SHIFT};
 use crate::translate::Translator;
-use crate::virt::Vm;
 use crate::workload::Region;
 
 /// The run loop looks for due OS events every this many references (a power of two).
@@ -84,7 +84,7 @@ impl Sched {
 pub fn boot(cfg: &Config, streams: usize, regions: Vec<Region>, seed: u64) -> Result<(Os, Vec<Vm>, Sched), SimError> {
     let n = cfg.os_processes as usize;
     let (os, vms, spaces) = if cfg.virt_enabled {
-        let (host, vms) = crate::virt::boot(cfg, &regions, seed)?;
+        let (host, vms) = crate::os::virt::boot(cfg, &regions, seed)?;
         (host, vms, (0..n).collect())
     } else {
         let mut os = Os::new(cfg);
@@ -268,7 +268,7 @@ impl Translator {
         mmu.space = space;
         mmu.ctx = ctx;
         if !pcid {
-            mmu.invalidate(flush);
+            self.invalidate(c, flush);
         }
         port.stall(c, cost);
         self.sched.next_switch[c] = port.now(c) + slice;
@@ -289,11 +289,11 @@ impl Translator {
         mmu.vm = vm;
         mmu.space = space;
         mmu.ctx = ctx;
-        if !vpid {
-            mmu.invalidate(Invalidate::All);
-            mmu.invalidate_nested(Invalidate::All);
-        }
         mmu.vcounters.vm_switches += 1;
+        if !vpid {
+            self.invalidate(c, Invalidate::All);
+            self.mmus[c].invalidate_nested(Invalidate::All);
+        }
         port.stall(c, cost);
         self.sched.next_vm_switch[c] = port.now(c) + slice;
     }

@@ -3,7 +3,7 @@
 //! entries at their physical addresses through the caches.
 
 use crate::addr::{Frame, PageSize, PhysAddr, VirtAddr};
-use crate::phys::PhysMem;
+use crate::os::phys::PhysMem;
 use thiserror::Error;
 
 /// x86-64 entry bits.
@@ -240,7 +240,7 @@ impl PageTables {
     }
 
     fn alloc(&mut self, phys: &mut PhysMem, level: u8, span: u8, layout: Layout) -> Result<NodeId, PtError> {
-        let frame = if span == 2 { phys.alloc(crate::phys::ORDER_2M) } else { phys.alloc_page() };
+        let frame = if span == 2 { phys.alloc(crate::os::phys::ORDER_2M) } else { phys.alloc_page() };
         let frame = frame.ok_or(PtError::OutOfMemory { level })?;
         let len = 1usize << (9 * span as u32);
         let has_children = level + 1 - span > 1;
@@ -365,7 +365,7 @@ impl PageTables {
         if span == 2 {
             self.flat_nodes -= 1;
             self.free_flat_ids.push(id);
-            phys.free(frame, crate::phys::ORDER_2M);
+            phys.free(frame, crate::os::phys::ORDER_2M);
         } else {
             self.free_ids.push(id);
             phys.free_page(frame);

@@ -95,7 +95,7 @@ pub fn boot(cfg: &Config, regions: &[Region], seed: u64) -> Result<(Os, Vec<Vm>)
 pub(crate) fn guest_error(vm: usize, gb: u64, e: SimError) -> SimError {
     match e {
         SimError::OutOfMemory { va, .. } => SimError::GuestOutOfMemory { vm, gb, va },
-        SimError::PageTable(crate::pt::PtError::OutOfMemory { .. }) => SimError::GuestOutOfMemory { vm, gb, va: 0 },
+        SimError::PageTable(crate::os::pt::PtError::OutOfMemory { .. }) => SimError::GuestOutOfMemory { vm, gb, va: 0 },
         e => e,
     }
 }
@@ -103,7 +103,7 @@ pub(crate) fn guest_error(vm: usize, gb: u64, e: SimError) -> SimError {
 /// Errors of the host OS while backing a VM's memory.
 pub(crate) fn host_error(vm: usize, gb: u64, gpa: u64, e: SimError) -> SimError {
     match e {
-        SimError::OutOfMemory { .. } | SimError::PageTable(crate::pt::PtError::OutOfMemory { .. }) => SimError::HostOutOfMemory { vm, gb, gpa },
+        SimError::OutOfMemory { .. } | SimError::PageTable(crate::os::pt::PtError::OutOfMemory { .. }) => SimError::HostOutOfMemory { vm, gb, gpa },
         e => e,
     }
 }

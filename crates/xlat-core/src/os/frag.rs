@@ -19,7 +19,7 @@
 
 use crate::addr::Frame;
 use crate::config::ConfigValue;
-use crate::phys::{PhysMem, MAX_ORDER, ORDER_2M};
+use crate::os::phys::{PhysMem, MAX_ORDER, ORDER_2M};
 use std::fmt;
 
 /// A fragmentation scenario.

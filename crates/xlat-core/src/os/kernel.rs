@@ -31,9 +31,9 @@
 use crate::addr::{Frame, PageSize, VirtAddr};
 use crate::config::{Config, Fragmentation, PagePolicy, PtFormat, ThpDefrag};
 use crate::error::SimError;
-use crate::frag::{self, Rng};
-use crate::phys::{PhysMem, MAX_ORDER, ORDER_2M};
-use crate::pt::{NodeId, PageTables, ENTRIES, PTE_A, PTE_D, PTE_P, PTE_PFN_MASK, PTE_RW, PTE_US};
+use crate::os::frag::{self, Rng};
+use crate::os::phys::{PhysMem, MAX_ORDER, ORDER_2M};
+use crate::os::pt::{NodeId, PageTables, ENTRIES, PTE_A, PTE_D, PTE_P, PTE_PFN_MASK, PTE_RW, PTE_US};
 use crate::stats::Stats;
 use crate::translate::tlb::Ctx;
 use crate::workload::Region;
@@ -213,7 +213,7 @@ pub struct Os {
     compact_defer_shift: u32,
     compact_skipped: u64,
     /// Layout of every page table this OS builds (`pt.format`).
-    layout: crate::pt::Layout,
+    layout: crate::os::pt::Layout,
 }
 
 impl Os {
@@ -452,7 +452,7 @@ impl Os {
 
     /// A mapping changed the shape of the tree (FPT+NF unflattened a node): cached
     /// paging-structure entries for that range are stale.
-    fn restructured(&mut self, space: usize, effect: crate::pt::MapEffect) {
+    fn restructured(&mut self, space: usize, effect: crate::os::pt::MapEffect) {
         if let Some((start, end)) = effect.restructured {
             self.flush(space, vec![(start, end)], (end - start) >> 12);
         }
@@ -886,10 +886,10 @@ impl Os {
         out.push((n.frame.addr().0, n.entry_count() as u64 * 8));
         for i in 0..n.entry_count() {
             match self.pt.classify(node, i) {
-                (_, crate::pt::EntryKind::NotPresent) => {}
+                (_, crate::os::pt::EntryKind::NotPresent) => {}
                 // (A 2 MB page in a flattened node appears once per replica; callers dedup.)
-                (e, crate::pt::EntryKind::Leaf(size)) => out.push((e & PTE_PFN_MASK & !(size.bytes() - 1), size.bytes())),
-                (_, crate::pt::EntryKind::Pointer(child)) => self.collect_in_use(child, level.saturating_sub(1), out),
+                (e, crate::os::pt::EntryKind::Leaf(size)) => out.push((e & PTE_PFN_MASK & !(size.bytes() - 1), size.bytes())),
+                (_, crate::os::pt::EntryKind::Pointer(child)) => self.collect_in_use(child, level.saturating_sub(1), out),
             }
         }
     }
@@ -949,7 +949,7 @@ impl Os {
     /// How many 2 MB flattened page-table nodes a process with `regions` needs under this
     /// OS's layout (an upper bound: one per region and covered range, plus the root).
     fn flat_nodes_needed(&self, regions: &[Region]) -> u64 {
-        use crate::pt::Layout;
+        use crate::os::pt::Layout;
         let per = |span: u64| regions.iter().map(|r| (r.end() - 1) / span - r.start / span + 1).sum::<u64>();
         match self.layout {
             Layout::Radix4 | Layout::Radix5 => 0,
