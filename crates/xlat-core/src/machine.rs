@@ -89,7 +89,12 @@ impl Machine {
             ntlb: cfg.virt_enabled && cfg.tlb_nested_entries > 0,
             nested_tlb_data: cfg.virt_nested_tlb_data,
         };
-        let xl = Translator { cfg: cfg.clone(), mmus, os, vms, sched, mechs: Mechs::from_config(cfg, streams), walk, virt: cfg.virt_enabled };
+        let mechs = Mechs::from_config(cfg, streams);
+        let mut sched = sched;
+        for (i, clock, period, first) in mechs.tasks() {
+            sched.add(crate::os::sched::Work::Mech(i), clock, period, first);
+        }
+        let xl = Translator { cfg: cfg.clone(), mmus, os, vms, sched, mechs, walk, virt: cfg.virt_enabled };
         Ok(Machine { xl, mem: MemorySide::new(cfg, streams, seed), host_times: None })
     }
 
@@ -375,8 +380,8 @@ pub(crate) fn run_loop<P: MemPort>(
                 return Err(e);
             }
             done += 1;
-            if done & (crate::os::sched::EVENT_CHECK - 1) == 0 && xl.sched.next_event != u64::MAX {
-                xl.os_events(port)?;
+            if done & (crate::os::sched::EVENT_CHECK - 1) == 0 && xl.sched.check_due(done) {
+                xl.os_events(done, port)?;
             }
             if !warm && done == opts.warmup {
                 xl.reset_stats();

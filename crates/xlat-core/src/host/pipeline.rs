@@ -48,6 +48,9 @@ pub(crate) enum Op {
     /// The walk is over `lat` cycles after its last step, and the reference accesses its
     /// data, in this line.
     End { line: u64, lat: u32 },
+    /// OS work between references (a mechanism's periodic task asked for a promotion, say)
+    /// stalls the core this many cycles.
+    Stall(u64),
     /// Warm-up ends here: statistics restart.
     Reset,
 }
@@ -158,10 +161,10 @@ impl MemPort for Recorder {
         self.ops.push(Op::Reset);
     }
 
-    fn stall(&mut self, _c: usize, _cycles: u64) {
-        // Only a machine of one core is pipelined, and only another core's window is ever
-        // stalled from within a reference (by a shootdown's interrupt).
-        unreachable!("a remote stall in a pipelined run");
+    fn stall(&mut self, c: usize, cycles: u64) {
+        // (Only a machine of one core is pipelined.)
+        debug_assert_eq!(c, 0);
+        self.ops.push(Op::Stall(cycles));
     }
 
     fn now(&self, _c: usize) -> u64 {
@@ -228,6 +231,7 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
                 port.walk_end();
                 port.data(line);
             }
+            Op::Stall(cycles) => port.stall(C, cycles),
             Op::Reset => port.reset_stats(),
         }
     }
@@ -245,7 +249,7 @@ impl Machine {
             && self.xl.vms.len() <= 1
             && !self.xl.perfect()
             && !self.xl.mechs.needs_memory_side()
-            && self.xl.sched.next_event == u64::MAX
+            && !self.xl.sched.needs_clocks()
     }
 
     /// [`Machine::run`] on two host threads: this one translates, recording through a

@@ -7,11 +7,22 @@
 
 pub mod ptp;
 
+use crate::addr::VirtAddr;
 use crate::config::Config;
 use crate::memory::port::Steer;
+use crate::os::sched::Clock;
 use crate::stats::{CoreCounters, Stats};
-use crate::translate::tlb::Invalidate;
+use crate::translate::tlb::{Ctx, Invalidate};
 use crate::translate::walker::WalkStep;
+
+/// What a mechanism's periodic task asks of the OS (the OS decides, and pays, as for its
+/// own work: a promotion copies pages and shoots down the old translations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OsRequest {
+    /// Promote the 2 MB region holding `va` of the address space with context `ctx` (a
+    /// guest's, in a VM), on behalf of core `core`.
+    Promote { core: usize, ctx: Ctx, va: VirtAddr },
+}
 
 /// The hooks a mechanism may implement. Defaults do nothing.
 pub trait Mechanism {
@@ -43,6 +54,15 @@ pub trait Mechanism {
     fn needs_memory_side(&self) -> bool {
         false
     }
+
+    /// A periodic task (an OS daemon reading the mechanism's structures, say): its clock,
+    /// its period and when it is first due.
+    fn task(&self) -> Option<(Clock, u64, u64)> {
+        None
+    }
+
+    /// The periodic task runs: add what the OS should do to `out`.
+    fn on_tick(&mut self, _out: &mut Vec<OsRequest>) {}
 
     /// Add the mechanism's statistics (under its own prefix).
     fn emit_stats(&self, _s: &mut Stats) {}
@@ -80,6 +100,12 @@ impl Mechanism for AnyMech {
     }
     fn needs_memory_side(&self) -> bool {
         each!(self, m => m.needs_memory_side())
+    }
+    fn task(&self) -> Option<(Clock, u64, u64)> {
+        each!(self, m => m.task())
+    }
+    fn on_tick(&mut self, out: &mut Vec<OsRequest>) {
+        each!(self, m => m.on_tick(out))
     }
     fn emit_stats(&self, s: &mut Stats) {
         each!(self, m => m.emit_stats(s))
@@ -173,6 +199,18 @@ impl Mechs {
         for m in &mut self.list {
             m.reset_stats();
         }
+    }
+
+    /// The periodic tasks of the mechanisms: (place in the list, clock, period, first due).
+    pub fn tasks(&self) -> Vec<(usize, Clock, u64, u64)> {
+        self.list.iter().enumerate().filter_map(|(i, m)| m.task().map(|(c, p, f)| (i, c, p, f))).collect()
+    }
+
+    /// Run the periodic task of the mechanism at place `i`; returns its requests to the OS.
+    pub fn on_tick(&mut self, i: usize) -> Vec<OsRequest> {
+        let mut out = Vec::new();
+        self.list[i].on_tick(&mut out);
+        out
     }
 
     /// A mechanism by its place in the list (tests, and studies that read its state).

@@ -22,9 +22,12 @@
 //!   TLB. Shootdowns from a guest OS remove its gVA ranges (its context's TLB and PWC
 //!   entries); shootdowns from the host (a gPA range of a VM changed) remove that range from
 //!   the nested TLBs and vPWCs and every TLB and guest PWC entry of the VM, as INVEPT does.
-//! - Background work (khugepaged) runs when the machine's time (the smallest core clock)
-//!   passes its next wake-up, on the core with that clock, which pays for it. The run loop
-//!   checks for due events every [`EVENT_CHECK`] references, never per reference.
+//! - Timed tasks ([`Task`]): khugepaged runs when the machine's time (the smallest core
+//!   clock) passes its next wake-up, on the core with that clock, which pays for it; process
+//!   and VM switches by each core's clock; a mechanism's periodic work (such as an OS daemon
+//!   reading a hardware structure) by its own clock, which may count references so that
+//!   the run keeps two host threads. The run loop checks for due tasks every
+//!   [`EVENT_CHECK`] references, never per reference.
 
 use crate::addr::VirtAddr;
 use crate::config::Config;
@@ -41,7 +44,42 @@ pub const EVENT_CHECK: u64 = 256;
 /// Missed khugepaged wake-ups run at one check, at most.
 const MAX_CATCH_UP: u32 = 64;
 
-/// Who runs where, and when the OS next has something to do.
+/// What a task's period is counted in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Simulated cycles: of the core the task belongs to, or the machine's time (the
+    /// smallest core clock) for a machine-wide task. Only the memory side knows them, so
+    /// such tasks keep a run on one host thread.
+    Cycles,
+    /// References simulated since the run began (all cores): known to the translating
+    /// thread, so a run with only such tasks can still be split over two.
+    References,
+}
+
+/// Periodic work of the OS or of a mechanism.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// khugepaged scans and collapses (every OS: the host's and the guests').
+    Khugepaged,
+    /// Core `c` switches to its next process.
+    Switch(usize),
+    /// Core `c` switches to its next VM.
+    VmSwitch(usize),
+    /// The mechanism at this place in the list runs its periodic task
+    /// ([`crate::mech::Mechanism::on_tick`]).
+    Mech(usize),
+}
+
+/// A timed task: its work, its clock, its period and when it is next due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Task {
+    pub work: Work,
+    pub clock: Clock,
+    pub period: u64,
+    pub next: u64,
+}
+
+/// Who runs where, and the timed tasks of the OS and the mechanisms.
 pub struct Sched {
     /// Per core: the address spaces it time-slices (in a VM: guest spaces, the same in
     /// every VM).
@@ -51,14 +89,13 @@ pub struct Sched {
     /// Per core: the VM it runs (0 natively).
     vm: Vec<usize>,
     vms: usize,
-    next_switch: Vec<u64>,
-    next_vm_switch: Vec<u64>,
-    khugepaged_next: u64,
-    /// The earliest of the above (`u64::MAX`: nothing ever happens).
-    pub next_event: u64,
-    timeslice: u64,
-    vm_interval: u64,
-    khugepaged_interval: u64,
+    /// In the order they run when due together: khugepaged, then each core's process and
+    /// VM switches, then the mechanisms' tasks.
+    pub tasks: Vec<Task>,
+    /// The earliest deadline of a task counted in cycles (`u64::MAX`: none), and of one
+    /// counted in references.
+    pub next_cycles: u64,
+    pub next_refs: u64,
 }
 
 impl Sched {
@@ -72,9 +109,26 @@ impl Sched {
         self.vm[c]
     }
 
+    /// Whether a task is counted in cycles (the run needs the memory side's clocks).
+    pub fn needs_clocks(&self) -> bool {
+        self.next_cycles != u64::MAX
+    }
+
+    /// Whether a task is due at the run loop's check after `done` references.
+    #[inline(always)]
+    pub fn check_due(&self, done: u64) -> bool {
+        self.next_cycles != u64::MAX || self.next_refs <= done
+    }
+
+    /// Add a task (a mechanism's), due first at `first`.
+    pub fn add(&mut self, work: Work, clock: Clock, period: u64, first: u64) {
+        self.tasks.push(Task { work, clock, period, next: first });
+        self.update_next();
+    }
+
     fn update_next(&mut self) {
-        let t = self.next_switch.iter().copied().fold(self.khugepaged_next, u64::min);
-        self.next_event = self.next_vm_switch.iter().copied().fold(t, u64::min);
+        let next = |clock| self.tasks.iter().filter(|t| t.clock == clock).map(|t| t.next).min().unwrap_or(u64::MAX);
+        (self.next_cycles, self.next_refs) = (next(Clock::Cycles), next(Clock::References));
     }
 }
 
@@ -95,18 +149,27 @@ pub fn boot(cfg: &Config, streams: usize, regions: Vec<Region>, seed: u64) -> Re
     let nvms = vms.len().max(1);
     let khugepaged = os.khugepaged_enabled() || vms.iter().any(|v| v.os.khugepaged_enabled());
     let timeslice = cfg.os_timeslice_cycles;
+    let mut tasks = Vec::new();
+    let every = |work, period| Task { work, clock: Clock::Cycles, period, next: period };
+    if khugepaged {
+        tasks.push(every(Work::Khugepaged, cfg.os_khugepaged_interval_cycles));
+    }
+    for c in 0..streams {
+        if n > 1 {
+            tasks.push(every(Work::Switch(c), timeslice));
+        }
+        if nvms > 1 {
+            tasks.push(every(Work::VmSwitch(c), cfg.virt_switch_interval_cycles));
+        }
+    }
     let mut s = Sched {
         queues: vec![spaces; streams],
         cur: (0..streams * nvms).map(|i| (i / nvms) % n).collect(),
         vm: vec![0; streams],
         vms: nvms,
-        next_switch: vec![if n > 1 { timeslice } else { u64::MAX }; streams],
-        next_vm_switch: vec![if nvms > 1 { cfg.virt_switch_interval_cycles } else { u64::MAX }; streams],
-        khugepaged_next: if khugepaged { cfg.os_khugepaged_interval_cycles } else { u64::MAX },
-        next_event: u64::MAX,
-        timeslice,
-        vm_interval: cfg.virt_switch_interval_cycles,
-        khugepaged_interval: cfg.os_khugepaged_interval_cycles,
+        tasks,
+        next_cycles: u64::MAX,
+        next_refs: u64::MAX,
     };
     s.update_next();
     Ok((os, vms, s))
@@ -204,21 +267,58 @@ impl Translator {
         cost
     }
 
-    /// Run what is due: khugepaged, then context switches.
-    pub(crate) fn os_events<P: MemPort>(&mut self, port: &mut P) -> Result<(), SimError> {
+    /// Run the tasks that are due after `done` references: khugepaged, then each core's
+    /// process and VM switches, then the mechanisms' tasks.
+    pub(crate) fn os_events<P: MemPort>(&mut self, done: u64, port: &mut P) -> Result<(), SimError> {
+        // The machine's time (the smallest core clock) and the core that has it, which
+        // runs (and pays for) machine-wide work.
         let (mut first, mut now) = (0, u64::MAX);
-        for i in 0..self.mmus.len() {
-            if port.now(i) < now {
-                (first, now) = (i, port.now(i));
+        if self.sched.needs_clocks() {
+            for i in 0..self.mmus.len() {
+                if port.now(i) < now {
+                    (first, now) = (i, port.now(i));
+                }
             }
         }
-        // Catch up on the wake-ups that fell due since the last check (at most
-        // MAX_CATCH_UP; beyond that the schedule restarts from now).
+        for i in 0..self.sched.tasks.len() {
+            let t = self.sched.tasks[i];
+            let clock = match (t.clock, t.work) {
+                (Clock::References, _) => done,
+                (Clock::Cycles, Work::Switch(c) | Work::VmSwitch(c)) => port.now(c),
+                (Clock::Cycles, _) => now,
+            };
+            if clock < t.next {
+                continue;
+            }
+            let next = match t.work {
+                Work::Khugepaged => self.khugepaged(first, now, t, port),
+                Work::Switch(c) => {
+                    self.context_switch(c, port);
+                    port.now(c) + t.period
+                }
+                Work::VmSwitch(c) => {
+                    self.vm_switch(c, port);
+                    port.now(c) + t.period
+                }
+                Work::Mech(m) => {
+                    self.mech_tick(m, port)?;
+                    t.next + t.period
+                }
+            };
+            self.sched.tasks[i].next = next;
+        }
+        self.sched.update_next();
+        Ok(())
+    }
+
+    /// khugepaged's wake-ups that fell due by `now` (at most [`MAX_CATCH_UP`]; beyond that
+    /// the schedule restarts from now), on core `first`; returns the next wake-up.
+    fn khugepaged<P: MemPort>(&mut self, first: usize, now: u64, t: Task, port: &mut P) -> u64 {
+        let mut next = t.next;
         let mut runs = 0;
-        while self.sched.khugepaged_next <= now {
+        while next <= now {
             if runs == MAX_CATCH_UP {
-                self.sched.khugepaged_next = now + self.sched.khugepaged_interval;
-                break;
+                return now + t.period;
             }
             runs += 1;
             for vm in 0..self.vms.len() {
@@ -231,17 +331,31 @@ impl Translator {
             self.os.khugepaged();
             let cost = self.os_sync(Some(first), port);
             stall(port, first, cost);
-            self.sched.khugepaged_next += self.sched.khugepaged_interval;
+            next += t.period;
         }
-        for c in 0..self.mmus.len() {
-            if port.now(c) >= self.sched.next_switch[c] {
-                self.context_switch(c, port);
-            }
-            if port.now(c) >= self.sched.next_vm_switch[c] {
-                self.vm_switch(c, port);
+        next
+    }
+
+    /// The periodic task of mechanism `m` ran: carry out what it asks of the OS.
+    fn mech_tick<P: MemPort>(&mut self, m: usize, port: &mut P) -> Result<(), SimError> {
+        for req in self.mechs.on_tick(m) {
+            match req {
+                crate::mech::OsRequest::Promote { core, ctx, va } => {
+                    if let Some(space) = self.os.spaces.iter().position(|sp| sp.ctx == ctx) {
+                        self.request_promotion(core, space, va, port)?;
+                    } else if let Some((vm, space)) =
+                        self.vms.iter().enumerate().find_map(|(i, v)| v.os.spaces.iter().position(|sp| sp.ctx == ctx).map(|s| (i, s)))
+                    {
+                        self.check_core(core)?;
+                        self.vms[vm].os.phys.cpu = core;
+                        let gb = self.cfg.virt_guest_mem_gb;
+                        self.vms[vm].os.request_promotion(space, va).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
+                        let cost = self.sync(Scope::Guest(vm), Some(core), port);
+                        stall(port, core, cost);
+                    }
+                }
             }
         }
-        self.sched.update_next();
         Ok(())
     }
 
@@ -260,7 +374,7 @@ impl Translator {
         let i = c * self.sched.vms + vm;
         self.sched.cur[i] = (self.sched.cur[i] + 1) % q;
         let space = self.sched.running(c);
-        let (pcid, cost, slice) = (self.cfg.os_pcid, self.cfg.os_switch_cycles, self.sched.timeslice);
+        let (pcid, cost) = (self.cfg.os_pcid, self.cfg.os_switch_cycles);
         let ctx = self.ctx_of(vm, space);
         // A CR3 write without PCIDs flushes the linear translations: in a VM, its own.
         let flush = if self.vms.is_empty() { Invalidate::All } else { Invalidate::Vm(ctx >> VPID_SHIFT) };
@@ -271,7 +385,6 @@ impl Translator {
             self.invalidate(c, flush);
         }
         port.stall(c, cost);
-        self.sched.next_switch[c] = port.now(c) + slice;
         match self.vms.get_mut(vm) {
             Some(v) => v.os.counters.context_switches += 1,
             None => self.os.counters.context_switches += 1,
@@ -284,7 +397,7 @@ impl Translator {
         self.sched.vm[c] = vm;
         let space = self.sched.running(c);
         let ctx = self.ctx_of(vm, space);
-        let (vpid, cost, slice) = (self.cfg.virt_vpid, self.cfg.virt_switch_cycles, self.sched.vm_interval);
+        let (vpid, cost) = (self.cfg.virt_vpid, self.cfg.virt_switch_cycles);
         let mmu = &mut self.mmus[c];
         mmu.vm = vm;
         mmu.space = space;
@@ -295,7 +408,6 @@ impl Translator {
             self.mmus[c].invalidate_nested(Invalidate::All);
         }
         port.stall(c, cost);
-        self.sched.next_vm_switch[c] = port.now(c) + slice;
     }
 
     /// After prefaulting: apply the shootdowns (the TLBs are empty anyway) and start the
