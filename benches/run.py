@@ -148,7 +148,7 @@ def main() -> int:
         print(f"{name:<16} {r['refs_per_s'] / 1e6:>12.2f} M {ratio:>12} {tgt:>12} {r['peak_rss_mb']:>8.0f} MB")
     floor = results["floor_gups_8g"]
     # (A whole run from the start, where engine_gups_8g's rate leaves out its first fifth: for
-    # scale, not a ratio; README "Performance" compares like with like.)
+    # scale, not a ratio; docs/performance.md compares like with like.)
     print(f"floor_gups_8g: the leanest exact model of the same GUPS run (floor example) makes {floor['refs_per_s'] / 1e6:.1f} M refs/s "
           f"on two threads (translation {floor['translation_ns_per_ref']:.0f} ns/ref, memory side {floor['memory_ns_per_ref']:.0f} ns/ref)")
     for eng in ("engine_gups_8g", "engine_bfs"):

@@ -43,7 +43,7 @@ class Result:
     """The outcome of one simulation.
 
     Attributes:
-        stats: every statistic the engine reported, by dotted name (ARCHITECTURE §5 glossary),
+        stats: every statistic the engine reported, by dotted name (the glossary in docs/statistics.md),
             in the engine's order.
         config: the fully resolved configuration (every engine key, typed: int, float, bool, str).
         workload: ``{"name": ..., "params": {...}}`` with every parameter resolved, as the

@@ -20,7 +20,7 @@ EXIT_FAILED_POINTS = 1
 EXIT_INTERRUPTED = 130
 
 # What `xlat results` shows by default besides the point's identity: the headline numbers
-# of the statistics glossary (ARCHITECTURE §5), those that exist.
+# of the statistics glossary (docs/statistics.md), those that exist.
 _DEFAULT_STATS = ["ipc", "tlb.l1d.mpki", "tlb.l2.mpki", "walk_steps_per_walk", "walks", "cycles"]
 _DEFAULT_META = ["config_label", "workload", "params", "seed", "refs", "status"]
 

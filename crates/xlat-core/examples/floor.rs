@@ -1,5 +1,5 @@
 //! How fast could GUPS be simulated at all on this host, with the engine's model? A
-//! lower-bound experiment for the engine's throughput target (README, "Performance"), not
+//! lower-bound experiment for the engine's throughput target (docs/performance.md), not
 //! part of the engine: `cargo run --release -p xlat-core --example floor -- [refs]` (20 M
 //! references by default; it keeps every step in memory, about 2 GB).
 //!
@@ -14,7 +14,7 @@
 //!   a store through a clean translation walks again. It counts the engine's walks and steps
 //!   exactly (12,071,819 walks, 2.23 steps per walk over 20 M references).
 //! - memory side: three LRU caches (L1D 32 KB 8-way, L2 256 KB 4-way, LLC 16 MB 16-way;
-//!   non-inclusive fills and write-backs as `Machine::access` does them) kept as bare key
+//!   non-inclusive fills and write-backs as `MemorySide::access` does them) kept as bare key
 //!   arrays, a dirty mask and the engine's order word (`repl::Order`); LLC sets prefetched
 //!   ahead; then the same with the engine's timing window (`timing::Window`), then with the
 //!   engine's own caches (`cache::Cache`) instead of the lean ones: same decisions, same

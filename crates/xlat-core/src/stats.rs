@@ -1,4 +1,4 @@
-//! Statistics: counters with hierarchical dotted names (the glossary of ARCHITECTURE §5 is
+//! Statistics: counters with hierarchical dotted names (the glossary, docs/statistics.md, is
 //! the contract with every study: extend it, never rename silently).
 
 use crate::memory::repl::LineKind;

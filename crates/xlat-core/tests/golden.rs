@@ -1,5 +1,5 @@
 //! Golden tests: walk lengths, page-table sizes, page-walk-cache skips, A/D bits. These are
-//! the places where peers' walkers had bugs for years (see design/peers.md), so each
+//! the places where other simulators' walkers have had long-lived bugs, so each
 //! number here is derived by hand in the comment above it.
 
 use xlat_core::addr::{PageSize, VirtAddr};

@@ -261,7 +261,8 @@ fn gups_like_random_access_in_a_vm_reads_about_7_to_10_entries_per_walk() {
     // pages are random (~2.5 misses per walk), each a host walk of 2-3 reads (the host L4
     // vPWC always hits, its L3 about half the time; a leaf node's gPA and its data pages'
     // often share 2 MB of gPA since the guest allocated them together). The flattening paper
-    // reports 9.6 (GUPS) and 9.4 (random); see the README ("Virtual machines").
+    // reports 9.6 (GUPS) and 9.4 (random); see docs/model.md ("Reads per walk against the
+    // flattening paper").
     let big = [("virt.guest_mem_gb", "16"), ("phys.size_gb", "24")];
     let s = run(&cfg(&big), random_refs(150_000, 8 * GB, 3), region(8 * GB), true);
     let g = s.f("walk_steps_per_walk.guest");

@@ -14,7 +14,7 @@ pub const PREFETCH_DISTANCE: usize = 32;
 /// Ring of leaf nodes found by the first prefetch stage; larger than `2 * D`.
 const PREFETCH_RING: usize = 128;
 
-/// State of [`Machine::prefetch_ahead`]: the leaf node found for each reference in flight,
+/// State of [`prefetch_ahead`]: the leaf node found for each reference in flight,
 /// and the last 2 MB region looked up with its leaf.
 pub struct PrefetchRing {
     leaves: [NodeId; PREFETCH_RING],
@@ -102,7 +102,7 @@ pub fn prefetch_ahead<P: MemPort>(xl: &Translator, port: &P, c: usize, batch: &[
     }
 }
 
-/// [`Machine::prefetch_ahead`] for a VM: `2D` ahead, find the guest leaf node; `D`
+/// [`prefetch_ahead`] for a VM: `2D` ahead, find the guest leaf node; `D`
 /// ahead, prefetch the guest PTE and, through the host table (functionally), the
 /// simulated L2/LLC sets of its host-physical line; `D / 2` ahead, read the guest PTE
 /// and find the host leaf node of the data page, prefetching its entry and the sets of

@@ -1,8 +1,9 @@
-//! The phase detector of page-table prioritization (the flattening paper's PTP, spec 004
-//! §3): every `ptp.detector_epoch` instructions a core measures its L2 TLB MPKI; while it is
-//! at least `ptp.detector_mpki` the core is in a TLB-miss phase, and caches whose policy is
-//! `ptp` protect the page-table lines of cores in that phase (in the shared LLC: those
-//! cores' lines with `ptp.per_context`, everyone's once any core is in one otherwise).
+//! The phase detector of page-table prioritization (the flattening paper's PTP, §5): every
+//! `ptp.detector_epoch` instructions a core measures its L2 TLB MPKI; while it is at least
+//! `ptp.detector_mpki` the core is in a TLB-miss phase, and caches whose policy is `ptp`
+//! protect the page-table lines of cores in that phase (in the shared LLC: those cores'
+//! lines with `ptp.per_context`, everyone's once any core is in one otherwise).
+//! docs/extending.md walks through this file as the example of adding a mechanism.
 
 use crate::config::{Config, Policy, PtpMode};
 use crate::mech::Mechanism;

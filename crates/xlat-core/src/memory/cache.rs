@@ -64,7 +64,7 @@ impl Cache {
         self.arr.probe(self.arr.set_of(line), line).is_some()
     }
 
-    /// Ask the host CPU to load the set `line` maps to (see `Machine::prefetch_ahead`).
+    /// Ask the host CPU to load the set `line` maps to (see `host::prefetch`).
     #[inline]
     pub fn prefetch_set(&self, line: u64) {
         self.arr.prefetch_set(self.arr.set_of(line));

@@ -1,16 +1,17 @@
 //! The simulated OS: address spaces, demand paging, page-size policies (4 KB only, ideal,
 //! Linux THP with khugepaged and compaction, FreeBSD reservations), promotion, demotion
 //! and the shootdowns they need. It is the only writer of page tables (hardware sets A/D
-//! bits during walks; see `machine`).
+//! bits during walks; see `translate::walker`).
 //!
 //! Every change that can leave a stale translation goes through [`Os::flush`], which queues
 //! a [`Shootdown`]; the machine applies the queue (invalidating the TLBs and page-walk
 //! caches of every core, and charging the initiator and the remote cores) right after the
-//! OS call that produced it, before any other translation happens (`Machine::os_sync`).
+//! OS call that produced it, before any other translation happens (`Translator::os_sync`).
 //! Work the OS does on behalf of a core (zeroing a huge page, copying for a collapse or a
 //! compaction) accumulates in [`Os::charge`] and is charged the same way.
 //!
-//! Policies (`os.page_policy`), and where they simplify (README, "The OS model"):
+//! Policies (`os.page_policy`), and where they simplify (docs/model.md, "Where the OS model
+//! simplifies"):
 //! - `never`: every fault maps one 4 KB page.
 //! - `ideal`: a fault in a 2 MB-aligned region that lies wholly inside a workload region maps
 //!   a 2 MB page if any aligned free 2 MB block exists (and with `os.huge_1g`, a 1 GB page

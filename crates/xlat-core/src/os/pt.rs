@@ -1,6 +1,6 @@
 //! Page tables that are real: nodes live in frames of simulated physical memory and hold
-//! x86-64-format entries. The OS (`os`) is their only writer; the walker (`machine`) reads
-//! entries at their physical addresses through the caches.
+//! x86-64-format entries. The OS (`os`) is their only writer; the walker
+//! (`translate::walker`) reads entries at their physical addresses through the caches.
 
 use crate::addr::{Frame, PageSize, PhysAddr, VirtAddr};
 use crate::os::phys::PhysMem;

@@ -18,9 +18,9 @@
 //!   starting with VM 0 (a VM's vCPUs run together, as in the CSALT thesis's two VMs switched
 //!   every 10 ms); within a VM among its guest processes.
 //!
-//! The 2D walk itself is the machine's (`Machine::walk_2d`): the guest table is walked with
-//! the same routine as a native one, each entry's gPA translated through the nested TLB,
-//! the host vPWC and a walk of the host table before it is read.
+//! The 2D walk itself is the walker's (`Walker::walk_2d` in `translate::walker`): the guest
+//! table is walked with the same routine as a native one, each entry's gPA translated
+//! through the nested TLB, the host vPWC and a walk of the host table before it is read.
 
 use crate::config::{Config, Fragmentation, HostPagePolicy, PagePolicy};
 use crate::error::SimError;

@@ -1,5 +1,6 @@
 //! The per-core timing window (interval-style, as in Sniper): turns latencies into cycles.
-//! It never decides what hits; `machine` tells it how long each part of a reference took.
+//! It never decides what hits; the memory side (`memory::hierarchy`) tells it how long each part
+//! of a reference took.
 //!
 //! Instructions dispatch `width` per cycle into a `rob`-entry window and retire in order.
 //! A memory reference issues when dispatched (or, if dependent, when its producer
