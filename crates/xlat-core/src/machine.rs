@@ -13,9 +13,9 @@ use crate::memory::hierarchy::core_seed;
 use crate::memory::{Direct, MemPort, MemorySide};
 use crate::os::sched::Scope;
 use crate::os::Os;
-use crate::stats::{derived, derived_virt, emit_cache, emit_os, CoreCounters, Stats, VirtCounters};
+use crate::stats::{add_tlbs, derived, derived_virt, emit_cache, emit_os, emit_tlbs, CoreCounters, Stats, VirtCounters};
 use crate::translate::mmu::Mmu;
-use crate::translate::tlb::Invalidate;
+use crate::translate::tlb::{Invalidate, TlbStats};
 use crate::translate::walker::WalkParams;
 use crate::translate::Translator;
 use crate::workload::{Ref, RefSource};
@@ -211,6 +211,7 @@ impl Machine {
         let multi = self.xl.mmus.len() > 1;
         let mut sum = CoreCounters::default();
         let mut vsum = VirtCounters::default();
+        let mut tsum = [TlbStats::default(); 3];
         let (mut instr, mut cycles, mut rob_stalls) = (0u64, 0u64, 0u64);
         let mut caches = [[0u64; 7]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks
         let mut cache_energy = 0.0;
@@ -220,8 +221,10 @@ impl Machine {
             k.add(&core.counters);
             let mut v = mmu.vcounters.clone();
             v.add(&core.vcounters);
+            let t = mmu.tlbs.each_ref().map(|l| l.stats);
             sum.add(&k);
             vsum.add(&v);
+            add_tlbs(&mut tsum, &t);
             instr += core.instructions();
             cycles = cycles.max(core.cycles());
             rob_stalls += core.window.rob_stall_cycles;
@@ -236,10 +239,11 @@ impl Machine {
             if multi {
                 let p = format!("core{i}.");
                 k.emit(&p, &mut s);
+                emit_tlbs(&mut s, &p, &t);
                 s.int(format!("{p}instructions"), core.instructions());
                 s.int(format!("{p}cycles"), core.cycles());
                 s.ratio(format!("{p}ipc"), core.instructions(), core.cycles());
-                derived(&mut s, &p, &k, core.instructions());
+                derived(&mut s, &p, &k, &t, core.instructions());
                 if virt {
                     v.emit(&p, &mut s);
                     derived_virt(&mut s, &p, &k, &v);
@@ -250,7 +254,8 @@ impl Machine {
         s.int("cycles", cycles);
         s.ratio("ipc", instr, cycles);
         sum.emit("", &mut s);
-        derived(&mut s, "", &sum, instr);
+        emit_tlbs(&mut s, "", &tsum);
+        derived(&mut s, "", &sum, &tsum, instr);
         if virt {
             vsum.emit("", &mut s);
             derived_virt(&mut s, "", &sum, &vsum);
@@ -292,6 +297,9 @@ impl Translator {
         for mmu in &mut self.mmus {
             mmu.counters = CoreCounters::default();
             mmu.vcounters = VirtCounters::default();
+            for t in &mut mmu.tlbs {
+                t.stats = TlbStats::default();
+            }
         }
         self.os.counters = Default::default();
         for vm in &mut self.vms {

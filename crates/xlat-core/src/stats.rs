@@ -3,6 +3,8 @@
 
 use crate::memory::repl::LineKind;
 use crate::os::Os;
+use crate::translate::mmu::TlbId;
+use crate::translate::tlb::TlbStats;
 
 /// A statistic's value: counters stay integers in JSON, ratios are floats.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -74,18 +76,6 @@ counters! {
         loads: "loads",
         stores: "stores",
         fetches: "fetches",
-        l1d_tlb_accesses: "tlb.l1d.accesses",
-        l1d_tlb_hits: "tlb.l1d.hits",
-        l1d_tlb_misses: "tlb.l1d.misses",
-        l1d_tlb_hits_4k: "tlb.l1d.hits_4k",
-        l1d_tlb_hits_2m: "tlb.l1d.hits_2m",
-        l1d_tlb_hits_1g: "tlb.l1d.hits_1g",
-        l1i_tlb_accesses: "tlb.l1i.accesses",
-        l1i_tlb_hits: "tlb.l1i.hits",
-        l1i_tlb_misses: "tlb.l1i.misses",
-        l2_tlb_accesses: "tlb.l2.accesses",
-        l2_tlb_hits: "tlb.l2.hits",
-        l2_tlb_misses: "tlb.l2.misses",
         dirty_walks: "tlb.dirty_walks",
         walks: "walks",
         walk_steps: "walk_steps",
@@ -208,13 +198,41 @@ pub(crate) fn derived_virt(s: &mut Stats, p: &str, k: &CoreCounters, v: &VirtCou
     s.ratio(format!("{p}walk_steps_per_host_walk"), v.host_steps, v.host_walks);
 }
 
+/// A core's TLB levels' counters (under `prefix`), by [`TlbId`]: lookups, hits and misses
+/// of each, and the L1 DTLB's hits by page size.
+pub(crate) fn emit_tlbs(s: &mut Stats, p: &str, t: &[TlbStats; 3]) {
+    for id in TlbId::ALL {
+        let (k, name) = (&t[id as usize], id.name());
+        s.int(format!("{p}tlb.{name}.accesses"), k.accesses);
+        s.int(format!("{p}tlb.{name}.hits"), k.hits);
+        s.int(format!("{p}tlb.{name}.misses"), k.misses);
+        if id == TlbId::L1d {
+            for (i, size) in ["4k", "2m", "1g"].iter().enumerate() {
+                s.int(format!("{p}tlb.{name}.hits_{size}"), k.hits_by_size[i]);
+            }
+        }
+    }
+}
+
+/// Add `b`'s TLB counters to `a`'s.
+pub(crate) fn add_tlbs(a: &mut [TlbStats; 3], b: &[TlbStats; 3]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        x.accesses += y.accesses;
+        x.hits += y.hits;
+        x.misses += y.misses;
+        for (h, g) in x.hits_by_size.iter_mut().zip(y.hits_by_size) {
+            *h += g;
+        }
+    }
+}
+
 /// Ratios derived from counters (under `prefix`).
-pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, instr: u64) {
+pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; 3], instr: u64) {
     let kilo = instr as f64 / 1000.0;
     let mpki = |m: u64| if kilo > 0.0 { m as f64 / kilo } else { 0.0 };
-    s.float(format!("{p}tlb.l1d.mpki"), mpki(k.l1d_tlb_misses));
-    s.float(format!("{p}tlb.l1i.mpki"), mpki(k.l1i_tlb_misses));
-    s.float(format!("{p}tlb.l2.mpki"), mpki(k.l2_tlb_misses));
+    for id in TlbId::ALL {
+        s.float(format!("{p}tlb.{}.mpki", id.name()), mpki(t[id as usize].misses));
+    }
     s.ratio(format!("{p}walk_steps_per_walk"), k.walk_steps, k.walks);
     s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, k.walks);
 }

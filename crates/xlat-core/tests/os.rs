@@ -5,6 +5,7 @@
 
 use xlat_core::addr::{PageSize, VirtAddr};
 use xlat_core::os::pt::PTE_D;
+use xlat_core::translate::mmu::TlbId;
 use xlat_core::{Config, Machine, Ref, Region, RunOptions, Stats, VecSource};
 
 const MB: u64 = 1 << 20;
@@ -50,7 +51,7 @@ fn touch(m: &mut Machine, c: usize, va: u64, store: bool) {
 fn check_no_stale(m: &Machine) {
     for (c, core) in m.xl.mmus.iter().enumerate() {
         assert_eq!(core.ctx, m.xl.os.spaces[core.space].ctx, "core {c} runs its space's PCID");
-        for (name, level) in [("itlb", &core.itlb), ("dtlb", &core.dtlb), ("stlb", &core.stlb)] {
+        for (name, level) in TlbId::ALL.map(|id| (id.name(), core.tlb(id))) {
             for (key, e) in level.entries() {
                 let space = key.ctx as usize - 1;
                 let size = key.size();
@@ -348,7 +349,7 @@ fn a_shootdown_reaches_every_core_running_the_space_and_is_charged() {
     for p in 0..511 {
         touch(&mut m, (p % 2) as usize, BASE + p * 4096, false);
     }
-    assert!(m.xl.mmus[1].stlb.occupancy() > 0);
+    assert!(m.xl.mmus[1].tlb(TlbId::L2).occupancy() > 0);
     let before = m.mem.cores[1].window.now();
     assert!(m.request_promotion(0, 0, VirtAddr(BASE)).unwrap());
     let s = m.stats();
@@ -357,7 +358,7 @@ fn a_shootdown_reaches_every_core_running_the_space_and_is_charged() {
     assert!(m.mem.cores[1].window.now() >= before + c.os_shootdown_remote_cycles, "the remote core lost the interrupt's cycles");
     // 512 pages > the flush ceiling: the whole address space left both cores' TLBs.
     assert_eq!(s.f("os.full_flushes"), 1.0);
-    assert_eq!(m.xl.mmus[0].stlb.occupancy() + m.xl.mmus[1].stlb.occupancy(), 0);
+    assert_eq!(m.xl.mmus[0].tlb(TlbId::L2).occupancy() + m.xl.mmus[1].tlb(TlbId::L2).occupancy(), 0);
     check_no_stale(&m);
 
     // A demotion flushes one 2 MB page: a ranged flush.
@@ -365,7 +366,7 @@ fn a_shootdown_reaches_every_core_running_the_space_and_is_charged() {
     touch(&mut m, 1, BASE + 2 * MB + 5, false);
     assert!(m.request_demotion(1, 0, VirtAddr(BASE)).unwrap());
     assert_eq!(m.stats().f("os.full_flushes"), 1.0);
-    assert!(m.xl.mmus[1].stlb.occupancy() >= 1, "the other page's entry stays");
+    assert!(m.xl.mmus[1].tlb(TlbId::L2).occupancy() >= 1, "the other page's entry stays");
     check_no_stale(&m);
 }
 

@@ -6,6 +6,7 @@
 
 use xlat_core::addr::{PageSize, VirtAddr};
 use xlat_core::os::pt::{PTE_A, PTE_D};
+use xlat_core::translate::mmu::TlbId;
 use xlat_core::{Config, Machine, Ref, RunOptions, Stats, VecSource};
 
 mod common;
@@ -185,7 +186,7 @@ fn check_tlb_against_tables(m: &Machine) {
     let core = &m.xl.mmus[0];
     let vm = &m.xl.vms[core.vm];
     let mut checked = 0;
-    for (key, e) in core.stlb.entries().into_iter().chain(core.dtlb.entries()) {
+    for (key, e) in core.tlb(TlbId::L2).entries().into_iter().chain(core.tlb(TlbId::L1d).entries()) {
         if key.ctx != core.ctx {
             continue;
         }
@@ -300,7 +301,7 @@ fn two_vms_time_slice_a_core_with_and_without_vpids() {
         m.prefault().unwrap();
         let mut src = VecSource::new(vec![random_refs(200_000, 2 * MB, 9)], region(2 * MB));
         m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
-        let vpids: std::collections::BTreeSet<u32> = m.xl.mmus[0].stlb.entries().iter().map(|(k, _)| k.ctx >> 12).collect();
+        let vpids: std::collections::BTreeSet<u32> = m.xl.mmus[0].tlb(TlbId::L2).entries().iter().map(|(k, _)| k.ctx >> 12).collect();
         (m.xl.mmus[0].vm, vpids)
     };
     let (_, vpids) = run_machine(&base);
@@ -318,13 +319,13 @@ fn guest_and_host_shootdowns_reach_the_right_structures() {
     }
     let vctx = m.xl.vms[0].ctx;
     let ntlb_of = |m: &Machine| m.xl.mmus[0].ntlb.entries().iter().filter(|(k, _)| k.ctx == vctx).count();
-    let (tlb0, ntlb0) = (m.xl.mmus[0].stlb.occupancy(), ntlb_of(&m));
+    let (tlb0, ntlb0) = (m.xl.mmus[0].tlb(TlbId::L2).occupancy(), ntlb_of(&m));
     assert!(tlb0 >= 64 && ntlb0 > 0);
 
     // The guest unmaps a page: its gVA leaves the TLBs; the nested TLB (gPA -> hPA) stays.
     assert!(m.xl.vms[0].os.unmap(0, VirtAddr(BASE)).unwrap());
     m.sync(xlat_core::os::sched::Scope::Guest(0), Some(0));
-    assert_eq!(m.xl.mmus[0].stlb.occupancy(), tlb0 - 1);
+    assert_eq!(m.xl.mmus[0].tlb(TlbId::L2).occupancy(), tlb0 - 1);
     assert_eq!(ntlb_of(&m), ntlb0);
     assert_eq!(m.stats().f("shootdowns"), 1.0);
 
@@ -334,7 +335,7 @@ fn guest_and_host_shootdowns_reach_the_right_structures() {
     let gpa = m.xl.vms[0].os.translate(0, VirtAddr(BASE + 4096)).unwrap().0.addr().0;
     let hspace = m.xl.vms[0].space;
     assert!(m.request_promotion(0, hspace, VirtAddr(gpa)).unwrap());
-    assert_eq!(m.xl.mmus[0].stlb.occupancy(), 0);
+    assert_eq!(m.xl.mmus[0].tlb(TlbId::L2).occupancy(), 0);
     assert!(ntlb_of(&m) < ntlb0);
     let s = m.stats();
     assert_eq!((s.f("host.promotions"), s.f("host.shootdowns")), (1.0, 1.0));

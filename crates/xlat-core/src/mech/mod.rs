@@ -37,8 +37,9 @@ pub trait Mechanism {
     }
 
     /// Core `c` reached `instructions` (at least [`Mechanism::next_epoch`]): end the epoch,
-    /// given the core's translation counters; may steer the memory side.
-    fn on_epoch(&mut self, _c: usize, _instructions: u64, _k: &mut CoreCounters) -> Option<Steer> {
+    /// given the misses of its L2 TLB so far and its translation counters; may steer the
+    /// memory side.
+    fn on_epoch(&mut self, _c: usize, _instructions: u64, _l2_tlb_misses: u64, _k: &mut CoreCounters) -> Option<Steer> {
         None
     }
 
@@ -92,8 +93,8 @@ impl Mechanism for AnyMech {
     fn next_epoch(&self, c: usize) -> u64 {
         each!(self, m => m.next_epoch(c))
     }
-    fn on_epoch(&mut self, c: usize, instructions: u64, k: &mut CoreCounters) -> Option<Steer> {
-        each!(self, m => m.on_epoch(c, instructions, k))
+    fn on_epoch(&mut self, c: usize, instructions: u64, l2_tlb_misses: u64, k: &mut CoreCounters) -> Option<Steer> {
+        each!(self, m => m.on_epoch(c, instructions, l2_tlb_misses, k))
     }
     fn on_invalidate(&mut self, c: usize, what: Invalidate) -> usize {
         each!(self, m => m.on_invalidate(c, what))
@@ -171,12 +172,12 @@ impl Mechs {
 
     /// End the epochs due on core `c`; returns the memory side's new steering, if any.
     #[cold]
-    pub fn on_epoch(&mut self, c: usize, instructions: u64, k: &mut CoreCounters) -> Vec<Steer> {
+    pub fn on_epoch(&mut self, c: usize, instructions: u64, l2_tlb_misses: u64, k: &mut CoreCounters) -> Vec<Steer> {
         let mut out = Vec::new();
         let mut next = u64::MAX;
         for m in &mut self.list {
             if instructions >= m.next_epoch(c) {
-                out.extend(m.on_epoch(c, instructions, k));
+                out.extend(m.on_epoch(c, instructions, l2_tlb_misses, k));
             }
             next = next.min(m.next_epoch(c));
         }

@@ -62,9 +62,8 @@ impl Mechanism for PtpDetector {
         self.cores[c].end
     }
 
-    fn on_epoch(&mut self, c: usize, instructions: u64, k: &mut CoreCounters) -> Option<Steer> {
+    fn on_epoch(&mut self, c: usize, instructions: u64, misses: u64, k: &mut CoreCounters) -> Option<Steer> {
         let s = &mut self.cores[c];
-        let misses = k.l2_tlb_misses;
         // Statistics may have been reset (end of warm-up) since the epoch began.
         let delta = misses.saturating_sub(s.misses.min(misses));
         let active = delta as f64 * 1000.0 / self.epoch as f64 >= self.mpki;
@@ -101,19 +100,16 @@ mod tests {
             let mut mechs = Mechs::new(vec![AnyMech::PtpDetector(PtpDetector::new(1000, 5.0, 0.99, per_context, 2))], 2);
             let mut k = [CoreCounters::default(), CoreCounters::default()];
             assert!(mechs.epochs && !mechs.epoch_due(1, 999) && mechs.epoch_due(1, 1000));
-            k[1].l2_tlb_misses = 5;
-            let steer = mechs.on_epoch(1, 1003, &mut k[1]);
+            let steer = mechs.on_epoch(1, 1003, 5, &mut k[1]);
             let llc = if per_context { 0b10 } else { u64::MAX };
             assert_eq!(steer, vec![Steer::Ptp { probability: 0.99, cores: 0b10, llc }]);
             // The next epoch ends 1000 instructions after this one did.
             assert!(!mechs.epoch_due(1, 2002) && mechs.epoch_due(1, 2003));
             // Still in the phase: nothing changes. Core 0, quiet, never enters one.
-            k[1].l2_tlb_misses = 11;
-            assert!(mechs.on_epoch(1, 2003, &mut k[1]).is_empty());
-            assert!(mechs.on_epoch(0, 1000, &mut k[0]).is_empty());
+            assert!(mechs.on_epoch(1, 2003, 11, &mut k[1]).is_empty());
+            assert!(mechs.on_epoch(0, 1000, 0, &mut k[0]).is_empty());
             // Four misses in an epoch: the phase ends, and nothing is protected.
-            k[1].l2_tlb_misses = 15;
-            assert_eq!(mechs.on_epoch(1, 3003, &mut k[1]), vec![Steer::Ptp { probability: 0.99, cores: 0, llc: 0 }]);
+            assert_eq!(mechs.on_epoch(1, 3003, 15, &mut k[1]), vec![Steer::Ptp { probability: 0.99, cores: 0, llc: 0 }]);
             assert_eq!((k[1].ptp_epochs, k[1].ptp_active_epochs, k[0].ptp_active_epochs), (3, 2, 0));
         }
     }

@@ -7,11 +7,45 @@ use crate::stats::{CoreCounters, VirtCounters};
 use crate::translate::pwc::Pwc;
 use crate::translate::tlb::{Ctx, Invalidate, TlbLevel};
 
+/// The TLB levels of a core, by their place in [`Mmu::tlbs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum TlbId {
+    L1d = 0,
+    L1i = 1,
+    /// The unified second level.
+    L2 = 2,
+}
+
+impl TlbId {
+    pub const ALL: [TlbId; 3] = [TlbId::L1d, TlbId::L1i, TlbId::L2];
+
+    /// The level's name in configuration keys and statistics (`tlb.<name>.*`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TlbId::L1d => "l1d",
+            TlbId::L1i => "l1i",
+            TlbId::L2 => "l2",
+        }
+    }
+}
+
+/// The levels a lookup goes through, first to last (at most [`MAX_DEPTH`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlbPath {
+    pub levels: [TlbId; MAX_DEPTH],
+    pub len: usize,
+}
+
+/// The deepest lookup path: an L1 and the shared second level.
+pub const MAX_DEPTH: usize = 2;
+
 pub struct Mmu {
-    pub itlb: TlbLevel,
-    pub dtlb: TlbLevel,
-    /// The unified L2 TLB (`tlb.l2`).
-    pub stlb: TlbLevel,
+    /// The TLB levels, indexed by [`TlbId`].
+    pub tlbs: [TlbLevel; 3],
+    /// The path of data references (L1D, L2) and of instruction fetches (L1I, L2).
+    pub data_path: TlbPath,
+    pub fetch_path: TlbPath,
     pub pwc: Pwc,
     /// Host page-walk cache (vPWC, gPA prefixes) for 2D walks; empty natively.
     pub vpwc: Pwc,
@@ -78,9 +112,9 @@ impl Mmu {
         let ntlb_entries = if v { cfg.tlb_nested_entries } else { 0 };
         let ntlb = TlbLevel::new(&[(ntlb_entries, cfg.tlb_nested_ways, &[Size4K, Size2M, Size1G])], Policy::Lru, s + 8);
         Mmu {
-            itlb,
-            dtlb,
-            stlb,
+            tlbs: [dtlb, itlb, stlb],
+            data_path: TlbPath { levels: [TlbId::L1d, TlbId::L2], len: 2 },
+            fetch_path: TlbPath { levels: [TlbId::L1i, TlbId::L2], len: 2 },
             pwc: Pwc::new(pwc_entries, s + 7),
             vpwc: Pwc::new(vpwc_entries, s + 9),
             ntlb,
@@ -92,10 +126,17 @@ impl Mmu {
         }
     }
 
+    /// The TLB level `id`.
+    #[inline(always)]
+    pub fn tlb(&self, id: TlbId) -> &TlbLevel {
+        &self.tlbs[id as usize]
+    }
+
     /// Drop the translations `what` names from the TLBs and the page-walk cache (what
     /// INVLPG, INVPCID and INVVPID reach); returns how many entries went.
     pub fn invalidate(&mut self, what: Invalidate) -> usize {
-        self.itlb.invalidate(what) + self.dtlb.invalidate(what) + self.stlb.invalidate(what) + self.pwc.invalidate(what)
+        // (In the order L1I, L1D, L2: the count is a sum, the order only documents.)
+        self.tlbs.iter_mut().map(|t| t.invalidate(what)).sum::<usize>() + self.pwc.invalidate(what)
     }
 
     /// Drop host-side translations of VMs (nested TLB and vPWC): the gPA ranges and contexts

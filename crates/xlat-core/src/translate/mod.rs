@@ -60,90 +60,71 @@ impl Translator {
         }
         port.data(((frame << 12) + va.offset(size)) >> 6);
         if self.mechs.epochs && self.mechs.epoch_due(c, port.instructions(c)) {
-            for s in self.mechs.on_epoch(c, port.instructions(c), &mut self.mmus[c].counters) {
+            let mmu = &mut self.mmus[c];
+            let l2_misses = mmu.tlb(crate::translate::mmu::TlbId::L2).stats.misses;
+            for s in self.mechs.on_epoch(c, port.instructions(c), l2_misses, &mut mmu.counters) {
                 port.steer(s);
             }
         }
         Ok(())
     }
 
-    /// Translate `va` for core `c`: L1 TLB, L2 TLB, then a walk. Returns the page's first
-    /// frame and its size.
+    /// Translate `va` for core `c`: look it up along the core's TLB path (L1 then L2), then
+    /// walk. Returns the page's first frame and its size.
     #[inline]
     fn translate<P: MemPort>(&mut self, c: usize, va: VirtAddr, kind: RefKind, port: &mut P) -> Result<(u64, PageSize), SimError> {
         let write = kind == RefKind::Store;
-        let fetch = kind == RefKind::Fetch;
         if self.cfg.tlb_perfect {
             return self.translate_perfect(c, va, write, port);
         }
         let mmu = &mut self.mmus[c];
         let ctx = mmu.ctx;
-        let l1 = if fetch { &mut mmu.itlb } else { &mut mmu.dtlb };
-        let k = &mut mmu.counters;
-        if fetch {
-            k.l1i_tlb_accesses += 1;
-        } else {
-            k.l1d_tlb_accesses += 1;
-        }
-        if let Some((e, size)) = l1.lookup(va, ctx) {
-            if !write || e.dirty {
-                if fetch {
-                    k.l1i_tlb_hits += 1;
-                } else {
-                    k.l1d_tlb_hits += 1;
-                    match size {
-                        PageSize::Size4K => k.l1d_tlb_hits_4k += 1,
-                        PageSize::Size2M => k.l1d_tlb_hits_2m += 1,
-                        PageSize::Size1G => k.l1d_tlb_hits_1g += 1,
-                    }
-                }
-                return Ok((e.frame, size));
+        let path = if kind == RefKind::Fetch { mmu.fetch_path } else { mmu.data_path };
+        // Whether some level holds a translation of the page (a clean one a store cannot
+        // use): the fills after the walk must then replace it rather than add one.
+        let mut present = false;
+        for d in 0..path.len {
+            if d == 1 {
+                port.l2_tlb();
             }
-            // A store through a clean translation: the hardware walks to set the PTE's D bit.
-            k.dirty_walks += 1;
-            return self.walk_and_fill(c, va, write, fetch, false, port);
-        }
-        if fetch {
-            k.l1i_tlb_misses += 1;
-        } else {
-            k.l1d_tlb_misses += 1;
-        }
-        k.l2_tlb_accesses += 1;
-        port.l2_tlb();
-        let in_l2 = match mmu.stlb.lookup(va, ctx) {
-            Some((e, size)) => {
-                k.l2_tlb_hits += 1;
-                if !write || e.dirty {
-                    let l1 = if fetch { &mut mmu.itlb } else { &mut mmu.dtlb };
-                    l1.insert_absent(va, size, ctx, e);
+            let lvl = &mut mmu.tlbs[path.levels[d] as usize];
+            lvl.stats.accesses += 1;
+            match lvl.lookup(va, ctx) {
+                Some((e, size)) if !write || e.dirty => {
+                    lvl.stats.hits += 1;
+                    lvl.stats.hits_by_size[size as usize] += 1;
+                    // Inclusion: the levels above, which missed, get the translation.
+                    for &up in &path.levels[..d] {
+                        mmu.tlbs[up as usize].insert_absent(va, size, ctx, e);
+                    }
                     return Ok((e.frame, size));
                 }
-                k.dirty_walks += 1;
-                true
+                Some(_) => {
+                    // A store through a clean translation: the hardware walks to set the
+                    // PTE's D bit. (The first level's lookup counts neither as a hit nor as a
+                    // miss then; deeper ones count a hit.)
+                    if d > 0 {
+                        lvl.stats.hits += 1;
+                    }
+                    mmu.counters.dirty_walks += 1;
+                    present = true;
+                    break;
+                }
+                None => lvl.stats.misses += 1,
             }
-            None => {
-                k.l2_tlb_misses += 1;
-                false
-            }
-        };
-        self.walk_and_fill(c, va, write, fetch, !in_l2, port)
-    }
-
-    /// Walk and fill the TLBs. `missed`: neither TLB level holds `va` (no probe on fill);
-    /// otherwise this walk only sets a dirty bit and the fills replace cached copies.
-    fn walk_and_fill<P: MemPort>(&mut self, c: usize, va: VirtAddr, write: bool, fetch: bool, missed: bool, port: &mut P) -> Result<(u64, PageSize), SimError> {
+        }
         port.walk_begin();
         let (e, size) = self.walk(c, va, write, port)?;
         port.walk_end();
+        // Fill every level of the path, last first.
         let mmu = &mut self.mmus[c];
-        let ctx = mmu.ctx;
-        let l1 = if fetch { &mut mmu.itlb } else { &mut mmu.dtlb };
-        if missed {
-            mmu.stlb.insert_absent(va, size, ctx, e);
-            l1.insert_absent(va, size, ctx, e);
-        } else {
-            mmu.stlb.insert(va, size, ctx, e);
-            l1.insert(va, size, ctx, e);
+        for d in (0..path.len).rev() {
+            let lvl = &mut mmu.tlbs[path.levels[d] as usize];
+            if present {
+                lvl.insert(va, size, ctx, e);
+            } else {
+                lvl.insert_absent(va, size, ctx, e);
+            }
         }
         Ok((e.frame, size))
     }

@@ -203,17 +203,31 @@ impl Invalidate {
     }
 }
 
-/// A TLB level: arrays and which page sizes each holds.
+/// What a TLB level counts (emitted as `tlb.<name>.*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TlbStats {
+    /// Lookups.
+    pub accesses: u64,
+    /// Lookups that found a usable translation (a store's needs a dirty one; see
+    /// [`crate::translate::Translator`] for a clean one), by page size too.
+    pub hits: u64,
+    pub hits_by_size: [u64; 3],
+    /// Lookups that found no translation of the page.
+    pub misses: u64,
+}
+
+/// A TLB level: arrays and which page sizes each holds, and what it counts.
 pub struct TlbLevel {
     arrays: Vec<TlbArray>,
     /// For each page size, the index of the array that holds it, if any.
     holder: [Option<u8>; 3],
+    pub stats: TlbStats,
 }
 
 impl TlbLevel {
     /// `arrays`: (entries, ways, sizes held). Arrays with zero entries are left out.
     pub fn new(arrays: &[(u64, u64, &[PageSize])], policy: Policy, seed: u64) -> TlbLevel {
-        let mut lvl = TlbLevel { arrays: Vec::new(), holder: [None; 3] };
+        let mut lvl = TlbLevel { arrays: Vec::new(), holder: [None; 3], stats: TlbStats::default() };
         for (i, &(entries, ways, sizes)) in arrays.iter().filter(|a| a.0 > 0).enumerate() {
             lvl.arrays.push(TlbArray::new(entries, ways, policy, seed.wrapping_add(i as u64)));
             for &s in sizes {
