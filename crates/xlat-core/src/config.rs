@@ -121,6 +121,14 @@ config_enum!(
     PtpMode { Always = "always", Detector = "detector" }
 );
 config_enum!(
+    /// How a Promotion Candidate Cache ranks its entries and picks a victim.
+    PccPolicy { Lfu = "lfu", Lru = "lru" }
+);
+config_enum!(
+    /// What reading a Promotion Candidate Cache out does to it.
+    PccReadout { Invalidate = "invalidate", Flush = "flush" }
+);
+config_enum!(
     /// Page-table format of an address space.
     PtFormat { Radix4 = "radix4", Radix5 = "radix5", Fpt = "fpt", FptL3L2 = "fpt-l3l2", FptL4L3 = "fpt-l4l3" }
 );
@@ -271,6 +279,12 @@ config! {
     ptp_detector_mpki: f64 = 5.0; "ptp.detector_mpki"; "detector: a core is in a TLB-miss phase when its L2 TLB MPKI over the last epoch is at least this (the paper gives no threshold)";
     ptp_detector_epoch: u64 = 100000; "ptp.detector_epoch"; "detector: epoch length in instructions";
     ptp_per_context: bool = false; "ptp.per_context"; "shared caches protect only the page-table lines of cores in a TLB-miss phase (else any core's phase protects all)";
+    pcc_enabled: bool = false; "pcc.enabled"; "Promotion Candidate Cache (seed 001, MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates";
+    pcc_entries: u64 = 128; "pcc.entries"; "2 MB PCC entries per core, fully associative, tagged by VA >> 21 and context (the paper's Tab. 2: 128 entries, 768 B)";
+    pcc_entries_1g: u64 = 0; "pcc.entries_1g"; "1 GB PCC entries per core, counting walks per 1 GB region from 4 KB and 2 MB pages (the paper's option 1, §3.2.3; it costs 8 entries, 40 B, and evaluates none; 0: no 1 GB PCC)";
+    pcc_policy: PccPolicy = PccPolicy::Lfu; "pcc.policy"; "PCC replacement: lfu (entries kept in frequency order, the tail evicted: the artifact's EVICTION_POLICY 2) or lru (the policy the paper's text settles on, §3.2.1); read-out is by frequency either way";
+    pcc_counter_bits: u64 = 8; "pcc.counter_bits"; "bits of each PCC frequency counter (Tab. 2: 8); when one reaches 2^bits - 1 every counter is halved";
+    pcc_readout: PccReadout = PccReadout::Invalidate; "pcc.readout"; "what an OS read-out does: invalidate (nothing; promoted regions leave through their shootdowns, the paper's §3.3) or flush (empty the PCC, as the artifact's simulator does)";
     dram_latency_ns: f64 = 50.0; "dram.latency_ns"; "DRAM access latency beyond the LLC, in ns";
     dram_bandwidth_gbps: f64 = 0.0; "dram.bandwidth_gbps"; "DRAM bandwidth in GB/s for the queue model (0: unlimited)";
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
@@ -407,6 +421,17 @@ impl Config {
             if p == Policy::Ptp {
                 return Err(invalid(key, "ptp is a cache policy, not a TLB policy".into()));
             }
+        }
+        if self.pcc_enabled && self.pcc_entries == 0 {
+            return Err(invalid("pcc.entries", "must be at least 1 when pcc.enabled".into()));
+        }
+        for (key, n) in [("pcc.entries", self.pcc_entries), ("pcc.entries_1g", self.pcc_entries_1g)] {
+            if n > 65536 {
+                return Err(invalid(key, format!("{n} entries is more than the 65536 supported (the paper sweeps 4 to 1024)")));
+            }
+        }
+        if !(1..=16).contains(&self.pcc_counter_bits) {
+            return Err(invalid("pcc.counter_bits", "must be between 1 and 16".into()));
         }
         if self.core_freq_ghz <= 0.0 {
             return Err(invalid("core.freq_ghz", "must be positive".into()));

@@ -5,6 +5,7 @@
 //! point, nothing more. `docs/extending.md` walks through adding one, with the PTP phase
 //! detector ([`ptp`]) as the example.
 
+pub mod pcc;
 pub mod ptp;
 
 use crate::addr::VirtAddr;
@@ -75,12 +76,14 @@ pub trait Mechanism {
 /// Every mechanism xlat has, as one type (static dispatch).
 pub enum AnyMech {
     PtpDetector(ptp::PtpDetector),
+    Pcc(pcc::Pcc),
 }
 
 macro_rules! each {
     ($self:expr, $m:ident => $e:expr) => {
         match $self {
             AnyMech::PtpDetector($m) => $e,
+            AnyMech::Pcc($m) => $e,
         }
     };
 }
@@ -134,6 +137,9 @@ impl Mechs {
         let mut list = Vec::new();
         if let Some(d) = ptp::PtpDetector::from_config(cfg, cores) {
             list.push(AnyMech::PtpDetector(d));
+        }
+        if let Some(p) = pcc::Pcc::from_config(cfg, cores) {
+            list.push(AnyMech::Pcc(p));
         }
         Mechs::new(list, cores)
     }
@@ -217,5 +223,21 @@ impl Mechs {
     /// A mechanism by its place in the list (tests, and studies that read its state).
     pub fn get(&self, i: usize) -> Option<&AnyMech> {
         self.list.get(i)
+    }
+
+    /// The Promotion Candidate Cache, if the machine has one (`pcc.enabled`).
+    pub fn pcc(&self) -> Option<&pcc::Pcc> {
+        self.list.iter().find_map(|m| match m {
+            AnyMech::Pcc(p) => Some(p),
+            _ => None,
+        })
+    }
+
+    /// The same, to read it out ([`pcc::Pcc::candidates`]).
+    pub fn pcc_mut(&mut self) -> Option<&mut pcc::Pcc> {
+        self.list.iter_mut().find_map(|m| match m {
+            AnyMech::Pcc(p) => Some(p),
+            _ => None,
+        })
     }
 }

@@ -25,6 +25,8 @@ pub struct WalkStep {
     pub table: Table,
     /// The address being translated (guest-physical for a host table).
     pub va: VirtAddr,
+    /// The context the walk translates for (a VM's host-side context for a host table).
+    pub ctx: Ctx,
     /// Level of the entry (1 = a 4 KB leaf's; a flattened node's entries have the lower of
     /// its two levels).
     pub level: u8,
@@ -239,7 +241,7 @@ impl<P: MemPort> Walker<'_, P> {
             };
             self.port.read_pte(line, table);
             let e = pt.entry(node, idx);
-            self.mechs.on_walk_step(self.c, &WalkStep { table, va, level: entry_level, entry: e, node, index: idx });
+            self.mechs.on_walk_step(self.c, &WalkStep { table, va, ctx, level: entry_level, entry: e, node, index: idx });
             if e & PTE_P == 0 {
                 return Found::Missing;
             }

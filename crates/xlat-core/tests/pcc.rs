@@ -1,0 +1,165 @@
+//! The Promotion Candidate Cache (seed 001) in a real machine: fed by the walker, it ranks
+//! the 2 MB region that causes the most walks first; its statistics reach `simulate`'s
+//! result; the OS's shootdowns drop what they cover.
+
+mod common;
+
+use common::{Rng, BASE};
+use xlat_core::addr::VirtAddr;
+use xlat_core::{Config, Machine, Ref, Region, RunOptions, Stats, VecSource};
+
+const MB2: u64 = 2 << 20;
+/// The regions of the workload, and the one that gets most of the accesses.
+const REGIONS: u64 = 4;
+const HOT: u64 = 2;
+
+/// Small TLBs (16-entry L1, 64-entry L2: 256 KB of reach), so that random 4 KB accesses
+/// inside one 2 MB region keep missing, and the PCC on.
+fn cfg(extra: &[(&str, &str)]) -> Config {
+    let mut pairs = vec![("tlb.l1d.entries", "16"), ("tlb.l2.entries", "64"), ("tlb.l2.ways", "4"), ("pcc.enabled", "true")];
+    pairs.extend_from_slice(extra);
+    Config::from_pairs(pairs).unwrap()
+}
+
+fn regions() -> Vec<Region> {
+    vec![Region { name: "data".into(), start: BASE, len: REGIONS * MB2 }]
+}
+
+/// `n` random loads over the regions, 70 % of them into region `HOT`.
+fn refs(n: usize, seed: u64) -> Vec<Ref> {
+    let mut r = Rng(seed);
+    (0..n)
+        .map(|_| {
+            let region = if r.below(10) < 7 { HOT } else { [0, 1, 3][r.below(3) as usize] };
+            Ref::load(BASE + region * MB2 + r.below(MB2 / 8) * 8, 3)
+        })
+        .collect()
+}
+
+fn machine(cfg: &Config, n: usize) -> Machine {
+    let mut m = Machine::new(cfg, 1, regions(), 1).unwrap();
+    m.prefault().unwrap();
+    let mut src = VecSource::new(vec![refs(n, 7)], regions());
+    m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+    m
+}
+
+/// After a run, the region with most of the accesses (and so most of the walks) heads the
+/// PCC's read-out, in the process's context; every region that was walked has an entry; with
+/// prefaulted memory every walk reached the PCC, and each region's first walk (PMD A bit
+/// clear) was filtered.
+#[test]
+fn the_most_walked_region_ranks_first() {
+    for policy in ["lfu", "lru"] {
+        let m = machine(&cfg(&[("pcc.policy", policy)]), 40_000);
+        let s = m.stats();
+        let pcc = m.xl.mechs.pcc().expect("pcc.enabled");
+        let list = pcc.peek(0);
+        assert_eq!(list.len(), REGIONS as usize, "{policy}: {list:?}");
+        assert_eq!(list[0].start(), VirtAddr(BASE + HOT * MB2), "{policy}: {list:?}");
+        assert_eq!(list[0].ctx, m.xl.mmus[0].ctx);
+        assert!(list.windows(2).all(|w| w[0].freq >= w[1].freq), "{policy}: read-out by frequency: {list:?}");
+        assert!(list.iter().all(|c| !c.huge));
+        assert!(s.f("walks") > 10_000.0, "the small TLBs miss: {} walks", s.f("walks"));
+        assert_eq!(s.f("pcc.lookups"), s.f("walks"), "{policy}: every walk reaches the PMD stage");
+        assert_eq!(s.f("pcc.cold_filtered"), REGIONS as f64);
+        assert_eq!(s.f("pcc.inserts"), REGIONS as f64);
+        assert_eq!(s.f("pcc.hits"), s.f("pcc.lookups") - 2.0 * REGIONS as f64);
+        assert!(s.f("pcc.decays") > 10.0, "8-bit counters saturate on the hot region");
+        assert_eq!((s.f("pcc.evictions"), s.f("pcc.occupancy")), (0.0, REGIONS as f64));
+    }
+}
+
+/// `simulate` reports the pcc.* statistics (none with the PCC off, the default); with two
+/// cores, per core under `coreN.pcc.` and summed under `pcc.`.
+#[test]
+fn simulate_reports_the_pcc_statistics() {
+    let run = |cfg: &Config, streams: Vec<Vec<Ref>>| -> Stats {
+        let mut src = VecSource::new(streams, regions());
+        xlat_core::simulate(cfg, &mut src, RunOptions::default(), true, 1, &mut |_| true).unwrap()
+    };
+    let off = run(&Config::from_pairs([("tlb.l2.entries", "64"), ("tlb.l2.ways", "4")]).unwrap(), vec![refs(5_000, 3)]);
+    assert!(off.entries.iter().all(|(k, _)| !k.starts_with("pcc.")), "the PCC is off by default");
+    let s = run(&cfg(&[("pcc.entries_1g", "8")]), vec![refs(5_000, 3)]);
+    for k in ["lookups", "cold_filtered", "inserts", "hits", "huge_lookups", "evictions", "decays", "invalidations", "reads", "flushed", "occupancy"] {
+        assert!(s.get(&format!("pcc.{k}")).is_some(), "pcc.{k}");
+        assert!(s.get(&format!("pcc.1g.{k}")).is_some(), "pcc.1g.{k}");
+    }
+    assert_eq!(s.f("pcc.1g.lookups"), s.f("walks"));
+    assert_eq!((s.f("pcc.1g.cold_filtered"), s.f("pcc.1g.occupancy")), (1.0, 1.0), "one gigabyte, one cold walk");
+
+    let two = run(&cfg(&[("system.cores", "2")]), vec![refs(5_000, 3), refs(5_000, 4)]);
+    let (a, b) = (two.f("core0.pcc.lookups"), two.f("core1.pcc.lookups"));
+    assert!(a > 0.0 && b > 0.0);
+    assert_eq!(two.f("pcc.lookups"), a + b);
+    assert_eq!(two.f("pcc.lookups"), two.f("walks"));
+    assert_eq!(two.f("pcc.occupancy"), two.f("core0.pcc.occupancy") + two.f("core1.pcc.occupancy"));
+}
+
+/// The OS's shootdowns reach the PCC: unmapping one page drops its region's entry only; a
+/// promotion of the hot region drops its entry (its 512-page shootdown is above the flush
+/// ceiling, so it flushes the whole context: every entry of the process goes).
+#[test]
+fn shootdowns_drop_pcc_entries() {
+    let mut m = machine(&cfg(&[]), 20_000);
+    let tags = |m: &Machine| m.xl.mechs.pcc().unwrap().peek(0).iter().map(|c| c.tag - (BASE >> 21)).collect::<Vec<_>>();
+    assert_eq!(tags(&m)[0], HOT);
+    assert!(m.unmap(0, 0, VirtAddr(BASE + MB2 + 0x3000)).unwrap());
+    let mut left = tags(&m);
+    left.sort_unstable();
+    assert_eq!(left, vec![0, 2, 3], "the unmapped page's region left the PCC");
+    assert!(m.request_promotion(0, 0, VirtAddr(BASE + HOT * MB2)).unwrap());
+    assert!(!tags(&m).contains(&HOT), "the promoted region left the PCC");
+    let s = m.stats();
+    assert_eq!(s.f("pcc.invalidations"), 4.0, "{:?}", tags(&m));
+}
+
+/// The OS's read-out: `candidates` honours `pcc.readout` (flush empties the PCC; invalidate
+/// leaves it).
+#[test]
+fn read_out_modes_through_the_machine() {
+    for (mode, left) in [("invalidate", REGIONS as usize), ("flush", 0)] {
+        let mut m = machine(&cfg(&[("pcc.readout", mode)]), 10_000);
+        let pcc = m.xl.mechs.pcc_mut().unwrap();
+        let got = pcc.candidates(0);
+        assert_eq!(got.len(), REGIONS as usize);
+        assert_eq!(got[0].tag, (BASE >> 21) + HOT);
+        assert_eq!(pcc.peek(0).len(), left, "{mode}");
+        let s = m.stats();
+        assert_eq!((s.f("pcc.reads"), s.f("pcc.flushed")), (1.0, (REGIONS as usize - left) as f64));
+    }
+}
+
+/// In a VM the PCC counts the guest's walks (2D walks; the host's EPT steps are not its
+/// business), tagged by the guest's context (VPID above the PCID), and still ranks the hot
+/// guest-virtual region first.
+#[test]
+fn in_a_vm_the_pcc_ranks_guest_virtual_regions() {
+    let c = cfg(&[("virt.enabled", "true"), ("virt.guest_mem_gb", "1"), ("phys.size_gb", "2")]);
+    let m = machine(&c, 20_000);
+    let s = m.stats();
+    let list = m.xl.mechs.pcc().unwrap().peek(0);
+    assert_eq!(list[0].start(), VirtAddr(BASE + HOT * MB2), "{list:?}");
+    assert_eq!(list[0].ctx, m.xl.mmus[0].ctx);
+    assert!(list[0].ctx >> 12 != 0, "a guest context has a VPID");
+    assert!(s.f("host_walks") > 0.0);
+    assert_eq!(s.f("pcc.lookups"), s.f("walks"), "prefaulted: every guest walk reaches the PMD stage");
+    assert_eq!(s.f("pcc.cold_filtered"), REGIONS as f64);
+}
+
+/// Demand paging: a region's first walk faults above its PMD (no PMD stage), the retry
+/// finds the new PMD with its A bit clear (filtered); later first touches of pages fault on
+/// the PTE after the PMD stage, and so count, as do their retries.
+#[test]
+fn demand_paging_filters_each_regions_first_walk() {
+    let c = cfg(&[]);
+    let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
+    let mut src = VecSource::new(vec![refs(20_000, 5)], regions());
+    m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+    let s = m.stats();
+    assert_eq!(s.f("pcc.cold_filtered"), REGIONS as f64);
+    assert!(s.f("faults") > 1000.0);
+    // One walk per region faulted above its PMD (the first one on a missing L4 entry).
+    assert_eq!(s.f("pcc.lookups"), s.f("walks") - REGIONS as f64);
+    assert_eq!(m.xl.mechs.pcc().unwrap().peek(0)[0].tag, (BASE >> 21) + HOT);
+}
