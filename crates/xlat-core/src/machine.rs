@@ -30,6 +30,12 @@ pub struct RunOptions {
     /// Host threads: 0 = choose (two when the host has them and the run can be pipelined,
     /// see [`crate::host::pipeline`]), 1 = one. Statistics are the same either way.
     pub threads: usize,
+    /// Statistics over time: every this many instructions (all cores together, after
+    /// warm-up) the machine's statistics are taken, and [`Stats::series`] holds what changed
+    /// in each interval. 0: none. Boundaries are found at the run loop's checks, every
+    /// [`crate::os::sched::EVENT_CHECK`] references, so an interval may run a little long;
+    /// each one's `instructions` says how long. Such runs stay on one host thread.
+    pub interval: u64,
 }
 
 /// How often the progress callback runs, in references.
@@ -39,6 +45,11 @@ const BATCH: usize = 4096;
 pub struct Machine {
     pub xl: Translator,
     pub mem: MemorySide,
+    /// Statistics over time of the last run ([`RunOptions::interval`], 0 if none): the
+    /// statistics when measurement began (the end of warm-up) and at the end of each
+    /// interval.
+    interval: u64,
+    marks: Vec<Stats>,
     /// Host time of the last run on two threads (see [`HostTimes`]); `None` after a run on
     /// one thread.
     pub host_times: Option<HostTimes>,
@@ -95,7 +106,7 @@ impl Machine {
             sched.add(crate::os::sched::Work::Mech(i), clock, period, first);
         }
         let xl = Translator { cfg: cfg.clone(), mmus, os, vms, sched, mechs, walk, virt: cfg.virt_enabled };
-        Ok(Machine { xl, mem: MemorySide::new(cfg, streams, seed), host_times: None })
+        Ok(Machine { xl, mem: MemorySide::new(cfg, streams, seed), interval: 0, marks: Vec::new(), host_times: None })
     }
 
     pub fn config(&self) -> &Config {
@@ -151,6 +162,7 @@ impl Machine {
     #[inline(never)] // one call per run; keeps it a unit in profiles
     pub fn run(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
         self.host_times = None;
+        (self.interval, self.marks) = (opts.interval, Vec::new());
         if self.pipelinable(&opts) {
             return self.run_pipelined(src, opts, progress);
         }
@@ -159,7 +171,12 @@ impl Machine {
 
     /// [`Machine::run`] on this thread alone.
     pub(crate) fn run_direct(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
-        run_loop(&mut self.xl, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {})
+        if opts.interval == 0 {
+            return run_loop(&mut self.xl, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut |_, _| {});
+        }
+        let marks = &mut self.marks;
+        let mut mark = |xl: &Translator, port: &Direct| marks.push(stats_of(xl, port.mem));
+        run_loop(&mut self.xl, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut mark)
     }
 
     /// Invalidate translations `what` names on every core (TLBs and page-walk caches).
@@ -204,18 +221,36 @@ impl Machine {
     }
 
     /// All statistics, with the glossary's names. One core: bare names. Several: `coreN.`
-    /// per core plus sums (and machine-wide ratios) under the bare names.
+    /// per core plus sums (and machine-wide ratios) under the bare names. With
+    /// [`RunOptions::interval`], [`Stats::series`] holds each interval's.
     pub fn stats(&self) -> Stats {
+        let mut s = stats_of(&self.xl, &self.mem);
+        if self.interval > 0 && !self.marks.is_empty() {
+            // (The first mark is the start of measurement: the end of warm-up.)
+            let all: Vec<&Stats> = self.marks.iter().chain([&s]).collect();
+            s.series = all.windows(2).map(|w| w[1].since(w[0])).collect();
+            // (A run that ended on a boundary has nothing after it.)
+            if s.series.last().is_some_and(|l| l.get("instructions").is_some_and(|i| i.as_f64() == 0.0)) {
+                s.series.pop();
+            }
+        }
+        s
+    }
+}
+
+/// The statistics of a machine's two sides (see [`Machine::stats`]).
+fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
+    {
         let mut s = Stats::default();
-        let virt = self.xl.virt;
-        let multi = self.xl.mmus.len() > 1;
+        let virt = xl.virt;
+        let multi = xl.mmus.len() > 1;
         let mut sum = CoreCounters::default();
         let mut vsum = VirtCounters::default();
         let mut tsum = [TlbStats::default(); 3];
         let (mut instr, mut cycles, mut rob_stalls) = (0u64, 0u64, 0u64);
         let mut caches = [[0u64; 7]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks
         let mut cache_energy = 0.0;
-        for (i, (mmu, core)) in self.xl.mmus.iter().zip(&self.mem.cores).enumerate() {
+        for (i, (mmu, core)) in xl.mmus.iter().zip(&mem.cores).enumerate() {
             // Each side counts its own events of the glossary; together they are the core's.
             let mut k = mmu.counters.clone();
             k.add(&core.counters);
@@ -265,7 +300,7 @@ impl Machine {
             let c = &caches[j];
             emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6]);
         }
-        let (llc, dram) = (&self.mem.llc, &self.mem.dram);
+        let (llc, dram) = (&mem.llc, &mem.dram);
         let l = &llc.counters;
         emit_cache(&mut s, "llc", l.accesses, l.misses, l.writebacks);
         cache_energy += (llc.total_accesses() + l.writebacks) as f64 * llc.energy_nj;
@@ -276,17 +311,17 @@ impl Machine {
         s.float("energy_nj.cache", cache_energy);
         s.float("energy_nj.dram", dram_energy);
         s.float("energy_nj.total", cache_energy + dram_energy);
-        let (top, host_top) = (self.xl.walk.top, self.xl.walk.host_top);
+        let (top, host_top) = (xl.walk.top, xl.walk.host_top);
         if virt {
             // Bare names: the guests' (the application's) tables and memory; `host.`: the
             // hypervisor's EPTs and the machine's memory.
-            let guests: Vec<&Os> = self.xl.vms.iter().map(|v| &v.os).collect();
+            let guests: Vec<&Os> = xl.vms.iter().map(|v| &v.os).collect();
             emit_os(&mut s, "", &guests, top);
-            emit_os(&mut s, "host.", &[&self.xl.os], host_top);
+            emit_os(&mut s, "host.", &[&xl.os], host_top);
         } else {
-            emit_os(&mut s, "", &[&self.xl.os], top);
+            emit_os(&mut s, "", &[&xl.os], top);
         }
-        self.xl.mechs.emit_stats(&mut s);
+        xl.mechs.emit_stats(&mut s);
         s
     }
 }
@@ -338,6 +373,7 @@ pub(crate) fn run_loop<P: MemPort>(
     progress: &mut dyn FnMut(u64) -> bool,
     chunk: usize,
     flush: &mut dyn FnMut(&mut P),
+    mark: &mut dyn FnMut(&Translator, &P),
 ) -> Result<u64, SimError> {
     let n = xl.mmus.len();
     let mut batches: Vec<Vec<Ref>> = (0..n).map(|_| Vec::with_capacity(BATCH)).collect();
@@ -347,6 +383,13 @@ pub(crate) fn run_loop<P: MemPort>(
     let mut warm = opts.warmup == 0;
     let limit = opts.max_refs.map(|m| m + opts.warmup).unwrap_or(u64::MAX);
     let mut next_progress = PROGRESS_EVERY;
+    // Statistics over time: the next interval ends when the cores' instructions reach this.
+    let instructions = |port: &P| (0..n).map(|c| port.instructions(c)).sum::<u64>();
+    let mut next_mark = u64::MAX;
+    if opts.interval > 0 && warm {
+        mark(xl, port);
+        next_mark = instructions(port) + opts.interval;
+    }
     // One prefetch pipeline per core: each runs ahead in its own stream.
     let mut rings: Vec<PrefetchRing> = (0..n).map(|_| PrefetchRing::new()).collect();
     'run: while done < limit {
@@ -382,19 +425,29 @@ pub(crate) fn run_loop<P: MemPort>(
             }
             let r = batches[c][pos[c]];
             pos[c] += 1;
-            let mark = port.recorded();
+            let recorded = port.recorded();
             if let Err(e) = xl.step(c, r, port) {
-                port.truncate(mark); // (a reference's ops are replayed whole or not at all)
+                port.truncate(recorded); // (a reference's ops are replayed whole or not at all)
                 return Err(e);
             }
             done += 1;
-            if done & (crate::os::sched::EVENT_CHECK - 1) == 0 && xl.sched.check_due(done) {
-                xl.os_events(done, port)?;
+            if done & (crate::os::sched::EVENT_CHECK - 1) == 0 {
+                if xl.sched.check_due(done) {
+                    xl.os_events(done, port)?;
+                }
+                if next_mark != u64::MAX && instructions(port) >= next_mark {
+                    mark(xl, port);
+                    next_mark = instructions(port) + opts.interval;
+                }
             }
             if !warm && done == opts.warmup {
                 xl.reset_stats();
                 port.reset_stats();
                 warm = true;
+                if opts.interval > 0 {
+                    mark(xl, port);
+                    next_mark = instructions(port) + opts.interval;
+                }
             }
             if port.recorded() >= chunk {
                 flush(port);

@@ -26,6 +26,11 @@ impl StatValue {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
     pub entries: Vec<(String, StatValue)>,
+    /// Statistics over time (a run with an interval): per interval, the change of every
+    /// integer statistic (counts, cycles, bytes; a level that fell, such as free memory, has
+    /// a negative change, as a float). Ratios are left to the reader, who has their
+    /// numerators and denominators.
+    pub series: Vec<Stats>,
 }
 
 impl Stats {
@@ -44,6 +49,27 @@ impl Stats {
 
     pub fn get(&self, name: &str) -> Option<StatValue> {
         self.entries.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+
+    /// The change of every integer statistic since `earlier` (absent there: since 0).
+    pub fn since(&self, earlier: &Stats) -> Stats {
+        let entries = self
+            .entries
+            .iter()
+            .filter_map(|(name, v)| match v {
+                StatValue::Int(now) => {
+                    let then = match earlier.get(name) {
+                        Some(StatValue::Int(t)) => t,
+                        _ => 0,
+                    };
+                    // (A level such as free memory may fall: its change is then negative.)
+                    let change = if *now >= then { StatValue::Int(now - then) } else { StatValue::Float(-((then - now) as f64)) };
+                    Some((name.clone(), change))
+                }
+                StatValue::Float(_) => None,
+            })
+            .collect();
+        Stats { entries, series: Vec::new() }
     }
 
     /// Value as f64; panics if absent (for tests).

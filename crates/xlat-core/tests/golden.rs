@@ -191,7 +191,7 @@ fn multi_core_keeps_per_core_and_summed_names() {
 fn warmup_resets_statistics_but_keeps_state() {
     let refs: Vec<Ref> = (0..1000).map(|i| Ref::load(BASE + (i % 10) * 4096, 1)).collect();
     let mut src = VecSource::new(vec![refs], region(GB));
-    let opts = RunOptions { max_refs: Some(500), warmup: 500, threads: 0 };
+    let opts = RunOptions { max_refs: Some(500), warmup: 500, ..RunOptions::default() };
     let s = xlat_core::simulate(&Config::default(), &mut src, opts, true, 1, &mut |_| true).unwrap();
     assert_eq!(s.f("refs"), 500.0);
     assert_eq!(s.f("walks"), 0.0, "all ten pages were translated during warm-up");

@@ -66,7 +66,7 @@ fn two_host_threads_give_one_threads_statistics() {
     for pairs in configs {
         let c = cfg(pairs);
         for prefault in [false, true] {
-            for opts in [RunOptions::default(), RunOptions { warmup: 7_000, max_refs: Some(15_000), threads: 0 }] {
+            for opts in [RunOptions::default(), RunOptions { warmup: 7_000, max_refs: Some(15_000), ..RunOptions::default() }] {
                 let one = run(&c, &refs, prefault, opts, 1);
                 let two = run(&c, &refs, prefault, opts, 2);
                 assert!(one.f("walks") > 1000.0 && one.f("tlb.dirty_walks") > 0.0, "the stream exercises walks");

@@ -68,7 +68,7 @@ fn simulate<'py>(
         (None, Some(t)) => xlat_workloads::open_trace(&t, trace_format.as_deref()).map_err(workload_err)?,
         _ => return Err(XlatError::new_err("give exactly one of a workload and a trace")),
     };
-    let opts = RunOptions { max_refs: refs, warmup, threads };
+    let opts = RunOptions { max_refs: refs, warmup, threads, ..RunOptions::default() };
     let total = refs.map(|r| r + warmup);
     let mut interrupt: Option<PyErr> = None;
     let result = py.allow_threads(|| {

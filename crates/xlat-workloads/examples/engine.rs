@@ -16,7 +16,7 @@ fn main() {
     let mut m = Machine::new(&cfg, src.streams(), src.regions(), 1).expect("machine");
     m.prefault().expect("prefault");
     let t = Instant::now();
-    let done = m.run(src.as_mut(), RunOptions { max_refs: Some(refs), warmup, threads: threads() }, &mut |_| true).expect("run");
+    let done = m.run(src.as_mut(), RunOptions { max_refs: Some(refs), warmup, threads: threads(), ..RunOptions::default() }, &mut |_| true).expect("run");
     let dt = t.elapsed().as_secs_f64();
     let s = m.stats();
     println!("{spec}: {done} refs in {dt:.2}s = {:.2} M refs/s; ipc {:.3} walks {}", done as f64 / dt / 1e6, s.f("ipc"), s.f("walks"));

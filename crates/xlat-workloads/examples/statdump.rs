@@ -72,7 +72,8 @@ fn main() {
         if prefault {
             m.prefault().unwrap_or_else(|e| panic!("{name}: {e}"));
         }
-        m.run(src.as_mut(), RunOptions { max_refs: Some(refs), warmup, threads }, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}"));
+        m.run(src.as_mut(), RunOptions { max_refs: Some(refs), warmup, threads, ..RunOptions::default() }, &mut |_| true)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         for (k, v) in &m.stats().entries {
             println!("{name} {k} {v:?}");
         }

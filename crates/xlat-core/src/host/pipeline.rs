@@ -245,6 +245,7 @@ impl Machine {
             n => n,
         };
         threads >= 2
+            && opts.interval == 0
             && self.xl.mmus.len() == 1
             && self.xl.vms.len() <= 1
             && !self.xl.perfect()
@@ -290,7 +291,7 @@ impl Machine {
                 // (A failed send means the replaying thread panicked; the scope re-raises.)
                 let _ = full_tx.send(std::mem::replace(&mut rec.ops, next));
             };
-            let result = crate::machine::run_loop(xl, &mut rec, src, opts, progress, CHUNK, &mut flush);
+            let result = crate::machine::run_loop(xl, &mut rec, src, opts, progress, CHUNK, &mut flush, &mut |_, _| {});
             flush(&mut rec);
             drop(full_tx);
             // A panic of the replaying thread is this thread's: the run's results are not whole.
