@@ -348,6 +348,57 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wrapped(text: str, indent: str, out, hanging: str | None = None) -> None:
+    """Print ``text`` wrapped to the terminal (at most 100 columns), each line after ``indent``
+    (the lines after the first after ``hanging``, if given)."""
+    import textwrap
+
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 100))
+    rest = indent if hanging is None else hanging
+    for line in textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=rest):
+        print(line, file=out)
+
+
+def _print_entry(e: dict, out, name: str | None = None) -> None:
+    """One glossary entry: its name (or pattern), kind, unit and section, then its meaning."""
+    head = f"{name}  ({e['kind']}, {e['unit']}; {e['section']}: {e['pattern']})" if name else f"{e['pattern']}  ({e['kind']}, {e['unit']})"
+    print(head, file=out)
+    doc = e["doc"] + (f" Only with {e['only']}." if e["only"] else "")
+    _wrapped(doc, "    ", out)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from . import glossary
+
+    out = sys.stdout
+    if args.names:
+        found = [(n, glossary.lookup(n)) for n in args.names]
+        unknown = [n for n, e in found if e is None]
+        if unknown:
+            listed = ", ".join(f"'{n}'" for n in unknown)
+            raise CliError(f"no statistic named {listed} in the glossary (run 'xlat stats' for every statistic)")
+        for i, (n, e) in enumerate(found):
+            if i:
+                print(file=out)
+            _print_entry(e, out, name=None if n == e["pattern"] else n)
+        return 0
+    _wrapped("Every statistic xlat reports (docs/statistics.md). Bare names are machine totals; "
+             "[core<N>.] marks those also reported per core in multi-core runs, [host.] those also "
+             "reported for the hypervisor in a VM. Placeholders:", "", out)
+    for p in glossary.placeholders():
+        values = ", ".join(p["values"]) if p["values"] else "0, 1, 2, ..."
+        _wrapped(f"<{p['name']}>: {values} -- {p['doc']}", "  ", out, hanging="      ")
+    entries = glossary.entries()
+    for title, intro in glossary.sections():
+        print(f"\n== {title}", file=out)
+        _wrapped(intro, "", out)
+        for e in entries:
+            if e["section"] == title:
+                print(file=out)
+                _print_entry(e, out)
+    return 0
+
+
 def cmd_workloads(args: argparse.Namespace) -> int:
     items = _core.workloads()
     for w in items:
@@ -483,6 +534,13 @@ def build_parser() -> Parser:
     show.add_argument("preset", nargs="?", metavar="PRESET_OR_PATH", help="preset or TOML file (default: engine defaults)")
     add_set_option(show)
     show.set_defaults(func=cmd_config_show)
+
+    st = sub.add_parser("stats", help="what each statistic counts (the glossary)",
+                        description="Print what the named statistics count (names such as core0.walks or "
+                                    "cache.llc.pt.misses are matched against the glossary's patterns), or "
+                                    "the whole glossary, by section, without names.")
+    st.add_argument("names", nargs="*", metavar="NAME", help="statistic names (default: every statistic)")
+    st.set_defaults(func=cmd_stats)
 
     w = sub.add_parser("workloads", help="list workload kernels and their parameters",
                        description="List the workload kernels with their parameters and footprints.")

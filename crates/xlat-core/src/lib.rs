@@ -12,6 +12,7 @@ pub mod addr;
 pub mod assoc;
 pub mod config;
 pub mod error;
+pub mod glossary;
 mod host;
 pub mod machine;
 pub mod mech;

@@ -2,6 +2,7 @@
 use pyo3::prelude::*;
 
 mod errors;
+mod glossary;
 mod sim;
 mod workloads;
 
@@ -20,6 +21,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", py.get_type::<errors::SimulationError>())?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     sim::register(m)?;
+    glossary::register(m)?;
     workloads::register(m)?;
     Ok(())
 }

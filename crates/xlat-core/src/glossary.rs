@@ -1,0 +1,582 @@
+//! The statistics glossary: every statistic the engine reports, declared once, with what it
+//! counts. [`crate::machine::Machine::stats`] emits the names (from the `counters!` structs of
+//! [`crate::stats`], the helpers there, the OS and the mechanisms); this table documents
+//! them. `docs/statistics.md` is generated from it ([`markdown`]; regenerate with
+//! `cargo run --release -p xlat-core --example glossary > docs/statistics.md`), and
+//! `tests/glossary.rs` fails when the document is stale, when a run emits a name no entry
+//! matches, or when an entry matches nothing any run emits.
+//!
+//! A name pattern is the statistic's name with placeholders (`<cache>`, see [`PLACEHOLDERS`])
+//! and at most one optional prefix in brackets: `[core<N>.]` for statistics that multi-core
+//! runs also report per core, `[host.]` for those a virtualized run also reports for the
+//! hypervisor. [`lookup`] finds the entry of a concrete name.
+
+/// How a statistic's value is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// An integer count (or an integer amount: cycles, bytes).
+    Counter,
+    /// A quotient of two counters; 0 when the denominator is 0.
+    Ratio,
+    /// Another number: a normalized rate, an energy.
+    Float,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Ratio => "ratio",
+            Kind::Float => "float",
+        }
+    }
+}
+
+/// The glossary's sections, in document order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Section {
+    Core,
+    Tlbs,
+    Pwcs,
+    Walks,
+    Served,
+    Caches,
+    Dram,
+    Energy,
+    Os,
+    Vms,
+    Mechanisms,
+}
+
+impl Section {
+    pub const ALL: [Section; 11] = [
+        Section::Core,
+        Section::Tlbs,
+        Section::Pwcs,
+        Section::Walks,
+        Section::Served,
+        Section::Caches,
+        Section::Dram,
+        Section::Energy,
+        Section::Os,
+        Section::Vms,
+        Section::Mechanisms,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Section::Core => "References and IPC",
+            Section::Tlbs => "TLBs",
+            Section::Pwcs => "Page-walk caches",
+            Section::Walks => "Page walks",
+            Section::Served => "Where PTEs and data were served",
+            Section::Caches => "Caches",
+            Section::Dram => "DRAM",
+            Section::Energy => "Energy",
+            Section::Os => "OS, page tables and physical memory",
+            Section::Vms => "Virtual machines",
+            Section::Mechanisms => "Mechanisms",
+        }
+    }
+
+    /// A sentence or two introducing the section in the document.
+    pub fn intro(self) -> &'static str {
+        match self {
+            Section::Core => "What ran, and how fast. The timing window (`core.*`) turns latencies into cycles; the translation side counts references as they complete.",
+            Section::Tlbs => "Lookups of each core's TLB levels by the translation side. Loads and stores go through the L1 DTLB, fetches through the L1 ITLB, and both on to the shared L2 TLB. With `tlb.perfect=true` nothing is looked up and every count here is 0.",
+            Section::Pwcs => "The page-walk caches of the native (or, in a VM, the guest) table: one table per level, each caching that level's entries (the pointers to the nodes one level down), tagged by the virtual-address prefix the entry translates. Every walk probes every level that has entries, in parallel, and starts below the deepest hit. A level with 0 entries is not counted at all (its hits and misses stay 0).",
+            Section::Walks => "Walks of the native (or, in a VM, the 2D) page table. The translation side counts walks; the memory side counts their reads and cycles.",
+            Section::Served => "Which level of the cache hierarchy supplied each page-table read and each data access (the memory side counts them). Each group sums to its total: `pte_served.*` to `walk_steps`, `data_served.*` to `refs`.",
+            Section::Caches => "Demand lookups of the caches (private ones summed over cores), split by what the line holds. Fills and write-backs are not lookups.",
+            Section::Dram => "Traffic beyond the last-level cache.",
+            Section::Energy => "Dynamic energy from per-access costs (`cache.<cache>.energy_nj`, `dram.energy_nj`); no static energy.",
+            Section::Os => "The simulated OS: faults, page-size changes, shootdowns and its memory. Counters cover the measured part of the run (they restart after prefaulting and at the end of warm-up); sizes are the state at the end of the run, or at its start for `phys.start.*`. In a VM the bare names are the guests' (summed over VMs) and `host.` the hypervisor's.",
+            Section::Vms => "Only with `virt.enabled=true`: 2D walks (guest table entries and the final data address translated through the nested TLB or a walk of the host table), the host's page-walk cache (vPWC), EPT violations and VM switches. The guests' page tables and OS are in the OS section under the bare names, the host's under `host.`.",
+            Section::Mechanisms => "Structures and policies attached by configuration (`crates/xlat-core/src/mech`). A mechanism's statistics are under its own prefix; they are emitted (or non-zero) only when the mechanism is configured.",
+        }
+    }
+}
+
+/// A placeholder of name patterns: the values it stands for, or any decimal number when
+/// `values` is empty.
+#[derive(Clone, Copy, Debug)]
+pub struct Placeholder {
+    pub name: &'static str,
+    pub values: &'static [&'static str],
+    pub doc: &'static str,
+}
+
+/// Every placeholder used in the glossary's patterns.
+pub const PLACEHOLDERS: &[Placeholder] = &[
+    Placeholder { name: "N", values: &[], doc: "a core number, in the `core<N>.` prefix of multi-core runs" },
+    Placeholder { name: "cache", values: &["l1i", "l1d", "l2", "llc"], doc: "a cache: the private L1I, L1D and L2 (summed over cores) or the shared LLC" },
+    Placeholder { name: "kind", values: &["data", "pt"], doc: "what a cache line holds: data, or page-table entries (`pt`)" },
+    Placeholder { name: "level", values: &["l2", "l3", "l4", "l5"], doc: "a page-walk-cache level, named after the page-table level whose entries it caches" },
+    Placeholder {
+        name: "ptlevel",
+        values: &["l1", "l2", "l3", "l4", "l5"],
+        doc: "a page-table level (l1 holds 4 KB leaves; l5 exists with 5-level tables only)",
+    },
+    Placeholder {
+        name: "where",
+        values: &["l1", "l2", "llc", "dram"],
+        doc: "where an access was served: its L1 (L1D, or L1I for fetches), the core's L2, the LLC, or DRAM",
+    },
+    Placeholder { name: "side", values: &["guest", "host"], doc: "the two tables of a 2D walk: the guest's page table and the host's (EPT)" },
+    Placeholder {
+        name: "pcc",
+        values: &["pcc", "pcc.1g"],
+        doc: "a Promotion Candidate Cache: `pcc` counts walks per 2 MB region, `pcc.1g` per 1 GB region (with `pcc.entries_1g` > 0)",
+    },
+    Placeholder {
+        name: "bucket",
+        values: &["lt16", "lt32", "lt64", "lt128", "lt256", "lt512", "lt1024", "lt2048", "lt4096", "ge4096"],
+        doc: "a walk-latency bucket: `ltX` is below X cycles (and at least the previous bound), `ge4096` 4096 or more",
+    },
+    Placeholder {
+        name: "order",
+        values: &["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18"],
+        doc: "a buddy-allocator order: blocks of 4 KB x 2^order (9 is 2 MB, 18 is 1 GB)",
+    },
+];
+
+/// One statistic (or family of statistics) of the glossary.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// The name pattern (see the module documentation).
+    pub pattern: &'static str,
+    pub section: Section,
+    pub kind: Kind,
+    pub unit: &'static str,
+    /// What is counted, exactly: which events, which side of the engine counts them.
+    pub doc: &'static str,
+    /// The configurations that emit it, when not every run does ("" = every run).
+    pub only: &'static str,
+}
+
+const fn e(section: Section, pattern: &'static str, kind: Kind, unit: &'static str, doc: &'static str) -> Entry {
+    Entry { pattern, section, kind, unit, doc, only: "" }
+}
+
+impl Entry {
+    /// The same entry, emitted only by the configurations `only` describes.
+    const fn only(self, only: &'static str) -> Entry {
+        Entry { only, ..self }
+    }
+}
+
+use Kind::{Counter, Float, Ratio};
+use Section::*;
+
+/// Every statistic the engine reports. Order: sections in [`Section::ALL`] order, and within
+/// a section as the document lists them.
+pub static ENTRIES: &[Entry] = &[
+    // ---- references and IPC ----------------------------------------------------------------
+    e(Core, "[core<N>.]instructions", Counter, "instructions",
+        "Instructions dispatched by the timing window: the sum of the references' instruction deltas (`inst_delta`). Bare: summed over cores."),
+    e(Core, "[core<N>.]cycles", Counter, "cycles",
+        "Cycles to run everything dispatched to retirement (the core's clock, or its last retirement if later). Bare: the slowest core's (the maximum, not a sum)."),
+    e(Core, "[core<N>.]ipc", Ratio, "instructions/cycle",
+        "`instructions` / `cycles`. Bare: all cores' instructions over the slowest core's cycles. Compare with `tlb.perfect=true` for what translation costs."),
+    e(Core, "[core<N>.]refs", Counter, "references",
+        "Memory references simulated (loads + stores + fetches), counted by the translation side once a reference is translated."),
+    e(Core, "[core<N>.]loads", Counter, "references", "References that are loads."),
+    e(Core, "[core<N>.]stores", Counter, "references", "References that are stores."),
+    e(Core, "[core<N>.]fetches", Counter, "references", "References that are instruction fetches (they use the L1 ITLB and the L1I)."),
+    e(Core, "rob_stall_cycles", Counter, "cycles",
+        "Cycles dispatch waited for the reorder buffer (`core.rob` entries) to free an entry, summed over cores (there is no per-core form)."),
+    e(Core, "[core<N>.]translation_cycles", Counter, "cycles",
+        "Summed over references: cycles from a reference's issue to its translation being known: the L2 TLB latency after an L1 TLB miss, waiting for a walker, the walk, fault handling (with `tlb.perfect=true`, only the OS's fault work). An L1 TLB hit adds 0. Counted by the memory side."),
+    // ---- TLBs ------------------------------------------------------------------------------
+    e(Tlbs, "[core<N>.]tlb.l1d.accesses", Counter, "lookups",
+        "L1 DTLB lookups: one per load and store. Includes stores that find only a clean entry, which count neither as a hit nor as a miss (they walk to set the dirty bit: `tlb.dirty_walks`), so hits + misses can be less than accesses."),
+    e(Tlbs, "[core<N>.]tlb.l1d.hits", Counter, "lookups",
+        "L1 DTLB lookups that found a usable translation (for a store, a dirty one). Also by page size: `hits_4k`, `hits_2m`, `hits_1g`."),
+    e(Tlbs, "[core<N>.]tlb.l1d.hits_4k", Counter, "lookups", "L1 DTLB hits on a 4 KB entry."),
+    e(Tlbs, "[core<N>.]tlb.l1d.hits_2m", Counter, "lookups", "L1 DTLB hits on a 2 MB entry."),
+    e(Tlbs, "[core<N>.]tlb.l1d.hits_1g", Counter, "lookups", "L1 DTLB hits on a 1 GB entry."),
+    e(Tlbs, "[core<N>.]tlb.l1d.misses", Counter, "lookups", "L1 DTLB lookups that found no entry for the page; each goes on to the L2 TLB."),
+    e(Tlbs, "[core<N>.]tlb.l1d.mpki", Float, "per 1000 instructions", "`tlb.l1d.misses` per thousand `instructions` (0 without instructions)."),
+    e(Tlbs, "[core<N>.]tlb.l1i.accesses", Counter, "lookups", "L1 ITLB lookups: one per fetch. None is a store, so (unlike the L1 DTLB's) hits + misses = accesses."),
+    e(Tlbs, "[core<N>.]tlb.l1i.hits", Counter, "lookups", "L1 ITLB lookups that found the translation."),
+    e(Tlbs, "[core<N>.]tlb.l1i.misses", Counter, "lookups", "L1 ITLB lookups that found no entry for the page; each goes on to the L2 TLB."),
+    e(Tlbs, "[core<N>.]tlb.l1i.mpki", Float, "per 1000 instructions", "`tlb.l1i.misses` per thousand `instructions` (all instructions, not only fetches)."),
+    e(Tlbs, "[core<N>.]tlb.l2.accesses", Counter, "lookups",
+        "L2 TLB lookups: one per L1 TLB miss (data and instruction); each pays `tlb.l2.latency`. Stores that found a clean L1 entry walk without looking here."),
+    e(Tlbs, "[core<N>.]tlb.l2.hits", Counter, "lookups",
+        "L2 TLB lookups that found an entry for the page, including stores that found a clean one and walk to set the dirty bit (unlike the L1 levels, so hits + misses = accesses). A usable hit fills the L1 level."),
+    e(Tlbs, "[core<N>.]tlb.l2.misses", Counter, "lookups", "L2 TLB lookups that found no entry: each starts a page walk."),
+    e(Tlbs, "[core<N>.]tlb.l2.mpki", Float, "per 1000 instructions", "`tlb.l2.misses` per thousand `instructions`."),
+    e(Tlbs, "[core<N>.]tlb.dirty_walks", Counter, "walks",
+        "Walks started only to set a page's dirty bit: a store whose first TLB entry found (L1, or L2 after an L1 miss) was clean. Included in `walks`."),
+    // ---- page-walk caches ------------------------------------------------------------------
+    e(Pwcs, "[core<N>.]pwc.<level>.hits", Counter, "lookups",
+        "Walks whose probe of this page-walk-cache level matched (a walk probes every level; `l4` caches L4 entries, tagged by the virtual address above bit 39, `l3` L3 entries, above bit 30, `l2` L2 entries, above bit 21, `l5` L5 entries, above bit 48; with `pt.format=fpt` or `fpt-l4l3`, `l3` is the table of the flattened root's entries, `pwc.flat.entries`). 0 when the level has no entries (`l5`: except with `pt.format=radix5` and `pwc.l5.entries` > 0)."),
+    e(Pwcs, "[core<N>.]pwc.<level>.misses", Counter, "lookups",
+        "Walks whose probe of this level missed. For a level that has entries, hits + misses = `walks`."),
+    // ---- walks -----------------------------------------------------------------------------
+    e(Walks, "[core<N>.]walks", Counter, "walks",
+        "Page walks started by the translation side: L2 TLB misses, dirty-bit walks (`tlb.dirty_walks`), and every retry after a page fault (a faulting walk counts, and its retry counts again). In a VM a 2D walk counts once; its host walks are `host_walks`."),
+    e(Walks, "[core<N>.]walk_steps", Counter, "PTE reads",
+        "Page-table entries read by walks (after the page-walk caches), counted by the memory side as they are read. In a VM, guest and host entries (`walk_steps.guest` + `walk_steps.host`)."),
+    e(Walks, "[core<N>.]walk_steps_per_walk", Ratio, "reads/walk", "`walk_steps` / `walks`."),
+    e(Walks, "[core<N>.]walk_cycles", Counter, "cycles",
+        "Latency of walks, counted by the memory side: page-walk-cache (and nested-TLB) probe latencies plus each entry read's latency, in order. One translation's walk includes its retries after faults but excludes the fault handler's cycles (`fault_cycles`) and the wait for a free walker (`walker_wait_cycles`)."),
+    e(Walks, "[core<N>.]walk_cycles_per_walk", Ratio, "cycles/walk", "`walk_cycles` / `walks`."),
+    e(Walks, "[core<N>.]walk_cycles.hist.<bucket>", Counter, "translations",
+        "Histogram of walk latency: translations that walked whose walk took `walk_cycles` in the bucket. One count per translation (its retries after a fault fold into it), so the buckets add up to `walks` minus retries."),
+    e(Walks, "[core<N>.]walker_wait_cycles", Counter, "cycles",
+        "Cycles walks waited for a free page walker (`core.walkers` in flight per core), counted by the memory side; not part of `walk_cycles`."),
+    // ---- where served ----------------------------------------------------------------------
+    e(Served, "[core<N>.]pte_served.<where>", Counter, "PTE reads",
+        "Page-table-entry reads by walks served at that level. Reads enter at `walker.port` (`l1d`: the L1D; `l2`: the L2, so `pte_served.l1` stays 0). In a VM, guest and host reads (see `pte_served.<side>.*`)."),
+    e(Served, "[core<N>.]data_served.<where>", Counter, "accesses",
+        "The references' data accesses (one per reference, after its translation) served at that level: loads and stores enter at the L1D, fetches at the L1I."),
+    // ---- caches ----------------------------------------------------------------------------
+    e(Caches, "cache.<cache>.accesses", Counter, "lookups",
+        "Demand lookups: L1I the fetches' data; L1D loads, stores and (with `walker.port=l1d`) PTE reads; L2 the L1 misses (and PTE reads with `walker.port=l2`); LLC the L2 misses of every core."),
+    e(Caches, "cache.<cache>.hits", Counter, "lookups", "`accesses` - `misses`."),
+    e(Caches, "cache.<cache>.misses", Counter, "lookups", "Lookups that missed; the line is then fetched from the next level and filled on the way back."),
+    e(Caches, "cache.<cache>.miss_rate", Ratio, "fraction", "`misses` / `accesses`."),
+    e(Caches, "cache.<cache>.<kind>.accesses", Counter, "lookups", "Lookups for lines of that kind: `data` for the references' data, `pt` for page-table entries read by walks."),
+    e(Caches, "cache.<cache>.<kind>.misses", Counter, "lookups", "Lookups of that kind that missed."),
+    e(Caches, "cache.<cache>.<kind>.miss_rate", Ratio, "fraction", "`<kind>.misses` / `<kind>.accesses`."),
+    e(Caches, "cache.<cache>.writebacks", Counter, "lines",
+        "Dirty lines written back into this cache by the level above (evicted from an L1 into the L2, from an L2 into the LLC), so always 0 for `l1i` and `l1d`. Dirty lines leaving the LLC are `dram.writes`."),
+    // ---- DRAM ------------------------------------------------------------------------------
+    e(Dram, "dram.reads", Counter, "lines", "Lines read from DRAM: the LLC's demand misses (data and PTE reads)."),
+    e(Dram, "dram.writes", Counter, "lines",
+        "Dirty lines written to DRAM: dirty LLC victims, and with `cache.llc.inclusive=true` dirty private copies back-invalidated with them."),
+    e(Dram, "dram.queue_cycles", Counter, "cycles",
+        "With `dram.bandwidth_gbps` > 0: cycles requests (reads and writes) waited for the channel, summed; 0 with unlimited bandwidth. Only reads' waits delay anything."),
+    // ---- energy ----------------------------------------------------------------------------
+    e(Energy, "energy_nj.cache", Float, "nJ", "Every cache's (lookups + write-backs received) x its `cache.<cache>.energy_nj`, summed."),
+    e(Energy, "energy_nj.dram", Float, "nJ", "(`dram.reads` + `dram.writes`) x `dram.energy_nj`."),
+    e(Energy, "energy_nj.total", Float, "nJ", "`energy_nj.cache` + `energy_nj.dram`."),
+    // ---- OS, page tables and physical memory -----------------------------------------------
+    e(Os, "[core<N>.]faults", Counter, "faults",
+        "Page faults taken by the core's references: a walk (or, with `tlb.perfect=true`, the functional lookup) found a not-present entry and the OS mapped the page. In a VM, the guests' faults (EPT violations are `ept_violations`)."),
+    e(Os, "[core<N>.]fault_cycles", Counter, "cycles",
+        "Cycles of fault handling charged to the faulting core: `os.fault_cycles` per fault (`virt.ept_fault_cycles` per EPT violation, so `ept_fault_cycles` is included) plus the OS work it caused (zeroing a huge page, compaction) and its share of the shootdowns it issued. The core's younger instructions wait for it."),
+    e(Os, "[host.]pt.nodes", Counter, "nodes",
+        "Page-table nodes at the end of the run, in every address space (a flattened 2 MB node counts once). In a VM, the guests' tables; `host.`: the EPTs."),
+    e(Os, "[host.]pt.nodes.<ptlevel>", Counter, "nodes",
+        "Nodes whose top level is that level (a flattened L2+L1 node counts at l2, an L4+L3 root at l4). `l5` only with 5-level tables (`pt.format=radix5`; for `host.`, `virt.host_pt.format=radix5`).")
+    ,
+    e(Os, "[host.]pt_bytes", Counter, "bytes", "Bytes of page-table memory at the end of the run (4 KB per node, 2 MB per flattened node): the sum of `pt_bytes.<ptlevel>`."),
+    e(Os, "[host.]pt_bytes.<ptlevel>", Counter, "bytes", "Bytes of the nodes whose top level is that level (`l5` as for `pt.nodes.l5`)."),
+    e(Os, "[host.]pt.flat_nodes", Counter, "nodes", "Flattened (2 MB) nodes at the end of the run (`pt.format=fpt*`)."),
+    e(Os, "[host.]pt.flatten_fallbacks", Counter, "nodes",
+        "Flattened nodes the layout asked for that were built as two 4 KB levels because no 2 MB block was free. Since the tables were created (prefaulting and warm-up included)."),
+    e(Os, "[host.]pt.unflattened", Counter, "nodes",
+        "Flattened L2+L1 nodes turned back into 4 KB levels because they came to hold `pt.nf_threshold` 2 MB pages (FPT+NF). Since the tables were created."),
+    e(Os, "[host.]mapped_bytes", Counter, "bytes", "Bytes mapped in every address space at the end of the run (in a VM, what the guests' processes mapped; `host.`: the guest-physical memory the host backs)."),
+    e(Os, "[host.]huge_coverage", Ratio, "fraction", "Share of `mapped_bytes` mapped by 2 MB or 1 GB pages at the end of the run."),
+    e(Os, "[host.]phys.free_bytes", Counter, "bytes", "Bytes free in the buddy allocator at the end of the run (frames on per-CPU lists not included)."),
+    e(Os, "[host.]phys.free_2m_blocks", Counter, "blocks", "Free aligned 2 MB blocks at the end of the run, counting those inside larger free blocks."),
+    e(Os, "[host.]phys.free_blocks.order<order>", Counter, "blocks", "Free buddy blocks of exactly that order at the end of the run."),
+    e(Os, "[host.]phys.start.free_bytes", Counter, "bytes", "`phys.free_bytes` after the fragmentation scenario (`phys.fragmentation`, `phys.available_gb`), before the workload mapped anything."),
+    e(Os, "[host.]phys.start.free_2m_blocks", Counter, "blocks", "`phys.free_2m_blocks` at the start, as `phys.start.free_bytes`."),
+    e(Os, "[host.]phys.start.free_blocks.order<order>", Counter, "blocks", "`phys.free_blocks.order<order>` at the start, as `phys.start.free_bytes`."),
+    e(Os, "[host.]phys.pinned_bytes", Counter, "bytes", "Unmovable memory the fragmentation scenario left behind (pinned pages, aged long-lived pages), at the start."),
+    e(Os, "[host.]phys.hog_bytes", Counter, "bytes", "Memory taken away before the run by `phys.available_gb`."),
+    e(Os, "[host.]promotions", Counter, "2 MB regions",
+        "2 MB regions whose 4 KB pages were replaced by one 2 MB page: khugepaged collapses, in-place promotions of FreeBSD reservations, and promotions mechanisms requested."),
+    e(Os, "[host.]demotions", Counter, "2 MB pages", "2 MB pages split into 512 4 KB pages (requested demotions)."),
+    e(Os, "[host.]shootdowns", Counter, "shootdowns",
+        "TLB shootdowns the OS carried out, one per change that could leave stale translations (a remapping, a promotion, a compaction's moves in one address space...), whatever the number of cores."),
+    e(Os, "[host.]shootdown_cycles", Counter, "cycles",
+        "Cycles shootdowns cost: the initiator's (`os.shootdown_initiator_cycles`, or `os.shootdown_local_cycles` when no other core runs the address space) plus `os.shootdown_remote_cycles` per interrupted core."),
+    e(Os, "[host.]os.huge_faults", Counter, "faults", "Faults that mapped a 2 MB or 1 GB page."),
+    e(Os, "[host.]os.huge_alloc_failures", Counter, "events", "A huge page was wanted (by a fault, a reservation, a collapse) but no 2 MB block could be had."),
+    e(Os, "[host.]os.shootdown_ipis", Counter, "interrupts", "Remote cores interrupted by shootdowns (cores other than the initiator running the address space)."),
+    e(Os, "[host.]os.full_flushes", Counter, "shootdowns", "Shootdowns of more than `os.flush_ceiling_pages` pages, done as a flush of the whole address space."),
+    e(Os, "[host.]os.reservations", Counter, "reservations", "FreeBSD reservations (aligned 2 MB blocks set aside at a region's first fault) made (`os.page_policy=freebsd`)."),
+    e(Os, "[host.]os.reservations_broken", Counter, "reservations", "Partly populated reservations broken (their unpopulated frames freed) to satisfy a 4 KB allocation."),
+    e(Os, "[host.]os.khugepaged.wakeups", Counter, "wake-ups", "khugepaged runs (every `os.khugepaged_interval_cycles` with a THP policy)."),
+    e(Os, "[host.]os.khugepaged.scanned", Counter, "regions", "2 MB regions khugepaged looked at (up to `os.khugepaged_pages` / 512 per wake-up)."),
+    e(Os, "[host.]os.compactions", Counter, "compactions", "Direct compactions that freed a 2 MB block by migrating its pages."),
+    e(Os, "[host.]os.compaction_failures", Counter, "compactions", "Compaction attempts that found no block to free (attempts skipped by the deferral that follows are not counted)."),
+    e(Os, "[host.]os.migrated_pages", Counter, "pages", "4 KB pages moved by compaction."),
+    e(Os, "[host.]os.context_switches", Counter, "switches",
+        "Process switches (`os.processes` > 1, every `os.timeslice_cycles`). In a VM they are the guests' (`host.os.context_switches` stays 0; VM switches are `vm_switches`)."),
+    e(Os, "[host.]os.reserved_bytes", Counter, "bytes", "Bytes held by reservations and not yet populated, at the end of the run."),
+    // ---- virtual machines ------------------------------------------------------------------
+    e(Vms, "[core<N>.]walk_steps.<side>", Counter, "PTE reads", "`walk_steps` split by table: guest entries, and host (EPT) entries read by host walks.").only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]walk_steps_per_walk.<side>", Ratio, "reads/walk", "`walk_steps.<side>` / `walks` (per 2D walk).").only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]pte_served.<side>.<where>", Counter, "PTE reads", "`pte_served.<where>` split by table.").only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]nested_tlb.hits", Counter, "lookups",
+        "Nested TLB lookups (a guest entry's gPA, and the final data gPA with `virt.nested_tlb_data`) that found a usable gPA -> hPA translation.")
+    .only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]nested_tlb.misses", Counter, "lookups",
+        "Nested TLB lookups that did not: no entry, or a clean one for the final address of a store. Each leads to a host walk.")
+    .only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]nested_tlb.accesses", Counter, "lookups", "`nested_tlb.hits` + `nested_tlb.misses` (0 with `tlb.nested.entries=0`).").only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]nested_tlb.hit_rate", Ratio, "fraction", "`nested_tlb.hits` / `nested_tlb.accesses`.").only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]host_walks", Counter, "walks",
+        "Walks of the host (EPT) table within 2D walks: one per guest-physical address the nested TLB did not translate (guest entries and the final data address).")
+    .only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]walk_steps_per_host_walk", Ratio, "reads/walk", "`walk_steps.host` / `host_walks`.").only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]vpwc.<level>.hits", Counter, "lookups",
+        "Host walks whose probe of the host page-walk cache (vPWC, tagged by gPA prefixes; `virt.host_pwc.*`) matched at that level; as `pwc.<level>.hits`.")
+    .only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]vpwc.<level>.misses", Counter, "lookups", "Host walks whose vPWC probe at that level missed; for a level that has entries, hits + misses = `host_walks`.")
+        .only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]ept_violations", Counter, "faults",
+        "EPT violations: a 2D walk needed a guest-physical page (of a guest table node or of data) the host had not mapped yet, and the host mapped it.")
+    .only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]ept_fault_cycles", Counter, "cycles", "Cycles of EPT-violation handling (`virt.ept_fault_cycles` each, plus the host's work and shootdowns they caused); part of `fault_cycles`.")
+        .only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]vm_switches", Counter, "switches", "Switches of the core to another VM (`virt.vms` > 1, every `virt.switch_interval_cycles`).").only("`virt.enabled=true`"),
+    // ---- mechanisms (each mechanism's `emit_stats`, under its own prefix) --------------------
+    e(Mechanisms, "[core<N>.]ptp.epochs", Counter, "epochs",
+        "Epochs of the PTP phase detector that ended on the core (every `ptp.detector_epoch` instructions; `ptp.mode=detector` with a cache whose policy is `ptp`, else 0)."),
+    e(Mechanisms, "[core<N>.]ptp.active_epochs", Counter, "epochs",
+        "Of those, epochs whose L2 TLB MPKI reached `ptp.detector_mpki`: the core was in a TLB-miss phase and the `ptp` caches protected its page-table lines."),
+    e(Mechanisms, "[core<N>.]<pcc>.lookups", Counter, "lookups",
+        "Walks of the native or guest table (never host walks) that reached the PCC's stage: the PMD (level-2) entry for `pcc`, the PUD (level-3) entry for `pcc.1g`, or a level below it after a page-walk-cache hit. Includes walks that only set a dirty bit and walks that then fault. `cold_filtered` + `inserts` + `hits`.")
+    .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+    e(Mechanisms, "[core<N>.]<pcc>.cold_filtered", Counter, "lookups",
+        "Lookups the cold-miss filter dropped: the walk found the region's entry (the PMD or PUD entry, or the leaf of a page of the region's size) with its accessed bit clear, so this is the first walk into the region. A flattened L2+L1 node has no PMD entry: its walks are never filtered by `pcc`.")
+    .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+    e(Mechanisms, "[core<N>.]<pcc>.inserts", Counter, "lookups", "Lookups past the filter that found no entry for the region (and context) and inserted it with count 0.").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+    e(Mechanisms, "[core<N>.]<pcc>.hits", Counter, "lookups", "Lookups past the filter that found the region's entry and added 1 to its count.").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+    e(Mechanisms, "[core<N>.]<pcc>.huge_lookups", Counter, "lookups",
+        "Lookups past the filter by walks that ended at a page of the region's size (an already promoted region, whose entry is then marked huge).")
+    .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+    e(Mechanisms, "[core<N>.]<pcc>.evictions", Counter, "entries", "Entries evicted to make room for an insert (`pcc.policy`: lfu or lru).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+    e(Mechanisms, "[core<N>.]<pcc>.decays", Counter, "halvings", "Times every count was halved because one reached 2^`pcc.counter_bits` - 1.").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+    e(Mechanisms, "[core<N>.]<pcc>.invalidations", Counter, "entries",
+        "Entries dropped by shootdowns and flushes reaching the core (a range overlapping the region, its context, its VM, or everything).")
+    .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+    e(Mechanisms, "[core<N>.]<pcc>.reads", Counter, "read-outs", "Read-outs of the PCC by the OS (its ranked candidate list).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+    e(Mechanisms, "[core<N>.]<pcc>.flushed", Counter, "entries", "Entries emptied by read-outs (`pcc.readout=flush`; 0 with `invalidate`).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+    e(Mechanisms, "[core<N>.]<pcc>.occupancy", Counter, "entries", "Valid entries at the end of the run (state: not reset by warm-up).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+];
+
+/// Every entry of the glossary.
+pub fn entries() -> &'static [Entry] {
+    ENTRIES
+}
+
+/// The entry whose pattern matches `name` (a concrete statistic name such as
+/// `core1.cache.llc.pt.misses`), if any.
+pub fn lookup(name: &str) -> Option<&'static Entry> {
+    ENTRIES.iter().find(|e| e.matches(name))
+}
+
+/// The placeholder called `name` (without the angle brackets).
+pub fn placeholder(name: &str) -> Option<&'static Placeholder> {
+    PLACEHOLDERS.iter().find(|p| p.name == name)
+}
+
+/// A pattern's optional bracketed prefix (if any) and the rest.
+fn split_optional(pattern: &str) -> (Option<&str>, &str) {
+    match pattern.strip_prefix('[') {
+        Some(rest) => {
+            let close = rest.find(']').unwrap_or_else(|| panic!("glossary pattern {pattern}: '[' without ']'"));
+            (Some(&rest[..close]), &rest[close + 1..])
+        }
+        None => (None, pattern),
+    }
+}
+
+/// Whether `name` is `p` followed by `tail` (both without optional parts).
+fn matches_seq(p: &str, tail: &str, name: &str) -> bool {
+    if p.is_empty() {
+        return if tail.is_empty() { name.is_empty() } else { matches_seq(tail, "", name) };
+    }
+    if let Some(after) = p.strip_prefix('<') {
+        let end = after.find('>').unwrap_or_else(|| panic!("glossary pattern: '<' without '>' in {p}"));
+        let (ph, rest) = (&after[..end], &after[end + 1..]);
+        let ph = placeholder(ph).unwrap_or_else(|| panic!("glossary pattern: no placeholder <{ph}>"));
+        if ph.values.is_empty() {
+            // A decimal number without leading zeros.
+            let digits = name.bytes().take_while(u8::is_ascii_digit).count();
+            let max = if name.starts_with('0') { digits.min(1) } else { digits };
+            return (1..=max).any(|n| matches_seq(rest, tail, &name[n..]));
+        }
+        return ph.values.iter().any(|v| name.strip_prefix(v).is_some_and(|r| matches_seq(rest, tail, r)));
+    }
+    let lit = p.find('<').unwrap_or(p.len());
+    name.strip_prefix(&p[..lit]).is_some_and(|r| matches_seq(&p[lit..], tail, r))
+}
+
+/// Every value of the pattern `p` (without optional parts), `<N>` standing for 0.
+fn expand_seq(p: &str, out: &mut Vec<String>) {
+    let Some(start) = p.find('<') else {
+        out.push(p.to_string());
+        return;
+    };
+    let end = start + p[start..].find('>').expect("'<' without '>'");
+    let ph = placeholder(&p[start + 1..end]).expect("known placeholder");
+    let values: &[&str] = if ph.values.is_empty() { &["0"] } else { ph.values };
+    let mut rest = Vec::new();
+    expand_seq(&p[end + 1..], &mut rest);
+    for v in values {
+        for r in &rest {
+            out.push(format!("{}{v}{r}", &p[..start]));
+        }
+    }
+}
+
+impl Entry {
+    /// Whether the concrete statistic name `name` is one of this entry's.
+    pub fn matches(&self, name: &str) -> bool {
+        let (opt, rest) = split_optional(self.pattern);
+        opt.is_some_and(|o| matches_seq(o, rest, name)) || matches_seq(rest, "", name)
+    }
+
+    /// The pattern's forms: with its optional prefix and without (or just the pattern).
+    pub fn forms(&self) -> Vec<String> {
+        match split_optional(self.pattern) {
+            (Some(o), rest) => vec![format!("{o}{rest}"), rest.to_string()],
+            (None, rest) => vec![rest.to_string()],
+        }
+    }
+
+    /// Every concrete name of the entry, with core 0 standing for `core<N>.`.
+    pub fn expand(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for f in self.forms() {
+            expand_seq(&f, &mut out);
+        }
+        out
+    }
+}
+
+/// The introduction of `docs/statistics.md`.
+const INTRO: &str = r#"# Statistics
+
+<!-- Generated from crates/xlat-core/src/glossary.rs: do not edit. Regenerate with
+     cargo run --release -p xlat-core --example glossary > docs/statistics.md -->
+
+Every run reports a flat table of statistics with hierarchical dotted names. `xlat run` prints a
+summary (below); `xlat run --all-stats` prints every statistic, `--json PATH` writes them all
+(`stats`), `xlat.simulate(...).stats` holds them in Python, and a sweep stores each as a
+`stat.<name>` column. `xlat stats NAME...` prints what statistics mean (`xlat stats` alone, this
+whole glossary). Names are a contract with every study and report: new statistics are added,
+existing ones are not renamed.
+
+This page is generated from the glossary the engine declares
+(`crates/xlat-core/src/glossary.rs`); a test fails when a run reports a statistic the glossary
+does not describe, or when this page is out of date.
+
+## Names
+
+- **Bare names** (`walks`, `cache.llc.misses`) are machine totals: counters summed over cores,
+  ratios computed from the sums (`ipc` is all instructions over the slowest core's cycles).
+- **`core<N>.`**: with two or more cores, the statistics marked `[core<N>.]` below are also
+  reported for each core (`core0.walks`, `core1.ipc`). A one-core run has the bare names only.
+- **`host.`**: in a virtual machine (`virt.enabled=true`), page-table, memory and OS statistics
+  under their bare names are the guests' (summed over VMs: what the application sees), and those
+  marked `[host.]` are also reported for the hypervisor (its EPTs and the machine's physical
+  memory) under `host.`.
+
+Kinds: a *counter* is an integer; a *ratio* is the quotient of two counters, 0 when the
+denominator is 0; a *float* is another number (a rate per kilo-instruction, an energy).
+Counters cover the measured part of the run: they restart at the end of warm-up (`--warmup`), and
+the OS's after prefaulting. Statistics that describe state (page-table sizes, mapped and free
+memory) are taken at the end of the run, or at its start for `phys.start.*`.
+
+Placeholders in the names below:
+
+"#;
+
+/// The part of `docs/statistics.md` between the placeholders and the glossary's sections.
+const SUMMARY: &str = r#"## The summary of `xlat run`
+
+| line | statistics | meaning |
+|---|---|---|
+| IPC | `ipc` = `instructions` / `cycles` | the timing window's result; compare with `--set tlb.perfect=true` for what translation costs |
+| L1 DTLB / L2 TLB misses (MPKI) | `tlb.l1d.misses`, `tlb.l2.misses`, `tlb.*.mpki` | misses per kilo-instruction |
+| page walks | `walks` | walks started (L2 TLB misses, walks that set a dirty bit: `tlb.dirty_walks`, and retries after faults) |
+| PTE reads per walk | `walk_steps_per_walk` = `walk_steps` / `walks` | page-table entries read per walk after the page-walk caches |
+| cycles per walk | `walk_cycles_per_walk` | walk latency; `walk_cycles.hist.*` is its histogram |
+| PWC hits per walk | `pwc.<level>.hits` / `walks` | which page-walk-cache levels hit |
+| PTE reads served by | `pte_served.<where>` | where each page-table read was found (the PT-Baker thesis's key measurement); `data_served.*` the same for data |
+| L1D / L2 / LLC miss rate | `cache.<cache>.misses` / `cache.<cache>.accesses` | split by line kind in `cache.<cache>.data.*` and `cache.<cache>.pt.*` (page-table lines) |
+| page faults | `faults` | demand faults (guest faults in a VM) |
+| page-table memory | `pt_bytes` | what the OS built; per level `pt_bytes.<ptlevel>`, `pt.nodes.<ptlevel>`; `pt.flat_nodes`, `pt.flatten_fallbacks`, `pt.unflattened` for flattened tables |
+| huge-page coverage | `huge_coverage` | fraction of mapped bytes in 2 MB or 1 GB pages, with `promotions` and `demotions` |
+| TLB shootdowns | `shootdowns`, `shootdown_cycles` | shown when there were any |
+| free 2 MB blocks | `phys.start.free_2m_blocks`, `phys.free_2m_blocks` | physical contiguity before and after the run |
+
+In a VM the summary adds guest/host reads per walk (`walk_steps.guest`, `walk_steps.host`), nested
+TLB hits (`nested_tlb.*`), EPT violations, VM switches and the host's tables and coverage; see
+[model.md](model.md#virtual-machines-cratesxlat-coresrcosvirtrs).
+
+"#;
+
+/// `text` for a Markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+/// `docs/statistics.md`: the introduction on naming, then each section's statistics as a table.
+pub fn markdown() -> String {
+    let mut s = String::from(INTRO);
+    s.push_str("| placeholder | values | stands for |\n|---|---|---|\n");
+    for p in PLACEHOLDERS {
+        let values = if p.values.is_empty() { "0, 1, 2, ...".to_string() } else { p.values.join(", ") };
+        s.push_str(&format!("| `<{}>` | {} | {} |\n", p.name, cell(&values), cell(p.doc)));
+    }
+    s.push('\n');
+    s.push_str(SUMMARY);
+    s.push_str(&format!("## All statistics ({} entries)\n", ENTRIES.len()));
+    for sec in Section::ALL {
+        s.push_str(&format!("\n### {}\n\n{}\n\n", sec.title(), sec.intro()));
+        s.push_str("| statistic | kind | unit | meaning |\n|---|---|---|---|\n");
+        for e in ENTRIES.iter().filter(|e| e.section == sec) {
+            let only = if e.only.is_empty() { String::new() } else { format!(" *Only with {}.*", e.only) };
+            s.push_str(&format!("| `{}` | {} | {} | {}{} |\n", e.pattern, e.kind.name(), cell(e.unit), cell(e.doc), cell(&only)));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_their_forms_and_nothing_else() {
+        assert_eq!(lookup("cache.llc.pt.misses").map(|e| e.pattern), Some("cache.<cache>.<kind>.misses"));
+        assert_eq!(lookup("core12.pte_served.host.dram").map(|e| e.pattern), Some("[core<N>.]pte_served.<side>.<where>"));
+        assert_eq!(lookup("core0.ipc").map(|e| e.pattern), Some("[core<N>.]ipc"));
+        assert!(lookup("core01.walks").is_none(), "no leading zeros");
+        assert!(lookup("core.walks").is_none());
+        assert!(lookup("host.walks").is_none(), "walks has no host. form");
+        assert!(lookup("core0.cache.l1d.accesses").is_none(), "caches have no per-core form");
+        assert_eq!(lookup("host.pt.nodes.l3").map(|e| e.pattern), Some("[host.]pt.nodes.<ptlevel>"));
+        assert_eq!(lookup("walk_cycles.hist.ge4096").map(|e| e.pattern), Some("[core<N>.]walk_cycles.hist.<bucket>"));
+        assert!(lookup("walk_cycles.hist.ge").is_none());
+        assert!(lookup("phys.free_blocks.order19").is_none());
+    }
+
+    /// Every concrete name of an entry is matched by that entry and no other (lookup is
+    /// unambiguous), and every entry is in a known section order.
+    #[test]
+    fn entries_are_unambiguous_and_in_section_order() {
+        for (i, e) in ENTRIES.iter().enumerate() {
+            for name in e.expand() {
+                let hits: Vec<_> = ENTRIES.iter().filter(|x| x.matches(&name)).map(|x| x.pattern).collect();
+                assert_eq!(hits, vec![e.pattern], "{name}");
+            }
+            if i > 0 {
+                assert!(ENTRIES[i - 1].section <= e.section, "{} is out of its section's place", e.pattern);
+            }
+            assert!(!e.doc.is_empty() && !e.unit.is_empty(), "{}", e.pattern);
+        }
+    }
+
+    /// The placeholders that mirror engine constants agree with them.
+    #[test]
+    fn placeholders_follow_the_engine() {
+        let orders: Vec<String> = (0..=crate::os::phys::MAX_ORDER).map(|o| o.to_string()).collect();
+        assert_eq!(placeholder("order").unwrap().values, orders);
+        let mut buckets: Vec<String> = crate::stats::WALK_HIST_BOUNDS.iter().map(|b| format!("lt{b}")).collect();
+        buckets.push(format!("ge{}", crate::stats::WALK_HIST_BOUNDS.last().unwrap()));
+        assert_eq!(placeholder("bucket").unwrap().values, buckets);
+    }
+}

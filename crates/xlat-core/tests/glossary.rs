@@ -1,0 +1,137 @@
+//! The statistics glossary (`xlat_core::glossary`) against the engine: `docs/statistics.md`
+//! is the glossary's rendering; every statistic a handful of configurations emit is declared
+//! (with the right kind); and every declared name is emitted by one of them.
+
+use std::collections::BTreeSet;
+use xlat_core::glossary::{self, Kind};
+use xlat_core::{Config, Ref, RefKind, RunOptions, StatValue, Stats, VecSource};
+
+mod common;
+use common::{Rng, BASE};
+
+const MB: u64 = 1 << 20;
+
+/// Declared names no configuration below emits, with the reason. Keep it tiny.
+const NOT_RUN: &[(&str, &str)] = &[];
+
+/// `n` references per stream over `footprint` bytes at `BASE`: random loads and stores,
+/// some fetches, in `streams` streams.
+fn streams(streams: usize, n: usize, footprint: u64) -> Vec<Vec<Ref>> {
+    (0..streams)
+        .map(|s| {
+            let mut r = Rng(0x9e37 + s as u64);
+            (0..n)
+                .map(|i| {
+                    let va = BASE + (r.next() % (footprint / 8)) * 8;
+                    let kind = match i % 8 {
+                        0 => RefKind::Fetch,
+                        1 | 2 => RefKind::Store,
+                        _ => RefKind::Load,
+                    };
+                    Ref::new(va, kind, 8, 3, false)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Run `pairs` on `cores` streams and return the statistics.
+fn run(name: &str, pairs: &[(&str, &str)], cores: usize, prefault: bool) -> Stats {
+    let n = cores.to_string();
+    let mut all = vec![("system.cores", n.as_str()), ("phys.size_gb", "8")];
+    all.extend_from_slice(pairs);
+    let cfg = Config::from_pairs(all.iter().copied()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let footprint = 64 * MB;
+    let regions = vec![xlat_core::Region { name: "data".into(), start: BASE, len: footprint }];
+    let mut src = VecSource::new(streams(cores, 20_000, footprint), regions);
+    xlat_core::simulate(&cfg, &mut src, RunOptions::default(), prefault, 1, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn has_key(key: &str) -> bool {
+    Config::schema().iter().any(|k| k.key == key)
+}
+
+/// A configuration: (name, config pairs, cores, prefault).
+type Case = (&'static str, Vec<(&'static str, &'static str)>, usize, bool);
+
+/// The configurations whose names the glossary must cover.
+fn cases() -> Vec<Case> {
+    let mut v = vec![
+        ("native", vec![], 1, true),
+        ("two_cores", vec![], 2, true),
+        (
+            "two_vms",
+            vec![
+                ("virt.enabled", "true"),
+                ("virt.vms", "2"),
+                ("virt.guest_mem_gb", "2"),
+                ("virt.switch_interval_cycles", "200000"),
+                ("pt.format", "radix5"),
+                ("pwc.l5.entries", "2"),
+                ("virt.host_pt.format", "radix5"),
+                ("virt.host_pwc.l5.entries", "2"),
+            ],
+            2,
+            true,
+        ),
+        ("fpt", vec![("pt.format", "fpt")], 1, true),
+        ("radix5", vec![("pt.format", "radix5"), ("pwc.l5.entries", "2")], 1, true),
+        ("thp", vec![("os.page_policy", "thp"), ("os.khugepaged_interval_cycles", "100000")], 1, false),
+        ("ptp_detector", vec![("cache.l2.policy", "ptp"), ("cache.llc.policy", "ptp"), ("ptp.mode", "detector"), ("ptp.detector_epoch", "5000")], 2, true),
+    ];
+    if has_key("pcc.enabled") {
+        v.push(("pcc", vec![("pcc.enabled", "true"), ("pcc.entries_1g", "8")], 2, false));
+    }
+    v
+}
+
+#[test]
+fn docs_statistics_md_is_the_glossary() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/statistics.md");
+    let doc = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        doc == glossary::markdown(),
+        "docs/statistics.md is not the glossary's rendering: regenerate it with\n    cargo run --release -p xlat-core --example glossary > docs/statistics.md"
+    );
+}
+
+#[test]
+fn every_statistic_is_declared_and_every_declaration_emitted() {
+    let mut emitted = BTreeSet::new();
+    let mut undeclared = Vec::new();
+    for (name, pairs, cores, prefault) in cases() {
+        let s = run(name, &pairs, cores, prefault);
+        assert!(s.f("refs") > 0.0, "{name}: nothing ran");
+        for (stat, v) in &s.entries {
+            match glossary::lookup(stat) {
+                None => undeclared.push(format!("{stat} ({name})")),
+                Some(e) => {
+                    let int = matches!(v, StatValue::Int(_));
+                    assert_eq!(int, e.kind == Kind::Counter, "{name}: {stat} is {v:?}, declared a {} by {}", e.kind.name(), e.pattern);
+                }
+            }
+            emitted.insert(stat.clone());
+        }
+    }
+    assert!(
+        undeclared.is_empty(),
+        "statistics emitted but not declared in crates/xlat-core/src/glossary.rs (add an entry, then regenerate docs/statistics.md):\n  {}",
+        undeclared.join("\n  ")
+    );
+    let mut dead = Vec::new();
+    for e in glossary::entries() {
+        if NOT_RUN.iter().any(|(p, _)| *p == e.pattern) {
+            continue;
+        }
+        for name in e.expand() {
+            if !emitted.contains(&name) {
+                dead.push(format!("{name} (of {})", e.pattern));
+            }
+        }
+    }
+    assert!(
+        dead.is_empty(),
+        "declared names no configuration of this test emits (remove or fix the entry, or run a configuration that emits it):\n  {}",
+        dead.join("\n  ")
+    );
+}
