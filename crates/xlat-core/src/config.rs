@@ -129,6 +129,10 @@ config_enum!(
     PccReadout { Invalidate = "invalidate", Flush = "flush" }
 );
 config_enum!(
+    /// How the PCC daemon picks among the cores' candidate lists.
+    PccPromotion { RoundRobin = "round-robin", Highest = "highest" }
+);
+config_enum!(
     /// Page-table format of an address space.
     PtFormat { Radix4 = "radix4", Radix5 = "radix5", Fpt = "fpt", FptL3L2 = "fpt-l3l2", FptL4L3 = "fpt-l4l3" }
 );
@@ -285,6 +289,10 @@ config! {
     pcc_policy: PccPolicy = PccPolicy::Lfu; "pcc.policy"; "PCC replacement: lfu (entries kept in frequency order, the tail evicted: the artifact's EVICTION_POLICY 2) or lru (the policy the paper's text settles on, §3.2.1); read-out is by frequency either way";
     pcc_counter_bits: u64 = 8; "pcc.counter_bits"; "bits of each PCC frequency counter (Tab. 2: 8); when one reaches 2^bits - 1 every counter is halved";
     pcc_readout: PccReadout = PccReadout::Invalidate; "pcc.readout"; "what an OS read-out does: invalidate (nothing; promoted regions leave through their shootdowns, the paper's §3.3) or flush (empty the PCC, as the artifact's simulator does)";
+    pcc_daemon_refs: u64 = 0; "pcc.daemon_refs"; "references between the OS's PCC read-outs (its promotion daemon); the paper reads every 30 s and converts that to accesses at the application's access rate (§4); 0: no daemon (read the PCC from a program)";
+    pcc_daemon_first_refs: u64 = 0; "pcc.daemon_first_refs"; "references before the first read-out (the artifact's first read comes after 1 s worth, then every 30 s); 0: one period";
+    pcc_promote_per_read: u64 = 128; "pcc.promote_per_read"; "2 MB regions the daemon promotes at most per read-out, over all cores' PCCs (the paper's C = the PCC's size, 128, §3.3.1)";
+    pcc_promotion: PccPromotion = PccPromotion::RoundRobin; "pcc.promotion"; "how the daemon picks among the cores' lists: round-robin (take each list's next in turn, the paper's promotion_policy=0) or highest (the highest count among the lists' heads, promotion_policy=1), §3.3.2";
     dram_latency_ns: f64 = 50.0; "dram.latency_ns"; "DRAM access latency beyond the LLC, in ns";
     dram_bandwidth_gbps: f64 = 0.0; "dram.bandwidth_gbps"; "DRAM bandwidth in GB/s for the queue model (0: unlimited)";
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";

@@ -163,3 +163,52 @@ fn demand_paging_filters_each_regions_first_walk() {
     assert_eq!(s.f("pcc.lookups"), s.f("walks") - REGIONS as f64);
     assert_eq!(m.xl.mechs.pcc().unwrap().peek(0)[0].tag, (BASE >> 21) + HOT);
 }
+
+/// The OS's promotion daemon (`pcc.daemon_refs`): every 5,000 references it reads the PCC
+/// and promotes its best candidate; the hot region goes first, then the others, until every
+/// region is huge and the walks stop. It runs on the references' clock, so the run keeps
+/// two host threads and gives the same numbers on one.
+#[test]
+fn the_daemon_promotes_the_hottest_region_first() {
+    let c = cfg(&[("pcc.daemon_refs", "5000"), ("pcc.promote_per_read", "1"), ("os.page_policy", "madvise"), ("os.khugepaged_pages", "0")]);
+    let run = |threads: usize| {
+        let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
+        m.prefault().unwrap();
+        let mut src = VecSource::new(vec![refs(60_000, 7)], regions());
+        m.run(&mut src, RunOptions { threads, ..RunOptions::default() }, &mut |_| true).unwrap();
+        (m.stats(), m.host_times.is_some(), m)
+    };
+    let (one, one_split, _) = run(1);
+    let (two, two_split, m) = run(2);
+    assert!(!one_split);
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        assert!(two_split, "a daemon on the references' clock keeps the run on two threads");
+    }
+    assert_eq!(one.entries, two.entries);
+    // Twelve read-outs, one request each while candidates last; every region is promoted.
+    assert_eq!(two.f("pcc.daemon.reads"), 11.0);
+    assert_eq!(two.f("promotions"), REGIONS as f64);
+    assert!(two.f("pcc.daemon.requests") >= REGIONS as f64);
+    assert_eq!(two.f("huge_coverage"), 1.0);
+    // The hot region was the first promoted: after the first read-out its pages are one
+    // 2 MB page.
+    let sp = &m.xl.os.spaces[0];
+    let hot = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
+    assert_eq!(hot.size, xlat_core::addr::PageSize::Size2M);
+}
+
+/// Which region the daemon promotes first, read from a run that stops after one read-out.
+#[test]
+fn the_first_promotion_is_the_hot_region() {
+    let c = cfg(&[("pcc.daemon_refs", "20000"), ("pcc.promote_per_read", "1"), ("os.page_policy", "madvise"), ("os.khugepaged_pages", "0")]);
+    let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
+    m.prefault().unwrap();
+    let mut src = VecSource::new(vec![refs(20_300, 7)], regions());
+    m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+    assert_eq!(m.stats().f("promotions"), 1.0);
+    let sp = &m.xl.os.spaces[0];
+    for r in 0..REGIONS {
+        let t = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + r * MB2)).unwrap();
+        assert_eq!(t.size == xlat_core::addr::PageSize::Size2M, r == HOT, "region {r}");
+    }
+}

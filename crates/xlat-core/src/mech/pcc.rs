@@ -65,10 +65,11 @@
 use std::cmp::Reverse;
 
 use crate::addr::{PageSize, VirtAddr};
-use crate::config::{Config, PccPolicy, PccReadout};
-use crate::mech::Mechanism;
+use crate::config::{Config, PccPolicy, PccPromotion, PccReadout};
+use crate::mech::{Mechanism, OsRequest};
 use crate::memory::port::Table;
 use crate::os::pt::{leaf_size, PTE_A, PTE_P};
+use crate::os::sched::Clock;
 use crate::stats::Stats;
 use crate::translate::tlb::{Ctx, Invalidate, VPID_SHIFT};
 use crate::translate::walker::WalkStep;
@@ -381,6 +382,22 @@ impl CorePcc {
 pub struct Pcc {
     readout: PccReadout,
     cores: Vec<CorePcc>,
+    daemon: Daemon,
+}
+
+/// The OS's promotion daemon (spec 001 §3.1-§3.3): every `period` references it reads
+/// every core's PCC out and asks the OS to promote up to `per_read` of the candidates, in
+/// the order `policy` takes them from the cores' lists. Regions already huge are skipped
+/// (they are demotion candidates, which the paper leaves to future work).
+#[derive(Clone, Copy, Debug)]
+pub struct Daemon {
+    pub period: u64,
+    pub first: u64,
+    pub per_read: usize,
+    pub policy: PccPromotion,
+    /// Read-outs done and promotions asked for.
+    pub reads: u64,
+    pub requests: u64,
 }
 
 /// What a PCC is built from (the `pcc.*` keys).
@@ -391,6 +408,12 @@ pub struct PccParams {
     pub counter_bits: u32,
     pub policy: PccPolicy,
     pub readout: PccReadout,
+    /// The daemon: references between read-outs (0: none), before the first, promotions
+    /// per read-out, and how it takes them from the cores' lists.
+    pub daemon_refs: u64,
+    pub daemon_first_refs: u64,
+    pub promote_per_read: usize,
+    pub promotion: PccPromotion,
 }
 
 impl PccParams {
@@ -401,6 +424,10 @@ impl PccParams {
             counter_bits: cfg.pcc_counter_bits as u32,
             policy: cfg.pcc_policy,
             readout: cfg.pcc_readout,
+            daemon_refs: cfg.pcc_daemon_refs,
+            daemon_first_refs: if cfg.pcc_daemon_first_refs > 0 { cfg.pcc_daemon_first_refs } else { cfg.pcc_daemon_refs },
+            promote_per_read: cfg.pcc_promote_per_read as usize,
+            promotion: cfg.pcc_promotion,
         }
     }
 }
@@ -420,7 +447,38 @@ impl Pcc {
                 stage: 0,
             })
             .collect();
-        Pcc { readout: p.readout, cores }
+        let daemon = Daemon { period: p.daemon_refs, first: p.daemon_first_refs, per_read: p.promote_per_read, policy: p.promotion, reads: 0, requests: 0 };
+        Pcc { readout: p.readout, cores, daemon }
+    }
+
+    /// The daemon's state and counts.
+    pub fn daemon(&self) -> &Daemon {
+        &self.daemon
+    }
+
+    /// One read-out of every core's PCC and the promotions it asks for: `(core, candidate)`
+    /// in the order the daemon's policy takes them, at most `per_read`, each region once,
+    /// none already huge.
+    pub fn pick(&mut self) -> Vec<(usize, Candidate)> {
+        let lists: Vec<Vec<Candidate>> = (0..self.cores.len()).map(|c| self.candidates(c).into_iter().filter(|x| !x.huge).collect()).collect();
+        let mut heads = vec![0usize; lists.len()];
+        let mut out: Vec<(usize, Candidate)> = Vec::new();
+        let mut turn = 0;
+        while out.len() < self.daemon.per_read {
+            // The list to take from next: in turn, or the one whose head counts most.
+            let pick = match self.daemon.policy {
+                PccPromotion::RoundRobin => (0..lists.len()).map(|i| (turn + i) % lists.len()).find(|&c| heads[c] < lists[c].len()),
+                PccPromotion::Highest => (0..lists.len()).filter(|&c| heads[c] < lists[c].len()).max_by_key(|&c| (lists[c][heads[c]].freq, Reverse(c))),
+            };
+            let Some(c) = pick else { break };
+            let cand = lists[c][heads[c]];
+            heads[c] += 1;
+            turn = c + 1;
+            if !out.iter().any(|(_, x)| x.ctx == cand.ctx && x.tag == cand.tag) {
+                out.push((c, cand));
+            }
+        }
+        out
     }
 
     pub fn cores(&self) -> usize {
@@ -508,6 +566,18 @@ impl Mechanism for Pcc {
         }
     }
 
+    fn task(&self) -> Option<(Clock, u64, u64)> {
+        // (Counted in references, as the paper converts its 30 s: a run keeps two threads.)
+        (self.daemon.period > 0).then_some((Clock::References, self.daemon.period, self.daemon.first))
+    }
+
+    fn on_tick(&mut self, out: &mut Vec<OsRequest>) {
+        let picked = self.pick();
+        self.daemon.reads += 1;
+        self.daemon.requests += picked.len() as u64;
+        out.extend(picked.into_iter().map(|(core, x)| OsRequest::Promote { core, ctx: x.ctx, va: x.start() }));
+    }
+
     fn on_invalidate(&mut self, c: usize, what: Invalidate) -> usize {
         let k = &mut self.cores[c];
         k.pcc.invalidate(what) + k.pcc_1g.as_mut().map_or(0, |p| p.invalidate(what))
@@ -532,12 +602,17 @@ impl Mechanism for Pcc {
             }
         }
         sum.emit("pcc.", occ, s);
+        if self.daemon.period > 0 {
+            s.int("pcc.daemon.reads", self.daemon.reads);
+            s.int("pcc.daemon.requests", self.daemon.requests);
+        }
         if self.cores.iter().any(|k| k.pcc_1g.is_some()) {
             sum_1g.emit("pcc.1g.", occ_1g, s);
         }
     }
 
     fn reset_stats(&mut self) {
+        (self.daemon.reads, self.daemon.requests) = (0, 0);
         for k in &mut self.cores {
             k.pcc.counters = PccCounters::default();
             if let Some(p) = &mut k.pcc_1g {
@@ -561,7 +636,17 @@ mod tests {
     const WARM: u64 = PTE_P | PTE_A;
 
     fn params(entries: usize, policy: PccPolicy) -> PccParams {
-        PccParams { entries, entries_1g: 0, counter_bits: 8, policy, readout: PccReadout::Invalidate }
+        PccParams {
+            entries,
+            entries_1g: 0,
+            counter_bits: 8,
+            policy,
+            readout: PccReadout::Invalidate,
+            daemon_refs: 0,
+            daemon_first_refs: 0,
+            promote_per_read: 128,
+            promotion: PccPromotion::RoundRobin,
+        }
     }
 
     fn step(table: Table, ctx: Ctx, va: u64, level: u8, entry: u64) -> WalkStep {
@@ -868,6 +953,26 @@ mod tests {
     }
 
     /// The keys: off by default, so no mechanism; when enabled, validated.
+    /// The daemon's two ways of taking candidates from the cores' lists (spec 001 §3.3):
+    /// round-robin takes each list's next in turn; highest takes the highest count among
+    /// the heads. Each region is taken once, and at most `per_read` of them.
+    #[test]
+    fn the_daemon_picks_round_robin_or_highest() {
+        let mut p = Pcc::new(params(8, PccPolicy::Lfu), 2);
+        // Core 0: regions 1 (3 walks after insertion), 2 (1); core 1: regions 3 (5), 1 (0).
+        for (c, region, walks) in [(0, 1, 3), (0, 2, 1), (1, 3, 5), (1, 1, 0)] {
+            for _ in 0..walks + 1 {
+                walk(&mut p, c, BASE + region * MB2, WARM);
+            }
+        }
+        let regions = |v: Vec<(usize, Candidate)>| v.iter().map(|(c, x)| (*c, (x.start().0 - BASE) / MB2)).collect::<Vec<_>>();
+        assert_eq!(regions(p.pick()), vec![(0, 1), (1, 3), (0, 2)], "round-robin, region 1 once");
+        p.daemon.policy = PccPromotion::Highest;
+        assert_eq!(regions(p.pick()), vec![(1, 3), (0, 1), (0, 2)]);
+        p.daemon.per_read = 2;
+        assert_eq!(regions(p.pick()), vec![(1, 3), (0, 1)]);
+    }
+
     #[test]
     fn config_keys_build_and_validate() {
         let cfg = Config::default();
