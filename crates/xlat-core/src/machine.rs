@@ -252,9 +252,9 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         let mut cache_energy = 0.0;
         for (i, (mmu, core)) in xl.mmus.iter().zip(&mem.cores).enumerate() {
             // Each side counts its own events of the glossary; together they are the core's.
-            let mut k = mmu.counters.clone();
+            let mut k = mmu.counters;
             k.add(&core.counters);
-            let mut v = mmu.vcounters.clone();
+            let mut v = mmu.vcounters;
             v.add(&core.vcounters);
             let t = mmu.tlbs.each_ref().map(|l| l.stats);
             sum.add(&k);

@@ -82,18 +82,20 @@ impl Stats {
 /// than N cycles (and at least the previous bound); the last bucket is open-ended.
 pub const WALK_HIST_BOUNDS: [u64; 9] = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
 
-/// Declares a struct of u64 counters with their statistic names.
+/// Declares a struct of u64 counters with their statistic names (after the prefix
+/// `emit` is given).
 macro_rules! counters {
-    ($(#[$m:meta])* pub struct $name:ident { $( $field:ident : $stat:literal, )* }) => {
+    ($(#[$m:meta])* pub struct $name:ident { $( $(#[$fm:meta])* $field:ident : $stat:literal, )* }) => {
         $(#[$m])*
-        #[derive(Clone, Debug, Default, PartialEq, Eq)]
-        pub struct $name { $( pub $field: u64, )* }
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $name { $( $(#[$fm])* pub $field: u64, )* }
         impl $name {
             pub fn add(&mut self, o: &$name) { $( self.$field += o.$field; )* }
-            pub fn emit(&self, prefix: &str, out: &mut Stats) { $( out.int(format!("{prefix}{}", $stat), self.$field); )* }
+            pub fn emit(&self, prefix: &str, out: &mut $crate::stats::Stats) { $( out.int(format!("{prefix}{}", $stat), self.$field); )* }
         }
     };
 }
+pub(crate) use counters;
 
 counters! {
     /// Per-core event counts.

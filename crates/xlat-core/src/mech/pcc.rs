@@ -95,60 +95,32 @@ impl Candidate {
     }
 }
 
-/// Event counts of one PCC (statistics `pcc.*`, and `pcc.1g.*` for the 1 GB PCC).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PccCounters {
-    /// Walks that reached the PCC's stage: `cold_filtered + inserts + hits`.
-    pub lookups: u64,
-    /// Walks the cold-miss filter dropped (the region's entry had its A bit clear).
-    pub cold_filtered: u64,
-    pub inserts: u64,
-    pub hits: u64,
-    /// Lookups by walks that ended at a page of the region's size.
-    pub huge_lookups: u64,
-    pub evictions: u64,
-    /// Halvings of every counter.
-    pub decays: u64,
-    /// Entries dropped by shootdowns and flushes.
-    pub invalidations: u64,
-    /// Read-outs by the OS.
-    pub reads: u64,
-    /// Entries dropped by read-outs (`pcc.readout=flush`).
-    pub flushed: u64,
+/// A PCC's counters and its occupancy, under `prefix`.
+fn emit_pcc(k: &PccCounters, prefix: &str, occupancy: u64, s: &mut Stats) {
+    k.emit(prefix, s);
+    s.int(format!("{prefix}occupancy"), occupancy);
 }
 
-impl PccCounters {
-    fn add(&mut self, o: &PccCounters) {
-        for (a, b) in self.fields_mut().into_iter().zip(o.fields()) {
-            *a += b.1;
-        }
-    }
-
-    fn fields(&self) -> [(&'static str, u64); 10] {
-        [
-            ("lookups", self.lookups),
-            ("cold_filtered", self.cold_filtered),
-            ("inserts", self.inserts),
-            ("hits", self.hits),
-            ("huge_lookups", self.huge_lookups),
-            ("evictions", self.evictions),
-            ("decays", self.decays),
-            ("invalidations", self.invalidations),
-            ("reads", self.reads),
-            ("flushed", self.flushed),
-        ]
-    }
-
-    fn fields_mut(&mut self) -> [&mut u64; 10] {
-        let PccCounters { lookups, cold_filtered, inserts, hits, huge_lookups, evictions, decays, invalidations, reads, flushed } = self;
-        [lookups, cold_filtered, inserts, hits, huge_lookups, evictions, decays, invalidations, reads, flushed]
-    }
-
-    fn emit(&self, prefix: &str, occupancy: usize, s: &mut Stats) {
-        for (name, v) in self.fields() {
-            s.int(format!("{prefix}{name}"), v);
-        }
-        s.int(format!("{prefix}occupancy"), occupancy as u64);
+crate::stats::counters! {
+    /// Event counts of one PCC (statistics `pcc.*`, and `pcc.1g.*` for the 1 GB PCC).
+    pub struct PccCounters {
+        /// Walks that reached the PCC's stage: `cold_filtered + inserts + hits`.
+        lookups: "lookups",
+        /// Walks the cold-miss filter dropped (the region's entry had its A bit clear).
+        cold_filtered: "cold_filtered",
+        inserts: "inserts",
+        hits: "hits",
+        /// Lookups by walks that ended at a page of the region's size.
+        huge_lookups: "huge_lookups",
+        evictions: "evictions",
+        /// Halvings of every counter.
+        decays: "decays",
+        /// Entries dropped by shootdowns and flushes.
+        invalidations: "invalidations",
+        /// Read-outs by the OS.
+        reads: "reads",
+        /// Entries dropped by read-outs (`pcc.readout=flush`).
+        flushed: "flushed",
     }
 }
 
@@ -591,23 +563,23 @@ impl Mechanism for Pcc {
             sum.add(&k.pcc.counters);
             occ += k.pcc.occupancy();
             if multi {
-                k.pcc.counters.emit(&format!("core{i}.pcc."), k.pcc.occupancy(), s);
+                emit_pcc(&k.pcc.counters, &format!("core{i}.pcc."), k.pcc.occupancy() as u64, s);
             }
             if let Some(p) = &k.pcc_1g {
                 sum_1g.add(&p.counters);
                 occ_1g += p.occupancy();
                 if multi {
-                    p.counters.emit(&format!("core{i}.pcc.1g."), p.occupancy(), s);
+                    emit_pcc(&p.counters, &format!("core{i}.pcc.1g."), p.occupancy() as u64, s);
                 }
             }
         }
-        sum.emit("pcc.", occ, s);
+        emit_pcc(&sum, "pcc.", occ as u64, s);
         if self.daemon.period > 0 {
             s.int("pcc.daemon.reads", self.daemon.reads);
             s.int("pcc.daemon.requests", self.daemon.requests);
         }
         if self.cores.iter().any(|k| k.pcc_1g.is_some()) {
-            sum_1g.emit("pcc.1g.", occ_1g, s);
+            emit_pcc(&sum_1g, "pcc.1g.", occ_1g as u64, s);
         }
     }
 

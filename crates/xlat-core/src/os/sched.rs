@@ -427,29 +427,25 @@ impl Translator {
     /// host space (`Vm::space`) and `va` a guest-physical address; a guest OS is reached
     /// through `Translator::vms[vm].os` and [`Translator::sync`] with `Scope::Guest(vm)`.
     pub fn request_promotion<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, port: &mut P) -> Result<bool, SimError> {
-        self.check_core(c)?;
-        self.os.phys.cpu = c;
-        let done = self.os.request_promotion(space, va)?;
-        let cost = self.os_sync(Some(c), port);
-        stall(port, c, cost);
-        Ok(done)
+        self.os_request(c, port, |os| os.request_promotion(space, va))
     }
 
     /// Demote the 2 MB page of `space` holding `va` (see [`Os::request_demotion`]).
     pub fn request_demotion<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, port: &mut P) -> Result<bool, SimError> {
-        self.check_core(c)?;
-        self.os.phys.cpu = c;
-        let done = self.os.request_demotion(space, va)?;
-        let cost = self.os_sync(Some(c), port);
-        stall(port, c, cost);
-        Ok(done)
+        self.os_request(c, port, |os| os.request_demotion(space, va))
     }
 
     /// Unmap the page of `space` holding `va` (see [`Os::unmap`]).
     pub fn unmap<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, port: &mut P) -> Result<bool, SimError> {
+        self.os_request(c, port, |os| os.unmap(space, va))
+    }
+
+    /// Core `c` asks the OS (the host's, virtualized) to do `f`; it pays for the work and
+    /// the shootdowns.
+    fn os_request<P: MemPort>(&mut self, c: usize, port: &mut P, f: impl FnOnce(&mut Os) -> Result<bool, SimError>) -> Result<bool, SimError> {
         self.check_core(c)?;
         self.os.phys.cpu = c;
-        let done = self.os.unmap(space, va)?;
+        let done = f(&mut self.os)?;
         let cost = self.os_sync(Some(c), port);
         stall(port, c, cost);
         Ok(done)
