@@ -352,6 +352,8 @@ pub static ENTRIES: &[Entry] = &[
     e(Mechanisms, "[core<N>.]<pcc>.reads", Counter, "read-outs", "Read-outs of the PCC by the OS (its ranked candidate list).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
     e(Mechanisms, "[core<N>.]<pcc>.flushed", Counter, "entries", "Entries emptied by read-outs (`pcc.readout=flush`; 0 with `invalidate`).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
     e(Mechanisms, "[core<N>.]<pcc>.occupancy", Counter, "entries", "Valid entries at the end of the run (state: not reset by warm-up).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+    e(Mechanisms, "pcc.daemon.reads", Counter, "read-outs", "Times the OS's promotion daemon read every core's PCC out (every `pcc.daemon_refs` references, first after `pcc.daemon_first_refs`).").only("`pcc.enabled=true` and `pcc.daemon_refs` > 0"),
+    e(Mechanisms, "pcc.daemon.requests", Counter, "regions", "Promotions the daemon asked the OS for: at most `pcc.promote_per_read` per read-out, each region once, none already huge. The OS's `promotions` counts those it carried out.").only("`pcc.enabled=true` and `pcc.daemon_refs` > 0"),
 ];
 
 /// Every entry of the glossary.

@@ -80,7 +80,7 @@ fn cases() -> Vec<Case> {
         ("ptp_detector", vec![("cache.l2.policy", "ptp"), ("cache.llc.policy", "ptp"), ("ptp.mode", "detector"), ("ptp.detector_epoch", "5000")], 2, true),
     ];
     if has_key("pcc.enabled") {
-        v.push(("pcc", vec![("pcc.enabled", "true"), ("pcc.entries_1g", "8")], 2, false));
+        v.push(("pcc", vec![("pcc.enabled", "true"), ("pcc.entries_1g", "8"), ("pcc.daemon_refs", "2000")], 2, false));
     }
     v
 }
