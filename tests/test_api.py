@@ -135,3 +135,80 @@ def test_a_perfect_tlb_never_walks_and_is_not_slower(result):
     perfect = xlat.simulate("skylake", WL, refs=REFS, **{"tlb.perfect": True})
     assert perfect.stats["walks"] == 0
     assert perfect.stats["ipc"] >= result.stats["ipc"]
+
+
+# --- statistics over time --------------------------------------------------------------------
+
+# Run to its end (409,600 references, 1.4 M instructions) in a tenth of a second, with a warm-up
+# so that the first interval starts after it.
+SERIES_WL = "gups:footprint=64M,updates=200K"
+
+
+@pytest.fixture(scope="module")
+def timed():
+    return xlat.simulate("skylake", SERIES_WL, warmup="20K", interval="200K")
+
+
+def test_series_adds_up_to_the_totals(timed):
+    s, series = timed.stats, timed.series
+    assert timed.interval == 200_000
+    assert len(series) == 7, [iv["instructions"] for iv in series]
+    for name in ("refs", "walks", "instructions", "cycles", "tlb.l2.misses", "faults"):
+        assert sum(iv[name] for iv in series) == s[name], name
+    # Boundaries are checked every 256 references: intervals run a little long, never short
+    # (but for the last one).
+    for iv in series[:-1]:
+        assert 200_000 <= iv["instructions"] < 200_000 + 256 * 8
+    # Taking the intervals changes nothing.
+    assert xlat.simulate("skylake", SERIES_WL, warmup="20K").stats == s
+
+
+def test_series_derives_the_headline_ratios_per_interval(timed):
+    width = xlat.resolve_config("skylake")["core.width"]
+    for iv in timed.series:
+        assert 0 <= iv["ipc"] <= width
+        assert math.isclose(iv["ipc"], iv["instructions"] / iv["cycles"])
+        assert math.isclose(iv["tlb.l2.mpki"], 1000 * iv["tlb.l2.misses"] / iv["instructions"])
+        assert math.isclose(iv["tlb.l1d.mpki"], 1000 * iv["tlb.l1d.misses"] / iv["instructions"])
+        assert math.isclose(iv["walk_cycles_per_walk"], iv["walk_cycles"] / iv["walks"])
+        assert math.isclose(iv["cache.llc.miss_rate"], iv["cache.llc.misses"] / iv["cache.llc.accesses"])
+    # Levels that fell are negative changes (free memory, as pages are faulted in).
+    assert timed.series[0]["phys.free_bytes"] < 0
+    # A ratio with nothing to divide by is left out, not 0.
+    quiet = xlat.api.interval_ratios({"instructions": 1000, "cycles": 500, "walks": 0, "walk_cycles": 0,
+                                      "cache.l2.accesses": 0, "cache.l2.misses": 0})
+    assert quiet["ipc"] == 2.0 and "walk_cycles_per_walk" not in quiet and "cache.l2.miss_rate" not in quiet
+    assert xlat.api.interval_ratios(quiet) == quiet
+
+
+def test_series_frame_has_one_row_per_interval(timed):
+    df = timed.series_frame()
+    assert list(df["interval"]) == list(range(len(timed.series)))
+    assert df["end_instructions"].iloc[-1] == timed.stats["instructions"]
+    assert list(df["ipc"]) == [iv["ipc"] for iv in timed.series]
+    assert len(xlat.simulate("skylake", SERIES_WL, refs=1000).series_frame()) == 0
+
+
+def test_json_round_trip_keeps_the_series(timed, tmp_path):
+    p = tmp_path / "r.json"
+    timed.to_json(p)
+    doc = json.loads(p.read_text())
+    assert doc["run"]["interval"] == 200_000 and len(doc["series"]) == len(timed.series)
+    back = xlat.Result.from_json(p)
+    assert back.series == timed.series and back.interval == timed.interval and back.stats == timed.stats
+    # A document of counts alone gets its ratios back.
+    derived = ("ipc", ".mpki", "_per_walk", ".miss_rate")
+    doc["series"] = [{k: v for k, v in iv.items() if not k.endswith(derived)} for iv in doc["series"]]
+    assert "ipc" not in doc["series"][0] and "walks" in doc["series"][0]
+    assert xlat.Result.from_dict(doc).series == timed.series
+    # Without an interval there is no series at all.
+    plain = xlat.simulate("skylake", SERIES_WL, refs=1000)
+    assert plain.series == [] and plain.interval is None and "series" not in plain.to_dict()
+
+
+def test_interval_takes_counts_and_rejects_the_rest():
+    assert len(xlat.simulate("skylake", SERIES_WL, refs=10_000, interval=10_000).series) == 4
+    assert xlat.simulate("skylake", SERIES_WL, refs=1000, interval=0).series == []
+    for bad in ("abc", -5, 1.5, True):
+        with pytest.raises(ValueError, match="interval"):
+            xlat.simulate("skylake", SERIES_WL, refs=1000, interval=bad)

@@ -75,6 +75,8 @@ def test_bad_workload_parameter():
         (("config",), "SUBCOMMAND"),
         (("record", "--workload", "gups"), "--output"),
         (("run", "--workload", "gups", "--threads", "3"), "--threads"),
+        (("run", "--workload", "gups", "--interval", "abc"), "--interval"),
+        (("run", "--workload", "gups", "--interval", "-1M"), "--interval"),
     ],
 )
 def test_usage_errors(args, needle):
@@ -175,6 +177,33 @@ def test_run_prints_a_summary_and_writes_json(tmp_path):
               "pte_served.dram", "faults"):
         assert k in doc["stats"], k
     assert doc["stats"]["refs"] == 20_000
+
+
+@needs_sim
+def test_run_interval_prints_the_series_and_writes_it_to_json(tmp_path):
+    out = tmp_path / "r.json"
+    p = run_xlat("run", "--workload", "gups:footprint=64M,updates=200K", "--interval", "200K", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    head, _, table = p.stdout.partition("over time, every 200,000 instructions")
+    assert "L2 TLB misses (MPKI)" in head and table  # the usual summary, then the table
+    lines = table.splitlines()[1:]
+    assert lines[0].split() == ["interval", "instructions", "IPC", "L2", "TLB", "MPKI", "walks"]
+    rows = [line.split() for line in lines[2:]]
+    doc = json.loads(out.read_text())
+    assert doc["run"]["interval"] == 200_000
+    assert len(rows) == len(doc["series"]) == 8
+    for i, (row, iv) in enumerate(zip(rows, doc["series"])):
+        assert row == [str(i), f"{iv['instructions']:,}", f"{iv['ipc']:.3f}", f"{iv['tlb.l2.mpki']:.2f}", f"{iv['walks']:,}"]
+    assert sum(iv["walks"] for iv in doc["series"]) == doc["stats"]["walks"]
+    # Without --interval: no table, no series.
+    p = run_xlat("run", "--workload", "gups:footprint=64M,updates=200K", "--refs", "1000", "--json", str(out))
+    assert p.returncode == 0 and "over time" not in p.stdout
+    assert "series" not in json.loads(out.read_text())
+
+
+def test_run_rejects_a_bad_interval_in_one_line():
+    line = assert_one_line_error(run_xlat("run", "--workload", "gups", "--interval", "abc"), "--interval", "abc")
+    assert "is not a count" in line
 
 
 @needs_sim

@@ -186,6 +186,7 @@ def test_config_workload_filter_and_run_options(tmp_path):
     ('configs = [{preset = "skylake", workloads = ["gupz"]}]\nworkloads = ["gups"]', "workload 'gupz' is not in"),
     ('configs = [{preset = "skylake", workloads = []}]\nworkloads = ["gups"]', "non-empty list of workload names"),
     ('configs = [{preset = "skylake", refs = "many"}]\nworkloads = ["gups"]', "'many' is not a count"),
+    ('configs = ["skylake"]\nworkloads = ["gups"]\ninterval = "often"', "'interval': 'often' is not a count"),
     ('configs = ["skylake"]\n[[workloads]]\nparams = {x = 1}', "'name' must be"),
     ('configs = ["skylake"\n', "sweep spec"),
 ])
@@ -202,7 +203,7 @@ def test_point_id_covers_everything_that_determines_a_result(tmp_path):
     again = sweep.load_spec({"name": "other", "configs": ["skylake"], "workloads": ["gups:footprint=1G"], "refs": "1K"})
     assert ids(base) == ids(again)  # the store name and the spelling of a count do not matter
     variants = [
-        {"refs": 2000}, {"seeds": [2]}, {"warmup": 10}, {"prefault": True},
+        {"refs": 2000}, {"seeds": [2]}, {"warmup": 10}, {"prefault": True}, {"interval": "1K"},
         {"workloads": ["gups:footprint=2G"]}, {"workloads": ["stream"]},
         {"configs": [{"preset": "skylake", "set": {"tlb.l2.entries": 2048}}]}, {"configs": ["zen3"]},
     ]
@@ -213,6 +214,17 @@ def test_point_id_covers_everything_that_determines_a_result(tmp_path):
                                 "refs": 1000, **v})
         seen.add(ids(spec)[0])
     assert len(seen) == 2 + len(variants)
+
+
+def test_interval_is_a_run_option_and_leaves_other_points_alone():
+    spec = sweep.load_spec({"name": "x", "configs": ["skylake"], "workloads": [{"name": "gups", "interval": ["10K", 0]}],
+                            "refs": 1000})
+    assert [p.interval for p in spec.points] == [10_000, 0]
+    assert spec.points[0].options()["interval"] == 10_000
+    # A point without an interval has the options (and so the id) it had before intervals.
+    assert spec.points[1].options() == {"refs": 1000, "warmup": 0, "prefault": False}
+    tasks = sweep.prepare(spec, resolve=fake_resolve, version="1")
+    assert tasks[0].meta["interval"] == 10_000 and "interval" not in tasks[1].meta
 
 
 @needs_sim
@@ -324,6 +336,27 @@ def test_sweep_workers_that_fill_the_cores_keep_to_one_host_thread_each(monkeypa
     # A custom simulate gets only the point's own options; the engine's gets `threads` too.
     row = sweep.run_task({}, "gups", {"refs": 10}, {"seed": 1}, fake, threads=1)
     assert row["status"] == "ok" and seen == [{"seed": 1, "refs": 10}]
+
+
+@needs_sim
+def test_series_round_trips_through_the_results_store(tmp_path):
+    import xlat
+
+    opts = {"refs": 20_000, "interval": "20K"}
+    rows = [sweep.run_task({}, "gups:footprint=64M", opts, row("a"), threads=1),
+            sweep.run_task({}, "gups:footprint=64M", {"refs": 20_000}, row("b"), threads=1)]
+    assert rows[0]["status"] == "ok", rows[0]["error"]
+    assert "series" in rows[0] and "series" not in rows[1]
+    results.Store("s", tmp_path).write(rows)
+    df = results.load("s", root=tmp_path).set_index("point_id", drop=False)
+    expected = xlat.simulate(None, "gups:footprint=64M", seed=1, **opts).series
+    assert len(expected) == 4
+    assert results.series_of(df.loc["a", "series"]) == expected
+    assert results.series_of(df.loc["b", "series"]) == []
+    long = results.series_frame(df)
+    assert list(long["point_id"]) == ["a"] * 4 and list(long["interval"]) == [0, 1, 2, 3]
+    assert long["walks"].sum() == df.loc["a", "stat.walks"]
+    assert list(long["ipc"]) == [iv["ipc"] for iv in expected]
 
 
 @needs_sim

@@ -12,7 +12,7 @@ from . import _core
 from . import config as _config
 from ._io import atomic_write_text, parse_count
 
-__all__ = ["Result", "simulate"]
+__all__ = ["Result", "interval_ratios", "simulate"]
 
 Progress = Callable[[int, "int | None"], None]
 
@@ -38,6 +38,44 @@ def _json_safe(v: Any) -> Any:
     return v
 
 
+def interval_ratios(interval: Mapping[str, Any]) -> dict[str, Any]:
+    """One interval of a run's statistics over time, with its headline ratios added.
+
+    The engine reports, per interval, the change of every integer statistic; ratios do not add
+    up over intervals, so it leaves them out. This returns a copy of ``interval`` with the
+    ratios recomputed from that interval's own counts:
+
+    - ``ipc`` = ``instructions`` / ``cycles``
+    - ``tlb.l1d.mpki``, ``tlb.l2.mpki`` = ``tlb.<level>.misses`` * 1000 / ``instructions``
+    - ``walk_cycles_per_walk`` = ``walk_cycles`` / ``walks``
+    - ``cache.<c>.miss_rate`` = ``cache.<c>.misses`` / ``cache.<c>.accesses`` for every cache
+      (and its ``data``/``pt`` parts) in the interval
+
+    A ratio whose denominator is zero (or absent) in the interval, such as cycles per walk in
+    an interval without walks, is left out rather than reported as 0. Applying the function
+    twice gives the same dict.
+    """
+    out = dict(interval)
+
+    def num(name: str) -> float:
+        v = interval.get(name)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+    def ratio(name: str, top: str, bottom: str, scale: float = 1.0) -> None:
+        if top in interval and num(bottom) > 0:
+            out[name] = scale * num(top) / num(bottom)
+
+    ratio("ipc", "instructions", "cycles")
+    for level in ("l1d", "l2"):
+        ratio(f"tlb.{level}.mpki", f"tlb.{level}.misses", "instructions", 1000.0)
+    ratio("walk_cycles_per_walk", "walk_cycles", "walks")
+    for name in list(interval):
+        if name.startswith("cache.") and name.endswith(".accesses"):
+            cache = name[: -len(".accesses")]
+            ratio(f"{cache}.miss_rate", f"{cache}.misses", name)
+    return out
+
+
 @dataclass(frozen=True)
 class Result:
     """The outcome of one simulation.
@@ -48,7 +86,11 @@ class Result:
         config: the fully resolved configuration (every engine key, typed: int, float, bool, str).
         workload: ``{"name": ..., "params": {...}}`` with every parameter resolved, as the
             engine ran it (for a trace, the trace's name and format).
-        seed, refs, warmup, prefault, trace, trace_format: how the run was asked for.
+        seed, refs, warmup, prefault, trace, trace_format, interval: how the run was asked for
+            (``interval``: instructions per interval of the statistics over time, None if off).
+        series: the statistics over time, one dict per interval (empty without an interval):
+            the change of every integer statistic in that interval plus the ratios of
+            :func:`interval_ratios`. The intervals add up to the run's totals.
         config_name: a label (the preset or file name, ``+N`` when N overrides were applied).
         config_hash: 12 hex digits identifying the resolved configuration.
         xlat_version: the engine version that produced the numbers.
@@ -63,6 +105,8 @@ class Result:
     prefault: bool = False
     trace: list[str] | None = None
     trace_format: str | None = None
+    interval: int | None = None
+    series: list[dict[str, int | float]] = field(default_factory=list)
     config_name: str = "dict"
     config_hash: str = ""
     xlat_version: str = field(default_factory=_core.version)
@@ -72,8 +116,9 @@ class Result:
         return self.stats[name]
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document ``xlat run --json`` writes (plain Python types)."""
-        return {
+        """The JSON document ``xlat run --json`` writes (plain Python types); ``series`` is
+        there only for a run with an interval."""
+        doc = {
             "xlat_version": self.xlat_version,
             "config_name": self.config_name,
             "config_hash": self.config_hash,
@@ -86,9 +131,13 @@ class Result:
                 "prefault": self.prefault,
                 "trace": list(self.trace) if self.trace else None,
                 "trace_format": self.trace_format,
+                "interval": self.interval,
             },
             "stats": {k: _json_safe(v) for k, v in self.stats.items()},
         }
+        if self.interval or self.series:
+            doc["series"] = [{k: _json_safe(v) for k, v in iv.items()} for iv in self.series]
+        return doc
 
     def to_json(self, path: str | os.PathLike | None = None, indent: int | None = 2) -> str:
         """The result as JSON text; with ``path``, also write it there atomically."""
@@ -111,6 +160,10 @@ class Result:
             prefault=run.get("prefault", False),
             trace=run.get("trace"),
             trace_format=run.get("trace_format"),
+            interval=run.get("interval"),
+            # Ratios are recomputed from the counts (the same values, and present even in a
+            # document that kept only the counts).
+            series=[interval_ratios({k: v for k, v in iv.items() if v is not None}) for iv in doc.get("series") or []],
             config_name=doc.get("config_name", "dict"),
             config_hash=doc.get("config_hash", ""),
             xlat_version=doc.get("xlat_version", ""),
@@ -146,6 +199,25 @@ class Result:
             for k, v in self.config.items():
                 row[f"config.{k}"] = v
         return pd.DataFrame([row])
+
+    def series_frame(self):
+        """The statistics over time as a ``pandas.DataFrame``, one row per interval.
+
+        Columns: ``interval`` (0, 1, ...), ``end_instructions`` (instructions from the end of
+        warm-up to the end of the interval), then every entry of :attr:`series` (changes
+        and derived ratios; a ratio left out of an interval is NaN). Empty for a run without
+        an interval.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Result.series_frame() needs pandas: pip install pandas (or use Result.series, a list of dicts)") from None
+
+        rows, end = [], 0
+        for i, iv in enumerate(self.series):
+            end += int(iv.get("instructions", 0))
+            rows.append({"interval": i, "end_instructions": end, **iv})
+        return pd.DataFrame(rows, columns=None if rows else ["interval", "end_instructions"])
 
     def __repr__(self) -> str:
         s = self.stats
@@ -184,6 +256,7 @@ def simulate(
     trace_format: str | None = None,
     progress: Progress | None = None,
     threads: int | None = None,
+    interval: int | str | None = None,
     **overrides: Any,
 ) -> Result:
     """Simulate one workload (or trace) on one machine.
@@ -205,6 +278,10 @@ def simulate(
             has two cores and the run is one core natively or in one VM: translation on one,
             caches and timing on the other), 1 keeps it to one (for callers that already run
             several simulations at once). The statistics are the same either way.
+        interval: statistics over time: every this many instructions (all cores together,
+            counted from the end of warm-up; int or ``"1M"``), take the change of every
+            statistic into ``Result.series``. None or 0: off. Such runs stay on one host
+            thread; the totals are the same as without.
         **overrides: config keys applied last, as ``**{"tlb.l2.entries": 2048}`` or
             ``tlb__l2__entries=2048``.
 
@@ -215,6 +292,7 @@ def simulate(
     resolved = _config.resolve(config, over)
     n_refs = None if refs is None else _count("refs", refs)
     n_warm = _count("warmup", warmup)
+    n_interval = _count("interval", interval) if interval is not None else 0
     traces = _trace_list(trace)
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
@@ -231,6 +309,7 @@ def simulate(
         prefault=bool(prefault),
         progress=progress,
         threads=threads or 0,
+        interval=n_interval,
     )
     return Result(
         stats=dict(out["stats"]),
@@ -242,6 +321,8 @@ def simulate(
         prefault=bool(prefault),
         trace=traces,
         trace_format=trace_format,
+        interval=n_interval or None,
+        series=[interval_ratios(iv) for iv in out.get("series") or []],
         config_name=_label(config, len(over)),
         config_hash=_config.config_hash(resolved),
     )

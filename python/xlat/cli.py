@@ -283,7 +283,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return simulate(
             args.config, args.workload, refs=args.refs, seed=args.seed, warmup=args.warmup,
             prefault=args.prefault, trace=traces or None, trace_format=args.trace_format,
-            progress=progress, threads=args.threads, **dict(args.sets),
+            progress=progress, threads=args.threads, interval=args.interval, **dict(args.sets),
         )
 
     desc = args.workload or os.path.basename(traces[0])
@@ -319,6 +319,21 @@ def print_result(result, all_stats: bool = False, out=None) -> None:
         print_table([(k, v) for k, v in result.stats.items()], out=out, indent="  ")
     else:
         print_table(summary_rows(result.stats), out=out, indent="  ")
+    if result.series:
+        print(file=out)
+        print(f"over time, every {result.interval:,} instructions (each interval's own figures):", file=out)
+        print_table(series_rows(result.series), header=("interval", "instructions", "IPC", "L2 TLB MPKI", "walks"),
+                    out=out, indent="  ")
+
+
+def series_rows(series: Sequence[dict]) -> list[tuple[str, ...]]:
+    """The `xlat run --interval` table: a few figures of each interval ('-' where a ratio is
+    undefined in it)."""
+    return [
+        (str(i), _fmt(_num(iv, "instructions")), _fmt(_num(iv, "ipc"), "{:.3f}"),
+         _fmt(_num(iv, "tlb.l2.mpki"), "{:.2f}"), _fmt(_num(iv, "walks")))
+        for i, iv in enumerate(series)
+    ]
 
 
 def cmd_configs(args: argparse.Namespace) -> int:
@@ -515,8 +530,11 @@ def build_parser() -> Parser:
     r.add_argument("--prefault", action="store_true", help="map the whole footprint before the run")
     r.add_argument("--threads", type=int, choices=(1, 2), default=None,
                    help="host threads (default: two when the run can use them; same statistics either way)")
+    r.add_argument("--interval", type=count_arg, default=None, metavar="N",
+                   help="statistics over time: also show what changed in every N instructions "
+                        "after warm-up (1M, 1e6; runs on one host thread)")
     r.add_argument("--json", metavar="PATH",
-                   help="also write {xlat_version, config, workload, run, stats} as JSON (atomically)")
+                   help="also write {xlat_version, config, workload, run, stats[, series]} as JSON (atomically)")
     r.add_argument("--all-stats", action="store_true", help="print every statistic instead of the summary")
     r.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
     r.set_defaults(func=cmd_run)

@@ -39,6 +39,8 @@ STALE_TMP_SECONDS = 3600.0
 
 #: Columns every row has, in display order. Statistics are ``stat.<name>``, resolved config
 #: values ``cfg.<key>``, swept overrides ``set.<key>`` and workload parameters ``param.<name>``.
+#: Points swept with an ``interval`` also have ``interval`` and ``series`` (the statistics
+#: over time as JSON text: read it with :func:`series_of` or :func:`series_frame`).
 META_COLUMNS = [
     "point_id", "status", "error", "config_label", "config_base", "config_hash", "workload",
     "params", "seed", "refs", "warmup", "prefault", "xlat_version", "engine_build", "wall_s", "finished_at",
@@ -261,6 +263,51 @@ def _sort_key(s):
     if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
         return s
     return s.astype(str)
+
+
+# -- statistics over time ---------------------------------------------------------------------
+
+def series_text(series: Sequence[Mapping]) -> str:
+    """A run's statistics over time (``Result.series``) as the JSON text of a row's ``series``
+    column (an undefined ratio, NaN, becomes null)."""
+    import json
+    import math
+
+    def safe(v):
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+
+    return json.dumps([{k: safe(v) for k, v in iv.items()} for iv in series], separators=(",", ":"), allow_nan=False)
+
+
+def series_of(value) -> list[dict]:
+    """A row's ``series`` cell back as ``Result.series``: one dict per interval with the
+    interval's changes and derived ratios (``xlat.api.interval_ratios``). A row without one
+    (no interval, or a failed point) gives ``[]``."""
+    import json
+
+    from .api import interval_ratios
+
+    if not isinstance(value, (str, bytes)) or not value:
+        return []
+    return [interval_ratios({k: v for k, v in iv.items() if v is not None}) for iv in json.loads(value)]
+
+
+def series_frame(df, keys: Sequence[str] = ("point_id", "config_label", "workload", "params", "seed")):
+    """The statistics over time of a results frame's points, long: one row per (point,
+    interval), with ``keys`` of the point, ``interval`` (0, 1, ...), ``end_instructions`` (from
+    the end of warm-up to the end of the interval) and every entry of the interval. Points
+    without a series are left out."""
+    import pandas as pd
+
+    keys = [k for k in keys if k in df.columns]
+    rows = []
+    if "series" in df.columns:
+        for rec in df[[*keys, "series"]].to_dict("records"):
+            end = 0
+            for i, iv in enumerate(series_of(rec["series"])):
+                end += int(iv.get("instructions", 0))
+                rows.append({**{k: rec[k] for k in keys}, "interval": i, "end_instructions": end, **iv})
+    return pd.DataFrame(rows, columns=None if rows else [*keys, "interval", "end_instructions"])
 
 
 def stat_columns(df) -> list[str]:

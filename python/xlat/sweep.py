@@ -117,6 +117,7 @@ class Point:
     refs: int | None
     warmup: int
     prefault: bool
+    interval: int = 0                      # statistics over time (instructions); 0: off
 
     @property
     def workload_spec(self) -> str:
@@ -126,7 +127,11 @@ class Point:
         return self.workload + ":" + ",".join(f"{k}={_value_text(v)}" for k, v in self.params)
 
     def options(self) -> dict:
-        return {"refs": self.refs, "warmup": self.warmup, "prefault": self.prefault}
+        # `interval` only when set: the ids of points without one stay what they were.
+        opts = {"refs": self.refs, "warmup": self.warmup, "prefault": self.prefault}
+        if self.interval:
+            opts["interval"] = self.interval
+        return opts
 
 
 @dataclass
@@ -142,8 +147,8 @@ class Spec:
 
 
 _TOP_KEYS = {"name", "description", "configs", "workloads", "seeds", "seed", "refs", "warmup",
-             "prefault", "quick", "slurm"}
-_RUN_KEYS = ("refs", "warmup", "prefault")
+             "prefault", "interval", "quick", "slurm"}
+_RUN_KEYS = ("refs", "warmup", "prefault", "interval")
 _CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", *_RUN_KEYS}
 _WORKLOAD_KEYS = {"name", "params", "zip", *_RUN_KEYS, "seeds", "seed"}
 
@@ -231,8 +236,8 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
             run = {k: wl["run"][k] if k in wl["run"] else c["run"][k] if k in c["run"] else top_run[k]
                    for k in _RUN_KEYS}
             seeds = wl["seeds"] if wl["seeds"] is not None else top_seeds
-            for refs, warmup, prefault in itertools.product(run["refs"], run["warmup"], run["prefault"]):
-                opts = _run_options(refs, warmup, prefault, where)
+            for refs, warmup, prefault, interval in itertools.product(*(run[k] for k in _RUN_KEYS)):
+                opts = _run_options(refs, warmup, prefault, interval, where)
                 for seed in seeds:
                     p = Point(cfg, wl["name"], wl["params"], seed, *opts)
                     if p not in seen:  # a value listed twice is one point
@@ -270,14 +275,15 @@ def _seeds(doc: Mapping, where: str) -> list[int] | None:
     return vals
 
 
-def _run_options(refs: Any, warmup: Any, prefault: Any, where: str) -> tuple[int | None, int, bool]:
+def _run_options(refs: Any, warmup: Any, prefault: Any, interval: Any, where: str) -> tuple[int | None, int, bool, int]:
     r = None if refs is None else parse_count(refs, f"{where}: 'refs'")
     w = 0 if warmup is None else parse_count(warmup, f"{where}: 'warmup'")
     if prefault is None:
         prefault = False
     if not isinstance(prefault, bool):
         raise SpecError(f"{where}: 'prefault' must be true or false, not {prefault!r}")
-    return r, w, prefault
+    i = 0 if interval is None else parse_count(interval, f"{where}: 'interval'")
+    return r, w, prefault, i
 
 
 def _grid(table: Any, zipped: Any, what: str) -> list[tuple[tuple[str, Any], ...]]:
@@ -511,6 +517,8 @@ def prepare(spec: Spec, resolve: Callable | None = None, version: str | None = N
             "refs": p.refs,
             "warmup": p.warmup,
             "prefault": p.prefault,
+            # Only in stores that use it (0 = off), like the series column of the row.
+            **({"interval": p.interval} if p.interval else {}),
             "xlat_version": version,
             **{f"set.{k}": _canonical(v) for k, v in p.config.overrides},
             **{f"param.{k}": _canonical(v) for k, v in p.params},
@@ -583,6 +591,9 @@ def run_task(config: dict, workload: str, options: dict, meta: dict, simulate: C
         stats = res.stats if hasattr(res, "stats") else res["stats"]
         wl = res.workload if hasattr(res, "workload") else res.get("workload")
         row.update(flatten_stats(stats))
+        series = res.series if hasattr(res, "series") else res.get("series")
+        if series:
+            row["series"] = _results.series_text(series)
         row["workload_resolved"] = _json(wl) if wl is not None else None
         row["status"], row["error"] = "ok", None
     except Exception as e:  # noqa: BLE001 - recorded, not raised: one point must not stop a sweep

@@ -44,10 +44,24 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     format!("internal error (please report it): {what}")
 }
 
+/// Statistics as a dict, name -> int (a count) or float (a ratio, or a negative change).
+fn stats_dict<'py>(py: Python<'py>, entries: Vec<(String, StatValue)>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, v) in entries {
+        match v {
+            StatValue::Int(i) => d.set_item(name, i)?,
+            StatValue::Float(f) => d.set_item(name, f)?,
+        }
+    }
+    Ok(d)
+}
+
 /// Run one simulation. Exactly one of `workload` (a spec such as `bfs:scale=16`) and
-/// `trace` (paths, one per stream) must be given.
+/// `trace` (paths, one per stream) must be given. Returns `{"stats", "series",
+/// "workload"}`; `series` holds, per `interval` instructions (0: none, an empty list), the
+/// change of every integer statistic.
 #[pyfunction]
-#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0))]
+#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0, interval=0))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -61,6 +75,7 @@ fn simulate<'py>(
     prefault: bool,
     progress: Option<PyObject>,
     threads: usize,
+    interval: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg = build_config(&config)?;
     let (desc, mut src) = match (workload, trace) {
@@ -68,7 +83,7 @@ fn simulate<'py>(
         (None, Some(t)) => xlat_workloads::open_trace(&t, trace_format.as_deref()).map_err(workload_err)?,
         _ => return Err(XlatError::new_err("give exactly one of a workload and a trace")),
     };
-    let opts = RunOptions { max_refs: refs, warmup, threads, ..RunOptions::default() };
+    let opts = RunOptions { max_refs: refs, warmup, threads, interval };
     let total = refs.map(|r| r + warmup);
     let mut interrupt: Option<PyErr> = None;
     let result = py.allow_threads(|| {
@@ -104,14 +119,9 @@ fn simulate<'py>(
         Ok(Ok(s)) => s,
     };
     let out = PyDict::new(py);
-    let st = PyDict::new(py);
-    for (name, v) in stats.entries {
-        match v {
-            StatValue::Int(i) => st.set_item(name, i)?,
-            StatValue::Float(f) => st.set_item(name, f)?,
-        }
-    }
-    out.set_item("stats", st)?;
+    let series = stats.series.into_iter().map(|iv| stats_dict(py, iv.entries)).collect::<PyResult<Vec<_>>>()?;
+    out.set_item("stats", stats_dict(py, stats.entries)?)?;
+    out.set_item("series", series)?;
     let wl = PyDict::new(py);
     wl.set_item("name", &desc.name)?;
     let params = PyDict::new(py);
