@@ -83,18 +83,18 @@ impl Translator {
         // Whether some level holds a translation of the page (a clean one a store cannot
         // use): the fills after the walk must then replace it rather than add one.
         let mut present = false;
-        for d in 0..path.len {
+        for d in 0..path.len() {
             if d == 1 {
                 port.l2_tlb();
             }
-            let lvl = &mut mmu.tlbs[path.levels[d] as usize];
+            let lvl = &mut mmu.tlbs[path[d] as usize];
             lvl.stats.accesses += 1;
             match lvl.lookup(va, ctx) {
                 Some((e, size)) if !write || e.dirty => {
                     lvl.stats.hits += 1;
                     lvl.stats.hits_by_size[size as usize] += 1;
                     // Inclusion: the levels above, which missed, get the translation.
-                    for &up in &path.levels[..d] {
+                    for &up in &path[..d] {
                         mmu.tlbs[up as usize].insert_absent(va, size, ctx, e);
                     }
                     return Ok((e.frame, size));
@@ -118,8 +118,8 @@ impl Translator {
         port.walk_end();
         // Fill every level of the path, last first.
         let mmu = &mut self.mmus[c];
-        for d in (0..path.len).rev() {
-            let lvl = &mut mmu.tlbs[path.levels[d] as usize];
+        for &id in path.iter().rev() {
+            let lvl = &mut mmu.tlbs[id as usize];
             if present {
                 lvl.insert(va, size, ctx, e);
             } else {
