@@ -924,7 +924,6 @@ mod tests {
         assert_eq!(mechs.pcc().unwrap().peek(1).len(), 2);
     }
 
-    /// The keys: off by default, so no mechanism; when enabled, validated.
     /// The daemon's two ways of taking candidates from the cores' lists (spec 001 §3.3):
     /// round-robin takes each list's next in turn; highest takes the highest count among
     /// the heads. Each region is taken once, and at most `per_read` of them.
@@ -945,6 +944,7 @@ mod tests {
         assert_eq!(regions(p.pick()), vec![(1, 3), (0, 1)]);
     }
 
+    /// The keys: off by default, so no mechanism; when enabled, validated.
     #[test]
     fn config_keys_build_and_validate() {
         let cfg = Config::default();
