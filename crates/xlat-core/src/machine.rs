@@ -14,7 +14,7 @@ use crate::memory::{Direct, MemPort, MemorySide};
 use crate::os::sched::Scope;
 use crate::os::Os;
 use crate::stats::{add_tlbs, derived, derived_virt, emit_cache, emit_os, emit_tlbs, CoreCounters, Stats, VirtCounters};
-use crate::translate::mmu::Mmu;
+use crate::translate::mmu::{HwContext, Mmu};
 use crate::translate::tlb::{Invalidate, TlbStats};
 use crate::translate::walker::WalkParams;
 use crate::translate::Translator;
@@ -79,16 +79,16 @@ impl Machine {
             return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores });
         }
         let (os, vms, sched) = crate::os::sched::boot(cfg, streams, regions, seed)?;
-        let mmus = (0..streams)
+        let mmus = (0..streams).map(|i| Mmu::new(cfg, core_seed(seed, i as u64))).collect();
+        // Stream `i` runs on hardware context `i`, on core `i`.
+        let contexts = (0..streams)
             .map(|i| {
-                let mut m = Mmu::new(cfg, core_seed(seed, i as u64));
-                m.space = sched.running(i);
-                m.vm = sched.running_vm(i);
-                m.ctx = match vms.get(m.vm) {
-                    Some(v) => v.os.spaces[m.space].ctx,
-                    None => os.spaces[m.space].ctx,
+                let (space, vm) = (sched.running(i), sched.running_vm(i));
+                let ctx = match vms.get(vm) {
+                    Some(v) => v.os.spaces[space].ctx,
+                    None => os.spaces[space].ctx,
                 };
-                m
+                HwContext { core: i, space, vm, ctx }
             })
             .collect();
         let levels = |f: PtFormat| if f == PtFormat::Radix5 { 5 } else { 4 };
@@ -105,7 +105,7 @@ impl Machine {
         for (i, clock, period, first) in mechs.tasks() {
             sched.add(crate::os::sched::Work::Mech(i), clock, period, first);
         }
-        let xl = Translator { cfg: cfg.clone(), mmus, os, vms, sched, mechs, walk, virt: cfg.virt_enabled };
+        let xl = Translator { cfg: cfg.clone(), mmus, contexts, os, vms, sched, mechs, walk, virt: cfg.virt_enabled };
         Ok(Machine { xl, mem: MemorySide::new(cfg, streams, seed), interval: 0, marks: Vec::new(), host_times: None })
     }
 

@@ -50,7 +50,8 @@ fn touch(m: &mut Machine, c: usize, va: u64, store: bool) {
 /// only if the leaf is; a PWC entry points to the node the path really has there.
 fn check_no_stale(m: &Machine) {
     for (c, core) in m.xl.mmus.iter().enumerate() {
-        assert_eq!(core.ctx, m.xl.os.spaces[core.space].ctx, "core {c} runs its space's PCID");
+        let t = &m.xl.contexts[c];
+        assert_eq!(t.ctx, m.xl.os.spaces[t.space].ctx, "core {c} runs its space's PCID");
         for (name, level) in TlbId::ALL.map(|id| (id.name(), core.tlb(id))) {
             for (key, e) in level.entries() {
                 let space = key.ctx as usize - 1;

@@ -57,7 +57,7 @@ fn the_most_walked_region_ranks_first() {
         let list = pcc.peek(0);
         assert_eq!(list.len(), REGIONS as usize, "{policy}: {list:?}");
         assert_eq!(list[0].start(), VirtAddr(BASE + HOT * MB2), "{policy}: {list:?}");
-        assert_eq!(list[0].ctx, m.xl.mmus[0].ctx);
+        assert_eq!(list[0].ctx, m.xl.contexts[0].ctx);
         assert!(list.windows(2).all(|w| w[0].freq >= w[1].freq), "{policy}: read-out by frequency: {list:?}");
         assert!(list.iter().all(|c| !c.huge));
         assert!(s.f("walks") > 10_000.0, "the small TLBs miss: {} walks", s.f("walks"));
@@ -140,7 +140,7 @@ fn in_a_vm_the_pcc_ranks_guest_virtual_regions() {
     let s = m.stats();
     let list = m.xl.mechs.pcc().unwrap().peek(0);
     assert_eq!(list[0].start(), VirtAddr(BASE + HOT * MB2), "{list:?}");
-    assert_eq!(list[0].ctx, m.xl.mmus[0].ctx);
+    assert_eq!(list[0].ctx, m.xl.contexts[0].ctx);
     assert!(list[0].ctx >> 12 != 0, "a guest context has a VPID");
     assert!(s.f("host_walks") > 0.0);
     assert_eq!(s.f("pcc.lookups"), s.f("walks"), "prefaulted: every guest walk reaches the PMD stage");

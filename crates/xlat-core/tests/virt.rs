@@ -183,16 +183,16 @@ fn guest_large_pages_are_splintered_by_small_host_pages() {
 /// Every TLB entry of core 0 maps a guest-virtual page to the host-physical frame the guest
 /// table and the host table give for it.
 fn check_tlb_against_tables(m: &Machine) {
-    let core = &m.xl.mmus[0];
-    let vm = &m.xl.vms[core.vm];
+    let (core, t) = (&m.xl.mmus[0], &m.xl.contexts[0]);
+    let vm = &m.xl.vms[t.vm];
     let mut checked = 0;
     for (key, e) in core.tlb(TlbId::L2).entries().into_iter().chain(core.tlb(TlbId::L1d).entries()) {
-        if key.ctx != core.ctx {
+        if key.ctx != t.ctx {
             continue;
         }
         let size = key.size();
         let va = VirtAddr(key.vpn() << size.shift());
-        let (gframe, gsize) = vm.os.translate(core.space, va).expect("cached gVA is mapped in the guest");
+        let (gframe, gsize) = vm.os.translate(t.space, va).expect("cached gVA is mapped in the guest");
         let gpa = VirtAddr(gframe.addr().0 + va.offset(gsize));
         let (hframe, hsize) = m.xl.os.translate(vm.space, gpa).expect("its gPA is mapped by the host");
         assert!(size <= gsize && size <= hsize, "TLB page size {size:?} within guest {gsize:?} and host {hsize:?}");
@@ -302,7 +302,7 @@ fn two_vms_time_slice_a_core_with_and_without_vpids() {
         let mut src = VecSource::new(vec![random_refs(200_000, 2 * MB, 9)], region(2 * MB));
         m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
         let vpids: std::collections::BTreeSet<u32> = m.xl.mmus[0].tlb(TlbId::L2).entries().iter().map(|(k, _)| k.ctx >> 12).collect();
-        (m.xl.mmus[0].vm, vpids)
+        (m.xl.contexts[0].vm, vpids)
     };
     let (_, vpids) = run_machine(&base);
     assert_eq!(vpids.into_iter().collect::<Vec<_>>(), vec![1, 2]);

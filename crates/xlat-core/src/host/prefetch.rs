@@ -68,7 +68,7 @@ impl PrefetchRing {
 #[inline]
 pub fn prefetch_ahead<P: MemPort>(xl: &Translator, port: &P, c: usize, batch: &[Ref], i: usize, ring: &mut PrefetchRing) {
     const D: usize = PREFETCH_DISTANCE;
-    let core = &xl.mmus[c];
+    let core = &xl.contexts[c];
     let sp = &xl.os.spaces[core.space];
     let pt = &xl.os.pt;
     if let Some(r) = batch.get(i + 2 * D) {
@@ -113,7 +113,7 @@ pub fn prefetch_ahead<P: MemPort>(xl: &Translator, port: &P, c: usize, batch: &[
 #[inline]
 pub fn prefetch_ahead_2d<P: MemPort>(xl: &Translator, port: &P, c: usize, batch: &[Ref], i: usize, ring: &mut PrefetchRing) {
     const D: usize = PREFETCH_DISTANCE;
-    let core = &xl.mmus[c];
+    let core = &xl.contexts[c];
     let vm = &xl.vms[core.vm];
     let (gsp, gpt) = (&vm.os.spaces[core.space], &vm.os.pt);
     let (hsp, hpt) = (&xl.os.spaces[vm.space], &xl.os.pt);

@@ -240,11 +240,11 @@ impl Translator {
             }
             let host_vm = if scope == Scope::Host { self.vms.iter().position(|v| v.space == sd.space) } else { None };
             let mut remotes = 0;
-            for (i, mmu) in self.mmus.iter().enumerate() {
+            for (i, t) in self.contexts.iter().enumerate() {
                 let runs = match scope {
-                    Scope::Native => mmu.space == sd.space,
-                    Scope::Guest(vm) => mmu.vm == vm && mmu.space == sd.space,
-                    Scope::Host => Some(mmu.vm) == host_vm,
+                    Scope::Native => t.space == sd.space,
+                    Scope::Guest(vm) => t.vm == vm && t.space == sd.space,
+                    Scope::Host => Some(t.vm) == host_vm,
                 };
                 if runs && Some(i) != initiator {
                     remotes += 1;
@@ -378,11 +378,11 @@ impl Translator {
         let ctx = self.ctx_of(vm, space);
         // A CR3 write without PCIDs flushes the linear translations: in a VM, its own.
         let flush = if self.vms.is_empty() { Invalidate::All } else { Invalidate::Vm(ctx >> VPID_SHIFT) };
-        let mmu = &mut self.mmus[c];
-        mmu.space = space;
-        mmu.ctx = ctx;
+        let t = &mut self.contexts[c];
+        (t.space, t.ctx) = (space, ctx);
+        let core = t.core;
         if !pcid {
-            self.invalidate(c, flush);
+            self.invalidate(core, flush);
         }
         port.stall(c, cost);
         match self.vms.get_mut(vm) {
@@ -398,14 +398,13 @@ impl Translator {
         let space = self.sched.running(c);
         let ctx = self.ctx_of(vm, space);
         let (vpid, cost) = (self.cfg.virt_vpid, self.cfg.virt_switch_cycles);
-        let mmu = &mut self.mmus[c];
-        mmu.vm = vm;
-        mmu.space = space;
-        mmu.ctx = ctx;
-        mmu.vcounters.vm_switches += 1;
+        let t = &mut self.contexts[c];
+        (t.vm, t.space, t.ctx) = (vm, space, ctx);
+        let core = t.core;
+        self.mmus[core].vcounters.vm_switches += 1;
         if !vpid {
-            self.invalidate(c, Invalidate::All);
-            self.mmus[c].invalidate_nested(Invalidate::All);
+            self.invalidate(core, Invalidate::All);
+            self.mmus[core].invalidate_nested(Invalidate::All);
         }
         port.stall(c, cost);
     }

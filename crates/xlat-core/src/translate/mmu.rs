@@ -37,6 +37,20 @@ pub type TlbPath = [TlbId; PATH_LEN];
 
 pub const PATH_LEN: usize = 2;
 
+/// A hardware context (a hardware thread): the address space it runs, in which VM, under
+/// which PCID/VPID, and the core whose MMU translates for it. The OS switches what a context
+/// runs; the core's TLBs and page-walk caches stay, tagged by `ctx`. (One context per core:
+/// SMT, two on one core, is the next step.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwContext {
+    pub core: usize,
+    /// Address space (in a VM: a space of the VM's guest OS).
+    pub space: usize,
+    /// VM (0 natively).
+    pub vm: usize,
+    pub ctx: Ctx,
+}
+
 pub struct Mmu {
     /// The TLB levels, indexed by [`TlbId`].
     pub tlbs: [TlbLevel; 3],
@@ -48,11 +62,6 @@ pub struct Mmu {
     pub vpwc: Pwc,
     /// Nested TLB (gPA -> hPA) for 2D walks; empty natively.
     pub ntlb: TlbLevel,
-    /// Address space this core runs (in a VM: a space of the VM's guest OS).
-    pub space: usize,
-    /// VM this core runs (0 natively).
-    pub vm: usize,
-    pub ctx: Ctx,
     /// The counters of the glossary the translation side produces (references, TLB and
     /// page-walk-cache lookups, walks, faults); the memory side counts the rest.
     pub counters: CoreCounters,
@@ -115,9 +124,6 @@ impl Mmu {
             pwc: Pwc::new(pwc_entries, s + 7),
             vpwc: Pwc::new(vpwc_entries, s + 9),
             ntlb,
-            space: 0,
-            vm: 0,
-            ctx: 1,
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
         }

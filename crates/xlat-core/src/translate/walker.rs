@@ -82,9 +82,11 @@ pub struct HostTable<'a> {
     pub ctx: Ctx,
 }
 
-/// A walk on core `c`'s MMU, its reads going through `port`, its steps shown to `mechs`.
+/// A walk for hardware context `ctx` on core `c`'s MMU, its reads going through `port`,
+/// its steps shown to `mechs`.
 pub struct Walker<'a, P: MemPort> {
     pub mmu: &'a mut Mmu,
+    pub ctx: Ctx,
     pub port: &'a mut P,
     pub mechs: &'a mut Mechs,
     pub p: &'a WalkParams,
@@ -95,7 +97,7 @@ impl<P: MemPort> Walker<'_, P> {
     /// Walk the native table at `root` for `va`.
     #[inline]
     pub fn walk(&mut self, pt: &mut PageTables, root: NodeId, va: VirtAddr, write: bool) -> Walked {
-        let ctx = self.mmu.ctx;
+        let ctx = self.ctx;
         let (level, node) = self.pwc_start::<NATIVE>(va, ctx, self.p.top, root);
         self.mmu.counters.walks += 1;
         self.port.delay(self.p.pwc_latency);
@@ -110,7 +112,7 @@ impl<P: MemPort> Walker<'_, P> {
     /// through [`Walker::nested_translate`]. The entry maps gVA -> hPA at the smaller of the
     /// guest and host page sizes, dirty when both leaves are.
     pub fn walk_2d(&mut self, gpt: &mut PageTables, groot: NodeId, host: &mut HostTable, va: VirtAddr, write: bool) -> Walked {
-        let ctx = self.mmu.ctx;
+        let ctx = self.ctx;
         let (level, node) = self.pwc_start::<GUEST>(va, ctx, self.p.top, groot);
         self.mmu.counters.walks += 1;
         self.port.delay(self.p.pwc_latency);
@@ -365,7 +367,7 @@ mod tests {
         let mut mechs = Mechs::new(Vec::new(), 1);
         let p = WalkParams { pwc_latency: 3, nested_latency: 1, top: 4, host_top: 4, ntlb: false, nested_tlb_data: false };
         let mut port = FakePort::default();
-        let mut w = Walker { mmu: &mut mmu, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
+        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
 
         assert_eq!(w.walk(&mut pt, root, VirtAddr(va.0 + 0x10), true), Walked::Leaf(TlbEntry { frame: 0x1234, dirty: true }, PageSize::Size4K));
         let mut want = vec![Call::Delay(3)];
