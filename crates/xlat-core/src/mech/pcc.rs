@@ -71,7 +71,7 @@ use crate::memory::port::Table;
 use crate::os::pt::{leaf_size, PTE_A, PTE_P};
 use crate::os::sched::Clock;
 use crate::stats::Stats;
-use crate::translate::tlb::{Ctx, Invalidate, VPID_SHIFT};
+use crate::translate::tlb::{Ctx, Invalidate};
 use crate::translate::walker::WalkStep;
 
 /// One entry of a read-out: the OS's view of a promotion candidate.
@@ -297,16 +297,7 @@ impl CandidateCache {
 
 /// Whether invalidation `what` reaches region `tag` (of 2^`shift` bytes) of `ctx`.
 fn covers(what: Invalidate, ctx: Ctx, tag: u64, shift: u32) -> bool {
-    match what {
-        Invalidate::All => true,
-        Invalidate::Context(c) => ctx == c,
-        Invalidate::Vm(v) => ctx >> VPID_SHIFT == v,
-        Invalidate::Range { ctx: c, start, end } => {
-            let first = tag << shift;
-            let last = first | ((1u64 << shift) - 1);
-            ctx == c && first < end && last >= start
-        }
-    }
+    what.covers(ctx, tag, shift)
 }
 
 /// Walk stages a walk has passed (see [`CorePcc::stage`]).
@@ -599,6 +590,7 @@ mod tests {
     use super::*;
     use crate::mech::{AnyMech, Mechs};
     use crate::os::pt::{NO_NODE, PTE_PS};
+    use crate::translate::tlb::VPID_SHIFT;
 
     const MB2: u64 = 1 << 21;
     const GB: u64 = 1 << 30;

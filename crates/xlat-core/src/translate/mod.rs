@@ -51,11 +51,10 @@ impl Translator {
     /// through `port` (whose core indices are the contexts', one per core for now).
     #[inline]
     pub fn step<P: MemPort>(&mut self, c: usize, r: Ref, port: &mut P) -> Result<(), SimError> {
-        let kind = r.kind();
-        let va = VirtAddr(r.va);
+        let (kind, va, core) = (r.kind(), VirtAddr(r.va), self.contexts[c].core);
         port.dispatch(c, r.inst_delta, kind, r.is_dependent());
         let (frame, size) = self.translate(c, va, kind, port)?;
-        let k = &mut self.mmus[self.contexts[c].core].counters;
+        let k = &mut self.mmus[core].counters;
         k.refs += 1;
         match kind {
             RefKind::Load => k.loads += 1,
@@ -64,7 +63,7 @@ impl Translator {
         }
         port.data(((frame << 12) + va.offset(size)) >> 6);
         if self.mechs.epochs && self.mechs.epoch_due(c, port.instructions(c)) {
-            let mmu = &mut self.mmus[self.contexts[c].core];
+            let mmu = &mut self.mmus[core];
             let l2_misses = mmu.tlb(crate::translate::mmu::TlbId::L2).stats.misses;
             for s in self.mechs.on_epoch(c, port.instructions(c), l2_misses, &mut mmu.counters) {
                 port.steer(s);
@@ -81,8 +80,8 @@ impl Translator {
         if self.cfg.tlb_perfect {
             return self.translate_perfect(c, va, write, port);
         }
-        let ctx = self.contexts[c].ctx;
-        let mmu = &mut self.mmus[self.contexts[c].core];
+        let HwContext { core, ctx, .. } = self.contexts[c];
+        let mmu = &mut self.mmus[core];
         let path = if kind == RefKind::Fetch { mmu.fetch_path } else { mmu.data_path };
         // Whether some level holds a translation of the page (a clean one a store cannot
         // use): the fills after the walk must then replace it rather than add one.
@@ -121,7 +120,7 @@ impl Translator {
         let (e, size) = self.walk(c, va, write, port)?;
         port.walk_end();
         // Fill every level of the path, last first.
-        let mmu = &mut self.mmus[self.contexts[c].core];
+        let mmu = &mut self.mmus[core];
         for &id in path.iter().rev() {
             let lvl = &mut mmu.tlbs[id as usize];
             if present {
@@ -154,27 +153,27 @@ impl Translator {
                 Walked::Fault if !self.virt => {
                     self.os.fault_on(c, space, va, write)?;
                     let cost = self.cfg.os_fault_cycles + self.os_sync(Some(c), port);
-                    self.mmus[self.contexts[c].core].counters.faults += 1;
+                    self.mmus[core].counters.faults += 1;
                     cost
                 }
                 Walked::Fault => {
                     let gb = self.cfg.virt_guest_mem_gb;
                     self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
                     let cost = self.cfg.os_fault_cycles + self.sync(Scope::Guest(vm), Some(c), port);
-                    self.mmus[self.contexts[c].core].counters.faults += 1;
+                    self.mmus[core].counters.faults += 1;
                     cost
                 }
                 Walked::HostFault { gpa, data } => {
                     let (hspace, gb) = (self.vms[vm].space, self.cfg.phys_size_gb);
                     self.os.fault_on(c, hspace, VirtAddr(gpa), write && data).map_err(|e| crate::os::virt::host_error(vm, gb, gpa, e))?;
                     let cost = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
-                    let v = &mut self.mmus[self.contexts[c].core].vcounters;
+                    let v = &mut self.mmus[core].vcounters;
                     v.ept_violations += 1;
                     v.ept_fault_cycles += cost;
                     cost
                 }
             };
-            self.mmus[self.contexts[c].core].counters.fault_cycles += cost;
+            self.mmus[core].counters.fault_cycles += cost;
             port.fault(cost);
         }
         unreachable!("the walk of {:#x} keeps faulting after the OS mapped its pages", va.0)
@@ -183,14 +182,14 @@ impl Translator {
     /// A perfect TLB: translate functionally, faulting in the OS (the guest's and the
     /// host's in a VM) as needed; the core stalls for the handlers.
     fn translate_perfect<P: MemPort>(&mut self, c: usize, va: VirtAddr, write: bool, port: &mut P) -> Result<(u64, PageSize), SimError> {
-        let (space, vm) = (self.contexts[c].space, self.contexts[c].vm);
+        let HwContext { core, space, vm, .. } = self.contexts[c];
         if !self.virt {
             if let Some((frame, size)) = self.os.translate(space, va) {
                 return Ok((frame.0, size));
             }
             self.os.fault_on(c, space, va, write)?;
             let cost = self.cfg.os_fault_cycles + self.os_sync(Some(c), port);
-            let k = &mut self.mmus[self.contexts[c].core].counters;
+            let k = &mut self.mmus[core].counters;
             k.faults += 1;
             k.fault_cycles += cost;
             let (frame, size) = self.os.translate(space, va).expect("the fault handler mapped the page");
@@ -204,7 +203,7 @@ impl Translator {
                 let gb = self.cfg.virt_guest_mem_gb;
                 self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
                 cost += self.cfg.os_fault_cycles + self.sync(Scope::Guest(vm), Some(c), port);
-                self.mmus[self.contexts[c].core].counters.faults += 1;
+                self.mmus[core].counters.faults += 1;
                 self.vms[vm].os.translate(space, va).expect("the guest's fault handler mapped the page")
             }
         };
@@ -216,14 +215,14 @@ impl Translator {
                 let gb = self.cfg.phys_size_gb;
                 self.os.fault_on(c, hspace, gpa, write).map_err(|e| crate::os::virt::host_error(vm, gb, gpa.0, e))?;
                 let ept = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
-                let v = &mut self.mmus[self.contexts[c].core].vcounters;
+                let v = &mut self.mmus[core].vcounters;
                 v.ept_violations += 1;
                 v.ept_fault_cycles += ept;
                 cost += ept;
                 self.os.translate(hspace, gpa).expect("the host's fault handler mapped the page")
             }
         };
-        self.mmus[self.contexts[c].core].counters.fault_cycles += cost;
+        self.mmus[core].counters.fault_cycles += cost;
         let size = gsize.min(hsize);
         let hpa = hframe.addr().0 + gpa.offset(hsize);
         if cost > 0 {

@@ -6,7 +6,7 @@ use crate::assoc::{Key, SetAssoc};
 use crate::config::Policy;
 use crate::memory::repl::LineKind;
 use crate::os::pt::{NodeId, NO_NODE};
-use crate::translate::tlb::{Ctx, Invalidate, TlbKey, VPID_SHIFT};
+use crate::translate::tlb::{Ctx, Invalidate, TlbKey};
 
 /// A small fully-associative LRU table of packed `u64` keys: one page-walk-cache level,
 /// probed on every walk (several times per 2D walk). A hash index finds a key without
@@ -374,18 +374,7 @@ impl Pwc {
         for (level, t) in self.tables.iter_mut().enumerate() {
             let Some(t) = t else { continue };
             let shift = 12 + 9 * (level as u32 - 1);
-            n += t.invalidate_where(|k| {
-                let (tag, ctx) = (k & ((1 << PWC_CTX_SHIFT) - 1), (k >> PWC_CTX_SHIFT) as Ctx);
-                match what {
-                    Invalidate::All => true,
-                    Invalidate::Context(c) => ctx == c,
-                    Invalidate::Vm(v) => ctx >> VPID_SHIFT == v,
-                    Invalidate::Range { ctx: c, start, end } => {
-                        let base = tag << shift;
-                        ctx == c && base < end && base + (1u64 << shift) > start
-                    }
-                }
-            });
+            n += t.invalidate_where(|k| what.covers((k >> PWC_CTX_SHIFT) as Ctx, k & ((1 << PWC_CTX_SHIFT) - 1), shift));
         }
         n
     }

@@ -190,14 +190,24 @@ impl Invalidate {
 
     #[inline]
     fn matches_page(&self, k: &TlbKey) -> bool {
+        self.covers(k.ctx, k.vpn(), k.size().shift())
+    }
+
+    /// Whether this invalidation reaches the `2^shift`-byte region number `tag` of context
+    /// `ctx` (a page, a page-walk-cache prefix, a mechanism's region). The one rule every
+    /// translation structure follows.
+    #[inline]
+    pub fn covers(&self, ctx: Ctx, tag: u64, shift: u32) -> bool {
         match *self {
             Invalidate::All => true,
-            Invalidate::Context(c) => k.ctx == c,
-            Invalidate::Vm(v) => k.ctx >> VPID_SHIFT == v,
-            Invalidate::Range { ctx, start, end } => {
-                let shift = k.size().shift();
-                let base = k.vpn() << shift;
-                k.ctx == ctx && base < end && base + (1 << shift) > start
+            Invalidate::Context(c) => ctx == c,
+            Invalidate::Vm(v) => ctx >> VPID_SHIFT == v,
+            Invalidate::Range { ctx: c, start, end } => {
+                // (The region's last byte, not its end, so a region at the top of the address
+                // space does not overflow.)
+                let first = tag << shift;
+                let last = first | ((1u64 << shift) - 1);
+                ctx == c && first < end && last >= start
             }
         }
     }

@@ -243,7 +243,10 @@ impl<P: MemPort> Walker<'_, P> {
             };
             self.port.read_pte(line, table);
             let e = pt.entry(node, idx);
-            self.mechs.on_walk_step(self.c, &WalkStep { table, va, ctx, level: entry_level, entry: e, node, index: idx });
+            // (The step is built only when some mechanism listens: nothing per step otherwise.)
+            if self.mechs.walk_steps {
+                self.mechs.on_walk_step(self.c, &WalkStep { table, va, ctx, level: entry_level, entry: e, node, index: idx });
+            }
             if e & PTE_P == 0 {
                 return Found::Missing;
             }
