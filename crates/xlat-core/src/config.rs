@@ -129,6 +129,10 @@ config_enum!(
     PccReadout { Invalidate = "invalidate", Flush = "flush" }
 );
 config_enum!(
+    /// How the POM-TLB picks a translation's set (seed 003, Eq. 5.10).
+    PomHash { Vpn = "vpn", Literal = "literal" }
+);
+config_enum!(
     /// How the PCC daemon picks among the cores' candidate lists.
     PccPromotion { RoundRobin = "round-robin", Highest = "highest" }
 );
@@ -293,6 +297,14 @@ config! {
     pcc_daemon_first_refs: u64 = 0; "pcc.daemon_first_refs"; "references before the first read-out (the artifact's first read comes after 1 s worth, then every 30 s); 0: one period";
     pcc_promote_per_read: u64 = 128; "pcc.promote_per_read"; "2 MB regions the daemon promotes at most per read-out, over all cores' PCCs (the paper's C = the PCC's size, 128, §3.3.1)";
     pcc_promotion: PccPromotion = PccPromotion::RoundRobin; "pcc.promotion"; "how the daemon picks among the cores' lists: round-robin (take each list's next in turn, the paper's promotion_policy=0) or highest (the highest count among the lists' heads, promotion_policy=1), §3.3.2";
+    pomtlb_enabled: bool = false; "pomtlb.enabled"; "POM-TLB (seed 003, Ryoo et al. ISCA'17, the CSALT thesis's L3 TLB): a shared translation array in die-stacked DRAM, looked up on an L2 TLB miss through the L2 cache and the LLC as lines of kind TLB entry, filled after each walk";
+    pomtlb_size_mb: u64 = 16; "pomtlb.size_mb"; "POM-TLB array for 4 KB pages, in MB of memory (16-byte entries, one 64-byte line per set; the thesis's 16 MB)";
+    pomtlb_large_size_mb: u64 = 1; "pomtlb.large_size_mb"; "POM-TLB array for 2 MB pages, in MB (the thesis does not say how the 16 MB is split; 1 MB holds 65,536 2 MB translations)";
+    pomtlb_ways: u64 = 4; "pomtlb.ways"; "POM-TLB entries per set; sets are one 64-byte line, so at most 4 (the thesis's 4-way)";
+    pomtlb_latency: u64 = 132; "pomtlb.latency"; "die-stacked DRAM latency beyond the LLC, in core cycles (Tab. 6.1: 11-11-11 at a 1 GHz bus, a row miss tRP+tRCD+tCAS = 33 ns = 132 cycles at 4 GHz)";
+    pomtlb_bandwidth_gbps: f64 = 0.0; "pomtlb.bandwidth_gbps"; "die-stacked DRAM bandwidth for the queue model (Tab. 6.1: 128 bits at DDR 2 GHz = 32 GB/s; 0: unlimited, the default, because the one-queue model makes reads issued earlier wait behind fills issued later)";
+    pomtlb_base_gb: u64 = 16384; "pomtlb.base_gb"; "physical address of the POM-TLB in GB (BASE_ADDR_POM-TLB, Eq. 5.10): above every frame the OS allocates; the 2 MB array follows the 4 KB one";
+    pomtlb_hash: PomHash = PomHash::Vpn; "pomtlb.hash"; "POM-TLB set index: vpn ((VPN xor VM ID) mod sets, one set per page, the reading TCAT needs) or literal (Eq. 5.10 as printed: (VA xor VM ID) >> 6 on the page-aligned VA)";
     dram_latency_ns: f64 = 50.0; "dram.latency_ns"; "DRAM access latency beyond the LLC, in ns";
     dram_bandwidth_gbps: f64 = 0.0; "dram.bandwidth_gbps"; "DRAM bandwidth in GB/s for the queue model (0: unlimited)";
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
@@ -440,6 +452,25 @@ impl Config {
         }
         if !(1..=16).contains(&self.pcc_counter_bits) {
             return Err(invalid("pcc.counter_bits", "must be between 1 and 16".into()));
+        }
+        if self.pomtlb_enabled {
+            for (key, mb) in [("pomtlb.size_mb", self.pomtlb_size_mb), ("pomtlb.large_size_mb", self.pomtlb_large_size_mb)] {
+                if mb == 0 || !mb.is_power_of_two() || mb > 1024 {
+                    return Err(invalid(key, format!("{mb} MB: must be a power of two between 1 and 1024")));
+                }
+            }
+            if !(1..=4).contains(&self.pomtlb_ways) {
+                return Err(invalid("pomtlb.ways", "must be between 1 and 4 (16-byte entries, a set is one 64-byte line)".into()));
+            }
+            if self.pomtlb_base_gb < self.phys_size_gb || self.pomtlb_base_gb > 1 << 20 {
+                return Err(invalid("pomtlb.base_gb", format!("must lie above physical memory ({} GB) and below 1 PB", self.phys_size_gb)));
+            }
+            if self.pomtlb_latency > 1 << 20 {
+                return Err(invalid("pomtlb.latency", "must be at most 2^20 cycles".into()));
+            }
+            if !(self.pomtlb_bandwidth_gbps >= 0.0 && self.pomtlb_bandwidth_gbps.is_finite()) {
+                return Err(invalid("pomtlb.bandwidth_gbps", "must be a finite number, 0 or more".into()));
+            }
         }
         if self.core_freq_ghz <= 0.0 {
             return Err(invalid("core.freq_ghz", "must be positive".into()));

@@ -9,7 +9,8 @@ use crate::config::{Config, PtFormat};
 use crate::error::SimError;
 use crate::host::prefetch::{prefetch_ahead, prefetch_ahead_2d, PrefetchRing};
 use crate::mech::Mechs;
-use crate::memory::hierarchy::core_seed;
+use crate::memory::hierarchy::{core_seed, TlbLineCounters};
+use crate::memory::repl::LineKind;
 use crate::memory::{Direct, MemPort, MemorySide};
 use crate::os::sched::Scope;
 use crate::os::Os;
@@ -311,6 +312,9 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         s.float("energy_nj.cache", cache_energy);
         s.float("energy_nj.dram", dram_energy);
         s.float("energy_nj.total", cache_energy + dram_energy);
+        if xl.mechs.pomtlb().is_some() {
+            emit_tlb_lines(&mut s, mem);
+        }
         let (top, host_top) = (xl.walk.top, xl.walk.host_top);
         if virt {
             // Bare names: the guests' (the application's) tables and memory; `host.`: the
@@ -324,6 +328,24 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         xl.mechs.emit_stats(&mut s);
         s
     }
+}
+
+/// The memory side's statistics of an L3 TLB in memory: where its lines were served, the
+/// die-stacked DRAM's traffic, and the share of each cache its lines occupy now.
+fn emit_tlb_lines(s: &mut Stats, mem: &MemorySide) {
+    let mut k = TlbLineCounters::default();
+    let (mut tlb, mut lines) = (0, 0);
+    for core in &mem.cores {
+        k.add(&core.tlb_lines);
+        tlb += core.l2.lines_by_kind()[LineKind::TlbEntry as usize];
+        lines += core.l2.lines();
+    }
+    k.emit("pomtlb.", s);
+    s.int("pomtlb.dram.reads", mem.stacked.reads);
+    s.int("pomtlb.dram.writes", mem.stacked.writes);
+    s.int("pomtlb.dram.queue_cycles", mem.stacked.queue_cycles);
+    s.ratio("cache.l2.tlb_lines", tlb, lines);
+    s.ratio("cache.llc.tlb_lines", mem.llc.lines_by_kind()[LineKind::TlbEntry as usize], mem.llc.lines());
 }
 
 impl Translator {
@@ -348,6 +370,12 @@ impl Translator {
     /// structures. Returns how many entries went.
     pub fn invalidate(&mut self, c: usize, what: Invalidate) -> usize {
         self.mmus[c].invalidate(what) + self.mechs.on_invalidate(c, what)
+    }
+
+    /// Core `c` flushes `what` from its TLBs and page-walk caches because their tags are
+    /// about to be reused (a CR3 write without PCIDs, a VM switch without VPIDs).
+    pub fn flush_local(&mut self, c: usize, what: Invalidate) -> usize {
+        self.mmus[c].invalidate(what) + self.mechs.on_flush(c, what)
     }
 
     /// [`Translator::invalidate`] on every core.

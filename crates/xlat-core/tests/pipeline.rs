@@ -1,7 +1,7 @@
 //! A one-core run (native or in one VM) may translate on one host thread and replay its memory side on a
 //! second (`RunOptions::threads`): the statistics must be exactly those of one thread, on
 //! every path a reference can take (TLB hits, walks, 2D walks, dirty walks, faults, EPT
-//! violations, write-backs, warm-up, several runs, interruption).
+//! violations, write-backs, L3 TLB lookups and fills, warm-up, several runs, interruption).
 
 use xlat_core::{Config, Machine, Ref, RunOptions, SimError, Stats, VecSource};
 
@@ -62,6 +62,10 @@ fn two_host_threads_give_one_threads_statistics() {
         &[("cache.l2.policy", "ptp"), ("cache.llc.policy", "ptp"), ("ptp.mode", "always")],
         &[("virt.enabled", "true")],
         &[("virt.enabled", "true"), ("pt.format", "fpt"), ("virt.host_pt.format", "fpt"), ("virt.nested_tlb_data", "false")],
+        // An L3 TLB in memory: lookups that hit (no walk), fills written through the caches,
+        // a die-stacked DRAM with a queue.
+        &[("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1"), ("pomtlb.bandwidth_gbps", "8")],
+        &[("virt.enabled", "true"), ("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1")],
     ];
     for pairs in configs {
         let c = cfg(pairs);

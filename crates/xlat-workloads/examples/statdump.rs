@@ -58,6 +58,8 @@ const CASES: &[Case] = &[
     ("perfect", GUPS, 1_000_000, 0, true, 1, &["tlb.perfect=true"]),
     ("amd_port", GUPS, 1_000_000, 0, true, 2, &["walker.port=l2", "cache.llc.inclusive=true", "dram.bandwidth_gbps=20", "tlb.l1d.unified=true"]),
     ("bfs", "bfs:scale=15", 1_500_000, 200_000, true, 2, &[]),
+    ("pomtlb_2t", GUPS, 1_500_000, 500_000, true, 2, &["pomtlb.enabled=true"]),
+    ("virt_pomtlb", GUPS, 1_000_000, 0, true, 1, &["virt.enabled=true", "pomtlb.enabled=true", "pomtlb.size_mb=1"]),
 ];
 
 fn main() {

@@ -51,6 +51,18 @@ pub(crate) enum Op {
     /// OS work between references (a mechanism's periodic task asked for a promotion, say)
     /// stalls the core this many cycles.
     Stall(u64),
+    /// A reference that looks an L3 TLB up dispatches (it missed the L1 TLBs); its reads,
+    /// its walk if any (`Begin`) and its data (`End`, or `Data`) follow.
+    Dispatch { delta: u32, kind: RefKind, dependent: bool, l2: bool },
+    /// It reads this line of the L3 TLB, in parallel with the previous read or not.
+    TlbRead { line: u64, parallel: bool },
+    /// After its reads the L3 TLB missed, and the walk begins.
+    Begin,
+    /// The walk writes a translation into this line of the L3 TLB, `lat` cycles after its
+    /// previous step.
+    TlbWrite { line: u64, lat: u32 },
+    /// The L3 TLB translated it: it accesses its data, in this line.
+    Data(u64),
     /// Warm-up ends here: statistics restart.
     Reset,
 }
@@ -81,13 +93,15 @@ pub(crate) struct Recorder {
     l2: bool,
     /// It walks.
     walking: bool,
+    /// Its dispatch is recorded (it looked an L3 TLB up).
+    dispatched: bool,
     /// Cycles the walk has spent since its last recorded step, carried by its next op.
     lat: u64,
 }
 
 impl Recorder {
     pub fn new(ops: Vec<Op>) -> Recorder {
-        Recorder { ops, delta: 0, kind: RefKind::Load, dependent: false, l2: false, walking: false, lat: 0 }
+        Recorder { ops, delta: 0, kind: RefKind::Load, dependent: false, l2: false, walking: false, dispatched: false, lat: 0 }
     }
 
     /// The cycles since the walk's last recorded step, for the `lat` field of its next op
@@ -107,7 +121,7 @@ impl MemPort for Recorder {
 
     #[inline(always)]
     fn dispatch(&mut self, _c: usize, delta: u32, kind: RefKind, dependent: bool) {
-        (self.delta, self.kind, self.dependent, self.l2, self.walking) = (delta, kind, dependent, false, false);
+        (self.delta, self.kind, self.dependent, self.l2, self.walking, self.dispatched) = (delta, kind, dependent, false, false, false);
     }
 
     #[inline(always)]
@@ -119,7 +133,11 @@ impl MemPort for Recorder {
     fn walk_begin(&mut self) {
         self.walking = true;
         self.lat = 0;
-        self.ops.push(Op::Walk { delta: self.delta, kind: self.kind, dependent: self.dependent, l2: self.l2 });
+        if self.dispatched {
+            self.ops.push(Op::Begin);
+        } else {
+            self.ops.push(Op::Walk { delta: self.delta, kind: self.kind, dependent: self.dependent, l2: self.l2 });
+        }
     }
 
     #[inline(always)]
@@ -143,6 +161,19 @@ impl MemPort for Recorder {
         // (The walk's `Op::End` rides on its data access.)
     }
 
+    fn tlb_read(&mut self, line: u64, parallel: bool) {
+        if !self.dispatched {
+            self.dispatched = true;
+            self.ops.push(Op::Dispatch { delta: self.delta, kind: self.kind, dependent: self.dependent, l2: self.l2 });
+        }
+        self.ops.push(Op::TlbRead { line, parallel });
+    }
+
+    fn tlb_write(&mut self, line: u64) {
+        let lat = self.take_lat();
+        self.ops.push(Op::TlbWrite { line, lat });
+    }
+
     fn os_delay(&mut self, _cost: u64) {
         unreachable!("a run with a perfect TLB is not pipelined (Machine::pipelinable)");
     }
@@ -152,6 +183,8 @@ impl MemPort for Recorder {
         if self.walking {
             let lat = self.take_lat();
             self.ops.push(Op::End { line, lat });
+        } else if self.dispatched {
+            self.ops.push(Op::Data(line));
         } else {
             self.ops.push(Op::Hit { delta: self.delta, kind: self.kind, dependent: self.dependent, l2: self.l2, line });
         }
@@ -231,6 +264,19 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
                 port.walk_end();
                 port.data(line);
             }
+            Op::Dispatch { delta, kind, dependent, l2 } => {
+                port.dispatch(C, delta, kind, dependent);
+                if l2 {
+                    port.l2_tlb();
+                }
+            }
+            Op::TlbRead { line, parallel } => port.tlb_read(line, parallel),
+            Op::Begin => port.walk_begin(),
+            Op::TlbWrite { line, lat } => {
+                port.delay(lat as u64);
+                port.tlb_write(line);
+            }
+            Op::Data(line) => port.data(line),
             Op::Stall(cycles) => port.stall(C, cycles),
             Op::Reset => port.reset_stats(),
         }

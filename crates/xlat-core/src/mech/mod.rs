@@ -6,14 +6,15 @@
 //! detector ([`ptp`]) as the example.
 
 pub mod pcc;
+pub mod pomtlb;
 pub mod ptp;
 
-use crate::addr::VirtAddr;
+use crate::addr::{PageSize, VirtAddr};
 use crate::config::Config;
-use crate::memory::port::Steer;
+use crate::memory::port::{MemPort, Steer};
 use crate::os::sched::Clock;
 use crate::stats::{CoreCounters, Stats};
-use crate::translate::tlb::{Ctx, Invalidate};
+use crate::translate::tlb::{Ctx, Invalidate, TlbEntry};
 use crate::translate::walker::WalkStep;
 
 /// What a mechanism's periodic task asks of the OS (the OS decides, and pays, as for its
@@ -25,12 +26,45 @@ pub enum OsRequest {
     Promote { core: usize, ctx: Ctx, va: VirtAddr },
 }
 
+/// Which of the per-reference hooks a mechanism implements: the translator calls a hook
+/// only if some mechanism listens, so the others cost one predictable branch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hooks {
+    pub walk_step: bool,
+    pub l2_tlb_miss: bool,
+    pub walk_end: bool,
+}
+
+impl Hooks {
+    fn or(self, o: Hooks) -> Hooks {
+        Hooks { walk_step: self.walk_step | o.walk_step, l2_tlb_miss: self.l2_tlb_miss | o.l2_tlb_miss, walk_end: self.walk_end | o.walk_end }
+    }
+}
+
 /// The hooks a mechanism may implement. Defaults do nothing.
 pub trait Mechanism {
+    /// The per-reference hooks it implements (see [`Hooks`]).
+    fn hooks(&self) -> Hooks {
+        Hooks::default()
+    }
+
     /// A walk on core `c` read an entry, shown as it was before the walker set its
     /// accessed bit (see [`WalkStep`]).
     #[inline(always)]
     fn on_walk_step(&mut self, _c: usize, _step: &WalkStep) {}
+
+    /// Core `c`'s L2 TLB missed `va` of context `ctx` (a store if `write`): a translation
+    /// level between the L2 TLB and the walk (an L3 TLB) may answer, telling `port` what its
+    /// lookup reads. `None` walks.
+    #[inline(always)]
+    fn on_l2_tlb_miss<P: MemPort>(&mut self, _c: usize, _va: VirtAddr, _ctx: Ctx, _write: bool, _port: &mut P) -> Option<(TlbEntry, PageSize)> {
+        None
+    }
+
+    /// A walk on core `c` translated `va` of context `ctx` to `e`, a page of `size` (before
+    /// the TLBs are filled); what it writes goes through `port`.
+    #[inline(always)]
+    fn on_walk_end<P: MemPort>(&mut self, _c: usize, _va: VirtAddr, _ctx: Ctx, _e: TlbEntry, _size: PageSize, _port: &mut P) {}
 
     /// Instruction count at which core `c`'s next epoch ends (`u64::MAX`: no epochs).
     fn next_epoch(&self, _c: usize) -> u64 {
@@ -49,6 +83,14 @@ pub trait Mechanism {
     /// went.
     fn on_invalidate(&mut self, _c: usize, _what: Invalidate) -> usize {
         0
+    }
+
+    /// Core `c` flushed translations `what` names because their tags are about to be reused
+    /// (a CR3 write without PCIDs, a VM switch without VPIDs), not because the page tables
+    /// changed. A per-core structure tagged like the TLBs drops them as an invalidation; a
+    /// structure tagged by the real process and VM keeps them.
+    fn on_flush(&mut self, c: usize, what: Invalidate) -> usize {
+        self.on_invalidate(c, what)
     }
 
     /// The mechanism steers the memory side from the translation side's events, so both
@@ -77,6 +119,8 @@ pub trait Mechanism {
 pub enum AnyMech {
     PtpDetector(ptp::PtpDetector),
     Pcc(pcc::Pcc),
+    // (Boxed: its arrays' headers would make every variant large.)
+    PomTlb(Box<pomtlb::PomTlb>),
 }
 
 macro_rules! each {
@@ -84,14 +128,26 @@ macro_rules! each {
         match $self {
             AnyMech::PtpDetector($m) => $e,
             AnyMech::Pcc($m) => $e,
+            AnyMech::PomTlb($m) => $e,
         }
     };
 }
 
 impl Mechanism for AnyMech {
+    fn hooks(&self) -> Hooks {
+        each!(self, m => m.hooks())
+    }
     #[inline(always)]
     fn on_walk_step(&mut self, c: usize, step: &WalkStep) {
         each!(self, m => m.on_walk_step(c, step))
+    }
+    #[inline(always)]
+    fn on_l2_tlb_miss<P: MemPort>(&mut self, c: usize, va: VirtAddr, ctx: Ctx, write: bool, port: &mut P) -> Option<(TlbEntry, PageSize)> {
+        each!(self, m => m.on_l2_tlb_miss(c, va, ctx, write, port))
+    }
+    #[inline(always)]
+    fn on_walk_end<P: MemPort>(&mut self, c: usize, va: VirtAddr, ctx: Ctx, e: TlbEntry, size: PageSize, port: &mut P) {
+        each!(self, m => m.on_walk_end(c, va, ctx, e, size, port))
     }
     fn next_epoch(&self, c: usize) -> u64 {
         each!(self, m => m.next_epoch(c))
@@ -101,6 +157,9 @@ impl Mechanism for AnyMech {
     }
     fn on_invalidate(&mut self, c: usize, what: Invalidate) -> usize {
         each!(self, m => m.on_invalidate(c, what))
+    }
+    fn on_flush(&mut self, c: usize, what: Invalidate) -> usize {
+        each!(self, m => m.on_flush(c, what))
     }
     fn needs_memory_side(&self) -> bool {
         each!(self, m => m.needs_memory_side())
@@ -129,6 +188,8 @@ pub struct Mechs {
     pub epochs: bool,
     /// Some mechanism watches walk steps.
     pub walk_steps: bool,
+    /// Which per-reference hooks some mechanism listens to.
+    pub hooks: Hooks,
 }
 
 impl Mechs {
@@ -141,18 +202,21 @@ impl Mechs {
         if let Some(p) = pcc::Pcc::from_config(cfg, cores) {
             list.push(AnyMech::Pcc(p));
         }
+        if let Some(p) = pomtlb::PomTlb::from_config(cfg) {
+            list.push(AnyMech::PomTlb(Box::new(p)));
+        }
         Mechs::new(list, cores)
     }
 
     /// A machine of `cores` cores running the mechanisms of `list`.
     pub fn new(list: Vec<AnyMech>, cores: usize) -> Mechs {
-        let mut m = Mechs { list, next_epoch: vec![u64::MAX; cores], epochs: false, walk_steps: false };
+        let mut m = Mechs { list, next_epoch: vec![u64::MAX; cores], epochs: false, walk_steps: false, hooks: Hooks::default() };
         for c in 0..cores {
             m.next_epoch[c] = m.list.iter().map(|x| x.next_epoch(c)).min().unwrap_or(u64::MAX);
         }
         m.epochs = m.next_epoch.iter().any(|&e| e != u64::MAX);
-        // (Every mechanism's `on_walk_step` is its own; a list that has one listens.)
-        m.walk_steps = !m.list.is_empty();
+        m.hooks = m.list.iter().fold(Hooks::default(), |h, x| h.or(x.hooks()));
+        m.walk_steps = m.hooks.walk_step;
         m
     }
 
@@ -167,6 +231,24 @@ impl Mechs {
             for m in &mut self.list {
                 m.on_walk_step(c, step);
             }
+        }
+    }
+
+    /// The first answer of a translation level between the L2 TLB and the walk.
+    #[inline(always)]
+    pub fn on_l2_tlb_miss<P: MemPort>(&mut self, c: usize, va: VirtAddr, ctx: Ctx, write: bool, port: &mut P) -> Option<(TlbEntry, PageSize)> {
+        for m in &mut self.list {
+            if let Some(t) = m.on_l2_tlb_miss(c, va, ctx, write, port) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    #[inline(always)]
+    pub fn on_walk_end<P: MemPort>(&mut self, c: usize, va: VirtAddr, ctx: Ctx, e: TlbEntry, size: PageSize, port: &mut P) {
+        for m in &mut self.list {
+            m.on_walk_end(c, va, ctx, e, size, port);
         }
     }
 
@@ -194,6 +276,11 @@ impl Mechs {
     /// Invalidate what `what` names in every mechanism's structures of core `c`.
     pub fn on_invalidate(&mut self, c: usize, what: Invalidate) -> usize {
         self.list.iter_mut().map(|m| m.on_invalidate(c, what)).sum()
+    }
+
+    /// Flush what `what` names from core `c`'s view (see [`Mechanism::on_flush`]).
+    pub fn on_flush(&mut self, c: usize, what: Invalidate) -> usize {
+        self.list.iter_mut().map(|m| m.on_flush(c, what)).sum()
     }
 
     pub fn emit_stats(&self, s: &mut Stats) {
@@ -237,6 +324,14 @@ impl Mechs {
     pub fn pcc_mut(&mut self) -> Option<&mut pcc::Pcc> {
         self.list.iter_mut().find_map(|m| match m {
             AnyMech::Pcc(p) => Some(p),
+            _ => None,
+        })
+    }
+
+    /// The POM-TLB, if the machine has one (`pomtlb.enabled`).
+    pub fn pomtlb(&self) -> Option<&pomtlb::PomTlb> {
+        self.list.iter().find_map(|m| match m {
+            AnyMech::PomTlb(p) => Some(&**p),
             _ => None,
         })
     }

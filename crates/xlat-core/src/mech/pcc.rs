@@ -477,6 +477,10 @@ impl Pcc {
 }
 
 impl Mechanism for Pcc {
+    fn hooks(&self) -> crate::mech::Hooks {
+        crate::mech::Hooks { walk_step: true, ..Default::default() }
+    }
+
     #[inline]
     fn on_walk_step(&mut self, c: usize, s: &WalkStep) {
         if s.table == Table::Host {

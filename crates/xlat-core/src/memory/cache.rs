@@ -64,6 +64,22 @@ impl Cache {
         self.arr.probe(self.arr.set_of(line), line).is_some()
     }
 
+    /// How many lines of each kind it holds (a scan: for statistics, not the hot path).
+    pub fn lines_by_kind(&self) -> [u64; 3] {
+        let mut n = [0; 3];
+        for slot in self.arr.slots() {
+            if self.arr.key(slot) != <u64 as crate::assoc::Key>::INVALID {
+                n[self.arr.kind(slot) as usize] += 1;
+            }
+        }
+        n
+    }
+
+    /// Its capacity in lines.
+    pub fn lines(&self) -> u64 {
+        (self.arr.sets() * self.arr.ways()) as u64
+    }
+
     /// Ask the host CPU to load the set `line` maps to (see `host::prefetch`).
     #[inline]
     pub fn prefetch_set(&self, line: u64) {

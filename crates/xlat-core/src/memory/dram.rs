@@ -19,6 +19,11 @@ impl Dram {
         Dram { latency, service_x256, busy_until_x256: 0, energy_nj, reads: 0, writes: 0, queue_cycles: 0 }
     }
 
+    /// The same DRAM with its statistics zeroed and its queue empty (the end of warm-up).
+    pub fn restarted(&self) -> Dram {
+        Dram { busy_until_x256: 0, reads: 0, writes: 0, queue_cycles: 0, ..*self }
+    }
+
     /// Latency of an access issued at cycle `now`.
     #[inline]
     pub fn access(&mut self, now: u64, write: bool) -> u64 {

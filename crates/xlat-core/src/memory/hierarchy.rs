@@ -53,6 +53,8 @@ pub struct CoreMem {
     /// served, walk cycles, data accesses); the translation side counts the rest.
     pub counters: CoreCounters,
     pub vcounters: VirtCounters,
+    /// Where an L3 TLB's lines were served (with `pomtlb.enabled`).
+    pub tlb_lines: TlbLineCounters,
     /// Instructions and cycles at the last statistics reset.
     base_instr: u64,
     base_cycles: u64,
@@ -67,6 +69,7 @@ impl CoreMem {
             l2: Cache::new(cfg.cache_l2_size_kb, cfg.cache_l2_ways, cfg.cache_l2_latency, cfg.cache_l2_policy, cfg.cache_l2_energy_nj, s + 6),
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
+            tlb_lines: TlbLineCounters::default(),
             base_instr: 0,
             base_cycles: 0,
         }
@@ -83,10 +86,30 @@ impl CoreMem {
     }
 }
 
+crate::stats::counters! {
+    /// The memory side's share of an L3 TLB in memory (the POM-TLB): its lines' trips
+    /// through the caches (statistics `pomtlb.*`).
+    pub struct TlbLineCounters {
+        /// Lines read by lookups (two per lookup: the 4 KB and the 2 MB array).
+        reads: "line_reads",
+        served_l2: "served.l2",
+        served_llc: "served.llc",
+        /// Served by the die-stacked DRAM that holds the structure.
+        served_dram: "served.dram",
+        /// Cycles lookups added to translation (the slower of each parallel pair).
+        lookup_cycles: "lookup_cycles",
+        /// Lines written by fills after walks.
+        writes: "line_writes",
+    }
+}
+
 pub struct MemorySide {
     pub cores: Vec<CoreMem>,
     pub llc: Cache,
     pub dram: Dram,
+    /// The die-stacked DRAM of an L3 TLB in memory: it serves every line from `tlb_lo` up.
+    pub stacked: Dram,
+    tlb_lo: u64,
     /// Where page-walk reads enter the hierarchy.
     walk_entry: Entry,
     llc_inclusive: bool,
@@ -104,6 +127,8 @@ impl MemorySide {
             cores: (0..cores as u64).map(|i| CoreMem::new(cfg, core_seed(seed, i))).collect(),
             llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c),
             dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj),
+            stacked: Dram::new(cfg.pomtlb_latency, cfg.pomtlb_bandwidth_gbps, cfg.core_freq_ghz, 0.0),
+            tlb_lo: if cfg.pomtlb_enabled { (cfg.pomtlb_base_gb << 30) / crate::LINE_BYTES } else { u64::MAX },
             walk_entry: match cfg.walker_port {
                 WalkerPort::L1d => Entry::L1d,
                 WalkerPort::L2 => Entry::L2,
@@ -138,12 +163,14 @@ impl MemorySide {
                 return (l1.latency, Served::L1);
             }
         }
-        let (lat, served) = if core.l2.access(line, kind, false) {
+        // (Only the MMU writes at L2: the L3 TLB's fills.)
+        let (lat, served) = if core.l2.access(line, kind, write && entry == Entry::L2) {
             (core.l2.latency, Served::L2)
         } else if self.llc.access(line, kind, false) {
             (self.llc.latency, Served::Llc)
         } else {
-            let lat = self.llc.latency + self.dram.access(now, false);
+            let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
+            let lat = self.llc.latency + dram.access(now, false);
             if let Some(v) = self.llc.fill(line, kind, false, owner) {
                 self.evict_from_llc(v.line, v.dirty, now);
             }
@@ -191,8 +218,27 @@ impl MemorySide {
             }
         }
         if dirty {
-            self.dram.access(now, true);
+            let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
+            dram.access(now, true);
         }
+    }
+
+    /// Core `c`'s MMU reads `line` of an L3 TLB at cycle `at` (through L2, the LLC, then the
+    /// die-stacked DRAM): returns its latency.
+    pub fn read_tlb_line(&mut self, c: usize, line: u64, at: u64) -> u64 {
+        let (lat, served) = self.access(c, line, LineKind::TlbEntry, false, Entry::L2, at);
+        let k = &mut self.cores[c].tlb_lines;
+        k.reads += 1;
+        let mut unused = 0;
+        served.count([&mut unused, &mut k.served_l2, &mut k.served_llc, &mut k.served_dram]);
+        lat
+    }
+
+    /// Core `c`'s MMU writes a translation into `line` of an L3 TLB at cycle `at` (a store
+    /// through L2: write-allocate).
+    pub fn write_tlb_line(&mut self, c: usize, line: u64, at: u64) {
+        self.access(c, line, LineKind::TlbEntry, true, Entry::L2, at);
+        self.cores[c].tlb_lines.writes += 1;
     }
 
     /// A page walk on core `c` reads the entry in `line` of `table` at cycle `at`: returns
@@ -287,6 +333,7 @@ impl MemorySide {
         for core in &mut self.cores {
             core.counters = CoreCounters::default();
             core.vcounters = VirtCounters::default();
+            core.tlb_lines = TlbLineCounters::default();
             core.base_instr = core.window.instructions();
             core.base_cycles = core.window.cycles();
             core.window.rob_stall_cycles = 0;
@@ -297,6 +344,7 @@ impl MemorySide {
         self.llc.counters = Default::default();
         let e = self.dram.energy_nj;
         self.dram = Dram::new(self.dram_latency, self.dram_bandwidth_gbps, self.freq_ghz, e);
+        self.stacked = self.stacked.restarted();
     }
 }
 
@@ -318,11 +366,13 @@ pub struct Direct<'a> {
     /// The walk's cycles so far, and of those the OS's.
     lat: u64,
     fault_cycles: u64,
+    /// When the current group of parallel L3 TLB reads began.
+    tlb_start: u64,
 }
 
 impl<'a> Direct<'a> {
     pub fn new(mem: &'a mut MemorySide) -> Direct<'a> {
-        Direct { mem, c: 0, kind: RefKind::Load, issue: 0, t: 0, lat: 0, fault_cycles: 0 }
+        Direct { mem, c: 0, kind: RefKind::Load, issue: 0, t: 0, lat: 0, fault_cycles: 0, tlb_start: 0 }
     }
 }
 
@@ -366,6 +416,20 @@ impl MemPort for Direct<'_> {
     #[inline(always)]
     fn walk_end(&mut self) {
         self.t = self.mem.walk_done(self.c, self.t, self.lat, self.fault_cycles);
+    }
+
+    fn tlb_read(&mut self, line: u64, parallel: bool) {
+        if !parallel {
+            self.tlb_start = self.t;
+        }
+        let lat = self.mem.read_tlb_line(self.c, line, self.tlb_start);
+        let t = self.t.max(self.tlb_start + lat);
+        self.mem.cores[self.c].tlb_lines.lookup_cycles += t - self.t;
+        self.t = t;
+    }
+
+    fn tlb_write(&mut self, line: u64) {
+        self.mem.write_tlb_line(self.c, line, self.t + self.lat);
     }
 
     fn os_delay(&mut self, cost: u64) {

@@ -17,9 +17,9 @@ pub enum Table {
 }
 
 /// The memory side as the translation side sees it. Calls come in the order of a
-/// reference's life: `dispatch`, then `l2_tlb` if the L1 TLBs missed, then (for a walk)
-/// `walk_begin`, `delay`/`read_pte`/`fault` in the order their cycles add up, `walk_end`;
-/// finally `data`.
+/// reference's life: `dispatch`, then `l2_tlb` if the L1 TLBs missed, `tlb_read`s if an L3
+/// TLB is looked up, then (for a walk) `walk_begin`, `delay`/`read_pte`/`fault` in the order
+/// their cycles add up, `tlb_write`s, `walk_end`; finally `data`.
 pub trait MemPort {
     /// The memory side's state is on this thread: prefetching it into the host's caches
     /// ahead of use pays.
@@ -40,6 +40,13 @@ pub trait MemPort {
     fn fault(&mut self, cost: u64);
     /// The walk is done (it may have waited for a free walker).
     fn walk_end(&mut self);
+    /// After the L2 TLB missed, the MMU reads line `line` of a translation structure in
+    /// memory (an L3 TLB), entering the caches at L2; with `parallel`, at the same time as
+    /// the read before it (translation waits for the slower).
+    fn tlb_read(&mut self, line: u64, parallel: bool);
+    /// Within a walk, after its reads, the MMU writes a translation into line `line` of a
+    /// translation structure in memory (off the critical path).
+    fn tlb_write(&mut self, line: u64);
     /// With a perfect TLB: the OS worked `cost` cycles to map the page (a precise exception:
     /// the core stalls until then).
     fn os_delay(&mut self, cost: u64);

@@ -382,7 +382,7 @@ impl Translator {
         (t.space, t.ctx) = (space, ctx);
         let core = t.core;
         if !pcid {
-            self.invalidate(core, flush);
+            self.flush_local(core, flush);
         }
         port.stall(c, cost);
         match self.vms.get_mut(vm) {
@@ -403,7 +403,7 @@ impl Translator {
         let core = t.core;
         self.mmus[core].vcounters.vm_switches += 1;
         if !vpid {
-            self.invalidate(core, Invalidate::All);
+            self.flush_local(core, Invalidate::All);
             self.mmus[core].invalidate_nested(Invalidate::All);
         }
         port.stall(c, cost);

@@ -116,8 +116,22 @@ impl Translator {
                 None => lvl.stats.misses += 1,
             }
         }
+        // A translation level between the L2 TLB and the walk (an L3 TLB) may answer. (A
+        // store through a clean translation walks to set the D bit.)
+        if self.mechs.hooks.l2_tlb_miss && !present {
+            if let Some((e, size)) = self.mechs.on_l2_tlb_miss(core, va, ctx, write, port) {
+                let mmu = &mut self.mmus[core];
+                for &id in path.iter().rev() {
+                    mmu.tlbs[id as usize].insert_absent(va, size, ctx, e);
+                }
+                return Ok((e.frame, size));
+            }
+        }
         port.walk_begin();
         let (e, size) = self.walk(c, va, write, port)?;
+        if self.mechs.hooks.walk_end {
+            self.mechs.on_walk_end(core, va, ctx, e, size, port);
+        }
         port.walk_end();
         // Fill every level of the path, last first.
         let mmu = &mut self.mmus[core];

@@ -321,6 +321,12 @@ mod tests {
         fn walk_end(&mut self) {
             unreachable!()
         }
+        fn tlb_read(&mut self, _: u64, _: bool) {
+            unreachable!()
+        }
+        fn tlb_write(&mut self, _: u64) {
+            unreachable!()
+        }
         fn os_delay(&mut self, _: u64) {
             unreachable!()
         }

@@ -1,0 +1,401 @@
+//! The POM-TLB (seed 003, after Ryoo et al., ISCA'17): a very large, shared L3 TLB that
+//! lives in memory (die-stacked DRAM). A set is one 64-byte line of four 16-byte entries at
+//! `base + 64 * set`, so the MMU reads it like data: on an L2 TLB miss it reads the line
+//! through the core's L2 cache and the LLC (the L1D is not on the MMU's path), and only an
+//! LLC miss goes to the die-stacked DRAM. The lines compete with data and page-table lines
+//! for the caches, which is what CSALT partitions. A miss walks the page tables; the walk's
+//! translation is then written into its set, through the caches.
+//!
+//! Two arrays: one for 4 KB pages, one for 2 MB pages (a 1 GB page is held as the 2 MB
+//! piece that was touched). Both are probed, in parallel, on every lookup (the thesis does
+//! not say how the MMU picks one; probing both is its suggested default). Entries are
+//! tagged by VM and process (the context), not flushed at a switch.
+//!
+//! The set index is Eq. 5.10 of the thesis in one of two readings (`pomtlb.hash`): `vpn`
+//! hashes the virtual page number (one set per page, the property TCAT relies on), `literal`
+//! shifts the page-aligned address right by 6 as printed (only 1/64 of the sets are used).
+
+use crate::addr::{PageSize, VirtAddr};
+use crate::assoc::SetAssoc;
+use crate::config::{Config, Policy, PomHash};
+use crate::mech::Mechanism;
+use crate::memory::port::MemPort;
+use crate::stats::Stats;
+use crate::translate::tlb::{Ctx, Invalidate, TlbEntry, TlbKey, VPID_SHIFT};
+
+crate::stats::counters! {
+    /// The POM-TLB's events, chip-wide (statistics `pomtlb.*`; where its lines were served
+    /// is counted by the memory side).
+    pub struct PomCounters {
+        /// L2 TLB misses that looked the POM-TLB up: `hits + misses`.
+        lookups: "lookups",
+        hits: "hits",
+        /// Hits in the 2 MB array.
+        hits_2m: "hits_2m",
+        /// Lookups that walked: no entry, or a store found a clean one (`dirty_walks`).
+        misses: "misses",
+        /// Stores that found a clean entry and walked to set the PTE's D bit.
+        dirty_walks: "dirty_walks",
+        /// Translations written after walks.
+        fills: "fills",
+        /// Valid entries a fill replaced.
+        evictions: "evictions",
+        /// Entries dropped by shootdowns and flushes.
+        invalidations: "invalidations",
+    }
+}
+
+/// One array of the POM-TLB: its sets, where they are in memory, and its page size.
+struct Array {
+    sets: SetAssoc<TlbKey, TlbEntry>,
+    /// Its first line (physical line number).
+    base_line: u64,
+}
+
+impl Array {
+    fn new(mb: u64, ways: u64, base_line: u64, seed: u64) -> Array {
+        let sets = (mb << 20) / crate::LINE_BYTES;
+        Array { sets: SetAssoc::new(sets as usize, ways as usize, Policy::Lru, seed), base_line }
+    }
+
+    fn lines(&self) -> u64 {
+        self.sets.sets() as u64
+    }
+}
+
+pub struct PomTlb {
+    small: Array,
+    large: Array,
+    hash: PomHash,
+    pub counters: PomCounters,
+}
+
+impl PomTlb {
+    /// The POM-TLB, if `cfg` has one (`pomtlb.enabled`).
+    pub fn from_config(cfg: &Config) -> Option<PomTlb> {
+        cfg.pomtlb_enabled.then(|| PomTlb::new(cfg.pomtlb_size_mb, cfg.pomtlb_large_size_mb, cfg.pomtlb_ways, cfg.pomtlb_base_gb << 30, cfg.pomtlb_hash))
+    }
+
+    /// Arrays of `small_mb` (4 KB pages) and `large_mb` (2 MB pages) of `ways`-way sets,
+    /// the first at physical address `base`, the second right after it.
+    pub fn new(small_mb: u64, large_mb: u64, ways: u64, base: u64, hash: PomHash) -> PomTlb {
+        let base_line = base / crate::LINE_BYTES;
+        let small = Array::new(small_mb, ways, base_line, 0x9071);
+        let large = Array::new(large_mb, ways, base_line + small.lines(), 0x9072);
+        PomTlb { small, large, hash, counters: PomCounters::default() }
+    }
+
+    /// The physical lines it occupies: `[first, end)`.
+    pub fn line_range(&self) -> (u64, u64) {
+        (self.small.base_line, self.large.base_line + self.large.lines())
+    }
+
+    /// Whether physical line `line` holds POM-TLB entries (`is_tlb_line`, §5.1.1).
+    pub fn is_tlb_line(&self, line: u64) -> bool {
+        let (lo, hi) = self.line_range();
+        (lo..hi).contains(&line)
+    }
+
+    fn array(&self, size: PageSize) -> &Array {
+        if size == PageSize::Size4K {
+            &self.small
+        } else {
+            &self.large
+        }
+    }
+
+    /// The set of `va`'s translation of `size` (4 KB or 2 MB) in context `ctx`: Eq. 5.10 and
+    /// 5.11 (the VA, or its page number, xor the VM ID, masked to the set count).
+    pub fn set_index(&self, va: VirtAddr, size: PageSize, ctx: Ctx) -> usize {
+        let a = self.array(size);
+        let vm = (ctx >> VPID_SHIFT) as u64;
+        let h = match self.hash {
+            PomHash::Vpn => va.vpn(size) ^ vm,
+            PomHash::Literal => ((va.0 & !(size.bytes() - 1)) ^ vm) >> 6,
+        };
+        (h & (a.lines() - 1)) as usize
+    }
+
+    /// The physical line that holds `va`'s set: ADDR_POM-TLB(VA) / 64 (Eq. 5.10).
+    pub fn line(&self, va: VirtAddr, size: PageSize, ctx: Ctx) -> u64 {
+        self.array(size).base_line + self.set_index(va, size, ctx) as u64
+    }
+
+    /// Look `va` up in both arrays (functionally; the caller reads the lines). A store
+    /// cannot use a clean entry: it walks to set the D bit.
+    pub fn lookup(&mut self, va: VirtAddr, ctx: Ctx, write: bool) -> Option<(TlbEntry, PageSize)> {
+        self.counters.lookups += 1;
+        let mut found = None;
+        for size in [PageSize::Size4K, PageSize::Size2M] {
+            let set = self.set_index(va, size, ctx);
+            let a = if size == PageSize::Size4K { &mut self.small } else { &mut self.large };
+            if let Some(slot) = a.sets.lookup(set, TlbKey::new(va, size, ctx)) {
+                found = Some((*a.sets.val(slot), size));
+                break;
+            }
+        }
+        match found {
+            Some((e, size)) if !write || e.dirty => {
+                self.counters.hits += 1;
+                if size == PageSize::Size2M {
+                    self.counters.hits_2m += 1;
+                }
+                Some((e, size))
+            }
+            Some(_) => {
+                self.counters.dirty_walks += 1;
+                self.counters.misses += 1;
+                None
+            }
+            None => {
+                self.counters.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Install the walk's translation `e` of `va` (a page of `size`) for context `ctx`;
+    /// returns the line written. A 1 GB page is installed as its 2 MB piece around `va`.
+    pub fn fill(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, mut e: TlbEntry) -> u64 {
+        let size = match size {
+            PageSize::Size1G => {
+                e.frame += ((va.0 >> 21) & 511) << 9;
+                PageSize::Size2M
+            }
+            s => s,
+        };
+        let set = self.set_index(va, size, ctx);
+        let key = TlbKey::new(va, size, ctx);
+        let a = if size == PageSize::Size4K { &mut self.small } else { &mut self.large };
+        self.counters.fills += 1;
+        // (A rewrite of a present entry makes it the set's most recent, as a fill would.)
+        match a.sets.lookup(set, key) {
+            Some(slot) => *a.sets.val_mut(slot) = e,
+            None => {
+                let (_, ev) = a.sets.insert(set, key, e, crate::memory::repl::LineKind::Data);
+                if ev.is_some() {
+                    self.counters.evictions += 1;
+                }
+            }
+        }
+        a.base_line + set as u64
+    }
+
+    /// Drop what `what` names; returns how many entries went.
+    pub fn invalidate(&mut self, what: Invalidate) -> usize {
+        let n = match what {
+            // A range of a few pages visits their sets; anything larger scans.
+            Invalidate::Range { ctx, start, end } if end.saturating_sub(start) <= 4096 << 12 => {
+                let mut n = 0;
+                for size in [PageSize::Size4K, PageSize::Size2M] {
+                    let mut va = start & !(size.bytes() - 1);
+                    while va < end {
+                        let set = self.set_index(VirtAddr(va), size, ctx);
+                        let a = if size == PageSize::Size4K { &mut self.small } else { &mut self.large };
+                        if let Some(slot) = a.sets.probe(set, TlbKey::new(VirtAddr(va), size, ctx)) {
+                            a.sets.invalidate_slot(slot);
+                            n += 1;
+                        }
+                        va += size.bytes();
+                    }
+                }
+                n
+            }
+            _ => {
+                let covers = |k: TlbKey| what.covers(k.ctx, k.vpn(), k.size().shift());
+                self.small.sets.invalidate_where(|k, _| covers(k)) + self.large.sets.invalidate_where(|k, _| covers(k))
+            }
+        };
+        self.counters.invalidations += n as u64;
+        n
+    }
+
+    /// Every valid entry (for checks, not the hot path).
+    pub fn entries(&self) -> Vec<(TlbKey, TlbEntry)> {
+        let mut out = Vec::new();
+        for a in [&self.small, &self.large] {
+            out.extend(a.sets.slots().map(|s| (a.sets.key(s), *a.sets.val(s))).filter(|(k, _)| *k != <TlbKey as crate::assoc::Key>::INVALID));
+        }
+        out
+    }
+
+    /// Valid entries in the 4 KB and 2 MB arrays.
+    pub fn occupancy(&self) -> (usize, usize) {
+        (self.small.sets.occupancy(), self.large.sets.occupancy())
+    }
+}
+
+impl Mechanism for PomTlb {
+    #[inline]
+    fn on_l2_tlb_miss<P: MemPort>(&mut self, _c: usize, va: VirtAddr, ctx: Ctx, write: bool, port: &mut P) -> Option<(TlbEntry, PageSize)> {
+        // Both arrays' lines are read in parallel; the lookup waits for the slower.
+        port.tlb_read(self.line(va, PageSize::Size4K, ctx), false);
+        port.tlb_read(self.line(va, PageSize::Size2M, ctx), true);
+        self.lookup(va, ctx, write)
+    }
+
+    #[inline]
+    fn on_walk_end<P: MemPort>(&mut self, _c: usize, va: VirtAddr, ctx: Ctx, e: TlbEntry, size: PageSize, port: &mut P) {
+        let line = self.fill(va, size, ctx, e);
+        port.tlb_write(line);
+    }
+
+    fn on_invalidate(&mut self, _c: usize, what: Invalidate) -> usize {
+        self.invalidate(what)
+    }
+
+    /// Its entries carry the process's and the VM's own IDs, which a core's tag flush does
+    /// not reuse: it keeps them (and a shared structure cannot flush for one core anyway).
+    fn on_flush(&mut self, _c: usize, _what: Invalidate) -> usize {
+        0
+    }
+
+    fn hooks(&self) -> super::Hooks {
+        super::Hooks { l2_tlb_miss: true, walk_end: true, ..Default::default() }
+    }
+
+    fn emit_stats(&self, s: &mut Stats) {
+        self.counters.emit("pomtlb.", s);
+        s.ratio("pomtlb.hit_rate", self.counters.hits, self.counters.lookups);
+        let (small, large) = self.occupancy();
+        s.int("pomtlb.occupancy", small as u64);
+        s.int("pomtlb.occupancy_2m", large as u64);
+    }
+
+    fn reset_stats(&mut self) {
+        self.counters = PomCounters::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn default_pom() -> PomTlb {
+        let cfg = Config { pomtlb_enabled: true, ..Config::default() };
+        PomTlb::from_config(&cfg).expect("enabled")
+    }
+
+    /// Eq. 5.10-5.12 with the default geometry: 16 MB of 64-byte sets is 2^18 sets; the
+    /// line of a translation is `base + set`; a 128-set L2 TLB that indexes by the same
+    /// hash finds the POM-TLB set's translations in set `S_POM & 127` (TCAT-cotagless).
+    #[test]
+    fn addressing_follows_eq_5_10_to_5_12() {
+        let p = default_pom();
+        assert_eq!(p.small.lines(), 1 << 18);
+        let base_line = (16384u64 << 30) / 64;
+        let (vm, pcid) = (3u32, 7u32);
+        let ctx = (vm << VPID_SHIFT) | pcid;
+        let va = VirtAddr(0x7f12_3456_7000);
+        let s_pom = ((va.0 >> 12) ^ vm as u64) & ((1 << 18) - 1);
+        assert_eq!(p.set_index(va, PageSize::Size4K, ctx) as u64, s_pom);
+        let a = p.line(va, PageSize::Size4K, ctx) * 64;
+        assert_eq!(a, (s_pom * 64) + (base_line * 64), "ADDR = set * 64 + BASE");
+        assert_eq!((a - base_line * 64) >> 6, s_pom, "Eq. 5.11 recovers the set");
+        assert_eq!(s_pom & 127, ((va.0 >> 12) ^ vm as u64) & 127, "Eq. 5.12: the low bits of the same hash");
+        // The PID is not in the hash: two processes of one VM share the set, tags tell them apart.
+        assert_eq!(p.set_index(va, PageSize::Size4K, vm << VPID_SHIFT), p.set_index(va, PageSize::Size4K, ctx));
+        // The VM ID is: the same gVA in another VM goes elsewhere.
+        assert_ne!(p.set_index(va, PageSize::Size4K, 4 << VPID_SHIFT), p.set_index(va, PageSize::Size4K, ctx));
+        // Every byte of a page maps to its one set.
+        assert_eq!(p.line(VirtAddr(va.0 + 0xfc0), PageSize::Size4K, ctx), p.line(va, PageSize::Size4K, ctx));
+        // The 2 MB array follows the 4 KB one.
+        assert!(p.line(va, PageSize::Size2M, ctx) >= base_line + (1 << 18));
+        assert!(p.is_tlb_line(p.line(va, PageSize::Size2M, ctx)) && !p.is_tlb_line(base_line - 1));
+    }
+
+    /// The literal reading of Eq. 5.10 on page-aligned addresses leaves bits 0-5 of the
+    /// index zero: only every 64th set is used.
+    #[test]
+    fn literal_hash_uses_one_set_in_64() {
+        let cfg = Config { pomtlb_enabled: true, pomtlb_hash: PomHash::Literal, ..Config::default() };
+        let p = PomTlb::from_config(&cfg).unwrap();
+        for i in 0..1000u64 {
+            let set = p.set_index(VirtAddr(i * 4096 + 123), PageSize::Size4K, 0);
+            assert_eq!(set % 64, 0);
+        }
+    }
+
+    /// Against a tiny reference model (a map per page with LRU per set) on a random stream
+    /// of lookups, fills and invalidations.
+    #[test]
+    fn behaves_like_a_reference_model() {
+        use std::collections::HashMap;
+        let mut p = PomTlb::new(1, 1, 4, 1 << 40, PomHash::Vpn);
+        // Reference: per set, a list of (key, entry), most recent last.
+        let mut sets: HashMap<(bool, usize), Vec<(TlbKey, TlbEntry)>> = HashMap::new();
+        let mut x = 0x1234_5678u64;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..200_000 {
+            let r = rnd();
+            let ctx = (r % 3) as Ctx;
+            let size = if r % 7 == 0 { PageSize::Size2M } else { PageSize::Size4K };
+            let va = VirtAddr(((rnd() % (1 << 16)) << 12) & !(size.bytes() - 1));
+            let key = TlbKey::new(va, size, ctx);
+            let set = (size == PageSize::Size2M, p.set_index(va, size, ctx));
+            match r % 5 {
+                0 | 1 => {
+                    let e = TlbEntry { frame: rnd() % (1 << 30), dirty: r % 2 == 0 };
+                    p.fill(va, size, ctx, e);
+                    let s = sets.entry(set).or_default();
+                    s.retain(|(k, _)| *k != key);
+                    if s.len() == 4 {
+                        s.remove(0);
+                    }
+                    s.push((key, e));
+                }
+                2 => {
+                    let n = p.invalidate(Invalidate::page(ctx, va));
+                    let mut m = 0;
+                    for big in [false, true] {
+                        let sz = if big { PageSize::Size2M } else { PageSize::Size4K };
+                        let k = TlbKey::new(va, sz, ctx);
+                        let s = sets.entry((big, p.set_index(va, sz, ctx))).or_default();
+                        let before = s.len();
+                        s.retain(|(kk, _)| *kk != k);
+                        m += before - s.len();
+                    }
+                    assert_eq!(n, m);
+                }
+                _ => {
+                    let got = p.lookup(va, ctx, false);
+                    // The model: the 4 KB array first, then the 2 MB one; a hit is most recent.
+                    let mut want = None;
+                    for big in [false, true] {
+                        let sz = if big { PageSize::Size2M } else { PageSize::Size4K };
+                        let k = TlbKey::new(va, sz, ctx);
+                        let s = sets.entry((big, p.set_index(va, sz, ctx))).or_default();
+                        if let Some(i) = s.iter().position(|(kk, _)| *kk == k) {
+                            let hit = s.remove(i);
+                            s.push(hit);
+                            want = Some((hit.1, sz));
+                            break;
+                        }
+                    }
+                    assert_eq!(got, want);
+                }
+            }
+        }
+        assert!(p.counters.hits > 1000 && p.counters.evictions > 1000, "the stream exercised hits and evictions: {:?}", p.counters);
+    }
+
+    /// A store cannot use a clean entry; a 1 GB page is held as the 2 MB piece touched.
+    #[test]
+    fn clean_entries_make_stores_walk_and_1g_pages_splinter() {
+        let mut p = default_pom();
+        let va = VirtAddr(0x4000_0000 + 5 * 0x20_0000 + 0x1234);
+        p.fill(va, PageSize::Size4K, 1, TlbEntry { frame: 77, dirty: false });
+        assert!(p.lookup(va, 1, false).is_some());
+        assert!(p.lookup(va, 1, true).is_none());
+        assert_eq!(p.counters.dirty_walks, 1);
+        let mut q = default_pom();
+        q.fill(va, PageSize::Size1G, 1, TlbEntry { frame: 1 << 18, dirty: true });
+        assert_eq!(q.lookup(va, 1, true), Some((TlbEntry { frame: (1 << 18) + 5 * 512, dirty: true }, PageSize::Size2M)));
+        assert!(q.lookup(VirtAddr(va.0 + 0x20_0000), 1, false).is_none(), "only the touched 2 MB piece");
+    }
+}
