@@ -122,7 +122,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     pub fn new(sets: usize, ways: usize, policy: Policy, seed: u64) -> Self {
         assert!(sets.is_power_of_two() && ways > 0 && ways <= 4096, "geometry {sets}x{ways} must be validated by Config");
         assert!(std::mem::align_of::<K>() <= 8 && std::mem::align_of::<V>() <= 8);
-        let policy = AnyPolicy::new(policy, ways, seed);
+        let policy = AnyPolicy::new(policy, sets, ways, seed);
         // (Unused geometries are placeholders: `fast` says which one the hot paths read.)
         let (mut order, mut wide) = (Order::new(2), WideOrder::new(17));
         let fast = match &policy {
@@ -284,7 +284,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         // SAFETY: the state words and the infos are disjoint lanes of the set's block.
         let ages = unsafe { std::slice::from_raw_parts_mut(base.add(self.ages_at) as *mut u32, ways.min(self.state_words)) };
         let info = unsafe { std::slice::from_raw_parts(base.add(self.info_at) as *const LineInfo, ways) };
-        (SetView { ages, info }, &mut self.policy)
+        (SetView { ages, info, incoming: LineKind::Data, index: set }, &mut self.policy)
     }
 
     #[inline]
@@ -509,6 +509,7 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
             Some(w) => w,
             None => {
                 let (mut view, policy) = self.view(set);
+                view.incoming = kind;
                 policy.victim(&mut view)
             }
         };
@@ -597,6 +598,22 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// Number of valid blocks.
     pub fn occupancy(&self) -> usize {
         (0..self.sets).map(|s| self.keys(s)[..self.ways].iter().filter(|&&k| k != K::INVALID).count()).sum()
+    }
+
+    /// Show a demand access to `key` (physical line `line`, of `kind`) to a policy that
+    /// watches accesses (CSALT's profiles, DIP's leader sets), before the lookup.
+    pub fn observe(&mut self, set: usize, key: K, line: u64, kind: LineKind) {
+        let hit = self.probe(set, key).map(|slot| slot & (self.stride - 1));
+        let (view, policy) = self.view(set);
+        match policy {
+            AnyPolicy::Csalt(c) => c.on_access(&view, set, line, kind, hit),
+            AnyPolicy::Dip(d) => d.on_access(set, hit.is_some()),
+            _ => {}
+        }
+    }
+
+    pub fn policy(&self) -> &AnyPolicy {
+        &self.policy
     }
 
     /// The replacement policy, for mechanisms that steer it (page-table prioritization).

@@ -114,7 +114,15 @@ macro_rules! config_enum {
 
 config_enum!(
     /// Replacement policy of a set-associative structure.
-    Policy { Lru = "lru", Srrip = "srrip", Random = "random", Fifo = "fifo", Ptp = "ptp" }
+    Policy { Lru = "lru", Srrip = "srrip", Random = "random", Fifo = "fifo", Ptp = "ptp", CsaltD = "csalt-d", CsaltCd = "csalt-cd", Dip = "dip" }
+);
+config_enum!(
+    /// How CSALT measures each type's stack distances.
+    CsaltProfiler { Atd = "atd", GlobalPos = "global_pos" }
+);
+config_enum!(
+    /// CSALT-CD's L2 weights: as printed in the thesis, or without the doubly counted term.
+    CsaltFormula { Printed = "printed", Corrected = "corrected" }
 );
 config_enum!(
     /// When page-table prioritization is on.
@@ -297,6 +305,10 @@ config! {
     pcc_daemon_first_refs: u64 = 0; "pcc.daemon_first_refs"; "references before the first read-out (the artifact's first read comes after 1 s worth, then every 30 s); 0: one period";
     pcc_promote_per_read: u64 = 128; "pcc.promote_per_read"; "2 MB regions the daemon promotes at most per read-out, over all cores' PCCs (the paper's C = the PCC's size, 128, §3.3.1)";
     pcc_promotion: PccPromotion = PccPromotion::RoundRobin; "pcc.promotion"; "how the daemon picks among the cores' lists: round-robin (take each list's next in turn, the paper's promotion_policy=0) or highest (the highest count among the lists' heads, promotion_policy=1), §3.3.2";
+    csalt_epoch: u64 = 256000; "csalt.epoch"; "CSALT: accesses to a cache between its repartitionings (the thesis's 256K, written 256,000 once)";
+    csalt_profiler: CsaltProfiler = CsaltProfiler::Atd; "csalt.profiler"; "CSALT stack-distance profiles: atd (an auxiliary LRU tag directory per type: the hits each type would get with n ways to itself) or global_pos (the hit line's position in the real set's LRU order: the thesis's counters-only hardware, a heuristic)";
+    csalt_atd_sets: u64 = 0; "csalt.atd_sets"; "CSALT with csalt.profiler=atd: sets sampled per cache (0: every set)";
+    csalt_formula: CsaltFormula = CsaltFormula::Printed; "csalt.formula"; "CSALT-CD's L2 weights: printed (Eqs. 5.3-5.8 as the thesis prints them) or corrected (without the leading D_Tr and D_Dat terms they count twice)";
     pomtlb_enabled: bool = false; "pomtlb.enabled"; "POM-TLB (seed 003, Ryoo et al. ISCA'17, the CSALT thesis's L3 TLB): a shared translation array in die-stacked DRAM, looked up on an L2 TLB miss through the L2 cache and the LLC as lines of kind TLB entry, filled after each walk";
     pomtlb_size_mb: u64 = 16; "pomtlb.size_mb"; "POM-TLB array for 4 KB pages, in MB of memory (16-byte entries, one 64-byte line per set; the thesis's 16 MB)";
     pomtlb_large_size_mb: u64 = 1; "pomtlb.large_size_mb"; "POM-TLB array for 2 MB pages, in MB (the thesis does not say how the 16 MB is split; 1 MB holds 65,536 2 MB translations)";
@@ -436,10 +448,21 @@ impl Config {
             if p == Policy::Ptp {
                 return Err(invalid(key, "ptp applies to L2 and the LLC (the paper leaves L1 alone)".into()));
             }
+            if matches!(p, Policy::CsaltD | Policy::CsaltCd | Policy::Dip) {
+                return Err(invalid(key, format!("{} applies to L2 and the LLC (CSALT leaves L1 alone)", p.name())));
+            }
         }
         for (key, p) in [("tlb.l1d.policy", self.tlb_l1d_policy), ("tlb.l1i.policy", self.tlb_l1i_policy), ("tlb.l2.policy", self.tlb_l2_policy)] {
-            if p == Policy::Ptp {
-                return Err(invalid(key, "ptp is a cache policy, not a TLB policy".into()));
+            if matches!(p, Policy::Ptp | Policy::CsaltD | Policy::CsaltCd | Policy::Dip) {
+                return Err(invalid(key, format!("{} is a cache policy, not a TLB policy", p.name())));
+            }
+        }
+        if self.csalt_epoch == 0 {
+            return Err(invalid("csalt.epoch", "must be at least 1".into()));
+        }
+        for (key, p) in [("cache.l2.policy", self.cache_l2_policy), ("cache.llc.policy", self.cache_llc_policy)] {
+            if matches!(p, Policy::CsaltD | Policy::CsaltCd) && !self.pomtlb_enabled {
+                return Err(invalid(key, "CSALT partitions between data and POM-TLB lines: it needs pomtlb.enabled=true".into()));
             }
         }
         if self.pcc_enabled && self.pcc_entries == 0 {
@@ -631,7 +654,7 @@ mod tests {
         let e = Config::from_pairs([("tlb.l2.entries", "1200"), ("tlb.l2.ways", "12")]).unwrap_err().to_string();
         assert!(e.contains("100 sets, not a power of two"), "{e}");
         let e = Config::from_pairs([("cache.llc.policy", "plru")]).unwrap_err().to_string();
-        assert_eq!(e, "config key 'cache.llc.policy': 'plru' is not one of lru|srrip|random|fifo|ptp");
+        assert_eq!(e, "config key 'cache.llc.policy': 'plru' is not one of lru|srrip|random|fifo|ptp|csalt-d|csalt-cd|dip");
         assert!(Config::from_pairs([("pwc.l5.entries", "2")]).is_err());
         assert!(Config::from_pairs([("pwc.l5.entries", "2"), ("pt.format", "radix5")]).is_ok());
     }

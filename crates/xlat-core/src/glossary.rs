@@ -110,6 +110,7 @@ pub struct Placeholder {
 pub const PLACEHOLDERS: &[Placeholder] = &[
     Placeholder { name: "N", values: &[], doc: "a core number, in the `core<N>.` prefix of multi-core runs" },
     Placeholder { name: "cache", values: &["l1i", "l1d", "l2", "llc"], doc: "a cache: the private L1I, L1D and L2 (summed over cores) or the shared LLC" },
+    Placeholder { name: "pcache", values: &["l2", "llc"], doc: "a cache CSALT can partition: the private L2s or the shared LLC" },
     Placeholder { name: "kind", values: &["data", "pt"], doc: "what a cache line holds: data, or page-table entries (`pt`)" },
     Placeholder { name: "level", values: &["l2", "l3", "l4", "l5"], doc: "a page-walk-cache level, named after the page-table level whose entries it caches" },
     Placeholder {
@@ -246,6 +247,9 @@ pub static ENTRIES: &[Entry] = &[
     // ---- DRAM ------------------------------------------------------------------------------
     e(Caches, "cache.l2.tlb_lines", Ratio, "fraction", "Share of all cores' L2 lines holding POM-TLB entries at the end of the run (a snapshot; with `--interval`, one per interval).").only("`pomtlb.enabled=true`"),
     e(Caches, "cache.llc.tlb_lines", Ratio, "fraction", "Share of the LLC's lines holding POM-TLB entries at the end of the run (a snapshot; with `--interval`, one per interval).").only("`pomtlb.enabled=true`"),
+    e(Caches, "cache.<cache>.tlbe.accesses", Counter, "lookups", "Lookups of lines holding POM-TLB entries (the MMU's reads and fills; never in the L1s, which the MMU's path skips).").only("`pomtlb.enabled=true`"),
+    e(Caches, "cache.<cache>.tlbe.misses", Counter, "lookups", "Lookups of POM-TLB lines that missed.").only("`pomtlb.enabled=true`"),
+    e(Caches, "cache.<cache>.tlbe.miss_rate", Ratio, "fraction", "`tlbe.misses` / `tlbe.accesses`.").only("`pomtlb.enabled=true`"),
     e(Dram, "dram.reads", Counter, "lines", "Lines read from DRAM: the LLC's demand misses (data and PTE reads)."),
     e(Dram, "dram.writes", Counter, "lines",
         "Dirty lines written to DRAM: dirty LLC victims, and with `cache.llc.inclusive=true` dirty private copies back-invalidated with them."),
@@ -376,6 +380,11 @@ pub static ENTRIES: &[Entry] = &[
     e(Mechanisms, "pomtlb.dram.reads", Counter, "lines", "Reads of the die-stacked DRAM (POM-TLB line misses in the LLC).").only("`pomtlb.enabled=true`"),
     e(Mechanisms, "pomtlb.dram.writes", Counter, "lines", "Write-backs of dirty POM-TLB lines to the die-stacked DRAM.").only("`pomtlb.enabled=true`"),
     e(Mechanisms, "pomtlb.dram.queue_cycles", Counter, "cycles", "Cycles requests waited for the die-stacked DRAM (`pomtlb.bandwidth_gbps` > 0).").only("`pomtlb.enabled=true`"),
+    e(Mechanisms, "csalt.<pcache>.data_ways", Float, "ways", "CSALT's partition now: ways data lines may fill (page-table lines count as data), the rest for POM-TLB lines; for `l2`, the mean over the cores. With `--interval`, its value at each interval's end: the partition over time.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
+    e(Mechanisms, "csalt.<pcache>.epochs", Counter, "epochs", "Epochs ended (every `csalt.epoch` demand accesses to the cache), each a repartitioning.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
+    e(Mechanisms, "csalt.<pcache>.changes", Counter, "epochs", "Epochs whose repartitioning changed the number of data ways.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
+    e(Mechanisms, "csalt.<pcache>.s_dat", Float, "factor", "The data weight S_Dat of the last repartitioning (CSALT-CD, Eqs. 5.6-5.8 for L2, their analogue for the LLC; 1 for CSALT-D); for `l2`, the mean over the cores.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
+    e(Mechanisms, "csalt.<pcache>.s_tr", Float, "factor", "The TLB-entry weight S_Tr of the last repartitioning (CSALT-CD, Eqs. 5.3-5.5 for L2; 1 for CSALT-D).").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
 ];
 
 /// Every entry of the glossary.

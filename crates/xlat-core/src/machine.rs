@@ -297,13 +297,14 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             derived_virt(&mut s, "", &sum, &vsum);
         }
         s.int("rob_stall_cycles", rob_stalls);
+        let pom = xl.mechs.pomtlb().is_some();
         for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
             let c = &caches[j];
-            emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6]);
+            emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6], pom);
         }
         let (llc, dram) = (&mem.llc, &mem.dram);
         let l = &llc.counters;
-        emit_cache(&mut s, "llc", l.accesses, l.misses, l.writebacks);
+        emit_cache(&mut s, "llc", l.accesses, l.misses, l.writebacks, pom);
         cache_energy += (llc.total_accesses() + l.writebacks) as f64 * llc.energy_nj;
         s.int("dram.reads", dram.reads);
         s.int("dram.writes", dram.writes);
@@ -315,6 +316,7 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         if xl.mechs.pomtlb().is_some() {
             emit_tlb_lines(&mut s, mem);
         }
+        emit_csalt(&mut s, mem);
         let (top, host_top) = (xl.walk.top, xl.walk.host_top);
         if virt {
             // Bare names: the guests' (the application's) tables and memory; `host.`: the
@@ -327,6 +329,24 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         }
         xl.mechs.emit_stats(&mut s);
         s
+    }
+}
+
+/// CSALT's partitions (data ways now, the mean over the cores' L2s), its epochs and the
+/// weights of its last choice, for each cache it partitions.
+fn emit_csalt(s: &mut Stats, mem: &MemorySide) {
+    let l2: Vec<&crate::memory::csalt::Csalt> = mem.cores.iter().filter_map(|c| c.l2.csalt()).collect();
+    for (name, parts) in [("l2", l2), ("llc", mem.llc.csalt().into_iter().collect())] {
+        if parts.is_empty() {
+            continue;
+        }
+        let n = parts.len() as f64;
+        let p = format!("csalt.{name}.");
+        s.float(format!("{p}data_ways"), parts.iter().map(|c| c.data_ways as f64).sum::<f64>() / n);
+        s.int(format!("{p}epochs"), parts.iter().map(|c| c.epochs).sum());
+        s.int(format!("{p}changes"), parts.iter().map(|c| c.changes).sum());
+        s.float(format!("{p}s_dat"), parts.iter().map(|c| c.weights.0).sum::<f64>() / n);
+        s.float(format!("{p}s_tr"), parts.iter().map(|c| c.weights.1).sum::<f64>() / n);
     }
 }
 

@@ -175,6 +175,11 @@ counters! {
 
 impl CoreCounters {
     #[inline]
+    /// Walks whose cycles were recorded (the histogram's total).
+    pub fn timed_walks(&self) -> u64 {
+        [self.hist_0, self.hist_1, self.hist_2, self.hist_3, self.hist_4, self.hist_5, self.hist_6, self.hist_7, self.hist_8, self.hist_9].iter().sum()
+    }
+
     pub fn record_walk_cycles(&mut self, c: u64) {
         self.walk_cycles += c;
         // (A match: indexing an array of ten field references builds the array per call.)
@@ -265,13 +270,15 @@ pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; 3
     s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, k.walks);
 }
 
-pub(crate) fn emit_cache(s: &mut Stats, name: &str, acc: [u64; 3], miss: [u64; 3], wb: u64) {
+/// A cache's statistics; `tlb_lines`: by line kind including POM-TLB lines (`tlbe`).
+pub(crate) fn emit_cache(s: &mut Stats, name: &str, acc: [u64; 3], miss: [u64; 3], wb: u64, tlb_lines: bool) {
     let (a, m): (u64, u64) = (acc.iter().sum(), miss.iter().sum());
     s.int(format!("cache.{name}.accesses"), a);
     s.int(format!("cache.{name}.hits"), a - m);
     s.int(format!("cache.{name}.misses"), m);
     s.ratio(format!("cache.{name}.miss_rate"), m, a);
-    for kind in [LineKind::Data, LineKind::PageTable] {
+    let kinds: &[LineKind] = if tlb_lines { &LineKind::ALL } else { &[LineKind::Data, LineKind::PageTable] };
+    for &kind in kinds {
         let i = kind as usize;
         s.int(format!("cache.{name}.{}.accesses", kind.name()), acc[i]);
         s.int(format!("cache.{name}.{}.misses", kind.name()), miss[i]);

@@ -78,7 +78,18 @@ fn cases() -> Vec<Case> {
         ("radix5", vec![("pt.format", "radix5"), ("pwc.l5.entries", "2")], 1, true),
         ("thp", vec![("os.page_policy", "thp"), ("os.khugepaged_interval_cycles", "100000")], 1, false),
         ("ptp_detector", vec![("cache.l2.policy", "ptp"), ("cache.llc.policy", "ptp"), ("ptp.mode", "detector"), ("ptp.detector_epoch", "5000")], 2, true),
-        ("pomtlb", vec![("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1")], 2, true),
+        (
+            "pomtlb",
+            vec![
+                ("pomtlb.enabled", "true"),
+                ("pomtlb.size_mb", "1"),
+                ("cache.l2.policy", "csalt-cd"),
+                ("cache.llc.policy", "csalt-d"),
+                ("csalt.epoch", "2000"),
+            ],
+            2,
+            true,
+        ),
     ];
     if has_key("pcc.enabled") {
         v.push(("pcc", vec![("pcc.enabled", "true"), ("pcc.entries_1g", "8"), ("pcc.daemon_refs", "2000")], 2, false));

@@ -66,6 +66,16 @@ fn two_host_threads_give_one_threads_statistics() {
         // a die-stacked DRAM with a queue.
         &[("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1"), ("pomtlb.bandwidth_gbps", "8")],
         &[("virt.enabled", "true"), ("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1")],
+        // Partitioned caches repartition at epoch ends on the memory side.
+        &[
+            ("pomtlb.enabled", "true"),
+            ("pomtlb.size_mb", "1"),
+            ("cache.l2.policy", "csalt-cd"),
+            ("cache.llc.policy", "csalt-d"),
+            ("csalt.epoch", "3000"),
+            ("csalt.profiler", "global_pos"),
+        ],
+        &[("pomtlb.enabled", "true"), ("cache.l2.policy", "dip"), ("cache.llc.policy", "csalt-cd"), ("csalt.epoch", "5000")],
     ];
     for pairs in configs {
         let c = cfg(pairs);

@@ -59,7 +59,7 @@ fn model_access(m: &mut ModelSet, ways: usize, policy: Policy, key: u64) -> (boo
                 }
             }
         }
-        Policy::Random | Policy::Ptp => unreachable!("checked by their own tests"),
+        Policy::Random | Policy::Ptp | Policy::CsaltD | Policy::CsaltCd | Policy::Dip => unreachable!("checked by their own tests"),
     }
 }
 

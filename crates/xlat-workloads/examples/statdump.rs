@@ -60,6 +60,8 @@ const CASES: &[Case] = &[
     ("bfs", "bfs:scale=15", 1_500_000, 200_000, true, 2, &[]),
     ("pomtlb_2t", GUPS, 1_500_000, 500_000, true, 2, &["pomtlb.enabled=true"]),
     ("virt_pomtlb", GUPS, 1_000_000, 0, true, 1, &["virt.enabled=true", "pomtlb.enabled=true", "pomtlb.size_mb=1"]),
+    ("csalt_2t", GUPS, 1_000_000, 200_000, true, 2, &["pomtlb.enabled=true", "cache.l2.policy=csalt-cd", "cache.llc.policy=csalt-d", "csalt.epoch=20000"]),
+    ("dip", GUPS, 1_000_000, 0, true, 1, &["pomtlb.enabled=true", "cache.llc.policy=dip"]),
 ];
 
 fn main() {

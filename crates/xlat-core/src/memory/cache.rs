@@ -3,7 +3,8 @@
 
 use crate::assoc::SetAssoc;
 use crate::config::Policy;
-use crate::memory::repl::LineKind;
+use crate::memory::csalt::Csalt;
+use crate::memory::repl::{AnyPolicy, LineKind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct LineMeta {
@@ -31,12 +32,39 @@ pub struct Cache {
     pub latency: u64,
     pub energy_nj: f64,
     pub counters: CacheCounters,
+    /// Its policy watches every demand access (CSALT, DIP).
+    observed: bool,
 }
 
 impl Cache {
     pub fn new(size_kb: u64, ways: u64, latency: u64, policy: Policy, energy_nj: f64, seed: u64) -> Cache {
         let lines = size_kb * 1024 / crate::LINE_BYTES;
-        Cache { arr: SetAssoc::new((lines / ways) as usize, ways as usize, policy, seed), latency, energy_nj, counters: CacheCounters::default() }
+        let observed = matches!(policy, Policy::CsaltD | Policy::CsaltCd | Policy::Dip);
+        Cache { arr: SetAssoc::new((lines / ways) as usize, ways as usize, policy, seed), latency, energy_nj, counters: CacheCounters::default(), observed }
+    }
+
+    /// A cache whose CSALT policy (if it has one) takes `cfg`'s parameters.
+    pub fn with_csalt(mut self, cfg: &crate::config::Config) -> Cache {
+        let (sets, ways) = (self.arr.sets(), self.arr.ways());
+        if let AnyPolicy::Csalt(c) = self.arr.policy_mut() {
+            **c = Csalt::new(sets, ways, cfg.csalt_profiler, cfg.csalt_atd_sets as usize, cfg.csalt_epoch);
+        }
+        self
+    }
+
+    /// Its CSALT policy, if it has one.
+    pub fn csalt(&self) -> Option<&Csalt> {
+        match self.arr.policy() {
+            AnyPolicy::Csalt(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    pub fn csalt_mut(&mut self) -> Option<&mut Csalt> {
+        match self.arr.policy_mut() {
+            AnyPolicy::Csalt(c) => Some(c),
+            _ => None,
+        }
     }
 
     /// A demand access to `line`. Returns whether it hit; a hit that writes marks the line dirty.
@@ -44,6 +72,9 @@ impl Cache {
     pub fn access(&mut self, line: u64, kind: LineKind, write: bool) -> bool {
         self.counters.accesses[kind as usize] += 1;
         let set = self.arr.set_of(line);
+        if self.observed {
+            self.arr.observe(set, line, line, kind);
+        }
         match self.arr.lookup_inlined(set, line) {
             Some(slot) => {
                 if write {
@@ -142,7 +173,7 @@ mod tests {
     #[test]
     fn write_back_marks_and_victims_carry_dirt() {
         // 2 sets x 2 ways.
-        let mut c = Cache { arr: SetAssoc::new(2, 2, Policy::Lru, 1), latency: 4, energy_nj: 0.0, counters: Default::default() };
+        let mut c = Cache { arr: SetAssoc::new(2, 2, Policy::Lru, 1), latency: 4, energy_nj: 0.0, counters: Default::default(), observed: false };
         assert!(!c.access(0, LineKind::Data, false));
         assert!(c.fill(0, LineKind::Data, false, 0).is_none());
         assert!(c.access(0, LineKind::Data, true));

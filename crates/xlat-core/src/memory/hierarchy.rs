@@ -3,8 +3,9 @@
 //! physical lines, of data or page-table entries, and turns their latencies into cycles.
 //! [`Direct`] is the memory port that does each reference's accesses at once.
 
-use crate::config::{Config, WalkerPort};
+use crate::config::{Config, CsaltFormula, Policy, WalkerPort};
 use crate::memory::cache::Cache;
+use crate::memory::csalt::Criticality;
 use crate::memory::dram::Dram;
 use crate::memory::port::{MemPort, Steer, Table};
 use crate::memory::repl::LineKind;
@@ -55,6 +56,8 @@ pub struct CoreMem {
     pub vcounters: VirtCounters,
     /// Where an L3 TLB's lines were served (with `pomtlb.enabled`).
     pub tlb_lines: TlbLineCounters,
+    /// Walks after an L3 TLB lookup (its misses, as the memory side sees them: CSALT-CD).
+    lookup_walks: u64,
     /// Instructions and cycles at the last statistics reset.
     base_instr: u64,
     base_cycles: u64,
@@ -66,10 +69,11 @@ impl CoreMem {
             window: Window::new(cfg.core_width, cfg.core_rob, cfg.core_mshrs, cfg.core_walkers),
             l1i: Cache::new(cfg.cache_l1i_size_kb, cfg.cache_l1i_ways, cfg.cache_l1i_latency, cfg.cache_l1i_policy, cfg.cache_l1i_energy_nj, s + 4),
             l1d: Cache::new(cfg.cache_l1d_size_kb, cfg.cache_l1d_ways, cfg.cache_l1d_latency, cfg.cache_l1d_policy, cfg.cache_l1d_energy_nj, s + 5),
-            l2: Cache::new(cfg.cache_l2_size_kb, cfg.cache_l2_ways, cfg.cache_l2_latency, cfg.cache_l2_policy, cfg.cache_l2_energy_nj, s + 6),
+            l2: Cache::new(cfg.cache_l2_size_kb, cfg.cache_l2_ways, cfg.cache_l2_latency, cfg.cache_l2_policy, cfg.cache_l2_energy_nj, s + 6).with_csalt(cfg),
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
             tlb_lines: TlbLineCounters::default(),
+            lookup_walks: 0,
             base_instr: 0,
             base_cycles: 0,
         }
@@ -110,6 +114,10 @@ pub struct MemorySide {
     /// The die-stacked DRAM of an L3 TLB in memory: it serves every line from `tlb_lo` up.
     pub stacked: Dram,
     tlb_lo: u64,
+    /// Some cache partitions its ways with CSALT: its epochs end on the memory side.
+    partitioned: bool,
+    /// CSALT-CD's estimators (with `csalt-cd` on some cache).
+    cd: Option<Box<CdEstimator>>,
     /// Where page-walk reads enter the hierarchy.
     walk_entry: Entry,
     llc_inclusive: bool,
@@ -125,10 +133,13 @@ impl MemorySide {
     pub fn new(cfg: &Config, cores: usize, seed: u64) -> MemorySide {
         let mut m = MemorySide {
             cores: (0..cores as u64).map(|i| CoreMem::new(cfg, core_seed(seed, i))).collect(),
-            llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c),
+            llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c)
+                .with_csalt(cfg),
             dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj),
             stacked: Dram::new(cfg.pomtlb_latency, cfg.pomtlb_bandwidth_gbps, cfg.core_freq_ghz, 0.0),
             tlb_lo: if cfg.pomtlb_enabled { (cfg.pomtlb_base_gb << 30) / crate::LINE_BYTES } else { u64::MAX },
+            partitioned: [cfg.cache_l2_policy, cfg.cache_llc_policy].iter().any(|p| matches!(p, Policy::CsaltD | Policy::CsaltCd)),
+            cd: [cfg.cache_l2_policy, cfg.cache_llc_policy].contains(&Policy::CsaltCd).then(|| Box::new(CdEstimator::new(cfg, cores))),
             walk_entry: match cfg.walker_port {
                 WalkerPort::L1d => Entry::L1d,
                 WalkerPort::L2 => Entry::L2,
@@ -176,6 +187,9 @@ impl MemorySide {
             }
             (lat, Served::Dram)
         };
+        if self.partitioned {
+            self.end_epochs(c);
+        }
         let core = &mut self.cores[c];
         if served != Served::L2 {
             // The line is now in the LLC; install it in L2.
@@ -221,6 +235,50 @@ impl MemorySide {
             let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
             dram.access(now, true);
         }
+    }
+
+    /// End the CSALT epochs of core `c`'s L2 and of the LLC that are due: repartition them,
+    /// with CSALT-CD's weights from what the memory side measured since their last epoch.
+    #[cold]
+    fn end_epochs(&mut self, c: usize) {
+        let l2_due = self.cores[c].l2.csalt().is_some_and(|p| p.due);
+        let llc_due = self.llc.csalt().is_some_and(|p| p.due);
+        if !(l2_due || llc_due) {
+            return;
+        }
+        let totals = self.cd.is_some().then(|| self.cd_totals());
+        if l2_due {
+            let w = match (&mut self.cd, totals) {
+                (Some(cd), Some(t)) => cd.weights(Some(c), t),
+                _ => (1.0, 1.0),
+            };
+            self.cores[c].l2.csalt_mut().expect("due").repartition(w.0, w.1);
+        }
+        if llc_due {
+            let w = match (&mut self.cd, totals) {
+                (Some(cd), Some(t)) => cd.weights(None, t),
+                _ => (1.0, 1.0),
+            };
+            self.llc.csalt_mut().expect("due").repartition(w.0, w.1);
+        }
+    }
+
+    /// The running totals CSALT-CD's estimators difference.
+    fn cd_totals(&self) -> CdTotals {
+        let mut t = CdTotals {
+            llc_accesses: self.llc.total_accesses(),
+            llc_misses: self.llc.total_misses(),
+            dram_reads: self.dram.reads,
+            dram_queue: self.dram.queue_cycles,
+            ..CdTotals::default()
+        };
+        for core in &self.cores {
+            t.lookups += core.tlb_lines.reads / 2;
+            t.lookup_walks += core.lookup_walks;
+            t.walk_cycles += core.counters.walk_cycles;
+            t.walks += core.counters.timed_walks();
+        }
+        t
     }
 
     /// Core `c`'s MMU reads `line` of an L3 TLB at cycle `at` (through L2, the LLC, then the
@@ -334,17 +392,103 @@ impl MemorySide {
             core.counters = CoreCounters::default();
             core.vcounters = VirtCounters::default();
             core.tlb_lines = TlbLineCounters::default();
+            core.lookup_walks = 0;
             core.base_instr = core.window.instructions();
             core.base_cycles = core.window.cycles();
             core.window.rob_stall_cycles = 0;
             for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
                 cache.counters = Default::default();
+                if let Some(p) = cache.csalt_mut() {
+                    p.reset_stats();
+                }
             }
         }
         self.llc.counters = Default::default();
+        if let Some(p) = self.llc.csalt_mut() {
+            p.reset_stats();
+        }
         let e = self.dram.energy_nj;
         self.dram = Dram::new(self.dram_latency, self.dram_bandwidth_gbps, self.freq_ghz, e);
         self.stacked = self.stacked.restarted();
+        if let Some(cd) = &mut self.cd {
+            // (The totals restart from zero; the last inputs stay.)
+            cd.base.fill(CdTotals::default());
+        }
+    }
+}
+
+/// Running totals of what CSALT-CD's estimators read (§5.1.2: ordinary performance
+/// counters).
+#[derive(Clone, Copy, Debug, Default)]
+struct CdTotals {
+    llc_accesses: u64,
+    llc_misses: u64,
+    lookups: u64,
+    lookup_walks: u64,
+    walk_cycles: u64,
+    walks: u64,
+    dram_reads: u64,
+    dram_queue: u64,
+}
+
+/// CSALT-CD's estimators: the fixed latencies, and per partitioned cache the totals at its
+/// last epoch end and the last inputs (kept when an epoch saw no event of a kind).
+struct CdEstimator {
+    corrected: bool,
+    inputs: Criticality,
+    /// Per core's L2, then the LLC.
+    base: Vec<CdTotals>,
+    last: Vec<Criticality>,
+}
+
+impl CdEstimator {
+    fn new(cfg: &Config, cores: usize) -> CdEstimator {
+        let dram = cfg.dram_latency_cycles() as f64;
+        let inputs = Criticality {
+            l1t_acc: cfg.tlb_l1d_latency as f64,
+            l2t_acc: cfg.tlb_l2_latency as f64,
+            l3t_acc: cfg.pomtlb_latency as f64,
+            l1d_acc: cfg.cache_l1d_latency as f64,
+            l2d_acc: cfg.cache_l2_latency as f64,
+            l3d_acc: cfg.cache_llc_latency as f64,
+            // Until an epoch has measured them: even odds, a walk of four DRAM reads.
+            l3d_hit: 0.5,
+            l3t_hit: 0.5,
+            pw_acc: 4.0 * dram,
+            dram_acc: dram,
+        };
+        CdEstimator {
+            corrected: cfg.csalt_formula == CsaltFormula::Corrected,
+            inputs,
+            base: vec![CdTotals::default(); cores + 1],
+            last: vec![inputs; cores + 1],
+        }
+    }
+
+    /// The weights (S_Dat, S_Tr) for core `c`'s L2 (`None`: the LLC) from what changed since
+    /// its last epoch end, `now` being the current totals.
+    fn weights(&mut self, c: Option<usize>, now: CdTotals) -> (f64, f64) {
+        let i = c.unwrap_or(self.base.len() - 1);
+        let b = std::mem::replace(&mut self.base[i], now);
+        let k = &mut self.last[i];
+        let ratio = |num: u64, den: u64| (den > 0).then(|| num as f64 / den as f64);
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        if let Some(miss) = ratio(d(now.llc_misses, b.llc_misses), d(now.llc_accesses, b.llc_accesses)) {
+            k.l3d_hit = 1.0 - miss;
+        }
+        if let Some(miss) = ratio(d(now.lookup_walks, b.lookup_walks), d(now.lookups, b.lookups)) {
+            k.l3t_hit = (1.0 - miss).max(0.0);
+        }
+        if let Some(w) = ratio(d(now.walk_cycles, b.walk_cycles), d(now.walks, b.walks)) {
+            k.pw_acc = w;
+        }
+        if let Some(q) = ratio(d(now.dram_queue, b.dram_queue), d(now.dram_reads, b.dram_reads)) {
+            k.dram_acc = self.inputs.dram_acc + q;
+        }
+        match c {
+            Some(_) => k.l2_weights(self.corrected),
+            None => k.llc_weights(),
+        }
     }
 }
 
@@ -368,11 +512,13 @@ pub struct Direct<'a> {
     fault_cycles: u64,
     /// When the current group of parallel L3 TLB reads began.
     tlb_start: u64,
+    /// The reference looked an L3 TLB up.
+    looked_up: bool,
 }
 
 impl<'a> Direct<'a> {
     pub fn new(mem: &'a mut MemorySide) -> Direct<'a> {
-        Direct { mem, c: 0, kind: RefKind::Load, issue: 0, t: 0, lat: 0, fault_cycles: 0, tlb_start: 0 }
+        Direct { mem, c: 0, kind: RefKind::Load, issue: 0, t: 0, lat: 0, fault_cycles: 0, tlb_start: 0, looked_up: false }
     }
 }
 
@@ -383,6 +529,7 @@ impl MemPort for Direct<'_> {
     fn dispatch(&mut self, c: usize, delta: u32, kind: RefKind, dependent: bool) {
         self.c = c;
         self.kind = kind;
+        self.looked_up = false;
         self.issue = self.mem.cores[c].window.dispatch(delta, dependent);
         self.t = self.issue;
     }
@@ -395,6 +542,9 @@ impl MemPort for Direct<'_> {
     #[inline(always)]
     fn walk_begin(&mut self) {
         (self.lat, self.fault_cycles) = (0, 0);
+        if self.looked_up {
+            self.mem.cores[self.c].lookup_walks += 1;
+        }
     }
 
     #[inline(always)]
@@ -422,6 +572,7 @@ impl MemPort for Direct<'_> {
         if !parallel {
             self.tlb_start = self.t;
         }
+        self.looked_up = true;
         let lat = self.mem.read_tlb_line(self.c, line, self.tlb_start);
         let t = self.t.max(self.tlb_start + lat);
         self.mem.cores[self.c].tlb_lines.lookup_cycles += t - self.t;

@@ -2,6 +2,7 @@
 //! the translation side drives them.
 
 pub mod cache;
+pub mod csalt;
 pub mod dram;
 pub mod hierarchy;
 pub mod port;

@@ -46,6 +46,11 @@ pub struct LineInfo {
 pub struct SetView<'a> {
     pub ages: &'a mut [u32],
     pub info: &'a [LineInfo],
+    /// In [`ReplacementPolicy::victim`]: the kind of the block about to be filled
+    /// (partitioning policies evict within its ways).
+    pub incoming: LineKind,
+    /// The set's number (set-dueling policies tell leader sets from followers).
+    pub index: usize,
 }
 
 /// The interface every replacement policy implements.
@@ -422,6 +427,78 @@ impl ReplacementPolicy for Ptp {
     }
 }
 
+/// DIP (Qureshi et al., ISCA'07; the CSALT thesis's comparator): set dueling between LRU
+/// insertion and BIP, which inserts at the LRU position except once in 32 fills. 32 leader
+/// sets of each kind vote with their misses on a 10-bit counter; the followers insert as the
+/// leaders that miss less.
+pub struct Dip {
+    lru: Stamped,
+    rng: u64,
+    /// Sets per dueling group: set `i` leads for LRU if `i % group == 0`, for BIP if 1.
+    group: usize,
+    psel: u32,
+}
+
+impl Dip {
+    const PSEL_MAX: u32 = 1023;
+
+    pub fn new(sets: usize, seed: u64) -> Dip {
+        Dip { lru: Stamped::lru(), rng: seed | 1, group: (sets / 32).max(2), psel: Self::PSEL_MAX / 2 + 1 }
+    }
+
+    /// A demand access to set `set` missed or not: leader sets' misses move the vote.
+    pub fn on_access(&mut self, set: usize, hit: bool) {
+        if hit {
+            return;
+        }
+        match set % self.group {
+            0 => self.psel = (self.psel + 1).min(Self::PSEL_MAX),
+            1 => self.psel = self.psel.saturating_sub(1),
+            _ => {}
+        }
+    }
+
+    /// Whether fills of `set` insert as BIP.
+    pub fn bimodal(&self, set: usize) -> bool {
+        match set % self.group {
+            0 => false,
+            1 => true,
+            _ => self.psel > Self::PSEL_MAX / 2,
+        }
+    }
+}
+
+impl ReplacementPolicy for Dip {
+    fn init(&self, ages: &mut [u32]) {
+        self.lru.init(ages)
+    }
+    #[inline]
+    fn on_hit(&mut self, set: &mut SetView, way: usize) {
+        self.lru.on_hit(set, way)
+    }
+    fn on_fill(&mut self, set: &mut SetView, way: usize) {
+        self.lru.on_fill(set, way);
+        if self.bimodal(set.index) {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            if self.rng % 32 != 0 {
+                // The LRU position: below every valid stamp (1 is the lowest a valid block has).
+                set.ages[way] = 1;
+            }
+        }
+    }
+    fn victim(&mut self, set: &mut SetView) -> usize {
+        oldest(set.ages)
+    }
+    fn clock_exhausted(&self) -> bool {
+        self.lru.clock_exhausted()
+    }
+    fn restart_clock(&mut self, at: u32) {
+        self.lru.restart_clock(at)
+    }
+}
+
 /// Every policy, chosen by config, dispatched by `match`.
 pub enum AnyPolicy {
     /// LRU and FIFO for sets of 2 to 16 ways.
@@ -433,11 +510,15 @@ pub enum AnyPolicy {
     Ptp(Ptp),
     Srrip(Srrip),
     Random(Random),
+    /// (Boxed: its profiles would make every variant large.)
+    Csalt(Box<crate::memory::csalt::Csalt>),
+    Dip(Dip),
 }
 
 impl AnyPolicy {
-    /// The policy for sets of `ways` ways.
-    pub fn new(policy: Policy, ways: usize, seed: u64) -> AnyPolicy {
+    /// The policy for `sets` sets of `ways` ways. (CSALT is made by its cache, which knows
+    /// its parameters: here it starts as its defaults.)
+    pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> AnyPolicy {
         match policy {
             Policy::Lru | Policy::Fifo if Order::fits(ways) => AnyPolicy::Ordered(Ordered { refresh_on_hit: policy == Policy::Lru, order: Order::new(ways) }),
             Policy::Lru | Policy::Fifo if WideOrder::fits(ways) => {
@@ -448,6 +529,10 @@ impl AnyPolicy {
             Policy::Ptp => AnyPolicy::Ptp(Ptp::new(seed)),
             Policy::Srrip => AnyPolicy::Srrip(Srrip),
             Policy::Random => AnyPolicy::Random(Random { state: seed | 1 }),
+            Policy::CsaltD | Policy::CsaltCd => {
+                AnyPolicy::Csalt(Box::new(crate::memory::csalt::Csalt::new(sets, ways, crate::config::CsaltProfiler::Atd, 0, 256_000)))
+            }
+            Policy::Dip => AnyPolicy::Dip(Dip::new(sets, seed)),
         }
     }
 }
@@ -461,6 +546,8 @@ macro_rules! dispatch {
             AnyPolicy::Ptp($p) => $e,
             AnyPolicy::Srrip($p) => $e,
             AnyPolicy::Random($p) => $e,
+            AnyPolicy::Csalt($p) => $e,
+            AnyPolicy::Dip($p) => $e,
         }
     };
 }
@@ -524,6 +611,34 @@ mod tests {
         let o16 = Order::new(16);
         assert_eq!(o16.empty(), 0x0123_4567_89ab_cdef);
         assert_eq!(Order::promote(o16.empty(), 0), 0x1234_5678_9abc_def0);
+    }
+
+    /// A loop over 6 lines per 4-way set thrashes LRU (no hits) while BIP keeps 3 of them:
+    /// the LRU leaders miss more, the vote moves to BIP, and the followers then hit.
+    #[test]
+    fn dip_duels_its_way_to_bip_on_a_thrashing_loop() {
+        let (sets, ways) = (256, 4);
+        let mut arr: crate::assoc::SetAssoc<u64, u32> = crate::assoc::SetAssoc::new(sets, ways, Policy::Dip, 7);
+        let mut follower_hits = [0u64; 2];
+        for round in 0..40 {
+            for i in 0..6u64 {
+                for set in 0..sets as u64 {
+                    let key = set + (i << 20);
+                    let s = arr.set_of(key);
+                    arr.observe(s, key, key, LineKind::Data);
+                    let hit = arr.lookup(s, key).is_some();
+                    if !hit {
+                        arr.insert(s, key, 0, LineKind::Data);
+                    }
+                    if s % (sets / 32) > 1 {
+                        follower_hits[(round >= 20) as usize] += hit as u64;
+                    }
+                }
+            }
+        }
+        let AnyPolicy::Dip(d) = arr.policy() else { panic!("a DIP array") };
+        assert!(d.bimodal(2), "the followers insert as BIP");
+        assert!(follower_hits[1] > 20 * 6 * (sets as u64 - 64) / 4, "followers hit over a quarter of the time: {follower_hits:?}");
     }
 
     /// The wide word (5-bit fields) behaves the same: 17 ways, then 25 (every field).
