@@ -332,7 +332,7 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
     }
 }
 
-/// CSALT's partitions (data ways now, the mean over the cores' L2s), its epochs and the
+/// CSALT's partitions (data ways now, summed over the cores' L2s), its epochs and the
 /// weights of its last choice, for each cache it partitions.
 fn emit_csalt(s: &mut Stats, mem: &MemorySide) {
     let l2: Vec<&crate::memory::csalt::Csalt> = mem.cores.iter().filter_map(|c| c.l2.csalt()).collect();
@@ -342,7 +342,8 @@ fn emit_csalt(s: &mut Stats, mem: &MemorySide) {
         }
         let n = parts.len() as f64;
         let p = format!("csalt.{name}.");
-        s.float(format!("{p}data_ways"), parts.iter().map(|c| c.data_ways as f64).sum::<f64>() / n);
+        // (An integer, summed over the cores' L2s, so that `--interval` series carry it.)
+        s.int(format!("{p}data_ways"), parts.iter().map(|c| c.data_ways as u64).sum());
         s.int(format!("{p}epochs"), parts.iter().map(|c| c.epochs).sum());
         s.int(format!("{p}changes"), parts.iter().map(|c| c.changes).sum());
         s.float(format!("{p}s_dat"), parts.iter().map(|c| c.weights.0).sum::<f64>() / n);

@@ -1,0 +1,150 @@
+"""Report of the CSALT study (seed 003 part 1): see sweep.toml and paper.toml beside this file.
+
+``render(df, out_dir, quick)`` computes the thesis's headline ratios from the points, draws the
+speed-up and partition figures, and returns the report body with the xlat numbers for
+paper.toml's entries. Speed-up is the thesis's (§6.1): the geometric mean of the cores' IPCs of
+a scheme over that of the baseline; averages over workloads are geometric means.
+"""
+import math
+import re
+
+from xlat import report, results
+
+MAIN = ["conventional", "pomtlb", "dip", "csalt-d", "csalt-cd"]
+
+
+def _gmean(xs):
+    xs = [x for x in xs if x and not math.isnan(x) and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+
+
+def _tidy(df):
+    """Per point: config, workload and the metrics used here."""
+    import pandas as pd
+
+    core_ipc = sorted((c for c in df.columns if re.fullmatch(r"stat\.core\d+\.ipc", str(c))),
+                      key=lambda c: int(re.findall(r"\d+", c)[0]))
+    num = lambda col: pd.to_numeric(df[col], errors="coerce") if col in df.columns else math.nan  # noqa: E731
+    out = pd.DataFrame({"config": df["config_label"].astype(str).values, "workload": df["workload"].astype(str).values})
+    out["ipc"] = [_gmean([float(r[c]) for c in core_ipc]) for _, r in df.iterrows()] if core_ipc else num("stat.ipc").values
+    instr = num("stat.instructions")
+    out["walks"] = num("stat.walks").values
+    out["l2tlb_mpki"] = num("stat.tlb.l2.mpki").values
+    out["l2d_mpki"] = (num("stat.cache.l2.data.misses") / instr * 1000).values
+    out["llcd_mpki"] = (num("stat.cache.llc.data.misses") / instr * 1000).values
+    for k in ("cache.l2.tlb_lines", "cache.llc.tlb_lines", "pomtlb.hit_rate", "csalt.l2.data_ways", "csalt.llc.data_ways"):
+        out[k] = num("stat." + k).values
+    for k in ("virt.vms", "virt.switch_interval_cycles", "csalt.epoch"):
+        out[k] = num("set." + k).values
+    return out
+
+
+def _get(t, config, workload, metric, **where):
+    sel = t[(t["config"] == config) & (t["workload"] == workload)]
+    for k, v in where.items():
+        sel = sel[sel[k] == v]
+    return float(sel[metric].mean()) if len(sel) else math.nan
+
+
+def _ratio(t, a, b, metric, workloads, **where):
+    return _gmean([_get(t, a, w, metric, **where) / _get(t, b, w, metric, **where) for w in workloads])
+
+
+def render(df, out_dir, quick):
+    t = _tidy(df)
+    workloads = list(dict.fromkeys(t["workload"]))
+    values = {}
+    main = t[t["config"].isin(MAIN)]
+    wl = [w for w in workloads if len(main[main["workload"] == w])]
+
+    walks = [1 - _get(t, "pomtlb", w, "walks") / _get(t, "conventional", w, "walks") for w in wl]
+    values["walks_eliminated"] = sum(walks) / len(walks) if walks else math.nan
+    values["mpki_switching"] = _ratio(t, "conventional", "conventional-1vm", "l2tlb_mpki", wl)
+    values["tlb_lines_l2"] = sum(_get(t, "pomtlb", w, "cache.l2.tlb_lines") for w in wl) / len(wl)
+    values["tlb_lines_llc"] = sum(_get(t, "pomtlb", w, "cache.llc.tlb_lines") for w in wl) / len(wl)
+    if "cc" in wl:
+        values["tlb_lines_cc"] = max(_get(t, "pomtlb", "cc", "cache.l2.tlb_lines"), _get(t, "pomtlb", "cc", "cache.llc.tlb_lines"))
+        values["cc_csalt_cd_over_pomtlb"] = _ratio(t, "csalt-cd", "pomtlb", "ipc", ["cc"])
+        values["cc_l2_data_mpki"] = _ratio(t, "csalt-cd", "pomtlb", "l2d_mpki", ["cc"])
+        values["cc_llc_data_mpki"] = _ratio(t, "csalt-cd", "pomtlb", "llcd_mpki", ["cc"])
+    values["pomtlb_over_conventional"] = _ratio(t, "pomtlb", "conventional", "ipc", wl)
+    values["csalt_d_over_pomtlb"] = _ratio(t, "csalt-d", "pomtlb", "ipc", wl)
+    values["csalt_cd_over_pomtlb"] = _ratio(t, "csalt-cd", "pomtlb", "ipc", wl)
+    values["csalt_cd_over_conventional"] = _ratio(t, "csalt-cd", "conventional", "ipc", wl)
+    values["csalt_cd_over_dip"] = _ratio(t, "csalt-cd", "dip", "ipc", wl)
+    ctx = t[t["config"] == "csalt-cd-ctx"]
+    if len(ctx):
+        sens = [w for w in ("gups", "cc") if w in workloads]
+        values["csalt_cd_gain_4ctx"] = _ratio(t, "csalt-cd-ctx", "pomtlb-ctx", "ipc", sens, **{"virt.vms": 4})
+
+    # -- the main table and the speed-up figure -----------------------------------------------
+    import pandas as pd
+
+    rows = []
+    for w in wl:
+        base = _get(t, "conventional", w, "ipc")
+        for c in MAIN:
+            if not len(main[(main["config"] == c) & (main["workload"] == w)]):
+                continue
+            rows.append({"workload": w, "config": c, "ipc": _get(t, c, w, "ipc"),
+                         "speedup": _get(t, c, w, "ipc") / base,
+                         "walks": _get(t, c, w, "walks"), "l2tlb_mpki": _get(t, c, w, "l2tlb_mpki"),
+                         "pom_hit": _get(t, c, w, "pomtlb.hit_rate"),
+                         "l2_tlb_lines": _get(t, c, w, "cache.l2.tlb_lines"),
+                         "llc_tlb_lines": _get(t, c, w, "cache.llc.tlb_lines"),
+                         "l2d_mpki": _get(t, c, w, "l2d_mpki"), "llcd_mpki": _get(t, c, w, "llcd_mpki")})
+    table = pd.DataFrame(rows)
+    body = ["## The main comparison (2 VMs per core, timer switches)", ""]
+    if len(table):
+        fig = report.bar_figure(table.rename(columns={"config": "scheme"}), x="workload", y="speedup", hue="scheme", path=out_dir / "speedup.png",
+                                title="Speed-up over conventional TLBs (geomean of the 8 cores' IPC)",
+                                ylabel="speed-up over conventional")
+        body += [report.figure_md(fig, out_dir, "IPC speed-up over conventional L1/L2 TLBs, per workload and scheme"), "",
+                 report.markdown_table(table, headers=["workload", "config", "IPC (gm)", "speed-up", "walks",
+                                                       "L2 TLB MPKI", "POM-TLB hit rate", "L2 TLB lines",
+                                                       "LLC TLB lines", "L2 data MPKI", "LLC data MPKI"])]
+
+    # -- the partition over time --------------------------------------------------------------
+    trace = df[df["config_label"].astype(str) == "csalt-cd-trace"]
+    sf = results.series_frame(trace) if len(trace) else None
+    if sf is not None and len(sf) and "csalt.llc.data_ways" in sf.columns:
+        cores = 8
+        end = trace.iloc[0]
+        lines = []
+        for name, col, per in (("L2 (mean of 8)", "csalt.l2.data_ways", cores), ("LLC", "csalt.llc.data_ways", 1)):
+            deltas = pd.to_numeric(sf[col], errors="coerce").fillna(0).tolist()
+            final = float(end.get("stat." + col, math.nan))
+            # The series holds each interval's change; the level at the run's end is known.
+            levels, level = [], final
+            for d in reversed(deltas):
+                levels.append(level)
+                level -= d
+            levels.reverse()
+            ways = 4 if per == cores else 16
+            for x, lv in zip(sf["end_instructions"], levels):
+                lines.append({"instructions": x, "cache": name, "tlb_share": 1 - lv / per / ways})
+        pf = pd.DataFrame(lines)
+        fig = report.line_figure(pf, x="instructions", y="tlb_share", hue="cache", path=out_dir / "partition.png",
+                                 title="CSALT-CD on connected components: ways given to TLB lines",
+                                 xlabel="instructions after warm-up", ylabel="share of ways for TLB lines")
+        body += ["", "## The partition over time (Fig. 6.3)", "",
+                 report.figure_md(fig, out_dir, "Share of the L2s' (mean) and the LLC's ways that CSALT-CD gives to "
+                                                "POM-TLB lines, at each interval's end")]
+
+    # -- sensitivity ---------------------------------------------------------------------------
+    sens_rows = []
+    for label, base, key in (("csalt-cd-ctx", "pomtlb-ctx", "virt.vms"), ("csalt-cd-sw", "pomtlb-sw", "virt.switch_interval_cycles")):
+        sel = t[t["config"] == label]
+        for (w, v), _ in sel.groupby(["workload", key]):
+            sens_rows.append({"axis": key, "value": v, "workload": w,
+                              "csalt-cd / pomtlb": _get(t, label, w, "ipc", **{key: v}) / _get(t, base, w, "ipc", **{key: v})})
+    for w in ("gups", "cc"):
+        for v in sorted(set(t[t["config"] == "csalt-cd-epoch"]["csalt.epoch"].dropna())):
+            sens_rows.append({"axis": "csalt.epoch", "value": v, "workload": w,
+                              "csalt-cd / pomtlb": _get(t, "csalt-cd-epoch", w, "ipc", **{"csalt.epoch": v}) / _get(t, "pomtlb", w, "ipc")})
+    if sens_rows:
+        body += ["", "## Sensitivity (Fig. 6.8-6.10)", "", report.markdown_table(pd.DataFrame(sens_rows))]
+    if quick:
+        body += ["", "Quick mode: gups (1 GB per VM) and cc (scale 19), 1 M references after 3 M over 8 cores, "
+                     "VMs switched every 250 K cycles; the numbers are indicative only."]
+    return "\n".join(body), {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
