@@ -24,8 +24,13 @@ def _tidy(df):
 
     core_ipc = sorted((c for c in df.columns if re.fullmatch(r"stat\.core\d+\.ipc", str(c))),
                       key=lambda c: int(re.findall(r"\d+", c)[0]))
-    num = lambda col: pd.to_numeric(df[col], errors="coerce") if col in df.columns else math.nan  # noqa: E731
-    out = pd.DataFrame({"config": df["config_label"].astype(str).values, "workload": df["workload"].astype(str).values})
+
+    def num(col):
+        return pd.to_numeric(df[col], errors="coerce") if col in df.columns else math.nan
+
+    # (A config whose `set` has a list is labelled "label key=value" per grid point.)
+    out = pd.DataFrame({"config": df["config_label"].astype(str).str.split(" ").str[0].values,
+                        "workload": df["workload"].astype(str).values})
     out["ipc"] = [_gmean([float(r[c]) for c in core_ipc]) for _, r in df.iterrows()] if core_ipc else num("stat.ipc").values
     instr = num("stat.instructions")
     out["walks"] = num("stat.walks").values
@@ -105,7 +110,7 @@ def render(df, out_dir, quick):
                                                        "LLC TLB lines", "L2 data MPKI", "LLC data MPKI"])]
 
     # -- the partition over time --------------------------------------------------------------
-    trace = df[df["config_label"].astype(str) == "csalt-cd-trace"]
+    trace = df[df["config_label"].astype(str).str.startswith("csalt-cd-trace")]
     sf = results.series_frame(trace) if len(trace) else None
     if sf is not None and len(sf) and "csalt.llc.data_ways" in sf.columns:
         cores = 8
@@ -145,6 +150,6 @@ def render(df, out_dir, quick):
     if sens_rows:
         body += ["", "## Sensitivity (Fig. 6.8-6.10)", "", report.markdown_table(pd.DataFrame(sens_rows))]
     if quick:
-        body += ["", "Quick mode: gups (1 GB per VM) and cc (scale 19), 1 M references after 3 M over 8 cores, "
-                     "VMs switched every 250 K cycles; the numbers are indicative only."]
+        body += ["", ("Quick mode: gups (1 GB per VM) and cc (scale 19), 1 M references after 3 M over 8 cores, "
+                      "VMs switched every 250 K cycles; the numbers are indicative only.")]
     return "\n".join(body), {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}

@@ -1,0 +1,76 @@
+"""The CSALT study (studies/csalt, seed 003 part 1): its spec parses with the five schemes on
+csalt8 and two VMs per core, and its report renders from a tiny sweep with an xlat value for
+every paper number the sweep covers and the partition-over-time figure."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import pytest
+
+from xlat import report, study, sweep
+from xlat_testutil import REPO, has_core
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+STUDY = REPO / "studies" / "csalt"
+needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reason="engine has no simulate() yet")
+MAIN = ["conventional", "pomtlb", "dip", "csalt-d", "csalt-cd"]
+
+
+def test_spec_runs_the_five_schemes_on_csalt8_with_two_vms():
+    for quick in (False, True):
+        spec = sweep.load_spec(STUDY / "sweep.toml", quick=quick)
+        labels = list(dict.fromkeys(p.config.label for p in spec.points))
+        assert labels[:5] == MAIN and "conventional-1vm" in labels and "csalt-cd-trace" in labels
+        for p in spec.points:
+            s = dict(p.config.overrides)
+            assert p.config.base == "csalt8" and s["virt.enabled"] is True and p.prefault, p
+            # Two VMs per core in every main scheme; the POM-TLB in all but conventional TLBs.
+            if p.config.label in MAIN:
+                assert s["virt.vms"] == 2 and s.get("pomtlb.enabled", False) == (p.config.label != "conventional"), p
+        trace = [p for p in spec.points if p.config.label == "csalt-cd-trace"]
+        assert trace and all(p.interval for p in trace) and {p.workload for p in trace} == {"cc"}
+    full = sweep.load_spec(STUDY / "sweep.toml")
+    assert {p.workload for p in full.points if p.config.label == "csalt-cd"} == {"gups", "bfs", "cc", "pagerank", "canneal"}
+
+
+@needs_sim
+def test_report_renders_from_a_tiny_sweep(tmp_path):
+    d = tmp_path / "studies" / "csalt"
+    d.mkdir(parents=True)
+    for f in ("report.py", "paper.toml"):
+        shutil.copy(STUDY / f, d / f)
+    with open(STUDY / "sweep.toml", "rb") as f:
+        real = tomllib.load(f)
+    lines = ['refs = 30000', 'warmup = 30000', 'prefault = true', 'seeds = [1]']
+    for c in real["configs"]:
+        sets = dict(c.get("set") or {})
+        sets["virt.switch_interval_cycles"] = 20000 if sets.get("virt.vms") != 1 else 1000000
+        sets["csalt.epoch"] = 2000
+        body = ", ".join(f'"{k}" = {json.dumps(v)}' for k, v in sets.items())
+        lines += ["[[configs]]", f'preset = "{c["preset"]}"', f'label = "{c["label"]}"', f"set = {{ {body} }}"]
+        if "interval" in c:
+            lines.append('interval = "5K"')
+        if "workloads" in c:
+            lines.append(f"workloads = {json.dumps(c['workloads'])}")
+    for name, params in [("gups", 'footprint = "64M", threads = 8'), ("cc", "scale = 12, threads = 8")]:
+        lines += ["[[workloads]]", f'name = "{name}"', f"params = {{ {params} }}"]
+    (d / "sweep.toml").write_text("\n".join(lines) + "\n")
+
+    res = study.run(str(d), workers=2, root=tmp_path / "results", progress=False)
+    assert res.sweep.failed == 0
+    text = res.report.read_text()
+    entries = report.load_paper(STUDY / "paper.toml")
+    part = text.split("## Paper vs xlat\n", 1)[1].split("\n## ", 1)[0]
+    rows = [l for l in part.splitlines() if l.startswith("| ") and not l.startswith(("| what", "| ---"))]
+    assert [r.split(" | ")[0][2:] for r in rows] == [e["what"] for e in entries]
+    # Every number has an xlat value (the sensitivity sweeps are in this tiny copy too).
+    missing = [e["id"] for e, r in zip(entries, rows) if r.split(" | ")[4] == "—"]
+    assert missing == [], missing
+    assert (res.report.parent / "speedup.png").is_file() and (res.report.parent / "partition.png").is_file()
+    assert "## Sensitivity" in text
