@@ -152,3 +152,23 @@ fn host_times_are_reported_for_two_threads_only() {
         }
     }
 }
+
+/// The end of warm-up zeroes statistics and changes nothing simulated: a run with a warm-up
+/// ends at the same cycle as the same references without one, even with DRAM and die-stacked
+/// DRAM queues busy across the boundary.
+#[test]
+fn warm_up_changes_no_simulated_state() {
+    let refs = mixed_refs(40_000, 4 * GB, 11);
+    let c = cfg(&[("dram.bandwidth_gbps", "2"), ("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1"), ("pomtlb.bandwidth_gbps", "1")]);
+    let end = |warmup| {
+        let mut m = Machine::new(&c, 1, region(8 * GB), 7).unwrap();
+        let mut src = VecSource::new(vec![refs.clone()], region(8 * GB));
+        m.run(&mut src, RunOptions { warmup, threads: 1, ..RunOptions::default() }, &mut |_| true).unwrap();
+        (m.mem.cores[0].window.cycles(), m.stats())
+    };
+    let (with, s) = end(20_000);
+    let (without, all) = end(0);
+    assert_eq!(with, without);
+    assert!(s.f("dram.queue_cycles") > 0.0 && s.f("refs") == 20_000.0);
+    assert!(s.f("dram.reads") < all.f("dram.reads"));
+}

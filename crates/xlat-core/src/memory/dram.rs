@@ -19,9 +19,9 @@ impl Dram {
         Dram { latency, service_x256, busy_until_x256: 0, energy_nj, reads: 0, writes: 0, queue_cycles: 0 }
     }
 
-    /// The same DRAM with its statistics zeroed and its queue empty (the end of warm-up).
-    pub fn restarted(&self) -> Dram {
-        Dram { busy_until_x256: 0, reads: 0, writes: 0, queue_cycles: 0, ..*self }
+    /// Zero its statistics, keeping its queue (the end of warm-up).
+    pub fn reset_stats(&mut self) {
+        (self.reads, self.writes, self.queue_cycles) = (0, 0, 0);
     }
 
     /// Latency of an access issued at cycle `now`.

@@ -122,9 +122,6 @@ pub struct MemorySide {
     walk_entry: Entry,
     llc_inclusive: bool,
     l2_tlb_latency: u64,
-    dram_latency: u64,
-    dram_bandwidth_gbps: f64,
-    freq_ghz: f64,
 }
 
 impl MemorySide {
@@ -146,9 +143,6 @@ impl MemorySide {
             },
             llc_inclusive: cfg.cache_llc_inclusive,
             l2_tlb_latency: cfg.tlb_l2_latency,
-            dram_latency: cfg.dram_latency_cycles(),
-            dram_bandwidth_gbps: cfg.dram_bandwidth_gbps,
-            freq_ghz: cfg.core_freq_ghz,
         };
         // Caches with policy `ptp` protect every core's page-table lines from the start
         // (`ptp.mode=always`), or none until the phase detector finds a TLB-miss phase.
@@ -407,9 +401,10 @@ impl MemorySide {
         if let Some(p) = self.llc.csalt_mut() {
             p.reset_stats();
         }
-        let e = self.dram.energy_nj;
-        self.dram = Dram::new(self.dram_latency, self.dram_bandwidth_gbps, self.freq_ghz, e);
-        self.stacked = self.stacked.restarted();
+        // (The queues keep their state: requests in flight at the end of warm-up still delay
+        // the first measured ones, as they would without a warm-up.)
+        self.dram.reset_stats();
+        self.stacked.reset_stats();
         if let Some(cd) = &mut self.cd {
             // (The totals restart from zero; the last inputs stay.)
             cd.base.fill(CdTotals::default());
