@@ -18,6 +18,18 @@ def _gmean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
 
 
+def _levels(sf, col, end):
+    """A level statistic at each interval's end, from its changes and its final value."""
+    import pandas as pd
+
+    deltas = pd.to_numeric(sf[col], errors="coerce").fillna(0).tolist()
+    level, out = float(end.get("stat." + col, math.nan)), []
+    for d in reversed(deltas):
+        out.append(level)
+        level -= d
+    return out[::-1]
+
+
 def _tidy(df):
     """Per point: config, workload and the metrics used here."""
     import pandas as pd
@@ -109,32 +121,28 @@ def render(df, out_dir, quick):
                                                        "L2 TLB MPKI", "POM-TLB hit rate", "L2 TLB lines",
                                                        "LLC TLB lines", "L2 data MPKI", "LLC data MPKI"])]
 
-    # -- the partition over time --------------------------------------------------------------
+    # -- the partition and the TLB lines' occupancy over time ------------------------------------
     trace = df[df["config_label"].astype(str).str.startswith("csalt-cd-trace")]
     sf = results.series_frame(trace) if len(trace) else None
     if sf is not None and len(sf) and "csalt.llc.data_ways" in sf.columns:
-        cores = 8
         end = trace.iloc[0]
         lines = []
-        for name, col, per in (("L2 (mean of 8)", "csalt.l2.data_ways", cores), ("LLC", "csalt.llc.data_ways", 1)):
-            deltas = pd.to_numeric(sf[col], errors="coerce").fillna(0).tolist()
-            final = float(end.get("stat." + col, math.nan))
-            # The series holds each interval's change; the level at the run's end is known.
-            levels, level = [], final
-            for d in reversed(deltas):
-                levels.append(level)
-                level -= d
-            levels.reverse()
-            ways = 4 if per == cores else 16
-            for x, lv in zip(sf["end_instructions"], levels):
-                lines.append({"instructions": x, "cache": name, "tlb_share": 1 - lv / per / ways})
+        # (Levels: a series holds each interval's change; the level at the run's end is known.)
+        for name, col, total in (("L2 ways (mean of 8)", "csalt.l2.data_ways", 8 * 4), ("LLC ways", "csalt.llc.data_ways", 16)):
+            for x, lv in zip(sf["end_instructions"], _levels(sf, col, end)):
+                lines.append({"instructions": x, "what": name, "tlb_share": 1 - lv / total})
+        for name, col, ratio in (("L2 lines", "cache.l2.tlbe.lines", "cache.l2.tlb_lines"), ("LLC lines", "cache.llc.tlbe.lines", "cache.llc.tlb_lines")):
+            final, share = float(end.get("stat." + col, math.nan)), float(end.get("stat." + ratio, math.nan))
+            if col in sf.columns and share > 0:
+                for x, lv in zip(sf["end_instructions"], _levels(sf, col, end)):
+                    lines.append({"instructions": x, "what": name, "tlb_share": lv * share / final})
         pf = pd.DataFrame(lines)
-        fig = report.line_figure(pf, x="instructions", y="tlb_share", hue="cache", path=out_dir / "partition.png",
-                                 title="CSALT-CD on connected components: ways given to TLB lines",
-                                 xlabel="instructions after warm-up", ylabel="share of ways for TLB lines")
+        fig = report.line_figure(pf, x="instructions", y="tlb_share", hue="what", path=out_dir / "partition.png",
+                                 title="CSALT-CD on connected components: TLB lines' share over time",
+                                 xlabel="instructions after warm-up", ylabel="share for POM-TLB lines")
         body += ["", "## The partition over time (Fig. 6.3)", "",
-                 report.figure_md(fig, out_dir, "Share of the L2s' (mean) and the LLC's ways that CSALT-CD gives to "
-                                                "POM-TLB lines, at each interval's end")]
+                 report.figure_md(fig, out_dir, "Share of the ways CSALT-CD gives to POM-TLB lines (L2s' mean, LLC) "
+                                                "and share of the lines that hold them, at each interval's end")]
 
     # -- sensitivity ---------------------------------------------------------------------------
     sens_rows = []

@@ -247,6 +247,8 @@ pub static ENTRIES: &[Entry] = &[
     // ---- DRAM ------------------------------------------------------------------------------
     e(Caches, "cache.l2.tlb_lines", Ratio, "fraction", "Share of all cores' L2 lines holding POM-TLB entries at the end of the run (a snapshot; with `--interval`, one per interval).").only("`pomtlb.enabled=true`"),
     e(Caches, "cache.llc.tlb_lines", Ratio, "fraction", "Share of the LLC's lines holding POM-TLB entries at the end of the run (a snapshot; with `--interval`, one per interval).").only("`pomtlb.enabled=true`"),
+    e(Caches, "cache.l2.tlbe.lines", Counter, "lines", "Lines of all cores' L2s holding POM-TLB entries at the end of the run. A level: an `--interval` series holds its change per interval.").only("`pomtlb.enabled=true`"),
+    e(Caches, "cache.llc.tlbe.lines", Counter, "lines", "Lines of the LLC holding POM-TLB entries at the end of the run. A level: an `--interval` series holds its change per interval.").only("`pomtlb.enabled=true`"),
     e(Caches, "cache.<cache>.tlbe.accesses", Counter, "lookups", "Lookups of lines holding POM-TLB entries (the MMU's reads and fills; never in the L1s, which the MMU's path skips).").only("`pomtlb.enabled=true`"),
     e(Caches, "cache.<cache>.tlbe.misses", Counter, "lookups", "Lookups of POM-TLB lines that missed.").only("`pomtlb.enabled=true`"),
     e(Caches, "cache.<cache>.tlbe.miss_rate", Ratio, "fraction", "`tlbe.misses` / `tlbe.accesses`.").only("`pomtlb.enabled=true`"),

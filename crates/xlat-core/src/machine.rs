@@ -365,8 +365,12 @@ fn emit_tlb_lines(s: &mut Stats, mem: &MemorySide) {
     s.int("pomtlb.dram.reads", mem.stacked.reads);
     s.int("pomtlb.dram.writes", mem.stacked.writes);
     s.int("pomtlb.dram.queue_cycles", mem.stacked.queue_cycles);
+    let llc_tlb = mem.llc.lines_by_kind()[LineKind::TlbEntry as usize];
     s.ratio("cache.l2.tlb_lines", tlb, lines);
-    s.ratio("cache.llc.tlb_lines", mem.llc.lines_by_kind()[LineKind::TlbEntry as usize], mem.llc.lines());
+    s.ratio("cache.llc.tlb_lines", llc_tlb, mem.llc.lines());
+    // (Integers too, so that `--interval` series carry the occupancy over time.)
+    s.int("cache.l2.tlbe.lines", tlb);
+    s.int("cache.llc.tlbe.lines", llc_tlb);
 }
 
 impl Translator {
