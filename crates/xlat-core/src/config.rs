@@ -141,6 +141,12 @@ config_enum!(
     WalkerPort { L1d = "l1d", L2 = "l2" }
 );
 config_enum!(
+    /// AMD PTE coalescing of a TLB structure (the coalescing paper): groups of 4 (16 KB,
+    /// Zen 2/3) or 8 (32 KB, Zen/Zen+) contiguous, aligned 4 KB pages as one entry;
+    /// `inherit` (per structure) follows `tlb.coalescing`.
+    Coalescing { None = "none", K16 = "16k", K32 = "32k", Inherit = "inherit" }
+);
+config_enum!(
     /// Page-size policy of the OS.
     PagePolicy { Never = "never", Ideal = "ideal", Thp = "thp", Madvise = "madvise", FreeBsd = "freebsd" }
 );
@@ -250,6 +256,10 @@ config! {
     tlb_l2_ways_1g: u64 = 4; "tlb.l2.ways_1g"; "associativity of the 1 GB L2 TLB array";
     tlb_l2_latency: u64 = 9; "tlb.l2.latency"; "L2 TLB lookup cycles, paid on every L1 TLB miss";
     tlb_l2_policy: Policy = Policy::Lru; "tlb.l2.policy"; "L2 TLB replacement policy";
+    tlb_coalescing: Coalescing = Coalescing::None; "tlb.coalescing"; "PTE coalescing (AMD Zen) in every TLB structure: none, 16k (groups of 4 PTEs, Zen 2/3) or 32k (8 PTEs, Zen/Zen+); per structure tlb.<level>.coalescing";
+    tlb_l1d_coalescing: Coalescing = Coalescing::Inherit; "tlb.l1d.coalescing"; "PTE coalescing in the L1 DTLB: none|16k|32k, or inherit (tlb.coalescing)";
+    tlb_l1i_coalescing: Coalescing = Coalescing::Inherit; "tlb.l1i.coalescing"; "PTE coalescing in the L1 ITLB: none|16k|32k, or inherit (tlb.coalescing)";
+    tlb_l2_coalescing: Coalescing = Coalescing::Inherit; "tlb.l2.coalescing"; "PTE coalescing in the L2 TLB: none|16k|32k, or inherit (tlb.coalescing)";
     tlb_perfect: bool = false; "tlb.perfect"; "every translation hits the L1 TLB: no walks (measures what translation costs)";
     pwc_l5_entries: u64 = 0; "pwc.l5.entries"; "page-walk cache entries for L5 prefixes (VA[56:48], 5-level tables only)";
     pwc_l4_entries: u64 = 4; "pwc.l4.entries"; "page-walk cache entries for L4 prefixes (VA[47:39] -> L3 node)";
@@ -355,6 +365,27 @@ impl Config {
         Ok(c)
     }
 
+    /// The PTE coalescing of TLB level `name` (`l1d`, `l1i`, `l2`): its own key, or
+    /// `tlb.coalescing` when that is `inherit`.
+    pub fn coalescing(&self, name: &str) -> Coalescing {
+        let own = match name {
+            "l1d" => self.tlb_l1d_coalescing,
+            "l1i" => self.tlb_l1i_coalescing,
+            "l2" => self.tlb_l2_coalescing,
+            _ => Coalescing::None,
+        };
+        if own == Coalescing::Inherit {
+            self.tlb_coalescing
+        } else {
+            own
+        }
+    }
+
+    /// Some TLB level coalesces PTEs.
+    pub fn coalescing_any(&self) -> bool {
+        ["l1d", "l1i", "l2"].iter().any(|n| !matches!(self.coalescing(n), Coalescing::None | Coalescing::Inherit))
+    }
+
     /// Check the values together: geometries must be buildable.
     pub fn validate(&self) -> Result<(), ConfigError> {
         fn invalid(key: &str, why: String) -> ConfigError {
@@ -429,6 +460,12 @@ impl Config {
             if p == Policy::Ptp {
                 return Err(invalid(key, "ptp is a cache policy, not a TLB policy".into()));
             }
+        }
+        if self.tlb_coalescing == Coalescing::Inherit {
+            return Err(invalid("tlb.coalescing", "must be none, 16k or 32k (inherit is for the per-structure keys)".into()));
+        }
+        if self.virt_enabled && self.coalescing_any() {
+            return Err(invalid("tlb.coalescing", "PTE coalescing is modelled on native walks only, not with virt.enabled".into()));
         }
         if self.pcc_enabled && self.pcc_entries == 0 {
             return Err(invalid("pcc.entries", "must be at least 1 when pcc.enabled".into()));

@@ -99,6 +99,7 @@ impl Machine {
             host_top: levels(cfg.virt_host_pt_format),
             ntlb: cfg.virt_enabled && cfg.tlb_nested_entries > 0,
             nested_tlb_data: cfg.virt_nested_tlb_data,
+            coalesce: crate::translate::coalesce::group_sizes(cfg),
         };
         let mechs = Mechs::from_config(cfg, streams);
         let mut sched = sched;
@@ -215,6 +216,11 @@ impl Machine {
         self.xl.unmap(c, space, va, &mut Direct::new(&mut self.mem))
     }
 
+    /// Make the 4 KB page of `space` holding `va` writable or read-only (see [`Os::protect`]).
+    pub fn protect(&mut self, c: usize, space: usize, va: crate::addr::VirtAddr, writable: bool) -> Result<bool, SimError> {
+        self.xl.protect(c, space, va, writable, &mut Direct::new(&mut self.mem))
+    }
+
     /// Run khugepaged once now, on core `c`.
     pub fn run_khugepaged(&mut self, c: usize) -> Result<(), SimError> {
         self.xl.run_khugepaged(c, &mut Direct::new(&mut self.mem))
@@ -243,6 +249,7 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
     {
         let mut s = Stats::default();
         let virt = xl.virt;
+        let coalescing = xl.cfg.coalescing_any();
         let multi = xl.mmus.len() > 1;
         let mut sum = CoreCounters::default();
         let mut vsum = VirtCounters::default();
@@ -274,7 +281,7 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             if multi {
                 let p = format!("core{i}.");
                 k.emit(&p, &mut s);
-                emit_tlbs(&mut s, &p, &t);
+                emit_tlbs(&mut s, &p, &t, coalescing);
                 s.int(format!("{p}instructions"), core.instructions());
                 s.int(format!("{p}cycles"), core.cycles());
                 s.ratio(format!("{p}ipc"), core.instructions(), core.cycles());
@@ -289,7 +296,7 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         s.int("cycles", cycles);
         s.ratio("ipc", instr, cycles);
         sum.emit("", &mut s);
-        emit_tlbs(&mut s, "", &tsum);
+        emit_tlbs(&mut s, "", &tsum, coalescing);
         derived(&mut s, "", &sum, &tsum, instr);
         if virt {
             vsum.emit("", &mut s);

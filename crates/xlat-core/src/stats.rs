@@ -227,8 +227,11 @@ pub(crate) fn derived_virt(s: &mut Stats, p: &str, k: &CoreCounters, v: &VirtCou
 }
 
 /// A core's TLB levels' counters (under `prefix`), by [`TlbId`]: lookups, hits and misses
-/// of each, and the L1 DTLB's hits by page size.
-pub(crate) fn emit_tlbs(s: &mut Stats, p: &str, t: &[TlbStats; 3]) {
+/// of each, and the L1 DTLB's hits by page size. With PTE coalescing (`coalescing`), also
+/// the L1 DTLB's coalesced hits and the coalescing paper's T2 split of L1 TLB misses: by
+/// L2 hit or miss, for the L1 DTLB also by the size of the entry it was refilled with.
+pub(crate) fn emit_tlbs(s: &mut Stats, p: &str, t: &[TlbStats; 3], coalescing: bool) {
+    use crate::translate::tlb::GROUP;
     for id in TlbId::ALL {
         let (k, name) = (&t[id as usize], id.name());
         s.int(format!("{p}tlb.{name}.accesses"), k.accesses);
@@ -238,6 +241,25 @@ pub(crate) fn emit_tlbs(s: &mut Stats, p: &str, t: &[TlbStats; 3]) {
             for (i, size) in ["4k", "2m", "1g"].iter().enumerate() {
                 s.int(format!("{p}tlb.{name}.hits_{size}"), k.hits_by_size[i]);
             }
+        }
+        if !coalescing {
+            continue;
+        }
+        match id {
+            TlbId::L1d => {
+                s.int(format!("{p}tlb.{name}.hits_coalesced"), k.hits_by_size[GROUP]);
+                for (j, by) in ["l2_hit", "l2_miss"].iter().enumerate() {
+                    for (i, size) in ["4k", "2m", "1g", "coalesced"].iter().enumerate() {
+                        s.int(format!("{p}tlb.{name}.misses.{by}.{size}"), k.refills[j][i]);
+                    }
+                }
+            }
+            TlbId::L1i => {
+                for (j, by) in ["l2_hit", "l2_miss"].iter().enumerate() {
+                    s.int(format!("{p}tlb.{name}.misses.{by}"), k.refills[j].iter().sum::<u64>());
+                }
+            }
+            TlbId::L2 => {}
         }
     }
 }
@@ -250,6 +272,9 @@ pub(crate) fn add_tlbs(a: &mut [TlbStats; 3], b: &[TlbStats; 3]) {
         x.misses += y.misses;
         for (h, g) in x.hits_by_size.iter_mut().zip(y.hits_by_size) {
             *h += g;
+        }
+        for (r, q) in x.refills.iter_mut().flatten().zip(y.refills.iter().flatten()) {
+            *r += q;
         }
     }
 }

@@ -115,6 +115,8 @@ impl Mmu {
         if v && matches!(cfg.virt_host_pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
             vpwc_entries[3] = cfg.virt_host_pwc_flat_entries;
         }
+        let group = |name| crate::translate::coalesce::group_shift(cfg.coalescing(name));
+        let (dtlb, itlb, stlb) = (dtlb.coalescing(group("l1d")), itlb.coalescing(group("l1i")), stlb.coalescing(group("l2")));
         let ntlb_entries = if v { cfg.tlb_nested_entries } else { 0 };
         let ntlb = TlbLevel::new(&[(ntlb_entries, cfg.tlb_nested_ways, &[Size4K, Size2M, Size1G])], Policy::Lru, s + 8);
         Mmu {
