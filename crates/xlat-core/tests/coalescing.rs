@@ -406,3 +406,23 @@ fn a_coalesced_entry_never_translates_a_page_it_does_not_map() {
     }
     assert!(formed > 100, "the traces formed coalesced entries ({formed}), so the check checked something");
 }
+
+/// `tlb.coalescing` sets every level's group; a level's own key overrides it (`inherit`
+/// follows it); `inherit` is not a value of the machine-wide key, and a VM cannot coalesce.
+#[test]
+fn every_level_inherits_the_machine_wide_key_unless_it_sets_its_own() {
+    let shifts = |pairs: &[(&str, &str)]| {
+        let cfg = Config::from_pairs(pairs.iter().copied()).unwrap();
+        let m = Machine::new(&cfg, 1, vec![Region { name: "r".into(), start: BASE, len: 1 << 20 }], 1).unwrap();
+        TlbId::ALL.map(|id| m.xl.mmus[0].tlb(id).group_shift())
+    };
+    assert_eq!(shifts(&[]), [0, 0, 0], "off by default");
+    assert_eq!(shifts(&[("tlb.coalescing", "16k")]), [2, 2, 2]);
+    assert_eq!(shifts(&[("tlb.coalescing", "32k"), ("tlb.l1i.coalescing", "16k")]), [3, 2, 3]);
+    assert_eq!(shifts(&[("tlb.l2.coalescing", "32k")]), [0, 0, 3]);
+    assert_eq!(shifts(&[("tlb.coalescing", "16k"), ("tlb.l1d.coalescing", "none")]), [0, 2, 2]);
+    let err = |pairs: &[(&str, &str)]| Config::from_pairs(pairs.iter().copied()).unwrap_err().to_string();
+    assert!(err(&[("tlb.coalescing", "inherit")]).contains("tlb.coalescing"));
+    assert!(err(&[("tlb.coalescing", "8k")]).contains("tlb.coalescing"));
+    assert!(err(&[("virt.enabled", "true"), ("tlb.l2.coalescing", "16k")]).contains("native walks only"));
+}
