@@ -256,6 +256,10 @@ config! {
     tlb_l2_ways_1g: u64 = 4; "tlb.l2.ways_1g"; "associativity of the 1 GB L2 TLB array";
     tlb_l2_latency: u64 = 9; "tlb.l2.latency"; "L2 TLB lookup cycles, paid on every L1 TLB miss";
     tlb_l2_policy: Policy = Policy::Lru; "tlb.l2.policy"; "L2 TLB replacement policy";
+    tlb_l2i_entries: u64 = 0; "tlb.l2i.entries"; "separate L2 ITLB entries: 4 KB and 2 MB pages, 1 GB code pages cached as 2 MB pieces (Zen: 512). With it the L2 TLB holds data only; 0: fetches share the L2 TLB";
+    tlb_l2i_ways: u64 = 8; "tlb.l2i.ways"; "L2 ITLB associativity (a lookup costs tlb.l2.latency)";
+    tlb_l2i_policy: Policy = Policy::Lru; "tlb.l2i.policy"; "L2 ITLB replacement policy";
+    tlb_l2i_coalescing: Coalescing = Coalescing::Inherit; "tlb.l2i.coalescing"; "PTE coalescing in the L2 ITLB: none|16k|32k, or inherit (tlb.coalescing)";
     tlb_coalescing: Coalescing = Coalescing::None; "tlb.coalescing"; "PTE coalescing (AMD Zen) in every TLB structure: none, 16k (groups of 4 PTEs, Zen 2/3) or 32k (8 PTEs, Zen/Zen+); per structure tlb.<level>.coalescing";
     tlb_l1d_coalescing: Coalescing = Coalescing::Inherit; "tlb.l1d.coalescing"; "PTE coalescing in the L1 DTLB: none|16k|32k, or inherit (tlb.coalescing)";
     tlb_l1i_coalescing: Coalescing = Coalescing::Inherit; "tlb.l1i.coalescing"; "PTE coalescing in the L1 ITLB: none|16k|32k, or inherit (tlb.coalescing)";
@@ -372,6 +376,7 @@ impl Config {
             "l1d" => self.tlb_l1d_coalescing,
             "l1i" => self.tlb_l1i_coalescing,
             "l2" => self.tlb_l2_coalescing,
+            "l2i" if self.tlb_l2i_entries > 0 => self.tlb_l2i_coalescing,
             _ => Coalescing::None,
         };
         if own == Coalescing::Inherit {
@@ -383,7 +388,7 @@ impl Config {
 
     /// Some TLB level coalesces PTEs.
     pub fn coalescing_any(&self) -> bool {
-        ["l1d", "l1i", "l2"].iter().any(|n| !matches!(self.coalescing(n), Coalescing::None | Coalescing::Inherit))
+        ["l1d", "l1i", "l2", "l2i"].iter().any(|n| !matches!(self.coalescing(n), Coalescing::None | Coalescing::Inherit))
     }
 
     /// Check the values together: geometries must be buildable.
@@ -419,6 +424,7 @@ impl Config {
         geometry("tlb.l1i.entries_2m", self.tlb_l1i_entries_2m, self.tlb_l1i_ways_2m, true)?;
         geometry("tlb.l2.entries", self.tlb_l2_entries, self.tlb_l2_ways, false)?;
         geometry("tlb.l2.entries_1g", self.tlb_l2_entries_1g, self.tlb_l2_ways_1g, true)?;
+        geometry("tlb.l2i.entries", self.tlb_l2i_entries, self.tlb_l2i_ways, true)?;
         for (key, kb, ways) in [
             ("cache.l1i.size_kb", self.cache_l1i_size_kb, self.cache_l1i_ways),
             ("cache.l1d.size_kb", self.cache_l1d_size_kb, self.cache_l1d_ways),
@@ -456,7 +462,12 @@ impl Config {
                 return Err(invalid(key, "ptp applies to L2 and the LLC (the paper leaves L1 alone)".into()));
             }
         }
-        for (key, p) in [("tlb.l1d.policy", self.tlb_l1d_policy), ("tlb.l1i.policy", self.tlb_l1i_policy), ("tlb.l2.policy", self.tlb_l2_policy)] {
+        for (key, p) in [
+            ("tlb.l1d.policy", self.tlb_l1d_policy),
+            ("tlb.l1i.policy", self.tlb_l1i_policy),
+            ("tlb.l2.policy", self.tlb_l2_policy),
+            ("tlb.l2i.policy", self.tlb_l2i_policy),
+        ] {
             if p == Policy::Ptp {
                 return Err(invalid(key, "ptp is a cache policy, not a TLB policy".into()));
             }

@@ -249,11 +249,10 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
     {
         let mut s = Stats::default();
         let virt = xl.virt;
-        let coalescing = xl.cfg.coalescing_any();
         let multi = xl.mmus.len() > 1;
         let mut sum = CoreCounters::default();
         let mut vsum = VirtCounters::default();
-        let mut tsum = [TlbStats::default(); 3];
+        let mut tsum = [TlbStats::default(); crate::translate::mmu::TLB_LEVELS];
         let (mut instr, mut cycles, mut rob_stalls) = (0u64, 0u64, 0u64);
         let mut caches = [[0u64; 7]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks
         let mut cache_energy = 0.0;
@@ -281,11 +280,11 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             if multi {
                 let p = format!("core{i}.");
                 k.emit(&p, &mut s);
-                emit_tlbs(&mut s, &p, &t, coalescing);
+                emit_tlbs(&mut s, &p, &t, &xl.cfg);
                 s.int(format!("{p}instructions"), core.instructions());
                 s.int(format!("{p}cycles"), core.cycles());
                 s.ratio(format!("{p}ipc"), core.instructions(), core.cycles());
-                derived(&mut s, &p, &k, &t, core.instructions());
+                derived(&mut s, &p, &k, &t, core.instructions(), &xl.cfg);
                 if virt {
                     v.emit(&p, &mut s);
                     derived_virt(&mut s, &p, &k, &v);
@@ -296,8 +295,8 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         s.int("cycles", cycles);
         s.ratio("ipc", instr, cycles);
         sum.emit("", &mut s);
-        emit_tlbs(&mut s, "", &tsum, coalescing);
-        derived(&mut s, "", &sum, &tsum, instr);
+        emit_tlbs(&mut s, "", &tsum, &xl.cfg);
+        derived(&mut s, "", &sum, &tsum, instr, &xl.cfg);
         if virt {
             vsum.emit("", &mut s);
             derived_virt(&mut s, "", &sum, &vsum);

@@ -416,13 +416,54 @@ fn every_level_inherits_the_machine_wide_key_unless_it_sets_its_own() {
         let m = Machine::new(&cfg, 1, vec![Region { name: "r".into(), start: BASE, len: 1 << 20 }], 1).unwrap();
         TlbId::ALL.map(|id| m.xl.mmus[0].tlb(id).group_shift())
     };
-    assert_eq!(shifts(&[]), [0, 0, 0], "off by default");
-    assert_eq!(shifts(&[("tlb.coalescing", "16k")]), [2, 2, 2]);
-    assert_eq!(shifts(&[("tlb.coalescing", "32k"), ("tlb.l1i.coalescing", "16k")]), [3, 2, 3]);
-    assert_eq!(shifts(&[("tlb.l2.coalescing", "32k")]), [0, 0, 3]);
-    assert_eq!(shifts(&[("tlb.coalescing", "16k"), ("tlb.l1d.coalescing", "none")]), [0, 2, 2]);
+    // (L1 DTLB, L1 ITLB, L2, L2 ITLB; the last is empty without tlb.l2i.entries.)
+    assert_eq!(shifts(&[]), [0, 0, 0, 0], "off by default");
+    assert_eq!(shifts(&[("tlb.coalescing", "16k")]), [2, 2, 2, 0]);
+    assert_eq!(shifts(&[("tlb.coalescing", "32k"), ("tlb.l1i.coalescing", "16k")]), [3, 2, 3, 0]);
+    assert_eq!(shifts(&[("tlb.l2.coalescing", "32k")]), [0, 0, 3, 0]);
+    assert_eq!(shifts(&[("tlb.coalescing", "16k"), ("tlb.l1d.coalescing", "none")]), [0, 2, 2, 0]);
+    assert_eq!(shifts(&[("tlb.coalescing", "16k"), ("tlb.l2i.entries", "512"), ("tlb.l2i.coalescing", "32k")]), [2, 2, 2, 3]);
     let err = |pairs: &[(&str, &str)]| Config::from_pairs(pairs.iter().copied()).unwrap_err().to_string();
     assert!(err(&[("tlb.coalescing", "inherit")]).contains("tlb.coalescing"));
     assert!(err(&[("tlb.coalescing", "8k")]).contains("tlb.coalescing"));
     assert!(err(&[("virt.enabled", "true"), ("tlb.l2.coalescing", "16k")]).contains("native walks only"));
+}
+
+/// With `tlb.l2i.entries` the fetch path is L1 ITLB → L2 ITLB, and the L2 TLB holds data
+/// only: an L1 ITLB miss is answered by the L2 ITLB, and the paper's ITLB split counts it.
+#[test]
+fn a_separate_l2_itlb_serves_fetches_and_only_fetches() {
+    let cfg = Config::from_pairs([
+        ("tlb.l2i.entries", "512"),
+        ("tlb.l2i.ways", "8"),
+        ("tlb.l1i.entries", "8"),
+        ("tlb.l1i.ways", "8"),
+        ("tlb.coalescing", "16k"),
+        ("os.page_policy", "freebsd"),
+        ("os.reservation_promote", "false"),
+    ])
+    .unwrap();
+    let mut m = Machine::new(&cfg, 1, vec![Region { name: "r".into(), start: BASE, len: 64 * 4096 }], 1).unwrap();
+    m.prefault().unwrap();
+    let code = |p: u64| BASE + p * 4096;
+    // 32 code pages (more than the 8-entry L1 ITLB holds, with 16 KB groups: 8 groups), then
+    // again; a load of a data page.
+    for _ in 0..2 {
+        for p in 0..32 {
+            m.step(0, Ref::new(code(p), xlat_core::RefKind::Fetch, 4, 1, false)).unwrap();
+        }
+    }
+    m.step(0, Ref::load(code(40), 1)).unwrap();
+    let mmu = &m.xl.mmus[0];
+    let vpns = |id: TlbId| mmu.tlb(id).entries().into_iter().map(|(k, _)| k.code()).collect::<Vec<usize>>();
+    assert_eq!(vpns(TlbId::L2), vec![K4], "the L2 TLB holds the data page only");
+    assert_eq!(vpns(TlbId::L2i).iter().filter(|&&c| c == GROUP).count(), 8, "the L2 ITLB holds the code, coalesced");
+    let (l1i, l2i) = (mmu.tlb(TlbId::L1i).stats, mmu.tlb(TlbId::L2i).stats);
+    assert_eq!(l2i.accesses, l1i.misses);
+    assert_eq!(l1i.refills[0].iter().sum::<u64>(), l2i.hits, "L1 ITLB misses the L2 ITLB answered");
+    assert!(l2i.hits > 0);
+    let s = m.stats();
+    assert_eq!(s.get("tlb.l2i.hits").unwrap().as_f64(), l2i.hits as f64);
+    assert_eq!(s.get("tlb.l1i.misses.l2_hit").unwrap().as_f64(), l2i.hits as f64);
+    assert_eq!(s.get("tlb.l2.accesses").unwrap().as_f64(), 1.0);
 }

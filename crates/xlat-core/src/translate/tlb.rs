@@ -395,13 +395,16 @@ pub struct TlbLevel {
     holder: [Option<u8>; 3],
     /// The array that holds coalesced entries (that of 4 KB pages), if the level coalesces.
     group_holder: Option<u8>,
+    /// A 1 GB translation is cached as the 2 MB piece holding the address (when the level
+    /// holds 2 MB pages and not 1 GB ones).
+    smash_1g: bool,
     pub stats: TlbStats,
 }
 
 impl TlbLevel {
     /// `arrays`: (entries, ways, sizes held). Arrays with zero entries are left out.
     pub fn new(arrays: &[(u64, u64, &[PageSize])], policy: Policy, seed: u64) -> TlbLevel {
-        let mut lvl = TlbLevel { arrays: Vec::new(), holder: [None; 3], group_holder: None, stats: TlbStats::default() };
+        let mut lvl = TlbLevel { arrays: Vec::new(), holder: [None; 3], group_holder: None, smash_1g: false, stats: TlbStats::default() };
         for (i, &(entries, ways, sizes)) in arrays.iter().filter(|a| a.0 > 0).enumerate() {
             lvl.arrays.push(TlbArray::new(entries, ways, policy, seed.wrapping_add(i as u64)));
             for &s in sizes {
@@ -419,6 +422,20 @@ impl TlbLevel {
             self.group_holder = Some(a);
         }
         self
+    }
+
+    /// This level caches a 1 GB translation as the 2 MB piece holding the address, as
+    /// Zen's L2 ITLB does ("smashing"), if it holds 2 MB pages and not 1 GB ones.
+    pub fn smashing_1g(mut self) -> TlbLevel {
+        self.smash_1g = self.holder[PageSize::Size2M as usize].is_some() && self.holder[PageSize::Size1G as usize].is_none();
+        self
+    }
+
+    /// The 2 MB piece of the 1 GB translation `e` of `va`, for a level that smashes 1 GB
+    /// pages ([`Self::smashing_1g`]).
+    #[inline]
+    fn smashed(&self, size: PageSize, va: VirtAddr, e: TlbEntry) -> Option<TlbEntry> {
+        (self.smash_1g && size == PageSize::Size1G).then(|| TlbEntry::page(e.frame + ((va.0 >> 21) & 511) * 512, e.dirty))
     }
 
     /// log2 of the pages of this level's coalesced entries (0: it holds none).
@@ -481,6 +498,8 @@ impl TlbLevel {
                 return arr.insert_4k(va, ctx, e);
             }
             arr.insert(va, size, ctx, e);
+        } else if let Some(piece) = self.smashed(size, va, e) {
+            return self.insert(va, PageSize::Size2M, ctx, piece);
         }
         size as usize
     }
@@ -495,6 +514,8 @@ impl TlbLevel {
                 return GROUP;
             }
             arr.insert_absent(va, size, ctx, e);
+        } else if let Some(piece) = self.smashed(size, va, e) {
+            return self.insert_absent(va, PageSize::Size2M, ctx, piece);
         }
         size as usize
     }
@@ -516,5 +537,33 @@ impl TlbLevel {
     /// Every valid entry of every array (for checks, not the hot path).
     pub fn entries(&self) -> Vec<(TlbKey, TlbEntry)> {
         self.arrays.iter().flat_map(|a| a.entries()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Zen's L2 ITLB holds no 1 GB pages: a 1 GB translation is cached as the 2 MB piece
+    /// holding the address, which answers for that piece only, and a shootdown of the 1 GB
+    /// page removes it.
+    #[test]
+    fn a_smashing_level_caches_the_2m_piece_of_a_1g_page() {
+        use PageSize::*;
+        let mut l = TlbLevel::new(&[(64, 8, &[Size4K, Size2M])], Policy::Lru, 1).smashing_1g();
+        let (gb, ctx) = (VirtAddr(5 << 30), 7);
+        let va = VirtAddr(gb.0 + (3 << 21) + 0x1234);
+        assert_eq!(l.insert_absent(va, Size1G, ctx, TlbEntry::page(0x40000, true)), Size2M as usize);
+        assert_eq!(l.lookup(va, ctx), Some((TlbEntry::page(0x40000 + 3 * 512, true), Size2M)));
+        assert_eq!(l.lookup(VirtAddr(va.0 + (1 << 21)), ctx), None, "another piece of the 1 GB page");
+        assert_eq!(l.invalidate(Invalidate::Range { ctx, start: gb.0, end: gb.0 + (1 << 30) }), 1);
+        assert_eq!(l.lookup(va, ctx), None);
+        // A level that holds 1 GB pages, or no 2 MB ones, does not smash.
+        let mut whole = TlbLevel::new(&[(64, 8, &[Size4K, Size2M, Size1G])], Policy::Lru, 1).smashing_1g();
+        whole.insert_absent(va, Size1G, ctx, TlbEntry::page(0x40000, true));
+        assert_eq!(whole.lookup(va, ctx), Some((TlbEntry::page(0x40000, true), Size1G)));
+        let mut small = TlbLevel::new(&[(64, 8, &[Size4K])], Policy::Lru, 1).smashing_1g();
+        small.insert_absent(va, Size1G, ctx, TlbEntry::page(0x40000, true));
+        assert_eq!(small.lookup(va, ctx), None);
     }
 }
