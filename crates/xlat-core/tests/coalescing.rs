@@ -467,3 +467,46 @@ fn a_separate_l2_itlb_serves_fetches_and_only_fetches() {
     assert_eq!(s.get("tlb.l1i.misses.l2_hit").unwrap().as_f64(), l2i.hits as f64);
     assert_eq!(s.get("tlb.l2.accesses").unwrap().as_f64(), 1.0);
 }
+
+/// The §3.1 microbenchmark language drives the same machine: the paper's default 8 MB region
+/// (512 subregions of 4 pages), U2's trace word by word, the invalidation token, the four
+/// repeat kinds, and the final `mincore` report.
+#[test]
+fn the_microbenchmark_language_drives_the_model() {
+    use xlat_core::microbench::{mincore, run as bench, PageState, Region as Sub, Repeats, Trace};
+    let (k4, c) = (K4, GROUP);
+    // 8 MB: 512 subregions (the default region of the paper's microbenchmark).
+    let cfg = Config::from_pairs([("os.page_policy", "freebsd"), ("os.reservation_promote", "false"), ("tlb.coalescing", "16k")]).unwrap();
+    let mut m = Machine::new(&cfg, 1, vec![Region { name: "r".into(), start: BASE, len: 8 << 20 }], 1).unwrap();
+    m.prefault().unwrap();
+    let r = Sub { base: BASE, pages: 2048, group: 4 };
+    let s = bench(&mut m, r, &Trace::parse("r0: r1: r2: r3:", 4).unwrap(), Repeats::default()).unwrap();
+    let misses: Vec<(u64, u64)> = s.iter().map(|x| (x.l2_miss[k4], x.l2_miss[c])).collect();
+    assert_eq!(misses, vec![(512, 0), (512, 0), (512, 0), (0, 512)], "U2 over 512 subregions");
+
+    // A small region for the repeats: 4 subregions.
+    let small = |extra: &[(&str, &str)]| {
+        let mut pairs = vec![("os.page_policy", "freebsd"), ("os.reservation_promote", "false"), ("tlb.coalescing", "16k")];
+        pairs.extend_from_slice(extra);
+        let mut m = Machine::new(&Config::from_pairs(pairs).unwrap(), 1, vec![Region { name: "r".into(), start: BASE, len: 16 * 4096 }], 1).unwrap();
+        m.prefault().unwrap();
+        m
+    };
+    let r = Sub { base: BASE, pages: 16, group: 4 };
+    let mut m = small(&[]);
+    let rep = Repeats { op: 3, local: 2, global: 2, trace: 2 };
+    let s = bench(&mut m, r, &Trace::parse("r0 r1 r2 r3", 4).unwrap(), rep).unwrap();
+    assert_eq!(s.len(), 4, "a sample per global repeat of each word of each trace repeat");
+    assert_eq!((s[0].l2_miss[k4], s[0].l2_miss[c]), (12, 4));
+    assert!(s[1..].iter().all(|x| x.l2_miss == [0; 4] && x.l2_hit == [0; 4]), "then every access hits the L1 DTLB: {s:?}");
+    assert_eq!(m.xl.mmus[0].counters.loads, 4 * 4 * 3 * 2 * 2 * 2, "subregions x ops x op x local x global x trace");
+    let mut m = small(&[]);
+    let s = bench(&mut m, r, &Trace::parse("r0 r1 r2 r3: i0: r1: r0", 4).unwrap(), Repeats::default()).unwrap();
+    let t: Vec<[u64; 4]> = s.iter().map(|x| x.l2_miss).collect();
+    assert_eq!(t, vec![[12, 0, 0, 4], [0; 4], [0; 4], [0, 0, 0, 4]], "U5: after INVLPG, r1 hits its 4 KB entry and r0 re-coalesces");
+    let mut m = small(&[]);
+    bench(&mut m, r, &Trace::parse("r0 r1 w2", 4).unwrap(), Repeats::default()).unwrap();
+    let pages = mincore(&m, r);
+    let st = |valid, accessed, modified| PageState { valid, accessed, modified };
+    assert_eq!(&pages[..4], &[st(true, true, false), st(true, true, false), st(true, true, true), st(true, false, false)]);
+}
