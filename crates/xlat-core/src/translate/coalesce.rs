@@ -63,6 +63,13 @@ pub fn largest(entries: &[u64], idx: usize, sizes: GroupSizes) -> u8 {
     0
 }
 
+/// [`largest`] for entry `idx` of node `node` of `pt` (out of line: walks without
+/// coalescing pay only the test that skips it).
+#[inline(never)]
+pub fn largest_in(pt: &crate::os::pt::PageTables, node: crate::os::pt::NodeId, idx: usize, sizes: GroupSizes) -> u8 {
+    largest(pt.entries(node), idx, sizes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -156,6 +156,7 @@ impl TlbArray {
     }
 
     /// Like [`TlbLevel::insert`] for one array (see there).
+    #[inline(never)]
     pub fn insert_4k(&mut self, va: VirtAddr, ctx: Ctx, e: TlbEntry) -> usize {
         if self.group_shift != 0 {
             if u32::from(e.group) >= self.group_shift {
@@ -227,7 +228,7 @@ impl TlbArray {
     /// Insert the coalesced entry for the group of `2^group_shift` pages holding `va`, whose
     /// page `va` has the translation `e` (replacing a stale copy; `absent`: none is cached).
     /// Entries of single pages of the group stay (§2.5 of the coalescing paper).
-    #[inline]
+    #[inline(never)]
     fn insert_group(&mut self, va: VirtAddr, ctx: Ctx, e: TlbEntry, absent: bool) {
         let set = self.group_set(va);
         let key = TlbKey::group(va, self.group_shift, ctx);
@@ -494,14 +495,13 @@ impl TlbLevel {
     pub fn insert(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
         if let Some(a) = self.holder[size as usize] {
             let arr = &mut self.arrays[a as usize];
-            if size == PageSize::Size4K {
+            if size == PageSize::Size4K && arr.group_shift != 0 {
                 return arr.insert_4k(va, ctx, e);
             }
             arr.insert(va, size, ctx, e);
-        } else if let Some(piece) = self.smashed(size, va, e) {
-            return self.insert(va, PageSize::Size2M, ctx, piece);
+            return size as usize;
         }
-        size as usize
+        self.insert_elsewhere(va, size, ctx, e, false)
     }
 
     /// [`Self::insert`] after a lookup of `va` missed (see [`TlbArray::insert_absent`]).
@@ -509,15 +509,29 @@ impl TlbLevel {
     pub fn insert_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
         if let Some(a) = self.holder[size as usize] {
             let arr = &mut self.arrays[a as usize];
-            if size == PageSize::Size4K && arr.group_shift != 0 && u32::from(e.group) >= arr.group_shift {
-                arr.insert_group(va, ctx, e, true);
-                return GROUP;
+            if size != PageSize::Size4K || arr.group_shift == 0 || u32::from(e.group) < arr.group_shift {
+                arr.insert_absent(va, size, ctx, e);
+                return size as usize;
             }
-            arr.insert_absent(va, size, ctx, e);
-        } else if let Some(piece) = self.smashed(size, va, e) {
-            return self.insert_absent(va, PageSize::Size2M, ctx, piece);
+            arr.insert_group(va, ctx, e, true);
+            return GROUP;
         }
-        size as usize
+        self.insert_elsewhere(va, size, ctx, e, true)
+    }
+
+    /// A translation of a size this level holds no array for: its 2 MB piece if the level
+    /// smashes 1 GB pages, else nothing. (Out of line: the fills above stay small.)
+    #[cold]
+    #[inline(never)]
+    fn insert_elsewhere(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry, absent: bool) -> usize {
+        let (Some(piece), Some(a)) = (self.smashed(size, va, e), self.holder[PageSize::Size2M as usize]) else { return size as usize };
+        let arr = &mut self.arrays[a as usize];
+        if absent {
+            arr.insert_absent(va, PageSize::Size2M, ctx, piece);
+        } else {
+            arr.insert(va, PageSize::Size2M, ctx, piece);
+        }
+        PageSize::Size2M as usize
     }
 
     pub fn invalidate(&mut self, what: Invalidate) -> usize {

@@ -69,9 +69,9 @@ pub enum Walked {
 /// What walking one table found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Found {
-    /// A present leaf: the entry (with the A/D bits the walk set), the page size, and
-    /// where the entry is (node and index).
-    Leaf(u64, PageSize, NodeId, usize),
+    /// A present leaf: the entry (with the A/D bits the walk set), the page size, and for a
+    /// native 4 KB leaf the coalescable group it is in ([`TlbEntry::group`]).
+    Leaf(u64, PageSize, u8),
     /// A not-present entry.
     Missing,
     /// Guest table: the host does not map the guest-physical address of an entry.
@@ -106,15 +106,7 @@ impl<P: MemPort> Walker<'_, P> {
         self.mmu.counters.walks += 1;
         self.port.delay(self.p.pwc_latency);
         match self.walk_table::<NATIVE>(pt, va, ctx, level, node, write, |_, a| Some(a >> 6)) {
-            Found::Leaf(e, size, leaf, idx) => {
-                let mut t = TlbEntry::page((e & PTE_PFN_MASK) >> 12, e & PTE_D != 0);
-                // PTE coalescing looks at the leaf's neighbours in its line, as they are now
-                // that this walk set its A (and D) bits.
-                if self.p.coalesce != 0 && size == PageSize::Size4K {
-                    t.group = crate::translate::coalesce::largest(pt.entries(leaf), idx, self.p.coalesce);
-                }
-                Walked::Leaf(t, size)
-            }
+            Found::Leaf(e, size, group) => Walked::Leaf(TlbEntry { frame: (e & PTE_PFN_MASK) >> 12, dirty: e & PTE_D != 0, group }, size),
             _ => Walked::Fault,
         }
     }
@@ -273,7 +265,13 @@ impl<P: MemPort> Walker<'_, P> {
                 pt.set_bits(node, idx, set);
             }
             if let Some(size) = leaf {
-                return Found::Leaf(e | set, size, node, idx);
+                // PTE coalescing (native tables) looks at the leaf's neighbours in its line,
+                // as they are now that this walk set its A (and D) bits.
+                let mut group = 0;
+                if D == NATIVE && self.p.coalesce != 0 && size == PageSize::Size4K {
+                    group = crate::translate::coalesce::largest_in(pt, node, idx, self.p.coalesce);
+                }
+                return Found::Leaf(e | set, size, group);
             }
             let child = pt.node(node).children[idx];
             debug_assert_ne!(child, NO_NODE);
