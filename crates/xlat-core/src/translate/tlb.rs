@@ -148,13 +148,6 @@ impl TlbArray {
         TlbArray { arr: SetAssoc::new((entries / ways) as usize, ways as usize, policy, seed), live: [0; CODES], group_shift: 0 }
     }
 
-    /// This array (which holds 4 KB pages) also holds coalesced entries of `2^group_shift`
-    /// pages.
-    pub fn coalescing(mut self, group_shift: u32) -> TlbArray {
-        self.group_shift = group_shift;
-        self
-    }
-
     /// Like [`TlbLevel::insert`] for one array (see there).
     #[inline(never)]
     pub fn insert_4k(&mut self, va: VirtAddr, ctx: Ctx, e: TlbEntry) -> usize {
