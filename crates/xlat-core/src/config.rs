@@ -254,6 +254,8 @@ config! {
     tlb_l2_ways: u64 = 12; "tlb.l2.ways"; "L2 TLB associativity";
     tlb_l2_entries_1g: u64 = 16; "tlb.l2.entries_1g"; "separate L2 TLB array for 1 GB pages (0: 1 GB pages are not held in L2)";
     tlb_l2_ways_1g: u64 = 4; "tlb.l2.ways_1g"; "associativity of the 1 GB L2 TLB array";
+    tlb_l2_entries_coalesced: u64 = 0; "tlb.l2.entries_coalesced"; "with PTE coalescing: L2 TLB entries set aside for coalesced entries, in an array of their own (0: they share the 4 KB array; Zen's split is undocumented)";
+    tlb_l2_ways_coalesced: u64 = 2; "tlb.l2.ways_coalesced"; "associativity of the L2 TLB's array of coalesced entries";
     tlb_l2_latency: u64 = 9; "tlb.l2.latency"; "L2 TLB lookup cycles, paid on every L1 TLB miss";
     tlb_l2_policy: Policy = Policy::Lru; "tlb.l2.policy"; "L2 TLB replacement policy";
     tlb_l2i_entries: u64 = 0; "tlb.l2i.entries"; "separate L2 ITLB entries: 4 KB and 2 MB pages, 1 GB code pages cached as 2 MB pieces (Zen: 512). With it the L2 TLB holds data only; 0: fetches share the L2 TLB";
@@ -425,6 +427,7 @@ impl Config {
         geometry("tlb.l2.entries", self.tlb_l2_entries, self.tlb_l2_ways, false)?;
         geometry("tlb.l2.entries_1g", self.tlb_l2_entries_1g, self.tlb_l2_ways_1g, true)?;
         geometry("tlb.l2i.entries", self.tlb_l2i_entries, self.tlb_l2i_ways, true)?;
+        geometry("tlb.l2.entries_coalesced", self.tlb_l2_entries_coalesced, self.tlb_l2_ways_coalesced, true)?;
         for (key, kb, ways) in [
             ("cache.l1i.size_kb", self.cache_l1i_size_kb, self.cache_l1i_ways),
             ("cache.l1d.size_kb", self.cache_l1d_size_kb, self.cache_l1d_ways),

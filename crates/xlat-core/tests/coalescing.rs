@@ -364,7 +364,8 @@ fn check_coalesced(m: &Machine, step: usize) {
 
 /// The property, over random traces: loads and stores to a few groups, INVLPGs, pages made
 /// read-only or writable again, pages unmapped (and faulted back in), on reservations and on
-/// the buddy allocator, with 16 KB, 32 KB and mixed group sizes and small TLBs that evict.
+/// the buddy allocator, with 16 KB, 32 KB and mixed group sizes, small TLBs that evict, and
+/// an L2 whose coalesced entries have ways of their own.
 #[test]
 fn a_coalesced_entry_never_translates_a_page_it_does_not_map() {
     let mut formed = 0;
@@ -372,7 +373,7 @@ fn a_coalesced_entry_never_translates_a_page_it_does_not_map() {
         let mut rng = Rng(seed * 0x9e37_79b9_7f4a_7c15);
         let policy = if seed % 3 == 0 { "never" } else { "freebsd" };
         let (l1, l2) = [("16k", "16k"), ("32k", "32k"), ("16k", "32k"), ("32k", "16k")][(seed % 4) as usize];
-        let extra = [
+        let mut extra = vec![
             ("os.page_policy", policy),
             ("tlb.l1d.coalescing", l1),
             ("tlb.l2.coalescing", l2),
@@ -381,6 +382,10 @@ fn a_coalesced_entry_never_translates_a_page_it_does_not_map() {
             ("tlb.l2.entries", "32"),
             ("tlb.l2.ways", "4"),
         ];
+        if seed % 5 == 0 {
+            // Coalesced entries in L2 ways of their own.
+            extra.extend([("tlb.l2.entries_coalesced", "4"), ("tlb.l2.ways_coalesced", "2")]);
+        }
         let mut m = machine(&extra, seed % 2 == 0);
         // A few groups, so that pages repeat often.
         let pages = 16;
@@ -509,4 +514,23 @@ fn the_microbenchmark_language_drives_the_model() {
     let pages = mincore(&m, r);
     let st = |valid, accessed, modified| PageState { valid, accessed, modified };
     assert_eq!(&pages[..4], &[st(true, true, false), st(true, true, false), st(true, true, true), st(true, false, false)]);
+}
+
+/// `tlb.l2.entries_coalesced` sets L2 ways aside for coalesced entries: at most that many are
+/// cached, and filling them evicts no 4 KB entry (the 4 KB array keeps its capacity).
+#[test]
+fn coalesced_entries_can_have_l2_ways_of_their_own() {
+    // 16 KB groups of the scenarios' region, read whole: 8 coalesced entries, 24 of 4 KB.
+    let count = |m: &Machine, code: usize| m.xl.mmus[0].tlb(TlbId::L2).entries().iter().filter(|(k, _)| k.code() == code).count();
+    let mut shared = machine(&[("tlb.l2.entries", "32"), ("tlb.l2.ways", "32")], true);
+    word(&mut shared, 4, &[Op::R(0), Op::R(1), Op::R(2), Op::R(3)]);
+    assert_eq!((count(&shared, K4), count(&shared, GROUP)), (24, 8), "one array of 32: everything fits");
+    let mut own = machine(&[("tlb.l2.entries", "32"), ("tlb.l2.ways", "32"), ("tlb.l2.entries_coalesced", "4"), ("tlb.l2.ways_coalesced", "4")], true);
+    let t = run(&mut own, 4, &[Op::R(0), Op::R(1), Op::R(2), Op::R(3)]);
+    assert_eq!(t, t2((0, 0), (3 * G4, G4), (0, 0)));
+    assert_eq!((count(&own, K4), count(&own, GROUP)), (24, 4), "4 ways for coalesced entries, the last 4 groups'");
+    assert_eq!(coalesced(&own, TlbId::L2), all_groups(4, false)[4..].to_vec());
+    // INVLPG reaches them there too.
+    word(&mut own, 4, &[Op::Inv(3)]);
+    assert!(coalesced(&own, TlbId::L2).is_empty());
 }

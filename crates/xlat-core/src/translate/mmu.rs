@@ -131,8 +131,10 @@ impl Mmu {
         // piece holding the fetch (seeds/002 T1: "smashed").
         let l2i = TlbLevel::new(&[(cfg.tlb_l2i_entries, cfg.tlb_l2i_ways, &[Size4K, Size2M])], cfg.tlb_l2i_policy, s + 10).smashing_1g();
         let group = |name| crate::translate::coalesce::group_shift(cfg.coalescing(name));
-        let (dtlb, itlb, stlb) = (dtlb.coalescing(group("l1d")), itlb.coalescing(group("l1i")), stlb.coalescing(group("l2")));
-        let l2i = l2i.coalescing(group("l2i"));
+        let dtlb = dtlb.coalescing(group("l1d"), (0, 0), cfg.tlb_l1d_policy, s + 11);
+        let itlb = itlb.coalescing(group("l1i"), (0, 0), cfg.tlb_l1i_policy, s + 12);
+        let stlb = stlb.coalescing(group("l2"), (cfg.tlb_l2_entries_coalesced, cfg.tlb_l2_ways_coalesced), cfg.tlb_l2_policy, s + 13);
+        let l2i = l2i.coalescing(group("l2i"), (0, 0), cfg.tlb_l2i_policy, s + 14);
         let ntlb_entries = if v { cfg.tlb_nested_entries } else { 0 };
         let ntlb = TlbLevel::new(&[(ntlb_entries, cfg.tlb_nested_ways, &[Size4K, Size2M, Size1G])], Policy::Lru, s + 8);
         Mmu {

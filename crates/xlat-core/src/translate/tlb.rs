@@ -148,20 +148,6 @@ impl TlbArray {
         TlbArray { arr: SetAssoc::new((entries / ways) as usize, ways as usize, policy, seed), live: [0; CODES], group_shift: 0 }
     }
 
-    /// Like [`TlbLevel::insert`] for one array (see there).
-    #[inline(never)]
-    pub fn insert_4k(&mut self, va: VirtAddr, ctx: Ctx, e: TlbEntry) -> usize {
-        if self.group_shift != 0 {
-            if u32::from(e.group) >= self.group_shift {
-                self.insert_group(va, ctx, e, false);
-                return GROUP;
-            }
-            self.drop_group(va, ctx);
-        }
-        self.insert(va, PageSize::Size4K, ctx, e);
-        PageSize::Size4K as usize
-    }
-
     #[inline]
     fn set_of(&self, va: VirtAddr, size: PageSize) -> usize {
         self.arr.set_of(va.vpn(size))
@@ -232,6 +218,19 @@ impl TlbArray {
         } else {
             self.put(set, key, first, e.dirty);
         }
+    }
+
+    /// [`TlbLevel::insert`]'s part for the array of coalesced entries: cache the group of the
+    /// 4 KB translation `e` if it is coalescable at this array's size (true), or else drop a
+    /// coalesced entry covering `va`, now stale (false).
+    #[inline(never)]
+    fn insert_or_drop_group(&mut self, va: VirtAddr, ctx: Ctx, e: TlbEntry) -> bool {
+        if u32::from(e.group) >= self.group_shift {
+            self.insert_group(va, ctx, e, false);
+            return true;
+        }
+        self.drop_group(va, ctx);
+        false
     }
 
     /// Drop the coalesced entry covering `va`, if any.
@@ -408,13 +407,20 @@ impl TlbLevel {
         lvl
     }
 
-    /// This level also caches coalesced groups of `2^group_shift` 4 KB pages (0: none), in
-    /// its array of 4 KB pages.
-    pub fn coalescing(mut self, group_shift: u32) -> TlbLevel {
-        if let (Some(a), true) = (self.holder[PageSize::Size4K as usize], group_shift > 0) {
-            self.arrays[a as usize].group_shift = group_shift;
-            self.group_holder = Some(a);
-        }
+    /// This level also caches coalesced groups of `2^group_shift` 4 KB pages (0: none): in
+    /// its array of 4 KB pages, or with `own` = (entries, ways) > 0 in an array of their own
+    /// (ways set aside for coalesced entries: a way-partitioned set-associative level; the
+    /// coalescing paper leaves open how Zen's L2 mixes sizes).
+    pub fn coalescing(mut self, group_shift: u32, own: (u64, u64), policy: Policy, seed: u64) -> TlbLevel {
+        let Some(a) = self.holder[PageSize::Size4K as usize].filter(|_| group_shift > 0) else { return self };
+        let a = if own.0 > 0 {
+            self.arrays.push(TlbArray::new(own.0, own.1, policy, seed));
+            self.arrays.len() as u8 - 1
+        } else {
+            a
+        };
+        self.arrays[a as usize].group_shift = group_shift;
+        self.group_holder = Some(a);
         self
     }
 
@@ -486,12 +492,13 @@ impl TlbLevel {
     /// page-size code cached.
     #[inline]
     pub fn insert(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
-        if let Some(a) = self.holder[size as usize] {
-            let arr = &mut self.arrays[a as usize];
-            if size == PageSize::Size4K && arr.group_shift != 0 {
-                return arr.insert_4k(va, ctx, e);
+        if let (PageSize::Size4K, Some(g)) = (size, self.group_holder) {
+            if self.arrays[g as usize].insert_or_drop_group(va, ctx, e) {
+                return GROUP;
             }
-            arr.insert(va, size, ctx, e);
+        }
+        if let Some(a) = self.holder[size as usize] {
+            self.arrays[a as usize].insert(va, size, ctx, e);
             return size as usize;
         }
         self.insert_elsewhere(va, size, ctx, e, false)
@@ -500,16 +507,28 @@ impl TlbLevel {
     /// [`Self::insert`] after a lookup of `va` missed (see [`TlbArray::insert_absent`]).
     #[inline]
     pub fn insert_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
-        if let Some(a) = self.holder[size as usize] {
-            let arr = &mut self.arrays[a as usize];
-            if size != PageSize::Size4K || arr.group_shift == 0 || u32::from(e.group) < arr.group_shift {
-                arr.insert_absent(va, size, ctx, e);
-                return size as usize;
-            }
-            arr.insert_group(va, ctx, e, true);
+        // (Without coalescing no translation has a group: one test.)
+        if e.group != 0 && self.insert_group_absent(va, size, ctx, e) {
             return GROUP;
         }
+        if let Some(a) = self.holder[size as usize] {
+            self.arrays[a as usize].insert_absent(va, size, ctx, e);
+            return size as usize;
+        }
         self.insert_elsewhere(va, size, ctx, e, true)
+    }
+
+    /// [`Self::insert_absent`] of a translation in a coalescable group: cache the group if
+    /// this level coalesces groups that size (true).
+    #[inline(never)]
+    fn insert_group_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> bool {
+        let Some(g) = self.group_holder.filter(|_| size == PageSize::Size4K) else { return false };
+        let arr = &mut self.arrays[g as usize];
+        if u32::from(e.group) < arr.group_shift {
+            return false;
+        }
+        arr.insert_group(va, ctx, e, true);
+        true
     }
 
     /// A translation of a size this level holds no array for: its 2 MB piece if the level
