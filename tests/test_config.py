@@ -59,7 +59,8 @@ def test_zen3_matches_ptbaker_and_coalescing_tables():
     r = xlat.resolve_config("zen3")
     expect = {
         "tlb.l1d.unified": True, "tlb.l1d.entries": 64, "tlb.l1d.ways": 64,
-        "tlb.l2.entries": 2048, "tlb.l2.ways": 16,
+        "tlb.l2.entries": 2048, "tlb.l2.ways": 16, "tlb.l2i.entries": 512, "tlb.l2i.ways": 8,
+        "tlb.coalescing": "none",
         "walker.port": "l2", "core.walkers": 6,
         "cache.l2.size_kb": 512, "cache.llc.size_kb": 32768, "cache.llc.ways": 16,
     }
@@ -79,7 +80,7 @@ def test_base_chain_inherits_and_overrides():
     assert sky4["system.cores"] == 4 and sky4["cache.llc.size_kb"] == 32768
     assert sky4["tlb.l2.entries"] == sky["tlb.l2.entries"] == 1536
     zp = xlat.resolve_config("zenplus")
-    assert zp["walker.port"] == "l2" and zp["tlb.l2.entries"] == 1536
+    assert zp["walker.port"] == "l2" and zp["tlb.l2.entries"] == 1536 and zp["tlb.l2i.entries"] == 512
 
 
 def write(path: Path, text: str) -> Path:

@@ -153,6 +153,12 @@ config_enum!(
     WalkerPort { L1d = "l1d", L2 = "l2" }
 );
 config_enum!(
+    /// AMD PTE coalescing of a TLB structure (the coalescing paper): groups of 4 (16 KB,
+    /// Zen 2/3) or 8 (32 KB, Zen/Zen+) contiguous, aligned 4 KB pages as one entry;
+    /// `inherit` (per structure) follows `tlb.coalescing`.
+    Coalescing { None = "none", K16 = "16k", K32 = "32k", Inherit = "inherit" }
+);
+config_enum!(
     /// Page-size policy of the OS.
     PagePolicy { Never = "never", Ideal = "ideal", Thp = "thp", Madvise = "madvise", FreeBsd = "freebsd" }
 );
@@ -260,8 +266,18 @@ config! {
     tlb_l2_ways: u64 = 12; "tlb.l2.ways"; "L2 TLB associativity";
     tlb_l2_entries_1g: u64 = 16; "tlb.l2.entries_1g"; "separate L2 TLB array for 1 GB pages (0: 1 GB pages are not held in L2)";
     tlb_l2_ways_1g: u64 = 4; "tlb.l2.ways_1g"; "associativity of the 1 GB L2 TLB array";
+    tlb_l2_entries_coalesced: u64 = 0; "tlb.l2.entries_coalesced"; "with PTE coalescing: L2 TLB entries set aside for coalesced entries, in an array of their own (0: they share the 4 KB array; Zen's split is undocumented)";
+    tlb_l2_ways_coalesced: u64 = 2; "tlb.l2.ways_coalesced"; "associativity of the L2 TLB's array of coalesced entries";
     tlb_l2_latency: u64 = 9; "tlb.l2.latency"; "L2 TLB lookup cycles, paid on every L1 TLB miss";
     tlb_l2_policy: Policy = Policy::Lru; "tlb.l2.policy"; "L2 TLB replacement policy";
+    tlb_l2i_entries: u64 = 0; "tlb.l2i.entries"; "separate L2 ITLB entries: 4 KB and 2 MB pages, 1 GB code pages cached as 2 MB pieces (Zen: 512). With it the L2 TLB holds data only; 0: fetches share the L2 TLB";
+    tlb_l2i_ways: u64 = 8; "tlb.l2i.ways"; "L2 ITLB associativity (a lookup costs tlb.l2.latency)";
+    tlb_l2i_policy: Policy = Policy::Lru; "tlb.l2i.policy"; "L2 ITLB replacement policy";
+    tlb_l2i_coalescing: Coalescing = Coalescing::Inherit; "tlb.l2i.coalescing"; "PTE coalescing in the L2 ITLB: none|16k|32k, or inherit (tlb.coalescing)";
+    tlb_coalescing: Coalescing = Coalescing::None; "tlb.coalescing"; "PTE coalescing (AMD Zen) in every TLB structure: none, 16k (groups of 4 PTEs, Zen 2/3) or 32k (8 PTEs, Zen/Zen+); per structure tlb.<level>.coalescing";
+    tlb_l1d_coalescing: Coalescing = Coalescing::Inherit; "tlb.l1d.coalescing"; "PTE coalescing in the L1 DTLB: none|16k|32k, or inherit (tlb.coalescing)";
+    tlb_l1i_coalescing: Coalescing = Coalescing::Inherit; "tlb.l1i.coalescing"; "PTE coalescing in the L1 ITLB: none|16k|32k, or inherit (tlb.coalescing)";
+    tlb_l2_coalescing: Coalescing = Coalescing::Inherit; "tlb.l2.coalescing"; "PTE coalescing in the L2 TLB: none|16k|32k, or inherit (tlb.coalescing)";
     tlb_perfect: bool = false; "tlb.perfect"; "every translation hits the L1 TLB: no walks (measures what translation costs)";
     pwc_l5_entries: u64 = 0; "pwc.l5.entries"; "page-walk cache entries for L5 prefixes (VA[56:48], 5-level tables only)";
     pwc_l4_entries: u64 = 4; "pwc.l4.entries"; "page-walk cache entries for L4 prefixes (VA[47:39] -> L3 node)";
@@ -379,6 +395,28 @@ impl Config {
         Ok(c)
     }
 
+    /// The PTE coalescing of TLB level `name` (`l1d`, `l1i`, `l2`): its own key, or
+    /// `tlb.coalescing` when that is `inherit`.
+    pub fn coalescing(&self, name: &str) -> Coalescing {
+        let own = match name {
+            "l1d" => self.tlb_l1d_coalescing,
+            "l1i" => self.tlb_l1i_coalescing,
+            "l2" => self.tlb_l2_coalescing,
+            "l2i" if self.tlb_l2i_entries > 0 => self.tlb_l2i_coalescing,
+            _ => Coalescing::None,
+        };
+        if own == Coalescing::Inherit {
+            self.tlb_coalescing
+        } else {
+            own
+        }
+    }
+
+    /// Some TLB level coalesces PTEs.
+    pub fn coalescing_any(&self) -> bool {
+        ["l1d", "l1i", "l2", "l2i"].iter().any(|n| !matches!(self.coalescing(n), Coalescing::None | Coalescing::Inherit))
+    }
+
     /// Check the values together: geometries must be buildable.
     pub fn validate(&self) -> Result<(), ConfigError> {
         fn invalid(key: &str, why: String) -> ConfigError {
@@ -412,6 +450,8 @@ impl Config {
         geometry("tlb.l1i.entries_2m", self.tlb_l1i_entries_2m, self.tlb_l1i_ways_2m, true)?;
         geometry("tlb.l2.entries", self.tlb_l2_entries, self.tlb_l2_ways, false)?;
         geometry("tlb.l2.entries_1g", self.tlb_l2_entries_1g, self.tlb_l2_ways_1g, true)?;
+        geometry("tlb.l2i.entries", self.tlb_l2i_entries, self.tlb_l2i_ways, true)?;
+        geometry("tlb.l2.entries_coalesced", self.tlb_l2_entries_coalesced, self.tlb_l2_ways_coalesced, true)?;
         for (key, kb, ways) in [
             ("cache.l1i.size_kb", self.cache_l1i_size_kb, self.cache_l1i_ways),
             ("cache.l1d.size_kb", self.cache_l1d_size_kb, self.cache_l1d_ways),
@@ -452,7 +492,12 @@ impl Config {
                 return Err(invalid(key, format!("{} applies to L2 and the LLC (CSALT leaves L1 alone)", p.name())));
             }
         }
-        for (key, p) in [("tlb.l1d.policy", self.tlb_l1d_policy), ("tlb.l1i.policy", self.tlb_l1i_policy), ("tlb.l2.policy", self.tlb_l2_policy)] {
+        for (key, p) in [
+            ("tlb.l1d.policy", self.tlb_l1d_policy),
+            ("tlb.l1i.policy", self.tlb_l1i_policy),
+            ("tlb.l2.policy", self.tlb_l2_policy),
+            ("tlb.l2i.policy", self.tlb_l2i_policy),
+        ] {
             if matches!(p, Policy::Ptp | Policy::CsaltD | Policy::CsaltCd | Policy::Dip) {
                 return Err(invalid(key, format!("{} is a cache policy, not a TLB policy", p.name())));
             }
@@ -464,6 +509,12 @@ impl Config {
             if matches!(p, Policy::CsaltD | Policy::CsaltCd) && !self.pomtlb_enabled {
                 return Err(invalid(key, "CSALT partitions between data and POM-TLB lines: it needs pomtlb.enabled=true".into()));
             }
+        }
+        if self.tlb_coalescing == Coalescing::Inherit {
+            return Err(invalid("tlb.coalescing", "must be none, 16k or 32k (inherit is for the per-structure keys)".into()));
+        }
+        if self.virt_enabled && self.coalescing_any() {
+            return Err(invalid("tlb.coalescing", "PTE coalescing is modelled on native walks only, not with virt.enabled".into()));
         }
         if self.pcc_enabled && self.pcc_entries == 0 {
             return Err(invalid("pcc.entries", "must be at least 1 when pcc.enabled".into()));

@@ -17,6 +17,7 @@ mod host;
 pub mod machine;
 pub mod mech;
 pub mod memory;
+pub mod microbench;
 pub mod os;
 pub mod stats;
 pub mod timing;

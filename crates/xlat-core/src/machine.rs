@@ -100,6 +100,7 @@ impl Machine {
             host_top: levels(cfg.virt_host_pt_format),
             ntlb: cfg.virt_enabled && cfg.tlb_nested_entries > 0,
             nested_tlb_data: cfg.virt_nested_tlb_data,
+            coalesce: crate::translate::coalesce::group_sizes(cfg),
         };
         let mechs = Mechs::from_config(cfg, streams);
         let mut sched = sched;
@@ -216,6 +217,11 @@ impl Machine {
         self.xl.unmap(c, space, va, &mut Direct::new(&mut self.mem))
     }
 
+    /// Make the 4 KB page of `space` holding `va` writable or read-only (see [`Os::protect`]).
+    pub fn protect(&mut self, c: usize, space: usize, va: crate::addr::VirtAddr, writable: bool) -> Result<bool, SimError> {
+        self.xl.protect(c, space, va, writable, &mut Direct::new(&mut self.mem))
+    }
+
     /// Run khugepaged once now, on core `c`.
     pub fn run_khugepaged(&mut self, c: usize) -> Result<(), SimError> {
         self.xl.run_khugepaged(c, &mut Direct::new(&mut self.mem))
@@ -247,7 +253,7 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         let multi = xl.mmus.len() > 1;
         let mut sum = CoreCounters::default();
         let mut vsum = VirtCounters::default();
-        let mut tsum = [TlbStats::default(); 3];
+        let mut tsum = [TlbStats::default(); crate::translate::mmu::TLB_LEVELS];
         let (mut instr, mut cycles, mut rob_stalls) = (0u64, 0u64, 0u64);
         let mut caches = [[0u64; 7]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks
         let mut cache_energy = 0.0;
@@ -275,11 +281,11 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             if multi {
                 let p = format!("core{i}.");
                 k.emit(&p, &mut s);
-                emit_tlbs(&mut s, &p, &t);
+                emit_tlbs(&mut s, &p, &t, &xl.cfg);
                 s.int(format!("{p}instructions"), core.instructions());
                 s.int(format!("{p}cycles"), core.cycles());
                 s.ratio(format!("{p}ipc"), core.instructions(), core.cycles());
-                derived(&mut s, &p, &k, &t, core.instructions());
+                derived(&mut s, &p, &k, &t, core.instructions(), &xl.cfg);
                 if virt {
                     v.emit(&p, &mut s);
                     derived_virt(&mut s, &p, &k, &v);
@@ -290,8 +296,8 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         s.int("cycles", cycles);
         s.ratio("ipc", instr, cycles);
         sum.emit("", &mut s);
-        emit_tlbs(&mut s, "", &tsum);
-        derived(&mut s, "", &sum, &tsum, instr);
+        emit_tlbs(&mut s, "", &tsum, &xl.cfg);
+        derived(&mut s, "", &sum, &tsum, instr, &xl.cfg);
         if virt {
             vsum.emit("", &mut s);
             derived_virt(&mut s, "", &sum, &vsum);

@@ -1,9 +1,10 @@
 //! Statistics: counters with hierarchical dotted names (the glossary, docs/statistics.md, is
 //! the contract with every study: extend it, never rename silently).
 
+use crate::config::Config;
 use crate::memory::repl::LineKind;
 use crate::os::Os;
-use crate::translate::mmu::TlbId;
+use crate::translate::mmu::{TlbId, TLB_LEVELS};
 use crate::translate::tlb::TlbStats;
 
 /// A statistic's value: counters stay integers in JSON, ratios are floats.
@@ -232,9 +233,13 @@ pub(crate) fn derived_virt(s: &mut Stats, p: &str, k: &CoreCounters, v: &VirtCou
 }
 
 /// A core's TLB levels' counters (under `prefix`), by [`TlbId`]: lookups, hits and misses
-/// of each, and the L1 DTLB's hits by page size.
-pub(crate) fn emit_tlbs(s: &mut Stats, p: &str, t: &[TlbStats; 3]) {
-    for id in TlbId::ALL {
+/// of each, and the L1 DTLB's hits by page size. With PTE coalescing (`coalescing`), also
+/// the L1 DTLB's coalesced hits and the coalescing paper's T2 split of L1 TLB misses: by
+/// L2 hit or miss, for the L1 DTLB also by the size of the entry it was refilled with.
+pub(crate) fn emit_tlbs(s: &mut Stats, p: &str, t: &[TlbStats; TLB_LEVELS], cfg: &Config) {
+    use crate::translate::tlb::GROUP;
+    let coalescing = cfg.coalescing_any();
+    for id in TlbId::ALL.into_iter().filter(|id| id.exists(cfg)) {
         let (k, name) = (&t[id as usize], id.name());
         s.int(format!("{p}tlb.{name}.accesses"), k.accesses);
         s.int(format!("{p}tlb.{name}.hits"), k.hits);
@@ -244,11 +249,30 @@ pub(crate) fn emit_tlbs(s: &mut Stats, p: &str, t: &[TlbStats; 3]) {
                 s.int(format!("{p}tlb.{name}.hits_{size}"), k.hits_by_size[i]);
             }
         }
+        if !coalescing {
+            continue;
+        }
+        match id {
+            TlbId::L1d => {
+                s.int(format!("{p}tlb.{name}.hits_coalesced"), k.hits_by_size[GROUP]);
+                for (j, by) in ["l2_hit", "l2_miss"].iter().enumerate() {
+                    for (i, size) in ["4k", "2m", "1g", "coalesced"].iter().enumerate() {
+                        s.int(format!("{p}tlb.{name}.misses.{by}.{size}"), k.refills[j][i]);
+                    }
+                }
+            }
+            TlbId::L1i => {
+                for (j, by) in ["l2_hit", "l2_miss"].iter().enumerate() {
+                    s.int(format!("{p}tlb.{name}.misses.{by}"), k.refills[j].iter().sum::<u64>());
+                }
+            }
+            TlbId::L2 | TlbId::L2i => {}
+        }
     }
 }
 
 /// Add `b`'s TLB counters to `a`'s.
-pub(crate) fn add_tlbs(a: &mut [TlbStats; 3], b: &[TlbStats; 3]) {
+pub(crate) fn add_tlbs(a: &mut [TlbStats; TLB_LEVELS], b: &[TlbStats; TLB_LEVELS]) {
     for (x, y) in a.iter_mut().zip(b) {
         x.accesses += y.accesses;
         x.hits += y.hits;
@@ -256,14 +280,17 @@ pub(crate) fn add_tlbs(a: &mut [TlbStats; 3], b: &[TlbStats; 3]) {
         for (h, g) in x.hits_by_size.iter_mut().zip(y.hits_by_size) {
             *h += g;
         }
+        for (r, q) in x.refills.iter_mut().flatten().zip(y.refills.iter().flatten()) {
+            *r += q;
+        }
     }
 }
 
 /// Ratios derived from counters (under `prefix`).
-pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; 3], instr: u64) {
+pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; TLB_LEVELS], instr: u64, cfg: &Config) {
     let kilo = instr as f64 / 1000.0;
     let mpki = |m: u64| if kilo > 0.0 { m as f64 / kilo } else { 0.0 };
-    for id in TlbId::ALL {
+    for id in TlbId::ALL.into_iter().filter(|id| id.exists(cfg)) {
         s.float(format!("{p}tlb.{}.mpki", id.name()), mpki(t[id as usize].misses));
     }
     s.ratio(format!("{p}walk_steps_per_walk"), k.walk_steps, k.walks);

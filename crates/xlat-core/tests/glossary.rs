@@ -77,6 +77,12 @@ fn cases() -> Vec<Case> {
         ("fpt", vec![("pt.format", "fpt")], 1, true),
         ("radix5", vec![("pt.format", "radix5"), ("pwc.l5.entries", "2")], 1, true),
         ("thp", vec![("os.page_policy", "thp"), ("os.khugepaged_interval_cycles", "100000")], 1, false),
+        (
+            "coalescing",
+            vec![("os.page_policy", "freebsd"), ("os.reservation_promote", "false"), ("tlb.coalescing", "16k"), ("tlb.l2i.entries", "512")],
+            2,
+            true,
+        ),
         ("ptp_detector", vec![("cache.l2.policy", "ptp"), ("cache.llc.policy", "ptp"), ("ptp.mode", "detector"), ("ptp.detector_epoch", "5000")], 2, true),
         (
             "pomtlb",

@@ -60,6 +60,8 @@ fn two_host_threads_give_one_threads_statistics() {
         &[("walker.port", "l2"), ("dram.bandwidth_gbps", "2")],
         &[("os.page_policy", "thp"), ("tlb.l2.ways", "6")],
         &[("cache.l2.policy", "ptp"), ("cache.llc.policy", "ptp"), ("ptp.mode", "always")],
+        &[("os.page_policy", "freebsd"), ("os.reservation_promote", "false"), ("tlb.coalescing", "16k"), ("tlb.l2i.entries", "512")],
+        &[("tlb.coalescing", "32k"), ("tlb.l2.entries_coalesced", "256"), ("tlb.l2.ways_coalesced", "2")],
         &[("virt.enabled", "true")],
         &[("virt.enabled", "true"), ("pt.format", "fpt"), ("virt.host_pt.format", "fpt"), ("virt.nested_tlb_data", "false")],
         // An L3 TLB in memory: lookups that hit (no walk), fills written through the caches,

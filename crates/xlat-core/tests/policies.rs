@@ -156,7 +156,7 @@ fn tlb_array_is_an_lru_cache_of_pages_per_set() {
         let set = (vpn as usize) & (sets - 1);
         let hit = tlb.lookup(va, PageSize::Size4K, ctx).is_some();
         if !hit {
-            tlb.insert(va, PageSize::Size4K, ctx, TlbEntry { frame: vpn + 1000, dirty: false });
+            tlb.insert(va, PageSize::Size4K, ctx, TlbEntry::page(vpn + 1000, false));
         }
         let (mhit, _) = model_access(&mut model[set], ways as usize, Policy::Lru, key);
         assert_eq!(hit, mhit);
@@ -173,7 +173,7 @@ fn tlb_invalidation_removes_exactly_the_range() {
             let size = if rng.below(5) == 0 { PageSize::Size2M } else { PageSize::Size4K };
             let va = VirtAddr(rng.below(1 << 32) & !(size.bytes() - 1));
             let ctx = 1 + rng.below(2) as u32;
-            tlb.insert(va, size, ctx, TlbEntry { frame: 1, dirty: false });
+            tlb.insert(va, size, ctx, TlbEntry::page(1, false));
             held.push((va, size, ctx));
         }
         let start = rng.below(1 << 32);

@@ -157,6 +157,9 @@ impl PomTlb {
     /// Install the walk's translation `e` of `va` (a page of `size`) for context `ctx`;
     /// returns the line written. A 1 GB page is installed as its 2 MB piece around `va`.
     pub fn fill(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, mut e: TlbEntry) -> u64 {
+        // It holds single pages: a coalescable group's state (its pages' A/D bits) would go
+        // stale here, and the TLBs rebuild groups from walks only.
+        e.group = 0;
         let size = match size {
             PageSize::Size1G => {
                 e.frame += ((va.0 >> 21) & 511) << 9;
@@ -340,7 +343,7 @@ mod tests {
             let set = (size == PageSize::Size2M, p.set_index(va, size, ctx));
             match r % 5 {
                 0 | 1 => {
-                    let e = TlbEntry { frame: rnd() % (1 << 30), dirty: r % 2 == 0 };
+                    let e = TlbEntry { frame: rnd() % (1 << 30), dirty: r % 2 == 0, group: 0 };
                     p.fill(va, size, ctx, e);
                     let s = sets.entry(set).or_default();
                     s.retain(|(k, _)| *k != key);
@@ -389,13 +392,13 @@ mod tests {
     fn clean_entries_make_stores_walk_and_1g_pages_splinter() {
         let mut p = default_pom();
         let va = VirtAddr(0x4000_0000 + 5 * 0x20_0000 + 0x1234);
-        p.fill(va, PageSize::Size4K, 1, TlbEntry { frame: 77, dirty: false });
+        p.fill(va, PageSize::Size4K, 1, TlbEntry { frame: 77, dirty: false, group: 0 });
         assert!(p.lookup(va, 1, false).is_some());
         assert!(p.lookup(va, 1, true).is_none());
         assert_eq!(p.counters.dirty_walks, 1);
         let mut q = default_pom();
-        q.fill(va, PageSize::Size1G, 1, TlbEntry { frame: 1 << 18, dirty: true });
-        assert_eq!(q.lookup(va, 1, true), Some((TlbEntry { frame: (1 << 18) + 5 * 512, dirty: true }, PageSize::Size2M)));
+        q.fill(va, PageSize::Size1G, 1, TlbEntry { frame: 1 << 18, dirty: true, group: 0 });
+        assert_eq!(q.lookup(va, 1, true), Some((TlbEntry { frame: (1 << 18) + 5 * 512, dirty: true, group: 0 }, PageSize::Size2M)));
         assert!(q.lookup(VirtAddr(va.0 + 0x20_0000), 1, false).is_none(), "only the touched 2 MB piece");
     }
 }

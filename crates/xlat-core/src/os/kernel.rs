@@ -740,6 +740,29 @@ impl Os {
         Ok(true)
     }
 
+    /// Make the 4 KB page holding `va` writable or read-only (mprotect of one page): its
+    /// leaf's RW bit changes, A and D stay, and the page's translations are shot down. A
+    /// 2 MB page holding it is demoted first. Ok(false) if nothing is mapped there (or it is
+    /// in a 1 GB page, which this does not split).
+    pub fn protect(&mut self, space: usize, va: VirtAddr, writable: bool) -> Result<bool, SimError> {
+        self.check_va(va)?;
+        self.check_space(space)?;
+        match self.translate(space, va) {
+            None | Some((_, PageSize::Size1G)) => return Ok(false),
+            Some((_, PageSize::Size2M)) => {
+                self.request_demotion(space, va)?;
+            }
+            Some((_, PageSize::Size4K)) => {}
+        }
+        let (root, top) = (self.spaces[space].root, self.spaces[space].top);
+        let (node, idx) = self.pt.leaf_location(root, top, va, PageSize::Size4K).expect("a mapped 4 KB page has a leaf");
+        let e = self.pt.entry(node, idx);
+        self.pt.write_entry(node, idx, if writable { e | PTE_RW } else { e & !PTE_RW });
+        let page = va.0 & !0xfff;
+        self.flush(space, vec![(page, page + 4096)], 1);
+        Ok(true)
+    }
+
     /// Unmap the page holding `va` (of whatever size) and free its memory (a page of a
     /// reservation returns to the reservation). Ok(false) if nothing is mapped there.
     pub fn unmap(&mut self, space: usize, va: VirtAddr) -> Result<bool, SimError> {

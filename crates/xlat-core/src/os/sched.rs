@@ -439,6 +439,11 @@ impl Translator {
         self.os_request(c, port, |os| os.unmap(space, va))
     }
 
+    /// Protect the 4 KB page of `space` holding `va` (see [`Os::protect`]).
+    pub fn protect<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, writable: bool, port: &mut P) -> Result<bool, SimError> {
+        self.os_request(c, port, |os| os.protect(space, va, writable))
+    }
+
     /// Core `c` asks the OS (the host's, virtualized) to do `f`; it pays for the work and
     /// the shootdowns.
     fn os_request<P: MemPort>(&mut self, c: usize, port: &mut P, f: impl FnOnce(&mut Os) -> Result<bool, SimError>) -> Result<bool, SimError> {

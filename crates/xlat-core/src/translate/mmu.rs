@@ -13,12 +13,18 @@ use crate::translate::tlb::{Ctx, Invalidate, TlbLevel};
 pub enum TlbId {
     L1d = 0,
     L1i = 1,
-    /// The unified second level.
+    /// The second level: unified, or the L2 DTLB when there is an L2 ITLB.
     L2 = 2,
+    /// The L2 ITLB (`tlb.l2i.entries` > 0; otherwise fetches share the L2 TLB and this
+    /// level is empty).
+    L2i = 3,
 }
 
+/// Number of TLB levels of an [`Mmu`].
+pub const TLB_LEVELS: usize = 4;
+
 impl TlbId {
-    pub const ALL: [TlbId; 3] = [TlbId::L1d, TlbId::L1i, TlbId::L2];
+    pub const ALL: [TlbId; TLB_LEVELS] = [TlbId::L1d, TlbId::L1i, TlbId::L2, TlbId::L2i];
 
     /// The level's name in configuration keys and statistics (`tlb.<name>.*`).
     pub fn name(self) -> &'static str {
@@ -26,7 +32,13 @@ impl TlbId {
             TlbId::L1d => "l1d",
             TlbId::L1i => "l1i",
             TlbId::L2 => "l2",
+            TlbId::L2i => "l2i",
         }
+    }
+
+    /// Whether machines of `cfg` have this level (and report its statistics).
+    pub fn exists(self, cfg: &Config) -> bool {
+        self != TlbId::L2i || cfg.tlb_l2i_entries > 0
     }
 }
 
@@ -53,7 +65,7 @@ pub struct HwContext {
 
 pub struct Mmu {
     /// The TLB levels, indexed by [`TlbId`].
-    pub tlbs: [TlbLevel; 3],
+    pub tlbs: [TlbLevel; TLB_LEVELS],
     /// The path of data references (L1D, L2) and of instruction fetches (L1I, L2).
     pub data_path: TlbPath,
     pub fetch_path: TlbPath,
@@ -115,12 +127,20 @@ impl Mmu {
         if v && matches!(cfg.virt_host_pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
             vpwc_entries[3] = cfg.virt_host_pwc_flat_entries;
         }
+        // Zen's L2 ITLB holds 4 KB and 2 MB pages; a 1 GB code page is cached as the 2 MB
+        // piece holding the fetch (seeds/002 T1: "smashed").
+        let l2i = TlbLevel::new(&[(cfg.tlb_l2i_entries, cfg.tlb_l2i_ways, &[Size4K, Size2M])], cfg.tlb_l2i_policy, s + 10).smashing_1g();
+        let group = |name| crate::translate::coalesce::group_shift(cfg.coalescing(name));
+        let dtlb = dtlb.coalescing(group("l1d"), (0, 0), cfg.tlb_l1d_policy, s + 11);
+        let itlb = itlb.coalescing(group("l1i"), (0, 0), cfg.tlb_l1i_policy, s + 12);
+        let stlb = stlb.coalescing(group("l2"), (cfg.tlb_l2_entries_coalesced, cfg.tlb_l2_ways_coalesced), cfg.tlb_l2_policy, s + 13);
+        let l2i = l2i.coalescing(group("l2i"), (0, 0), cfg.tlb_l2i_policy, s + 14);
         let ntlb_entries = if v { cfg.tlb_nested_entries } else { 0 };
         let ntlb = TlbLevel::new(&[(ntlb_entries, cfg.tlb_nested_ways, &[Size4K, Size2M, Size1G])], Policy::Lru, s + 8);
         Mmu {
-            tlbs: [dtlb, itlb, stlb],
+            tlbs: [dtlb, itlb, stlb, l2i],
             data_path: [TlbId::L1d, TlbId::L2],
-            fetch_path: [TlbId::L1i, TlbId::L2],
+            fetch_path: [TlbId::L1i, if cfg.tlb_l2i_entries > 0 { TlbId::L2i } else { TlbId::L2 }],
             pwc: Pwc::new(pwc_entries, s + 7),
             vpwc: Pwc::new(vpwc_entries, s + 9),
             ntlb,
@@ -138,7 +158,7 @@ impl Mmu {
     /// Drop the translations `what` names from the TLBs and the page-walk cache (what
     /// INVLPG, INVPCID and INVVPID reach); returns how many entries went.
     pub fn invalidate(&mut self, what: Invalidate) -> usize {
-        // (In the order L1I, L1D, L2: the count is a sum, the order only documents.)
+        // (In the order of the levels: the count is a sum, the order only documents.)
         self.tlbs.iter_mut().map(|t| t.invalidate(what)).sum::<usize>() + self.pwc.invalidate(what)
     }
 

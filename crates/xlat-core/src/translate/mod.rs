@@ -4,6 +4,7 @@
 //! the OS maps the page and the walk starts again. Everything that takes time is told to the
 //! memory port, which may do it at once or record it for another thread.
 
+pub mod coalesce;
 pub mod mmu;
 pub mod pwc;
 pub mod tlb;
@@ -86,6 +87,8 @@ impl Translator {
         // Whether some level holds a translation of the page (a clean one a store cannot
         // use): the fills after the walk must then replace it rather than add one.
         let mut present = false;
+        // The levels that missed (all of them unless one held a clean translation).
+        let mut missed = path.len();
         for d in 0..path.len() {
             if d == 1 {
                 port.l2_tlb();
@@ -94,11 +97,12 @@ impl Translator {
             lvl.stats.accesses += 1;
             match lvl.lookup(va, ctx) {
                 Some((e, size)) if !write || e.dirty => {
-                    lvl.stats.hits += 1;
-                    lvl.stats.hits_by_size[size as usize] += 1;
+                    lvl.stats.hit(e, size);
                     // Inclusion: the levels above, which missed, get the translation.
                     for &up in &path[..d] {
-                        mmu.tlbs[up as usize].insert_absent(va, size, ctx, e);
+                        let up = &mut mmu.tlbs[up as usize];
+                        let code = up.insert_absent(va, size, ctx, e);
+                        up.stats.refills[0][code] += 1;
                     }
                     return Ok((e.frame, size));
                 }
@@ -111,6 +115,7 @@ impl Translator {
                     }
                     mmu.counters.dirty_walks += 1;
                     present = true;
+                    missed = d;
                     break;
                 }
                 None => lvl.stats.misses += 1,
@@ -120,9 +125,12 @@ impl Translator {
         // store through a clean translation walks to set the D bit.)
         if self.mechs.hooks.l2_tlb_miss && !present {
             if let Some((e, size)) = self.mechs.on_l2_tlb_miss(core, va, ctx, write, port) {
+                // (Refills of levels the L2 TLB could not serve: counted as L2 misses.)
                 let mmu = &mut self.mmus[core];
                 for &id in path.iter().rev() {
-                    mmu.tlbs[id as usize].insert_absent(va, size, ctx, e);
+                    let lvl = &mut mmu.tlbs[id as usize];
+                    let code = lvl.insert_absent(va, size, ctx, e);
+                    lvl.stats.refills[1][code] += 1;
                 }
                 return Ok((e.frame, size));
             }
@@ -135,12 +143,11 @@ impl Translator {
         port.walk_end();
         // Fill every level of the path, last first.
         let mmu = &mut self.mmus[core];
-        for &id in path.iter().rev() {
+        for (i, &id) in path.iter().enumerate().rev() {
             let lvl = &mut mmu.tlbs[id as usize];
-            if present {
-                lvl.insert(va, size, ctx, e);
-            } else {
-                lvl.insert_absent(va, size, ctx, e);
+            let code = if present { lvl.insert(va, size, ctx, e) } else { lvl.insert_absent(va, size, ctx, e) };
+            if i < missed {
+                lvl.stats.refills[1][code] += 1;
             }
         }
         Ok((e.frame, size))

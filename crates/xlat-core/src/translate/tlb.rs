@@ -3,6 +3,11 @@
 //! Entries are tagged by context (PCID, and VPID for virtual machines), so switching
 //! address spaces need not flush them. A TLB level is one or more set-associative arrays,
 //! each holding some page sizes (real CPUs split L1 TLBs per page size; Zen 3 does not).
+//!
+//! A level may also hold **coalesced** entries (AMD's PTE coalescing, see
+//! [`crate::translate::coalesce`]): one entry for an aligned group of 4 or 8 contiguous
+//! 4 KB pages, kept in the array of 4 KB pages under its own page-size code and probed
+//! before the 4 KB entries of the same pages.
 
 use crate::addr::{PageSize, VirtAddr};
 use crate::assoc::{Key, SetAssoc};
@@ -17,11 +22,19 @@ pub type Ctx = u32;
 /// Bits of a [`Ctx`] below the VPID.
 pub const VPID_SHIFT: u32 = 12;
 
+/// The page-size code of a coalesced entry in a [`TlbKey`] (codes 0-2 are the
+/// [`PageSize`]s), and the index of its counters in [`TlbStats`].
+pub const GROUP: usize = 3;
+
+/// Page-size codes: [`PageSize`] as usize (4 KB, 2 MB, 1 GB), then [`GROUP`].
+pub const CODES: usize = 4;
+
 /// 16 bytes with no undefined padding, so that a set's keys compare as whole vectors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[repr(C)]
 pub struct TlbKey {
-    /// Virtual page number shifted left by 2, with the page-size code in the low bits.
+    /// Virtual page number shifted left by 2, with the page-size code in the low bits (for a
+    /// coalesced entry the group number, `VA >> (12 + group shift)`, and [`GROUP`]).
     pub tag: u64,
     pub ctx: Ctx,
     pad: u32,
@@ -48,12 +61,36 @@ impl TlbKey {
         TlbKey::from_parts((va.vpn(size) << 2) | size as u64, ctx)
     }
 
+    /// The key of the coalesced entry covering `va`, in an array of groups of
+    /// `2^group_shift` 4 KB pages.
+    #[inline]
+    pub fn group(va: VirtAddr, group_shift: u32, ctx: Ctx) -> TlbKey {
+        TlbKey::from_parts(((va.0 >> (12 + group_shift)) << 2) | GROUP as u64, ctx)
+    }
+
+    /// Page size of the pages the entry maps (a coalesced entry maps 4 KB pages).
     #[inline]
     pub fn size(&self) -> PageSize {
         match self.tag & 3 {
-            0 => PageSize::Size4K,
             1 => PageSize::Size2M,
-            _ => PageSize::Size1G,
+            2 => PageSize::Size1G,
+            _ => PageSize::Size4K,
+        }
+    }
+
+    /// The page-size code: a [`PageSize`] as usize, or [`GROUP`].
+    #[inline]
+    pub fn code(&self) -> usize {
+        (self.tag & 3) as usize
+    }
+
+    /// log2 of the bytes the entry covers, in an array whose coalesced entries are groups of
+    /// `2^group_shift` pages.
+    #[inline]
+    pub fn shift(&self, group_shift: u32) -> u32 {
+        match self.code() {
+            GROUP => 12 + group_shift,
+            _ => self.size().shift(),
         }
     }
 
@@ -63,29 +100,52 @@ impl TlbKey {
     }
 }
 
-/// What a TLB entry caches. Packed (9 bytes) so that a TLB way is 32 bytes: two per host
-/// cache line.
+/// A translation as lookups return it and fills take it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[repr(C, packed)]
 pub struct TlbEntry {
     /// First 4 KB frame of the page.
     pub frame: u64,
     /// The leaf PTE's dirty bit was set when this entry was filled (or since): a store may
-    /// proceed without a walk to set it.
+    /// proceed without a walk to set it. (A coalesced entry is dirty when every page of its
+    /// group is: a clean one is logically read-only.)
     pub dirty: bool,
+    /// The page (4 KB) lies in a coalescable group of `2^group` pages, aligned and contiguous
+    /// (0: none): what a walk found ([`crate::translate::coalesce`]), or what a coalesced
+    /// entry that hit covers. A level that coalesces groups of at most this many pages caches
+    /// the group.
+    pub group: u8,
+}
+
+impl TlbEntry {
+    /// A translation of one page.
+    #[inline]
+    pub const fn page(frame: u64, dirty: bool) -> TlbEntry {
+        TlbEntry { frame, dirty, group: 0 }
+    }
+}
+
+/// What a TLB way stores: packed (9 bytes) so that a TLB way is 32 bytes, two per host cache
+/// line. (For a coalesced entry, the group's first frame.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C, packed)]
+struct Stored {
+    frame: u64,
+    dirty: bool,
 }
 
 /// One set-associative TLB array.
 pub struct TlbArray {
-    arr: SetAssoc<TlbKey, TlbEntry>,
-    /// Valid entries per page size, so lookups skip sizes the array holds none of.
-    live: [u32; 3],
+    arr: SetAssoc<TlbKey, Stored>,
+    /// Valid entries per page-size code, so lookups skip sizes the array holds none of.
+    live: [u32; CODES],
+    /// Coalesced entries are groups of `2^group_shift` 4 KB pages (0: the array holds none).
+    group_shift: u32,
 }
 
 impl TlbArray {
     pub fn new(entries: u64, ways: u64, policy: Policy, seed: u64) -> TlbArray {
         let ways = ways.min(entries);
-        TlbArray { arr: SetAssoc::new((entries / ways) as usize, ways as usize, policy, seed), live: [0; 3] }
+        TlbArray { arr: SetAssoc::new((entries / ways) as usize, ways as usize, policy, seed), live: [0; CODES], group_shift: 0 }
     }
 
     #[inline]
@@ -107,26 +167,33 @@ impl TlbArray {
         self.arr.lookup(set, TlbKey::new(va, size, ctx))
     }
 
+    /// The coalesced entry covering `va`, if this array holds one.
     #[inline]
-    pub fn entry(&self, slot: usize) -> TlbEntry {
-        *self.arr.val(slot)
+    pub fn lookup_group(&mut self, va: VirtAddr, ctx: Ctx) -> Option<usize> {
+        if self.live[GROUP] == 0 {
+            return None;
+        }
+        let set = self.group_set(va);
+        self.arr.lookup(set, TlbKey::group(va, self.group_shift, ctx))
     }
 
     #[inline]
-    pub fn entry_mut(&mut self, slot: usize) -> &mut TlbEntry {
-        self.arr.val_mut(slot)
+    fn group_set(&self, va: VirtAddr) -> usize {
+        self.arr.set_of(va.0 >> (12 + self.group_shift))
+    }
+
+    /// The translation in `slot` (for a coalesced entry, of the group's first page).
+    #[inline]
+    pub fn entry(&self, slot: usize) -> TlbEntry {
+        let s = *self.arr.val(slot);
+        TlbEntry::page(s.frame, s.dirty)
     }
 
     /// Insert a translation (replacing a stale copy of the same page if present).
     #[inline]
     pub fn insert(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) {
         let set = self.set_of(va, size);
-        let key = TlbKey::new(va, size, ctx);
-        if let Some(slot) = self.arr.probe(set, key) {
-            *self.arr.val_mut(slot) = e;
-            return;
-        }
-        self.insert_absent(va, size, ctx, e);
+        self.put(set, TlbKey::new(va, size, ctx), e.frame, e.dirty);
     }
 
     /// [`Self::insert`] of a translation known not to be cached here (a lookup just missed
@@ -134,22 +201,77 @@ impl TlbArray {
     #[inline]
     pub fn insert_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) {
         let set = self.set_of(va, size);
-        let key = TlbKey::new(va, size, ctx);
+        self.put_absent(set, TlbKey::new(va, size, ctx), e.frame, e.dirty);
+    }
+
+    /// Insert the coalesced entry for the group of `2^group_shift` pages holding `va`, whose
+    /// page `va` has the translation `e` (replacing a stale copy; `absent`: none is cached).
+    /// Entries of single pages of the group stay (§2.5 of the coalescing paper).
+    #[inline(never)]
+    fn insert_group(&mut self, va: VirtAddr, ctx: Ctx, e: TlbEntry, absent: bool) {
+        let set = self.group_set(va);
+        let key = TlbKey::group(va, self.group_shift, ctx);
+        // (The group is aligned in both spaces: its first frame is the page's, rounded down.)
+        let first = e.frame & !((1u64 << self.group_shift) - 1);
+        if absent {
+            self.put_absent(set, key, first, e.dirty);
+        } else {
+            self.put(set, key, first, e.dirty);
+        }
+    }
+
+    /// [`TlbLevel::insert`]'s part for the array of coalesced entries: cache the group of the
+    /// 4 KB translation `e` if it is coalescable at this array's size (true), or else drop a
+    /// coalesced entry covering `va`, now stale (false).
+    #[inline(never)]
+    fn insert_or_drop_group(&mut self, va: VirtAddr, ctx: Ctx, e: TlbEntry) -> bool {
+        if u32::from(e.group) >= self.group_shift {
+            self.insert_group(va, ctx, e, false);
+            return true;
+        }
+        self.drop_group(va, ctx);
+        false
+    }
+
+    /// Drop the coalesced entry covering `va`, if any.
+    #[inline]
+    fn drop_group(&mut self, va: VirtAddr, ctx: Ctx) {
+        if self.live[GROUP] == 0 {
+            return;
+        }
+        let set = self.group_set(va);
+        if let Some(slot) = self.arr.probe(set, TlbKey::group(va, self.group_shift, ctx)) {
+            self.arr.invalidate_slot(slot);
+            self.live[GROUP] -= 1;
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, set: usize, key: TlbKey, frame: u64, dirty: bool) {
+        if let Some(slot) = self.arr.probe(set, key) {
+            *self.arr.val_mut(slot) = Stored { frame, dirty };
+            return;
+        }
+        self.put_absent(set, key, frame, dirty);
+    }
+
+    #[inline]
+    fn put_absent(&mut self, set: usize, key: TlbKey, frame: u64, dirty: bool) {
         debug_assert!(self.arr.probe(set, key).is_none(), "insert_absent of a cached translation");
-        let (_, ev) = self.arr.insert(set, key, e, LineKind::Data);
-        self.live[size as usize] += 1;
+        let (_, ev) = self.arr.insert(set, key, Stored { frame, dirty }, LineKind::Data);
+        self.live[key.code()] += 1;
         if let Some(ev) = ev {
-            self.live[ev.key.size() as usize] -= 1;
+            self.live[ev.key.code()] -= 1;
         }
     }
 
     /// Drop entries matching `pred(key)`; returns how many.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(&TlbKey) -> bool) -> usize {
-        let mut dropped = [0u32; 3];
+        let mut dropped = [0u32; CODES];
         let n = self.arr.invalidate_where(|k, _| {
             let hit = pred(&k);
             if hit {
-                dropped[k.size() as usize] += 1;
+                dropped[k.code()] += 1;
             }
             hit
         });
@@ -163,9 +285,16 @@ impl TlbArray {
         self.arr.occupancy()
     }
 
-    /// Every valid entry (for checks, not the hot path).
+    /// Every valid entry (for checks, not the hot path). A coalesced entry's has the group's
+    /// first frame and its `group`.
     pub fn entries(&self) -> Vec<(TlbKey, TlbEntry)> {
-        self.arr.slots().map(|s| (self.arr.key(s), *self.arr.val(s))).filter(|(k, _)| *k != TlbKey::INVALID).collect()
+        let g = self.group_shift as u8;
+        self.arr
+            .slots()
+            .map(|s| (self.arr.key(s), self.entry(s)))
+            .filter(|(k, _)| *k != TlbKey::INVALID)
+            .map(|(k, e)| (k, TlbEntry { group: if k.code() == GROUP { g } else { 0 }, ..e }))
+            .collect()
     }
 }
 
@@ -188,9 +317,11 @@ impl Invalidate {
         Invalidate::Range { ctx, start: va.0, end: va.0 + 1 }
     }
 
+    /// Whether this invalidation reaches the entry `k` of an array whose coalesced entries
+    /// are groups of `2^group_shift` pages (INVLPG of any page of a group drops the group).
     #[inline]
-    fn matches_page(&self, k: &TlbKey) -> bool {
-        self.covers(k.ctx, k.vpn(), k.size().shift())
+    fn matches(&self, k: &TlbKey, group_shift: u32) -> bool {
+        self.covers(k.ctx, k.vpn(), k.shift(group_shift))
     }
 
     /// Whether this invalidation reaches the `2^shift`-byte region number `tag` of context
@@ -219,11 +350,35 @@ pub struct TlbStats {
     /// Lookups.
     pub accesses: u64,
     /// Lookups that found a usable translation (a store's needs a dirty one; see
-    /// [`crate::translate::Translator`] for a clean one), by page size too.
+    /// [`crate::translate::Translator`] for a clean one), by page-size code too (a
+    /// [`PageSize`] as usize, or [`GROUP`] for a coalesced entry).
     pub hits: u64,
-    pub hits_by_size: [u64; 3],
+    pub hits_by_size: [u64; CODES],
     /// Lookups that found no translation of the page.
     pub misses: u64,
+    /// Misses by what answered them and the page-size code of the entry this level was
+    /// filled with: `[0]` a deeper TLB level, `[1]` a walk (the coalescing paper's T2 split
+    /// of L1 TLB misses into L2 hits and misses by size).
+    pub refills: [[u64; CODES]; 2],
+}
+
+impl TlbStats {
+    /// Count a hit on `e` (as [`TlbLevel::lookup`] returned it) of page size `size`.
+    #[inline]
+    pub fn hit(&mut self, e: TlbEntry, size: PageSize) {
+        self.hits += 1;
+        self.hits_by_size[code_of(e, size)] += 1;
+    }
+}
+
+/// The page-size code of a translation a lookup returned.
+#[inline]
+fn code_of(e: TlbEntry, size: PageSize) -> usize {
+    if e.group != 0 {
+        GROUP
+    } else {
+        size as usize
+    }
 }
 
 /// A TLB level: arrays and which page sizes each holds, and what it counts.
@@ -231,13 +386,18 @@ pub struct TlbLevel {
     arrays: Vec<TlbArray>,
     /// For each page size, the index of the array that holds it, if any.
     holder: [Option<u8>; 3],
+    /// The array that holds coalesced entries (that of 4 KB pages), if the level coalesces.
+    group_holder: Option<u8>,
+    /// A 1 GB translation is cached as the 2 MB piece holding the address (when the level
+    /// holds 2 MB pages and not 1 GB ones).
+    smash_1g: bool,
     pub stats: TlbStats,
 }
 
 impl TlbLevel {
     /// `arrays`: (entries, ways, sizes held). Arrays with zero entries are left out.
     pub fn new(arrays: &[(u64, u64, &[PageSize])], policy: Policy, seed: u64) -> TlbLevel {
-        let mut lvl = TlbLevel { arrays: Vec::new(), holder: [None; 3], stats: TlbStats::default() };
+        let mut lvl = TlbLevel { arrays: Vec::new(), holder: [None; 3], group_holder: None, smash_1g: false, stats: TlbStats::default() };
         for (i, &(entries, ways, sizes)) in arrays.iter().filter(|a| a.0 > 0).enumerate() {
             lvl.arrays.push(TlbArray::new(entries, ways, policy, seed.wrapping_add(i as u64)));
             for &s in sizes {
@@ -247,14 +407,61 @@ impl TlbLevel {
         lvl
     }
 
+    /// This level also caches coalesced groups of `2^group_shift` 4 KB pages (0: none): in
+    /// its array of 4 KB pages, or with `own` = (entries, ways) > 0 in an array of their own
+    /// (ways set aside for coalesced entries: a way-partitioned set-associative level; the
+    /// coalescing paper leaves open how Zen's L2 mixes sizes).
+    pub fn coalescing(mut self, group_shift: u32, own: (u64, u64), policy: Policy, seed: u64) -> TlbLevel {
+        let Some(a) = self.holder[PageSize::Size4K as usize].filter(|_| group_shift > 0) else { return self };
+        let a = if own.0 > 0 {
+            self.arrays.push(TlbArray::new(own.0, own.1, policy, seed));
+            self.arrays.len() as u8 - 1
+        } else {
+            a
+        };
+        self.arrays[a as usize].group_shift = group_shift;
+        self.group_holder = Some(a);
+        self
+    }
+
+    /// This level caches a 1 GB translation as the 2 MB piece holding the address, as
+    /// Zen's L2 ITLB does ("smashing"), if it holds 2 MB pages and not 1 GB ones.
+    pub fn smashing_1g(mut self) -> TlbLevel {
+        self.smash_1g = self.holder[PageSize::Size2M as usize].is_some() && self.holder[PageSize::Size1G as usize].is_none();
+        self
+    }
+
+    /// The 2 MB piece of the 1 GB translation `e` of `va`, for a level that smashes 1 GB
+    /// pages ([`Self::smashing_1g`]).
+    #[inline]
+    fn smashed(&self, size: PageSize, va: VirtAddr, e: TlbEntry) -> Option<TlbEntry> {
+        (self.smash_1g && size == PageSize::Size1G).then(|| TlbEntry::page(e.frame + ((va.0 >> 21) & 511) * 512, e.dirty))
+    }
+
+    /// log2 of the pages of this level's coalesced entries (0: it holds none).
+    pub fn group_shift(&self) -> u32 {
+        self.group_holder.map_or(0, |a| self.arrays[a as usize].group_shift)
+    }
+
     #[inline]
     pub fn holds(&self, size: PageSize) -> bool {
         self.holder[size as usize].is_some()
     }
 
-    /// Look `va` up at every page size; on a hit return the entry and its size.
+    /// Look `va` up: first a coalesced entry covering it (so that, as the coalescing paper
+    /// observes, 4 KB entries of a coalesced group go unused and age out), then every page
+    /// size. On a hit return the translation of `va`'s page and its size (a coalesced entry
+    /// returns the 4 KB page's frame, with `group` set).
     #[inline]
     pub fn lookup(&mut self, va: VirtAddr, ctx: Ctx) -> Option<(TlbEntry, PageSize)> {
+        if let Some(a) = self.group_holder {
+            let arr = &mut self.arrays[a as usize];
+            if let Some(slot) = arr.lookup_group(va, ctx) {
+                let (e, g) = (arr.entry(slot), arr.group_shift);
+                let frame = e.frame + ((va.0 >> 12) & ((1 << g) - 1));
+                return Some((TlbEntry { frame, dirty: e.dirty, group: g as u8 }, PageSize::Size4K));
+            }
+        }
         for size in PageSize::ALL {
             if let Some(a) = self.holder[size as usize] {
                 let arr = &mut self.arrays[a as usize];
@@ -273,28 +480,80 @@ impl TlbLevel {
             let arr = &mut self.arrays[a as usize];
             let set = arr.set_of(va, size);
             if let Some(slot) = arr.arr.probe(set, TlbKey::new(va, size, ctx)) {
-                arr.entry_mut(slot).dirty = true;
+                arr.arr.val_mut(slot).dirty = true;
             }
         }
     }
 
+    /// Cache the translation `e` of `va` (replacing a stale copy). A 4 KB page whose group
+    /// is coalescable at this level's size (`e.group`) is cached as the coalesced entry;
+    /// otherwise a coalesced entry covering the page is stale (a store walked and set the
+    /// page's D bit: the coalescing paper's §2.4 destroys it) and goes. Returns the
+    /// page-size code cached.
     #[inline]
-    pub fn insert(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) {
+    pub fn insert(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
+        if let (PageSize::Size4K, Some(g)) = (size, self.group_holder) {
+            if self.arrays[g as usize].insert_or_drop_group(va, ctx, e) {
+                return GROUP;
+            }
+        }
         if let Some(a) = self.holder[size as usize] {
             self.arrays[a as usize].insert(va, size, ctx, e);
+            return size as usize;
         }
+        self.insert_elsewhere(va, size, ctx, e, false)
     }
 
     /// [`Self::insert`] after a lookup of `va` missed (see [`TlbArray::insert_absent`]).
     #[inline]
-    pub fn insert_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) {
+    pub fn insert_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
+        // (Without coalescing no translation has a group: one test.)
+        if e.group != 0 && self.insert_group_absent(va, size, ctx, e) {
+            return GROUP;
+        }
         if let Some(a) = self.holder[size as usize] {
             self.arrays[a as usize].insert_absent(va, size, ctx, e);
+            return size as usize;
         }
+        self.insert_elsewhere(va, size, ctx, e, true)
+    }
+
+    /// [`Self::insert_absent`] of a translation in a coalescable group: cache the group if
+    /// this level coalesces groups that size (true).
+    #[inline(never)]
+    fn insert_group_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> bool {
+        let Some(g) = self.group_holder.filter(|_| size == PageSize::Size4K) else { return false };
+        let arr = &mut self.arrays[g as usize];
+        if u32::from(e.group) < arr.group_shift {
+            return false;
+        }
+        arr.insert_group(va, ctx, e, true);
+        true
+    }
+
+    /// A translation of a size this level holds no array for: its 2 MB piece if the level
+    /// smashes 1 GB pages, else nothing. (Out of line: the fills above stay small.)
+    #[cold]
+    #[inline(never)]
+    fn insert_elsewhere(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry, absent: bool) -> usize {
+        let (Some(piece), Some(a)) = (self.smashed(size, va, e), self.holder[PageSize::Size2M as usize]) else { return size as usize };
+        let arr = &mut self.arrays[a as usize];
+        if absent {
+            arr.insert_absent(va, PageSize::Size2M, ctx, piece);
+        } else {
+            arr.insert(va, PageSize::Size2M, ctx, piece);
+        }
+        PageSize::Size2M as usize
     }
 
     pub fn invalidate(&mut self, what: Invalidate) -> usize {
-        self.arrays.iter_mut().map(|a| a.invalidate_where(|k| what.matches_page(k))).sum()
+        self.arrays
+            .iter_mut()
+            .map(|a| {
+                let g = a.group_shift;
+                a.invalidate_where(|k| what.matches(k, g))
+            })
+            .sum()
     }
 
     pub fn occupancy(&self) -> usize {
@@ -304,5 +563,33 @@ impl TlbLevel {
     /// Every valid entry of every array (for checks, not the hot path).
     pub fn entries(&self) -> Vec<(TlbKey, TlbEntry)> {
         self.arrays.iter().flat_map(|a| a.entries()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Zen's L2 ITLB holds no 1 GB pages: a 1 GB translation is cached as the 2 MB piece
+    /// holding the address, which answers for that piece only, and a shootdown of the 1 GB
+    /// page removes it.
+    #[test]
+    fn a_smashing_level_caches_the_2m_piece_of_a_1g_page() {
+        use PageSize::*;
+        let mut l = TlbLevel::new(&[(64, 8, &[Size4K, Size2M])], Policy::Lru, 1).smashing_1g();
+        let (gb, ctx) = (VirtAddr(5 << 30), 7);
+        let va = VirtAddr(gb.0 + (3 << 21) + 0x1234);
+        assert_eq!(l.insert_absent(va, Size1G, ctx, TlbEntry::page(0x40000, true)), Size2M as usize);
+        assert_eq!(l.lookup(va, ctx), Some((TlbEntry::page(0x40000 + 3 * 512, true), Size2M)));
+        assert_eq!(l.lookup(VirtAddr(va.0 + (1 << 21)), ctx), None, "another piece of the 1 GB page");
+        assert_eq!(l.invalidate(Invalidate::Range { ctx, start: gb.0, end: gb.0 + (1 << 30) }), 1);
+        assert_eq!(l.lookup(va, ctx), None);
+        // A level that holds 1 GB pages, or no 2 MB ones, does not smash.
+        let mut whole = TlbLevel::new(&[(64, 8, &[Size4K, Size2M, Size1G])], Policy::Lru, 1).smashing_1g();
+        whole.insert_absent(va, Size1G, ctx, TlbEntry::page(0x40000, true));
+        assert_eq!(whole.lookup(va, ctx), Some((TlbEntry::page(0x40000, true), Size1G)));
+        let mut small = TlbLevel::new(&[(64, 8, &[Size4K])], Policy::Lru, 1).smashing_1g();
+        small.insert_absent(va, Size1G, ctx, TlbEntry::page(0x40000, true));
+        assert_eq!(small.lookup(va, ctx), None);
     }
 }

@@ -49,6 +49,9 @@ pub struct WalkParams {
     /// The cores have a nested TLB, and it caches the final data translation too.
     pub ntlb: bool,
     pub nested_tlb_data: bool,
+    /// The coalescing group sizes native walks check (0: none; see
+    /// [`crate::translate::coalesce`]).
+    pub coalesce: crate::translate::coalesce::GroupSizes,
 }
 
 /// What one walk found.
@@ -66,8 +69,9 @@ pub enum Walked {
 /// What walking one table found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Found {
-    /// A present leaf: the entry (with the A/D bits the walk set) and the page size.
-    Leaf(u64, PageSize),
+    /// A present leaf: the entry (with the A/D bits the walk set), the page size, and for a
+    /// native 4 KB leaf the coalescable group it is in ([`TlbEntry::group`]).
+    Leaf(u64, PageSize, u8),
     /// A not-present entry.
     Missing,
     /// Guest table: the host does not map the guest-physical address of an entry.
@@ -102,7 +106,7 @@ impl<P: MemPort> Walker<'_, P> {
         self.mmu.counters.walks += 1;
         self.port.delay(self.p.pwc_latency);
         match self.walk_table::<NATIVE>(pt, va, ctx, level, node, write, |_, a| Some(a >> 6)) {
-            Found::Leaf(e, size) => Walked::Leaf(TlbEntry { frame: (e & PTE_PFN_MASK) >> 12, dirty: e & PTE_D != 0 }, size),
+            Found::Leaf(e, size, group) => Walked::Leaf(TlbEntry { frame: (e & PTE_PFN_MASK) >> 12, dirty: e & PTE_D != 0, group }, size),
             _ => Walked::Fault,
         }
     }
@@ -119,13 +123,13 @@ impl<P: MemPort> Walker<'_, P> {
         let found =
             self.walk_table::<GUEST>(gpt, va, ctx, level, node, write, |w, gpa| w.nested_translate(host, gpa, false, false).map(|(hpa, _, _)| hpa >> 6));
         match found {
-            Found::Leaf(ge, gsize) => {
+            Found::Leaf(ge, gsize, ..) => {
                 let gpa = (ge & PTE_PFN_MASK) + va.offset(gsize);
                 match self.nested_translate(host, gpa, write, true) {
                     Some((hpa, hsize, hdirty)) => {
                         let size = gsize.min(hsize);
                         let frame = (hpa & !(size.bytes() - 1)) >> 12;
-                        Walked::Leaf(TlbEntry { frame, dirty: ge & PTE_D != 0 && hdirty }, size)
+                        Walked::Leaf(TlbEntry::page(frame, ge & PTE_D != 0 && hdirty), size)
                     }
                     None => Walked::HostFault { gpa, data: true },
                 }
@@ -164,8 +168,8 @@ impl<P: MemPort> Walker<'_, P> {
         let (level, node) = self.pwc_start::<HOST>(g, ctx, self.p.host_top, host.root);
         self.port.delay(self.p.pwc_latency);
         match self.walk_table::<HOST>(host.pt, g, ctx, level, node, write, |_, a| Some(a >> 6)) {
-            Found::Leaf(e, size) => {
-                let e = TlbEntry { frame: (e & PTE_PFN_MASK) >> 12, dirty: e & PTE_D != 0 };
+            Found::Leaf(e, size, ..) => {
+                let e = TlbEntry::page((e & PTE_PFN_MASK) >> 12, e & PTE_D != 0);
                 if ntlb_absent {
                     self.mmu.ntlb.insert_absent(g, size, ctx, e);
                 } else if ntlb {
@@ -261,7 +265,13 @@ impl<P: MemPort> Walker<'_, P> {
                 pt.set_bits(node, idx, set);
             }
             if let Some(size) = leaf {
-                return Found::Leaf(e | set, size);
+                // PTE coalescing (native tables) looks at the leaf's neighbours in its line,
+                // as they are now that this walk set its A (and D) bits.
+                let mut group = 0;
+                if D == NATIVE && self.p.coalesce != 0 && size == PageSize::Size4K {
+                    group = crate::translate::coalesce::largest_in(pt, node, idx, self.p.coalesce);
+                }
+                return Found::Leaf(e | set, size, group);
             }
             let child = pt.node(node).children[idx];
             debug_assert_ne!(child, NO_NODE);
@@ -374,11 +384,11 @@ mod tests {
         let cfg = Config::default();
         let mut mmu = Mmu::new(&cfg, 1);
         let mut mechs = Mechs::new(Vec::new(), 1);
-        let p = WalkParams { pwc_latency: 3, nested_latency: 1, top: 4, host_top: 4, ntlb: false, nested_tlb_data: false };
+        let p = WalkParams { pwc_latency: 3, nested_latency: 1, top: 4, host_top: 4, ntlb: false, nested_tlb_data: false, coalesce: 0 };
         let mut port = FakePort::default();
         let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
 
-        assert_eq!(w.walk(&mut pt, root, VirtAddr(va.0 + 0x10), true), Walked::Leaf(TlbEntry { frame: 0x1234, dirty: true }, PageSize::Size4K));
+        assert_eq!(w.walk(&mut pt, root, VirtAddr(va.0 + 0x10), true), Walked::Leaf(TlbEntry::page(0x1234, true), PageSize::Size4K));
         let mut want = vec![Call::Delay(3)];
         want.extend(entry_lines(&pt, root, va).into_iter().map(|l| Call::Pte(l, Table::Native)));
         assert_eq!(w.port.0, want);
@@ -387,7 +397,7 @@ mod tests {
 
         w.port.0.clear();
         let next = VirtAddr(va.0 + 4096);
-        assert_eq!(w.walk(&mut pt, root, next, false), Walked::Leaf(TlbEntry { frame: 0x1235, dirty: false }, PageSize::Size4K));
+        assert_eq!(w.walk(&mut pt, root, next, false), Walked::Leaf(TlbEntry::page(0x1235, false), PageSize::Size4K));
         assert_eq!(w.port.0, vec![Call::Delay(3), Call::Pte(entry_lines(&pt, root, next)[3], Table::Native)]);
         assert_eq!(pt.translate(root, 4, next).unwrap().entry & (PTE_A | PTE_D), PTE_A, "a load sets A only");
 
