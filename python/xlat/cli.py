@@ -494,6 +494,42 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    from . import host
+
+    if args.compare:
+        _config.resolve(args.compare, [])  # a bad preset fails before minutes of measuring
+    modes = ("4k",) if args.no_thp else ("4k", "thp")
+    p = host.run_probe(quick=args.quick, modes=modes, reps=args.reps, per_octave=args.per_octave, max_pages=args.max_pages)
+    for line in host.report_lines(p):
+        print(line)
+    if args.json:
+        import json
+
+        with atomic_path(args.json) as tmp:
+            tmp.write_text(json.dumps(host.to_json(p), indent=1))
+        print(f"wrote {args.json}")
+    if args.emit_preset:
+        name = Path(args.emit_preset).stem
+        with atomic_path(args.emit_preset) as tmp:
+            tmp.write_text(host.preset_text(p, name))
+        print(f"wrote {args.emit_preset} (use it as: xlat run --config {args.emit_preset} ...)")
+    if args.compare:
+        c4 = p.curve("4k")
+        step = max(1, p.params["per_octave"] // 2)
+        xs = c4.pages[::step]
+        ys = host.simulate_curve(args.compare, xs, quick=args.quick)
+        print(f"  simulated on {args.compare} (4 KB pages): "
+              + ", ".join(f"{x:,}: {y:.1f}" for x, y in zip(xs, ys)) + " ns")
+        out = args.plot or "probe.png"
+        host.plot(p, out, sim=(args.compare, xs, ys))
+        print(f"wrote {out}")
+    elif args.plot:
+        host.plot(p, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import demo
 
@@ -580,6 +616,21 @@ def build_parser() -> Parser:
     t.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
     t.add_argument("program", nargs=argparse.REMAINDER, metavar="PROGRAM ARGS")
     t.set_defaults(func=cmd_trace)
+
+    pr = sub.add_parser("probe", help="measure this machine's TLBs (Linux x86-64)",
+                        description="Time a random pointer chase, one access per page, over 8..65,536 pages with 4 KB "
+                                    "pages and with transparent huge pages; find the L1 and L2 DTLB reach and the walk "
+                                    "plateaus; report the hypervisor, counters and physical contiguity (docs/host.md).")
+    pr.add_argument("--quick", action="store_true", help="a rough run in about a second (8..4,096 pages)")
+    pr.add_argument("--reps", type=int, default=None, metavar="N", help="full sweeps (default 3; the spread is over them)")
+    pr.add_argument("--per-octave", type=int, default=None, metavar="N", help="page counts per doubling (default 4)")
+    pr.add_argument("--max-pages", type=int, default=None, metavar="N", help="largest chase (default 65,536 pages)")
+    pr.add_argument("--no-thp", action="store_true", help="only the 4 KB curve")
+    pr.add_argument("--emit-preset", metavar="NAME.toml", help="write a machine preset from the measurement")
+    pr.add_argument("--compare", metavar="PRESET", help="run the same chase in the simulator on PRESET and plot both")
+    pr.add_argument("--plot", metavar="PNG", help="write the figure here (default probe.png with --compare)")
+    pr.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
+    pr.set_defaults(func=cmd_probe)
 
     d = sub.add_parser("demo", help="what xlat is for, in a few minutes",
                        description="Compare a Skylake-like machine with a perfect TLB, bigger page-walk "

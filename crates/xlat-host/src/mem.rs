@@ -45,9 +45,7 @@ impl Mapping {
         let raw_len = if pages == Pages::Huge { len + HUGE } else { len };
         // SAFETY: an anonymous private mapping at an address of the kernel's choice aliases
         // nothing; the result is checked against MAP_FAILED before use.
-        let raw = unsafe {
-            libc::mmap(std::ptr::null_mut(), raw_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-        };
+        let raw = unsafe { libc::mmap(std::ptr::null_mut(), raw_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
         if raw == libc::MAP_FAILED {
             return Err(HostError::last_os(format!("mmap of {len} bytes")));
         }

@@ -39,7 +39,8 @@ pub fn hypervisor() -> Hypervisor {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let present = fs::read_to_string("/proc/cpuinfo").is_ok_and(|t| t.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")));
+        let present =
+            fs::read_to_string("/proc/cpuinfo").is_ok_and(|t| t.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")));
         Hypervisor { present, vendor: None }
     }
 }
@@ -248,8 +249,8 @@ pub fn contiguity(frames: &[Option<u64>], first_vpn: usize) -> Contiguity {
         }
     };
     let (mut longest, mut run) = (0, 0);
-    for i in 0..n {
-        run = if frames[i].is_none() {
+    for (i, f) in frames.iter().enumerate() {
+        run = if f.is_none() {
             0
         } else if i > 0 && next(i - 1) {
             run + 1
@@ -303,7 +304,18 @@ pub fn perf_counters() -> std::result::Result<(), String> {
         bp_type: u32,
         config1: u64,
     }
-    let attr = Attr { kind: 0, size: 64, config: 0, sample_period: 0, sample_type: 0, read_format: 0, flags: 1 | 1 << 5 | 1 << 6, wakeup_events: 0, bp_type: 0, config1: 0 };
+    let attr = Attr {
+        kind: 0,
+        size: 64,
+        config: 0,
+        sample_period: 0,
+        sample_type: 0,
+        read_format: 0,
+        flags: 1 | 1 << 5 | 1 << 6,
+        wakeup_events: 0,
+        bp_type: 0,
+        config1: 0,
+    };
     // SAFETY: the attribute struct lives across the call and its size field says how much the
     // kernel may read; pid 0 / cpu -1 is this thread on any CPU; no group, no flags.
     let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, &attr as *const Attr, 0, -1, -1, 0) };
