@@ -530,6 +530,51 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bake(args: argparse.Namespace) -> int:
+    if args.bench:
+        from . import host
+
+        kernels = [k for k in args.kernels.split(",") if k]
+        modes = [m for m in args.modes.split(",") if m]
+        rows = host.bench(kernels, modes, args.rounds, quick=args.quick)
+        print(f"PT-Baker A/B benchmark: {args.rounds} rounds alternated, main thread pinned, helper on another core of its LLC"
+              + (" (--quick sizes: not a measurement)" if args.quick else ""))
+        print_table([(r["kernel"], r["mode"], f"{r['median_s']:.3f}", f"{r['min_s']:.3f}-{r['max_s']:.3f}",
+                      f"{r['ratio']:.3f}", f"{r['ratio_min']:.3f}-{r['ratio_max']:.3f}", r["verdict"]) for r in rows],
+                    header=("kernel", "baker", "median s", "range s", "time ratio", "ratio range", "verdict"))
+        return 0
+    if args.costs:
+        for name, ns in _core.bake_call_costs(args.costs):
+            print(f"  {name:30s} {ns:8.1f} ns per page")
+        return 0
+    program = list(args.program)
+    if program and program[0] == "--":
+        program = program[1:]
+    if not program:
+        raise CliError("give the program to run after '--', e.g. xlat bake -- ./my_program ARGS (or --costs N)")
+    if shutil.which(program[0]) is None and not os.path.exists(program[0]):
+        raise CliError(f"program '{program[0]}' not found")
+    proc = subprocess.Popen(program)
+    try:
+        daemon = _core.bake_daemon(proc.pid, args.regions, args.min_mb << 20, args.refresh_ms, args.sleep_us, args.cpu)
+    except Exception:
+        proc.terminate()
+        proc.wait()
+        raise
+    try:
+        status = proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait()
+        stats = daemon.stop()
+    if not args.quiet and stats is not None:
+        regions = ", ".join(human_bytes(n) for _, n in stats["regions"]) or "none large enough"
+        print(f"xlat bake: {stats['passes']:,} passes, {stats['pages']:,} page-table entries walked in "
+              f"{stats['seconds']:.1f} s; regions at the end: {regions}", file=sys.stderr)
+    return status if status >= 0 else 128 - status
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import demo
 
@@ -631,6 +676,27 @@ def build_parser() -> Parser:
     pr.add_argument("--plot", metavar="PNG", help="write the figure here (default probe.png with --compare)")
     pr.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
     pr.set_defaults(func=cmd_probe)
+
+    b = sub.add_parser("bake", help="keep a program's page tables warm from outside (PT-Baker, Linux)",
+                       description="Run PROGRAM and, from a helper thread of this process, keep the page tables of "
+                                   "its largest anonymous mappings warm by reading /proc/PID/pagemap (the kernel walks "
+                                   "them; the program is only read, never changed). Exits with the program's status. "
+                                   "--costs N measures which call walks page tables cheapest (docs/host.md).",
+                       usage="xlat bake [options] -- PROGRAM [ARGS...]  |  xlat bake --costs PAGES  |  xlat bake --bench [--rounds N]")
+    b.add_argument("--regions", type=int, default=1, metavar="N", help="largest anonymous mappings to keep warm (default 1)")
+    b.add_argument("--min-mb", type=int, default=8, metavar="MB", help="ignore mappings smaller than this (default 8)")
+    b.add_argument("--refresh-ms", type=int, default=200, metavar="MS", help="re-read /proc/PID/maps this often (default 200)")
+    b.add_argument("--sleep-us", type=int, default=0, metavar="US", help="sleep after each pass (default 0)")
+    b.add_argument("--cpu", type=int, default=None, metavar="N", help="pin the daemon thread to this CPU")
+    b.add_argument("--costs", type=int, default=None, metavar="PAGES", help="measure ns per page of mincore and pagemap reads, then exit")
+    b.add_argument("--bench", action="store_true", help="the A/B benchmark: native kernels with and without each baker mode")
+    b.add_argument("--kernels", default="gups,bfs,hashjoin", help="--bench kernels (default gups,bfs,hashjoin)")
+    b.add_argument("--modes", default="load,prefetch,mincore", help="--bench baker modes (default load,prefetch,mincore)")
+    b.add_argument("--rounds", type=int, default=5, metavar="N", help="--bench rounds (default 5)")
+    b.add_argument("--quick", action="store_true", help="--bench with tiny sizes (exercises the path; measures nothing)")
+    b.add_argument("--quiet", "-q", action="store_true", help="no summary line")
+    b.add_argument("program", nargs=argparse.REMAINDER, metavar="PROGRAM ARGS")
+    b.set_defaults(func=cmd_bake)
 
     d = sub.add_parser("demo", help="what xlat is for, in a few minutes",
                        description="Compare a Skylake-like machine with a perfect TLB, bigger page-walk "

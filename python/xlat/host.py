@@ -23,7 +23,7 @@ from ._io import atomic_path
 HostError = _core.HostError
 
 # Full run: 8..65,536 pages, 4 per octave, 3 sweeps (about 10-20 s per page size mode here).
-FULL = {"min_pages": 8, "max_pages": 65536, "per_octave": 4, "reps": 3, "accesses": 300_000}
+FULL = {"min_pages": 8, "max_pages": 65536, "per_octave": 4, "reps": 3, "accesses": 1_000_000}
 # --quick: enough to exercise every path in about a second, not to measure the L2 DTLB.
 QUICK = {"min_pages": 8, "max_pages": 4096, "per_octave": 2, "reps": 2, "accesses": 20_000}
 
@@ -314,3 +314,23 @@ def bake(regions: Sequence[Any], mode: str = "load", stride: int = 32768, nops: 
     finally:
         b.stats = handle.stop()
         del keep
+
+
+def bench(kernels: Sequence[str] = ("gups", "bfs", "hashjoin"), modes: Sequence[str] = ("load", "prefetch", "mincore"),
+          rounds: int = 5, quick: bool = False, placement: str = "llc") -> list[dict[str, Any]]:
+    """The A/B benchmark: per kernel and mode, the median seconds, and the ratio to no baker
+    paired by round (its median, min and max) with a verdict that claims a gain only when
+    every round gained."""
+    rows = []
+    for k in kernels:
+        times = _core.bake_bench(k, list(modes), rounds, quick, placement)
+        base = times[0]
+        rows.append({"kernel": k, "mode": "none", "median_s": statistics.median(base), "min_s": min(base), "max_s": max(base),
+                     "ratio": 1.0, "ratio_min": 1.0, "ratio_max": 1.0, "verdict": "baseline"})
+        for mode, ts in zip(modes, times[1:]):
+            ratios = [t / b for t, b in zip(ts, base)]
+            lo, hi = min(ratios), max(ratios)
+            verdict = "gain" if hi < 1.0 else "slower" if lo > 1.0 else "no gain"
+            rows.append({"kernel": k, "mode": mode, "median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts),
+                         "ratio": statistics.median(ratios), "ratio_min": lo, "ratio_max": hi, "verdict": verdict})
+    return rows

@@ -7,11 +7,15 @@
 //! - [`sys`]: what the machine is: hypervisor, cache and SMT topology, `/proc/self/pagemap`,
 //!   performance counters.
 //! - [`probe`]: the sweep behind `xlat probe`.
-//! - [`bake`]: the PT-Baker helper thread (`start(regions, params)` / `stop()`).
+//! - [`bake`]: the PT-Baker helper thread (`start(regions, params)` / `stop()`), and
+//!   [`daemon`]: the same from outside an unmodified process (`xlat bake -- PROGRAM`).
+//! - [`bench`]: native GUPS, BFS and hash-join kernels timed with and without a baker.
 //! - [`ffi`]: the C ABI of the runtime (`include/xlat_bake.h`).
 
 pub mod bake;
+pub mod bench;
 pub mod chase;
+pub mod daemon;
 pub mod ffi;
 pub mod knee;
 pub mod mem;

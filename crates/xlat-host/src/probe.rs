@@ -22,7 +22,7 @@ pub struct Params {
 
 impl Default for Params {
     fn default() -> Params {
-        Params { min_pages: 8, max_pages: 65536, per_octave: 4, reps: 3, accesses: 300_000, modes: vec![Pages::Base, Pages::Huge], seed: 1 }
+        Params { min_pages: 8, max_pages: 65536, per_octave: 4, reps: 3, accesses: 1_000_000, modes: vec![Pages::Base, Pages::Huge], seed: 1 }
     }
 }
 

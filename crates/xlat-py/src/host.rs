@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use xlat_host::bake::{self, Mode, Placement, Region};
 use xlat_host::mem::{Mapping, Pages};
-use xlat_host::{knee, probe, sys};
+use xlat_host::{bench, daemon, knee, probe, sys};
 
 use crate::errors::HostError;
 
@@ -156,7 +156,61 @@ fn bake_start(regions: Vec<(usize, usize)>, mode: &str, stride: usize, nops: u32
     Ok(Baker(Mutex::new(Some(b))))
 }
 
+/// `xlat bake -- PROGRAM`: the daemon keeping process `pid`'s page tables warm from outside.
+#[pyclass(module = "xlat._core")]
+struct Daemon(Mutex<Option<daemon::Daemon>>);
+
+#[pymethods]
+impl Daemon {
+    fn passes(&self) -> u64 {
+        self.0.lock().map(|d| d.as_ref().map_or(0, |d| d.passes())).unwrap_or(0)
+    }
+    /// Stops it: {passes, pages, regions [(addr, len)], seconds}; None if stopped before.
+    fn stop(&self, py: Python<'_>) -> PyResult<Option<Py<PyDict>>> {
+        let taken = self.0.lock().ok().and_then(|mut d| d.take());
+        let Some(d) = taken else { return Ok(None) };
+        let s = py.allow_threads(|| d.stop());
+        let out = PyDict::new(py);
+        out.set_item("passes", s.passes)?;
+        out.set_item("pages", s.pages)?;
+        out.set_item("regions", s.regions.iter().map(|r| (r.addr, r.len)).collect::<Vec<_>>())?;
+        out.set_item("seconds", s.seconds)?;
+        Ok(Some(out.unbind()))
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (pid, regions=1, min_bytes=8<<20, refresh_ms=200, sleep_us=0, cpu=None))]
+fn bake_daemon(pid: u32, regions: usize, min_bytes: usize, refresh_ms: u64, sleep_us: u64, cpu: Option<usize>) -> PyResult<Daemon> {
+    let p = daemon::Params { regions, min_bytes, refresh: std::time::Duration::from_millis(refresh_ms), sleep_us, cpu };
+    Ok(Daemon(Mutex::new(Some(daemon::start(pid, p).map_err(host_err)?))))
+}
+
+/// ns per page of the calls that make the kernel walk page tables: [(name, ns)], cheapest first.
+#[pyfunction]
+fn bake_call_costs(py: Python<'_>, pages: usize) -> PyResult<Vec<(String, f64)>> {
+    let c = py.allow_threads(|| daemon::call_costs(pages)).map_err(host_err)?;
+    Ok(c.into_iter().map(|(n, v)| (n.to_string(), v)).collect())
+}
+
+/// The benchmark: seconds of each run of `kernel`, `[config][round]`, configs "none" then `modes`.
+#[pyfunction]
+#[pyo3(signature = (kernel, modes, rounds, quick=false, placement="llc"))]
+fn bake_bench(py: Python<'_>, kernel: String, modes: Vec<String>, rounds: u32, quick: bool, placement: &str) -> PyResult<Vec<Vec<f64>>> {
+    let placement = Placement::parse(placement).map_err(host_err)?;
+    let mut configs = vec![None];
+    for m in &modes {
+        configs.push(Some(bake::Params { mode: Mode::parse(m).map_err(host_err)?, placement, ..bake::Params::default() }));
+    }
+    let size = if quick { bench::Size::Quick } else { bench::Size::Full };
+    py.allow_threads(|| bench::run(&kernel, size, &configs, rounds)).map_err(host_err)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(bake_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(bake_daemon, m)?)?;
+    m.add_function(wrap_pyfunction!(bake_call_costs, m)?)?;
+    m.add_class::<Daemon>()?;
     m.add_function(wrap_pyfunction!(probe_measure, m)?)?;
     m.add_function(wrap_pyfunction!(probe_steps, m)?)?;
     m.add_function(wrap_pyfunction!(machine, m)?)?;
