@@ -74,3 +74,28 @@ def test_bake_modes_through_python():
         _core.bake_start([(4096, 4096)])
     with pytest.raises(_core.HostError):
         _core.bake_start([(buf.ctypes.data, buf.nbytes)], mode="walk")
+
+
+def test_bake_daemon_runs_a_program_and_returns_its_status():
+    prog = ("import mmap, time; m = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS); "
+            "m[::4096] = b'x' * 16384; time.sleep(0.5); raise SystemExit(3)")
+    p = xlat_cli("bake", "--min-mb", "32", "--", sys.executable, "-c", prog, check=False)
+    assert p.returncode == 3, p.stderr
+    assert "xlat bake:" in p.stderr and "64.0 MiB" in p.stderr
+    walked = int(p.stderr.split(" passes, ")[1].split(" ")[0].replace(",", ""))
+    assert walked >= 16384
+
+
+def test_bake_errors_are_one_line():
+    for args in (["bake"], ["bake", "--", "/no/such/program"]):
+        p = xlat_cli(*args, check=False)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("xlat: error:"), p.stderr
+
+
+def test_bake_costs_and_quick_bench():
+    p = xlat_cli("bake", "--costs", "2048")
+    assert "mincore" in p.stdout and "pagemap" in p.stdout
+    p = xlat_cli("bake", "--bench", "--quick", "--rounds", "2", "--kernels", "gups", "--modes", "mincore")
+    rows = [line.split() for line in p.stdout.splitlines() if line.startswith("gups")]
+    assert [r[1] for r in rows] == ["none", "mincore"]
+    assert rows[1][-1] in ("gain", "no", "slower")  # "no gain" splits in two

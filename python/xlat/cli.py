@@ -571,7 +571,7 @@ def cmd_bake(args: argparse.Namespace) -> int:
     if not args.quiet and stats is not None:
         regions = ", ".join(human_bytes(n) for _, n in stats["regions"]) or "none large enough"
         print(f"xlat bake: {stats['passes']:,} passes, {stats['pages']:,} page-table entries walked in "
-              f"{stats['seconds']:.1f} s; regions at the end: {regions}", file=sys.stderr)
+              f"{stats['seconds']:.1f} s; regions last seen: {regions}", file=sys.stderr)
     return status if status >= 0 else 128 - status
 
 

@@ -223,15 +223,18 @@ fn validate(regions: &[Region], p: &Params) -> Result<()> {
     Ok(())
 }
 
-/// The CPU for the helper, from the sysfs topology around the calling thread's CPU.
-fn helper_cpu(p: Placement) -> Result<Option<usize>> {
+/// The CPU for the helper, from the sysfs topology around the calling thread's CPU. A caller
+/// that pins itself first (as the benchmark does) resolves the placement before pinning:
+/// afterwards its own affinity allows only its CPU.
+pub fn helper_cpu(p: Placement) -> Result<Option<usize>> {
     let main = sys::current_cpu();
     let allowed = sys::allowed_cpus();
     let siblings = sys::smt_siblings(main);
     match p {
         Placement::Unpinned => Ok(None),
-        Placement::Cpu(c) if allowed.contains(&c) => Ok(Some(c)),
-        Placement::Cpu(c) => Err(HostError::Invalid(format!("CPU {c} is not one this process may run on ({allowed:?})"))),
+        // Any CPU of the machine: the helper's own pinning reports one it may not use.
+        Placement::Cpu(c) if c < configured_cpus() => Ok(Some(c)),
+        Placement::Cpu(c) => Err(HostError::Invalid(format!("there is no CPU {c} (this machine has {})", configured_cpus()))),
         Placement::Sibling => siblings
             .into_iter()
             .find(|c| allowed.contains(c))
@@ -243,6 +246,12 @@ fn helper_cpu(p: Placement) -> Result<Option<usize>> {
             .map(Some)
             .ok_or_else(|| HostError::Unsupported(format!("no other core shares CPU {main}'s last-level cache"))),
     }
+}
+
+fn configured_cpus() -> usize {
+    // SAFETY: sysconf only reads a system constant.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    n.max(1) as usize
 }
 
 fn set_timer_slack(ns: u64) -> Result<()> {

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use crate::bake::{self, Params, Region};
+use crate::bake::{self, Params, Placement, Region};
 use crate::mem::{Mapping, Pages};
 use crate::rng::Rng;
 use crate::{sys, HostError, Result};
@@ -202,6 +202,11 @@ pub fn run(kernel: &str, size: Size, configs: &[Option<Params>], rounds: u32) ->
         "hashjoin" => Box::new(HashJoin::new(size)?),
         _ => return Err(HostError::Invalid(format!("unknown kernel '{kernel}' (known: {})", KERNELS.join(", ")))),
     };
+    // Place the helpers before pinning this thread (afterwards only its CPU is allowed).
+    let configs: Vec<Option<Params>> = configs
+        .iter()
+        .map(|c| c.map(|p| bake::helper_cpu(p.placement).map(|cpu| Params { placement: cpu.map_or(Placement::Unpinned, Placement::Cpu), ..p })).transpose())
+        .collect::<Result<_>>()?;
     let allowed = sys::allowed_cpus();
     sys::pin_to(sys::current_cpu())?;
     let result = (|| {
@@ -234,7 +239,7 @@ pub fn run(kernel: &str, size: Size, configs: &[Option<Params>], rounds: u32) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bake::{Mode, Placement};
+    use crate::bake::Mode;
 
     #[test]
     fn every_kernel_runs_under_every_mode() {

@@ -20,7 +20,8 @@ pub struct Params {
     pub regions: usize,
     /// Mappings smaller than this are left alone.
     pub min_bytes: usize,
-    /// Re-read `/proc/PID/maps` this often (mappings grow and move).
+    /// Re-read `/proc/PID/maps` (and reopen its pagemap) this often: mappings grow and move,
+    /// and a program started a moment ago may not have reached `exec` yet.
     pub refresh: Duration,
     /// Sleep after each pass.
     pub sleep_us: u64,
@@ -63,7 +64,7 @@ pub struct Stats {
     pub passes: u64,
     /// Pagemap entries read (pages whose PTE the kernel walked to).
     pub pages: u64,
-    /// The regions of the last refresh.
+    /// The regions of the last refresh that found any.
     pub regions: Vec<Region>,
     pub seconds: f64,
 }
@@ -95,7 +96,8 @@ pub fn start(pid: u32, p: Params) -> Result<Daemon> {
             if let Some(c) = p.cpu {
                 let _ = sys::pin_to(c);
             }
-            run(&maps_path, &pagemap, &p, &st, &ps)
+            drop(pagemap);
+            run(&maps_path, &pm_path, &p, &st, &ps)
         })
         .map_err(|e| HostError::io("starting the daemon thread", e))?;
     Ok(Daemon { stop, passes, thread: Some(thread) })
@@ -111,8 +113,9 @@ fn denied(path: &str, e: std::io::Error) -> HostError {
     }
 }
 
-fn run(maps_path: &str, pagemap: &File, p: &Params, stop: &AtomicBool, passes: &AtomicU64) -> Stats {
+fn run(maps_path: &str, pm_path: &str, p: &Params, stop: &AtomicBool, passes: &AtomicU64) -> Stats {
     let t0 = Instant::now();
+    let mut pagemap: Option<File> = None;
     let mut regions: Vec<Region> = Vec::new();
     let mut refreshed: Option<Instant> = None;
     let mut buf = vec![0u8; MINCORE_CHUNK * 8];
@@ -121,9 +124,17 @@ fn run(maps_path: &str, pagemap: &File, p: &Params, stop: &AtomicBool, passes: &
         if refreshed.is_none_or(|t| t.elapsed() >= p.refresh) {
             // The target has exited (or is exiting) when its maps can no longer be read.
             let Ok(text) = std::fs::read_to_string(maps_path) else { break };
+            // Reopened at each refresh: a pagemap file is bound to the address space it was
+            // opened on, and a freshly started target replaces its own at exec.
+            let Ok(f) = File::open(pm_path) else { break };
+            pagemap = Some(f);
             regions = anonymous_mappings(&text).into_iter().filter(|r| r.len >= p.min_bytes).take(p.regions).collect();
+            if !regions.is_empty() {
+                stats.regions = regions.clone();
+            }
             refreshed = Some(Instant::now());
         }
+        let Some(pagemap) = pagemap.as_ref() else { break };
         for r in &regions {
             let (first, last) = (r.addr / PAGE, (r.addr + r.len).div_ceil(PAGE));
             let mut vpn = first;
@@ -131,8 +142,10 @@ fn run(maps_path: &str, pagemap: &File, p: &Params, stop: &AtomicBool, passes: &
                 let n = (last - vpn).min(MINCORE_CHUNK);
                 // One read per leaf page table: the kernel walks to it and reads its PTEs.
                 match pagemap.read_at(&mut buf[..n * 8], vpn as u64 * 8) {
-                    Ok(got) => stats.pages += got as u64 / 8,
-                    Err(_) => break, // unmapped meanwhile: the next refresh sees it
+                    Ok(got) if got > 0 => stats.pages += got as u64 / 8,
+                    // Unmapped meanwhile, or the address space is gone (exec, exit): the
+                    // next refresh sees it.
+                    _ => break,
                 }
                 vpn += n;
             }
@@ -146,7 +159,6 @@ fn run(maps_path: &str, pagemap: &File, p: &Params, stop: &AtomicBool, passes: &
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    stats.regions = regions;
     stats.seconds = t0.elapsed().as_secs_f64();
     stats
 }
