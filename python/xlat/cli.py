@@ -536,8 +536,9 @@ def cmd_bake(args: argparse.Namespace) -> int:
 
         kernels = [k for k in args.kernels.split(",") if k]
         modes = [m for m in args.modes.split(",") if m]
-        rows = host.bench(kernels, modes, args.rounds, quick=args.quick)
-        print(f"PT-Baker A/B benchmark: {args.rounds} rounds alternated, main thread pinned, helper on another core of its LLC"
+        rows = host.bench(kernels, modes, args.rounds, quick=args.quick, sleep_us=args.sleep_us)
+        print(f"PT-Baker A/B benchmark: {args.rounds} rounds alternated, main thread pinned, helper on another core of its LLC, "
+              f"sleeping {args.sleep_us} us per pass"
               + (" (--quick sizes: not a measurement)" if args.quick else ""))
         print_table([(r["kernel"], r["mode"], f"{r['median_s']:.3f}", f"{r['min_s']:.3f}-{r['max_s']:.3f}",
                       f"{r['ratio']:.3f}", f"{r['ratio_min']:.3f}-{r['ratio_max']:.3f}", r["verdict"]) for r in rows],

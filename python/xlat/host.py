@@ -227,19 +227,24 @@ def preset_text(p: Probe, name: str) -> str:
 
 
 def simulate_curve(config: str, pages: Sequence[int], page_policy: str = "never", quick: bool = False) -> list[float]:
-    """The same chase in the simulator: ns per access at each page count (`chase` kernel, one
-    node per 4 KB page, random cycle; prefaulted; warmed over two cycles)."""
+    """The same chase in the simulator: ns per access at each page count. The chase is replayed
+    from a trace of the measured one (same line offsets, same order: ``_core.probe_trace``),
+    prefaulted, warmed over two cycles."""
+    import tempfile
+
     from .api import simulate
     from .config import resolve
 
     ghz = float(resolve(config, [])["core.freq_ghz"])
     out = []
-    for n in pages:
-        refs = max(4 * n, 5_000 if quick else 50_000)
-        warm = 2 * n + 1000
-        r = simulate(config, f"chase:footprint={n * 4096},node=4096,refs={refs + warm}", refs=refs, warmup=warm,
-                     prefault=True, threads=1, os__page_policy=page_policy)
-        out.append(r.stats["cycles"] / r.stats["refs"] / ghz)
+    with tempfile.TemporaryDirectory(prefix="xlat-probe-") as tmp:
+        for n in pages:
+            refs = max(4 * n, 5_000 if quick else 50_000)
+            warm = 2 * n + 1000
+            path = str(Path(tmp) / f"chase{n}.xtr")
+            _core.probe_trace(path, n, refs + warm)
+            r = simulate(config, trace=path, refs=refs, warmup=warm, prefault=True, threads=1, os__page_policy=page_policy)
+            out.append(r.stats["cycles"] / r.stats["refs"] / ghz)
     return out
 
 
@@ -317,13 +322,13 @@ def bake(regions: Sequence[Any], mode: str = "load", stride: int = 32768, nops: 
 
 
 def bench(kernels: Sequence[str] = ("gups", "bfs", "hashjoin"), modes: Sequence[str] = ("load", "prefetch", "mincore"),
-          rounds: int = 5, quick: bool = False, placement: str = "llc") -> list[dict[str, Any]]:
+          rounds: int = 5, quick: bool = False, placement: str = "llc", sleep_us: int = 0) -> list[dict[str, Any]]:
     """The A/B benchmark: per kernel and mode, the median seconds, and the ratio to no baker
     paired by round (its median, min and max) with a verdict that claims a gain only when
     every round gained."""
     rows = []
     for k in kernels:
-        times = _core.bake_bench(k, list(modes), rounds, quick, placement)
+        times = _core.bake_bench(k, list(modes), rounds, quick, placement, sleep_us)
         base = times[0]
         rows.append({"kernel": k, "mode": "none", "median_s": statistics.median(base), "min_s": min(base), "max_s": max(base),
                      "ratio": 1.0, "ratio_min": 1.0, "ratio_max": 1.0, "verdict": "baseline"})

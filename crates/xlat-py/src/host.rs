@@ -195,18 +195,52 @@ fn bake_call_costs(py: Python<'_>, pages: usize) -> PyResult<Vec<(String, f64)>>
 
 /// The benchmark: seconds of each run of `kernel`, `[config][round]`, configs "none" then `modes`.
 #[pyfunction]
-#[pyo3(signature = (kernel, modes, rounds, quick=false, placement="llc"))]
-fn bake_bench(py: Python<'_>, kernel: String, modes: Vec<String>, rounds: u32, quick: bool, placement: &str) -> PyResult<Vec<Vec<f64>>> {
+#[pyo3(signature = (kernel, modes, rounds, quick=false, placement="llc", sleep_us=0))]
+fn bake_bench(py: Python<'_>, kernel: String, modes: Vec<String>, rounds: u32, quick: bool, placement: &str, sleep_us: u64) -> PyResult<Vec<Vec<f64>>> {
     let placement = Placement::parse(placement).map_err(host_err)?;
     let mut configs = vec![None];
     for m in &modes {
-        configs.push(Some(bake::Params { mode: Mode::parse(m).map_err(host_err)?, placement, ..bake::Params::default() }));
+        configs.push(Some(bake::Params { mode: Mode::parse(m).map_err(host_err)?, placement, sleep_us, ..bake::Params::default() }));
     }
     let size = if quick { bench::Size::Quick } else { bench::Size::Full };
     py.allow_threads(|| bench::run(&kernel, size, &configs, rounds)).map_err(host_err)
 }
 
+/// Writes the probe's chase over `pages` pages (the same layout and order as the measured one)
+/// as a native trace of `refs` dependent loads, for the simulator. Returns references written.
+#[pyfunction]
+fn probe_trace(py: Python<'_>, path: String, pages: usize, refs: u64) -> PyResult<u64> {
+    use xlat_core::{Ref, RefKind, Region as SimRegion};
+    use xlat_workloads::trace::{NativeHeader, NativeWriter};
+    if pages < 2 {
+        return Err(HostError::new_err("a chase needs at least 2 pages"));
+    }
+    py.allow_threads(|| {
+        // Where the simulated process has the buffer (any page-aligned address would do).
+        const BASE: u64 = 0x10_0000_0000;
+        let (offsets, next) = xlat_host::chase::layout(pages, 1);
+        let region = SimRegion { name: "chase".into(), start: BASE, len: (pages * xlat_host::PAGE) as u64 };
+        let hdr = NativeHeader { stream: 0, streams: 1, regions: vec![region], desc: format!("xlat probe chase, {pages} pages") };
+        let err = |e: xlat_core::SourceError| HostError::new_err(e.to_string());
+        let mut w = NativeWriter::create(std::path::Path::new(&path), &hdr).map_err(err)?;
+        let mut batch = Vec::with_capacity(4096);
+        let mut p = 0usize;
+        for _ in 0..refs {
+            p = next[p];
+            // `p = *p`: a dependent 8-byte load, two instructions per step (load, loop).
+            batch.push(Ref::new(BASE + offsets[p] as u64, RefKind::Load, 8, 2, true));
+            if batch.len() == batch.capacity() {
+                w.write(&batch).map_err(err)?;
+                batch.clear();
+            }
+        }
+        w.write(&batch).map_err(err)?;
+        w.finish().map_err(err)
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(probe_trace, m)?)?;
     m.add_function(wrap_pyfunction!(bake_bench, m)?)?;
     m.add_function(wrap_pyfunction!(bake_daemon, m)?)?;
     m.add_function(wrap_pyfunction!(bake_call_costs, m)?)?;
