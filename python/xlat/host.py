@@ -119,9 +119,11 @@ def _spread(rep_steps: list[list[dict]], index: int) -> str:
 
 
 def plateau(c: Curve, step: dict, upto: dict | None) -> float:
+    """The level just past a step: the median of the (up to) three points after its top, not
+    past the next knee (a gentle cache ramp may follow, which is not the step's cost)."""
     ys = c.median
-    end = upto["knee"] + 1 if upto else len(ys)
-    return statistics.median(ys[step["top"]:end])
+    end = min(step["top"] + 3, upto["knee"] + 1 if upto else len(ys))
+    return statistics.median(ys[step["top"]:max(end, step["top"] + 1)])
 
 
 def report_lines(p: Probe) -> list[str]:
@@ -194,7 +196,13 @@ def preset_text(p: Probe, name: str) -> str:
     lv = levels(c4.steps)
     amd = "AMD" in cpu_model().upper()
     base = "zen3" if amd else "skylake"
-    ghz = cpu_ghz()
+    from .config import resolve
+
+    # The clock from the chase itself: while everything fits, an access costs the L1D load-to-use
+    # latency, which the base preset gives in cycles (a guest's /proc/cpuinfo shows the nominal
+    # clock, not the boost clock the core runs at).
+    l1d_cycles = int(resolve(base, [])["cache.l1d.latency"])
+    ghz = l1d_cycles / c4.median[0] if c4.median[0] > 0 else cpu_ghz()
     lines = [f"# Measured by `xlat probe --emit-preset` on {cpu_model()}"
              + (" (a virtual machine)" if p.machine["hypervisor"] else "") + f", {time.strftime('%Y-%m-%d')}.",
              f"# Keys not set here are {base}'s.",
@@ -203,7 +211,8 @@ def preset_text(p: Probe, name: str) -> str:
              + (f", L2 DTLB ~{lv['l2']['fits']:.0f} pages" if lv["l2"] else "") + '"',
              f'base = "{base}"', ""]
     if ghz:
-        lines += ["[core]", "# /proc/cpuinfo's clock.", f"freq_ghz = {ghz:.2f}", ""]
+        lines += ["[core]", (f"# {base}'s L1D latency ({l1d_cycles} cycles) over the measured {c4.median[0]:.2f} ns per access "
+                  f"while everything fits (/proc/cpuinfo says {cpu_ghz() or 0:.2f} GHz)."), f"freq_ghz = {ghz:.2f}", ""]
     if lv["l1"]:
         e1 = max(8, int(lv["l1"]["fits"]) // 8 * 8)
         lines += ["[tlb.l1d]", f"# {lv['l1']['fits']:.0f} pages fit, {lv['l1']['overflows']:.0f} do not; modelled fully associative.",
