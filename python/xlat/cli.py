@@ -50,6 +50,19 @@ def count_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def int_at_least(low: int):
+    """An argparse type: an integer >= low."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{v} is below {low}")
+        return v
+    return parse
+
+
 def set_arg(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
@@ -559,6 +572,12 @@ def cmd_bake(args: argparse.Namespace) -> int:
     try:
         daemon = _core.bake_daemon(proc.pid, args.regions, args.min_mb << 20, args.refresh_ms, args.sleep_us, args.cpu)
     except Exception:
+        if proc.poll() is not None:
+            # The program was over before the daemon could look at it: nothing to keep warm.
+            status = proc.returncode
+            if not args.quiet:
+                print("xlat bake: the program ended before the daemon attached", file=sys.stderr)
+            return status if status >= 0 else 128 - status
         proc.terminate()
         proc.wait()
         raise
@@ -668,9 +687,9 @@ def build_parser() -> Parser:
                                     "pages and with transparent huge pages; find the L1 and L2 DTLB reach and the walk "
                                     "plateaus; report the hypervisor, counters and physical contiguity (docs/host.md).")
     pr.add_argument("--quick", action="store_true", help="a rough run in about a second (8..4,096 pages)")
-    pr.add_argument("--reps", type=int, default=None, metavar="N", help="full sweeps (default 3; the spread is over them)")
-    pr.add_argument("--per-octave", type=int, default=None, metavar="N", help="page counts per doubling (default 4)")
-    pr.add_argument("--max-pages", type=int, default=None, metavar="N", help="largest chase (default 65,536 pages)")
+    pr.add_argument("--reps", type=int_at_least(1), default=None, metavar="N", help="full sweeps (default 3; the spread is over them)")
+    pr.add_argument("--per-octave", type=int_at_least(1), default=None, metavar="N", help="page counts per doubling (default 4)")
+    pr.add_argument("--max-pages", type=int_at_least(8), default=None, metavar="N", help="largest chase (default 65,536 pages)")
     pr.add_argument("--no-thp", action="store_true", help="only the 4 KB curve")
     pr.add_argument("--emit-preset", metavar="NAME.toml", help="write a machine preset from the measurement")
     pr.add_argument("--compare", metavar="PRESET", help="run the same chase in the simulator on PRESET and plot both")
@@ -684,16 +703,16 @@ def build_parser() -> Parser:
                                    "them; the program is only read, never changed). Exits with the program's status. "
                                    "--costs N measures which call walks page tables cheapest (docs/host.md).",
                        usage="xlat bake [options] -- PROGRAM [ARGS...]  |  xlat bake --costs PAGES  |  xlat bake --bench [--rounds N]")
-    b.add_argument("--regions", type=int, default=1, metavar="N", help="largest anonymous mappings to keep warm (default 1)")
-    b.add_argument("--min-mb", type=int, default=8, metavar="MB", help="ignore mappings smaller than this (default 8)")
-    b.add_argument("--refresh-ms", type=int, default=200, metavar="MS", help="re-read /proc/PID/maps this often (default 200)")
-    b.add_argument("--sleep-us", type=int, default=0, metavar="US", help="sleep after each pass (default 0)")
-    b.add_argument("--cpu", type=int, default=None, metavar="N", help="pin the daemon thread to this CPU")
-    b.add_argument("--costs", type=int, default=None, metavar="PAGES", help="measure ns per page of mincore and pagemap reads, then exit")
+    b.add_argument("--regions", type=int_at_least(1), default=1, metavar="N", help="largest anonymous mappings to keep warm (default 1)")
+    b.add_argument("--min-mb", type=int_at_least(0), default=8, metavar="MB", help="ignore mappings smaller than this (default 8)")
+    b.add_argument("--refresh-ms", type=int_at_least(1), default=200, metavar="MS", help="re-read /proc/PID/maps this often (default 200)")
+    b.add_argument("--sleep-us", type=int_at_least(0), default=0, metavar="US", help="sleep after each pass (default 0)")
+    b.add_argument("--cpu", type=int_at_least(0), default=None, metavar="N", help="pin the daemon thread to this CPU")
+    b.add_argument("--costs", type=int_at_least(1), default=None, metavar="PAGES", help="measure ns per page of mincore and pagemap reads, then exit")
     b.add_argument("--bench", action="store_true", help="the A/B benchmark: native kernels with and without each baker mode")
     b.add_argument("--kernels", default="gups,bfs,hashjoin", help="--bench kernels (default gups,bfs,hashjoin)")
     b.add_argument("--modes", default="load,prefetch,mincore", help="--bench baker modes (default load,prefetch,mincore)")
-    b.add_argument("--rounds", type=int, default=5, metavar="N", help="--bench rounds (default 5)")
+    b.add_argument("--rounds", type=int_at_least(1), default=5, metavar="N", help="--bench rounds (default 5)")
     b.add_argument("--quick", action="store_true", help="--bench with tiny sizes (exercises the path; measures nothing)")
     b.add_argument("--quiet", "-q", action="store_true", help="no summary line")
     b.add_argument("program", nargs=argparse.REMAINDER, metavar="PROGRAM ARGS")

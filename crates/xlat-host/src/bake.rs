@@ -248,7 +248,7 @@ pub fn helper_cpu(p: Placement) -> Result<Option<usize>> {
     }
 }
 
-fn configured_cpus() -> usize {
+pub(crate) fn configured_cpus() -> usize {
     // SAFETY: sysconf only reads a system constant.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
     n.max(1) as usize

@@ -81,6 +81,9 @@ pub fn start(pid: u32, p: Params) -> Result<Daemon> {
     if p.regions == 0 {
         return Err(HostError::Invalid("keep at least one region warm".into()));
     }
+    if let Some(c) = p.cpu.filter(|&c| c >= crate::bake::configured_cpus()) {
+        return Err(HostError::Invalid(format!("there is no CPU {c} (this machine has {})", crate::bake::configured_cpus())));
+    }
     let maps_path = format!("/proc/{pid}/maps");
     let pm_path = format!("/proc/{pid}/pagemap");
     std::fs::read_to_string(&maps_path).map_err(|e| denied(&maps_path, e))?;
@@ -108,7 +111,7 @@ fn denied(path: &str, e: std::io::Error) -> HostError {
         std::io::ErrorKind::PermissionDenied => HostError::Permission(format!(
             "{path}: permission denied (reading another process's page map needs ptrace access: same user and kernel.yama.ptrace_scope allowing it, or CAP_SYS_PTRACE)"
         )),
-        std::io::ErrorKind::NotFound => HostError::Invalid(format!("{path}: no such process")),
+        _ if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH) => HostError::Invalid(format!("{path}: no such process")),
         _ => HostError::io(path, e),
     }
 }
