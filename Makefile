@@ -4,7 +4,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml' 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: install demo test lint test-rust test-python bench fuzz clean
+.PHONY: install demo test lint test-rust test-python test-c bench fuzz clean
 
 install: $(VENV)/.installed
 
@@ -24,7 +24,7 @@ $(VENV)/.installed: $(SOURCES)
 demo: install
 	$(VENV)/bin/xlat demo
 
-test: install lint test-rust test-python
+test: install lint test-rust test-c test-python
 
 # Clippy lints allowed for a while, as `-A clippy::NAME` flags (say why, and drop them soon):
 # none now, and keep it that way.
@@ -40,6 +40,13 @@ lint: install
 
 test-rust:
 	cargo test --workspace --exclude xlat-py --release
+
+# The PT-Baker runtime's C ABI: a C program built against include/xlat_bake.h and the static
+# library, run over every mode.
+test-c:
+	cargo build --release -q -p xlat-host
+	$${CC:-cc} -Wall -Wextra -Werror -O2 -I crates/xlat-host/include tests/c/bake_test.c target/release/libxlat_host.a -lpthread -ldl -lm -o target/bake_test
+	target/bake_test
 
 test-python: install
 	$(PY) -m pytest tests

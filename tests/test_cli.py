@@ -102,7 +102,7 @@ def test_trace_without_valgrind_says_so(tmp_path):
 # --- help ------------------------------------------------------------------------------------
 
 COMMANDS = [(), ("run",), ("configs",), ("config",), ("config", "show"), ("workloads",), ("record",),
-            ("trace",), ("demo",)]
+            ("trace",), ("demo",), ("probe",), ("bake",)]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c) or "xlat")

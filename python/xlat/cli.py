@@ -50,6 +50,19 @@ def count_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def int_at_least(low: int):
+    """An argparse type: an integer >= low."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{v} is below {low}")
+        return v
+    return parse
+
+
 def set_arg(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
@@ -494,6 +507,94 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    from . import host
+
+    if args.compare:
+        _config.resolve(args.compare, [])  # a bad preset fails before minutes of measuring
+    modes = ("4k",) if args.no_thp else ("4k", "thp")
+    p = host.run_probe(quick=args.quick, modes=modes, reps=args.reps, per_octave=args.per_octave, max_pages=args.max_pages)
+    for line in host.report_lines(p):
+        print(line)
+    if args.json:
+        import json
+
+        with atomic_path(args.json) as tmp:
+            tmp.write_text(json.dumps(host.to_json(p), indent=1))
+        print(f"wrote {args.json}")
+    if args.emit_preset:
+        name = Path(args.emit_preset).stem
+        with atomic_path(args.emit_preset) as tmp:
+            tmp.write_text(host.preset_text(p, name))
+        print(f"wrote {args.emit_preset} (use it as: xlat run --config {args.emit_preset} ...)")
+    if args.compare:
+        c4 = p.curve("4k")
+        step = max(1, p.params["per_octave"] // 2)
+        xs = c4.pages[::step]
+        ys = host.simulate_curve(args.compare, xs, quick=args.quick)
+        print(f"  simulated on {args.compare} (4 KB pages): "
+              + ", ".join(f"{x:,}: {y:.1f}" for x, y in zip(xs, ys)) + " ns")
+        out = args.plot or "probe.png"
+        host.plot(p, out, sim=(args.compare, xs, ys))
+        print(f"wrote {out}")
+    elif args.plot:
+        host.plot(p, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def cmd_bake(args: argparse.Namespace) -> int:
+    if args.bench:
+        from . import host
+
+        kernels = [k for k in args.kernels.split(",") if k]
+        modes = [m for m in args.modes.split(",") if m]
+        rows = host.bench(kernels, modes, args.rounds, quick=args.quick, sleep_us=args.sleep_us)
+        print(f"PT-Baker A/B benchmark: {args.rounds} rounds alternated, main thread pinned, helper on another core of its LLC, "
+              f"sleeping {args.sleep_us} us per pass"
+              + (" (--quick sizes: not a measurement)" if args.quick else ""))
+        print_table([(r["kernel"], r["mode"], f"{r['median_s']:.3f}", f"{r['min_s']:.3f}-{r['max_s']:.3f}",
+                      f"{r['ratio']:.3f}", f"{r['ratio_min']:.3f}-{r['ratio_max']:.3f}", r["verdict"]) for r in rows],
+                    header=("kernel", "baker", "median s", "range s", "time ratio", "ratio range", "verdict"))
+        return 0
+    if args.costs:
+        for name, ns in _core.bake_call_costs(args.costs):
+            print(f"  {name:30s} {ns:8.1f} ns per page")
+        return 0
+    program = list(args.program)
+    if program and program[0] == "--":
+        program = program[1:]
+    if not program:
+        raise CliError("give the program to run after '--', e.g. xlat bake -- ./my_program ARGS (or --costs N)")
+    if shutil.which(program[0]) is None and not os.path.exists(program[0]):
+        raise CliError(f"program '{program[0]}' not found")
+    proc = subprocess.Popen(program)
+    try:
+        daemon = _core.bake_daemon(proc.pid, args.regions, args.min_mb << 20, args.refresh_ms, args.sleep_us, args.cpu)
+    except Exception:
+        if proc.poll() is not None:
+            # The program was over before the daemon could look at it: nothing to keep warm.
+            status = proc.returncode
+            if not args.quiet:
+                print("xlat bake: the program ended before the daemon attached", file=sys.stderr)
+            return status if status >= 0 else 128 - status
+        proc.terminate()
+        proc.wait()
+        raise
+    try:
+        status = proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait()
+        stats = daemon.stop()
+    if not args.quiet and stats is not None:
+        regions = ", ".join(human_bytes(n) for _, n in stats["regions"]) or "none large enough"
+        print(f"xlat bake: {stats['passes']:,} passes, {stats['pages']:,} page-table entries walked in "
+              f"{stats['seconds']:.1f} s; regions last seen: {regions}", file=sys.stderr)
+    return status if status >= 0 else 128 - status
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import demo
 
@@ -580,6 +681,42 @@ def build_parser() -> Parser:
     t.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
     t.add_argument("program", nargs=argparse.REMAINDER, metavar="PROGRAM ARGS")
     t.set_defaults(func=cmd_trace)
+
+    pr = sub.add_parser("probe", help="measure this machine's TLBs (Linux x86-64)",
+                        description="Time a random pointer chase, one access per page, over 8..65,536 pages with 4 KB "
+                                    "pages and with transparent huge pages; find the L1 and L2 DTLB reach and the walk "
+                                    "plateaus; report the hypervisor, counters and physical contiguity (docs/host.md).")
+    pr.add_argument("--quick", action="store_true", help="a rough run in about a second (8..4,096 pages)")
+    pr.add_argument("--reps", type=int_at_least(1), default=None, metavar="N", help="full sweeps (default 3; the spread is over them)")
+    pr.add_argument("--per-octave", type=int_at_least(1), default=None, metavar="N", help="page counts per doubling (default 4)")
+    pr.add_argument("--max-pages", type=int_at_least(8), default=None, metavar="N", help="largest chase (default 65,536 pages)")
+    pr.add_argument("--no-thp", action="store_true", help="only the 4 KB curve")
+    pr.add_argument("--emit-preset", metavar="NAME.toml", help="write a machine preset from the measurement")
+    pr.add_argument("--compare", metavar="PRESET", help="run the same chase in the simulator on PRESET and plot both")
+    pr.add_argument("--plot", metavar="PNG", help="write the figure here (default probe.png with --compare)")
+    pr.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
+    pr.set_defaults(func=cmd_probe)
+
+    b = sub.add_parser("bake", help="keep a program's page tables warm from outside (PT-Baker, Linux)",
+                       description="Run PROGRAM and, from a helper thread of this process, keep the page tables of "
+                                   "its largest anonymous mappings warm by reading /proc/PID/pagemap (the kernel walks "
+                                   "them; the program is only read, never changed). Exits with the program's status. "
+                                   "--costs N measures which call walks page tables cheapest (docs/host.md).",
+                       usage="xlat bake [options] -- PROGRAM [ARGS...]  |  xlat bake --costs PAGES  |  xlat bake --bench [--rounds N]")
+    b.add_argument("--regions", type=int_at_least(1), default=1, metavar="N", help="largest anonymous mappings to keep warm (default 1)")
+    b.add_argument("--min-mb", type=int_at_least(0), default=8, metavar="MB", help="ignore mappings smaller than this (default 8)")
+    b.add_argument("--refresh-ms", type=int_at_least(1), default=200, metavar="MS", help="re-read /proc/PID/maps this often (default 200)")
+    b.add_argument("--sleep-us", type=int_at_least(0), default=0, metavar="US", help="sleep after each pass (default 0)")
+    b.add_argument("--cpu", type=int_at_least(0), default=None, metavar="N", help="pin the daemon thread to this CPU")
+    b.add_argument("--costs", type=int_at_least(1), default=None, metavar="PAGES", help="measure ns per page of mincore and pagemap reads, then exit")
+    b.add_argument("--bench", action="store_true", help="the A/B benchmark: native kernels with and without each baker mode")
+    b.add_argument("--kernels", default="gups,bfs,hashjoin", help="--bench kernels (default gups,bfs,hashjoin)")
+    b.add_argument("--modes", default="load,prefetch,mincore", help="--bench baker modes (default load,prefetch,mincore)")
+    b.add_argument("--rounds", type=int_at_least(1), default=5, metavar="N", help="--bench rounds (default 5)")
+    b.add_argument("--quick", action="store_true", help="--bench with tiny sizes (exercises the path; measures nothing)")
+    b.add_argument("--quiet", "-q", action="store_true", help="no summary line")
+    b.add_argument("program", nargs=argparse.REMAINDER, metavar="PROGRAM ARGS")
+    b.set_defaults(func=cmd_bake)
 
     d = sub.add_parser("demo", help="what xlat is for, in a few minutes",
                        description="Compare a Skylake-like machine with a perfect TLB, bigger page-walk "

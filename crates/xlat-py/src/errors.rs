@@ -8,3 +8,4 @@ create_exception!(_core, ConfigError, XlatError, "Unknown config key or impossib
 create_exception!(_core, WorkloadError, XlatError, "Unknown workload or parameter.");
 create_exception!(_core, TraceError, XlatError, "A trace file is missing, truncated, corrupt or of the wrong format.");
 create_exception!(_core, SimulationError, XlatError, "The simulation could not complete (including internal errors).");
+create_exception!(_core, HostError, XlatError, "A real-hardware tool (probe, bake) could not do its work on this machine.");

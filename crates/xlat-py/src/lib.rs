@@ -3,6 +3,7 @@ use pyo3::prelude::*;
 
 mod errors;
 mod glossary;
+mod host;
 mod sim;
 mod workloads;
 
@@ -19,9 +20,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("WorkloadError", py.get_type::<errors::WorkloadError>())?;
     m.add("TraceError", py.get_type::<errors::TraceError>())?;
     m.add("SimulationError", py.get_type::<errors::SimulationError>())?;
+    m.add("HostError", py.get_type::<errors::HostError>())?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     sim::register(m)?;
     glossary::register(m)?;
     workloads::register(m)?;
+    host::register(m)?;
     Ok(())
 }

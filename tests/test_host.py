@@ -1,0 +1,103 @@
+"""The real-hardware tools through the CLI and the Python API (Linux x86-64)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from xlat import _core, host
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="xlat probe/bake are Linux tools")
+
+
+def xlat_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run([sys.executable, "-m", "xlat.cli", *args], check=False, capture_output=True, text=True, timeout=300)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_quick_probe_reports_emits_a_loadable_preset_and_compares(tmp_path):
+    preset, png, js = tmp_path / "mine.toml", tmp_path / "cmp.png", tmp_path / "probe.json"
+    p = xlat_cli("probe", "--quick", "--emit-preset", str(preset), "--compare", "zen3", "--plot", str(png), "--json", str(js))
+    out = p.stdout
+    assert "L1 DTLB reach" in out and "hypervisor:" in out and "perf counters:" in out
+    assert "physical contiguity" in out  # measured, or one line saying why not
+    assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
+    data = json.loads(js.read_text())
+    assert {c["mode"] for c in data["curves"]} == {"4k", "thp"}
+    assert all(len(c["ns"]) == 2 for c in data["curves"])
+    run = xlat_cli("run", "--config", str(preset), "--workload", "gups", "--refs", "20k")
+    assert "on mine" in run.stdout
+    shown = xlat_cli("config", "show", str(preset)).stdout
+    assert "tlb.l1d.entries" in shown
+
+
+def test_probe_bad_input_is_one_line_exit_2():
+    p = xlat_cli("probe", "--quick", "--compare", "no-such-preset", check=False)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "error" in p.stderr
+    for bad in (["--reps", "0"], ["--reps", "-1"], ["--max-pages", "x"]):
+        p = xlat_cli("probe", "--quick", *bad, check=False)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and "internal" not in p.stderr, p.stderr
+
+
+def test_levels_name_the_steps():
+    steps = [{"fits": 64.0}, {"fits": 2048.0}, {"fits": 30000.0}]
+    lv = host.levels(steps)
+    assert lv["l1"]["fits"] == 64 and lv["l2"]["fits"] == 2048 and lv["walk"] == [{"fits": 30000.0}]
+    assert host.levels([]) == {"l1": None, "l2": None, "walk": []}
+
+
+def test_knee_finder_binding_finds_a_staircase():
+    xs = [8 * 2 ** (k / 4) for k in range(53)]
+    ys = [1.0 + (2.0 if x > 64 else 0) + (20.0 if x > 2048 else 0) for x in xs]
+    fits = [s["fits"] for s in _core.probe_steps(xs, ys)]
+    assert fits == [64.0, 2048.0]
+
+
+def test_bake_modes_through_python():
+    # A never-touched buffer: the mincore helper walks its tables and faults nothing in.
+    buf = np.empty(4096 * 4096 // 8, dtype=np.uint64)  # np.empty leaves the pages untouched
+    with host.bake([buf], mode="mincore", placement="none") as b:
+        t = time.monotonic()
+        while b.passes() < 2 and time.monotonic() - t < 10:
+            time.sleep(0.001)
+    assert b.stats["passes"] >= 2 and b.stats["minor_faults"] < 8
+    with host.bake([buf], mode="load", placement="none") as b:
+        t = time.monotonic()
+        while b.passes() < 2 and time.monotonic() - t < 10:
+            time.sleep(0.001)
+    assert b.stats["touches"] >= 2 * 512
+    with pytest.raises(_core.XlatError):
+        _core.bake_start([(4096, 4096)])
+    with pytest.raises(_core.HostError):
+        _core.bake_start([(buf.ctypes.data, buf.nbytes)], mode="walk")
+
+
+def test_bake_daemon_runs_a_program_and_returns_its_status():
+    prog = ("import mmap, time; m = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS); "
+            "m[::4096] = b'x' * 16384; time.sleep(0.5); raise SystemExit(3)")
+    p = xlat_cli("bake", "--min-mb", "32", "--", sys.executable, "-c", prog, check=False)
+    assert p.returncode == 3, p.stderr
+    assert "xlat bake:" in p.stderr and "64.0 MiB" in p.stderr
+    walked = int(p.stderr.split(" passes, ")[1].split(" ")[0].replace(",", ""))
+    assert walked >= 16384
+
+
+def test_bake_errors_are_one_line():
+    for args in (["bake"], ["bake", "--", "/no/such/program"]):
+        p = xlat_cli(*args, check=False)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("xlat: error:"), p.stderr
+
+
+def test_bake_costs_and_quick_bench():
+    p = xlat_cli("bake", "--costs", "2048")
+    assert "mincore" in p.stdout and "pagemap" in p.stdout
+    p = xlat_cli("bake", "--bench", "--quick", "--rounds", "2", "--kernels", "gups", "--modes", "mincore")
+    rows = [line.split() for line in p.stdout.splitlines() if line.startswith("gups")]
+    assert [r[1] for r in rows] == ["none", "mincore"]
+    assert rows[1][-1] in ("gain", "no", "slower")  # "no gain" splits in two
