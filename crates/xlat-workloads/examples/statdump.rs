@@ -6,7 +6,7 @@
 //! (radix and flattened), one and two host threads, several cores, several processes with
 //! and without PCIDs, THP with khugepaged and faults, fragmentation, two VMs, the PTP
 //! detector, a perfect TLB, the AMD-style walker port with an inclusive LLC and a DRAM
-//! queue, and warm-up. Each is small enough that the whole set runs in about a minute.
+//! queue, warm-up, the POM-TLB, CSALT and DIP, and coalesced TLB entries. Each is small enough that the whole set runs in about a minute.
 use xlat_core::{Config, Machine, RunOptions};
 
 /// (name, workload spec, references, warm-up, prefault, host threads, config pairs)
@@ -62,6 +62,8 @@ const CASES: &[Case] = &[
     ("virt_pomtlb", GUPS, 1_000_000, 0, true, 1, &["virt.enabled=true", "pomtlb.enabled=true", "pomtlb.size_mb=1"]),
     ("csalt_2t", GUPS, 1_000_000, 200_000, true, 2, &["pomtlb.enabled=true", "cache.l2.policy=csalt-cd", "cache.llc.policy=csalt-d", "csalt.epoch=20000"]),
     ("dip", GUPS, 1_000_000, 0, true, 1, &["pomtlb.enabled=true", "cache.llc.policy=dip"]),
+    ("coalescing", "random:footprint=64M,refs=2M", 1_000_000, 500_000, true, 2, &["os.page_policy=freebsd", "os.reservation_promote=false", "tlb.coalescing=16k"]),
+    ("coalescing_faults", GUPS_SMALL, 600_000, 0, false, 1, &["tlb.coalescing=32k"]),
 ];
 
 fn main() {
