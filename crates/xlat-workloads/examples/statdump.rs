@@ -62,7 +62,15 @@ const CASES: &[Case] = &[
     ("virt_pomtlb", GUPS, 1_000_000, 0, true, 1, &["virt.enabled=true", "pomtlb.enabled=true", "pomtlb.size_mb=1"]),
     ("csalt_2t", GUPS, 1_000_000, 200_000, true, 2, &["pomtlb.enabled=true", "cache.l2.policy=csalt-cd", "cache.llc.policy=csalt-d", "csalt.epoch=20000"]),
     ("dip", GUPS, 1_000_000, 0, true, 1, &["pomtlb.enabled=true", "cache.llc.policy=dip"]),
-    ("coalescing", "random:footprint=64M,refs=2M", 1_000_000, 500_000, true, 2, &["os.page_policy=freebsd", "os.reservation_promote=false", "tlb.coalescing=16k"]),
+    (
+        "coalescing",
+        "random:footprint=64M,refs=2M",
+        1_000_000,
+        500_000,
+        true,
+        2,
+        &["os.page_policy=freebsd", "os.reservation_promote=false", "tlb.coalescing=16k"],
+    ),
     ("coalescing_faults", GUPS_SMALL, 600_000, 0, false, 1, &["tlb.coalescing=32k"]),
 ];
 

@@ -175,13 +175,7 @@ impl Csalt {
 }
 
 impl ReplacementPolicy for Csalt {
-    fn init(&self, ages: &mut [u32]) {
-        self.lru.init(ages)
-    }
-    #[inline]
-    fn on_hit(&mut self, set: &mut SetView, way: usize) {
-        self.lru.on_hit(set, way)
-    }
+    crate::memory::repl::lru_stamps!();
     #[inline]
     fn on_fill(&mut self, set: &mut SetView, way: usize) {
         self.lru.on_fill(set, way)
@@ -193,12 +187,6 @@ impl ReplacementPolicy for Csalt {
         }
         let (lo, hi) = if is_tlb(set.incoming) { (self.data_ways, self.ways) } else { (0, self.data_ways) };
         lo + oldest(&set.ages[lo..hi])
-    }
-    fn clock_exhausted(&self) -> bool {
-        self.lru.clock_exhausted()
-    }
-    fn restart_clock(&mut self, at: u32) {
-        self.lru.restart_clock(at)
     }
 }
 

@@ -75,6 +75,27 @@ pub trait ReplacementPolicy {
     fn restart_clock(&mut self, _at: u32) {}
 }
 
+/// The hooks of a policy that keeps true-LRU stamps in its field `lru` (a [`Stamped`]) and
+/// decides only its victims (PTP, DIP, CSALT): they delegate init, hits and the clock.
+macro_rules! lru_stamps {
+    () => {
+        fn init(&self, ages: &mut [u32]) {
+            self.lru.init(ages)
+        }
+        #[inline]
+        fn on_hit(&mut self, set: &mut SetView, way: usize) {
+            self.lru.on_hit(set, way)
+        }
+        fn clock_exhausted(&self) -> bool {
+            self.lru.clock_exhausted()
+        }
+        fn restart_clock(&mut self, at: u32) {
+            self.lru.restart_clock(at)
+        }
+    };
+}
+pub(crate) use lru_stamps;
+
 /// The way with the smallest stamp (the least recently used / first in; the lowest way
 /// among equals): the victim search that runs on every fill of every structure.
 #[inline]
@@ -389,13 +410,7 @@ impl Ptp {
 }
 
 impl ReplacementPolicy for Ptp {
-    fn init(&self, ages: &mut [u32]) {
-        self.lru.init(ages)
-    }
-    #[inline]
-    fn on_hit(&mut self, set: &mut SetView, way: usize) {
-        self.lru.on_hit(set, way)
-    }
+    lru_stamps!();
     #[inline]
     fn on_fill(&mut self, set: &mut SetView, way: usize) {
         self.lru.on_fill(set, way)
@@ -418,12 +433,6 @@ impl ReplacementPolicy for Ptp {
             }
         }
         oldest(set.ages)
-    }
-    fn clock_exhausted(&self) -> bool {
-        self.lru.clock_exhausted()
-    }
-    fn restart_clock(&mut self, at: u32) {
-        self.lru.restart_clock(at)
     }
 }
 
@@ -469,13 +478,7 @@ impl Dip {
 }
 
 impl ReplacementPolicy for Dip {
-    fn init(&self, ages: &mut [u32]) {
-        self.lru.init(ages)
-    }
-    #[inline]
-    fn on_hit(&mut self, set: &mut SetView, way: usize) {
-        self.lru.on_hit(set, way)
-    }
+    lru_stamps!();
     fn on_fill(&mut self, set: &mut SetView, way: usize) {
         self.lru.on_fill(set, way);
         if self.bimodal(set.index) {
@@ -490,12 +493,6 @@ impl ReplacementPolicy for Dip {
     }
     fn victim(&mut self, set: &mut SetView) -> usize {
         oldest(set.ages)
-    }
-    fn clock_exhausted(&self) -> bool {
-        self.lru.clock_exhausted()
-    }
-    fn restart_clock(&mut self, at: u32) {
-        self.lru.restart_clock(at)
     }
 }
 
