@@ -8,10 +8,20 @@ use xlat_core::{Config, RunOptions, SimError, StatValue};
 
 use crate::errors::{ConfigError, SimulationError, TraceError, WorkloadError, XlatError};
 
-/// Every config key: (key, default, expected values, doc).
+/// Every config key: (key, default, expected values, doc); a numeric key's doc ends with its
+/// upper bound.
 #[pyfunction]
 fn config_keys() -> Vec<(String, String, String, String)> {
-    Config::schema().into_iter().map(|k| (k.key.to_string(), k.default, k.expected, k.doc.to_string())).collect()
+    Config::schema()
+        .into_iter()
+        .map(|k| {
+            let doc = match &k.max {
+                Some(m) => format!("{} (at most {m})", k.doc),
+                None => k.doc.to_string(),
+            };
+            (k.key.to_string(), k.default, k.expected, doc)
+        })
+        .collect()
 }
 
 fn build_config(pairs: &[(String, String)]) -> PyResult<Config> {
