@@ -9,7 +9,8 @@ import threading
 
 import pytest
 
-from xlat_testutil import run_xlat
+import xlat
+from xlat_testutil import assert_one_line_error, run_xlat
 
 WL = "gups:footprint=64M"
 
@@ -66,3 +67,34 @@ def test_record_to_dev_null_and_through_a_symlink(tmp_path):
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "t.xtr").is_symlink() and (tmp_path / "real.xtr").stat().st_size > 0
     assert sorted(os.listdir(tmp_path)) == ["real.xtr", "t.xtr"]
+
+
+# --- never lie: a run that measured nothing is an error ---------------------------------------
+
+SHORT = "random:footprint=16M,refs=5000"
+
+
+def test_warmup_longer_than_the_workload_is_one_line():
+    p = run_xlat("run", "-w", SHORT, "--warmup", "10000", "--refs", "1000")
+    assert_one_line_error(p, "warm-up (10000 references)", "ended after 5000")
+    # Exactly as long measures nothing too; shorter measures the rest.
+    assert_one_line_error(run_xlat("run", "-w", SHORT, "--warmup", "5000"), "warm-up")
+    assert xlat.simulate("skylake", SHORT, warmup=4000).stats["refs"] == 1000
+
+
+def test_warmup_too_long_through_the_api_and_in_a_sweep_row():
+    with pytest.raises(xlat.SimulationError, match="warm-up"):
+        xlat.simulate("skylake", SHORT, warmup="1M", refs="100K")
+    from xlat.sweep import run_task
+
+    row = run_task({}, SHORT, {"refs": 1000, "warmup": 10000}, {"seed": 1})
+    assert row["status"] == "error" and "warm-up" in row["error"]
+
+
+def test_an_empty_trace_is_an_error(tmp_path):
+    empty = tmp_path / "empty.xtr"
+    p = run_xlat("record", "-w", "random:footprint=16M,refs=0", "-o", str(empty))
+    assert p.returncode == 0, p.stderr
+    assert_one_line_error(run_xlat("run", "--trace", str(empty)), "no references")
+    with pytest.raises(xlat.XlatError, match="no references"):
+        xlat.simulate("skylake", trace=str(empty))
