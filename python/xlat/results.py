@@ -20,6 +20,7 @@ by ``point_id``, a hash of everything that determines the result (see ``xlat.swe
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 import sys
 import time
@@ -346,6 +347,10 @@ def rows_to_table(rows: Sequence[Mapping]):
     arrays, fields = [], []
     for name in columns:
         values = [r.get(name) for r in rows]
+        # An undefined ratio (NaN) is stored as null, as in JSON; a column of them stays float.
+        undefined = any(isinstance(v, float) and math.isnan(v) for v in values)
+        if undefined:
+            values = [None if isinstance(v, float) and math.isnan(v) else v for v in values]
         kinds = {_kind(v) for v in values if v is not None}
         if len(kinds) > 1 and kinds != {"int", "float"}:
             values = [None if v is None else _text(v) for v in values]
@@ -356,7 +361,7 @@ def rows_to_table(rows: Sequence[Mapping]):
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             arr = pa.array([None if v is None else _text(v) for v in values])
         if pa.types.is_null(arr.type):
-            arr = arr.cast(pa.string())
+            arr = arr.cast(pa.float64() if undefined else pa.string())
         arrays.append(arr)
         fields.append(name)
     return pa.Table.from_arrays(arrays, names=fields)

@@ -16,7 +16,7 @@
 pub enum Kind {
     /// An integer count (or an integer amount: cycles, bytes).
     Counter,
-    /// A quotient of two counters; 0 when the denominator is 0.
+    /// A quotient of two counters; undefined (NaN) when the denominator is 0.
     Ratio,
     /// Another number: a normalized rate, an energy.
     Float,
@@ -475,8 +475,9 @@ does not describe, or when this page is out of date.
   marked `[host.]` are also reported for the hypervisor (its EPTs and the machine's physical
   memory) under `host.`.
 
-Kinds: a *counter* is an integer; a *ratio* is the quotient of two counters, 0 when the
-denominator is 0; a *float* is another number (a rate per kilo-instruction, an energy).
+Kinds: a *counter* is an integer; a *ratio* is the quotient of two counters, undefined when the
+denominator is 0 (NaN in Python, `null` in JSON and Parquet, `-` in tables: a cache nobody
+accessed has no miss rate, and 0 would read as "never misses"); a *float* is another number (a rate per kilo-instruction, an energy).
 Counters cover the measured part of the run: they restart at the end of warm-up (`--warmup`), and
 the OS's after prefaulting. Statistics that describe state (page-table sizes, mapped and free
 memory) are taken at the end of the run, or at its start for `phys.start.*`.
