@@ -3,6 +3,7 @@ the CLI through a subprocess and the API through pytest."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import threading
@@ -98,3 +99,72 @@ def test_an_empty_trace_is_an_error(tmp_path):
     assert_one_line_error(run_xlat("run", "--trace", str(empty)), "no references")
     with pytest.raises(xlat.XlatError, match="no references"):
         xlat.simulate("skylake", trace=str(empty))
+
+
+def test_undefined_ratios_are_null_in_json_and_parquet_not_zero(tmp_path):
+    # A data-only workload never touches the L1I: its miss rate is undefined, not 0.
+    r = xlat.simulate("skylake", SHORT, threads=1)
+    assert r.stats["cache.l1i.accesses"] == 0 and math.isnan(r.stats["cache.l1i.miss_rate"])
+    assert r.stats["cache.l1d.accesses"] > 0 and 0 <= r.stats["cache.l1d.miss_rate"] <= 1
+    assert json.loads(r.to_json())["stats"]["cache.l1i.miss_rate"] is None
+    # Two identical runs still compare equal, undefined ratios and all.
+    assert xlat.simulate("skylake", SHORT, threads=1).stats == r.stats
+    r.to_json(tmp_path / "r.json")
+    assert xlat.Result.from_json(tmp_path / "r.json").stats == r.stats
+
+    import pyarrow.parquet as pq
+
+    from xlat.results import rows_to_table
+    from xlat.sweep import flatten_stats
+
+    pq.write_table(rows_to_table([flatten_stats(r.stats), flatten_stats(r.stats)]), tmp_path / "p.parquet")
+    col = pq.read_table(tmp_path / "p.parquet").column("stat.cache.l1i.miss_rate")
+    assert str(col.type) == "double" and col.null_count == 2
+
+    p = run_xlat("run", "-w", SHORT, "--all-stats")
+    assert p.returncode == 0 and "nan" not in p.stdout.lower().replace("nanosec", ""), p.stdout
+
+
+# --- the API and the CLI speak xlat: bad arguments are xlat errors naming the argument -------
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, needle",
+    [
+        ({"refs": -5}, "ArgumentError", "refs"),
+        ({"refs": "lots"}, "ArgumentError", "refs"),
+        ({"refs": 1e30}, "ArgumentError", "refs"),
+        ({"refs": [1]}, "ArgumentError", "refs"),
+        ({"warmup": "1.5"}, "ArgumentError", "warmup"),
+        ({"interval": -1}, "ArgumentError", "interval"),
+        ({"seed": -1}, "ArgumentError", "seed"),
+        ({"seed": 2**64}, "ArgumentError", "seed"),
+        ({"seed": "one"}, "ArgumentError", "seed"),
+        ({"seed": 1.5}, "ArgumentError", "seed"),
+        ({"threads": 3}, "ArgumentError", "threads"),
+        ({"threads": 0}, "ArgumentError", "threads"),
+        ({"threads": "2"}, "ArgumentError", "threads"),
+        ({"prefault": "no"}, "ArgumentError", "prefault"),
+        ({"progress": 5}, "ArgumentError", "progress"),
+        ({"workload": 42}, "WorkloadError", "workload"),
+        ({"workload": "nosuch"}, "WorkloadError", "nosuch"),
+        ({"workload": None, "trace": 42}, "TraceError", "trace"),
+        ({"workload": None, "trace": "/nonexistent.xtr"}, "TraceError", "/nonexistent.xtr"),
+    ],
+)
+def test_bad_api_arguments_raise_xlat_errors_naming_them(kwargs, error, needle):
+    args = {"workload": WL, "refs": 1000, **kwargs}
+    with pytest.raises(getattr(xlat, error)) as e:
+        xlat.simulate("skylake", **args)
+    assert isinstance(e.value, xlat.XlatError) and needle in str(e.value), str(e.value)
+    if error == "ArgumentError":
+        assert str(e.value).startswith(needle + ":") and isinstance(e.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [(("--refs", "1e30"), "--refs"), (("--seed", "-1"), "--seed"), (("--seed", "x"), "--seed"),
+     (("--warmup", "-3"), "--warmup"), (("--threads", "3"), "--threads")],
+)
+def test_bad_cli_options_are_named(args, needle):
+    assert_one_line_error(run_xlat("run", "-w", WL, *args), needle)

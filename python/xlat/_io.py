@@ -156,6 +156,8 @@ def parse_count(text: str | float) -> int:
         value: float = text
     elif isinstance(text, float):
         value = text
+    elif not isinstance(text, str):
+        raise ValueError(f"{text!r} is not a count (try 1000000, 1e6 or 10M)")  # noqa: TRY004 - callers catch ValueError
     else:
         s = text.strip().replace("_", "")
         mult = 1
@@ -170,4 +172,9 @@ def parse_count(text: str | float) -> int:
     # An int can be too large for a float, so only floats are asked whether they are finite.
     if (isinstance(value, float) and not math.isfinite(value)) or value < 0 or value != int(value):
         raise ValueError(f"'{text}' is not a non-negative whole number")
+    if value > COUNT_MAX:
+        raise ValueError(f"'{text}' is more than the largest count, {COUNT_MAX:,} (2^64-1)")
     return int(value)
+
+
+COUNT_MAX = 2**64 - 1

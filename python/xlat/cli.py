@@ -50,6 +50,16 @@ def count_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def seed_arg(text: str) -> int:
+    try:
+        value = int(text.strip().replace("_", ""))
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 2**64 - 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a random seed (a whole number from 0 to 2^64-1)")
+    return value
+
+
 def set_arg(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
@@ -316,7 +326,8 @@ def print_result(result, all_stats: bool = False, out=None) -> None:
           + (f", warm-up {result.warmup:,} refs" if result.warmup else ""), file=out)
     print(file=out)
     if all_stats:
-        print_table([(k, v) for k, v in result.stats.items()], out=out, indent="  ")
+        # An undefined ratio (zero denominator) shows as '-', as in the summary.
+        print_table([(k, "-" if isinstance(v, float) and math.isnan(v) else v) for k, v in result.stats.items()], out=out, indent="  ")
     else:
         print_table(summary_rows(result.stats), out=out, indent="  ")
     if result.series:
@@ -526,7 +537,7 @@ def build_parser() -> Parser:
     r.add_argument("--warmup", type=count_arg, default=0, metavar="N",
                    help="references simulated first, then excluded from the statistics")
     add_set_option(r)
-    r.add_argument("--seed", type=int, default=1, help="random seed (default 1); same seed, same numbers")
+    r.add_argument("--seed", type=seed_arg, default=1, help="random seed (default 1); same seed, same numbers")
     r.add_argument("--prefault", action="store_true", help="map the whole footprint before the run")
     r.add_argument("--threads", type=int, choices=(1, 2), default=None,
                    help="host threads (default: two when the run can use them; same statistics either way)")
@@ -569,7 +580,7 @@ def build_parser() -> Parser:
     rec.add_argument("--workload", "-w", required=True, metavar="NAME[:key=value,...]")
     rec.add_argument("--output", "-o", required=True, metavar="FILE")
     rec.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
-    rec.add_argument("--seed", type=int, default=1)
+    rec.add_argument("--seed", type=seed_arg, default=1, help="random seed of the workload (default 1)")
     rec.set_defaults(func=cmd_record)
 
     t = sub.add_parser("trace", help="trace a Linux program under valgrind into a trace file",

@@ -94,7 +94,7 @@ fn simulate<'py>(
         _ => return Err(XlatError::new_err("give exactly one of a workload and a trace")),
     };
     let opts = RunOptions { max_refs: refs, warmup, threads, interval };
-    let total = refs.map(|r| r + warmup);
+    let total = refs.map(|r| r.saturating_add(warmup));
     let mut interrupt: Option<PyErr> = None;
     let result = py.allow_threads(|| {
         let mut last = Instant::now();
