@@ -168,3 +168,43 @@ def test_bad_api_arguments_raise_xlat_errors_naming_them(kwargs, error, needle):
 )
 def test_bad_cli_options_are_named(args, needle):
     assert_one_line_error(run_xlat("run", "-w", WL, *args), needle)
+
+
+# --- traces: read by content; a wrong format names the file, the offset and the cause -------
+
+
+def _champsim_record(addr: int) -> bytes:
+    # ip, is_branch, taken, 2 destination registers, 4 source registers, 2 destination and
+    # 4 source memory operands (little-endian).
+    import struct
+
+    return struct.pack("<QBB2B4B2Q4Q", 0x400000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, addr, 0, 0, 0)
+
+
+def test_traces_are_read_by_content_whatever_their_name(tmp_path):
+    import gzip
+
+    native = tmp_path / "t.xtr"
+    assert run_xlat("record", "-w", SHORT, "--refs", "3000", "-o", str(native)).returncode == 0
+    # (Every format under gzip, xz and zstd: the trace reader's own tests.)
+    gz_native = tmp_path / "looks-like.txt"
+    gz_native.write_bytes(gzip.compress(native.read_bytes()))
+    gz = tmp_path / "champsim.log"
+    gz.write_bytes(gzip.compress(b"".join(_champsim_record(0x7F00_0000_0000 + 64 * i) for i in range(500))))
+    for path, fmt, refs in [(gz_native, "native", 3000), (gz, "champsim", 500)]:
+        r = xlat.simulate("skylake", trace=str(path))
+        assert r.workload["params"]["format"] == fmt and r.stats["refs"] == refs
+
+
+def test_a_wrong_trace_format_is_one_line_naming_file_offset_and_cause(tmp_path):
+    native = tmp_path / "t.xtr"
+    assert run_xlat("record", "-w", SHORT, "--refs", "3000", "-o", str(native)).returncode == 0
+    line = assert_one_line_error(run_xlat("run", "--trace", str(native), "--trace-format", "champsim"), str(native), "byte offset 0")
+    assert "native trace" in line
+    # Addresses a user program cannot have (here 2^50, beyond the 47-bit tables): the file
+    # is named, with the format it was read as.
+    odd = tmp_path / "odd.bin"
+    odd.write_bytes(b"".join(_champsim_record(2**50 + 64 * i) for i in range(10)))
+    line = assert_one_line_error(run_xlat("run", "--trace", str(odd)), str(odd), "champsim", "--trace-format")
+    with pytest.raises(xlat.TraceError, match="odd.bin"):
+        xlat.simulate("skylake", trace=str(odd))

@@ -125,6 +125,12 @@ fn simulate<'py>(
     let stats = match result {
         Err(p) => return Err(SimulationError::new_err(panic_message(p))),
         Ok(Err(SimError::Interrupted)) => return Err(interrupt.unwrap_or_else(|| SimulationError::new_err("interrupted"))),
+        // An address no user program has, read from a trace: name the trace and the likely
+        // cause (the reader caught the grossly wrong ones with their byte offsets already).
+        Ok(Err(e @ SimError::BadAddress { .. })) if desc.name == "trace" => {
+            let param = |k: &str| desc.params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str()).unwrap_or("?");
+            return Err(TraceError::new_err(format!("{}: {e} (read as {}: is that its format? see --trace-format)", param("paths"), param("format"))));
+        }
         Ok(Err(e)) => return Err(sim_err(e)),
         Ok(Ok(s)) => s,
     };
