@@ -208,3 +208,64 @@ def test_a_wrong_trace_format_is_one_line_naming_file_offset_and_cause(tmp_path)
     line = assert_one_line_error(run_xlat("run", "--trace", str(odd)), str(odd), "champsim", "--trace-format")
     with pytest.raises(xlat.TraceError, match="odd.bin"):
         xlat.simulate("skylake", trace=str(odd))
+
+
+# --- stop when asked: Ctrl-C and SIGTERM within a second, exit 130/143, nothing left behind ----
+
+SLOW_SETUP = "bfs:scale=22"  # builds a graph for ~20 s before its first reference
+
+
+def _stop_after(args: list[str], sig: int, cwd, wait: float = 2.0) -> tuple[int, str, float]:
+    import subprocess
+    import time
+
+    from xlat_testutil import xlat_exe
+
+    proc = subprocess.Popen([xlat_exe(), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    time.sleep(wait)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(sig)
+    t0 = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        pytest.fail(f"{args[0]} did not stop within 30 s of signal {sig}")
+    return proc.returncode, err, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("sig, status", [(2, 130), (15, 143)])
+@pytest.mark.parametrize("command", ["run", "record"])
+def test_signals_stop_a_slow_setup_within_a_second(tmp_path, command, sig, status):
+    out = ["--json", "r.json"] if command == "run" else ["-o", "t.xtr"]
+    code, err, took = _stop_after([command, "-w", SLOW_SETUP, "--refs", "1000", *out], sig, tmp_path)
+    assert code == status and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert took < 1.5, f"took {took:.1f} s to stop"
+    assert os.listdir(tmp_path) == [], "a stopped command left files behind"
+
+
+def test_sigterm_stops_xlat_trace_and_the_traced_program(tmp_path):
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        pytest.skip("no valgrind")
+    code, err, took = _stop_after(["trace", "-o", "t.xtr", "--", "sleep", "60"], 15, tmp_path, wait=3.0)
+    assert code == 143 and err.strip().splitlines()[-1] == "xlat: terminated", err
+    assert took < 6  # the traced program gets SIGTERM and up to 5 s to go
+    assert os.listdir(tmp_path) == []
+
+
+def test_ctrl_c_stops_the_api_during_a_slow_setup():
+    import _thread
+    import threading
+    import time
+
+    # (A smaller graph than the CLI tests': the builder finishes on its own thread afterwards.)
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        xlat.simulate("skylake", "bfs:scale=21", refs=1000)
+    assert time.monotonic() - t0 < 1.5

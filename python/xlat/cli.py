@@ -23,9 +23,9 @@ from typing import Any
 from . import _core
 from . import config as _config
 from ._io import atomic_outputs, atomic_path, parse_count
+from ._signals import Terminated, interrupted_status, sigterm_as_interrupt
 
 EXIT_ERROR = 2
-EXIT_INTERRUPTED = 130
 
 
 class CliError(Exception):
@@ -629,11 +629,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     debug = bool(os.environ.get("XLAT_DEBUG"))
     try:
-        args = build_parser().parse_args(argv)
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("xlat: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        with sigterm_as_interrupt():
+            args = build_parser().parse_args(argv)
+            return int(args.func(args) or 0)
+    except KeyboardInterrupt as e:
+        print("xlat: terminated" if isinstance(e, Terminated) else "xlat: interrupted", file=sys.stderr)
+        return interrupted_status(e)
     except (CliError, _core.XlatError, argparse.ArgumentTypeError) as e:
         return _fail(str(e))
     except BrokenPipeError:

@@ -3,6 +3,7 @@ use pyo3::prelude::*;
 
 mod errors;
 mod glossary;
+mod interrupt;
 mod sim;
 mod workloads;
 

@@ -10,6 +10,7 @@ mod native;
 use std::fs::File;
 use std::io::{BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use xlat_core::{Ref, RefSource, Region, SourceError};
 
@@ -341,6 +342,16 @@ pub fn record(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>) -> Re
 
 /// As [`record`], storing `desc` (e.g. the workload spec) in each file's header.
 pub fn record_with_desc(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>, desc: &str) -> Result<u64, SourceError> {
+    record_until(src, path, max_refs, desc, &AtomicBool::new(false))
+}
+
+fn interrupted(path: &Path) -> SourceError {
+    SourceError::Io { path: path.to_string_lossy().into_owned(), what: "interrupted".into() }
+}
+
+/// As [`record_with_desc`], stopping with an "interrupted" error (the files incomplete) once
+/// `stop` is set; it is checked once per batch.
+pub fn record_until(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>, desc: &str, stop: &AtomicBool) -> Result<u64, SourceError> {
     let n = src.streams();
     let paths = stream_paths(path, n);
     let regions = src.regions();
@@ -358,6 +369,9 @@ pub fn record_with_desc(src: &mut dyn RefSource, path: &Path, max_refs: Option<u
     let mut buf: Vec<Ref> = Vec::with_capacity(BATCH);
     let mut total = 0;
     while left.iter().any(|&l| l > 0) {
+        if stop.load(Ordering::Relaxed) {
+            return Err(interrupted(path));
+        }
         for s in 0..n {
             if left[s] == 0 {
                 continue;
@@ -383,6 +397,11 @@ pub fn record_with_desc(src: &mut dyn RefSource, path: &Path, max_refs: Option<u
 /// FIFO, so a program can be traced and converted on the fly:
 /// `valgrind --tool=lackey --trace-mem=yes --log-file=FIFO prog`.
 pub fn lackey_to_native(input: &Path, out: &Path) -> Result<u64, SourceError> {
+    lackey_to_native_until(input, out, &AtomicBool::new(false))
+}
+
+/// As [`lackey_to_native`], stopping once `stop` is set (checked once per batch).
+pub fn lackey_to_native_until(input: &Path, out: &Path, stop: &AtomicBool) -> Result<u64, SourceError> {
     let p = input.to_string_lossy().into_owned();
     let r = open_file(&p)?;
     let (r, _) = decompress(&p, r)?;
@@ -392,6 +411,9 @@ pub fn lackey_to_native(input: &Path, out: &Path) -> Result<u64, SourceError> {
     let mut buf = Vec::with_capacity(BATCH);
     let mut total = 0;
     loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(interrupted(out));
+        }
         buf.clear();
         dec.fill(&mut buf, BATCH)?;
         if buf.is_empty() {
@@ -406,9 +428,14 @@ pub fn lackey_to_native(input: &Path, out: &Path) -> Result<u64, SourceError> {
 
 /// Convert any readable traces to native files (one per input stream, as [`record`]).
 pub fn convert(paths: &[String], format: Option<FormatSpec>, out: &Path, max_refs: Option<u64>) -> Result<u64, SourceError> {
+    convert_until(paths, format, out, max_refs, &AtomicBool::new(false))
+}
+
+/// As [`convert`], stopping once `stop` is set (checked once per batch).
+pub fn convert_until(paths: &[String], format: Option<FormatSpec>, out: &Path, max_refs: Option<u64>, stop: &AtomicBool) -> Result<u64, SourceError> {
     let mut src = TraceSource::open(paths, format)?;
     let desc = src.desc().spec();
-    record_with_desc(&mut src, out, max_refs, &desc)
+    record_until(&mut src, out, max_refs, &desc, stop)
 }
 
 /// Decode an in-memory trace completely; for fuzzing and tests. Returns the reference count.
