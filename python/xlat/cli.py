@@ -171,6 +171,26 @@ def pte_served_shares(stats: dict) -> dict[str, float] | None:
     return {lv: c / total for lv, c in counts.items()}
 
 
+# Above this share of the cycles, page faults are what a run measures.
+FAULT_SHARE_NOTE = 0.5
+
+
+def steady_state_note(stats: dict, prefault: bool = False, warmup: int = 0) -> str | None:
+    """A line for the summary when page faults dominate the cycles: the run measured demand
+    paging, not translation in steady state (the usual surprise of a first run)."""
+    cyc, fc, faults = _num(stats, "cycles"), _num(stats, "fault_cycles"), _num(stats, "faults")
+    if not cyc or not fc or fc / cyc <= FAULT_SHARE_NOTE:
+        return None
+    hint = []
+    if not prefault:
+        hint.append("--prefault (map the footprint before the run)")
+    if not warmup:
+        hint.append("--warmup N (warm the TLBs and caches, then measure)")
+    advice = f"; for steady state add {' and '.join(hint)}" if hint else ""
+    return (f"note: page faults took {fc / cyc:.0%} of the cycles ({_fmt(faults)} faults): this run measures "
+            f"demand paging{advice}")
+
+
 def summary_rows(stats: dict) -> list[tuple[str, str]]:
     """The `xlat run` table: (label, value) pairs; rows whose statistics are absent are left out."""
     rows: list[tuple[str, str]] = []
@@ -330,6 +350,10 @@ def print_result(result, all_stats: bool = False, out=None) -> None:
         print_table([(k, "-" if isinstance(v, float) and math.isnan(v) else v) for k, v in result.stats.items()], out=out, indent="  ")
     else:
         print_table(summary_rows(result.stats), out=out, indent="  ")
+    note = steady_state_note(result.stats, prefault=result.prefault, warmup=result.warmup)
+    if note:
+        print(file=out)
+        print(note, file=out)
     if result.series:
         print(file=out)
         print(f"over time, every {result.interval:,} instructions (each interval's own figures):", file=out)
@@ -564,7 +588,7 @@ def build_parser() -> Parser:
     add_set_option(show)
     show.set_defaults(func=cmd_config_show)
 
-    st = sub.add_parser("stats", help="what each statistic counts (the glossary)",
+    st = sub.add_parser("stats", aliases=["explain"], help="what each statistic counts (the glossary; also 'xlat explain STAT')",
                         description="Print what the named statistics count (names such as core0.walks or "
                                     "cache.llc.pt.misses are matched against the glossary's patterns), or "
                                     "the whole glossary, by section, without names.")

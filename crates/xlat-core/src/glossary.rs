@@ -196,7 +196,7 @@ pub static ENTRIES: &[Entry] = &[
     e(Tlbs, "[core<N>.]tlb.l1d.hits_2m", Counter, "lookups", "L1 DTLB hits on a 2 MB entry."),
     e(Tlbs, "[core<N>.]tlb.l1d.hits_1g", Counter, "lookups", "L1 DTLB hits on a 1 GB entry."),
     e(Tlbs, "[core<N>.]tlb.l1d.misses", Counter, "lookups", "L1 DTLB lookups that found no entry for the page; each goes on to the L2 TLB."),
-    e(Tlbs, "[core<N>.]tlb.l1d.mpki", Float, "per 1000 instructions", "`tlb.l1d.misses` per thousand `instructions` (0 without instructions)."),
+    e(Tlbs, "[core<N>.]tlb.l1d.mpki", Float, "per 1000 instructions", "`tlb.l1d.misses` per thousand `instructions` (undefined without instructions)."),
     e(Tlbs, "[core<N>.]tlb.l1i.accesses", Counter, "lookups", "L1 ITLB lookups: one per fetch. None is a store, so (unlike the L1 DTLB's) hits + misses = accesses."),
     e(Tlbs, "[core<N>.]tlb.l1i.hits", Counter, "lookups", "L1 ITLB lookups that found the translation."),
     e(Tlbs, "[core<N>.]tlb.l1i.misses", Counter, "lookups", "L1 ITLB lookups that found no entry for the page; each goes on to the L2 TLB."),
