@@ -261,7 +261,7 @@ def test_record_then_replay(tmp_path):
 
 @pytest.mark.skipif(not has_core("record", "simulate"), reason="engine has no record() yet")
 def test_record_a_multithreaded_kernel_writes_one_file_per_stream(tmp_path):
-    p = run_xlat("record", "--workload", "random:footprint=64M,threads=2,refs=4000", "-o", str(tmp_path / "r.xtr"))
+    p = run_xlat("record", "--workload", "random:footprint=64M,threads=2,reads=4000", "-o", str(tmp_path / "r.xtr"))
     assert p.returncode == 0, p.stderr
     assert sorted(os.listdir(tmp_path)) == ["r.0.xtr", "r.1.xtr"]
     traces = f"{tmp_path / 'r.0.xtr'},{tmp_path / 'r.1.xtr'}"

@@ -72,7 +72,7 @@ def test_record_to_dev_null_and_through_a_symlink(tmp_path):
 
 # --- never lie: a run that measured nothing is an error ---------------------------------------
 
-SHORT = "random:footprint=16M,refs=5000"
+SHORT = "random:footprint=16M,reads=5000"
 
 
 def test_warmup_longer_than_the_workload_is_one_line():
@@ -94,7 +94,7 @@ def test_warmup_too_long_through_the_api_and_in_a_sweep_row():
 
 def test_an_empty_trace_is_an_error(tmp_path):
     empty = tmp_path / "empty.xtr"
-    p = run_xlat("record", "-w", "random:footprint=16M,refs=0", "-o", str(empty))
+    p = run_xlat("record", "-w", "random:footprint=16M,reads=0", "-o", str(empty))
     assert p.returncode == 0, p.stderr
     assert_one_line_error(run_xlat("run", "--trace", str(empty)), "no references")
     with pytest.raises(xlat.XlatError, match="no references"):
@@ -315,3 +315,26 @@ def test_a_second_sweep_on_one_store_waits_for_the_first(tmp_path):
     assert proc.returncode == 0, err
     assert "another sweep" in err and "waiting" in err
     assert len(results.load("two", root=tmp_path / "r")) == 2
+
+
+# --- words ---------------------------------------------------------------------------------
+
+
+def test_workload_parameters_do_not_reuse_run_option_names_or_internal_names():
+    run_options = {"refs", "warmup", "prefault", "interval"}
+    for w in xlat.workloads():
+        names = {p["name"] for p in w["params"]}
+        assert not names & run_options, (w["name"], names & run_options)
+        for p in w["params"]:
+            assert "()" not in p["doc"] and "::" not in p["doc"], (w["name"], p["name"], p["doc"])
+
+
+def test_user_facing_text_names_the_papers_not_their_spec_files():
+    for key, _default, _kind, doc in _core_keys():
+        assert "seed 0" not in doc and "seeds/" not in doc and "spec 0" not in doc, (key, doc)
+
+
+def _core_keys():
+    from xlat import _core
+
+    return _core.config_keys()

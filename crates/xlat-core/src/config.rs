@@ -424,7 +424,7 @@ config! {
     ptp_detector_mpki: f64 = 5.0; "ptp.detector_mpki"; "detector: a core is in a TLB-miss phase when its L2 TLB MPKI over the last epoch is at least this (the paper gives no threshold)";
     ptp_detector_epoch: u64 = 100000; "ptp.detector_epoch"; "detector: epoch length in instructions";
     ptp_per_context: bool = false; "ptp.per_context"; "shared caches protect only the page-table lines of cores in a TLB-miss phase (else any core's phase protects all)";
-    pcc_enabled: bool = false; "pcc.enabled"; "Promotion Candidate Cache (seed 001, MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates";
+    pcc_enabled: bool = false; "pcc.enabled"; "Promotion Candidate Cache (the PCC paper, Manocha et al., MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates";
     pcc_entries: u64 = 128; "pcc.entries"; "2 MB PCC entries per core, fully associative, tagged by VA >> 21 and context (the paper's Tab. 2: 128 entries, 768 B)";
     pcc_entries_1g: u64 = 0; "pcc.entries_1g"; "1 GB PCC entries per core, counting walks per 1 GB region from 4 KB and 2 MB pages (the paper's option 1, §3.2.3; it costs 8 entries, 40 B, and evaluates none; 0: no 1 GB PCC)";
     pcc_policy: PccPolicy = PccPolicy::Lfu; "pcc.policy"; "PCC replacement: lfu (entries kept in frequency order, the tail evicted: the artifact's EVICTION_POLICY 2) or lru (the policy the paper's text settles on, §3.2.1); read-out is by frequency either way";
@@ -439,7 +439,7 @@ config! {
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
     pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format: radix4, radix5, fpt (L4+L3 and L2+L1 flattened into 2 MB nodes, with the FPT+NF rule), fpt-l3l2 (the paper's Linux prototype), fpt-l4l3 (flattened root only)";
     pt_nf_threshold: u64 = 32; "pt.nf_threshold"; "pt.format=fpt: a 1 GB region whose flattened L2+L1 node comes to hold this many 2 MB pages is unflattened below the root (FPT+NF; the paper's 32; 0: never)";
-    pwc_flat_entries: u64 = 24; "pwc.flat.entries"; "page-walk cache entries for the 18-bit prefix VA[47:30] of a flattened L4+L3 root (the paper's FPT uses the 24-entry structure, spec 004 §2.7)";
+    pwc_flat_entries: u64 = 24; "pwc.flat.entries"; "page-walk cache entries for the 18-bit prefix VA[47:30] of a flattened L4+L3 root (the flattening paper's FPT uses the 24-entry structure)";
     os_page_policy: PagePolicy = PagePolicy::Never; "os.page_policy"; "page sizes the OS maps: never (4 KB only), ideal (every eligible 2 MB region in 2 MB pages), thp (Linux THP enabled=always), madvise (Linux THP enabled=madvise: os.madvise_regions only), freebsd (FreeBSD reservations, promoted in place when full)";
     os_madvise_regions: String = String::new(); "os.madvise_regions"; "page_policy=madvise: comma-separated names of the workload regions that call madvise(MADV_HUGEPAGE) ('*': all; empty: none, as a program that never calls it)";
     os_thp_defrag: ThpDefrag = ThpDefrag::Madvise; "os.thp_defrag"; "Linux THP defrag: a huge-page fault that finds no free 2 MB block compacts memory always, in madvised regions only (madvise, Linux's default) or never";
@@ -450,7 +450,7 @@ config! {
     os_huge_1g: bool = false; "os.huge_1g"; "page_policy=ideal: map the 1 GB-aligned whole gigabytes of a region with 1 GB pages (as hugetlbfs with 1 GB pages)";
     os_reservation_promote: bool = true; "os.reservation_promote"; "page_policy=freebsd: promote a fully populated reservation to a 2 MB page (false: reservations only, the coalescing paper's 'reserv')";
     os_page_copy_cycles: u64 = 400; "os.page_copy_cycles"; "cycles to copy or zero one 4 KB page (~200 ns at ~20 GB/s): a 2 MB fault zeroes 511 pages more than a 4 KB one, a collapse or compaction copies";
-    os_shootdown_initiator_cycles: u64 = 8000; "os.shootdown_initiator_cycles"; "cycles the core changing a mapping spends on an IPI shootdown (send, local flush, wait for acks): ~4 us at 2 GHz; native Skylake measures 7,666-22,922 cycles (seeds/003, Tab. 6.3)";
+    os_shootdown_initiator_cycles: u64 = 8000; "os.shootdown_initiator_cycles"; "cycles the core changing a mapping spends on an IPI shootdown (send, local flush, wait for acks): ~4 us at 2 GHz; native Skylake measures 7,666-22,922 cycles (the CSALT/TCAT thesis, Tab. 6.3)";
     os_shootdown_remote_cycles: u64 = 2000; "os.shootdown_remote_cycles"; "cycles each other core running the address space loses to the shootdown interrupt (entry, invalidation, ack; ~1 us, an assumption)";
     os_shootdown_local_cycles: u64 = 200; "os.shootdown_local_cycles"; "cycles of a shootdown no other core needs (a local INVLPG or flush, ~100 ns)";
     os_flush_ceiling_pages: u64 = 33; "os.flush_ceiling_pages"; "a shootdown of more 4 KB pages than this flushes the address space's whole TLB and PWC contents instead (Linux x86 tlb_single_page_flush_ceiling)";
