@@ -338,3 +338,17 @@ def _core_keys():
     from xlat import _core
 
     return _core.config_keys()
+
+
+def test_xlat_trace_keeps_the_programs_output_apart_and_records_what_was_traced(tmp_path):
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        pytest.skip("no valgrind")
+    trace = tmp_path / "echo.xtr"
+    p = run_xlat("trace", "-o", str(trace), "--", "/bin/echo", "hello world", timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "hello world\n"  # the program's output, and only it
+    assert p.stderr.startswith("xlat: wrote ") and str(trace) in p.stderr
+    r = xlat.simulate("skylake", trace=str(trace))
+    assert r.workload["params"]["workload"] == "/bin/echo 'hello world'"

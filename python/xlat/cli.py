@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import math
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -508,10 +509,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
         watcher = threading.Thread(target=lambda: (proc.wait(), _unblock_fifo(fifo)), daemon=True)
         watcher.start()
         try:
+            # The trace describes what was traced, not the FIFO it came through.
+            desc = shlex.join(program)
             if args.refs is not None:
-                n = _core.convert_trace([fifo], "lackey", str(out), args.refs)
+                n = _core.convert_trace([fifo], "lackey", str(out), args.refs, desc)
             else:
-                n = _core.lackey_to_native(fifo, str(out))
+                n = _core.lackey_to_native(fifo, str(out), desc)
         finally:
             if proc.poll() is None:
                 # Stopped early (--refs reached, error or Ctrl-C): end the traced program.
@@ -525,7 +528,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
         if args.refs is None and proc.returncode not in (0, None) and n == 0:
             raise CliError(f"valgrind exited with status {proc.returncode} before producing a trace")
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
-    print(f"wrote {n:,} references to {_written(written)}{note}")
+    # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).
+    print(f"xlat: wrote {n:,} references to {_written(written)}{note}", file=sys.stderr)
     return 0
 
 

@@ -93,21 +93,23 @@ fn record(py: Python<'_>, workload: String, path: String, refs: Option<u64>, see
 
 /// Convert traces (native, ChampSim, lackey; `fmt` forces one) to native trace files.
 #[pyfunction]
-#[pyo3(signature = (paths, fmt, out, refs=None))]
-fn convert_trace(py: Python<'_>, paths: Vec<String>, fmt: Option<String>, out: String, refs: Option<u64>) -> PyResult<u64> {
+#[pyo3(signature = (paths, fmt, out, refs=None, desc=None))]
+fn convert_trace(py: Python<'_>, paths: Vec<String>, fmt: Option<String>, out: String, refs: Option<u64>, desc: Option<String>) -> PyResult<u64> {
     interruptible(py, move |stop| {
         let spec = match fmt.as_deref() {
             None => None,
             Some(f) => Some(wl::trace::FormatSpec::parse(f).ok_or_else(|| workload_err(wl::WorkloadError::UnknownFormat(f.to_string())))?),
         };
-        wl::trace::convert_until(&paths, spec, Path::new(&out), refs, &stop).map_err(source_err)
+        wl::trace::convert_until(&paths, spec, Path::new(&out), refs, desc.as_deref(), &stop).map_err(source_err)
     })
 }
 
-/// Convert valgrind lackey output (a file or a FIFO) to one native trace.
+/// Convert valgrind lackey output (a file or a FIFO) to one native trace described by `desc`
+/// (default `lackey:INPUT`).
 #[pyfunction]
-fn lackey_to_native(py: Python<'_>, input: String, out: String) -> PyResult<u64> {
-    interruptible(py, move |stop| wl::trace::lackey_to_native_until(Path::new(&input), Path::new(&out), &stop).map_err(source_err))
+#[pyo3(signature = (input, out, desc=None))]
+fn lackey_to_native(py: Python<'_>, input: String, out: String, desc: Option<String>) -> PyResult<u64> {
+    interruptible(py, move |stop| wl::trace::lackey_to_native_until(Path::new(&input), Path::new(&out), desc.as_deref(), &stop).map_err(source_err))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -397,16 +397,19 @@ pub fn record_until(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>,
 /// FIFO, so a program can be traced and converted on the fly:
 /// `valgrind --tool=lackey --trace-mem=yes --log-file=FIFO prog`.
 pub fn lackey_to_native(input: &Path, out: &Path) -> Result<u64, SourceError> {
-    lackey_to_native_until(input, out, &AtomicBool::new(false))
+    lackey_to_native_until(input, out, None, &AtomicBool::new(false))
 }
 
-/// As [`lackey_to_native`], stopping once `stop` is set (checked once per batch).
-pub fn lackey_to_native_until(input: &Path, out: &Path, stop: &AtomicBool) -> Result<u64, SourceError> {
+/// As [`lackey_to_native`], with `desc` (e.g. the traced program and its arguments; default
+/// `lackey:INPUT`) as the trace's description, stopping once `stop` is set (checked once per
+/// batch).
+pub fn lackey_to_native_until(input: &Path, out: &Path, desc: Option<&str>, stop: &AtomicBool) -> Result<u64, SourceError> {
     let p = input.to_string_lossy().into_owned();
     let r = open_file(&p)?;
     let (r, _) = decompress(&p, r)?;
     let mut dec = lackey::LackeyDecoder::new(&p, r, false);
-    let hdr = NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc: format!("lackey:{p}") };
+    let desc = desc.map(str::to_string).unwrap_or_else(|| format!("lackey:{p}"));
+    let hdr = NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc };
     let mut w = NativeWriter::create(out, &hdr)?;
     let mut buf = Vec::with_capacity(BATCH);
     let mut total = 0;
@@ -428,13 +431,21 @@ pub fn lackey_to_native_until(input: &Path, out: &Path, stop: &AtomicBool) -> Re
 
 /// Convert any readable traces to native files (one per input stream, as [`record`]).
 pub fn convert(paths: &[String], format: Option<FormatSpec>, out: &Path, max_refs: Option<u64>) -> Result<u64, SourceError> {
-    convert_until(paths, format, out, max_refs, &AtomicBool::new(false))
+    convert_until(paths, format, out, max_refs, None, &AtomicBool::new(false))
 }
 
-/// As [`convert`], stopping once `stop` is set (checked once per batch).
-pub fn convert_until(paths: &[String], format: Option<FormatSpec>, out: &Path, max_refs: Option<u64>, stop: &AtomicBool) -> Result<u64, SourceError> {
+/// As [`convert`], with `desc` as the new files' description (default: the inputs' own),
+/// stopping once `stop` is set (checked once per batch).
+pub fn convert_until(
+    paths: &[String],
+    format: Option<FormatSpec>,
+    out: &Path,
+    max_refs: Option<u64>,
+    desc: Option<&str>,
+    stop: &AtomicBool,
+) -> Result<u64, SourceError> {
     let mut src = TraceSource::open(paths, format)?;
-    let desc = src.desc().spec();
+    let desc = desc.map(str::to_string).unwrap_or_else(|| src.desc().spec());
     record_until(&mut src, out, max_refs, &desc, stop)
 }
 
