@@ -28,3 +28,17 @@ def test_the_readme_uses_the_shipped_examples():
     readme = (REPO / "README.md").read_text()
     for name in ("examples/my-machine.toml", "examples/pwc-sweep.toml", "examples/tour.sh"):
         assert name in readme and (REPO / name).exists(), name
+
+
+def test_the_python_sweep_example_runs_saved_as_a_script(tmp_path):
+    import re
+    import sys
+
+    text = (REPO / "docs" / "experiments.md").read_text()
+    script = tmp_path / "example.py"
+    script.write_text(re.search(r"```python\n(.*?)```", text, re.S).group(1))
+    env = {**os.environ, "XLAT_RESULTS": str(tmp_path / "results")}
+    p = subprocess.run([sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, env=env, timeout=300,
+                       check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "report.md" in p.stdout and (tmp_path / "results" / "pwc-sweep").is_dir()
