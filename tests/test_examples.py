@@ -36,7 +36,7 @@ def test_the_python_sweep_example_runs_saved_as_a_script(tmp_path):
 
     text = (REPO / "docs" / "experiments.md").read_text()
     script = tmp_path / "example.py"
-    script.write_text(re.search(r"```python\n(.*?)```", text, re.S).group(1))
+    script.write_text(re.search(r"```python\n(.*?)```", text, re.DOTALL).group(1))
     env = {**os.environ, "XLAT_RESULTS": str(tmp_path / "results")}
     p = subprocess.run([sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, env=env, timeout=300,
                        check=False)
