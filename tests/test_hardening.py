@@ -352,3 +352,10 @@ def test_xlat_trace_keeps_the_programs_output_apart_and_records_what_was_traced(
     assert p.stderr.startswith("xlat: wrote ") and str(trace) in p.stderr
     r = xlat.simulate("skylake", trace=str(trace))
     assert r.workload["params"]["workload"] == "/bin/echo 'hello world'"
+
+
+def test_a_multi_stream_recording_to_a_device_is_refused_not_spread_over_dev(tmp_path):
+    before = set(os.listdir("/dev"))
+    p = run_xlat("record", "-w", "random:footprint=16M,reads=2000,threads=2", "-o", "/dev/null")
+    assert_one_line_error(p, "2 streams", "/dev/null")
+    assert set(os.listdir("/dev")) == before

@@ -44,6 +44,15 @@ def _target(path: str | os.PathLike) -> tuple[Path, bool]:
     raise OSError(errno.EINVAL, "is not a regular file, character device or FIFO", str(path))
 
 
+def is_stream_target(path: str | os.PathLike) -> bool:
+    """Whether writes to ``path`` go through in place (a character device or FIFO, after
+    following symbolic links): such a target can take one output, not a family of files."""
+    try:
+        return _target(path)[1]
+    except OSError:
+        return False
+
+
 def _mode_for(dest: Path) -> int:
     """The mode the new file gets: the replaced file's, else the usual umask-based one."""
     try:

@@ -23,7 +23,7 @@ from typing import Any
 
 from . import _core
 from . import config as _config
-from ._io import atomic_outputs, atomic_path, parse_count
+from ._io import atomic_outputs, atomic_path, is_stream_target, parse_count
 from ._signals import Terminated, interrupted_status, sigterm_as_interrupt
 
 EXIT_ERROR = 2
@@ -471,6 +471,10 @@ def _written(files: list[Path]) -> str:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    streams = int(_core.workload_params(args.workload, args.seed)["params"].get("threads", "1"))
+    if streams > 1 and is_stream_target(args.output):
+        raise CliError(f"{args.workload} records {streams} streams, one file each (stem.N.ext): "
+                       f"give a file name, not the device or FIFO '{args.output}'")
     # A multi-threaded kernel writes one file per stream (stem.N.ext); all land together.
     with atomic_outputs(args.output) as (tmp, written):
         n = _core.record(args.workload, str(tmp), args.refs, args.seed)
