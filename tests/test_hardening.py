@@ -359,3 +359,36 @@ def test_a_multi_stream_recording_to_a_device_is_refused_not_spread_over_dev(tmp
     p = run_xlat("record", "-w", "random:footprint=16M,reads=2000,threads=2", "-o", "/dev/null")
     assert_one_line_error(p, "2 streams", "/dev/null")
     assert set(os.listdir("/dev")) == before
+
+
+def test_sigterm_stops_a_sweep_with_143_and_keeps_its_points(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    from xlat import results
+    from xlat_testutil import xlat_exe
+
+    spec = tmp_path / "term.toml"
+    spec.write_text('name = "term"\nrefs = "1M"\nseeds = [1, 2, 3, 4, 5, 6]\nconfigs = ["skylake"]\n'
+                    'workloads = ["gups:footprint=16M", "gups:footprint=64M"]\n')
+    root = tmp_path / "r"
+    proc = subprocess.Popen([xlat_exe(), "sweep", str(spec), "--root", str(root), "--workers", "1", "--no-progress"],
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    store = results.Store("term", root)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None and not store.done_ids():
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read()
+        proc.send_signal(signal.SIGTERM)  # the sweep's own process, as `kill` or a batch system
+        t0 = time.monotonic()
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert "interrupted" in err.splitlines()[-1] and "Traceback" not in err
+    assert time.monotonic() - t0 < 15
+    assert 1 <= len(results.load("term", root=root)) < 12
