@@ -392,3 +392,19 @@ def test_sigterm_stops_a_sweep_with_143_and_keeps_its_points(tmp_path):
     assert "interrupted" in err.splitlines()[-1] and "Traceback" not in err
     assert time.monotonic() - t0 < 15
     assert 1 <= len(results.load("term", root=root)) < 12
+
+
+def test_every_row_of_the_summary_is_explained():
+    from xlat import glossary
+    from xlat.cli import SUMMARY_LABELS, summary_rows
+
+    runs = [xlat.simulate("skylake", WL, refs=20000, threads=1, **kw)
+            for kw in ({}, {"virt.enabled": True}, {"os.page_policy": "thp", "system.cores": 2, "os.processes": 2})]
+    for r in runs:
+        for label, _ in summary_rows(r.stats):
+            names = SUMMARY_LABELS.get(label.lower())
+            assert names, f"summary row '{label}' has no statistics to explain it"
+            assert all(glossary.lookup(n) for n in names), (label, names)
+    p = run_xlat("explain", "page walks", "tlb.l2.mpki")
+    assert p.returncode == 0 and "retry after a page fault" in p.stdout and "per thousand" in p.stdout, p.stderr
+    assert_one_line_error(run_xlat("explain", "no such thing"), "no such thing")

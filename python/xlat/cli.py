@@ -418,12 +418,35 @@ def _print_entry(e: dict, out, name: str | None = None) -> None:
     _wrapped(doc, "    ", out)
 
 
+# The statistics behind each row of the `xlat run` summary, so `xlat explain "page walks"`
+# explains a row by the statistics it shows.
+SUMMARY_LABELS = {
+    "references": ["refs"], "instructions": ["instructions"], "cycles": ["cycles"], "ipc": ["ipc"],
+    "l1 dtlb misses (mpki)": ["tlb.l1d.misses", "tlb.l1d.mpki"], "l2 tlb misses (mpki)": ["tlb.l2.misses", "tlb.l2.mpki"],
+    "page walks": ["walks"], "pte reads per walk": ["walk_steps_per_walk"], "cycles per walk": ["walk_cycles_per_walk"],
+    "pwc hits per walk": ["pwc.l4.hits"], "pte reads per walk: guest / host": ["walk_steps.guest", "walk_steps.host"],
+    "nested tlb hits": ["nested_tlb.hits"], "pte reads served by": ["pte_served.l1"],
+    "l1d miss rate": ["cache.l1d.miss_rate"], "l2 miss rate": ["cache.l2.miss_rate"], "llc miss rate": ["cache.llc.miss_rate"],
+    "page faults": ["faults", "fault_cycles"], "ept violations": ["ept_violations"], "vm switches": ["vm_switches"],
+    "page-table memory": ["pt_bytes"], "host (ept) page-table memory": ["host.pt_bytes"],
+    "huge-page coverage": ["huge_coverage", "promotions", "demotions"], "host huge-page coverage": ["host.huge_coverage"],
+    "tlb shootdowns": ["shootdowns", "shootdown_cycles"],
+    "free 2 mb blocks": ["phys.start.free_2m_blocks", "phys.free_2m_blocks"],
+}
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     from . import glossary
 
     out = sys.stdout
     if args.names:
-        found = [(n, glossary.lookup(n)) for n in args.names]
+        names = []
+        for n in args.names:
+            # A row of the summary stands for the statistics it shows.
+            names += SUMMARY_LABELS.get(n.strip().lower(), []) if glossary.lookup(n) is None else [n]
+            if glossary.lookup(n) is None and n.strip().lower() not in SUMMARY_LABELS:
+                names.append(n)
+        found = [(n, glossary.lookup(n)) for n in names]
         unknown = [n for n, e in found if e is None]
         if unknown:
             listed = ", ".join(f"'{n}'" for n in unknown)
