@@ -9,7 +9,7 @@ See ``xlat.simulate`` and ``xlat.Result``; presets and config files are handled 
 """
 from . import _core
 from ._core import ConfigError, SimulationError, TraceError, WorkloadError, XlatError
-from .api import Result, simulate
+from .api import ArgumentError, Result, simulate
 from .config import presets
 
 __version__ = _core.version()
@@ -29,6 +29,7 @@ def workloads():
 
 
 __all__ = [
+    "ArgumentError",
     "ConfigError",
     "Result",
     "SimulationError",

@@ -6,6 +6,7 @@ import errno
 import math
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,36 +15,95 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
 
-def _check_dest(dest: Path) -> None:
-    # Refuse before any work is done: renaming over a directory fails only at the very end.
-    if dest.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", str(dest))
+def _target(path: str | os.PathLike) -> tuple[Path, bool]:
+    """The file a write to ``path`` changes, and whether to write through it in place.
+
+    One rule for every output xlat writes (``--json``, ``--csv``, ``record -o``, ``trace -o``,
+    ``Result.to_json``, reports): a symbolic link is followed to the file it names (the link
+    stays a link); a regular file or a missing name is replaced by a temporary file renamed over
+    it (atomic); a character device (``/dev/null``, a terminal) or a FIFO is written in place,
+    since renaming over it would replace the device node or pipe with a regular file. Anything
+    else (a directory, a block device, a socket) is refused before any work is done.
+    """
+    dest = Path(path)
+    if dest.is_symlink():
+        dest = Path(os.path.realpath(dest))
+    try:
+        mode = os.stat(dest).st_mode
+    except FileNotFoundError:
+        return dest, False
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, str(path)) from None
+    if stat.S_ISREG(mode):
+        return dest, False
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return dest, True
+    if stat.S_ISDIR(mode):
+        # Renaming over a directory would fail only at the very end, after all the work.
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", str(path))
+    raise OSError(errno.EINVAL, "is not a regular file, character device or FIFO", str(path))
+
+
+def is_stream_target(path: str | os.PathLike) -> bool:
+    """Whether writes to ``path`` go through in place (a character device or FIFO, after
+    following symbolic links): such a target can take one output, not a family of files."""
+    try:
+        return _target(path)[1]
+    except OSError:
+        return False
+
+
+def _mode_for(dest: Path) -> int:
+    """The mode the new file gets: the replaced file's, else the usual umask-based one."""
+    try:
+        return stat.S_IMODE(os.stat(dest).st_mode)
+    except OSError:
+        return 0o666 & ~_UMASK
+
+
+@contextlib.contextmanager
+def _naming(path: str | os.PathLike) -> Iterator[None]:
+    """An OSError without a file name (a failed write: "No space left on device") names the
+    file the user gave, not the temporary one."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None and e.errno is not None:
+            raise OSError(e.errno, e.strerror, str(path)) from None
+        raise
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success rename it over ``path``.
+    """Yield the path a writer should write to; on success it holds the new content at ``path``.
 
-    The temporary file lives in the destination directory so that ``os.replace`` is a rename
-    on one filesystem (atomic), and is removed if the body raises: a reader sees the old file
-    or the complete new one, never half of one.
+    For a regular file (or a new name) that is a temporary file beside the destination,
+    renamed over it on success, so that ``os.replace`` is a rename on one filesystem (atomic),
+    and removed if the body raises: a reader sees the old file or the complete new one, never
+    half of one. For a character device or FIFO it is the destination itself (see
+    :func:`_target`).
     """
-    dest = Path(path)
-    _check_dest(dest)
+    dest, through = _target(path)
+    if through:
+        with _naming(path):
+            yield dest
+        return
     parent = dest.parent if str(dest.parent) else Path(".")
-    # Keep the destination's extensions last: writers that pick a format or compression from
-    # the file name (".json", ".zst") see the same name they would for the real file.
+    # Keep the extensions of the name the user gave last: writers that pick a format or
+    # compression from the file name (".json", ".zst") see the same name they would for it.
+    suffixes = "".join(Path(path).suffixes)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp" + "".join(dest.suffixes), dir=parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp" + suffixes, dir=parent)
     except OSError as e:
         # Report the file the user named, not our temporary name.
-        raise OSError(e.errno, e.strerror, str(dest)) from None
+        raise OSError(e.errno, e.strerror, str(path)) from None
     os.close(fd)
     try:
-        # mkstemp makes the file private (0600); give the result the usual umask-based mode.
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        yield Path(tmp)
-        os.replace(tmp, dest)
+        # mkstemp makes the file private (0600).
+        os.chmod(tmp, _mode_for(dest))
+        with _naming(path):
+            yield Path(tmp)
+            os.replace(tmp, dest)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -57,20 +117,26 @@ def atomic_outputs(path: str | os.PathLike) -> Iterator[tuple[Path, list[Path]]]
     destination's name inside a hidden temporary directory beside it. On success every file
     the writer created is renamed into the destination directory (each rename atomic) and
     listed in ``written``; on failure the temporary directory goes, and nothing else changes.
+    A character device or FIFO destination is written in place (see :func:`_target`).
     """
-    dest = Path(path)
-    _check_dest(dest)
+    dest, through = _target(path)
+    if through:
+        written: list[Path] = []
+        with _naming(path):
+            yield dest, written
+        written.append(dest)
+        return
     parent = dest.parent if str(dest.parent) else Path(".")
     try:
         tmpdir = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=parent))
     except OSError as e:
-        raise OSError(e.errno, e.strerror, str(dest)) from None
-    written: list[Path] = []
+        raise OSError(e.errno, e.strerror, str(path)) from None
+    written = []
     try:
         yield tmpdir / dest.name, written
         for f in sorted(tmpdir.iterdir()):
-            os.chmod(f, 0o666 & ~_UMASK)
             final = parent / f.name
+            os.chmod(f, _mode_for(final))
             os.replace(f, final)
             written.append(final)
     finally:
@@ -82,7 +148,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
-        os.fsync(f.fileno())
+        if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            os.fsync(f.fileno())
 
 
 def parse_count(text: str | float) -> int:
@@ -98,6 +165,8 @@ def parse_count(text: str | float) -> int:
         value: float = text
     elif isinstance(text, float):
         value = text
+    elif not isinstance(text, str):
+        raise ValueError(f"{text!r} is not a count (try 1000000, 1e6 or 10M)")  # noqa: TRY004 - callers catch ValueError
     else:
         s = text.strip().replace("_", "")
         mult = 1
@@ -112,4 +181,9 @@ def parse_count(text: str | float) -> int:
     # An int can be too large for a float, so only floats are asked whether they are finite.
     if (isinstance(value, float) and not math.isfinite(value)) or value < 0 or value != int(value):
         raise ValueError(f"'{text}' is not a non-negative whole number")
+    if value > COUNT_MAX:
+        raise ValueError(f"'{text}' is more than the largest count, {COUNT_MAX:,} (2^64-1)")
     return int(value)
+
+
+COUNT_MAX = 2**64 - 1

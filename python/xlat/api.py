@@ -12,7 +12,13 @@ from . import _core
 from . import config as _config
 from ._io import atomic_write_text, parse_count
 
-__all__ = ["Result", "interval_ratios", "simulate"]
+__all__ = ["ArgumentError", "Result", "interval_ratios", "simulate"]
+
+
+class ArgumentError(_core.XlatError, ValueError):
+    """A bad argument to :func:`simulate` (``refs``, ``seed``, ``warmup``, ``threads``,
+    ``prefault``, ``interval``, ``progress``); the message starts with the argument's name.
+    Also a ``ValueError``, as Python's own bad-argument error."""
 
 Progress = Callable[[int, "int | None"], None]
 
@@ -29,6 +35,13 @@ def _label(config: Any, n_overrides: int) -> str:
     else:
         name = "dict"
     return name + (f"+{n_overrides}" if n_overrides else "")
+
+
+def _undefined_as_nan(stats: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine's statistics with every undefined ratio as the one ``math.nan`` object, so
+    that two runs' ``stats`` dicts compare equal when their numbers are identical (Python
+    compares identical objects as equal before asking NaN)."""
+    return {k: math.nan if isinstance(v, float) and math.isnan(v) else v for k, v in stats.items()}
 
 
 def _json_safe(v: Any) -> Any:
@@ -242,7 +255,23 @@ def _trace_list(trace: Any) -> list[str] | None:
         return None
     if isinstance(trace, (str, os.PathLike)):
         return [os.fspath(trace)]
-    return [os.fspath(t) for t in trace]
+    try:
+        return [os.fspath(t) for t in trace] or None
+    except TypeError:
+        raise _core.TraceError(f"trace: expected a file name or a list of file names, got {trace!r}") from None
+
+
+_U64_MAX = 2**64 - 1
+
+
+def _seed(seed: Any) -> int:
+    """A random seed: a whole number from 0 to 2^64 - 1."""
+    if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+        raise ArgumentError(f"seed: expected a whole number from 0 to 2^64-1 (a random seed), got {seed!r}")
+    value = seed.__index__()
+    if not 0 <= value <= _U64_MAX:
+        raise ArgumentError(f"seed: {value} is outside 0 to 2^64-1 (a random seed)")
+    return value
 
 
 def simulate(
@@ -293,9 +322,20 @@ def simulate(
     n_refs = None if refs is None else _count("refs", refs)
     n_warm = _count("warmup", warmup)
     n_interval = _count("interval", interval) if interval is not None else 0
+    seed = _seed(seed)
     traces = _trace_list(trace)
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads not in (1, 2)):
+        raise ArgumentError(f"threads: expected 1, 2 or None (let the engine choose), got {threads!r}")
+    if not isinstance(prefault, bool):
+        raise ArgumentError(f"prefault: expected True or False, got {prefault!r}")
+    if progress is not None and not callable(progress):
+        raise ArgumentError(f"progress: expected a function progress(done, total) or None, got {progress!r}")
+    if workload is not None and not isinstance(workload, str):
+        raise _core.WorkloadError(f"workload: expected 'name' or 'name:key=value,...' (see `xlat workloads`), got {workload!r}")
+    if trace_format is not None and not isinstance(trace_format, str):
+        raise _core.TraceError(f"trace_format: expected 'native', 'champsim' or 'lackey', got {trace_format!r}")
+    if workload is not None and traces:
+        raise _core.WorkloadError("give a workload or a trace, not both")
     if workload is None and not traces:
         raise _core.WorkloadError("give a workload (see `xlat workloads`) or a trace")
     out = _core.simulate(
@@ -305,20 +345,20 @@ def simulate(
         trace_format=trace_format,
         refs=n_refs,
         warmup=n_warm,
-        seed=int(seed),
-        prefault=bool(prefault),
+        seed=seed,
+        prefault=prefault,
         progress=progress,
         threads=threads or 0,
         interval=n_interval,
     )
     return Result(
-        stats=dict(out["stats"]),
+        stats=_undefined_as_nan(out["stats"]),
         config=_config.typed(resolved),
         workload=dict(out.get("workload") or {"name": workload, "params": {}}),
-        seed=int(seed),
+        seed=seed,
         refs=n_refs,
         warmup=n_warm,
-        prefault=bool(prefault),
+        prefault=prefault,
         trace=traces,
         trace_format=trace_format,
         interval=n_interval or None,
@@ -331,5 +371,5 @@ def simulate(
 def _count(name: str, value: Any) -> int:
     try:
         return parse_count(value)
-    except ValueError as e:
-        raise ValueError(f"{name}: {e}") from None
+    except (ValueError, TypeError) as e:
+        raise ArgumentError(f"{name}: {e}") from None

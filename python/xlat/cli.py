@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import math
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -22,10 +23,10 @@ from typing import Any
 
 from . import _core
 from . import config as _config
-from ._io import atomic_outputs, atomic_path, parse_count
+from ._io import atomic_outputs, atomic_path, is_stream_target, parse_count
+from ._signals import Terminated, interrupted_status, sigterm_as_interrupt
 
 EXIT_ERROR = 2
-EXIT_INTERRUPTED = 130
 
 
 class CliError(Exception):
@@ -61,6 +62,16 @@ def int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"{v} is below {low}")
         return v
     return parse
+
+
+def seed_arg(text: str) -> int:
+    try:
+        value = int(text.strip().replace("_", ""))
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 2**64 - 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a random seed (a whole number from 0 to 2^64-1)")
+    return value
 
 
 def set_arg(text: str) -> tuple[str, str]:
@@ -172,6 +183,26 @@ def pte_served_shares(stats: dict) -> dict[str, float] | None:
     if total == 0:
         return None
     return {lv: c / total for lv, c in counts.items()}
+
+
+# Above this share of the cycles, page faults are what a run measures.
+FAULT_SHARE_NOTE = 0.5
+
+
+def steady_state_note(stats: dict, prefault: bool = False, warmup: int = 0) -> str | None:
+    """A line for the summary when page faults dominate the cycles: the run measured demand
+    paging, not translation in steady state (the usual surprise of a first run)."""
+    cyc, fc, faults = _num(stats, "cycles"), _num(stats, "fault_cycles"), _num(stats, "faults")
+    if not cyc or not fc or fc / cyc <= FAULT_SHARE_NOTE:
+        return None
+    hint = []
+    if not prefault:
+        hint.append("--prefault (map the footprint before the run)")
+    if not warmup:
+        hint.append("--warmup N (warm the TLBs and caches, then measure)")
+    advice = f"; for steady state add {' and '.join(hint)}" if hint else ""
+    return (f"note: page faults took {fc / cyc:.0%} of the cycles ({_fmt(faults)} faults): this run measures "
+            f"demand paging{advice}")
 
 
 def summary_rows(stats: dict) -> list[tuple[str, str]]:
@@ -329,9 +360,14 @@ def print_result(result, all_stats: bool = False, out=None) -> None:
           + (f", warm-up {result.warmup:,} refs" if result.warmup else ""), file=out)
     print(file=out)
     if all_stats:
-        print_table([(k, v) for k, v in result.stats.items()], out=out, indent="  ")
+        # An undefined ratio (zero denominator) shows as '-', as in the summary.
+        print_table([(k, "-" if isinstance(v, float) and math.isnan(v) else v) for k, v in result.stats.items()], out=out, indent="  ")
     else:
         print_table(summary_rows(result.stats), out=out, indent="  ")
+    note = steady_state_note(result.stats, prefault=result.prefault, warmup=result.warmup)
+    if note:
+        print(file=out)
+        print(note, file=out)
     if result.series:
         print(file=out)
         print(f"over time, every {result.interval:,} instructions (each interval's own figures):", file=out)
@@ -395,12 +431,35 @@ def _print_entry(e: dict, out, name: str | None = None) -> None:
     _wrapped(doc, "    ", out)
 
 
+# The statistics behind each row of the `xlat run` summary, so `xlat explain "page walks"`
+# explains a row by the statistics it shows.
+SUMMARY_LABELS = {
+    "references": ["refs"], "instructions": ["instructions"], "cycles": ["cycles"], "ipc": ["ipc"],
+    "l1 dtlb misses (mpki)": ["tlb.l1d.misses", "tlb.l1d.mpki"], "l2 tlb misses (mpki)": ["tlb.l2.misses", "tlb.l2.mpki"],
+    "page walks": ["walks"], "pte reads per walk": ["walk_steps_per_walk"], "cycles per walk": ["walk_cycles_per_walk"],
+    "pwc hits per walk": ["pwc.l4.hits"], "pte reads per walk: guest / host": ["walk_steps.guest", "walk_steps.host"],
+    "nested tlb hits": ["nested_tlb.hits"], "pte reads served by": ["pte_served.l1"],
+    "l1d miss rate": ["cache.l1d.miss_rate"], "l2 miss rate": ["cache.l2.miss_rate"], "llc miss rate": ["cache.llc.miss_rate"],
+    "page faults": ["faults", "fault_cycles"], "ept violations": ["ept_violations"], "vm switches": ["vm_switches"],
+    "page-table memory": ["pt_bytes"], "host (ept) page-table memory": ["host.pt_bytes"],
+    "huge-page coverage": ["huge_coverage", "promotions", "demotions"], "host huge-page coverage": ["host.huge_coverage"],
+    "tlb shootdowns": ["shootdowns", "shootdown_cycles"],
+    "free 2 mb blocks": ["phys.start.free_2m_blocks", "phys.free_2m_blocks"],
+}
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     from . import glossary
 
     out = sys.stdout
     if args.names:
-        found = [(n, glossary.lookup(n)) for n in args.names]
+        names = []
+        for n in args.names:
+            # A row of the summary stands for the statistics it shows.
+            names += SUMMARY_LABELS.get(n.strip().lower(), []) if glossary.lookup(n) is None else [n]
+            if glossary.lookup(n) is None and n.strip().lower() not in SUMMARY_LABELS:
+                names.append(n)
+        found = [(n, glossary.lookup(n)) for n in names]
         unknown = [n for n, e in found if e is None]
         if unknown:
             listed = ", ".join(f"'{n}'" for n in unknown)
@@ -448,6 +507,10 @@ def _written(files: list[Path]) -> str:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    streams = int(_core.workload_params(args.workload, args.seed)["params"].get("threads", "1"))
+    if streams > 1 and is_stream_target(args.output):
+        raise CliError(f"{args.workload} records {streams} streams, one file each (stem.N.ext): "
+                       f"give a file name, not the device or FIFO '{args.output}'")
     # A multi-threaded kernel writes one file per stream (stem.N.ext); all land together.
     with atomic_outputs(args.output) as (tmp, written):
         n = _core.record(args.workload, str(tmp), args.refs, args.seed)
@@ -486,10 +549,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
         watcher = threading.Thread(target=lambda: (proc.wait(), _unblock_fifo(fifo)), daemon=True)
         watcher.start()
         try:
+            # The trace describes what was traced, not the FIFO it came through.
+            desc = shlex.join(program)
             if args.refs is not None:
-                n = _core.convert_trace([fifo], "lackey", str(out), args.refs)
+                n = _core.convert_trace([fifo], "lackey", str(out), args.refs, desc)
             else:
-                n = _core.lackey_to_native(fifo, str(out))
+                n = _core.lackey_to_native(fifo, str(out), desc)
         finally:
             if proc.poll() is None:
                 # Stopped early (--refs reached, error or Ctrl-C): end the traced program.
@@ -503,7 +568,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
         if args.refs is None and proc.returncode not in (0, None) and n == 0:
             raise CliError(f"valgrind exited with status {proc.returncode} before producing a trace")
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
-    print(f"wrote {n:,} references to {_written(written)}{note}")
+    # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).
+    print(f"xlat: wrote {n:,} references to {_written(written)}{note}", file=sys.stderr)
     return 0
 
 
@@ -627,7 +693,7 @@ def build_parser() -> Parser:
     r.add_argument("--warmup", type=count_arg, default=0, metavar="N",
                    help="references simulated first, then excluded from the statistics")
     add_set_option(r)
-    r.add_argument("--seed", type=int, default=1, help="random seed (default 1); same seed, same numbers")
+    r.add_argument("--seed", type=seed_arg, default=1, help="random seed (default 1); same seed, same numbers")
     r.add_argument("--prefault", action="store_true", help="map the whole footprint before the run")
     r.add_argument("--threads", type=int, choices=(1, 2), default=None,
                    help="host threads (default: two when the run can use them; same statistics either way)")
@@ -654,7 +720,7 @@ def build_parser() -> Parser:
     add_set_option(show)
     show.set_defaults(func=cmd_config_show)
 
-    st = sub.add_parser("stats", help="what each statistic counts (the glossary)",
+    st = sub.add_parser("stats", aliases=["explain"], help="what each statistic counts (the glossary; also 'xlat explain STAT')",
                         description="Print what the named statistics count (names such as core0.walks or "
                                     "cache.llc.pt.misses are matched against the glossary's patterns), or "
                                     "the whole glossary, by section, without names.")
@@ -670,7 +736,7 @@ def build_parser() -> Parser:
     rec.add_argument("--workload", "-w", required=True, metavar="NAME[:key=value,...]")
     rec.add_argument("--output", "-o", required=True, metavar="FILE")
     rec.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
-    rec.add_argument("--seed", type=int, default=1)
+    rec.add_argument("--seed", type=seed_arg, default=1, help="random seed of the workload (default 1)")
     rec.set_defaults(func=cmd_record)
 
     t = sub.add_parser("trace", help="trace a Linux program under valgrind into a trace file",
@@ -755,11 +821,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     debug = bool(os.environ.get("XLAT_DEBUG"))
     try:
-        args = build_parser().parse_args(argv)
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("xlat: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        with sigterm_as_interrupt():
+            args = build_parser().parse_args(argv)
+            return int(args.func(args) or 0)
+    except KeyboardInterrupt as e:
+        print("xlat: terminated" if isinstance(e, Terminated) else "xlat: interrupted", file=sys.stderr)
+        return interrupted_status(e)
     except (CliError, _core.XlatError, argparse.ArgumentTypeError) as e:
         return _fail(str(e))
     except BrokenPipeError:

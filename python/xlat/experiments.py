@@ -3,21 +3,19 @@
 ``register(subparsers)`` adds them to the main parser (xlat.cli); each handler returns the
 exit status: 0 on success, 1 when some points failed (the rest were stored), 2 for an error
 (one line on stderr, raised as an ``xlat.XlatError`` subclass for the main CLI to print), 130
-when interrupted. ``python -m xlat.experiments`` runs them without the rest of the CLI.
+when interrupted (143 after SIGTERM). ``python -m xlat.experiments`` runs them without the rest of the CLI.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from collections.abc import Sequence
-from contextlib import contextmanager
 
 from . import _core
+from ._signals import interrupted_status, sigterm_as_interrupt
 
 EXIT_FAILED_POINTS = 1
-EXIT_INTERRUPTED = 130
 
 # What `xlat results` shows by default besides the point's identity: the headline numbers
 # of the statistics glossary (docs/statistics.md), those that exist.
@@ -92,35 +90,19 @@ def register(subparsers) -> None:
     st.set_defaults(func=cmd_study)
 
 
-@contextmanager
-def _sigterm_as_interrupt():
-    """A batch system ends jobs with SIGTERM: treat it as Ctrl-C, so the cluster is shut down
-    and the finished points stay stored."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     from . import sweep
 
     spec = sweep.load_spec(args.spec, quick=args.quick)
     if args.dry_run:
         return _dry_run(spec, args)
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         res = sweep.run(spec, name=args.name, scheduler=args.scheduler, workers=args.workers, slurm=args.slurm,
                         root=args.root, progress=args.progress, rerun_stale=args.rerun_stale)
     print(sweep.summary(res), file=sys.stderr)
     if res.interrupted:
-        return EXIT_INTERRUPTED
+        # (sweep.run catches the interrupt itself, to keep the finished points.)
+        return interrupted_status(None)
     return EXIT_FAILED_POINTS if res.failed else 0
 
 
@@ -201,7 +183,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         path = study.render_from_store(args.name, quick=args.quick, root=args.root)
         print(f"report: {path}", file=sys.stderr)
         return 0
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         res = study.run(args.name, quick=args.quick, scheduler=args.scheduler, workers=args.workers,
                         slurm=args.slurm, root=args.root, progress=args.progress, rerun_stale=args.rerun_stale)
     print(sweep.summary(res.sweep), file=sys.stderr)
@@ -253,9 +235,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         print("xlat: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return interrupted_status(e)
     except BrokenPipeError:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (stays open until exit)
         return 0

@@ -2,15 +2,21 @@
 
 Layout (see docs/experiments.md)::
 
-    results/NAME/part-<time_ns>-<random>.parquet   finished points, one or more rows each
+    results/NAME/part-<time_ns>-<random>-<sha>.parquet  finished points, one or more rows each
     results/NAME/.part-<random>.parquet.tmp        a partition being written (never read)
+    results/NAME/corrupt-part-*.parquet            a partition whose checksum failed (never read)
+    results/NAME/.lock                             held by the sweep writing to the store
     results/NAME/report.md, *.png                  what `xlat study` renders
 
 Every partition is written to a temporary name in the same directory, flushed to disk and
 then renamed over its final name with ``os.replace`` (atomic on POSIX), so a reader sees a
 partition whole or not at all: a killed sweep can leave a temporary file, never a
 half-written partition. Readers ignore anything that is not ``part-*.parquet`` and skip (with
-a warning) a partition that does not parse, whose points then simply run again.
+a warning) a partition that does not parse, whose points then simply run again. A
+partition's name carries the first 16 hex digits of the SHA-256 of its bytes; one whose bytes
+no longer match is reported, renamed ``corrupt-...`` and its points run again. A sweep holds
+the store's lock (``flock`` on ``.lock``) while it runs, so a second sweep on the same store
+waits for it and then reuses its points.
 
 A point may appear in several partitions (a failed point retried, two sweeps sharing a store,
 a compaction interrupted before it removed its inputs). :func:`load` shows each point once:
@@ -19,8 +25,12 @@ by ``point_id``, a hash of everything that determines the result (see ``xlat.swe
 """
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import hashlib
+import math
 import os
+import re
 import sys
 import time
 import uuid
@@ -101,10 +111,12 @@ class Store:
         table = rows_to_table(rows)
         token = uuid.uuid4().hex[:12]
         tmp = self.path / f".part-{token}.parquet{TMP_SUFFIX}"
-        final = self.path / f"part-{time.time_ns():020d}-{token}.parquet"
         try:
             pq.write_table(table, tmp)
             _fsync_file(tmp)
+            # The file's checksum goes into its name: a partition whose bytes changed since
+            # (a flipped bit on disk) is caught on reading, not read as different statistics.
+            final = self.path / f"part-{time.time_ns():020d}-{token}-{_checksum(tmp.read_bytes())}.parquet"
             os.replace(tmp, final)
         except BaseException:
             # Includes KeyboardInterrupt: the partition is not there, so its points rerun.
@@ -115,6 +127,22 @@ class Store:
             raise
         _fsync_dir(self.path)
         return final
+
+    def quarantine(self, part: Path) -> Path | None:
+        """Move a corrupt partition aside as ``corrupt-<name>`` (ignored by readers); None if
+        another reader moved it first."""
+        aside = part.with_name("corrupt-" + part.name)
+        try:
+            os.replace(part, aside)
+        except FileNotFoundError:
+            return None
+        return aside
+
+    def lock(self, log=None) -> contextlib.AbstractContextManager:
+        """Hold the store's sweep lock (``.lock`` in its directory) for a ``with`` block: a
+        second sweep on the same store says so on ``log`` and waits, then reuses what the
+        first one stored instead of running every point again. Readers take no lock."""
+        return _StoreLock(self, log)
 
     def remove_stale_temporaries(self, older_than: float = STALE_TMP_SECONDS) -> int:
         """Delete temporary files left by writers that died; young ones may be in use."""
@@ -139,6 +167,7 @@ class Store:
         Returns ``(df, files)``: the partitions actually read.
         """
         import pandas as pd
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         for _attempt in range(5):
@@ -146,11 +175,26 @@ class Store:
             frames, used, vanished = [], [], False
             for p in parts:
                 try:
-                    t = pq.read_table(p, columns=_present(p, columns) if columns else None)
+                    data = p.read_bytes()
                 except FileNotFoundError:
                     # A compaction merged it into a newer partition: list again.
                     vanished = True
                     break
+                except OSError as e:
+                    if warn:
+                        print(f"xlat: warning: skipping unreadable results partition {p}: {_one_line(e)}", file=sys.stderr)
+                    continue
+                if not _checksum_ok(p, data):
+                    # Reported and moved aside (kept for inspection, never read again): its
+                    # points count as not done, so the next sweep runs them again.
+                    aside = self.quarantine(p)
+                    print(f"xlat: warning: results partition {p.name} is corrupt (checksum mismatch); "
+                          f"moved it to {aside.name if aside else '(already moved)'}, its points will run again",
+                          file=sys.stderr)
+                    continue
+                try:
+                    buf = pa.BufferReader(data)
+                    t = pq.read_table(buf, columns=_present(data, columns) if columns else None)
                 except Exception as e:  # noqa: BLE001 - any unreadable file is skipped alike
                     if warn:
                         print(f"xlat: warning: skipping unreadable results partition {p}: {_one_line(e)}", file=sys.stderr)
@@ -346,6 +390,10 @@ def rows_to_table(rows: Sequence[Mapping]):
     arrays, fields = [], []
     for name in columns:
         values = [r.get(name) for r in rows]
+        # An undefined ratio (NaN) is stored as null, as in JSON; a column of them stays float.
+        undefined = any(isinstance(v, float) and math.isnan(v) for v in values)
+        if undefined:
+            values = [None if isinstance(v, float) and math.isnan(v) else v for v in values]
         kinds = {_kind(v) for v in values if v is not None}
         if len(kinds) > 1 and kinds != {"int", "float"}:
             values = [None if v is None else _text(v) for v in values]
@@ -356,7 +404,7 @@ def rows_to_table(rows: Sequence[Mapping]):
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             arr = pa.array([None if v is None else _text(v) for v in values])
         if pa.types.is_null(arr.type):
-            arr = arr.cast(pa.string())
+            arr = arr.cast(pa.float64() if undefined else pa.string())
         arrays.append(arr)
         fields.append(name)
     return pa.Table.from_arrays(arrays, names=fields)
@@ -394,11 +442,58 @@ def _from_pandas(v):
     return v.item() if hasattr(v, "item") else v
 
 
-def _present(path: Path, columns: Sequence[str]) -> list[str]:
+def _present(data: bytes, columns: Sequence[str]) -> list[str]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    have = set(pq.read_schema(path).names)
+    have = set(pq.read_schema(pa.BufferReader(data)).names)
     return [c for c in columns if c in have]
+
+
+_CHECKSUMMED = re.compile(r"part-\d+-[0-9a-f]+-([0-9a-f]{16})\.parquet")
+
+
+def _checksum(data: bytes) -> str:
+    """The first 16 hex digits of the SHA-256 of a partition's bytes."""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _checksum_ok(path: Path, data: bytes) -> bool:
+    """Whether a partition's bytes match the checksum in its name (names without one, from
+    stores written before partitions carried checksums, pass)."""
+    m = _CHECKSUMMED.fullmatch(path.name)
+    return m is None or m.group(1) == _checksum(data)
+
+
+class _StoreLock:
+    """An exclusive ``flock`` on ``STORE/.lock``, released when the process ends in any way."""
+
+    def __init__(self, store: Store, log):
+        self.store, self.log, self.fd = store, log, -1
+
+    def __enter__(self) -> None:
+        import fcntl
+
+        self.store.path.mkdir(parents=True, exist_ok=True)
+        path = self.store.path / ".lock"
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(self.fd, 64, 0).decode(errors="replace").strip() or "?"
+            if self.log is not None:
+                print(f"{self.store.name}: another sweep (pid {holder}) is using {self.store.path}; "
+                      f"waiting for it to finish", file=self.log, flush=True)
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX)  # Ctrl-C interrupts the wait
+            except BaseException:
+                os.close(self.fd)
+                raise
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+
+    def __exit__(self, *exc) -> None:
+        os.close(self.fd)  # closing the descriptor releases the lock
 
 
 def _fsync_file(path: Path) -> None:

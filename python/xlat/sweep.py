@@ -771,40 +771,42 @@ def run(spec: str | os.PathLike | Mapping | Spec, name: str | None = None, sched
     unique: dict[str, Task] = {}
     for t in tasks:
         unique.setdefault(t.point_id, t)
-    store.remove_stale_temporaries()
-    done = store.done_ids()
-    current = store.done_ids(engine_build())
-    stale = sum(1 for pid in unique if pid in done and pid not in current)
-    if rerun_stale:
-        done = current
-    elif stale:
-        _say(log, f"{name}: warning: {stale} stored points were computed by another build of xlat "
-                  f"{xlat_version()}; reusing them (rerun them with --rerun-stale)")
-    reused = sum(1 for pid in unique if pid in done)
-    bad_config = [t for pid, t in unique.items() if pid not in done and t.config is None]
-    pending = [t for pid, t in unique.items() if pid not in done and t.config is not None]
+    # One sweep at a time per store: a second one waits here, then finds the points stored.
+    with store.lock(log):
+        store.remove_stale_temporaries()
+        done = store.done_ids()
+        current = store.done_ids(engine_build())
+        stale = sum(1 for pid in unique if pid in done and pid not in current)
+        if rerun_stale:
+            done = current
+        elif stale:
+            _say(log, f"{name}: warning: {stale} stored points were computed by another build of xlat "
+                      f"{xlat_version()}; reusing them (rerun them with --rerun-stale)")
+        reused = sum(1 for pid in unique if pid in done)
+        bad_config = [t for pid, t in unique.items() if pid not in done and t.config is None]
+        pending = [t for pid, t in unique.items() if pid not in done and t.config is not None]
 
-    total = len(unique)
-    failed = 0
-    interrupted = False
-    if bad_config:
-        store.write([_error_row(t, t.error or "config did not resolve") for t in bad_config])
-        failed += len(bad_config)
-    _say(log, f"{name}: {total} points, {reused} reused from {store.path}"
-              + (f", {len(bad_config)} with configs the engine rejects" if bad_config else "")
-              + (f", {len(pending)} to run" if pending else ", nothing to run"))
+        total = len(unique)
+        failed = 0
+        interrupted = False
+        if bad_config:
+            store.write([_error_row(t, t.error or "config did not resolve") for t in bad_config])
+            failed += len(bad_config)
+        _say(log, f"{name}: {total} points, {reused} reused from {store.path}"
+                  + (f", {len(bad_config)} with configs the engine rejects" if bad_config else "")
+                  + (f", {len(pending)} to run" if pending else ", nothing to run"))
 
-    if pending:
-        try:
-            if client is not None:
-                failed += _run_pending(client, pending, store, simulate, progress, name, None)
-            else:
-                with _cluster(scheduler, workers, slurm, spec.slurm, len(pending)) as (c, threads):
-                    failed += _run_pending(c, pending, store, simulate, progress, name, threads)
-        except KeyboardInterrupt:
-            interrupted = True
-    if not interrupted and len(store.partitions()) > 1:
-        store.compact()
+        if pending:
+            try:
+                if client is not None:
+                    failed += _run_pending(client, pending, store, simulate, progress, name, None)
+                else:
+                    with _cluster(scheduler, workers, slurm, spec.slurm, len(pending)) as (c, threads):
+                        failed += _run_pending(c, pending, store, simulate, progress, name, threads)
+            except KeyboardInterrupt:
+                interrupted = True
+        if not interrupted and len(store.partitions()) > 1:
+            store.compact()
 
     df = _rows_for(store, [t.point_id for t in tasks])
     failed = int((df["status"] != "ok").sum()) if len(df) else failed

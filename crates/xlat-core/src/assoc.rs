@@ -157,7 +157,8 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         let info_at = ages_at + state_words * 4;
         let vals_at = align_up(info_at + stride * std::mem::size_of::<LineInfo>(), std::mem::align_of::<V>());
         let block = align_up(vals_at + stride * std::mem::size_of::<V>(), 64);
-        let mem = crate::host::hostmem::HugeBuf::new(sets * block / 64, HostLine([0; 64]));
+        let bytes = sets.checked_mul(block).expect("set-associative array size overflows");
+        let mem = crate::host::hostmem::HugeBuf::new(bytes / 64, HostLine([0; 64]));
         let mut a = SetAssoc {
             sets,
             set_mask: sets - 1,

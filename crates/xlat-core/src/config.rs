@@ -189,6 +189,8 @@ macro_rules! config {
             pub default: String,
             pub doc: &'static str,
             pub expected: String,
+            /// The largest value accepted, for numeric keys (see [`LIMITS`]).
+            pub max: Option<String>,
         }
 
         impl Config {
@@ -219,11 +221,162 @@ macro_rules! config {
 
             pub fn schema() -> Vec<KeyInfo> {
                 let d = Config::default();
-                vec![$( KeyInfo { key: $key, default: d.$field.show(), doc: $doc, expected: <$ty as ConfigValue>::expected() }, )*]
+                vec![$( KeyInfo {
+                    key: $key, default: d.$field.show(), doc: $doc, expected: <$ty as ConfigValue>::expected(),
+                    max: limit($key).map(|l| l.to_string()),
+                }, )*]
             }
         }
     };
 }
+
+/// The largest value of a numeric key.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Limit {
+    Int(u64),
+    /// An integer with a lower bound too: (min, max).
+    IntRange(u64, u64),
+    Real(f64),
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Limit::Int(n) | Limit::IntRange(_, n) => write!(f, "{n}"),
+            Limit::Real(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+// Why the limits are what they are: sizes and counts stay far above any machine studied and
+// far below what would overflow a size computation or exhaust host memory (a cache or TLB is
+// allocated whole, and its host arrays are indexed with `usize` arithmetic); a latency or cost
+// is charged per event, so with at most 2^32 cycles per event a cycle counter cannot wrap
+// before 2^32 such events; intervals and reference counts are added to a running `u64` clock.
+const ENTRIES: u64 = 1 << 20;
+const WAYS: u64 = 4096;
+const PWC: u64 = 4096;
+const CACHE_KB: u64 = 1 << 20;
+const LATENCY: u64 = 1 << 20;
+const COST: u64 = 1 << 32;
+const INTERVAL: u64 = 1 << 50;
+
+/// Upper bounds of every numeric key, checked before anything is built (a test checks that
+/// every integer and number key has one). `xlat config show` prints them.
+pub const LIMITS: &[(&str, Limit)] = &[
+    ("system.cores", Limit::Int(256)),
+    ("core.freq_ghz", Limit::Real(1000.0)),
+    ("core.width", Limit::Int(1024)),
+    ("core.rob", Limit::Int(1 << 16)),
+    ("core.mshrs", Limit::Int(4096)),
+    ("core.walkers", Limit::Int(4096)),
+    ("tlb.l1d.entries", Limit::Int(ENTRIES)),
+    ("tlb.l1d.ways", Limit::Int(WAYS)),
+    ("tlb.l1d.entries_2m", Limit::Int(ENTRIES)),
+    ("tlb.l1d.ways_2m", Limit::Int(WAYS)),
+    ("tlb.l1d.entries_1g", Limit::Int(ENTRIES)),
+    ("tlb.l1d.ways_1g", Limit::Int(WAYS)),
+    ("tlb.l1d.latency", Limit::Int(LATENCY)),
+    ("tlb.l1i.entries", Limit::Int(ENTRIES)),
+    ("tlb.l1i.ways", Limit::Int(WAYS)),
+    ("tlb.l1i.entries_2m", Limit::Int(ENTRIES)),
+    ("tlb.l1i.ways_2m", Limit::Int(WAYS)),
+    ("tlb.l1i.latency", Limit::Int(LATENCY)),
+    ("tlb.l2.entries", Limit::Int(ENTRIES)),
+    ("tlb.l2.ways", Limit::Int(WAYS)),
+    ("tlb.l2.entries_1g", Limit::Int(ENTRIES)),
+    ("tlb.l2.ways_1g", Limit::Int(WAYS)),
+    ("tlb.l2.latency", Limit::Int(LATENCY)),
+    ("tlb.l2.entries_coalesced", Limit::Int(ENTRIES)),
+    ("tlb.l2.ways_coalesced", Limit::Int(WAYS)),
+    ("tlb.l2i.entries", Limit::Int(ENTRIES)),
+    ("tlb.l2i.ways", Limit::Int(WAYS)),
+    ("tlb.nested.entries", Limit::Int(ENTRIES)),
+    ("tlb.nested.ways", Limit::Int(WAYS)),
+    ("tlb.nested.latency", Limit::Int(LATENCY)),
+    ("pwc.l5.entries", Limit::Int(PWC)),
+    ("pwc.l4.entries", Limit::Int(PWC)),
+    ("pwc.l3.entries", Limit::Int(PWC)),
+    ("pwc.l2.entries", Limit::Int(PWC)),
+    ("pwc.flat.entries", Limit::Int(PWC)),
+    ("pwc.latency", Limit::Int(LATENCY)),
+    ("cache.l1i.size_kb", Limit::Int(CACHE_KB)),
+    ("cache.l1i.ways", Limit::Int(WAYS)),
+    ("cache.l1i.latency", Limit::Int(LATENCY)),
+    ("cache.l1i.energy_nj", Limit::Real(1e6)),
+    ("cache.l1d.size_kb", Limit::Int(CACHE_KB)),
+    ("cache.l1d.ways", Limit::Int(WAYS)),
+    ("cache.l1d.latency", Limit::Int(LATENCY)),
+    ("cache.l1d.energy_nj", Limit::Real(1e6)),
+    ("cache.l2.size_kb", Limit::Int(CACHE_KB)),
+    ("cache.l2.ways", Limit::Int(WAYS)),
+    ("cache.l2.latency", Limit::Int(LATENCY)),
+    ("cache.l2.energy_nj", Limit::Real(1e6)),
+    ("cache.llc.size_kb", Limit::Int(CACHE_KB)),
+    ("cache.llc.ways", Limit::Int(WAYS)),
+    ("cache.llc.latency", Limit::Int(LATENCY)),
+    ("cache.llc.energy_nj", Limit::Real(1e6)),
+    ("ptp.probability", Limit::Real(1.0)),
+    ("ptp.detector_mpki", Limit::Real(1e6)),
+    ("ptp.detector_epoch", Limit::Int(INTERVAL)),
+    ("pcc.entries", Limit::Int(65536)),
+    ("pcc.entries_1g", Limit::Int(65536)),
+    ("pcc.counter_bits", Limit::IntRange(1, 16)),
+    ("pcc.daemon_refs", Limit::Int(INTERVAL)),
+    ("pcc.daemon_first_refs", Limit::Int(INTERVAL)),
+    ("pcc.promote_per_read", Limit::Int(1 << 20)),
+    ("csalt.epoch", Limit::Int(INTERVAL)),
+    ("csalt.atd_sets", Limit::Int(1 << 24)),
+    ("pomtlb.size_mb", Limit::Int(1024)),
+    ("pomtlb.large_size_mb", Limit::Int(1024)),
+    ("pomtlb.ways", Limit::IntRange(1, 4)),
+    ("pomtlb.latency", Limit::Int(LATENCY)),
+    ("pomtlb.bandwidth_gbps", Limit::Real(1e6)),
+    ("pomtlb.base_gb", Limit::Int(1 << 20)),
+    ("dram.latency_ns", Limit::Real(1e6)),
+    ("dram.bandwidth_gbps", Limit::Real(1e6)),
+    ("dram.energy_nj", Limit::Real(1e6)),
+    ("pt.nf_threshold", Limit::Int(512)),
+    ("os.khugepaged_pages", Limit::Int(1 << 30)),
+    ("os.khugepaged_interval_cycles", Limit::Int(INTERVAL)),
+    ("os.khugepaged_max_ptes_none", Limit::Int(511)),
+    ("os.page_copy_cycles", Limit::Int(COST)),
+    ("os.shootdown_initiator_cycles", Limit::Int(COST)),
+    ("os.shootdown_remote_cycles", Limit::Int(COST)),
+    ("os.shootdown_local_cycles", Limit::Int(COST)),
+    ("os.flush_ceiling_pages", Limit::Int(1 << 30)),
+    ("os.processes", Limit::Int(256)),
+    ("os.timeslice_cycles", Limit::Int(INTERVAL)),
+    ("os.switch_cycles", Limit::Int(COST)),
+    ("os.fault_cycles", Limit::Int(COST)),
+    ("phys.size_gb", Limit::Int(4096)),
+    ("phys.aged_target", Limit::Real(1.0)),
+    ("phys.available_gb", Limit::Real(4096.0)),
+    ("phys.pcp_batch", Limit::Int(1 << 20)),
+    ("phys.pcp_high", Limit::Int(1 << 20)),
+    ("virt.vms", Limit::Int(256)),
+    ("virt.guest_mem_gb", Limit::Int(4096)),
+    ("virt.switch_interval_cycles", Limit::Int(INTERVAL)),
+    ("virt.switch_cycles", Limit::Int(COST)),
+    ("virt.ept_fault_cycles", Limit::Int(COST)),
+    ("virt.host_pwc.l5.entries", Limit::Int(PWC)),
+    ("virt.host_pwc.l4.entries", Limit::Int(PWC)),
+    ("virt.host_pwc.l3.entries", Limit::Int(PWC)),
+    ("virt.host_pwc.l2.entries", Limit::Int(PWC)),
+    ("virt.host_pwc.flat.entries", Limit::Int(PWC)),
+];
+
+/// The upper bound of `key`, if it is numeric.
+pub fn limit(key: &str) -> Option<Limit> {
+    LIMITS.iter().find(|(k, _)| *k == key).map(|&(_, l)| l)
+}
+
+/// Host memory the caches and TLBs of a machine may take, at most; a machine that would need
+/// more is refused with one line instead of exhausting the host.
+const HOST_BYTES_MAX: u64 = 16 << 30;
+/// Host bytes per cache line or TLB entry, rounded up over every structure's layout (tag,
+/// replacement state, line info and value, in 64-byte-aligned sets).
+const HOST_BYTES_PER_ENTRY: u64 = 64;
 
 fn unknown_key(key: &str) -> ConfigError {
     // Suggest the keys that share the longest dotted prefix with the unknown one.
@@ -311,7 +464,7 @@ config! {
     ptp_detector_mpki: f64 = 5.0; "ptp.detector_mpki"; "detector: a core is in a TLB-miss phase when its L2 TLB MPKI over the last epoch is at least this (the paper gives no threshold)";
     ptp_detector_epoch: u64 = 100000; "ptp.detector_epoch"; "detector: epoch length in instructions";
     ptp_per_context: bool = false; "ptp.per_context"; "shared caches protect only the page-table lines of cores in a TLB-miss phase (else any core's phase protects all)";
-    pcc_enabled: bool = false; "pcc.enabled"; "Promotion Candidate Cache (seed 001, MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates";
+    pcc_enabled: bool = false; "pcc.enabled"; "Promotion Candidate Cache (the PCC paper, Manocha et al., MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates";
     pcc_entries: u64 = 128; "pcc.entries"; "2 MB PCC entries per core, fully associative, tagged by VA >> 21 and context (the paper's Tab. 2: 128 entries, 768 B)";
     pcc_entries_1g: u64 = 0; "pcc.entries_1g"; "1 GB PCC entries per core, counting walks per 1 GB region from 4 KB and 2 MB pages (the paper's option 1, §3.2.3; it costs 8 entries, 40 B, and evaluates none; 0: no 1 GB PCC)";
     pcc_policy: PccPolicy = PccPolicy::Lfu; "pcc.policy"; "PCC replacement: lfu (entries kept in frequency order, the tail evicted: the artifact's EVICTION_POLICY 2) or lru (the policy the paper's text settles on, §3.2.1); read-out is by frequency either way";
@@ -338,7 +491,7 @@ config! {
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
     pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format: radix4, radix5, fpt (L4+L3 and L2+L1 flattened into 2 MB nodes, with the FPT+NF rule), fpt-l3l2 (the paper's Linux prototype), fpt-l4l3 (flattened root only)";
     pt_nf_threshold: u64 = 32; "pt.nf_threshold"; "pt.format=fpt: a 1 GB region whose flattened L2+L1 node comes to hold this many 2 MB pages is unflattened below the root (FPT+NF; the paper's 32; 0: never)";
-    pwc_flat_entries: u64 = 24; "pwc.flat.entries"; "page-walk cache entries for the 18-bit prefix VA[47:30] of a flattened L4+L3 root (the paper's FPT uses the 24-entry structure, spec 004 §2.7)";
+    pwc_flat_entries: u64 = 24; "pwc.flat.entries"; "page-walk cache entries for the 18-bit prefix VA[47:30] of a flattened L4+L3 root (the flattening paper's FPT uses the 24-entry structure)";
     os_page_policy: PagePolicy = PagePolicy::Never; "os.page_policy"; "page sizes the OS maps: never (4 KB only), ideal (every eligible 2 MB region in 2 MB pages), thp (Linux THP enabled=always), madvise (Linux THP enabled=madvise: os.madvise_regions only), freebsd (FreeBSD reservations, promoted in place when full)";
     os_madvise_regions: String = String::new(); "os.madvise_regions"; "page_policy=madvise: comma-separated names of the workload regions that call madvise(MADV_HUGEPAGE) ('*': all; empty: none, as a program that never calls it)";
     os_thp_defrag: ThpDefrag = ThpDefrag::Madvise; "os.thp_defrag"; "Linux THP defrag: a huge-page fault that finds no free 2 MB block compacts memory always, in madvised regions only (madvise, Linux's default) or never";
@@ -349,7 +502,7 @@ config! {
     os_huge_1g: bool = false; "os.huge_1g"; "page_policy=ideal: map the 1 GB-aligned whole gigabytes of a region with 1 GB pages (as hugetlbfs with 1 GB pages)";
     os_reservation_promote: bool = true; "os.reservation_promote"; "page_policy=freebsd: promote a fully populated reservation to a 2 MB page (false: reservations only, the coalescing paper's 'reserv')";
     os_page_copy_cycles: u64 = 400; "os.page_copy_cycles"; "cycles to copy or zero one 4 KB page (~200 ns at ~20 GB/s): a 2 MB fault zeroes 511 pages more than a 4 KB one, a collapse or compaction copies";
-    os_shootdown_initiator_cycles: u64 = 8000; "os.shootdown_initiator_cycles"; "cycles the core changing a mapping spends on an IPI shootdown (send, local flush, wait for acks): ~4 us at 2 GHz; native Skylake measures 7,666-22,922 cycles (seeds/003, Tab. 6.3)";
+    os_shootdown_initiator_cycles: u64 = 8000; "os.shootdown_initiator_cycles"; "cycles the core changing a mapping spends on an IPI shootdown (send, local flush, wait for acks): ~4 us at 2 GHz; native Skylake measures 7,666-22,922 cycles (the CSALT/TCAT thesis, Tab. 6.3)";
     os_shootdown_remote_cycles: u64 = 2000; "os.shootdown_remote_cycles"; "cycles each other core running the address space loses to the shootdown interrupt (entry, invalidation, ack; ~1 us, an assumption)";
     os_shootdown_local_cycles: u64 = 200; "os.shootdown_local_cycles"; "cycles of a shootdown no other core needs (a local INVLPG or flush, ~100 ns)";
     os_flush_ceiling_pages: u64 = 33; "os.flush_ceiling_pages"; "a shootdown of more 4 KB pages than this flushes the address space's whole TLB and PWC contents instead (Linux x86 tlb_single_page_flush_ceiling)";
@@ -422,6 +575,8 @@ impl Config {
         fn invalid(key: &str, why: String) -> ConfigError {
             ConfigError::Invalid { key: key.into(), why }
         }
+        // Bounds first: every later check may then multiply and add without overflowing.
+        self.check_limits()?;
         fn geometry(key: &str, entries: u64, ways: u64, may_be_zero: bool) -> Result<(), ConfigError> {
             if entries == 0 {
                 return if may_be_zero { Ok(()) } else { Err(invalid(key, "must be at least 1".into())) };
@@ -581,6 +736,51 @@ impl Config {
         self.validate_os()
     }
 
+    /// Every numeric key within its [`LIMITS`], and the whole machine within host memory.
+    fn check_limits(&self) -> Result<(), ConfigError> {
+        for &(key, lim) in LIMITS {
+            let Some(text) = self.get(key) else { continue };
+            let why = match lim {
+                Limit::Int(max) => u64::parse(&text).is_none_or(|v| v > max).then(|| format!("{text} is more than the {max} supported")),
+                Limit::IntRange(min, max) => u64::parse(&text).is_none_or(|v| v < min || v > max).then(|| format!("must be between {min} and {max}")),
+                Limit::Real(max) => f64::parse(&text).is_none_or(|v| v > max).then(|| format!("{text} is more than the {max} supported")),
+            };
+            if let Some(why) = why {
+                return Err(ConfigError::Invalid { key: key.into(), why });
+            }
+        }
+        let bytes = self.host_entries().saturating_mul(HOST_BYTES_PER_ENTRY);
+        if bytes > HOST_BYTES_MAX {
+            let gb = bytes.div_ceil(1 << 30);
+            return Err(ConfigError::Invalid {
+                key: "system.cores".into(),
+                why: format!(
+                    "this machine's caches and TLBs would take about {gb} GB of host memory, more than the {} GB supported (fewer cores or smaller structures)",
+                    HOST_BYTES_MAX >> 30
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Cache lines and TLB entries the machine allocates (within [`LIMITS`] this cannot
+    /// overflow: 256 cores x about 2^24 entries each).
+    fn host_entries(&self) -> u64 {
+        let lines = |kb: u64| kb * 1024 / crate::LINE_BYTES;
+        let per_core = self.tlb_l1d_entries
+            + self.tlb_l1d_entries_2m
+            + self.tlb_l1d_entries_1g
+            + self.tlb_l1i_entries
+            + self.tlb_l1i_entries_2m
+            + self.tlb_l2_entries
+            + self.tlb_l2_entries_1g
+            + self.tlb_nested_entries
+            + lines(self.cache_l1i_size_kb)
+            + lines(self.cache_l1d_size_kb)
+            + lines(self.cache_l2_size_kb);
+        self.system_cores * per_core + lines(self.cache_llc_size_kb)
+    }
+
     /// The OS and physical-memory keys.
     fn validate_os(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, why: &str| ConfigError::Invalid { key: key.into(), why: why.into() };
@@ -717,5 +917,34 @@ mod tests {
         assert_eq!(u64::parse("2048.5"), None);
         assert_eq!(u64::parse("-1"), None);
         assert_eq!(bool::parse("on"), Some(true));
+    }
+
+    #[test]
+    fn every_numeric_key_has_a_limit_and_the_defaults_are_within() {
+        for k in Config::schema() {
+            let numeric = k.expected == u64::expected() || k.expected == f64::expected();
+            assert_eq!(numeric, k.max.is_some(), "{}: numeric keys need an entry in LIMITS, others none", k.key);
+        }
+        for (key, _) in LIMITS {
+            assert!(Config::KEYS.contains(key), "LIMITS names '{key}', which is not a key");
+        }
+    }
+
+    #[test]
+    fn values_beyond_their_limit_are_one_error_naming_the_key() {
+        let e = Config::from_pairs([("tlb.l1d.entries", "9223372036854775808")]).unwrap_err().to_string();
+        assert_eq!(e, "config key 'tlb.l1d.entries': 9223372036854775808 is more than the 1048576 supported");
+        let e = Config::from_pairs([("os.fault_cycles", "18446744073709551615")]).unwrap_err().to_string();
+        assert!(e.contains("os.fault_cycles") && e.contains("4294967296"), "{e}");
+        let e = Config::from_pairs([("cache.llc.size_kb", "18446744073709551615")]).unwrap_err().to_string();
+        assert!(e.contains("cache.llc.size_kb"), "{e}");
+        let e = Config::from_pairs([("core.freq_ghz", "1e300")]).unwrap_err().to_string();
+        assert!(e.contains("core.freq_ghz"), "{e}");
+        // Each key at its limit is accepted on its own (geometry permitting)...
+        assert!(Config::from_pairs([("os.fault_cycles", "4294967296")]).is_ok());
+        assert!(Config::from_pairs([("tlb.l2.entries", "1048576"), ("tlb.l2.ways", "16")]).is_ok());
+        // ...but not a machine whose structures together would exhaust host memory.
+        let e = Config::from_pairs([("system.cores", "256"), ("cache.l2.size_kb", "1048576")]).unwrap_err().to_string();
+        assert!(e.contains("GB of host memory"), "{e}");
     }
 }

@@ -31,4 +31,8 @@ pub enum SimError {
     HostOutOfMemory { vm: usize, gb: u64, gpa: u64 },
     #[error("interrupted")]
     Interrupted,
+    #[error("the warm-up ({warmup} references) is not shorter than the workload, which ended after {done}: nothing was measured (lower the warm-up or enlarge the workload)")]
+    WarmupTooLong { warmup: u64, done: u64 },
+    #[error("nothing to simulate: the workload or trace has no references")]
+    NoReferences,
 }

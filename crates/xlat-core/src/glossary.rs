@@ -16,7 +16,7 @@
 pub enum Kind {
     /// An integer count (or an integer amount: cycles, bytes).
     Counter,
-    /// A quotient of two counters; 0 when the denominator is 0.
+    /// A quotient of two counters; undefined (NaN) when the denominator is 0.
     Ratio,
     /// Another number: a normalized rate, an energy.
     Float,
@@ -211,7 +211,7 @@ pub static ENTRIES: &[Entry] = &[
     e(Tlbs, "[core<N>.]tlb.l1d.misses.l2_miss.<tlbsize>", Counter, "lookups",
         "L1 DTLB misses that needed a page walk (an L2 TLB miss, or a store that found only a clean L2 entry), by the size of the entry the walk refilled the L1 DTLB with: T2's `tlb_reload_<size>_l2_miss` (its \"L2 DTLB misses\"); `coalesced` counts walks that created a coalesced entry. `l2_hit.*` + `l2_miss.*` = `tlb.l1d.misses`.")
         .only("`tlb.coalescing` (or a `tlb.<level>.coalescing`) other than `none`"),
-    e(Tlbs, "[core<N>.]tlb.l1d.mpki", Float, "per 1000 instructions", "`tlb.l1d.misses` per thousand `instructions` (0 without instructions)."),
+    e(Tlbs, "[core<N>.]tlb.l1d.mpki", Float, "per 1000 instructions", "`tlb.l1d.misses` per thousand `instructions` (undefined without instructions)."),
     e(Tlbs, "[core<N>.]tlb.l1i.accesses", Counter, "lookups", "L1 ITLB lookups: one per fetch. None is a store, so (unlike the L1 DTLB's) hits + misses = accesses."),
     e(Tlbs, "[core<N>.]tlb.l1i.hits", Counter, "lookups", "L1 ITLB lookups that found the translation."),
     e(Tlbs, "[core<N>.]tlb.l1i.misses", Counter, "lookups", "L1 ITLB lookups that found no entry for the page; each goes on to the L2 TLB."),
@@ -535,8 +535,9 @@ does not describe, or when this page is out of date.
   marked `[host.]` are also reported for the hypervisor (its EPTs and the machine's physical
   memory) under `host.`.
 
-Kinds: a *counter* is an integer; a *ratio* is the quotient of two counters, 0 when the
-denominator is 0; a *float* is another number (a rate per kilo-instruction, an energy).
+Kinds: a *counter* is an integer; a *ratio* is the quotient of two counters, undefined when the
+denominator is 0 (NaN in Python, `null` in JSON and Parquet, `-` in tables: a cache nobody
+accessed has no miss rate, and 0 would read as "never misses"); a *float* is another number (a rate per kilo-instruction, an energy).
 Counters cover the measured part of the run: they restart at the end of warm-up (`--warmup`), and
 the OS's after prefaulting. Statistics that describe state (page-table sizes, mapped and free
 memory) are taken at the end of the run, or at its start for `phys.start.*`.

@@ -440,7 +440,7 @@ pub(crate) fn run_loop<P: MemPort>(
     let mut ended = vec![false; n];
     let mut done: u64 = 0;
     let mut warm = opts.warmup == 0;
-    let limit = opts.max_refs.map(|m| m + opts.warmup).unwrap_or(u64::MAX);
+    let limit = opts.max_refs.map(|m| m.saturating_add(opts.warmup)).unwrap_or(u64::MAX);
     let mut next_progress = PROGRESS_EVERY;
     // Statistics over time: the next interval ends when the cores' instructions reach this.
     let instructions = |port: &P| (0..n).map(|c| port.instructions(c)).sum::<u64>();
@@ -521,6 +521,10 @@ pub(crate) fn run_loop<P: MemPort>(
                 break 'run;
             }
         }
+    }
+    // A run that measured nothing must not look like one that measured a quiet workload.
+    if done <= opts.warmup && opts.max_refs != Some(0) {
+        return Err(if opts.warmup > 0 { SimError::WarmupTooLong { warmup: opts.warmup, done } } else { SimError::NoReferences });
     }
     Ok(done)
 }

@@ -8,10 +8,22 @@ use crate::translate::mmu::{TlbId, TLB_LEVELS};
 use crate::translate::tlb::TlbStats;
 
 /// A statistic's value: counters stay integers in JSON, ratios are floats.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 pub enum StatValue {
     Int(u64),
     Float(f64),
+}
+
+/// Bit-for-bit equality: two runs agree when every statistic is the same bits, an undefined
+/// ratio (NaN) included.
+impl PartialEq for StatValue {
+    fn eq(&self, other: &StatValue) -> bool {
+        match (self, other) {
+            (StatValue::Int(a), StatValue::Int(b)) => a == b,
+            (StatValue::Float(a), StatValue::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
 }
 
 impl StatValue {
@@ -39,13 +51,16 @@ impl Stats {
         self.entries.push((name.into(), StatValue::Int(v)));
     }
 
+    /// A float statistic; anything not finite is stored as NaN, "undefined" (`null` in JSON
+    /// and Parquet), never as a number a reader could take for a measurement.
     pub fn float(&mut self, name: impl Into<String>, v: f64) {
-        self.entries.push((name.into(), StatValue::Float(if v.is_finite() { v } else { 0.0 })));
+        self.entries.push((name.into(), StatValue::Float(if v.is_finite() { v } else { f64::NAN })));
     }
 
-    /// `num / den`, or 0 when `den` is 0.
+    /// `num / den`, or NaN (undefined) when `den` is 0: a miss rate of a cache nobody
+    /// accessed is no rate at all, and 0 would read as "never misses".
     pub fn ratio(&mut self, name: impl Into<String>, num: u64, den: u64) {
-        self.float(name, if den == 0 { 0.0 } else { num as f64 / den as f64 });
+        self.float(name, if den == 0 { f64::NAN } else { num as f64 / den as f64 });
     }
 
     pub fn get(&self, name: &str) -> Option<StatValue> {
@@ -289,7 +304,7 @@ pub(crate) fn add_tlbs(a: &mut [TlbStats; TLB_LEVELS], b: &[TlbStats; TLB_LEVELS
 /// Ratios derived from counters (under `prefix`).
 pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; TLB_LEVELS], instr: u64, cfg: &Config) {
     let kilo = instr as f64 / 1000.0;
-    let mpki = |m: u64| if kilo > 0.0 { m as f64 / kilo } else { 0.0 };
+    let mpki = |m: u64| if kilo > 0.0 { m as f64 / kilo } else { f64::NAN };
     for id in TlbId::ALL.into_iter().filter(|id| id.exists(cfg)) {
         s.float(format!("{p}tlb.{}.mpki", id.name()), mpki(t[id as usize].misses));
     }

@@ -4,6 +4,7 @@ use pyo3::prelude::*;
 mod errors;
 mod glossary;
 mod host;
+mod interrupt;
 mod sim;
 mod workloads;
 

@@ -1,5 +1,6 @@
 //! Bindings for configuration and simulation.
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -7,11 +8,22 @@ use pyo3::types::PyDict;
 use xlat_core::{Config, RunOptions, SimError, StatValue};
 
 use crate::errors::{ConfigError, SimulationError, TraceError, WorkloadError, XlatError};
+use crate::interrupt::{interruptible, panic_message};
 
-/// Every config key: (key, default, expected values, doc).
+/// Every config key: (key, default, expected values, doc); a numeric key's doc ends with its
+/// upper bound.
 #[pyfunction]
 fn config_keys() -> Vec<(String, String, String, String)> {
-    Config::schema().into_iter().map(|k| (k.key.to_string(), k.default, k.expected, k.doc.to_string())).collect()
+    Config::schema()
+        .into_iter()
+        .map(|k| {
+            let doc = match &k.max {
+                Some(m) => format!("{} (at most {m})", k.doc),
+                None => k.doc.to_string(),
+            };
+            (k.key.to_string(), k.default, k.expected, doc)
+        })
+        .collect()
 }
 
 fn build_config(pairs: &[(String, String)]) -> PyResult<Config> {
@@ -37,11 +49,6 @@ fn sim_err(e: SimError) -> PyErr {
         SimError::Source(s) => TraceError::new_err(s.to_string()),
         other => SimulationError::new_err(other.to_string()),
     }
-}
-
-fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
-    let what = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "unknown panic".into());
-    format!("internal error (please report it): {what}")
 }
 
 /// Statistics as a dict, name -> int (a count) or float (a ratio, or a negative change).
@@ -78,46 +85,53 @@ fn simulate<'py>(
     interval: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg = build_config(&config)?;
-    let (desc, mut src) = match (workload, trace) {
-        (Some(w), None) => xlat_workloads::open(&w, seed).map_err(workload_err)?,
-        (None, Some(t)) => xlat_workloads::open_trace(&t, trace_format.as_deref()).map_err(workload_err)?,
-        _ => return Err(XlatError::new_err("give exactly one of a workload and a trace")),
-    };
+    if workload.is_some() == trace.is_some() {
+        return Err(XlatError::new_err("give exactly one of a workload and a trace"));
+    }
     let opts = RunOptions { max_refs: refs, warmup, threads, interval };
-    let total = refs.map(|r| r + warmup);
-    let mut interrupt: Option<PyErr> = None;
-    let result = py.allow_threads(|| {
+    let total = refs.map(|r| r.saturating_add(warmup));
+    // Opening the workload (a kernel may build its input for many seconds) and the run both
+    // happen on a thread that Ctrl-C and SIGTERM stop (see `interrupt`).
+    let (desc, stats) = interruptible(py, move |stop| {
+        let (desc, mut src) = match (workload, trace) {
+            (Some(w), None) => xlat_workloads::open(&w, seed).map_err(workload_err)?,
+            (None, Some(t)) => xlat_workloads::open_trace(&t, trace_format.as_deref()).map_err(workload_err)?,
+            _ => unreachable!("checked above"),
+        };
+        let mut failed: Option<PyErr> = None;
         let mut last = Instant::now();
         let mut report = |done: u64| -> bool {
-            // Re-take the GIL a few times a second at most: to report progress and to let
-            // Ctrl-C interrupt the run.
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            // Take the GIL a few times a second at most, and only to report progress.
+            let Some(cb) = &progress else { return true };
             if last.elapsed() < Duration::from_millis(200) {
                 return true;
             }
             last = Instant::now();
-            Python::with_gil(|py| {
-                if let Err(e) = py.check_signals() {
-                    interrupt = Some(e);
-                    return false;
+            Python::with_gil(|py| match cb.call1(py, (done, total)) {
+                Ok(_) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
                 }
-                if let Some(cb) = &progress {
-                    if let Err(e) = cb.call1(py, (done, total)) {
-                        interrupt = Some(e);
-                        return false;
-                    }
-                }
-                true
             })
         };
-        catch_unwind(AssertUnwindSafe(|| xlat_core::simulate(&cfg, src.as_mut(), opts, prefault, seed, &mut report)))
-    });
-    drop(src);
-    let stats = match result {
-        Err(p) => return Err(SimulationError::new_err(panic_message(p))),
-        Ok(Err(SimError::Interrupted)) => return Err(interrupt.unwrap_or_else(|| SimulationError::new_err("interrupted"))),
-        Ok(Err(e)) => return Err(sim_err(e)),
-        Ok(Ok(s)) => s,
-    };
+        let result = xlat_core::simulate(&cfg, src.as_mut(), opts, prefault, seed, &mut report);
+        drop(src);
+        match result {
+            Err(SimError::Interrupted) => Err(failed.unwrap_or_else(|| SimulationError::new_err("interrupted"))),
+            // An address no user program has, read from a trace: name the trace and the
+            // likely cause (the reader caught the grossly wrong ones with their byte offsets).
+            Err(e @ SimError::BadAddress { .. }) if desc.name == "trace" => {
+                let param = |k: &str| desc.params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
+                Err(TraceError::new_err(format!("{}: {e} (read as {}: is that its format? see --trace-format)", param("paths"), param("format"))))
+            }
+            Err(e) => Err(sim_err(e)),
+            Ok(s) => Ok((desc, s)),
+        }
+    })?;
     let out = PyDict::new(py);
     let series = stats.series.into_iter().map(|iv| stats_dict(py, iv.entries)).collect::<PyResult<Vec<_>>>()?;
     out.set_item("stats", stats_dict(py, stats.entries)?)?;

@@ -11,6 +11,7 @@ use xlat_core::SourceError;
 use xlat_workloads as wl;
 
 use crate::errors::{SimulationError, TraceError, WorkloadError};
+use crate::interrupt::interruptible;
 
 fn workload_err(e: wl::WorkloadError) -> PyErr {
     match e {
@@ -84,29 +85,31 @@ fn workload_params(py: Python<'_>, spec: String, seed: u64) -> PyResult<Py<PyDic
 #[pyfunction]
 #[pyo3(signature = (workload, path, refs=None, seed=1))]
 fn record(py: Python<'_>, workload: String, path: String, refs: Option<u64>, seed: u64) -> PyResult<u64> {
-    guarded(py, || {
+    interruptible(py, move |stop| {
         let (desc, mut src) = wl::open(&workload, seed).map_err(workload_err)?;
-        wl::trace::record_with_desc(&mut *src, Path::new(&path), refs, &desc.spec()).map_err(source_err)
+        wl::trace::record_until(&mut *src, Path::new(&path), refs, &desc.spec(), &stop).map_err(source_err)
     })
 }
 
 /// Convert traces (native, ChampSim, lackey; `fmt` forces one) to native trace files.
 #[pyfunction]
-#[pyo3(signature = (paths, fmt, out, refs=None))]
-fn convert_trace(py: Python<'_>, paths: Vec<String>, fmt: Option<String>, out: String, refs: Option<u64>) -> PyResult<u64> {
-    guarded(py, || {
+#[pyo3(signature = (paths, fmt, out, refs=None, desc=None))]
+fn convert_trace(py: Python<'_>, paths: Vec<String>, fmt: Option<String>, out: String, refs: Option<u64>, desc: Option<String>) -> PyResult<u64> {
+    interruptible(py, move |stop| {
         let spec = match fmt.as_deref() {
             None => None,
             Some(f) => Some(wl::trace::FormatSpec::parse(f).ok_or_else(|| workload_err(wl::WorkloadError::UnknownFormat(f.to_string())))?),
         };
-        wl::trace::convert(&paths, spec, Path::new(&out), refs).map_err(source_err)
+        wl::trace::convert_until(&paths, spec, Path::new(&out), refs, desc.as_deref(), &stop).map_err(source_err)
     })
 }
 
-/// Convert valgrind lackey output (a file or a FIFO) to one native trace.
+/// Convert valgrind lackey output (a file or a FIFO) to one native trace described by `desc`
+/// (default `lackey:INPUT`).
 #[pyfunction]
-fn lackey_to_native(py: Python<'_>, input: String, out: String) -> PyResult<u64> {
-    guarded(py, || wl::trace::lackey_to_native(Path::new(&input), Path::new(&out)).map_err(source_err))
+#[pyo3(signature = (input, out, desc=None))]
+fn lackey_to_native(py: Python<'_>, input: String, out: String, desc: Option<String>) -> PyResult<u64> {
+    interruptible(py, move |stop| wl::trace::lackey_to_native_until(Path::new(&input), Path::new(&out), desc.as_deref(), &stop).map_err(source_err))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -64,7 +64,7 @@ const CASES: &[Case] = &[
     ("dip", GUPS, 1_000_000, 0, true, 1, &["pomtlb.enabled=true", "cache.llc.policy=dip"]),
     (
         "coalescing",
-        "random:footprint=64M,refs=2M",
+        "random:footprint=64M,reads=2M",
         1_000_000,
         500_000,
         true,

@@ -23,7 +23,7 @@ fn consume(spec: &str) -> (u64, f64) {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let specs: Vec<String> = if args.is_empty() { vec!["gups:updates=32M".into(), "random:refs=64M".into()] } else { args };
+    let specs: Vec<String> = if args.is_empty() { vec!["gups:updates=32M".into(), "random:reads=64M".into()] } else { args };
     for spec in &specs {
         let (n, s) = consume(spec);
         println!("{spec:40} generate+consume: {n:>11} refs in {s:6.3} s = {:7.1} M refs/s", n as f64 / s / 1e6);

@@ -31,7 +31,7 @@ pub const fn choice(name: &'static str, default: &'static str, doc: &'static str
 
 /// Parameters every kernel takes, appended after its own.
 pub const COMMON: &[PDef] = &[
-    size("seed", "0", "seed of every random choice (inputs, keys, roots); overrides open()'s seed"),
+    size("seed", "0", "random seed of the kernel's choices (inputs, keys, roots); unless given, the run's seed (--seed)"),
     size("threads", "1", "simulated threads; each emits one reference stream (work is split deterministically)"),
     size("limit", "0", "stop after this many references in total over all streams (0 = run to completion)"),
 ];

@@ -66,9 +66,9 @@ fn describe_resolves_defaults_and_seed() {
 
 #[test]
 fn seeds_change_streams_and_repeat_exactly() {
-    let a = drain(&mut *open("random:footprint=1G,refs=50000", 1).unwrap().1, 0);
-    let b = drain(&mut *open("random:footprint=1G,refs=50000", 1).unwrap().1, 0);
-    let c = drain(&mut *open("random:footprint=1G,refs=50000", 2).unwrap().1, 0);
+    let a = drain(&mut *open("random:footprint=1G,reads=50000", 1).unwrap().1, 0);
+    let b = drain(&mut *open("random:footprint=1G,reads=50000", 1).unwrap().1, 0);
+    let c = drain(&mut *open("random:footprint=1G,reads=50000", 2).unwrap().1, 0);
     assert_eq!(a.len(), 50000);
     assert_eq!(a, b);
     assert_ne!(a, c);
@@ -90,7 +90,7 @@ fn uneven_consumption_of_streams_does_not_deadlock() {
     let one = drain(&mut *s, 1);
     let zero = drain(&mut *s, 0);
     assert!(one.len() > 100_000 && zero.len() > 100_000);
-    let (_, mut s) = open("random:footprint=1G,refs=2M,threads=3", 3).unwrap();
+    let (_, mut s) = open("random:footprint=1G,reads=2M,threads=3", 3).unwrap();
     let two = drain(&mut *s, 2);
     assert_eq!(two.len() as u64, 2_097_152 - 2 * 2_097_152 / 3);
 }
@@ -114,7 +114,7 @@ fn dropping_a_source_stops_its_kernel_promptly() {
 
 #[test]
 fn out_of_range_stream_is_an_error_not_a_panic() {
-    let (_, mut s) = open("chase:footprint=1M,refs=10", 0).unwrap();
+    let (_, mut s) = open("chase:footprint=1M,loads=10", 0).unwrap();
     let mut b = Vec::with_capacity(16);
     assert!(s.next_batch(5, &mut b).is_err());
 }
@@ -135,8 +135,8 @@ fn native_run_counts_the_same_references() {
 fn every_kernel_runs_small_and_stays_in_its_regions() {
     let small = [
         "gups:footprint=16M,updates=64K,threads=2",
-        "random:footprint=16M,refs=64K",
-        "chase:footprint=4M,refs=64K",
+        "random:footprint=16M,reads=64K",
+        "chase:footprint=4M,loads=64K",
         "stream:n=64K",
         "bfs:scale=11",
         "pagerank:scale=11,graph=uniform",

@@ -27,8 +27,11 @@ unsafe impl<T: Copy + Sync> Sync for HugeBuf<T> {}
 
 impl<T: Copy> HugeBuf<T> {
     /// `n` copies of `val`.
+    ///
+    /// Panics (never overruns) if `n` elements do not fit the address space; the sizes come
+    /// from configurations whose limits (`config::LIMITS`) keep them far below that.
     pub fn new(n: usize, val: T) -> HugeBuf<T> {
-        let bytes = (n * std::mem::size_of::<T>()).max(1);
+        let bytes = n.checked_mul(std::mem::size_of::<T>()).expect("array size overflows").max(1);
         let align = if bytes >= HUGE_THRESHOLD { HUGE_PAGE } else { std::mem::align_of::<T>() };
         let layout = Layout::from_size_align(bytes, align.max(std::mem::align_of::<T>())).expect("array size overflows");
         // SAFETY: the layout has a non-zero size.
@@ -94,5 +97,11 @@ mod tests {
         assert_eq!(b.as_ptr() as usize % HUGE_PAGE, 0);
         assert_eq!(b.len(), 1 << 20);
         assert!(b.iter().all(|&x| x == 1));
+    }
+
+    #[test]
+    #[should_panic(expected = "array size overflows")]
+    fn a_size_that_overflows_panics_instead_of_overrunning() {
+        let _ = HugeBuf::new(usize::MAX / 4 + 1, 0u64);
     }
 }

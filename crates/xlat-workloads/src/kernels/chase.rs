@@ -13,7 +13,7 @@ pub const DESC: &str = "dependent pointer chasing over a random cyclic permutati
 pub const PARAMS: &[PDef] = &[
     size("footprint", "1G", "bytes of nodes"),
     size("node", "64", "node size in bytes (the next pointer is at its start); 8..4096"),
-    size("refs", "32M", "number of dependent loads (split over threads)"),
+    size("loads", "32M", "number of dependent loads (split over threads)"),
 ];
 
 /// `p = *p` plus amortised loop control.
@@ -42,7 +42,7 @@ impl KernelImpl for Chase {
         let n = fp / node;
         let mut vas = Vas::new();
         let arr = vas.array("nodes", n, node);
-        Ok(Chase { vas, arr, n, refs: p.u64("refs"), threads: p.threads(), seed: p.seed(), native, perm: Vec::new(), next: Vec::new() })
+        Ok(Chase { vas, arr, n, refs: p.u64("loads"), threads: p.threads(), seed: p.seed(), native, perm: Vec::new(), next: Vec::new() })
     }
     fn vas(&self) -> &Vas {
         &self.vas
@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn single_cycle_and_dependent_chain() {
-        let (k, s, sum) = run_recorded::<Chase>("chase", PARAMS, "footprint=640K,refs=10000,threads=2");
+        let (k, s, sum) = run_recorded::<Chase>("chase", PARAMS, "footprint=640K,loads=10000,threads=2");
         let n = k.n as usize;
         assert_eq!(n, 10240);
         // perm visits every node once; following it is the pointer chain.
@@ -137,7 +137,7 @@ mod tests {
             }
         }
         // The native run chases real pointers and ends on the same nodes.
-        let p = Params::resolve("chase", PARAMS, &[("footprint".into(), "640K".into()), ("refs".into(), "10000".into()), ("threads".into(), "2".into())], 1)
+        let p = Params::resolve("chase", PARAMS, &[("footprint".into(), "640K".into()), ("loads".into(), "10000".into()), ("threads".into(), "2".into())], 1)
             .unwrap();
         let mut nk = Chase::new(&p, true).unwrap();
         let mut rec = crate::recorder::CountRecorder::new(0);

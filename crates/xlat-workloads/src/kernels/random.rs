@@ -12,7 +12,7 @@ use super::KernelImpl;
 pub const DESC: &str = "uniform random 8-byte reads over a large array";
 pub const PARAMS: &[PDef] = &[
     size("footprint", "8G", "array size in bytes (8-byte elements)"),
-    size("refs", "32M", "number of reads (split over threads)"),
+    size("reads", "32M", "number of reads (split over threads)"),
     choice("materialize", "auto", "keep the real array in host memory: auto = when <= 1 GiB, or always when running natively", &["auto", "yes", "no"]),
 ];
 
@@ -40,7 +40,7 @@ impl KernelImpl for Random {
         };
         let mut vas = Vas::new();
         let arr = vas.array("array", n, 8);
-        Ok(Random { vas, arr, n, refs: p.u64("refs"), materialize, threads: p.threads(), seed: p.seed() })
+        Ok(Random { vas, arr, n, refs: p.u64("reads"), materialize, threads: p.threads(), seed: p.seed() })
     }
     fn vas(&self) -> &Vas {
         &self.vas
@@ -84,7 +84,7 @@ mod tests {
 
     #[test]
     fn reads_are_uniform_and_sum_matches() {
-        let (k, s, sum) = run_recorded::<Random>("random", PARAMS, "footprint=64K,refs=80000");
+        let (k, s, sum) = run_recorded::<Random>("random", PARAMS, "footprint=64K,reads=80000");
         assert_eq!(s[0].len(), 80000);
         assert_in_regions(&k.vas, &s);
         let mut hist = vec![0u32; 16];

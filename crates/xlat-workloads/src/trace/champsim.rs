@@ -12,6 +12,8 @@ use xlat_core::{Ref, RefKind, SourceError};
 use super::{corrupt, Decoder, Input};
 
 const REC: usize = 64;
+/// Bits of the largest user virtual address (5-level page tables).
+const USER_BITS: u32 = 57;
 const CHUNK: usize = 1024;
 
 pub(crate) struct ChampSimDecoder {
@@ -74,7 +76,23 @@ impl Decoder for ChampSimDecoder {
             let at = self.pos;
             let r = &self.buf[at..at + REC];
             if r[8] > 1 || r[9] > 1 {
-                return Err(corrupt(&self.path, self.offset + at as u64, format!("not a ChampSim record (is_branch={}, branch_taken={})", r[8], r[9])));
+                return Err(corrupt(
+                    &self.path,
+                    self.offset + at as u64,
+                    format!(
+                        "not a ChampSim record (is_branch={}, branch_taken={}): not a ChampSim trace, or compressed in a format xlat does not read",
+                        r[8], r[9]
+                    ),
+                ));
+            }
+            // A memory operand beyond the largest user address (57 bits, 5-level tables) is
+            // no address: the file is something else read as ChampSim.
+            if let Some(a) = [32, 40, 48, 56, 16, 24].into_iter().map(|o| u64_at(r, o)).find(|&a| a >> USER_BITS != 0) {
+                return Err(corrupt(
+                    &self.path,
+                    self.offset + at as u64,
+                    format!("memory operand {a:#x} is not a user-space address: not a ChampSim trace (wrong --trace-format, or compressed in a format xlat does not read)"),
+                ));
             }
             self.pos += REC;
             self.pending = self.pending.saturating_add(1);

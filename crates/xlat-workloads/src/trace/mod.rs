@@ -10,6 +10,7 @@ mod native;
 use std::fs::File;
 use std::io::{BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use xlat_core::{Ref, RefSource, Region, SourceError};
 
@@ -102,14 +103,19 @@ fn peek(mut r: Input, n: usize) -> std::io::Result<(Vec<u8>, Input)> {
 
 const XZ_MAGIC: &[u8] = &[0xFD, b'7', b'z', b'X', b'Z', 0x00];
 const GZ_MAGIC: &[u8] = &[0x1F, 0x8B];
+const ZSTD_MAGIC: &[u8] = &[0x28, 0xB5, 0x2F, 0xFD];
 
-/// Wrap `r` in a decompressor if its content starts with an xz or gzip header.
+/// Wrap `r` in a decompressor if its content starts with an xz, gzip or zstd header (the
+/// file's name plays no part). Returns the codec's name ("" for none).
 fn decompress(path: &str, r: Input) -> Result<(Input, &'static str), SourceError> {
     let (head, r) = peek(r, 6).map_err(|e| io_err(path, e))?;
     if head.starts_with(XZ_MAGIC) {
         Ok((Box::new(xz2::read::XzDecoder::new_multi_decoder(r)), "xz"))
     } else if head.starts_with(GZ_MAGIC) {
-        Ok((Box::new(flate2::read::MultiGzDecoder::new(r)), "gz"))
+        Ok((Box::new(flate2::read::MultiGzDecoder::new(r)), "gzip"))
+    } else if head.starts_with(ZSTD_MAGIC) {
+        let d = zstd::stream::read::Decoder::new(r).map_err(|e| io_err(path, e))?;
+        Ok((Box::new(d), "zstd"))
     } else {
         Ok((r, ""))
     }
@@ -119,9 +125,14 @@ fn looks_like_lackey(head: &[u8]) -> bool {
     [&b"I  "[..], b" L ", b" S ", b" M ", b"==", b"--"].iter().any(|p| head.starts_with(p))
 }
 
+/// Mostly printable text: not a binary (ChampSim) trace.
+fn looks_like_text(head: &[u8]) -> bool {
+    !head.is_empty() && head.iter().all(|&b| b == b'\n' || b == b'\r' || b == b'\t' || (0x20..0x7f).contains(&b))
+}
+
 fn format_from_suffix(path: &str) -> Option<Format> {
     let p = path.to_ascii_lowercase();
-    let p = p.trim_end_matches(".xz").trim_end_matches(".gz");
+    let p = p.trim_end_matches(".xz").trim_end_matches(".gz").trim_end_matches(".zst");
     if p.ends_with(".xtr") || p.ends_with(".xlat") {
         Some(Format::Native)
     } else if p.ends_with(".lackey") || p.ends_with(".log") || p.ends_with(".txt") {
@@ -136,38 +147,59 @@ fn format_from_suffix(path: &str) -> Option<Format> {
 /// An opened stream: its decoder, the format it was read as, and the header of a native trace.
 pub(crate) type Opened = (Box<dyn Decoder>, Format, Option<NativeHeader>);
 
-/// Open one stream: detect (or use the forced) format and build its decoder.
+/// Open one stream. The format comes from the content: a native trace by its magic (also
+/// inside gzip, xz or zstd), a lackey log by its text, anything else binary is ChampSim (which
+/// has no magic). A forced format that the content contradicts is an error naming what the
+/// file is, rather than garbage decoded as addresses.
 pub(crate) fn open_decoder(path: &str, input: Input, forced: Option<FormatSpec>) -> Result<Opened, SourceError> {
-    let (head, input) = peek(input, MAGIC.len()).map_err(|e| io_err(path, e))?;
-    let is_native = head.starts_with(MAGIC);
     let fetch = forced.is_some_and(|f| f.fetch);
-    let fmt = match forced {
-        Some(f) => f.format,
-        None if is_native => Format::Native,
-        None => Format::ChampSim, // refined below after decompression
+    let (head, input) = peek(input, MAGIC.len()).map_err(|e| io_err(path, e))?;
+    // A native trace compresses its records itself: its magic comes first, uncompressed.
+    let (input, codec) = if head.starts_with(MAGIC) { (input, "") } else { decompress(path, input)? };
+    let (head, input) = peek(input, 64).map_err(|e| corrupt(path, 0, format!("cannot decompress ({codec}): {e}")))?;
+    let detected = if head.starts_with(MAGIC) {
+        Format::Native
+    } else if looks_like_lackey(&head) {
+        Format::Lackey
+    } else if head.is_empty() {
+        format_from_suffix(path).unwrap_or(Format::ChampSim)
+    } else if looks_like_text(&head) {
+        // Text that is not lackey's is no trace we know; the suffix may still say lackey
+        // (and the lackey reader then names the first bad line).
+        match format_from_suffix(path) {
+            Some(Format::Lackey) => Format::Lackey,
+            _ => return Err(corrupt(path, 0, "is text but not a valgrind lackey log (--trace-format lackey|champsim|native)")),
+        }
+    } else {
+        Format::ChampSim
     };
-    if fmt == Format::Native {
-        let (dec, hdr) = native::NativeDecoder::open(path, input)?;
-        return Ok((Box::new(dec), Format::Native, Some(hdr)));
-    }
-    let (input, _codec) = decompress(path, input)?;
-    let (head, input) = peek(input, 64).map_err(|e| corrupt(path, 0, format!("cannot decompress: {e}")))?;
     let fmt = match forced {
-        Some(f) => f.format,
-        None if looks_like_lackey(&head) => Format::Lackey,
-        None if head.is_empty() => format_from_suffix(path).unwrap_or(Format::ChampSim),
-        None => {
-            // Text that is not lackey's is not a trace we know; binary defaults to ChampSim
-            // unless the suffix says otherwise.
-            match format_from_suffix(path) {
-                Some(Format::Lackey) => Format::Lackey,
-                _ => Format::ChampSim,
-            }
+        None => detected,
+        Some(f) if f.format == detected || head.is_empty() => f.format,
+        // ChampSim has no magic: any binary content may be one, so only a native magic or
+        // lackey text contradicts a forced format.
+        Some(f) if detected == Format::ChampSim && f.format == Format::Lackey => {
+            let what = if codec.is_empty() { String::from("binary data") } else { format!("{codec}-compressed binary data") };
+            return Err(corrupt(path, 0, format!("--trace-format lackey, but the file is {what}, not a text log (a ChampSim trace? drop --trace-format)")));
+        }
+        Some(f) if detected == Format::ChampSim => f.format,
+        Some(f) => {
+            let is = if detected == Format::Native { "an xlat native trace" } else { "a valgrind lackey log" };
+            return Err(corrupt(path, 0, format!("--trace-format {}, but the file is {is} (drop --trace-format to read it as it is)", f.format.name())));
         }
     };
     match fmt {
+        Format::Native => {
+            let (dec, hdr) = native::NativeDecoder::open(path, input).map_err(|e| match e {
+                SourceError::Corrupt { offset: 0, .. } => {
+                    corrupt(path, 0, "--trace-format native, but the file does not start with the xlat trace magic (a ChampSim trace? drop --trace-format)")
+                }
+                other => other,
+            })?;
+            Ok((Box::new(dec), Format::Native, Some(hdr)))
+        }
         Format::Lackey => Ok((Box::new(lackey::LackeyDecoder::new(path, input, fetch)), fmt, None)),
-        _ => Ok((Box::new(champsim::ChampSimDecoder::new(path, input, fetch)), Format::ChampSim, None)),
+        Format::ChampSim => Ok((Box::new(champsim::ChampSimDecoder::new(path, input, fetch)), Format::ChampSim, None)),
     }
 }
 
@@ -310,6 +342,16 @@ pub fn record(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>) -> Re
 
 /// As [`record`], storing `desc` (e.g. the workload spec) in each file's header.
 pub fn record_with_desc(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>, desc: &str) -> Result<u64, SourceError> {
+    record_until(src, path, max_refs, desc, &AtomicBool::new(false))
+}
+
+fn interrupted(path: &Path) -> SourceError {
+    SourceError::Io { path: path.to_string_lossy().into_owned(), what: "interrupted".into() }
+}
+
+/// As [`record_with_desc`], stopping with an "interrupted" error (the files incomplete) once
+/// `stop` is set; it is checked once per batch.
+pub fn record_until(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>, desc: &str, stop: &AtomicBool) -> Result<u64, SourceError> {
     let n = src.streams();
     let paths = stream_paths(path, n);
     let regions = src.regions();
@@ -327,6 +369,9 @@ pub fn record_with_desc(src: &mut dyn RefSource, path: &Path, max_refs: Option<u
     let mut buf: Vec<Ref> = Vec::with_capacity(BATCH);
     let mut total = 0;
     while left.iter().any(|&l| l > 0) {
+        if stop.load(Ordering::Relaxed) {
+            return Err(interrupted(path));
+        }
         for s in 0..n {
             if left[s] == 0 {
                 continue;
@@ -352,15 +397,26 @@ pub fn record_with_desc(src: &mut dyn RefSource, path: &Path, max_refs: Option<u
 /// FIFO, so a program can be traced and converted on the fly:
 /// `valgrind --tool=lackey --trace-mem=yes --log-file=FIFO prog`.
 pub fn lackey_to_native(input: &Path, out: &Path) -> Result<u64, SourceError> {
+    lackey_to_native_until(input, out, None, &AtomicBool::new(false))
+}
+
+/// As [`lackey_to_native`], with `desc` (e.g. the traced program and its arguments; default
+/// `lackey:INPUT`) as the trace's description, stopping once `stop` is set (checked once per
+/// batch).
+pub fn lackey_to_native_until(input: &Path, out: &Path, desc: Option<&str>, stop: &AtomicBool) -> Result<u64, SourceError> {
     let p = input.to_string_lossy().into_owned();
     let r = open_file(&p)?;
     let (r, _) = decompress(&p, r)?;
     let mut dec = lackey::LackeyDecoder::new(&p, r, false);
-    let hdr = NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc: format!("lackey:{p}") };
+    let desc = desc.map(str::to_string).unwrap_or_else(|| format!("lackey:{p}"));
+    let hdr = NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc };
     let mut w = NativeWriter::create(out, &hdr)?;
     let mut buf = Vec::with_capacity(BATCH);
     let mut total = 0;
     loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(interrupted(out));
+        }
         buf.clear();
         dec.fill(&mut buf, BATCH)?;
         if buf.is_empty() {
@@ -375,9 +431,22 @@ pub fn lackey_to_native(input: &Path, out: &Path) -> Result<u64, SourceError> {
 
 /// Convert any readable traces to native files (one per input stream, as [`record`]).
 pub fn convert(paths: &[String], format: Option<FormatSpec>, out: &Path, max_refs: Option<u64>) -> Result<u64, SourceError> {
+    convert_until(paths, format, out, max_refs, None, &AtomicBool::new(false))
+}
+
+/// As [`convert`], with `desc` as the new files' description (default: the inputs' own),
+/// stopping once `stop` is set (checked once per batch).
+pub fn convert_until(
+    paths: &[String],
+    format: Option<FormatSpec>,
+    out: &Path,
+    max_refs: Option<u64>,
+    desc: Option<&str>,
+    stop: &AtomicBool,
+) -> Result<u64, SourceError> {
     let mut src = TraceSource::open(paths, format)?;
-    let desc = src.desc().spec();
-    record_with_desc(&mut src, out, max_refs, &desc)
+    let desc = desc.map(str::to_string).unwrap_or_else(|| src.desc().spec());
+    record_until(&mut src, out, max_refs, &desc, stop)
 }
 
 /// Decode an in-memory trace completely; for fuzzing and tests. Returns the reference count.

@@ -295,3 +295,73 @@ fn lackey_through_a_fifo() {
     assert_eq!(n, 6000);
     assert_eq!(decode_bytes(None, &std::fs::read(&out).unwrap()).unwrap(), 6000);
 }
+
+/// Every format under every compression, with a name that says nothing (or the wrong thing),
+/// is read by its content.
+#[test]
+fn every_format_and_compression_is_detected_by_content() {
+    let native_path = tmp("n.xtr");
+    let refs = random_refs(500, 3);
+    write_native(&native_path, &refs, &NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc: String::new() });
+    let native = std::fs::read(&native_path).unwrap();
+    let gz = |raw: &[u8]| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(raw).unwrap();
+        e.finish().unwrap()
+    };
+    let xz = |raw: &[u8]| {
+        let mut e = xz2::write::XzEncoder::new(Vec::new(), 6);
+        e.write_all(raw).unwrap();
+        e.finish().unwrap()
+    };
+    let zst = |raw: &[u8]| zstd::encode_all(raw, 3).unwrap();
+    let cases: [(&str, Vec<u8>); 3] = [("native", native), ("champsim", champsim_sample()), ("lackey", LACKEY.as_bytes().to_vec())];
+    for (format, raw) in cases {
+        for (codec, data) in [("raw", raw.clone()), ("gz", gz(&raw)), ("xz", xz(&raw)), ("zstd", zst(&raw))] {
+            // A misleading name: the content decides.
+            let p = tmp("misleading.log.gz");
+            std::fs::write(&p, &data).unwrap();
+            let (d, _) = crate::open_trace(&[p.to_string_lossy().into()], None).unwrap_or_else(|e| panic!("{format}/{codec}: {e}"));
+            assert_eq!(d.params[0].1, format, "{format}/{codec}");
+            assert!(decode_bytes(None, &data).unwrap() > 0, "{format}/{codec}");
+        }
+    }
+}
+
+/// A forced format the content contradicts, and a file that is no trace, are one error naming
+/// the file, the byte offset and the likely cause.
+#[test]
+fn wrong_formats_name_the_file_the_offset_and_the_cause() {
+    let native_path = tmp("t.xtr");
+    write_native(&native_path, &random_refs(100, 4), &NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc: String::new() });
+    let np: String = native_path.to_string_lossy().into();
+    let e = crate::open_trace(std::slice::from_ref(&np), Some("champsim")).err().unwrap().to_string();
+    assert!(e.contains(&np) && e.contains("byte offset 0") && e.contains("native trace"), "{e}");
+    let e = crate::open_trace(std::slice::from_ref(&np), Some("lackey")).err().unwrap().to_string();
+    assert!(e.contains(&np) && e.contains("native trace"), "{e}");
+
+    let cs = tmp("t.champsim");
+    std::fs::write(&cs, champsim_sample()).unwrap();
+    let cp: String = cs.to_string_lossy().into();
+    let e = crate::open_trace(std::slice::from_ref(&cp), Some("native")).err().unwrap().to_string();
+    assert!(e.contains(&cp) && e.contains("byte offset 0") && e.contains("magic"), "{e}");
+    let e = crate::open_trace(std::slice::from_ref(&cp), Some("lackey")).err().unwrap().to_string();
+    assert!(e.contains(&cp) && e.contains("not a text log"), "{e}");
+
+    // Random bytes read as ChampSim: the first record is refused with its offset, not turned
+    // into addresses the engine then rejects without a file name.
+    let mut r = Rng::new(9);
+    let noise: Vec<u8> = (0..4096).map(|_| r.next_u64() as u8 | 2).collect();
+    let p = tmp("noise.bin");
+    std::fs::write(&p, &noise).unwrap();
+    let pp: String = p.to_string_lossy().into();
+    let (_, mut src) = crate::open_trace(std::slice::from_ref(&pp), Some("champsim")).unwrap();
+    let e = read_all(&mut *src, 0, 64).unwrap_err().to_string();
+    assert!(e.contains(&pp) && e.contains("byte offset 0") && e.contains("not a ChampSim"), "{e}");
+
+    // Text that is no lackey log.
+    let p = tmp("notes.md");
+    std::fs::write(&p, "# just some notes\nnothing to see\n").unwrap();
+    let e = crate::open_trace(&[p.to_string_lossy().into()], None).err().unwrap().to_string();
+    assert!(e.contains("not a valgrind lackey log") && e.contains("byte offset 0"), "{e}");
+}

@@ -1,0 +1,410 @@
+"""Bad input never crashes, lies or destroys (issue 27): each case driven as a user would,
+the CLI through a subprocess and the API through pytest."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import threading
+
+import pytest
+
+import xlat
+from xlat_testutil import assert_one_line_error, run_xlat
+
+WL = "gups:footprint=64M"
+
+
+# --- output paths: never replace what is not a regular file ----------------------------------
+
+
+def test_run_json_to_dev_null_keeps_the_device():
+    before = os.stat("/dev/null")
+    p = run_xlat("run", "-w", WL, "--refs", "2000", "-q", "--json", "/dev/null")
+    assert p.returncode == 0, p.stderr
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+
+
+def test_run_json_to_dev_full_says_the_disk_is_full():
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    p = run_xlat("run", "-w", WL, "--refs", "2000", "-q", "--json", "/dev/full")
+    assert p.returncode == 2 and "/dev/full" in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_run_json_through_a_symlink_and_a_fifo(tmp_path):
+    (tmp_path / "link.json").symlink_to("real.json")
+    p = run_xlat("run", "-w", WL, "--refs", "2000", "-q", "--json", str(tmp_path / "link.json"))
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "link.json").is_symlink()
+    assert json.loads((tmp_path / "real.json").read_text())["stats"]["refs"] == 2000
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    p = run_xlat("run", "-w", WL, "--refs", "2000", "-q", "--json", str(fifo))
+    reader.join(timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(got[0])["stats"]["refs"] == 2000
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["link.json", "pipe", "real.json"]
+
+
+def test_record_to_dev_null_and_through_a_symlink(tmp_path):
+    before = os.stat("/dev/null")
+    p = run_xlat("record", "-w", WL, "--refs", "3000", "-o", "/dev/null")
+    assert p.returncode == 0, p.stderr
+    assert "3,000 references to /dev/null" in p.stdout
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and after.st_ino == before.st_ino
+
+    (tmp_path / "t.xtr").symlink_to("real.xtr")
+    p = run_xlat("record", "-w", WL, "--refs", "3000", "-o", str(tmp_path / "t.xtr"))
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "t.xtr").is_symlink() and (tmp_path / "real.xtr").stat().st_size > 0
+    assert sorted(os.listdir(tmp_path)) == ["real.xtr", "t.xtr"]
+
+
+# --- never lie: a run that measured nothing is an error ---------------------------------------
+
+SHORT = "random:footprint=16M,reads=5000"
+
+
+def test_warmup_longer_than_the_workload_is_one_line():
+    p = run_xlat("run", "-w", SHORT, "--warmup", "10000", "--refs", "1000")
+    assert_one_line_error(p, "warm-up (10000 references)", "ended after 5000")
+    # Exactly as long measures nothing too; shorter measures the rest.
+    assert_one_line_error(run_xlat("run", "-w", SHORT, "--warmup", "5000"), "warm-up")
+    assert xlat.simulate("skylake", SHORT, warmup=4000).stats["refs"] == 1000
+
+
+def test_warmup_too_long_through_the_api_and_in_a_sweep_row():
+    with pytest.raises(xlat.SimulationError, match="warm-up"):
+        xlat.simulate("skylake", SHORT, warmup="1M", refs="100K")
+    from xlat.sweep import run_task
+
+    row = run_task({}, SHORT, {"refs": 1000, "warmup": 10000}, {"seed": 1})
+    assert row["status"] == "error" and "warm-up" in row["error"]
+
+
+def test_an_empty_trace_is_an_error(tmp_path):
+    empty = tmp_path / "empty.xtr"
+    p = run_xlat("record", "-w", "random:footprint=16M,reads=0", "-o", str(empty))
+    assert p.returncode == 0, p.stderr
+    assert_one_line_error(run_xlat("run", "--trace", str(empty)), "no references")
+    with pytest.raises(xlat.XlatError, match="no references"):
+        xlat.simulate("skylake", trace=str(empty))
+
+
+def test_undefined_ratios_are_null_in_json_and_parquet_not_zero(tmp_path):
+    # A data-only workload never touches the L1I: its miss rate is undefined, not 0.
+    r = xlat.simulate("skylake", SHORT, threads=1)
+    assert r.stats["cache.l1i.accesses"] == 0 and math.isnan(r.stats["cache.l1i.miss_rate"])
+    assert r.stats["cache.l1d.accesses"] > 0 and 0 <= r.stats["cache.l1d.miss_rate"] <= 1
+    assert json.loads(r.to_json())["stats"]["cache.l1i.miss_rate"] is None
+    # Two identical runs still compare equal, undefined ratios and all.
+    assert xlat.simulate("skylake", SHORT, threads=1).stats == r.stats
+    r.to_json(tmp_path / "r.json")
+    assert xlat.Result.from_json(tmp_path / "r.json").stats == r.stats
+
+    import pyarrow.parquet as pq
+
+    from xlat.results import rows_to_table
+    from xlat.sweep import flatten_stats
+
+    pq.write_table(rows_to_table([flatten_stats(r.stats), flatten_stats(r.stats)]), tmp_path / "p.parquet")
+    col = pq.read_table(tmp_path / "p.parquet").column("stat.cache.l1i.miss_rate")
+    assert str(col.type) == "double" and col.null_count == 2
+
+    p = run_xlat("run", "-w", SHORT, "--all-stats")
+    assert p.returncode == 0 and "nan" not in p.stdout.lower().replace("nanosec", ""), p.stdout
+
+
+# --- the API and the CLI speak xlat: bad arguments are xlat errors naming the argument -------
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, needle",
+    [
+        ({"refs": -5}, "ArgumentError", "refs"),
+        ({"refs": "lots"}, "ArgumentError", "refs"),
+        ({"refs": 1e30}, "ArgumentError", "refs"),
+        ({"refs": [1]}, "ArgumentError", "refs"),
+        ({"warmup": "1.5"}, "ArgumentError", "warmup"),
+        ({"interval": -1}, "ArgumentError", "interval"),
+        ({"seed": -1}, "ArgumentError", "seed"),
+        ({"seed": 2**64}, "ArgumentError", "seed"),
+        ({"seed": "one"}, "ArgumentError", "seed"),
+        ({"seed": 1.5}, "ArgumentError", "seed"),
+        ({"threads": 3}, "ArgumentError", "threads"),
+        ({"threads": 0}, "ArgumentError", "threads"),
+        ({"threads": "2"}, "ArgumentError", "threads"),
+        ({"prefault": "no"}, "ArgumentError", "prefault"),
+        ({"progress": 5}, "ArgumentError", "progress"),
+        ({"workload": 42}, "WorkloadError", "workload"),
+        ({"workload": "nosuch"}, "WorkloadError", "nosuch"),
+        ({"workload": None, "trace": 42}, "TraceError", "trace"),
+        ({"workload": None, "trace": "/nonexistent.xtr"}, "TraceError", "/nonexistent.xtr"),
+    ],
+)
+def test_bad_api_arguments_raise_xlat_errors_naming_them(kwargs, error, needle):
+    args = {"workload": WL, "refs": 1000, **kwargs}
+    with pytest.raises(getattr(xlat, error)) as e:
+        xlat.simulate("skylake", **args)
+    assert isinstance(e.value, xlat.XlatError) and needle in str(e.value), str(e.value)
+    if error == "ArgumentError":
+        assert str(e.value).startswith(needle + ":") and isinstance(e.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [(("--refs", "1e30"), "--refs"), (("--seed", "-1"), "--seed"), (("--seed", "x"), "--seed"),
+     (("--warmup", "-3"), "--warmup"), (("--threads", "3"), "--threads")],
+)
+def test_bad_cli_options_are_named(args, needle):
+    assert_one_line_error(run_xlat("run", "-w", WL, *args), needle)
+
+
+# --- traces: read by content; a wrong format names the file, the offset and the cause -------
+
+
+def _champsim_record(addr: int) -> bytes:
+    # ip, is_branch, taken, 2 destination registers, 4 source registers, 2 destination and
+    # 4 source memory operands (little-endian).
+    import struct
+
+    return struct.pack("<QBB2B4B2Q4Q", 0x400000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, addr, 0, 0, 0)
+
+
+def test_traces_are_read_by_content_whatever_their_name(tmp_path):
+    import gzip
+
+    native = tmp_path / "t.xtr"
+    assert run_xlat("record", "-w", SHORT, "--refs", "3000", "-o", str(native)).returncode == 0
+    # (Every format under gzip, xz and zstd: the trace reader's own tests.)
+    gz_native = tmp_path / "looks-like.txt"
+    gz_native.write_bytes(gzip.compress(native.read_bytes()))
+    gz = tmp_path / "champsim.log"
+    gz.write_bytes(gzip.compress(b"".join(_champsim_record(0x7F00_0000_0000 + 64 * i) for i in range(500))))
+    for path, fmt, refs in [(gz_native, "native", 3000), (gz, "champsim", 500)]:
+        r = xlat.simulate("skylake", trace=str(path))
+        assert r.workload["params"]["format"] == fmt and r.stats["refs"] == refs
+
+
+def test_a_wrong_trace_format_is_one_line_naming_file_offset_and_cause(tmp_path):
+    native = tmp_path / "t.xtr"
+    assert run_xlat("record", "-w", SHORT, "--refs", "3000", "-o", str(native)).returncode == 0
+    line = assert_one_line_error(run_xlat("run", "--trace", str(native), "--trace-format", "champsim"), str(native), "byte offset 0")
+    assert "native trace" in line
+    # Addresses a user program cannot have (here 2^50, beyond the 47-bit tables): the file
+    # is named, with the format it was read as.
+    odd = tmp_path / "odd.bin"
+    odd.write_bytes(b"".join(_champsim_record(2**50 + 64 * i) for i in range(10)))
+    line = assert_one_line_error(run_xlat("run", "--trace", str(odd)), str(odd), "champsim", "--trace-format")
+    with pytest.raises(xlat.TraceError, match="odd.bin"):
+        xlat.simulate("skylake", trace=str(odd))
+
+
+# --- stop when asked: Ctrl-C and SIGTERM within a second, exit 130/143, nothing left behind ----
+
+SLOW_SETUP = "bfs:scale=22"  # builds a graph for ~20 s before its first reference
+
+
+def _stop_after(args: list[str], sig: int, cwd, wait: float = 2.0) -> tuple[int, str, float]:
+    import subprocess
+    import time
+
+    from xlat_testutil import xlat_exe
+
+    proc = subprocess.Popen([xlat_exe(), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    time.sleep(wait)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(sig)
+    t0 = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        pytest.fail(f"{args[0]} did not stop within 30 s of signal {sig}")
+    return proc.returncode, err, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("sig, status", [(2, 130), (15, 143)])
+@pytest.mark.parametrize("command", ["run", "record"])
+def test_signals_stop_a_slow_setup_within_a_second(tmp_path, command, sig, status):
+    out = ["--json", "r.json"] if command == "run" else ["-o", "t.xtr"]
+    code, err, took = _stop_after([command, "-w", SLOW_SETUP, "--refs", "1000", *out], sig, tmp_path)
+    assert code == status and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert took < 1.5, f"took {took:.1f} s to stop"
+    assert os.listdir(tmp_path) == [], "a stopped command left files behind"
+
+
+def test_sigterm_stops_xlat_trace_and_the_traced_program(tmp_path):
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        pytest.skip("no valgrind")
+    code, err, took = _stop_after(["trace", "-o", "t.xtr", "--", "sleep", "60"], 15, tmp_path, wait=3.0)
+    assert code == 143 and err.strip().splitlines()[-1] == "xlat: terminated", err
+    assert took < 6  # the traced program gets SIGTERM and up to 5 s to go
+    assert os.listdir(tmp_path) == []
+
+
+def test_ctrl_c_stops_the_api_during_a_slow_setup():
+    import _thread
+    import threading
+    import time
+
+    # (A smaller graph than the CLI tests': the builder finishes on its own thread afterwards.)
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        xlat.simulate("skylake", "bfs:scale=21", refs=1000)
+    assert time.monotonic() - t0 < 1.5
+
+
+# --- the results store: checksummed partitions, one sweep at a time ---------------------------
+
+
+def test_every_single_bit_flip_in_a_partition_is_caught_and_its_points_rerun(tmp_path, capsys):
+    from xlat import results
+
+    rows = [{"point_id": f"p{i}", "status": "ok", "stat.ipc": 0.5 + i / 7, "stat.walks": 1000 + i} for i in range(8)]
+    store = results.Store("s", tmp_path)
+    part = store.write(rows)
+    good = part.read_bytes()
+    assert store.done_ids() == {f"p{i}" for i in range(8)}
+    for k in range(40):
+        bit = (k * 7919) % (len(good) * 8)
+        bad = bytearray(good)
+        bad[bit // 8] ^= 1 << (bit % 8)
+        part.write_bytes(bytes(bad))
+        assert store.done_ids() == set(), f"bit {bit} flipped went unnoticed"
+        assert "corrupt (checksum mismatch)" in capsys.readouterr().err
+        aside = tmp_path / "s" / ("corrupt-" + part.name)
+        assert aside.exists() and not part.exists()
+        aside.unlink()
+    part.write_bytes(good)
+    assert store.load()["stat.walks"].tolist() == [1000 + i for i in range(8)]
+
+
+def test_a_second_sweep_on_one_store_waits_for_the_first(tmp_path):
+    import subprocess
+    import time
+
+    from xlat import results
+    from xlat_testutil import xlat_exe
+
+    spec = tmp_path / "two.toml"
+    spec.write_text('name = "two"\nrefs = "2K"\nseeds = [1, 2]\nconfigs = ["skylake"]\nworkloads = ["gups:footprint=16M"]\n')
+    store = results.Store("two", tmp_path / "r")
+    with store.lock():
+        proc = subprocess.Popen([xlat_exe(), "sweep", str(spec), "--root", str(tmp_path / "r"), "--workers", "1",
+                                 "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(4)  # (the message below proves it reached the lock meanwhile)
+        assert proc.poll() is None and store.partitions() == [], "the second sweep did not wait"
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 0, err
+    assert "another sweep" in err and "waiting" in err
+    assert len(results.load("two", root=tmp_path / "r")) == 2
+
+
+# --- words ---------------------------------------------------------------------------------
+
+
+def test_workload_parameters_do_not_reuse_run_option_names_or_internal_names():
+    run_options = {"refs", "warmup", "prefault", "interval"}
+    for w in xlat.workloads():
+        names = {p["name"] for p in w["params"]}
+        assert not names & run_options, (w["name"], names & run_options)
+        for p in w["params"]:
+            assert "()" not in p["doc"] and "::" not in p["doc"], (w["name"], p["name"], p["doc"])
+
+
+def test_user_facing_text_names_the_papers_not_their_spec_files():
+    for key, _default, _kind, doc in _core_keys():
+        assert "seed 0" not in doc and "seeds/" not in doc and "spec 0" not in doc, (key, doc)
+
+
+def _core_keys():
+    from xlat import _core
+
+    return _core.config_keys()
+
+
+def test_xlat_trace_keeps_the_programs_output_apart_and_records_what_was_traced(tmp_path):
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        pytest.skip("no valgrind")
+    trace = tmp_path / "echo.xtr"
+    p = run_xlat("trace", "-o", str(trace), "--", "/bin/echo", "hello world", timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "hello world\n"  # the program's output, and only it
+    assert p.stderr.startswith("xlat: wrote ") and str(trace) in p.stderr
+    r = xlat.simulate("skylake", trace=str(trace))
+    assert r.workload["params"]["workload"] == "/bin/echo 'hello world'"
+
+
+def test_a_multi_stream_recording_to_a_device_is_refused_not_spread_over_dev(tmp_path):
+    before = set(os.listdir("/dev"))
+    p = run_xlat("record", "-w", "random:footprint=16M,reads=2000,threads=2", "-o", "/dev/null")
+    assert_one_line_error(p, "2 streams", "/dev/null")
+    assert set(os.listdir("/dev")) == before
+
+
+def test_sigterm_stops_a_sweep_with_143_and_keeps_its_points(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    from xlat import results
+    from xlat_testutil import xlat_exe
+
+    spec = tmp_path / "term.toml"
+    spec.write_text('name = "term"\nrefs = "1M"\nseeds = [1, 2, 3, 4, 5, 6]\nconfigs = ["skylake"]\n'
+                    'workloads = ["gups:footprint=16M", "gups:footprint=64M"]\n')
+    root = tmp_path / "r"
+    proc = subprocess.Popen([xlat_exe(), "sweep", str(spec), "--root", str(root), "--workers", "1", "--no-progress"],
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    store = results.Store("term", root)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None and not store.done_ids():
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read()
+        proc.send_signal(signal.SIGTERM)  # the sweep's own process, as `kill` or a batch system
+        t0 = time.monotonic()
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert "interrupted" in err.splitlines()[-1] and "Traceback" not in err
+    assert time.monotonic() - t0 < 15
+    assert 1 <= len(results.load("term", root=root)) < 12
+
+
+def test_every_row_of_the_summary_is_explained():
+    from xlat import glossary
+    from xlat.cli import SUMMARY_LABELS, summary_rows
+
+    runs = [xlat.simulate("skylake", WL, refs=20000, threads=1, **kw)
+            for kw in ({}, {"virt.enabled": True}, {"os.page_policy": "thp", "system.cores": 2, "os.processes": 2})]
+    for r in runs:
+        for label, _ in summary_rows(r.stats):
+            names = SUMMARY_LABELS.get(label.lower())
+            assert names, f"summary row '{label}' has no statistics to explain it"
+            assert all(glossary.lookup(n) for n in names), (label, names)
+    p = run_xlat("explain", "page walks", "tlb.l2.mpki")
+    assert p.returncode == 0 and "retry after a page fault" in p.stdout and "per thousand" in p.stdout, p.stderr
+    assert_one_line_error(run_xlat("explain", "no such thing"), "no such thing")
