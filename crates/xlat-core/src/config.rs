@@ -478,7 +478,7 @@ config! {
     csalt_profiler: CsaltProfiler = CsaltProfiler::Atd; "csalt.profiler"; "CSALT stack-distance profiles: atd (an auxiliary LRU tag directory per type: the hits each type would get with n ways to itself) or global_pos (the hit line's position in the real set's LRU order: the thesis's counters-only hardware, a heuristic)";
     csalt_atd_sets: u64 = 0; "csalt.atd_sets"; "CSALT with csalt.profiler=atd: sets sampled per cache (0: every set)";
     csalt_formula: CsaltFormula = CsaltFormula::Printed; "csalt.formula"; "CSALT-CD's L2 weights: printed (Eqs. 5.3-5.8 as the thesis prints them) or corrected (without the leading D_Tr and D_Dat terms they count twice)";
-    pomtlb_enabled: bool = false; "pomtlb.enabled"; "POM-TLB (seed 003, Ryoo et al. ISCA'17, the CSALT thesis's L3 TLB): a shared translation array in die-stacked DRAM, looked up on an L2 TLB miss through the L2 cache and the LLC as lines of kind TLB entry, filled after each walk";
+    pomtlb_enabled: bool = false; "pomtlb.enabled"; "POM-TLB (Ryoo et al. ISCA'17, the L3 TLB of the CSALT thesis, Marathe 2018): a shared translation array in die-stacked DRAM, looked up on an L2 TLB miss through the L2 cache and the LLC as lines of kind TLB entry, filled after each walk";
     pomtlb_size_mb: u64 = 16; "pomtlb.size_mb"; "POM-TLB array for 4 KB pages, in MB of memory (16-byte entries, one 64-byte line per set; the thesis's 16 MB)";
     pomtlb_large_size_mb: u64 = 1; "pomtlb.large_size_mb"; "POM-TLB array for 2 MB pages, in MB (the thesis does not say how the 16 MB is split; 1 MB holds 65,536 2 MB translations)";
     pomtlb_ways: u64 = 4; "pomtlb.ways"; "POM-TLB entries per set; sets are one 64-byte line, so at most 4 (the thesis's 4-way)";
