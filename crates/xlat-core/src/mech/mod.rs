@@ -26,6 +26,50 @@ pub enum OsRequest {
     Promote { core: usize, ctx: Ctx, va: VirtAddr },
 }
 
+/// The footprint cap of a promotion daemon (`os.promotion_cap`, the paper's utility curve,
+/// spec 001 §7.3): over the whole run it may ask for at most `limit` distinct 2 MB regions,
+/// taken in the order it asks (time, then its priority order). Asking again for a region
+/// already asked for (a promotion the OS could not carry out, say) costs nothing more.
+#[derive(Clone, Debug)]
+pub struct PromotionBudget {
+    pub limit: u64,
+    asked: std::collections::HashSet<(Ctx, u64)>,
+}
+
+impl PromotionBudget {
+    /// The budget of `cap` (a fraction; 1 = no cap) of a footprint of `footprint_2m` 2 MB
+    /// regions: floor(footprint x cap), as the artifact's list builder.
+    pub fn new(cap: f64, footprint_2m: u64) -> PromotionBudget {
+        // (The epsilon keeps 0.29 x 100 at 29 rather than 28.999...)
+        let limit = if cap >= 1.0 { u64::MAX } else { (footprint_2m as f64 * cap + 1e-9).floor() as u64 };
+        PromotionBudget { limit, asked: Default::default() }
+    }
+
+    /// Whether the daemon may ask for region `tag` (VA >> 21) of context `ctx`; if so it
+    /// counts against the budget.
+    pub fn take(&mut self, ctx: Ctx, tag: u64) -> bool {
+        if self.asked.contains(&(ctx, tag)) {
+            return true;
+        }
+        if self.asked.len() as u64 >= self.limit {
+            return false;
+        }
+        self.asked.insert((ctx, tag));
+        true
+    }
+
+    /// Distinct regions asked for so far.
+    pub fn used(&self) -> u64 {
+        self.asked.len() as u64
+    }
+}
+
+/// The footprint of a process with `regions`, in 2 MB regions (each 2 MB-aligned region a
+/// workload region touches counts once).
+pub fn footprint_2m(regions: &[crate::Region]) -> u64 {
+    regions.iter().filter(|r| r.len > 0).map(|r| ((r.start + r.len - 1) >> 21) - (r.start >> 21) + 1).sum()
+}
+
 /// Which of the per-reference hooks a mechanism implements: the translator calls a hook
 /// only if some mechanism listens, so the others cost one predictable branch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -193,13 +237,16 @@ pub struct Mechs {
 }
 
 impl Mechs {
-    /// The mechanisms `cfg` enables on a machine of `cores` cores.
-    pub fn from_config(cfg: &Config, cores: usize) -> Mechs {
+    /// The mechanisms `cfg` enables on a machine of `cores` cores whose processes each have
+    /// `regions` (their footprint sets the promotion daemons' cap).
+    pub fn from_config(cfg: &Config, cores: usize, regions: &[crate::Region]) -> Mechs {
         let mut list = Vec::new();
         if let Some(d) = ptp::PtpDetector::from_config(cfg, cores) {
             list.push(AnyMech::PtpDetector(d));
         }
-        if let Some(p) = pcc::Pcc::from_config(cfg, cores) {
+        let copies = cfg.os_processes * if cfg.virt_enabled { cfg.virt_vms } else { 1 };
+        let footprint = footprint_2m(regions) * copies;
+        if let Some(p) = pcc::Pcc::from_config(cfg, cores, footprint) {
             list.push(AnyMech::Pcc(p));
         }
         if let Some(p) = pomtlb::PomTlb::from_config(cfg) {
