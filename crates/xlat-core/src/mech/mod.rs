@@ -5,6 +5,7 @@
 //! point, nothing more. `docs/extending.md` walks through adding one, with the PTP phase
 //! detector ([`ptp`]) as the example.
 
+pub mod hawkeye;
 pub mod pcc;
 pub mod pomtlb;
 pub mod ptp;
@@ -74,6 +75,8 @@ pub fn footprint_2m(regions: &[crate::Region]) -> u64 {
 /// only if some mechanism listens, so the others cost one predictable branch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Hooks {
+    /// Every reference, before its translation ([`Mechanism::on_reference`]).
+    pub reference: bool,
     pub walk_step: bool,
     pub l2_tlb_miss: bool,
     pub walk_end: bool,
@@ -81,7 +84,12 @@ pub struct Hooks {
 
 impl Hooks {
     fn or(self, o: Hooks) -> Hooks {
-        Hooks { walk_step: self.walk_step | o.walk_step, l2_tlb_miss: self.l2_tlb_miss | o.l2_tlb_miss, walk_end: self.walk_end | o.walk_end }
+        Hooks {
+            reference: self.reference | o.reference,
+            walk_step: self.walk_step | o.walk_step,
+            l2_tlb_miss: self.l2_tlb_miss | o.l2_tlb_miss,
+            walk_end: self.walk_end | o.walk_end,
+        }
     }
 }
 
@@ -91,6 +99,10 @@ pub trait Mechanism {
     fn hooks(&self) -> Hooks {
         Hooks::default()
     }
+
+    /// Core `c` references `va` of context `ctx` (every reference, before it is translated).
+    #[inline(always)]
+    fn on_reference(&mut self, _c: usize, _va: VirtAddr, _ctx: Ctx) {}
 
     /// A walk on core `c` read an entry, shown as it was before the walker set its
     /// accessed bit (see [`WalkStep`]).
@@ -165,6 +177,7 @@ pub enum AnyMech {
     Pcc(pcc::Pcc),
     // (Boxed: its arrays' headers would make every variant large.)
     PomTlb(Box<pomtlb::PomTlb>),
+    HawkEye(Box<hawkeye::HawkEye>),
 }
 
 macro_rules! each {
@@ -173,6 +186,7 @@ macro_rules! each {
             AnyMech::PtpDetector($m) => $e,
             AnyMech::Pcc($m) => $e,
             AnyMech::PomTlb($m) => $e,
+            AnyMech::HawkEye($m) => $e,
         }
     };
 }
@@ -180,6 +194,10 @@ macro_rules! each {
 impl Mechanism for AnyMech {
     fn hooks(&self) -> Hooks {
         each!(self, m => m.hooks())
+    }
+    #[inline(always)]
+    fn on_reference(&mut self, c: usize, va: VirtAddr, ctx: Ctx) {
+        each!(self, m => m.on_reference(c, va, ctx))
     }
     #[inline(always)]
     fn on_walk_step(&mut self, c: usize, step: &WalkStep) {
@@ -252,6 +270,9 @@ impl Mechs {
         if let Some(p) = pomtlb::PomTlb::from_config(cfg) {
             list.push(AnyMech::PomTlb(Box::new(p)));
         }
+        if let Some(h) = hawkeye::HawkEye::from_config(cfg, regions) {
+            list.push(AnyMech::HawkEye(Box::new(h)));
+        }
         Mechs::new(list, cores)
     }
 
@@ -270,6 +291,14 @@ impl Mechs {
     /// Whether some mechanism needs both halves of the machine on one thread.
     pub fn needs_memory_side(&self) -> bool {
         self.list.iter().any(|m| m.needs_memory_side())
+    }
+
+    /// Every reference (call only if `hooks.reference`).
+    #[inline(always)]
+    pub fn on_reference(&mut self, c: usize, va: VirtAddr, ctx: Ctx) {
+        for m in &mut self.list {
+            m.on_reference(c, va, ctx);
+        }
     }
 
     #[inline(always)]
@@ -371,6 +400,14 @@ impl Mechs {
     pub fn pcc_mut(&mut self) -> Option<&mut pcc::Pcc> {
         self.list.iter_mut().find_map(|m| match m {
             AnyMech::Pcc(p) => Some(p),
+            _ => None,
+        })
+    }
+
+    /// HawkEye, if the machine has it (`hawkeye.enabled`).
+    pub fn hawkeye(&self) -> Option<&hawkeye::HawkEye> {
+        self.list.iter().find_map(|m| match m {
+            AnyMech::HawkEye(h) => Some(&**h),
             _ => None,
         })
     }

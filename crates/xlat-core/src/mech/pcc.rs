@@ -421,7 +421,8 @@ impl Pcc {
             })
             .collect();
         let budget = PromotionBudget::new(p.cap, p.footprint_2m);
-        let daemon = Daemon { period: p.daemon_refs, first: p.daemon_first_refs, per_read: p.promote_per_read, policy: p.promotion, budget, reads: 0, requests: 0 };
+        let daemon =
+            Daemon { period: p.daemon_refs, first: p.daemon_first_refs, per_read: p.promote_per_read, policy: p.promotion, budget, reads: 0, requests: 0 };
         Pcc { readout: p.readout, cores, daemon }
     }
 
