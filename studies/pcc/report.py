@@ -84,10 +84,10 @@ def render(df, out_dir, quick):
         pts["series"] = pts["workload"] + " " + pts["policy"]
         fig = report.line_figure(pts, x="cap %", y="speed-up", hue="series", path=out_dir / "utility_ipc.png",
                                  title="IPC speed-up over 4 KB vs footprint promoted", xlabel="cap (% of footprint)",
-                                 ylabel="speed-up over 4 KB")
+                                 ylabel="speed-up over 4 KB", logx=True)
         fig2 = report.line_figure(pts, x="cap %", y="walks cut", hue="series", path=out_dir / "utility_walks.png",
                                   title="Walks removed vs footprint promoted", xlabel="cap (% of footprint)",
-                                  ylabel="walks removed (fraction of 4 KB's)")
+                                  ylabel="walks removed (fraction of 4 KB's)", logx=True)
         body += [report.figure_md(fig, out_dir, "IPC over the 4 KB run's, PCC and HawkEye, per cap (all-2 MB in the table)"), "",
                  report.figure_md(fig2, out_dir, "Walks removed, as a fraction of the 4 KB run's"), "",
                  report.markdown_table(curve)]
@@ -161,7 +161,7 @@ def render(df, out_dir, quick):
                     rows.append({"workload": w, "entries": int(e), "speed-up": sp, "walks cut": walk_cut(at[0], w, **at[1])})
         st = pd.DataFrame(rows)
         fig = report.line_figure(st, x="entries", y="walks cut", hue="workload", path=out_dir / "pcc_size.png",
-                                 title="PCC size at a 32 % cap (Fig. 6)", xlabel="PCC entries", ylabel="walks removed")
+                                 title="PCC size at a 32 % cap (Fig. 6)", xlabel="PCC entries", ylabel="walks removed", logx=True)
         # Saturation: the smallest size reaching 95 % of the largest walk cut, median over workloads.
         sat = []
         for w, g in st.groupby("workload"):
