@@ -333,6 +333,10 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("pomtlb.latency", Limit::Int(LATENCY)),
     ("pomtlb.bandwidth_gbps", Limit::Real(1e6)),
     ("pomtlb.base_gb", Limit::Int(1 << 20)),
+    ("os.promotion_cap", Limit::Real(1.0)),
+    ("hawkeye.window_refs", Limit::Int(INTERVAL)),
+    ("hawkeye.sleep_refs", Limit::Int(INTERVAL)),
+    ("hawkeye.promote_per_interval", Limit::Int(1 << 20)),
     ("dram.latency_ns", Limit::Real(1e6)),
     ("dram.bandwidth_gbps", Limit::Real(1e6)),
     ("dram.energy_nj", Limit::Real(1e6)),
@@ -474,6 +478,11 @@ config! {
     pcc_daemon_first_refs: u64 = 0; "pcc.daemon_first_refs"; "references before the first read-out (the artifact's first read comes after 1 s worth, then every 30 s); 0: one period";
     pcc_promote_per_read: u64 = 128; "pcc.promote_per_read"; "2 MB regions the daemon promotes at most per read-out, over all cores' PCCs (the paper's C = the PCC's size, 128, §3.3.1)";
     pcc_promotion: PccPromotion = PccPromotion::RoundRobin; "pcc.promotion"; "how the daemon picks among the cores' lists: round-robin (take each list's next in turn, the paper's promotion_policy=0) or highest (the highest count among the lists' heads, promotion_policy=1), §3.3.2";
+    os_promotion_cap: f64 = 1.0; "os.promotion_cap"; "footprint cap of the promotion daemons (pcc, hawkeye): the fraction of the footprint, counted in 2 MB regions, they may ask the OS to promote over the whole run; each region counts once, in the order they ask (time, then priority). The paper's utility-curve point N % is N / 100, its budget floor(footprint regions x N / 100) as the artifact's list builder; 1: no cap (the paper's ~100 %)";
+    hawkeye_enabled: bool = false; "hawkeye.enabled"; "HawkEye's huge-page selection as the PCC paper's artifact models it (seed 001 §4): per 2 MB region a coverage map set by every reference in a window, EMA 0.9 old + 0.1 coverage, buckets of 50 pages, up to hawkeye.promote_per_interval promotions per window from bucket 9 down (one address space only)";
+    hawkeye_window_refs: u64 = 1_000_000; "hawkeye.window_refs"; "references in HawkEye's measurement window (the paper's 1 s, as accesses per second x 1)";
+    hawkeye_sleep_refs: u64 = 30_000_000; "hawkeye.sleep_refs"; "references HawkEye sleeps after each window (the paper's 30 s, as accesses per second x 30)";
+    hawkeye_promote_per_interval: u64 = 8; "hawkeye.promote_per_interval"; "2 MB regions HawkEye promotes at most per window (khugepaged's 4096 pages scanned = 8 regions)";
     csalt_epoch: u64 = 256000; "csalt.epoch"; "CSALT: accesses to a cache between its repartitionings (the thesis's 256K, written 256,000 once)";
     csalt_profiler: CsaltProfiler = CsaltProfiler::Atd; "csalt.profiler"; "CSALT stack-distance profiles: atd (an auxiliary LRU tag directory per type: the hits each type would get with n ways to itself) or global_pos (the hit line's position in the real set's LRU order: the thesis's counters-only hardware, a heuristic)";
     csalt_atd_sets: u64 = 0; "csalt.atd_sets"; "CSALT with csalt.profiler=atd: sets sampled per cache (0: every set)";
@@ -798,6 +807,15 @@ impl Config {
         }
         if self.os_khugepaged_max_ptes_none > 511 {
             return Err(invalid("os.khugepaged_max_ptes_none", "must be at most 511"));
+        }
+        if self.hawkeye_enabled && self.hawkeye_window_refs == 0 {
+            return Err(invalid("hawkeye.window_refs", "must be at least 1 when hawkeye.enabled"));
+        }
+        if self.hawkeye_enabled && (self.os_processes > 1 || self.virt_enabled) {
+            return Err(invalid("hawkeye.enabled", "models one address space: needs os.processes=1 and virt.enabled=false"));
+        }
+        if !(0.0..=1.0).contains(&self.os_promotion_cap) {
+            return Err(invalid("os.promotion_cap", "must be between 0 and 1 (a fraction of the footprint)"));
         }
         if !(0.0..=1.0).contains(&self.phys_aged_target) {
             return Err(invalid("phys.aged_target", "must be between 0 and 1"));

@@ -79,6 +79,7 @@ impl Machine {
         if streams as u64 > cfg.system_cores {
             return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores });
         }
+        let footprint_regions = regions.clone();
         let (os, vms, sched) = crate::os::sched::boot(cfg, streams, regions, seed)?;
         let mmus = (0..streams).map(|i| Mmu::new(cfg, core_seed(seed, i as u64))).collect();
         // Stream `i` runs on hardware context `i`, on core `i`.
@@ -102,7 +103,7 @@ impl Machine {
             nested_tlb_data: cfg.virt_nested_tlb_data,
             coalesce: crate::translate::coalesce::group_sizes(cfg),
         };
-        let mechs = Mechs::from_config(cfg, streams);
+        let mechs = Mechs::from_config(cfg, streams, &footprint_regions);
         let mut sched = sched;
         for (i, clock, period, first) in mechs.tasks() {
             sched.add(crate::os::sched::Work::Mech(i), clock, period, first);

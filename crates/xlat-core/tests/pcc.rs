@@ -212,3 +212,59 @@ fn the_first_promotion_is_the_hot_region() {
         assert_eq!(t.size == xlat_core::addr::PageSize::Size2M, r == HOT, "region {r}");
     }
 }
+
+/// The footprint cap (`os.promotion_cap`, the utility curve): of the 4 regions, 0.5 allows 2
+/// over the whole run, whatever the daemon would promote; the hot one is among them. The same
+/// run without the cap promotes all 4.
+#[test]
+fn the_footprint_cap_limits_promotions_over_the_run() {
+    let run = |cap: &str| {
+        let c = cfg(&[("pcc.daemon_refs", "5000"), ("os.promotion_cap", cap), ("os.khugepaged_pages", "0")]);
+        let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
+        m.prefault().unwrap();
+        let mut src = VecSource::new(vec![refs(60_000, 7)], regions());
+        m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+        m
+    };
+    let m = run("0.5");
+    let s = m.stats();
+    assert_eq!(s.f("promotions"), 2.0);
+    assert_eq!(s.f("huge_coverage"), 0.5);
+    let sp = &m.xl.os.spaces[0];
+    let hot = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
+    assert_eq!(hot.size, xlat_core::addr::PageSize::Size2M);
+    assert_eq!(run("1").stats().f("promotions"), REGIONS as f64);
+    assert_eq!(run("0").stats().f("promotions"), 0.0);
+}
+
+/// HawkEye (`hawkeye.enabled`, no PCC): every window it promotes up to
+/// `hawkeye.promote_per_interval` regions by access coverage. Random loads cover every
+/// region about equally, so with one promotion per window the four regions go in four
+/// windows, and the walks stop.
+#[test]
+fn hawkeye_promotes_by_coverage_through_the_os() {
+    let c = Config::from_pairs([
+        ("tlb.l1d.entries", "16"),
+        ("tlb.l2.entries", "64"),
+        ("tlb.l2.ways", "4"),
+        ("hawkeye.enabled", "true"),
+        ("hawkeye.window_refs", "4000"),
+        ("hawkeye.sleep_refs", "6000"),
+        ("hawkeye.promote_per_interval", "1"),
+        ("os.khugepaged_pages", "0"),
+    ])
+    .unwrap();
+    let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
+    m.prefault().unwrap();
+    let mut src = VecSource::new(vec![refs(60_000, 7)], regions());
+    m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+    let s = m.stats();
+    assert_eq!(s.f("hawkeye.windows"), 6.0);
+    assert_eq!(s.f("hawkeye.requests"), REGIONS as f64);
+    assert_eq!(s.f("promotions"), REGIONS as f64);
+    assert_eq!(s.f("huge_coverage"), 1.0);
+    assert!(m.xl.mechs.hawkeye().is_some() && m.xl.mechs.pcc().is_none());
+    // One address space only.
+    let err = Config::from_pairs([("hawkeye.enabled", "true"), ("os.processes", "2")]).unwrap_err().to_string();
+    assert!(err.contains("one address space"), "{err}");
+}

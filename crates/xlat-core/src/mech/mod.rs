@@ -5,6 +5,7 @@
 //! point, nothing more. `docs/extending.md` walks through adding one, with the PTP phase
 //! detector ([`ptp`]) as the example.
 
+pub mod hawkeye;
 pub mod pcc;
 pub mod pomtlb;
 pub mod ptp;
@@ -26,10 +27,56 @@ pub enum OsRequest {
     Promote { core: usize, ctx: Ctx, va: VirtAddr },
 }
 
+/// The footprint cap of a promotion daemon (`os.promotion_cap`, the paper's utility curve,
+/// spec 001 §7.3): over the whole run it may ask for at most `limit` distinct 2 MB regions,
+/// taken in the order it asks (time, then its priority order). Asking again for a region
+/// already asked for (a promotion the OS could not carry out, say) costs nothing more.
+#[derive(Clone, Debug)]
+pub struct PromotionBudget {
+    pub limit: u64,
+    asked: std::collections::HashSet<(Ctx, u64)>,
+}
+
+impl PromotionBudget {
+    /// The budget of `cap` (a fraction; 1 = no cap) of a footprint of `footprint_2m` 2 MB
+    /// regions: floor(footprint x cap), as the artifact's list builder.
+    pub fn new(cap: f64, footprint_2m: u64) -> PromotionBudget {
+        // (The epsilon keeps 0.29 x 100 at 29 rather than 28.999...)
+        let limit = if cap >= 1.0 { u64::MAX } else { (footprint_2m as f64 * cap + 1e-9).floor() as u64 };
+        PromotionBudget { limit, asked: Default::default() }
+    }
+
+    /// Whether the daemon may ask for region `tag` (VA >> 21) of context `ctx`; if so it
+    /// counts against the budget.
+    pub fn take(&mut self, ctx: Ctx, tag: u64) -> bool {
+        if self.asked.contains(&(ctx, tag)) {
+            return true;
+        }
+        if self.asked.len() as u64 >= self.limit {
+            return false;
+        }
+        self.asked.insert((ctx, tag));
+        true
+    }
+
+    /// Distinct regions asked for so far.
+    pub fn used(&self) -> u64 {
+        self.asked.len() as u64
+    }
+}
+
+/// The footprint of a process with `regions`, in 2 MB regions (each 2 MB-aligned region a
+/// workload region touches counts once).
+pub fn footprint_2m(regions: &[crate::Region]) -> u64 {
+    regions.iter().filter(|r| r.len > 0).map(|r| ((r.start + r.len - 1) >> 21) - (r.start >> 21) + 1).sum()
+}
+
 /// Which of the per-reference hooks a mechanism implements: the translator calls a hook
 /// only if some mechanism listens, so the others cost one predictable branch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Hooks {
+    /// Every reference, before its translation ([`Mechanism::on_reference`]).
+    pub reference: bool,
     pub walk_step: bool,
     pub l2_tlb_miss: bool,
     pub walk_end: bool,
@@ -37,7 +84,12 @@ pub struct Hooks {
 
 impl Hooks {
     fn or(self, o: Hooks) -> Hooks {
-        Hooks { walk_step: self.walk_step | o.walk_step, l2_tlb_miss: self.l2_tlb_miss | o.l2_tlb_miss, walk_end: self.walk_end | o.walk_end }
+        Hooks {
+            reference: self.reference | o.reference,
+            walk_step: self.walk_step | o.walk_step,
+            l2_tlb_miss: self.l2_tlb_miss | o.l2_tlb_miss,
+            walk_end: self.walk_end | o.walk_end,
+        }
     }
 }
 
@@ -47,6 +99,10 @@ pub trait Mechanism {
     fn hooks(&self) -> Hooks {
         Hooks::default()
     }
+
+    /// Core `c` references `va` of context `ctx` (every reference, before it is translated).
+    #[inline(always)]
+    fn on_reference(&mut self, _c: usize, _va: VirtAddr, _ctx: Ctx) {}
 
     /// A walk on core `c` read an entry, shown as it was before the walker set its
     /// accessed bit (see [`WalkStep`]).
@@ -121,6 +177,7 @@ pub enum AnyMech {
     Pcc(pcc::Pcc),
     // (Boxed: its arrays' headers would make every variant large.)
     PomTlb(Box<pomtlb::PomTlb>),
+    HawkEye(Box<hawkeye::HawkEye>),
 }
 
 macro_rules! each {
@@ -129,6 +186,7 @@ macro_rules! each {
             AnyMech::PtpDetector($m) => $e,
             AnyMech::Pcc($m) => $e,
             AnyMech::PomTlb($m) => $e,
+            AnyMech::HawkEye($m) => $e,
         }
     };
 }
@@ -136,6 +194,10 @@ macro_rules! each {
 impl Mechanism for AnyMech {
     fn hooks(&self) -> Hooks {
         each!(self, m => m.hooks())
+    }
+    #[inline(always)]
+    fn on_reference(&mut self, c: usize, va: VirtAddr, ctx: Ctx) {
+        each!(self, m => m.on_reference(c, va, ctx))
     }
     #[inline(always)]
     fn on_walk_step(&mut self, c: usize, step: &WalkStep) {
@@ -193,17 +255,23 @@ pub struct Mechs {
 }
 
 impl Mechs {
-    /// The mechanisms `cfg` enables on a machine of `cores` cores.
-    pub fn from_config(cfg: &Config, cores: usize) -> Mechs {
+    /// The mechanisms `cfg` enables on a machine of `cores` cores whose processes each have
+    /// `regions` (their footprint sets the promotion daemons' cap).
+    pub fn from_config(cfg: &Config, cores: usize, regions: &[crate::Region]) -> Mechs {
         let mut list = Vec::new();
         if let Some(d) = ptp::PtpDetector::from_config(cfg, cores) {
             list.push(AnyMech::PtpDetector(d));
         }
-        if let Some(p) = pcc::Pcc::from_config(cfg, cores) {
+        let copies = cfg.os_processes * if cfg.virt_enabled { cfg.virt_vms } else { 1 };
+        let footprint = footprint_2m(regions) * copies;
+        if let Some(p) = pcc::Pcc::from_config(cfg, cores, footprint) {
             list.push(AnyMech::Pcc(p));
         }
         if let Some(p) = pomtlb::PomTlb::from_config(cfg) {
             list.push(AnyMech::PomTlb(Box::new(p)));
+        }
+        if let Some(h) = hawkeye::HawkEye::from_config(cfg, regions) {
+            list.push(AnyMech::HawkEye(Box::new(h)));
         }
         Mechs::new(list, cores)
     }
@@ -223,6 +291,14 @@ impl Mechs {
     /// Whether some mechanism needs both halves of the machine on one thread.
     pub fn needs_memory_side(&self) -> bool {
         self.list.iter().any(|m| m.needs_memory_side())
+    }
+
+    /// Every reference (call only if `hooks.reference`).
+    #[inline(always)]
+    pub fn on_reference(&mut self, c: usize, va: VirtAddr, ctx: Ctx) {
+        for m in &mut self.list {
+            m.on_reference(c, va, ctx);
+        }
     }
 
     #[inline(always)]
@@ -324,6 +400,14 @@ impl Mechs {
     pub fn pcc_mut(&mut self) -> Option<&mut pcc::Pcc> {
         self.list.iter_mut().find_map(|m| match m {
             AnyMech::Pcc(p) => Some(p),
+            _ => None,
+        })
+    }
+
+    /// HawkEye, if the machine has it (`hawkeye.enabled`).
+    pub fn hawkeye(&self) -> Option<&hawkeye::HawkEye> {
+        self.list.iter().find_map(|m| match m {
+            AnyMech::HawkEye(h) => Some(&**h),
             _ => None,
         })
     }

@@ -66,7 +66,7 @@ use std::cmp::Reverse;
 
 use crate::addr::{PageSize, VirtAddr};
 use crate::config::{Config, PccPolicy, PccPromotion, PccReadout};
-use crate::mech::{Mechanism, OsRequest};
+use crate::mech::{Mechanism, OsRequest, PromotionBudget};
 use crate::memory::port::Table;
 use crate::os::pt::{leaf_size, PTE_A, PTE_P};
 use crate::os::sched::Clock;
@@ -351,13 +351,15 @@ pub struct Pcc {
 /// The OS's promotion daemon (spec 001 §3.1-§3.3): every `period` references it reads
 /// every core's PCC out and asks the OS to promote up to `per_read` of the candidates, in
 /// the order `policy` takes them from the cores' lists. Regions already huge are skipped
-/// (they are demotion candidates, which the paper leaves to future work).
-#[derive(Clone, Copy, Debug)]
+/// (they are demotion candidates, which the paper leaves to future work). Over the run it
+/// asks for at most `budget.limit` distinct regions (`os.promotion_cap`, the utility curve).
+#[derive(Clone, Debug)]
 pub struct Daemon {
     pub period: u64,
     pub first: u64,
     pub per_read: usize,
     pub policy: PccPromotion,
+    pub budget: PromotionBudget,
     /// Read-outs done and promotions asked for.
     pub reads: u64,
     pub requests: u64,
@@ -377,10 +379,14 @@ pub struct PccParams {
     pub daemon_first_refs: u64,
     pub promote_per_read: usize,
     pub promotion: PccPromotion,
+    /// The footprint cap: a fraction (1: none) of `footprint_2m` 2 MB regions.
+    pub cap: f64,
+    pub footprint_2m: u64,
 }
 
 impl PccParams {
-    pub fn from_config(cfg: &Config) -> PccParams {
+    /// The keys of `cfg`, for a footprint of `footprint_2m` 2 MB regions.
+    pub fn from_config(cfg: &Config, footprint_2m: u64) -> PccParams {
         PccParams {
             entries: cfg.pcc_entries as usize,
             entries_1g: cfg.pcc_entries_1g as usize,
@@ -391,14 +397,18 @@ impl PccParams {
             daemon_first_refs: if cfg.pcc_daemon_first_refs > 0 { cfg.pcc_daemon_first_refs } else { cfg.pcc_daemon_refs },
             promote_per_read: cfg.pcc_promote_per_read as usize,
             promotion: cfg.pcc_promotion,
+            cap: cfg.os_promotion_cap,
+            footprint_2m,
         }
     }
 }
 
 impl Pcc {
     /// The PCCs, if `cfg` enables them (`pcc.enabled`).
-    pub fn from_config(cfg: &Config, cores: usize) -> Option<Pcc> {
-        cfg.pcc_enabled.then(|| Pcc::new(PccParams::from_config(cfg), cores))
+    /// The PCCs, if `cfg` enables them (`pcc.enabled`), for a footprint of `footprint_2m`
+    /// 2 MB regions.
+    pub fn from_config(cfg: &Config, cores: usize, footprint_2m: u64) -> Option<Pcc> {
+        cfg.pcc_enabled.then(|| Pcc::new(PccParams::from_config(cfg, footprint_2m), cores))
     }
 
     pub fn new(p: PccParams, cores: usize) -> Pcc {
@@ -410,7 +420,9 @@ impl Pcc {
                 stage: 0,
             })
             .collect();
-        let daemon = Daemon { period: p.daemon_refs, first: p.daemon_first_refs, per_read: p.promote_per_read, policy: p.promotion, reads: 0, requests: 0 };
+        let budget = PromotionBudget::new(p.cap, p.footprint_2m);
+        let daemon =
+            Daemon { period: p.daemon_refs, first: p.daemon_first_refs, per_read: p.promote_per_read, policy: p.promotion, budget, reads: 0, requests: 0 };
         Pcc { readout: p.readout, cores, daemon }
     }
 
@@ -421,7 +433,7 @@ impl Pcc {
 
     /// One read-out of every core's PCC and the promotions it asks for: `(core, candidate)`
     /// in the order the daemon's policy takes them, at most `per_read`, each region once,
-    /// none already huge.
+    /// none already huge, none beyond the footprint cap.
     pub fn pick(&mut self) -> Vec<(usize, Candidate)> {
         let lists: Vec<Vec<Candidate>> = (0..self.cores.len()).map(|c| self.candidates(c).into_iter().filter(|x| !x.huge).collect()).collect();
         let mut heads = vec![0usize; lists.len()];
@@ -437,7 +449,7 @@ impl Pcc {
             let cand = lists[c][heads[c]];
             heads[c] += 1;
             turn = c + 1;
-            if !out.iter().any(|(_, x)| x.ctx == cand.ctx && x.tag == cand.tag) {
+            if !out.iter().any(|(_, x)| x.ctx == cand.ctx && x.tag == cand.tag) && self.daemon.budget.take(cand.ctx, cand.tag) {
                 out.push((c, cand));
             }
         }
@@ -614,6 +626,8 @@ mod tests {
             daemon_first_refs: 0,
             promote_per_read: 128,
             promotion: PccPromotion::RoundRobin,
+            cap: 1.0,
+            footprint_2m: 0,
         }
     }
 
@@ -940,16 +954,53 @@ mod tests {
         assert_eq!(regions(p.pick()), vec![(1, 3), (0, 1)]);
     }
 
+    /// The footprint cap (the utility curve): over read-outs the daemon asks for at most
+    /// floor(footprint x cap) distinct regions, in time then priority order; asking again
+    /// for a region it already asked for (a failed promotion) costs nothing.
+    #[test]
+    fn the_footprint_cap_counts_distinct_regions_over_read_outs() {
+        // 100 regions of footprint at 3 %: 3 regions.
+        let mut p = Pcc::new(PccParams { cap: 0.03, footprint_2m: 100, ..params(8, PccPolicy::Lfu) }, 1);
+        assert_eq!(p.daemon.budget.limit, 3);
+        for (region, walks) in [(1, 3), (2, 2)] {
+            for _ in 0..walks + 1 {
+                walk(&mut p, 0, BASE + region * MB2, WARM);
+            }
+        }
+        let regions = |v: Vec<(usize, Candidate)>| v.iter().map(|(_, x)| (x.start().0 - BASE) / MB2).collect::<Vec<_>>();
+        assert_eq!(regions(p.pick()), vec![1, 2]);
+        // The OS promoted neither (the PCC still holds them); two new regions, hotter.
+        for (region, walks) in [(3, 9), (4, 8)] {
+            for _ in 0..walks + 1 {
+                walk(&mut p, 0, BASE + region * MB2, WARM);
+            }
+        }
+        assert_eq!(regions(p.pick()), vec![3, 1, 2], "region 4 is beyond the cap; 1 and 2 are asked again");
+        assert_eq!(p.daemon.budget.used(), 3);
+        // 0.29 x 100 is 29, not 28; a cap of 1 is no cap.
+        assert_eq!(PromotionBudget::new(0.29, 100).limit, 29);
+        assert_eq!(PromotionBudget::new(1.0, 100).limit, u64::MAX);
+        assert_eq!(PromotionBudget::new(0.0, 100).limit, 0);
+    }
+
+    /// A process's footprint in 2 MB regions: every aligned 2 MB region a workload region
+    /// touches, once per workload region.
+    #[test]
+    fn footprint_in_2m_regions() {
+        let r = |start: u64, len: u64| crate::Region { name: String::new(), start, len };
+        assert_eq!(crate::mech::footprint_2m(&[r(0, MB2), r(3 * MB2 + 4096, MB2), r(8 * MB2, 1), r(9 * MB2, 0)]), 1 + 2 + 1);
+    }
+
     /// The keys: off by default, so no mechanism; when enabled, validated.
     #[test]
     fn config_keys_build_and_validate() {
         let cfg = Config::default();
-        assert!(Pcc::from_config(&cfg, 1).is_none());
-        assert!(Mechs::from_config(&cfg, 1).pcc().is_none());
+        assert!(Pcc::from_config(&cfg, 1, 0).is_none());
+        assert!(Mechs::from_config(&cfg, 1, &[]).pcc().is_none());
         let cfg =
             Config::from_pairs([("pcc.enabled", "true"), ("pcc.entries_1g", "8"), ("pcc.policy", "lru"), ("pcc.readout", "flush"), ("pcc.counter_bits", "4")])
                 .unwrap();
-        let m = Mechs::from_config(&cfg, 2);
+        let m = Mechs::from_config(&cfg, 2, &[]);
         let p = m.pcc().expect("pcc.enabled builds a PCC");
         assert_eq!((p.cores(), p.core(1).pcc.capacity(), p.core(1).pcc_1g.as_ref().unwrap().capacity(), p.readout()), (2, 128, 8, PccReadout::Flush));
         let err = |pairs: &[(&str, &str)]| Config::from_pairs(pairs.iter().copied()).unwrap_err().to_string();

@@ -54,6 +54,9 @@ impl Translator {
     pub fn step<P: MemPort>(&mut self, c: usize, r: Ref, port: &mut P) -> Result<(), SimError> {
         let (kind, va, core) = (r.kind(), VirtAddr(r.va), self.contexts[c].core);
         port.dispatch(c, r.inst_delta, kind, r.is_dependent());
+        if self.mechs.hooks.reference {
+            self.mechs.on_reference(core, va, self.contexts[c].ctx);
+        }
         let (frame, size) = self.translate(c, va, kind, port)?;
         let k = &mut self.mmus[core].counters;
         k.refs += 1;
