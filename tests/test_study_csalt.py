@@ -4,18 +4,11 @@ every paper number the sweep covers and the partition-over-time figure."""
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 
 import pytest
 
 from xlat import report, study, sweep
-from xlat_testutil import REPO, has_core
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from xlat_testutil import REPO, has_core, study_copy
 
 STUDY = REPO / "studies" / "csalt"
 needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reason="engine has no simulate() yet")
@@ -41,12 +34,7 @@ def test_spec_runs_the_five_schemes_on_csalt8_with_two_vms():
 
 @needs_sim
 def test_report_renders_from_a_tiny_sweep(tmp_path):
-    d = tmp_path / "studies" / "csalt"
-    d.mkdir(parents=True)
-    for f in ("report.py", "paper.toml"):
-        shutil.copy(STUDY / f, d / f)
-    with open(STUDY / "sweep.toml", "rb") as f:
-        real = tomllib.load(f)
+    d, real = study_copy(STUDY, tmp_path)
     lines = ['refs = 30000', 'warmup = 30000', 'prefault = true', 'seeds = [1]']
     for c in real["configs"]:
         sets = dict(c.get("set") or {})

@@ -5,18 +5,11 @@ and its figures."""
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 
 import pytest
 
 from xlat import report, study, sweep
-from xlat_testutil import REPO, has_core
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from xlat_testutil import REPO, has_core, study_copy
 
 STUDY = REPO / "studies" / "pcc"
 needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reason="engine has no simulate() yet")
@@ -47,12 +40,7 @@ def test_spec_runs_the_utility_curve_and_the_baselines_on_haswell():
 
 @needs_sim
 def test_report_renders_from_a_tiny_sweep(tmp_path):
-    d = tmp_path / "studies" / "pcc"
-    d.mkdir(parents=True)
-    for f in ("report.py", "paper.toml"):
-        shutil.copy(STUDY / f, d / f)
-    with open(STUDY / "sweep.toml", "rb") as f:
-        real = tomllib.load(f)
+    d, real = study_copy(STUDY, tmp_path)
     lines = ['refs = 60000', 'prefault = true', 'seeds = [1]']
     for c in real["configs"]:
         if "pagerank" not in c.get("workloads", ["pagerank"]):

@@ -48,3 +48,21 @@ def has_core(*names: str) -> bool:
 
 def has_config_key(key: str) -> bool:
     return has_core("config_keys") and any(row[0] == key for row in _core.config_keys())
+
+
+def study_copy(study, tmp_path):
+    """A study's report.py and paper.toml copied under ``tmp_path/studies/NAME`` (for a test
+    to write its own tiny sweep.toml there), and the real sweep.toml's contents."""
+    import shutil
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    d = tmp_path / "studies" / study.name
+    d.mkdir(parents=True)
+    for f in ("report.py", "paper.toml"):
+        shutil.copy(study / f, d / f)
+    with open(study / "sweep.toml", "rb") as f:
+        return d, tomllib.load(f)
