@@ -703,3 +703,21 @@ def test_study_report_lists_failures_and_survives_a_study_with_no_success(tmp_pa
     ok = df.assign(status="ok", error=None)
     with pytest.raises(study.StudyError, match="report.py failed: KeyError"):
         study.render(study.load("toy"), ok, tmp_path / "out", quick=False)
+
+
+def test_a_misspelt_kernel_or_parameter_fails_when_the_spec_is_read():
+    from xlat.sweep import SpecError, load_spec
+
+    base = {"name": "s", "configs": [{"preset": "skylake"}]}
+    with pytest.raises(SpecError, match="workload random has no parameter 'refs'"):
+        load_spec({**base, "workloads": [{"name": "random", "params": {"refs": "1M"}}]})
+    with pytest.raises(SpecError, match="unknown workload 'gpus'"):
+        load_spec({**base, "workloads": ["gpus:footprint=1G"]})
+
+
+@pytest.mark.parametrize("study", sorted(p.parent.name for p in (TESTS.parent / "studies").glob("*/sweep.toml")))
+def test_every_study_spec_reads_full_and_quick(study):
+    from xlat.sweep import load_spec
+
+    for quick in (False, True):
+        assert load_spec(TESTS.parent / "studies" / study / "sweep.toml", quick=quick).points

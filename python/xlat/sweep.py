@@ -408,8 +408,19 @@ def _parse_workloads(raw: Any, where: str) -> list[dict]:
         run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
         seeds = _seeds(e, what) if ("seeds" in e or "seed" in e) else None
         for params in _grid(e.get("params"), e.get("zip"), f"{what}: 'params'"):
+            _check_kernel(name, [k for k, _ in params], what)
             out.append({"name": name, "params": tuple(sorted(params)), "run": run, "seeds": seeds})
     return out
+
+
+def _check_kernel(name: str, params: list[str], what: str) -> None:
+    """A misspelt kernel or parameter fails when the spec is read, not at its first point."""
+    kernels = {k["name"]: [p["name"] for p in k["params"]] for k in _core.workloads()}
+    if name not in kernels:
+        raise SpecError(f"{what}: unknown workload '{name}' (kernels: {', '.join(sorted(kernels))})")
+    bad = [p for p in params if p not in kernels[name]]
+    if bad:
+        raise SpecError(f"{what}: workload {name} has no parameter '{bad[0]}' (allowed: {', '.join(kernels[name])})")
 
 
 def _workload_from_text(text: str, what: str) -> dict:

@@ -10,7 +10,7 @@ use crate::memory::dram::Dram;
 use crate::memory::port::{MemPort, Steer, Table};
 use crate::memory::repl::LineKind;
 use crate::stats::{CoreCounters, VirtCounters};
-use crate::timing::Window;
+use crate::timing::{InFlight, Window};
 use crate::workload::RefKind;
 
 /// Where an access was served.
@@ -56,6 +56,10 @@ pub struct CoreMem {
     pub vcounters: VirtCounters,
     /// Where an L3 TLB's lines were served (with `pomtlb.enabled`).
     pub tlb_lines: TlbLineCounters,
+    /// Lines on their way to this core (by line), and walks not yet done (by 4 KB page of
+    /// the translated address's frame): see [`InFlight`].
+    fills: InFlight,
+    walks: InFlight,
     /// Walks after an L3 TLB lookup (its misses, as the memory side sees them: CSALT-CD).
     lookup_walks: u64,
     /// Instructions and cycles at the last statistics reset.
@@ -73,6 +77,8 @@ impl CoreMem {
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
             tlb_lines: TlbLineCounters::default(),
+            fills: InFlight::default(),
+            walks: InFlight::default(),
             lookup_walks: 0,
             base_instr: 0,
             base_cycles: 0,
@@ -122,6 +128,8 @@ pub struct MemorySide {
     walk_entry: Entry,
     llc_inclusive: bool,
     l2_tlb_latency: u64,
+    /// `core.inflight`.
+    inflight: bool,
 }
 
 impl MemorySide {
@@ -143,6 +151,7 @@ impl MemorySide {
             },
             llc_inclusive: cfg.cache_llc_inclusive,
             l2_tlb_latency: cfg.tlb_l2_latency,
+            inflight: cfg.core_inflight,
         };
         // Caches with policy `ptp` protect every core's page-table lines from the start
         // (`ptp.mode=always`), or none until the phase detector finds a TLB-miss phase.
@@ -298,6 +307,7 @@ impl MemorySide {
     #[inline(always)]
     pub fn read_pte(&mut self, c: usize, line: u64, table: Table, at: u64) -> u64 {
         let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.walk_entry, at);
+        let lat = self.arrival(c, line, served, at, lat, self.inflight && self.walk_entry == Entry::L1d) - at;
         let core = &mut self.cores[c];
         let k = &mut core.counters;
         k.walk_steps += 1;
@@ -341,15 +351,62 @@ impl MemorySide {
         let entry = if kind == RefKind::Fetch { Entry::L1i } else { Entry::L1d };
         let write = kind == RefKind::Store;
         let (lat, served) = self.access(c, line, LineKind::Data, write, entry, t);
+        let arrival = self.arrival(c, line, served, t, lat, true);
         let core = &mut self.cores[c];
         let k = &mut core.counters;
         k.translation_cycles += t - issue;
         served.count([&mut k.data_l1, &mut k.data_l2, &mut k.data_llc, &mut k.data_dram]);
-        let start = if served == Served::L1 { t } else { core.window.mshrs.acquire(t, lat) };
         // Stores retire into the store buffer once translated; their misses do not hold
         // up retirement (but do occupy an MSHR).
-        let complete = if write { t + 1 } else { start + lat };
+        let complete = if write { t + 1 } else { arrival };
         core.window.complete(complete);
+    }
+
+    /// When the line of an access by core `c` at `t`, served by `served` in `lat` cycles,
+    /// arrives: with a fill of the line still in flight, when that fill lands (the access
+    /// merges into its MSHR); otherwise at once on an L1 hit, and after a fill of its own on
+    /// a miss, which holds an MSHR when `mshr` (and is remembered as in flight).
+    #[inline(always)]
+    fn arrival(&mut self, c: usize, line: u64, served: Served, t: u64, lat: u64, mshr: bool) -> u64 {
+        let core = &mut self.cores[c];
+        if self.inflight {
+            if let Some(ready) = core.fills.pending(line, t) {
+                let done = ready.max(t + lat);
+                core.counters.fill_merges += 1;
+                core.counters.fill_merge_cycles += done - (t + lat);
+                return done;
+            }
+        }
+        if served == Served::L1 {
+            return t + lat;
+        }
+        let start = if mshr { core.window.mshrs.acquire(t, lat) } else { t };
+        if self.inflight {
+            core.fills.put(line, t, start + lat);
+        }
+        start + lat
+    }
+
+    /// When core `c` has the translation of a reference to the 4 KB physical page `page`,
+    /// issued at `start`, whose lookup ended at `t`: a reference that walked leaves its walk
+    /// in flight from `start` to `t`; one that hit in a TLB while a walk of the page was
+    /// still in flight waits for that walk (the TLB's miss handling merges misses to one
+    /// page).
+    #[inline(always)]
+    pub fn translated(&mut self, c: usize, page: u64, start: u64, t: u64, walked: bool) -> u64 {
+        let core = &mut self.cores[c];
+        if walked {
+            core.walks.put(page, start, t);
+            return t;
+        }
+        match core.walks.pending(page, t) {
+            Some(done) => {
+                core.counters.walk_merges += 1;
+                core.counters.walk_merge_cycles += done - t;
+                done
+            }
+            None => t,
+        }
     }
 
     /// Core `c` stalls for `cycles` from its present clock.
@@ -509,11 +566,13 @@ pub struct Direct<'a> {
     tlb_start: u64,
     /// The reference looked an L3 TLB up.
     looked_up: bool,
+    /// The reference walked.
+    walked: bool,
 }
 
 impl<'a> Direct<'a> {
     pub fn new(mem: &'a mut MemorySide) -> Direct<'a> {
-        Direct { mem, c: 0, kind: RefKind::Load, issue: 0, t: 0, lat: 0, fault_cycles: 0, tlb_start: 0, looked_up: false }
+        Direct { mem, c: 0, kind: RefKind::Load, issue: 0, t: 0, lat: 0, fault_cycles: 0, tlb_start: 0, looked_up: false, walked: false }
     }
 }
 
@@ -525,6 +584,7 @@ impl MemPort for Direct<'_> {
         self.c = c;
         self.kind = kind;
         self.looked_up = false;
+        self.walked = false;
         self.issue = self.mem.cores[c].window.dispatch(delta, dependent);
         self.t = self.issue;
     }
@@ -561,6 +621,7 @@ impl MemPort for Direct<'_> {
     #[inline(always)]
     fn walk_end(&mut self) {
         self.t = self.mem.walk_done(self.c, self.t, self.lat, self.fault_cycles);
+        self.walked = true;
     }
 
     fn tlb_read(&mut self, line: u64, parallel: bool) {
@@ -585,6 +646,9 @@ impl MemPort for Direct<'_> {
 
     #[inline(always)]
     fn data(&mut self, line: u64) {
+        if self.mem.inflight {
+            self.t = self.mem.translated(self.c, line >> 6, self.issue, self.t, self.walked);
+        }
         self.mem.finish_ref(self.c, self.kind, line, self.issue, self.t);
     }
 

@@ -1,5 +1,8 @@
-//! Time: the per-core timing window that turns latencies into cycles.
+//! Time: the per-core timing window that turns latencies into cycles, and the work in flight
+//! that later references wait for.
 
+pub mod inflight;
 pub mod window;
 
+pub use inflight::InFlight;
 pub use window::{Units, Window};
