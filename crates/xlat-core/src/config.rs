@@ -149,6 +149,10 @@ config_enum!(
     PtFormat { Radix4 = "radix4", Radix5 = "radix5", Fpt = "fpt", FptL3L2 = "fpt-l3l2", FptL4L3 = "fpt-l4l3" }
 );
 config_enum!(
+    /// A cache's hardware data prefetcher (`memory/prefetcher.rs`).
+    Prefetcher { None = "none", Stride = "stride", Stream = "stream" }
+);
+config_enum!(
     /// Where page-walk reads enter the cache hierarchy.
     WalkerPort { L1d = "l1d", L2 = "l2" }
 );
@@ -305,10 +309,12 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("cache.l1i.latency", Limit::Int(LATENCY)),
     ("cache.l1i.energy_nj", Limit::Real(1e6)),
     ("cache.l1d.size_kb", Limit::Int(CACHE_KB)),
+    ("cache.l1d.prefetch_degree", Limit::Int(16)),
     ("cache.l1d.ways", Limit::Int(WAYS)),
     ("cache.l1d.latency", Limit::Int(LATENCY)),
     ("cache.l1d.energy_nj", Limit::Real(1e6)),
     ("cache.l2.size_kb", Limit::Int(CACHE_KB)),
+    ("cache.l2.prefetch_degree", Limit::Int(16)),
     ("cache.l2.ways", Limit::Int(WAYS)),
     ("cache.l2.latency", Limit::Int(LATENCY)),
     ("cache.l2.energy_nj", Limit::Real(1e6)),
@@ -452,11 +458,15 @@ config! {
     cache_l1d_ways: u64 = 8; "cache.l1d.ways"; "L1D associativity";
     cache_l1d_latency: u64 = 4; "cache.l1d.latency"; "L1D load-to-use latency on a hit, in cycles";
     cache_l1d_policy: Policy = Policy::Lru; "cache.l1d.policy"; "L1D replacement policy";
+    cache_l1d_prefetcher: Prefetcher = Prefetcher::None; "cache.l1d.prefetcher"; "L1D data prefetcher, trained on demand loads and stores: none, stride (a repeated line stride within a 4 KB page; IP-less) or stream (ascending or descending lines of a page); prefetches stay within the 4 KB page, so they need no translation";
+    cache_l1d_prefetch_degree: u64 = 2; "cache.l1d.prefetch_degree"; "lines an L1D prefetcher fetches ahead once it has seen a pattern twice";
     cache_l1d_energy_nj: f64 = 0.05; "cache.l1d.energy_nj"; "L1D dynamic energy per access (nJ)";
     cache_l2_size_kb: u64 = 256; "cache.l2.size_kb"; "private L2 size in KB";
     cache_l2_ways: u64 = 8; "cache.l2.ways"; "L2 associativity";
     cache_l2_latency: u64 = 12; "cache.l2.latency"; "load-to-use latency of an L2 hit, in cycles";
     cache_l2_policy: Policy = Policy::Lru; "cache.l2.policy"; "L2 replacement policy";
+    cache_l2_prefetcher: Prefetcher = Prefetcher::None; "cache.l2.prefetcher"; "L2 data prefetcher, trained on demand data accesses that miss the L1D: none, stride or stream (see cache.l1d.prefetcher); it fills L2 and, from DRAM, the LLC";
+    cache_l2_prefetch_degree: u64 = 4; "cache.l2.prefetch_degree"; "lines an L2 prefetcher fetches ahead once it has seen a pattern twice";
     cache_l2_energy_nj: f64 = 0.12; "cache.l2.energy_nj"; "L2 dynamic energy per access (nJ)";
     cache_llc_size_kb: u64 = 16384; "cache.llc.size_kb"; "shared last-level cache size in KB";
     cache_llc_ways: u64 = 8; "cache.llc.ways"; "LLC associativity";

@@ -111,6 +111,7 @@ pub const PLACEHOLDERS: &[Placeholder] = &[
     Placeholder { name: "N", values: &[], doc: "a core number, in the `core<N>.` prefix of multi-core runs" },
     Placeholder { name: "cache", values: &["l1i", "l1d", "l2", "llc"], doc: "a cache: the private L1I, L1D and L2 (summed over cores) or the shared LLC" },
     Placeholder { name: "pcache", values: &["l2", "llc"], doc: "a cache CSALT can partition: the private L2s or the shared LLC" },
+    Placeholder { name: "pfcache", values: &["l1d", "l2"], doc: "a cache with a data prefetcher: the private L1Ds or L2s (summed over cores)" },
     Placeholder { name: "kind", values: &["data", "pt"], doc: "what a cache line holds: data, or page-table entries (`pt`)" },
     Placeholder { name: "level", values: &["l2", "l3", "l4", "l5"], doc: "a page-walk-cache level, named after the page-table level whose entries it caches" },
     Placeholder {
@@ -279,6 +280,14 @@ pub static ENTRIES: &[Entry] = &[
     e(Caches, "cache.<cache>.<kind>.miss_rate", Ratio, "fraction", "`<kind>.misses` / `<kind>.accesses`."),
     e(Caches, "cache.<cache>.writebacks", Counter, "lines",
         "Dirty lines written back into this cache by the level above (evicted from an L1 into the L2, from an L2 into the LLC), so always 0 for `l1i` and `l1d`. Dirty lines leaving the LLC are `dram.writes`."),
+    e(Caches, "cache.<pfcache>.prefetches", Counter, "lines",
+        "Lines the cache's data prefetcher brought in (lines already there are not fetched again). Prefetches are not demand `accesses`; from DRAM they count in `dram.reads`.")
+        .only("`cache.<pfcache>.prefetcher` other than `none`"),
+    e(Caches, "cache.<pfcache>.prefetch_hits", Counter, "lines",
+        "Prefetched lines a demand access then hit (each line's first hit; a hit on a prefetch still in flight waits for it and counts).")
+        .only("`cache.<pfcache>.prefetcher` other than `none`"),
+    e(Caches, "cache.<pfcache>.prefetch_accuracy", Ratio, "fraction", "`prefetch_hits` / `prefetches`.")
+        .only("`cache.<pfcache>.prefetcher` other than `none`"),
     // ---- DRAM ------------------------------------------------------------------------------
     e(Caches, "cache.l2.tlb_lines", Ratio, "fraction", "Share of all cores' L2 lines holding POM-TLB entries at the end of the run (a snapshot; with `--interval`, one per interval).").only("`pomtlb.enabled=true`"),
     e(Caches, "cache.llc.tlb_lines", Ratio, "fraction", "Share of the LLC's lines holding POM-TLB entries at the end of the run (a snapshot; with `--interval`, one per interval).").only("`pomtlb.enabled=true`"),

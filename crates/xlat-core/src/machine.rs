@@ -256,7 +256,7 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         let mut vsum = VirtCounters::default();
         let mut tsum = [TlbStats::default(); crate::translate::mmu::TLB_LEVELS];
         let (mut instr, mut cycles, mut rob_stalls) = (0u64, 0u64, 0u64);
-        let mut caches = [[0u64; 7]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks
+        let mut caches = [[0u64; 9]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks, prefetches, prefetch hits
         let mut cache_energy = 0.0;
         for (i, (mmu, core)) in xl.mmus.iter().zip(&mem.cores).enumerate() {
             // Each side counts its own events of the glossary; together they are the core's.
@@ -277,6 +277,8 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
                     caches[j][3 + kind] += cache.counters.misses[kind];
                 }
                 caches[j][6] += cache.counters.writebacks;
+                caches[j][7] += cache.counters.prefetches;
+                caches[j][8] += cache.counters.prefetch_hits;
                 cache_energy += (cache.total_accesses() + cache.counters.writebacks) as f64 * cache.energy_nj;
             }
             if multi {
@@ -305,9 +307,15 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         }
         s.int("rob_stall_cycles", rob_stalls);
         let pom = xl.mechs.pomtlb().is_some();
+        let prefetcher = [crate::config::Prefetcher::None, xl.cfg.cache_l1d_prefetcher, xl.cfg.cache_l2_prefetcher];
         for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
             let c = &caches[j];
             emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6], pom);
+            if prefetcher[j] != crate::config::Prefetcher::None {
+                s.int(format!("cache.{name}.prefetches"), c[7]);
+                s.int(format!("cache.{name}.prefetch_hits"), c[8]);
+                s.ratio(format!("cache.{name}.prefetch_accuracy"), c[8], c[7]);
+            }
         }
         let (llc, dram) = (&mem.llc, &mem.dram);
         let l = &llc.counters;

@@ -6,7 +6,7 @@
 //! (radix and flattened), one and two host threads, several cores, several processes with
 //! and without PCIDs, THP with khugepaged and faults, fragmentation, two VMs, the PTP
 //! detector, a perfect TLB, the AMD-style walker port with an inclusive LLC and a DRAM
-//! queue, warm-up, the POM-TLB, CSALT and DIP, and coalesced TLB entries. Each is small enough that the whole set runs in about a minute.
+//! queue, warm-up, the POM-TLB, CSALT and DIP, coalesced TLB entries, and data prefetchers. Each is small enough that the whole set runs in about a minute.
 use xlat_core::{Config, Machine, RunOptions};
 
 /// (name, workload spec, references, warm-up, prefault, host threads, config pairs)
@@ -72,6 +72,7 @@ const CASES: &[Case] = &[
         &["os.page_policy=freebsd", "os.reservation_promote=false", "tlb.coalescing=16k"],
     ),
     ("coalescing_faults", GUPS_SMALL, 600_000, 0, false, 1, &["tlb.coalescing=32k"]),
+    ("prefetchers_2t", "bfs:scale=15", 1_000_000, 200_000, true, 2, &["cache.l1d.prefetcher=stride", "cache.l2.prefetcher=stream"]),
 ];
 
 fn main() {

@@ -9,6 +9,8 @@ use crate::memory::repl::{AnyPolicy, LineKind};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct LineMeta {
     pub dirty: bool,
+    /// Brought in by a prefetcher and not yet used by a demand access.
+    pub prefetched: bool,
 }
 
 /// Counters of one cache, split by line kind.
@@ -17,6 +19,9 @@ pub struct CacheCounters {
     pub accesses: [u64; 3],
     pub misses: [u64; 3],
     pub writebacks: u64,
+    /// Lines a prefetcher brought in, and demand hits on them (each line's first).
+    pub prefetches: u64,
+    pub prefetch_hits: u64,
 }
 
 /// A line pushed out of a cache.
@@ -34,13 +39,28 @@ pub struct Cache {
     pub counters: CacheCounters,
     /// Its policy watches every demand access (CSALT, DIP).
     observed: bool,
+    /// A prefetcher fills it: demand hits look for prefetched lines.
+    prefetched: bool,
 }
 
 impl Cache {
     pub fn new(size_kb: u64, ways: u64, latency: u64, policy: Policy, energy_nj: f64, seed: u64) -> Cache {
         let lines = size_kb * 1024 / crate::LINE_BYTES;
         let observed = matches!(policy, Policy::CsaltD | Policy::CsaltCd | Policy::Dip);
-        Cache { arr: SetAssoc::new((lines / ways) as usize, ways as usize, policy, seed), latency, energy_nj, counters: CacheCounters::default(), observed }
+        Cache {
+            arr: SetAssoc::new((lines / ways) as usize, ways as usize, policy, seed),
+            latency,
+            energy_nj,
+            counters: CacheCounters::default(),
+            observed,
+            prefetched: false,
+        }
+    }
+
+    /// A cache a prefetcher fills (see [`Cache::fill_prefetch`]).
+    pub fn with_prefetcher(mut self, on: bool) -> Cache {
+        self.prefetched = on;
+        self
     }
 
     /// A cache whose CSALT policy (if it has one) takes `cfg`'s parameters.
@@ -79,6 +99,13 @@ impl Cache {
             Some(slot) => {
                 if write {
                     self.arr.val_mut(slot).dirty = true;
+                }
+                if self.prefetched {
+                    let m = self.arr.val_mut(slot);
+                    if m.prefetched {
+                        m.prefetched = false;
+                        self.counters.prefetch_hits += 1;
+                    }
                 }
                 true
             }
@@ -130,8 +157,19 @@ impl Cache {
     /// Install `line` (absent) and return the victim, if any.
     #[inline]
     pub fn fill(&mut self, line: u64, kind: LineKind, dirty: bool, owner: u8) -> Option<Victim> {
+        self.install(line, kind, LineMeta { dirty, prefetched: false }, owner)
+    }
+
+    /// Install data `line` (absent) for a prefetcher and return the victim, if any.
+    pub fn fill_prefetch(&mut self, line: u64, owner: u8) -> Option<Victim> {
+        self.counters.prefetches += 1;
+        self.install(line, LineKind::Data, LineMeta { dirty: false, prefetched: true }, owner)
+    }
+
+    #[inline]
+    fn install(&mut self, line: u64, kind: LineKind, meta: LineMeta, owner: u8) -> Option<Victim> {
         let set = self.arr.set_of(line);
-        let (_, ev) = self.arr.insert_owned(set, line, LineMeta { dirty }, kind, owner);
+        let (_, ev) = self.arr.insert_owned(set, line, meta, kind, owner);
         ev.map(|e| Victim { line: e.key, dirty: e.val.dirty, kind: e.kind })
     }
 
@@ -173,7 +211,8 @@ mod tests {
     #[test]
     fn write_back_marks_and_victims_carry_dirt() {
         // 2 sets x 2 ways.
-        let mut c = Cache { arr: SetAssoc::new(2, 2, Policy::Lru, 1), latency: 4, energy_nj: 0.0, counters: Default::default(), observed: false };
+        let mut c =
+            Cache { arr: SetAssoc::new(2, 2, Policy::Lru, 1), latency: 4, energy_nj: 0.0, counters: Default::default(), observed: false, prefetched: false };
         assert!(!c.access(0, LineKind::Data, false));
         assert!(c.fill(0, LineKind::Data, false, 0).is_none());
         assert!(c.access(0, LineKind::Data, true));

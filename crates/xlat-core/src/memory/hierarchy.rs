@@ -3,11 +3,12 @@
 //! physical lines, of data or page-table entries, and turns their latencies into cycles.
 //! [`Direct`] is the memory port that does each reference's accesses at once.
 
-use crate::config::{Config, CsaltFormula, Policy, WalkerPort};
-use crate::memory::cache::Cache;
+use crate::config::{Config, CsaltFormula, Policy, Prefetcher, WalkerPort};
+use crate::memory::cache::{Cache, Victim};
 use crate::memory::csalt::Criticality;
 use crate::memory::dram::Dram;
 use crate::memory::port::{MemPort, Steer, Table};
+use crate::memory::prefetcher::{Prefetch, MAX_DEGREE};
 use crate::memory::repl::LineKind;
 use crate::stats::{CoreCounters, VirtCounters};
 use crate::timing::{InFlight, Window};
@@ -60,6 +61,9 @@ pub struct CoreMem {
     /// the translated address's frame): see [`InFlight`].
     fills: InFlight,
     walks: InFlight,
+    /// Data prefetchers (`cache.l1d.prefetcher`, `cache.l2.prefetcher`).
+    pf_l1d: Prefetch,
+    pf_l2: Prefetch,
     /// Walks after an L3 TLB lookup (its misses, as the memory side sees them: CSALT-CD).
     lookup_walks: u64,
     /// Instructions and cycles at the last statistics reset.
@@ -72,13 +76,18 @@ impl CoreMem {
         CoreMem {
             window: Window::new(cfg.core_width, cfg.core_rob, cfg.core_mshrs, cfg.core_walkers),
             l1i: Cache::new(cfg.cache_l1i_size_kb, cfg.cache_l1i_ways, cfg.cache_l1i_latency, cfg.cache_l1i_policy, cfg.cache_l1i_energy_nj, s + 4),
-            l1d: Cache::new(cfg.cache_l1d_size_kb, cfg.cache_l1d_ways, cfg.cache_l1d_latency, cfg.cache_l1d_policy, cfg.cache_l1d_energy_nj, s + 5),
-            l2: Cache::new(cfg.cache_l2_size_kb, cfg.cache_l2_ways, cfg.cache_l2_latency, cfg.cache_l2_policy, cfg.cache_l2_energy_nj, s + 6).with_csalt(cfg),
+            l1d: Cache::new(cfg.cache_l1d_size_kb, cfg.cache_l1d_ways, cfg.cache_l1d_latency, cfg.cache_l1d_policy, cfg.cache_l1d_energy_nj, s + 5)
+                .with_prefetcher(cfg.cache_l1d_prefetcher != Prefetcher::None),
+            l2: Cache::new(cfg.cache_l2_size_kb, cfg.cache_l2_ways, cfg.cache_l2_latency, cfg.cache_l2_policy, cfg.cache_l2_energy_nj, s + 6)
+                .with_csalt(cfg)
+                .with_prefetcher(cfg.cache_l2_prefetcher != Prefetcher::None),
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
             tlb_lines: TlbLineCounters::default(),
             fills: InFlight::default(),
             walks: InFlight::default(),
+            pf_l1d: Prefetch::new(cfg.cache_l1d_prefetcher, cfg.cache_l1d_prefetch_degree),
+            pf_l2: Prefetch::new(cfg.cache_l2_prefetcher, cfg.cache_l2_prefetch_degree),
             lookup_walks: 0,
             base_instr: 0,
             base_cycles: 0,
@@ -130,6 +139,8 @@ pub struct MemorySide {
     l2_tlb_latency: u64,
     /// `core.inflight`.
     inflight: bool,
+    /// Some private cache has a prefetcher.
+    prefetching: bool,
 }
 
 impl MemorySide {
@@ -152,6 +163,7 @@ impl MemorySide {
             llc_inclusive: cfg.cache_llc_inclusive,
             l2_tlb_latency: cfg.tlb_l2_latency,
             inflight: cfg.core_inflight,
+            prefetching: cfg.cache_l1d_prefetcher != Prefetcher::None || cfg.cache_l2_prefetcher != Prefetcher::None,
         };
         // Caches with policy `ptp` protect every core's page-table lines from the start
         // (`ptp.mode=always`), or none until the phase detector finds a TLB-miss phase.
@@ -193,16 +205,10 @@ impl MemorySide {
         if self.partitioned {
             self.end_epochs(c);
         }
-        let core = &mut self.cores[c];
         if served != Served::L2 {
             // The line is now in the LLC; install it in L2.
-            if let Some(v) = core.l2.fill(line, kind, write && entry == Entry::L2, owner) {
-                if v.dirty {
-                    if let Some(w) = self.llc.write_back(v.line, v.kind, owner) {
-                        self.evict_from_llc(w.line, w.dirty, now);
-                    }
-                }
-            }
+            let v = self.cores[c].l2.fill(line, kind, write && entry == Entry::L2, owner);
+            self.l2_victim(v, owner, now);
         }
         let core = &mut self.cores[c];
         let l1 = match entry {
@@ -210,18 +216,87 @@ impl MemorySide {
             Entry::L1i => &mut core.l1i,
             Entry::L2 => return (lat, served),
         };
-        if let Some(v) = l1.fill(line, kind, write, owner) {
+        let v = l1.fill(line, kind, write, owner);
+        self.l1_victim(c, v, owner, now);
+        (lat, served)
+    }
+
+    /// A line left core `c`'s L1: a dirty one is written back to its L2.
+    #[inline(always)]
+    fn l1_victim(&mut self, c: usize, v: Option<Victim>, owner: u8, now: u64) {
+        if let Some(v) = v {
             if v.dirty {
-                if let Some(w) = core.l2.write_back(v.line, v.kind, owner) {
-                    if w.dirty {
-                        if let Some(x) = self.llc.write_back(w.line, w.kind, owner) {
-                            self.evict_from_llc(x.line, x.dirty, now);
-                        }
-                    }
+                let w = self.cores[c].l2.write_back(v.line, v.kind, owner);
+                self.l2_victim(w, owner, now);
+            }
+        }
+    }
+
+    /// A line left an L2: a dirty one is written back to the LLC.
+    #[inline(always)]
+    fn l2_victim(&mut self, v: Option<Victim>, owner: u8, now: u64) {
+        if let Some(v) = v {
+            if v.dirty {
+                if let Some(w) = self.llc.write_back(v.line, v.kind, owner) {
+                    self.evict_from_llc(w.line, w.dirty, now);
                 }
             }
         }
-        (lat, served)
+    }
+
+    /// After a demand data access to `line` by core `c` at `t`, served by `served`: train the
+    /// L1D prefetcher (every access) and the L2's (accesses that missed the L1D), and bring
+    /// in what they name.
+    #[inline(never)]
+    fn prefetch_after(&mut self, c: usize, line: u64, served: Served, t: u64) {
+        let mut lines = [0; MAX_DEGREE];
+        let n = self.cores[c].pf_l1d.train(line, &mut lines);
+        for &l in &lines[..n] {
+            self.prefetch_line(c, l, Entry::L1d, t);
+        }
+        if served != Served::L1 {
+            let n = self.cores[c].pf_l2.train(line, &mut lines);
+            for &l in &lines[..n] {
+                self.prefetch_line(c, l, Entry::L2, t);
+            }
+        }
+    }
+
+    /// Prefetch data `line` into core `c`'s L1D or L2 (`into`) at `t`, unless it is there:
+    /// from L2, the LLC or DRAM, filling each level on the way back as a demand miss would,
+    /// without counting as a demand access. With in-flight state, demand accesses that need
+    /// the line before it lands wait for it.
+    fn prefetch_line(&mut self, c: usize, line: u64, into: Entry, t: u64) {
+        let owner = c as u8;
+        let core = &self.cores[c];
+        let in_l2 = core.l2.contains(line);
+        if in_l2 && into == Entry::L2 || into == Entry::L1d && core.l1d.contains(line) {
+            return;
+        }
+        let lat = if in_l2 {
+            core.l2.latency
+        } else if self.llc.contains(line) {
+            self.llc.latency
+        } else {
+            let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
+            let lat = self.llc.latency + dram.access(t, false);
+            if let Some(v) = self.llc.fill(line, LineKind::Data, false, owner) {
+                self.evict_from_llc(v.line, v.dirty, t);
+            }
+            lat
+        };
+        if !in_l2 {
+            let l2 = &mut self.cores[c].l2;
+            let v = if into == Entry::L2 { l2.fill_prefetch(line, owner) } else { l2.fill(line, LineKind::Data, false, owner) };
+            self.l2_victim(v, owner, t);
+        }
+        if into == Entry::L1d {
+            let v = self.cores[c].l1d.fill_prefetch(line, owner);
+            self.l1_victim(c, v, owner, t);
+        }
+        if self.inflight {
+            self.cores[c].fills.put(line, t, t + lat);
+        }
     }
 
     /// A line left the LLC: write it to DRAM if dirty; with an inclusive LLC, remove copies
@@ -352,6 +427,9 @@ impl MemorySide {
         let write = kind == RefKind::Store;
         let (lat, served) = self.access(c, line, LineKind::Data, write, entry, t);
         let arrival = self.arrival(c, line, served, t, lat, true);
+        if self.prefetching && entry == Entry::L1d {
+            self.prefetch_after(c, line, served, t);
+        }
         let core = &mut self.cores[c];
         let k = &mut core.counters;
         k.translation_cycles += t - issue;

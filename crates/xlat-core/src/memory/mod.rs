@@ -6,6 +6,7 @@ pub mod csalt;
 pub mod dram;
 pub mod hierarchy;
 pub mod port;
+pub mod prefetcher;
 pub mod repl;
 
 pub use hierarchy::{Direct, MemorySide, Served};
