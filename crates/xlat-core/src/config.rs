@@ -149,6 +149,12 @@ config_enum!(
     PtFormat { Radix4 = "radix4", Radix5 = "radix5", Fpt = "fpt", FptL3L2 = "fpt-l3l2", FptL4L3 = "fpt-l4l3" }
 );
 config_enum!(
+    /// When the LLC is filled: with every line fetched from DRAM (`inclusive`, though not
+    /// strictly so unless `cache.llc.inclusive`), or only with lines the L2s evict (`victim`,
+    /// as Zen's L3).
+    LlcFill { Inclusive = "inclusive", Victim = "victim" }
+);
+config_enum!(
     /// A cache's hardware data prefetcher (`memory/prefetcher.rs`).
     Prefetcher { None = "none", Stride = "stride", Stream = "stream" }
 );
@@ -473,6 +479,7 @@ config! {
     cache_llc_latency: u64 = 42; "cache.llc.latency"; "load-to-use latency of an LLC hit, in cycles";
     cache_llc_policy: Policy = Policy::Lru; "cache.llc.policy"; "LLC replacement policy";
     cache_llc_inclusive: bool = false; "cache.llc.inclusive"; "LLC evictions back-invalidate private caches";
+    cache_llc_fill: LlcFill = LlcFill::Inclusive; "cache.llc.fill"; "what fills the LLC: every line fetched from DRAM (inclusive), or only lines evicted from an L2, clean or dirty (victim, as Zen's L3: an LLC hit moves the line to the L2, so the two hold different lines)";
     cache_llc_energy_nj: f64 = 0.6; "cache.llc.energy_nj"; "LLC dynamic energy per access (nJ)";
     ptp_mode: PtpMode = PtpMode::Always; "ptp.mode"; "caches with policy=ptp: prioritize page-table lines always, or only in TLB-miss phases (detector)";
     ptp_probability: f64 = 0.99; "ptp.probability"; "probability that a victim is the LRU non-page-table line (the paper's 99 %)";
@@ -684,6 +691,9 @@ impl Config {
             if matches!(p, Policy::CsaltD | Policy::CsaltCd) && !self.pomtlb_enabled {
                 return Err(invalid(key, "CSALT partitions between data and POM-TLB lines: it needs pomtlb.enabled=true".into()));
             }
+        }
+        if self.cache_llc_fill == LlcFill::Victim && self.cache_llc_inclusive {
+            return Err(invalid("cache.llc.fill", "a victim LLC cannot be inclusive (cache.llc.inclusive=true): it holds only what the L2s evicted".into()));
         }
         if self.tlb_coalescing == Coalescing::Inherit {
             return Err(invalid("tlb.coalescing", "must be none, 16k or 32k (inherit is for the per-structure keys)".into()));

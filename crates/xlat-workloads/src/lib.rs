@@ -124,6 +124,20 @@ pub fn catalog() -> Vec<WorkloadInfo> {
         .collect()
 }
 
+/// [`catalog`] as the Markdown of docs/workloads.md's parameter tables.
+pub fn catalog_markdown() -> String {
+    let mut out = String::new();
+    for w in catalog() {
+        out += &format!("### `{}`: {} (footprint at defaults: {:.1} MiB)\n\n", w.name, w.description, w.footprint_bytes as f64 / (1 << 20) as f64);
+        out += "| param | default | meaning |\n|---|---|---|\n";
+        for p in &w.params {
+            out += &format!("| `{}` | `{}` | {} |\n", p.name, p.default, p.doc);
+        }
+        out += "\n";
+    }
+    out
+}
+
 /// Resolve a spec (`name:key=value,...`) without running anything.
 pub fn describe(spec: &str, seed: u64) -> Result<WorkloadDesc, WorkloadError> {
     let (e, p) = resolve(spec, seed)?;

@@ -161,9 +161,9 @@ impl Cache {
     }
 
     /// Install data `line` (absent) for a prefetcher and return the victim, if any.
-    pub fn fill_prefetch(&mut self, line: u64, owner: u8) -> Option<Victim> {
+    pub fn fill_prefetch(&mut self, line: u64, dirty: bool, owner: u8) -> Option<Victim> {
         self.counters.prefetches += 1;
-        self.install(line, LineKind::Data, LineMeta { dirty: false, prefetched: true }, owner)
+        self.install(line, LineKind::Data, LineMeta { dirty, prefetched: true }, owner)
     }
 
     #[inline]
@@ -184,6 +184,16 @@ impl Cache {
                 None
             }
             None => self.fill(line, kind, true, owner),
+        }
+    }
+
+    /// Take a clean line the level above evicted (a victim cache): install it if absent.
+    #[inline]
+    pub fn take_victim(&mut self, line: u64, kind: LineKind, owner: u8) -> Option<Victim> {
+        let set = self.arr.set_of(line);
+        match self.arr.probe_inlined(set, line) {
+            Some(_) => None,
+            None => self.fill(line, kind, false, owner),
         }
     }
 

@@ -3,7 +3,7 @@
 //! physical lines, of data or page-table entries, and turns their latencies into cycles.
 //! [`Direct`] is the memory port that does each reference's accesses at once.
 
-use crate::config::{Config, CsaltFormula, Policy, Prefetcher, WalkerPort};
+use crate::config::{Config, CsaltFormula, LlcFill, Policy, Prefetcher, WalkerPort};
 use crate::memory::cache::{Cache, Victim};
 use crate::memory::csalt::Criticality;
 use crate::memory::dram::Dram;
@@ -136,6 +136,8 @@ pub struct MemorySide {
     /// Where page-walk reads enter the hierarchy.
     walk_entry: Entry,
     llc_inclusive: bool,
+    /// `cache.llc.fill=victim`: only L2 evictions fill the LLC.
+    llc_victim: bool,
     l2_tlb_latency: u64,
     /// `core.inflight`.
     inflight: bool,
@@ -161,6 +163,7 @@ impl MemorySide {
                 WalkerPort::L2 => Entry::L2,
             },
             llc_inclusive: cfg.cache_llc_inclusive,
+            llc_victim: cfg.cache_llc_fill == LlcFill::Victim,
             l2_tlb_latency: cfg.tlb_l2_latency,
             inflight: cfg.core_inflight,
             prefetching: cfg.cache_l1d_prefetcher != Prefetcher::None || cfg.cache_l2_prefetcher != Prefetcher::None,
@@ -197,8 +200,10 @@ impl MemorySide {
         } else {
             let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
             let lat = self.llc.latency + dram.access(now, false);
-            if let Some(v) = self.llc.fill(line, kind, false, owner) {
-                self.evict_from_llc(v.line, v.dirty, now);
+            if !self.llc_victim {
+                if let Some(v) = self.llc.fill(line, kind, false, owner) {
+                    self.evict_from_llc(v.line, v.dirty, now);
+                }
             }
             (lat, Served::Dram)
         };
@@ -206,8 +211,10 @@ impl MemorySide {
             self.end_epochs(c);
         }
         if served != Served::L2 {
-            // The line is now in the LLC; install it in L2.
-            let v = self.cores[c].l2.fill(line, kind, write && entry == Entry::L2, owner);
+            // The line is now in the LLC; install it in L2. (A victim LLC hands its copy
+            // over: it holds only lines no L2 holds, and the L2 takes its dirt.)
+            let moved_dirty = self.llc_victim && served == Served::Llc && self.llc.invalidate(line).unwrap_or(false);
+            let v = self.cores[c].l2.fill(line, kind, moved_dirty || write && entry == Entry::L2, owner);
             self.l2_victim(v, owner, now);
         }
         let core = &mut self.cores[c];
@@ -232,14 +239,20 @@ impl MemorySide {
         }
     }
 
-    /// A line left an L2: a dirty one is written back to the LLC.
+    /// A line left an L2: a dirty one is written back to the LLC, and a victim LLC takes a
+    /// clean one too.
     #[inline(always)]
     fn l2_victim(&mut self, v: Option<Victim>, owner: u8, now: u64) {
         if let Some(v) = v {
-            if v.dirty {
-                if let Some(w) = self.llc.write_back(v.line, v.kind, owner) {
-                    self.evict_from_llc(w.line, w.dirty, now);
-                }
+            let w = if v.dirty {
+                self.llc.write_back(v.line, v.kind, owner)
+            } else if self.llc_victim {
+                self.llc.take_victim(v.line, v.kind, owner)
+            } else {
+                None
+            };
+            if let Some(w) = w {
+                self.evict_from_llc(w.line, w.dirty, now);
             }
         }
     }
@@ -273,25 +286,31 @@ impl MemorySide {
         if in_l2 && into == Entry::L2 || into == Entry::L1d && core.l1d.contains(line) {
             return;
         }
+        let mut moved_dirty = false;
         let lat = if in_l2 {
             core.l2.latency
         } else if self.llc.contains(line) {
+            if self.llc_victim {
+                moved_dirty = self.llc.invalidate(line).unwrap_or(false);
+            }
             self.llc.latency
         } else {
             let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
             let lat = self.llc.latency + dram.access(t, false);
-            if let Some(v) = self.llc.fill(line, LineKind::Data, false, owner) {
-                self.evict_from_llc(v.line, v.dirty, t);
+            if !self.llc_victim {
+                if let Some(v) = self.llc.fill(line, LineKind::Data, false, owner) {
+                    self.evict_from_llc(v.line, v.dirty, t);
+                }
             }
             lat
         };
         if !in_l2 {
             let l2 = &mut self.cores[c].l2;
-            let v = if into == Entry::L2 { l2.fill_prefetch(line, owner) } else { l2.fill(line, LineKind::Data, false, owner) };
+            let v = if into == Entry::L2 { l2.fill_prefetch(line, moved_dirty, owner) } else { l2.fill(line, LineKind::Data, moved_dirty, owner) };
             self.l2_victim(v, owner, t);
         }
         if into == Entry::L1d {
-            let v = self.cores[c].l1d.fill_prefetch(line, owner);
+            let v = self.cores[c].l1d.fill_prefetch(line, false, owner);
             self.l1_victim(c, v, owner, t);
         }
         if self.inflight {

@@ -18,6 +18,7 @@ pub mod hashjoin;
 pub mod kvstore;
 pub mod random;
 pub mod stream;
+pub mod thrash;
 pub mod xsbench;
 
 pub trait KernelImpl: Sized + Send + 'static {
@@ -81,6 +82,7 @@ kernels! {
     "kvstore" => KvStore(kvstore::KvStore, kvstore),
     "canneal" => Canneal(canneal::Canneal, canneal),
     "btree" => BTree(btree::BTree, btree),
+    "tlbthrash" => Thrash(thrash::Thrash, thrash),
 }
 
 // The four GAP kernels share a module but each needs its own DESC/PARAMS path.
