@@ -331,6 +331,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("ptp.probability", Limit::Real(1.0)),
     ("ptp.detector_mpki", Limit::Real(1e6)),
     ("ptp.detector_epoch", Limit::Int(INTERVAL)),
+    ("asap.levels", Limit::IntRange(1, 3)),
     ("pcc.entries", Limit::Int(65536)),
     ("pcc.entries_1g", Limit::Int(65536)),
     ("pcc.counter_bits", Limit::IntRange(1, 16)),
@@ -486,6 +487,8 @@ config! {
     ptp_detector_mpki: f64 = 5.0; "ptp.detector_mpki"; "detector: a core is in a TLB-miss phase when its L2 TLB MPKI over the last epoch is at least this (the paper gives no threshold)";
     ptp_detector_epoch: u64 = 100000; "ptp.detector_epoch"; "detector: epoch length in instructions";
     ptp_per_context: bool = false; "ptp.per_context"; "shared caches protect only the page-table lines of cores in a TLB-miss phase (else any core's phase protects all)";
+    asap_enabled: bool = false; "asap.enabled"; "ASAP (Margaritov et al., MICRO'19), a comparator of the flattening paper: the OS lays each region's page-table nodes out contiguously in virtual-address order, so on an L2 TLB miss the MMU computes the addresses of the last levels' entries and prefetches their lines while the walk starts (native radix tables)";
+    asap_levels: u64 = 2; "asap.levels"; "page-table levels ASAP prefetches, from the leaves up: 1 = the PTE, 2 = the PTE and the PMD entry";
     pcc_enabled: bool = false; "pcc.enabled"; "Promotion Candidate Cache (the PCC paper, Manocha et al., MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates";
     pcc_entries: u64 = 128; "pcc.entries"; "2 MB PCC entries per core, fully associative, tagged by VA >> 21 and context (the paper's Tab. 2: 128 entries, 768 B)";
     pcc_entries_1g: u64 = 0; "pcc.entries_1g"; "1 GB PCC entries per core, counting walks per 1 GB region from 4 KB and 2 MB pages (the paper's option 1, §3.2.3; it costs 8 entries, 40 B, and evaluates none; 0: no 1 GB PCC)";
@@ -691,6 +694,12 @@ impl Config {
             if matches!(p, Policy::CsaltD | Policy::CsaltCd) && !self.pomtlb_enabled {
                 return Err(invalid(key, "CSALT partitions between data and POM-TLB lines: it needs pomtlb.enabled=true".into()));
             }
+        }
+        if self.asap_enabled && (self.virt_enabled || !matches!(self.pt_format, PtFormat::Radix4 | PtFormat::Radix5)) {
+            return Err(invalid("asap.enabled", "ASAP is modelled on native radix page tables (pt.format=radix4 or radix5, virt.enabled=false)".into()));
+        }
+        if self.asap_levels == 0 {
+            return Err(invalid("asap.levels", "must be at least 1".into()));
         }
         if self.cache_llc_fill == LlcFill::Victim && self.cache_llc_inclusive {
             return Err(invalid("cache.llc.fill", "a victim LLC cannot be inclusive (cache.llc.inclusive=true): it holds only what the L2s evicted".into()));

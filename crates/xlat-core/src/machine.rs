@@ -102,6 +102,7 @@ impl Machine {
             ntlb: cfg.virt_enabled && cfg.tlb_nested_entries > 0,
             nested_tlb_data: cfg.virt_nested_tlb_data,
             coalesce: crate::translate::coalesce::group_sizes(cfg),
+            asap: if cfg.asap_enabled { cfg.asap_levels as u8 } else { 0 },
         };
         let mechs = Mechs::from_config(cfg, streams, &footprint_regions);
         let mut sched = sched;
@@ -330,6 +331,13 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         s.float("energy_nj.total", cache_energy + dram_energy);
         if xl.mechs.pomtlb().is_some() {
             emit_tlb_lines(&mut s, mem);
+        }
+        if xl.cfg.asap_enabled {
+            let mut a = crate::memory::hierarchy::AsapCounters::default();
+            for core in &mem.cores {
+                a.add(&core.asap);
+            }
+            a.emit("asap.", &mut s);
         }
         emit_csalt(&mut s, mem);
         let (top, host_top) = (xl.walk.top, xl.walk.host_top);

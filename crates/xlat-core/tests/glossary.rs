@@ -100,6 +100,9 @@ fn cases() -> Vec<Case> {
     if has_key("pcc.enabled") {
         v.push(("pcc", vec![("pcc.enabled", "true"), ("pcc.entries_1g", "8"), ("pcc.daemon_refs", "2000")], 2, false));
     }
+    if has_key("asap.enabled") {
+        v.push(("asap", vec![("asap.enabled", "true")], 1, true));
+    }
     if has_key("cache.l2.prefetcher") {
         v.push(("prefetchers", vec![("cache.l1d.prefetcher", "stride"), ("cache.l2.prefetcher", "stream")], 1, true));
     }

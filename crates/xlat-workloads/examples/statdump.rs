@@ -72,6 +72,7 @@ const CASES: &[Case] = &[
         &["os.page_policy=freebsd", "os.reservation_promote=false", "tlb.coalescing=16k"],
     ),
     ("coalescing_faults", GUPS_SMALL, 600_000, 0, false, 1, &["tlb.coalescing=32k"]),
+    ("asap_2t", GUPS, 1_000_000, 200_000, true, 2, &["asap.enabled=true"]),
     ("prefetchers_2t", "bfs:scale=15", 1_000_000, 200_000, true, 2, &["cache.l1d.prefetcher=stride", "cache.l2.prefetcher=stream"]),
 ];
 

@@ -39,6 +39,9 @@ pub(crate) enum Op {
     /// The walk reads a page-table entry in this line, of the native, host or guest table,
     /// `lat` cycles after its previous step (page-walk-cache or nested-TLB probes).
     Pte { line: u64, table: Table, lat: u32 },
+    /// The walk prefetches the page-table line `line` (ASAP), `lat` cycles after its previous
+    /// step.
+    PtePrefetch { line: u64, lat: u32 },
     /// The walk spends this many cycles without touching memory (more than a `lat` field
     /// holds, before the op whose `lat` they would be).
     Lat(u64),
@@ -156,6 +159,11 @@ impl MemPort for Recorder {
         self.ops.push(Op::Fault { cost, lat });
     }
 
+    fn pte_prefetch(&mut self, line: u64) {
+        let lat = self.take_lat();
+        self.ops.push(Op::PtePrefetch { line, lat });
+    }
+
     #[inline(always)]
     fn walk_end(&mut self) {
         // (The walk's `Op::End` rides on its data access.)
@@ -258,6 +266,10 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             Op::Fault { cost, lat } => {
                 port.delay(lat as u64);
                 port.fault(cost);
+            }
+            Op::PtePrefetch { line, lat } => {
+                port.delay(lat as u64);
+                port.pte_prefetch(line);
             }
             Op::End { line, lat } => {
                 port.delay(lat as u64);

@@ -57,6 +57,8 @@ pub struct CoreMem {
     pub vcounters: VirtCounters,
     /// Where an L3 TLB's lines were served (with `pomtlb.enabled`).
     pub tlb_lines: TlbLineCounters,
+    /// ASAP's prefetches (with `asap.enabled`).
+    pub asap: AsapCounters,
     /// Lines on their way to this core (by line), and walks not yet done (by 4 KB page of
     /// the translated address's frame): see [`InFlight`].
     fills: InFlight,
@@ -84,6 +86,7 @@ impl CoreMem {
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
             tlb_lines: TlbLineCounters::default(),
+            asap: AsapCounters::default(),
             fills: InFlight::default(),
             walks: InFlight::default(),
             pf_l1d: Prefetch::new(cfg.cache_l1d_prefetcher, cfg.cache_l1d_prefetch_degree),
@@ -119,6 +122,17 @@ crate::stats::counters! {
         lookup_cycles: "lookup_cycles",
         /// Lines written by fills after walks.
         writes: "line_writes",
+    }
+}
+
+crate::stats::counters! {
+    /// ASAP's page-table prefetches and where they were served (statistics `asap.*`).
+    pub struct AsapCounters {
+        prefetches: "prefetches",
+        served_l1: "served.l1",
+        served_l2: "served.l2",
+        served_llc: "served.llc",
+        served_dram: "served.dram",
     }
 }
 
@@ -421,6 +435,16 @@ impl MemorySide {
         lat
     }
 
+    /// Core `c`'s MMU prefetches page-table `line` at cycle `at` (ASAP): an access like a walk
+    /// read, entering where walk reads do, that leaves the line in flight for the walk.
+    pub fn pte_prefetch(&mut self, c: usize, line: u64, at: u64) {
+        let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.walk_entry, at);
+        self.arrival(c, line, served, at, lat, self.inflight && self.walk_entry == Entry::L1d);
+        let k = &mut self.cores[c].asap;
+        k.prefetches += 1;
+        served.count([&mut k.served_l1, &mut k.served_l2, &mut k.served_llc, &mut k.served_dram]);
+    }
+
     /// The timing of a walk on core `c` that wanted to start at `t` and took `lat` cycles,
     /// `fault_cycles` of them in the OS: it waits for a free walker. Returns when it is done.
     #[inline(always)]
@@ -540,6 +564,7 @@ impl MemorySide {
             core.counters = CoreCounters::default();
             core.vcounters = VirtCounters::default();
             core.tlb_lines = TlbLineCounters::default();
+            core.asap = AsapCounters::default();
             core.lookup_walks = 0;
             core.base_instr = core.window.instructions();
             core.base_cycles = core.window.cycles();
@@ -707,6 +732,10 @@ impl MemPort for Direct<'_> {
     #[inline(always)]
     fn read_pte(&mut self, line: u64, table: Table) {
         self.lat += self.mem.read_pte(self.c, line, table, self.t + self.lat);
+    }
+
+    fn pte_prefetch(&mut self, line: u64) {
+        self.mem.pte_prefetch(self.c, line, self.t + self.lat);
     }
 
     #[inline(always)]

@@ -36,6 +36,9 @@ pub trait MemPort {
     fn delay(&mut self, cycles: u64);
     /// The walk reads a page-table entry of `table` in cache line `line` (physical).
     fn read_pte(&mut self, line: u64, table: Table);
+    /// As the walk starts, the MMU prefetches the page-table line `line` (physical) off the
+    /// walk's critical path (ASAP); the walk's own read of it, later, finds it in flight.
+    fn pte_prefetch(&mut self, line: u64);
     /// The OS's fault handler runs for `cost` cycles within the walk.
     fn fault(&mut self, cost: u64);
     /// The walk is done (it may have waited for a free walker).

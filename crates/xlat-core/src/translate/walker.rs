@@ -52,6 +52,8 @@ pub struct WalkParams {
     /// The coalescing group sizes native walks check (0: none; see
     /// [`crate::translate::coalesce`]).
     pub coalesce: crate::translate::coalesce::GroupSizes,
+    /// ASAP: page-table levels whose entries a native walk prefetches as it starts (0: off).
+    pub asap: u8,
 }
 
 /// What one walk found.
@@ -104,6 +106,9 @@ impl<P: MemPort> Walker<'_, P> {
         let ctx = self.ctx;
         let (level, node) = self.pwc_start::<NATIVE>(va, ctx, self.p.top, root);
         self.mmu.counters.walks += 1;
+        if self.p.asap > 0 {
+            self.asap_prefetch(pt, va, level, node);
+        }
         self.port.delay(self.p.pwc_latency);
         match self.walk_table::<NATIVE>(pt, va, ctx, level, node, write, |_, a| Some(a >> 6)) {
             Found::Leaf(e, size, group) => Walked::Leaf(TlbEntry { frame: (e & PTE_PFN_MASK) >> 12, dirty: e & PTE_D != 0, group }, size),
@@ -178,6 +183,29 @@ impl<P: MemPort> Walker<'_, P> {
                 Some(((e.frame << 12) + g.offset(size), size, e.dirty))
             }
             _ => None,
+        }
+    }
+
+    /// ASAP: with the page-table nodes laid out contiguously in virtual-address order (ASAP's
+    /// OS support), the MMU computes where the entries of the last `asap` levels for `va` are
+    /// and prefetches their lines as the walk starts, in parallel with the page-walk-cache
+    /// probe and with each other; the walk then reads them as usual, finding them in flight or
+    /// arrived. Only entries below the walk's first node are worth it (that one is read at
+    /// once), and only those that exist (the computed address of a missing node holds nothing).
+    #[cold]
+    fn asap_prefetch(&mut self, pt: &PageTables, va: VirtAddr, mut level: u8, mut node: NodeId) {
+        let first = level;
+        loop {
+            let (idx, entry_level) = pt.index_at(node, level, va);
+            if entry_level < first && entry_level <= self.p.asap {
+                self.port.pte_prefetch(pt.node(node).entry_addr(idx).0 >> 6);
+            }
+            let e = pt.entry(node, idx);
+            if entry_level <= 1 || e & PTE_P == 0 || leaf_size(entry_level, e).is_some() {
+                return;
+            }
+            node = pt.node(node).children[idx];
+            level = entry_level - 1;
         }
     }
 
@@ -301,6 +329,7 @@ mod tests {
     enum Call {
         Delay(u64),
         Pte(u64, Table),
+        Prefetch(u64),
     }
 
     /// A memory port that only writes down the walk's calls (the walker never dispatches or
@@ -324,6 +353,9 @@ mod tests {
         }
         fn read_pte(&mut self, line: u64, table: Table) {
             self.0.push(Call::Pte(line, table));
+        }
+        fn pte_prefetch(&mut self, line: u64) {
+            self.0.push(Call::Prefetch(line));
         }
         fn fault(&mut self, _: u64) {
             unreachable!()
@@ -384,7 +416,7 @@ mod tests {
         let cfg = Config::default();
         let mut mmu = Mmu::new(&cfg, 1);
         let mut mechs = Mechs::new(Vec::new(), 1);
-        let p = WalkParams { pwc_latency: 3, nested_latency: 1, top: 4, host_top: 4, ntlb: false, nested_tlb_data: false, coalesce: 0 };
+        let p = WalkParams { pwc_latency: 3, nested_latency: 1, top: 4, host_top: 4, ntlb: false, nested_tlb_data: false, coalesce: 0, asap: 0 };
         let mut port = FakePort::default();
         let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
 
@@ -407,5 +439,60 @@ mod tests {
         assert_eq!(w.port.0.len(), 2, "a PWC probe and the one L3 read: {:?}", w.port.0);
         // (Every level is probed on every walk: the second walk hits L4, L3 and L2; the third L4.)
         assert_eq!((w.mmu.counters.walks, w.mmu.counters.pwc_l2_hits, w.mmu.counters.pwc_l4_hits), (3, 1, 2));
+    }
+
+    /// ASAP: a cold walk prefetches the PMD and PTE lines before its page-walk-cache probe,
+    /// then reads the whole path; a walk starting at the PD node (the PWC holds the PDPT
+    /// entry) prefetches only the PTE; one starting at the leaf node prefetches nothing; with
+    /// one level, only the PTE; nothing is prefetched below a missing entry.
+    #[test]
+    fn asap_prefetches_the_last_levels_below_the_walks_start() {
+        let mut phys = PhysMem::new(1 << 30);
+        let mut pt = PageTables::new();
+        let root = pt.alloc_node(&mut phys, 4).unwrap();
+        let va = VirtAddr(0x7f12_3456_7000);
+        let far = VirtAddr(va.0 + (4 << 20)); // another 2 MB region of the same 1 GB one
+        for (i, page) in [va, VirtAddr(va.0 + 4096), far].into_iter().enumerate() {
+            let _ = pt.map(&mut phys, root, 4, page, Frame(0x1234 + i as u64), PageSize::Size4K, PTE_RW).unwrap();
+        }
+        let cfg = Config::default();
+        let mut mmu = Mmu::new(&cfg, 1);
+        let mut mechs = Mechs::new(Vec::new(), 1);
+        let mut p = WalkParams { pwc_latency: 3, nested_latency: 1, top: 4, host_top: 4, ntlb: false, nested_tlb_data: false, coalesce: 0, asap: 2 };
+        let mut port = FakePort::default();
+        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
+
+        let path = entry_lines(&pt, root, va);
+        w.walk(&mut pt, root, va, false);
+        let mut want = vec![Call::Prefetch(path[2]), Call::Prefetch(path[3]), Call::Delay(3)];
+        want.extend(path.iter().map(|&l| Call::Pte(l, Table::Native)));
+        assert_eq!(w.port.0, want);
+
+        // The PWC now holds this 2 MB region's PD entry: the next page's walk reads its PTE
+        // first, and prefetches nothing.
+        w.port.0.clear();
+        let next = VirtAddr(va.0 + 4096);
+        w.walk(&mut pt, root, next, false);
+        assert_eq!(w.port.0, vec![Call::Delay(3), Call::Pte(entry_lines(&pt, root, next)[3], Table::Native)]);
+
+        // Another 2 MB region: the walk starts at the PD node (the PDPT entry is cached) and
+        // prefetches the PTE line only.
+        w.port.0.clear();
+        let far_path = entry_lines(&pt, root, far);
+        w.walk(&mut pt, root, far, false);
+        assert_eq!(w.port.0, vec![Call::Prefetch(far_path[3]), Call::Delay(3), Call::Pte(far_path[2], Table::Native), Call::Pte(far_path[3], Table::Native)]);
+
+        // An unmapped 1 GB region: the prefetch stops at the missing entry.
+        w.port.0.clear();
+        assert_eq!(w.walk(&mut pt, root, VirtAddr(va.0 + (1 << 30)), false), Walked::Fault);
+        assert!(!w.port.0.iter().any(|c| matches!(c, Call::Prefetch(_))), "{:?}", w.port.0);
+
+        // One level: the PTE only.
+        p.asap = 1;
+        let mut mmu = Mmu::new(&cfg, 1);
+        let mut port = FakePort::default();
+        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
+        w.walk(&mut pt, root, va, false);
+        assert_eq!(w.port.0[..2], [Call::Prefetch(path[3]), Call::Delay(3)]);
     }
 }
