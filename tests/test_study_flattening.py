@@ -35,7 +35,7 @@ def _report_module():
 def test_spec_and_paper_numbers_fit_together():
     full = sweep.load_spec(STUDY / "sweep.toml")
     quick = sweep.load_spec(STUDY / "sweep.toml", quick=True)
-    native = ["baseline", "ptp", "fpt", "fpt+ptp"]
+    native = ["baseline", "ptp", "fpt", "fpt+ptp", "asap"]
     virt = ["2d", "2d-hf", "2d-gf", "2d-hf+gf", "2d-hf+ptp", "2d-gf+ptp", "2d-hf+gf+ptp"]
     lp = ["baseline-lp50", "fpt+ptp-lp50", "baseline-lp100", "fpt+ptp-lp100", "2d-lp50", "2d-hf+gf+ptp-lp50"]
     llc = [f"{c}-llc{x}x" for x in (2, 4, 8, 16) for c in ("baseline", "ptp")]
@@ -49,7 +49,7 @@ def test_spec_and_paper_numbers_fit_together():
         # leave out the graph (its setup alone costs 80-100 s a point).
         assert all(wls(c) == {"gups", "random", "bfs", "hashjoin", "xsbench"} for c in virt)
         assert all(wls(c) == {"gups", "random", "hashjoin", "xsbench"} for c in lp + llc)
-        assert len(spec.points) == 4 * 8 + 8 * 4 + 7 * 5 + 6 * 4
+        assert len(spec.points) == 5 * 8 + 8 * 4 + 7 * 5 + 6 * 4
     # The virtualized machines measure a shorter window after the same warm-up.
     assert {p.refs for p in full.points if p.config.label.startswith("2d")} == {10_000_000}
     assert {p.warmup for p in full.points if p.config.label.startswith("2d")} == {20_000_000}
