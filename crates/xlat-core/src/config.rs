@@ -417,7 +417,7 @@ config! {
     core_rob: u64 = 224; "core.rob"; "reorder-buffer entries: how far dispatch may run ahead of the oldest unfinished instruction";
     core_mshrs: u64 = 10; "core.mshrs"; "L1D misses in flight at once";
     core_walkers: u64 = 2; "core.walkers"; "page walks in flight at once";
-    core_inflight: bool = true; "core.inflight"; "in-flight state: a reference waits for work in flight that it needs (the fill of its line: an MSHR merge; the walk of its 4 KB page: a TLB-miss merge), and walk reads entering at L1D hold L1D MSHRs (false: caches and TLBs serve a line or translation the moment its access is simulated; for ablation)";
+    core_inflight: bool = true; "core.inflight"; "in-flight state: a reference waits for work in flight that it needs (the fill of its line: an MSHR merge; the walk of its 4 KB page: a TLB-miss merge) (false: caches and TLBs serve a line or translation the moment its access is simulated; for ablation)";
     tlb_l1d_entries: u64 = 64; "tlb.l1d.entries"; "L1 DTLB entries for 4 KB pages (all sizes if tlb.l1d.unified)";
     tlb_l1d_ways: u64 = 4; "tlb.l1d.ways"; "associativity of the 4 KB L1 DTLB array";
     tlb_l1d_entries_2m: u64 = 32; "tlb.l1d.entries_2m"; "L1 DTLB entries for 2 MB pages (0: none)";

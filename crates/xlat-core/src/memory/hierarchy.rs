@@ -415,7 +415,10 @@ impl MemorySide {
     #[inline(always)]
     pub fn read_pte(&mut self, c: usize, line: u64, table: Table, at: u64) -> u64 {
         let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.walk_entry, at);
-        let lat = self.arrival(c, line, served, at, lat, self.inflight && self.walk_entry == Entry::L1d) - at;
+        // (Walk reads take no MSHR: MSHRs are booked in the order references are simulated,
+        // not in time order, and a walk read waiting behind a data miss booked far ahead made
+        // walks, then the walker queue, then data misses later still, run away.)
+        let lat = self.arrival(c, line, served, at, lat, false) - at;
         let core = &mut self.cores[c];
         let k = &mut core.counters;
         k.walk_steps += 1;
@@ -439,7 +442,7 @@ impl MemorySide {
     /// read, entering where walk reads do, that leaves the line in flight for the walk.
     pub fn pte_prefetch(&mut self, c: usize, line: u64, at: u64) {
         let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.walk_entry, at);
-        self.arrival(c, line, served, at, lat, self.inflight && self.walk_entry == Entry::L1d);
+        self.arrival(c, line, served, at, lat, false);
         let k = &mut self.cores[c].asap;
         k.prefetches += 1;
         served.count([&mut k.served_l1, &mut k.served_l2, &mut k.served_llc, &mut k.served_dram]);
