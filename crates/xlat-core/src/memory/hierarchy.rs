@@ -227,7 +227,7 @@ impl MemorySide {
         if served != Served::L2 {
             // The line is now in the LLC; install it in L2. (A victim LLC hands its copy
             // over: it holds only lines no L2 holds, and the L2 takes its dirt.)
-            let moved_dirty = self.llc_victim && served == Served::Llc && self.llc.invalidate(line).unwrap_or(false);
+            let moved_dirty = self.llc_victim && served == Served::Llc && self.take_from_llc(line);
             let v = self.cores[c].l2.fill(line, kind, moved_dirty || write && entry == Entry::L2, owner);
             self.l2_victim(v, owner, now);
         }
@@ -240,6 +240,12 @@ impl MemorySide {
         let v = l1.fill(line, kind, write, owner);
         self.l1_victim(c, v, owner, now);
         (lat, served)
+    }
+
+    /// A victim LLC hands `line` up to an L2: it leaves the LLC; returns whether it was dirty.
+    #[inline(never)]
+    fn take_from_llc(&mut self, line: u64) -> bool {
+        self.llc.invalidate(line).unwrap_or(false)
     }
 
     /// A line left core `c`'s L1: a dirty one is written back to its L2.
@@ -258,16 +264,21 @@ impl MemorySide {
     #[inline(always)]
     fn l2_victim(&mut self, v: Option<Victim>, owner: u8, now: u64) {
         if let Some(v) = v {
-            let w = if v.dirty {
-                self.llc.write_back(v.line, v.kind, owner)
+            if v.dirty {
+                if let Some(w) = self.llc.write_back(v.line, v.kind, owner) {
+                    self.evict_from_llc(w.line, w.dirty, now);
+                }
             } else if self.llc_victim {
-                self.llc.take_victim(v.line, v.kind, owner)
-            } else {
-                None
-            };
-            if let Some(w) = w {
-                self.evict_from_llc(w.line, w.dirty, now);
+                self.clean_victim(v, owner, now);
             }
+        }
+    }
+
+    /// A clean line left an L2 for a victim LLC (out of line: most machines have none).
+    #[inline(never)]
+    fn clean_victim(&mut self, v: Victim, owner: u8, now: u64) {
+        if let Some(w) = self.llc.take_victim(v.line, v.kind, owner) {
+            self.evict_from_llc(w.line, w.dirty, now);
         }
     }
 
