@@ -149,6 +149,10 @@ config_enum!(
     PtFormat { Radix4 = "radix4", Radix5 = "radix5", Fpt = "fpt", FptL3L2 = "fpt-l3l2", FptL4L3 = "fpt-l4l3" }
 );
 config_enum!(
+    /// Which of CSALT's two partitions page-table lines belong to.
+    CsaltPageTables { Data = "data", Translation = "translation" }
+);
+config_enum!(
     /// When the LLC is filled: with every line fetched from DRAM (`inclusive`, though not
     /// strictly so unless `cache.llc.inclusive`), or only with lines the L2s evict (`victim`,
     /// as Zen's L3).
@@ -507,6 +511,7 @@ config! {
     csalt_epoch: u64 = 256000; "csalt.epoch"; "CSALT: accesses to a cache between its repartitionings (the thesis's 256K, written 256,000 once)";
     csalt_profiler: CsaltProfiler = CsaltProfiler::Atd; "csalt.profiler"; "CSALT stack-distance profiles: atd (an auxiliary LRU tag directory per type: the hits each type would get with n ways to itself) or global_pos (the hit line's position in the real set's LRU order: the thesis's counters-only hardware, a heuristic)";
     csalt_atd_sets: u64 = 0; "csalt.atd_sets"; "CSALT with csalt.profiler=atd: sets sampled per cache (0: every set)";
+    csalt_page_tables: CsaltPageTables = CsaltPageTables::Data; "csalt.page_tables"; "which CSALT partition page-table lines belong to: data (the thesis: CSALT knows two types, data and POM-TLB entries) or translation (with the POM-TLB's lines; an xlat variant that tests what the data partition costs walks)";
     csalt_formula: CsaltFormula = CsaltFormula::Printed; "csalt.formula"; "CSALT-CD's L2 weights: printed (Eqs. 5.3-5.8 as the thesis prints them) or corrected (without the leading D_Tr and D_Dat terms they count twice)";
     pomtlb_enabled: bool = false; "pomtlb.enabled"; "POM-TLB (Ryoo et al. ISCA'17, the L3 TLB of the CSALT thesis, Marathe 2018): a shared translation array in die-stacked DRAM, looked up on an L2 TLB miss through the L2 cache and the LLC as lines of kind TLB entry, filled after each walk";
     pomtlb_size_mb: u64 = 16; "pomtlb.size_mb"; "POM-TLB array for 4 KB pages, in MB of memory (16-byte entries, one 64-byte line per set; the thesis's 16 MB)";

@@ -68,6 +68,7 @@ impl Cache {
         let (sets, ways) = (self.arr.sets(), self.arr.ways());
         if let AnyPolicy::Csalt(c) = self.arr.policy_mut() {
             **c = Csalt::new(sets, ways, cfg.csalt_profiler, cfg.csalt_atd_sets as usize, cfg.csalt_epoch);
+            c.set_page_tables_translate(cfg.csalt_page_tables == crate::config::CsaltPageTables::Translation);
         }
         self
     }

@@ -18,12 +18,6 @@
 use crate::config::CsaltProfiler;
 use crate::memory::repl::{oldest, LineKind, ReplacementPolicy, SetView, Stamped};
 
-/// The two types CSALT tells apart.
-#[inline]
-fn is_tlb(kind: LineKind) -> bool {
-    kind == LineKind::TlbEntry
-}
-
 /// One type's stack-distance profile: `hits[i]` hits at LRU stack position i (0 = most
 /// recent), `hits[K]` misses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,9 +105,23 @@ pub struct Csalt {
     pub changes: u64,
     /// The weights (S_Dat, S_Tr) of the last repartitioning.
     pub weights: (f64, f64),
+    /// `csalt.page_tables=translation`: page-table lines count with the POM-TLB's.
+    page_tables_translate: bool,
 }
 
 impl Csalt {
+    /// The two types CSALT tells apart: is `kind` on the translation side (POM-TLB entries,
+    /// and page-table lines with `csalt.page_tables=translation`)?
+    #[inline]
+    fn is_tlb(&self, kind: LineKind) -> bool {
+        kind == LineKind::TlbEntry || self.page_tables_translate && kind == LineKind::PageTable
+    }
+
+    /// Count page-table lines with the POM-TLB's (`csalt.page_tables=translation`).
+    pub fn set_page_tables_translate(&mut self, on: bool) {
+        self.page_tables_translate = on;
+    }
+
     pub fn new(sets: usize, ways: usize, profiler: CsaltProfiler, atd_sets: usize, epoch: u64) -> Csalt {
         let atd = (profiler == CsaltProfiler::Atd).then(|| Atd::new(sets, ways, atd_sets));
         Csalt {
@@ -130,13 +138,14 @@ impl Csalt {
             epochs: 0,
             changes: 0,
             weights: (1.0, 1.0),
+            page_tables_translate: false,
         }
     }
 
     /// A demand access to `line` of `kind` in `set`, seen before the lookup changes the set:
     /// `hit_way` is where it hits (`None`: a miss). Counts its stack distance for its type.
     pub fn on_access(&mut self, set: &SetView, set_index: usize, line: u64, kind: LineKind, hit_way: Option<usize>) {
-        let tlb = is_tlb(kind);
+        let tlb = self.is_tlb(kind);
         let pos = match &mut self.atd {
             Some(atd) => atd.access(set_index, line, tlb),
             None => Some(match hit_way {
@@ -185,7 +194,7 @@ impl ReplacementPolicy for Csalt {
         if self.ways < 2 {
             return oldest(set.ages);
         }
-        let (lo, hi) = if is_tlb(set.incoming) { (self.data_ways, self.ways) } else { (0, self.data_ways) };
+        let (lo, hi) = if self.is_tlb(set.incoming) { (self.data_ways, self.ways) } else { (0, self.data_ways) };
         lo + oldest(&set.ages[lo..hi])
     }
 }
@@ -308,7 +317,7 @@ mod tests {
             let line = x % 97;
             let set = (line as usize) % sets;
             let kind = if x % 3 == 0 { LineKind::TlbEntry } else { LineKind::Data };
-            let t = is_tlb(kind) as usize;
+            let t = c.is_tlb(kind) as usize;
             let stack = &mut model[set][t];
             let pos = stack.iter().position(|&l| l == line);
             want[t][pos.filter(|&p| p < ways).unwrap_or(ways)] += 1;
@@ -336,5 +345,8 @@ mod tests {
         assert_eq!(v, 3, "the only TLB way");
         let v = c.victim(&mut SetView { ages: &mut ages, info: &info, incoming: LineKind::PageTable, index: 0 });
         assert_eq!(v, 1, "page-table lines are data to CSALT");
+        c.set_page_tables_translate(true);
+        let v = c.victim(&mut SetView { ages: &mut ages, info: &info, incoming: LineKind::PageTable, index: 0 });
+        assert_eq!(v, 3, "with csalt.page_tables=translation, they take the TLB ways");
     }
 }
