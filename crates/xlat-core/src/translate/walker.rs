@@ -386,6 +386,22 @@ mod tests {
         fn steer(&mut self, _: Steer) {}
     }
 
+    /// A 4-level table mapping `pages` (4 KB each) to frames 0x1234, 0x1235, ...
+    fn table_mapping(pages: &[VirtAddr]) -> (PageTables, NodeId) {
+        let mut phys = PhysMem::new(1 << 30);
+        let mut pt = PageTables::new();
+        let root = pt.alloc_node(&mut phys, 4).unwrap();
+        for (i, &page) in pages.iter().enumerate() {
+            let _ = pt.map(&mut phys, root, 4, page, Frame(0x1234 + i as u64), PageSize::Size4K, PTE_RW).unwrap();
+        }
+        (pt, root)
+    }
+
+    /// The walker's parameters in these tests: a 3-cycle PWC probe, 4 levels, ASAP's `asap`.
+    fn params(asap: u8) -> WalkParams {
+        WalkParams { pwc_latency: 3, nested_latency: 1, top: 4, host_top: 4, ntlb: false, nested_tlb_data: false, coalesce: 0, asap }
+    }
+
     /// The line of the entry for `va` at each level of the 4-level table at `root`, top first.
     fn entry_lines(pt: &PageTables, root: NodeId, va: VirtAddr) -> Vec<u64> {
         let (mut node, mut out) = (root, Vec::new());
@@ -406,17 +422,12 @@ mod tests {
     /// not-present entry and reports a fault.
     #[test]
     fn walks_read_the_path_through_the_port() {
-        let mut phys = PhysMem::new(1 << 30);
-        let mut pt = PageTables::new();
-        let root = pt.alloc_node(&mut phys, 4).unwrap();
         let va = VirtAddr(0x7f12_3456_7000);
-        for (i, page) in [va, VirtAddr(va.0 + 4096)].into_iter().enumerate() {
-            let _ = pt.map(&mut phys, root, 4, page, Frame(0x1234 + i as u64), PageSize::Size4K, PTE_RW).unwrap();
-        }
+        let (mut pt, root) = table_mapping(&[va, VirtAddr(va.0 + 4096)]);
         let cfg = Config::default();
         let mut mmu = Mmu::new(&cfg, 1);
         let mut mechs = Mechs::new(Vec::new(), 1);
-        let p = WalkParams { pwc_latency: 3, nested_latency: 1, top: 4, host_top: 4, ntlb: false, nested_tlb_data: false, coalesce: 0, asap: 0 };
+        let p = params(0);
         let mut port = FakePort::default();
         let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
 
@@ -447,18 +458,13 @@ mod tests {
     /// one level, only the PTE; nothing is prefetched below a missing entry.
     #[test]
     fn asap_prefetches_the_last_levels_below_the_walks_start() {
-        let mut phys = PhysMem::new(1 << 30);
-        let mut pt = PageTables::new();
-        let root = pt.alloc_node(&mut phys, 4).unwrap();
         let va = VirtAddr(0x7f12_3456_7000);
         let far = VirtAddr(va.0 + (4 << 20)); // another 2 MB region of the same 1 GB one
-        for (i, page) in [va, VirtAddr(va.0 + 4096), far].into_iter().enumerate() {
-            let _ = pt.map(&mut phys, root, 4, page, Frame(0x1234 + i as u64), PageSize::Size4K, PTE_RW).unwrap();
-        }
+        let (mut pt, root) = table_mapping(&[va, VirtAddr(va.0 + 4096), far]);
         let cfg = Config::default();
         let mut mmu = Mmu::new(&cfg, 1);
         let mut mechs = Mechs::new(Vec::new(), 1);
-        let mut p = WalkParams { pwc_latency: 3, nested_latency: 1, top: 4, host_top: 4, ntlb: false, nested_tlb_data: false, coalesce: 0, asap: 2 };
+        let mut p = params(2);
         let mut port = FakePort::default();
         let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
 
