@@ -22,7 +22,8 @@ VIRT_KEYS = ("walk_steps.guest", "walk_steps.host", "walk_steps_per_walk", "walk
 
 def test_summary_rows_split_guest_and_host_reads():
     stats = {
-        "walks": 1000, "walk_steps": 7300, "walk_steps.guest": 2500, "walk_steps.host": 4800,
+        "walks": 1000, "walk_steps": 7300, "walk_steps.miss": 7300, "walk_steps.guest": 2500, "walk_steps.host": 4800,
+        "walk_steps.miss.guest": 2500, "walk_steps.miss.host": 4800,
         "nested_tlb.hits": 300, "nested_tlb.misses": 700, "vm_switches": 4, "ept_violations": 0,
         "pt_bytes": 16 << 20, "host.pt_bytes": 17 << 20, "huge_coverage": 0.0, "host.huge_coverage": 1.0,
     }

@@ -60,7 +60,7 @@ def interval_ratios(interval: Mapping[str, Any]) -> dict[str, Any]:
 
     - ``ipc`` = ``instructions`` / ``cycles``
     - ``tlb.l1d.mpki``, ``tlb.l2.mpki`` = ``tlb.<level>.misses`` * 1000 / ``instructions``
-    - ``walk_cycles_per_walk`` = ``walk_cycles`` / ``walks``
+    - ``walk_cycles_per_walk`` = ``walk_cycles`` / (``walks`` + ``tlb.dirty_walks``)
     - ``cache.<c>.miss_rate`` = ``cache.<c>.misses`` / ``cache.<c>.accesses`` for every cache
       (and its ``data``/``pt`` parts) in the interval
 
@@ -81,7 +81,8 @@ def interval_ratios(interval: Mapping[str, Any]) -> dict[str, Any]:
     ratio("ipc", "instructions", "cycles")
     for level in ("l1d", "l2"):
         ratio(f"tlb.{level}.mpki", f"tlb.{level}.misses", "instructions", 1000.0)
-    ratio("walk_cycles_per_walk", "walk_cycles", "walks")
+    if "walk_cycles" in interval and num("walks") + num("tlb.dirty_walks") > 0:
+        out["walk_cycles_per_walk"] = num("walk_cycles") / (num("walks") + num("tlb.dirty_walks"))
     for name in list(interval):
         if name.startswith("cache.") and name.endswith(".accesses"):
             cache = name[: -len(".accesses")]

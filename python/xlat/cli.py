@@ -225,19 +225,21 @@ def summary_rows(stats: dict) -> list[tuple[str, str]]:
             add(f"{label} misses (MPKI)", f"{m:,.0f} ({_fmt(mpki(stats, level), '{:.2f}')})")
     add("page walks", _fmt(_num(stats, "walks")))
     walks = _num(stats, "walks")
+    # Every walk probes the page-walk caches: TLB misses', dirty-bit walks and retries.
+    all_walks = (walks or 0.0) + (_num(stats, "tlb.dirty_walks") or 0.0) + (_num(stats, "walks.retries") or 0.0)
     per_walk = _num(stats, "walk_steps_per_walk")
     if per_walk is None:
-        per_walk = _ratio(_num(stats, "walk_steps"), walks)
+        per_walk = _ratio(_num(stats, "walk_steps.miss"), walks)
     if walks:  # per-walk figures of a run without walks (a perfect TLB) mean nothing
         add("PTE reads per walk", _fmt(per_walk, "{:.2f}"))
         add("cycles per walk", _fmt(_num(stats, "walk_cycles_per_walk"), "{:.1f}"))
     pwc = [(lv, _num(stats, f"pwc.{lv}.hits")) for lv in ("l5", "l4", "l3", "l2")]
     pwc = [(lv, h) for lv, h in pwc if h is not None]
-    if pwc and walks:
-        add("PWC hits per walk", "  ".join(f"{lv.upper()} {h / walks:.2f}" for lv, h in pwc))
-    if walks and _num(stats, "walk_steps.guest") is not None:
-        # Virtualized: the 2D walk's reads split into guest and host (EPT) entries.
-        g, h = _num(stats, "walk_steps.guest") or 0.0, _num(stats, "walk_steps.host") or 0.0
+    if pwc and all_walks:
+        add("PWC hits per walk", "  ".join(f"{lv.upper()} {h / all_walks:.2f}" for lv, h in pwc))
+    if walks and _num(stats, "walk_steps.miss.guest") is not None:
+        # Virtualized: a TLB miss's 2D walk reads guest and host (EPT) entries.
+        g, h = _num(stats, "walk_steps.miss.guest") or 0.0, _num(stats, "walk_steps.miss.host") or 0.0
         add("PTE reads per walk: guest / host", f"{g / walks:.2f} / {h / walks:.2f}")
         nh, nm = _num(stats, "nested_tlb.hits") or 0.0, _num(stats, "nested_tlb.misses") or 0.0
         if nh + nm:
@@ -436,8 +438,8 @@ def _print_entry(e: dict, out, name: str | None = None) -> None:
 SUMMARY_LABELS = {
     "references": ["refs"], "instructions": ["instructions"], "cycles": ["cycles"], "ipc": ["ipc"],
     "l1 dtlb misses (mpki)": ["tlb.l1d.misses", "tlb.l1d.mpki"], "l2 tlb misses (mpki)": ["tlb.l2.misses", "tlb.l2.mpki"],
-    "page walks": ["walks"], "pte reads per walk": ["walk_steps_per_walk"], "cycles per walk": ["walk_cycles_per_walk"],
-    "pwc hits per walk": ["pwc.l4.hits"], "pte reads per walk: guest / host": ["walk_steps.guest", "walk_steps.host"],
+    "page walks": ["walks", "tlb.dirty_walks", "walks.retries"], "pte reads per walk": ["walk_steps_per_walk"], "cycles per walk": ["walk_cycles_per_walk"],
+    "pwc hits per walk": ["pwc.l4.hits"], "pte reads per walk: guest / host": ["walk_steps_per_walk.guest", "walk_steps_per_walk.host"],
     "nested tlb hits": ["nested_tlb.hits"], "pte reads served by": ["pte_served.l1"],
     "l1d miss rate": ["cache.l1d.miss_rate"], "l2 miss rate": ["cache.l2.miss_rate"], "llc miss rate": ["cache.llc.miss_rate"],
     "page faults": ["faults", "fault_cycles"], "ept violations": ["ept_violations"], "vm switches": ["vm_switches"],

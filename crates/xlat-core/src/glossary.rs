@@ -245,23 +245,27 @@ pub static ENTRIES: &[Entry] = &[
     e(Tlbs, "[core<N>.]tlb.l2i.misses", Counter, "lookups", "L2 ITLB lookups that found no entry: each starts a page walk.").only("`tlb.l2i.entries` > 0"),
     e(Tlbs, "[core<N>.]tlb.l2i.mpki", Float, "per 1000 instructions", "`tlb.l2i.misses` per thousand `instructions`.").only("`tlb.l2i.entries` > 0"),
     e(Tlbs, "[core<N>.]tlb.dirty_walks", Counter, "walks",
-        "Walks started only to set a page's dirty bit: a store whose first TLB entry found (L1, or L2 after an L1 miss) was clean. Included in `walks`."),
+        "Walks started only to set a page's dirty bit: a store whose first TLB entry found (L1, or L2 after an L1 miss) was clean. Not in `walks`."),
     // ---- page-walk caches ------------------------------------------------------------------
     e(Pwcs, "[core<N>.]pwc.<level>.hits", Counter, "lookups",
         "Walks whose probe of this page-walk-cache level matched (a walk probes every level; `l4` caches L4 entries, tagged by the virtual address above bit 39, `l3` L3 entries, above bit 30, `l2` L2 entries, above bit 21, `l5` L5 entries, above bit 48; with `pt.format=fpt` or `fpt-l4l3`, `l3` is the table of the flattened root's entries, `pwc.flat.entries`). 0 when the level has no entries (`l5`: except with `pt.format=radix5` and `pwc.l5.entries` > 0)."),
     e(Pwcs, "[core<N>.]pwc.<level>.misses", Counter, "lookups",
-        "Walks whose probe of this level missed. For a level that has entries, hits + misses = `walks`."),
+        "Walks whose probe of this level missed. For a level that has entries, hits + misses = `walks` + `tlb.dirty_walks` + `walks.retries` (every walk probes)."),
     // ---- walks -----------------------------------------------------------------------------
     e(Walks, "[core<N>.]walks", Counter, "walks",
-        "Page walks started by the translation side: L2 TLB misses, dirty-bit walks (`tlb.dirty_walks`), and every retry after a page fault (a faulting walk counts, and its retry counts again). In a VM a 2D walk counts once; its host walks are `host_walks`."),
+        "Page walks caused by TLB misses: one per translation that missed every TLB level (and an L3 TLB, if any). Walks that only set a dirty bit are `tlb.dirty_walks` and walks again after a page fault are `walks.retries`, apart. In a VM a 2D walk counts once; its host walks are `host_walks`."),
+    e(Walks, "[core<N>.]walks.retries", Counter, "walks",
+        "Walks run again after the walk before them faulted and the OS mapped the page (or, in a VM, after an EPT violation): each fault's retry."),
     e(Walks, "[core<N>.]walk_steps", Counter, "PTE reads",
         "Page-table entries read by walks (after the page-walk caches), counted by the memory side as they are read. In a VM, guest and host entries (`walk_steps.guest` + `walk_steps.host`)."),
-    e(Walks, "[core<N>.]walk_steps_per_walk", Ratio, "reads/walk", "`walk_steps` / `walks`."),
+    e(Walks, "[core<N>.]walk_steps.miss", Counter, "PTE reads",
+        "The part of `walk_steps` read by TLB-miss walks (`walks`): not by dirty-bit walks or retries after faults. Counted by the translation side."),
+    e(Walks, "[core<N>.]walk_steps_per_walk", Ratio, "reads/walk", "`walk_steps.miss` / `walks`: entries a TLB miss's walk reads after the page-walk caches."),
     e(Walks, "[core<N>.]walk_cycles", Counter, "cycles",
         "Latency of walks, counted by the memory side: page-walk-cache (and nested-TLB) probe latencies plus each entry read's latency, in order. One translation's walk includes its retries after faults but excludes the fault handler's cycles (`fault_cycles`) and the wait for a free walker (`walker_wait_cycles`)."),
-    e(Walks, "[core<N>.]walk_cycles_per_walk", Ratio, "cycles/walk", "`walk_cycles` / `walks`."),
+    e(Walks, "[core<N>.]walk_cycles_per_walk", Ratio, "cycles/walk", "`walk_cycles` / (`walks` + `tlb.dirty_walks`): the mean latency of a translation's walk (retries folded in), as `walk_cycles.hist.*` counts them."),
     e(Walks, "[core<N>.]walk_cycles.hist.<bucket>", Counter, "translations",
-        "Histogram of walk latency: translations that walked whose walk took `walk_cycles` in the bucket. One count per translation (its retries after a fault fold into it), so the buckets add up to `walks` minus retries."),
+        "Histogram of walk latency: translations that walked whose walk took `walk_cycles` in the bucket. One count per translation (its retries after a fault fold into it), so the buckets add up to `walks` + `tlb.dirty_walks`."),
     e(Walks, "[core<N>.]walker_wait_cycles", Counter, "cycles",
         "Cycles walks waited for a free page walker (`core.walkers` in flight per core), counted by the memory side; not part of `walk_cycles`."),
     // ---- where served ----------------------------------------------------------------------
@@ -355,7 +359,8 @@ pub static ENTRIES: &[Entry] = &[
     e(Os, "[host.]os.reserved_bytes", Counter, "bytes", "Bytes held by reservations and not yet populated, at the end of the run."),
     // ---- virtual machines ------------------------------------------------------------------
     e(Vms, "[core<N>.]walk_steps.<side>", Counter, "PTE reads", "`walk_steps` split by table: guest entries, and host (EPT) entries read by host walks.").only("`virt.enabled=true`"),
-    e(Vms, "[core<N>.]walk_steps_per_walk.<side>", Ratio, "reads/walk", "`walk_steps.<side>` / `walks` (per 2D walk).").only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]walk_steps_per_walk.<side>", Ratio, "reads/walk", "`walk_steps.miss.<side>` / `walks`: guest or host entries a TLB miss's 2D walk reads.").only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]walk_steps.miss.<side>", Counter, "PTE reads", "The part of `walk_steps.<side>` read by TLB-miss walks (`walk_steps.miss` split by table).").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]pte_served.<side>.<where>", Counter, "PTE reads", "`pte_served.<where>` split by table.").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]nested_tlb.hits", Counter, "lookups",
         "Nested TLB lookups (a guest entry's gPA, and the final data gPA with `virt.nested_tlb_data`) that found a usable gPA -> hPA translation.")
@@ -574,10 +579,10 @@ const SUMMARY: &str = r#"## The summary of `xlat run`
 |---|---|---|
 | IPC | `ipc` = `instructions` / `cycles` | the timing window's result; compare with `--set tlb.perfect=true` for what translation costs |
 | L1 DTLB / L2 TLB misses (MPKI) | `tlb.l1d.misses`, `tlb.l2.misses`, `tlb.*.mpki` | misses per kilo-instruction |
-| page walks | `walks` | walks started (L2 TLB misses, walks that set a dirty bit: `tlb.dirty_walks`, and retries after faults) |
-| PTE reads per walk | `walk_steps_per_walk` = `walk_steps` / `walks` | page-table entries read per walk after the page-walk caches |
+| page walks | `walks` | walks caused by TLB misses (walks that only set a dirty bit are `tlb.dirty_walks`, retries after faults `walks.retries`) |
+| PTE reads per walk | `walk_steps_per_walk` = `walk_steps.miss` / `walks` | page-table entries a TLB miss's walk reads after the page-walk caches |
 | cycles per walk | `walk_cycles_per_walk` | walk latency; `walk_cycles.hist.*` is its histogram |
-| PWC hits per walk | `pwc.<level>.hits` / `walks` | which page-walk-cache levels hit |
+| PWC hits per walk | `pwc.<level>.hits` / (`walks` + `tlb.dirty_walks` + `walks.retries`) | which page-walk-cache levels hit |
 | PTE reads served by | `pte_served.<where>` | where each page-table read was found (the PT-Baker thesis's key measurement); `data_served.*` the same for data |
 | L1D / L2 / LLC miss rate | `cache.<cache>.misses` / `cache.<cache>.accesses` | split by line kind in `cache.<cache>.data.*` and `cache.<cache>.pt.*` (page-table lines) |
 | page faults | `faults` | demand faults (guest faults in a VM) |

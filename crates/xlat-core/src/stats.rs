@@ -122,7 +122,9 @@ counters! {
         fetches: "fetches",
         dirty_walks: "tlb.dirty_walks",
         walks: "walks",
+        walk_retries: "walks.retries",
         walk_steps: "walk_steps",
+        miss_walk_steps: "walk_steps.miss",
         walk_cycles: "walk_cycles",
         walker_wait_cycles: "walker_wait_cycles",
         translation_cycles: "translation_cycles",
@@ -168,6 +170,8 @@ counters! {
     pub struct VirtCounters {
         guest_steps: "walk_steps.guest",
         host_steps: "walk_steps.host",
+        miss_guest_steps: "walk_steps.miss.guest",
+        miss_host_steps: "walk_steps.miss.host",
         pte_guest_l1: "pte_served.guest.l1",
         pte_guest_l2: "pte_served.guest.l2",
         pte_guest_llc: "pte_served.guest.llc",
@@ -244,8 +248,8 @@ pub(crate) fn emit_os(s: &mut Stats, p: &str, oses: &[&Os], top: u8) {
 
 /// Ratios of 2D walks (under `prefix`).
 pub(crate) fn derived_virt(s: &mut Stats, p: &str, k: &CoreCounters, v: &VirtCounters) {
-    s.ratio(format!("{p}walk_steps_per_walk.guest"), v.guest_steps, k.walks);
-    s.ratio(format!("{p}walk_steps_per_walk.host"), v.host_steps, k.walks);
+    s.ratio(format!("{p}walk_steps_per_walk.guest"), v.miss_guest_steps, k.walks);
+    s.ratio(format!("{p}walk_steps_per_walk.host"), v.miss_host_steps, k.walks);
     s.int(format!("{p}nested_tlb.accesses"), v.nested_tlb_hits + v.nested_tlb_misses);
     s.ratio(format!("{p}nested_tlb.hit_rate"), v.nested_tlb_hits, v.nested_tlb_hits + v.nested_tlb_misses);
     s.ratio(format!("{p}walk_steps_per_host_walk"), v.host_steps, v.host_walks);
@@ -312,8 +316,8 @@ pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; T
     for id in TlbId::ALL.into_iter().filter(|id| id.exists(cfg)) {
         s.float(format!("{p}tlb.{}.mpki", id.name()), mpki(t[id as usize].misses));
     }
-    s.ratio(format!("{p}walk_steps_per_walk"), k.walk_steps, k.walks);
-    s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, k.walks);
+    s.ratio(format!("{p}walk_steps_per_walk"), k.miss_walk_steps, k.walks);
+    s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, k.walks + k.dirty_walks);
 }
 
 /// A cache's statistics; `tlb_lines`: by line kind including POM-TLB lines (`tlbe`).

@@ -251,7 +251,8 @@ fn walks_set_accessed_and_dirty_bits_in_both_tables() {
     assert_eq!(leaves(&m), (PTE_A | PTE_D, PTE_A | PTE_D), "a store's walk dirties the guest and the host leaf");
     assert_eq!(m.stats().f("tlb.dirty_walks"), 1.0);
     m.step(0, Ref::store(va.0 + 8, 1)).unwrap();
-    assert_eq!(m.stats().f("walks"), 2.0, "the TLB entry is dirty now");
+    let s = m.stats();
+    assert_eq!((s.f("walks"), s.f("tlb.dirty_walks")), (1.0, 1.0), "the TLB entry is dirty now");
 }
 
 #[test]

@@ -139,7 +139,7 @@ impl Translator {
             }
         }
         port.walk_begin();
-        let (e, size) = self.walk(c, va, write, port)?;
+        let (e, size) = self.walk(c, va, write, present, port)?;
         if self.mechs.hooks.walk_end {
             self.mechs.on_walk_end(core, va, ctx, e, size, port);
         }
@@ -158,13 +158,22 @@ impl Translator {
 
     /// A page walk for `va` on core `c`, natively or 2D; on a fault the OS (the guest's, or
     /// the host's for an EPT violation) maps the page, the port is told what it cost, and
-    /// the walk starts again (the instruction re-executes: a second walk).
-    fn walk<P: MemPort>(&mut self, c: usize, va: VirtAddr, write: bool, port: &mut P) -> Result<(TlbEntry, PageSize), SimError> {
+    /// the walk starts again (the instruction re-executes: a second walk). A walk to set a
+    /// clean translation's dirty bit (`dirty_bit`) counts as `tlb.dirty_walks` (in
+    /// `translate`), any other as one of `walks`; each retry as `walks.retries`.
+    fn walk<P: MemPort>(&mut self, c: usize, va: VirtAddr, write: bool, dirty_bit: bool, port: &mut P) -> Result<(TlbEntry, PageSize), SimError> {
         // Each fault maps one more page (natively the page; in a VM a guest page, or the
         // host page behind a guest page-table node or data page): a handful at most.
-        for _ in 0..64 {
+        for attempt in 0..64 {
             let HwContext { core, space, vm, ctx } = self.contexts[c];
-            let mut w = Walker { mmu: &mut self.mmus[core], ctx, port: &mut *port, mechs: &mut self.mechs, p: &self.walk, c: core };
+            let miss = attempt == 0 && !dirty_bit;
+            let k = &mut self.mmus[core].counters;
+            if miss {
+                k.walks += 1;
+            } else if attempt > 0 {
+                k.walk_retries += 1;
+            }
+            let mut w = Walker { mmu: &mut self.mmus[core], ctx, port: &mut *port, mechs: &mut self.mechs, p: &self.walk, c: core, miss };
             let walked = if self.virt {
                 let v = &mut self.vms[vm];
                 let mut host = HostTable { pt: &mut self.os.pt, root: self.os.spaces[v.space].root, ctx: v.ctx };

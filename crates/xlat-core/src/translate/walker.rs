@@ -97,6 +97,9 @@ pub struct Walker<'a, P: MemPort> {
     pub mechs: &'a mut Mechs,
     pub p: &'a WalkParams,
     pub c: usize,
+    /// The walk is a TLB miss's (not a dirty-bit walk, not a retry after a fault): its reads
+    /// count in `walk_steps.miss`.
+    pub miss: bool,
 }
 
 impl<P: MemPort> Walker<'_, P> {
@@ -105,7 +108,6 @@ impl<P: MemPort> Walker<'_, P> {
     pub fn walk(&mut self, pt: &mut PageTables, root: NodeId, va: VirtAddr, write: bool) -> Walked {
         let ctx = self.ctx;
         let (level, node) = self.pwc_start::<NATIVE>(va, ctx, self.p.top, root);
-        self.mmu.counters.walks += 1;
         if self.p.asap > 0 {
             self.asap_prefetch(pt, va, level, node);
         }
@@ -123,7 +125,6 @@ impl<P: MemPort> Walker<'_, P> {
     pub fn walk_2d(&mut self, gpt: &mut PageTables, groot: NodeId, host: &mut HostTable, va: VirtAddr, write: bool) -> Walked {
         let ctx = self.ctx;
         let (level, node) = self.pwc_start::<GUEST>(va, ctx, self.p.top, groot);
-        self.mmu.counters.walks += 1;
         self.port.delay(self.p.pwc_latency);
         let found =
             self.walk_table::<GUEST>(gpt, va, ctx, level, node, write, |w, gpa| w.nested_translate(host, gpa, false, false).map(|(hpa, _, _)| hpa >> 6));
@@ -274,6 +275,14 @@ impl<P: MemPort> Walker<'_, P> {
                 return Found::HostMissing(addr);
             };
             self.port.read_pte(line, table);
+            if self.miss {
+                self.mmu.counters.miss_walk_steps += 1;
+                match D {
+                    GUEST => self.mmu.vcounters.miss_guest_steps += 1,
+                    HOST => self.mmu.vcounters.miss_host_steps += 1,
+                    _ => {}
+                }
+            }
             let e = pt.entry(node, idx);
             // (The step is built only when some mechanism listens: nothing per step otherwise.)
             if self.mechs.walk_steps {
@@ -429,7 +438,7 @@ mod tests {
         let mut mechs = Mechs::new(Vec::new(), 1);
         let p = params(0);
         let mut port = FakePort::default();
-        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
+        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
 
         assert_eq!(w.walk(&mut pt, root, VirtAddr(va.0 + 0x10), true), Walked::Leaf(TlbEntry::page(0x1234, true), PageSize::Size4K));
         let mut want = vec![Call::Delay(3)];
@@ -449,7 +458,9 @@ mod tests {
         assert_eq!(w.walk(&mut pt, root, VirtAddr(va.0 + (1 << 30)), false), Walked::Fault);
         assert_eq!(w.port.0.len(), 2, "a PWC probe and the one L3 read: {:?}", w.port.0);
         // (Every level is probed on every walk: the second walk hits L4, L3 and L2; the third L4.)
-        assert_eq!((w.mmu.counters.walks, w.mmu.counters.pwc_l2_hits, w.mmu.counters.pwc_l4_hits), (3, 1, 2));
+        assert_eq!((w.mmu.counters.pwc_l2_hits, w.mmu.counters.pwc_l4_hits), (1, 2));
+        // The reads of TLB-miss walks: four, one and one.
+        assert_eq!(w.mmu.counters.miss_walk_steps, 6);
     }
 
     /// ASAP: a cold walk prefetches the PMD and PTE lines before its page-walk-cache probe,
@@ -466,7 +477,7 @@ mod tests {
         let mut mechs = Mechs::new(Vec::new(), 1);
         let mut p = params(2);
         let mut port = FakePort::default();
-        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
+        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
 
         let path = entry_lines(&pt, root, va);
         w.walk(&mut pt, root, va, false);
@@ -497,7 +508,7 @@ mod tests {
         p.asap = 1;
         let mut mmu = Mmu::new(&cfg, 1);
         let mut port = FakePort::default();
-        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0 };
+        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
         w.walk(&mut pt, root, va, false);
         assert_eq!(w.port.0[..2], [Call::Prefetch(path[3]), Call::Delay(3)]);
     }
