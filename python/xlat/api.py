@@ -275,6 +275,19 @@ def _seed(seed: Any) -> int:
     return value
 
 
+def _mix_spec(mix: Any) -> str | None:
+    """A mix as the engine reads it: programs joined by commas."""
+    if mix is None:
+        return None
+    if isinstance(mix, str):
+        parts = [mix]
+    elif isinstance(mix, (list, tuple)) and mix and all(isinstance(p, str) for p in mix):
+        parts = list(mix)
+    else:
+        raise _core.WorkloadError(f"mix: expected 'prog@core,...' or a list of such programs, got {mix!r}")
+    return ",".join(p.strip() for p in parts)
+
+
 def simulate(
     config: Any = "skylake",
     workload: str | None = None,
@@ -287,9 +300,10 @@ def simulate(
     progress: Progress | None = None,
     threads: int | None = None,
     interval: int | str | None = None,
+    mix: str | Sequence[str] | None = None,
     **overrides: Any,
 ) -> Result:
-    """Simulate one workload (or trace) on one machine.
+    """Simulate one workload (or trace, or mix of programs) on one machine.
 
     Args:
         config: a preset name (``"skylake"``), a TOML path, a dict of keys (flat dotted or
@@ -312,6 +326,12 @@ def simulate(
             counted from the end of warm-up; int or ``"1M"``), take the change of every
             statistic into ``Result.series``. None or 0: off. Such runs stay on one host
             thread; the totals are the same as without.
+        mix: programs that run side by side, each in its own address space (its own VM when
+            virtualized) on cores of its own: ``"bfs@0,gups:scale=22@1"`` or a list
+            ``["bfs@0", "gups:scale=22@1"]``; ``@N`` or ``@N-M`` pins a program to cores (the
+            lowest free ones when omitted), ``trace:PATH`` is a recorded program. Program ``i``
+            runs with ``seed + i`` unless its spec sets ``seed=``. Besides the machine's
+            totals, ``prog<N>.*`` statistics hold each program's. See ``weighted_speedup``.
         **overrides: config keys applied last, as ``**{"tlb.l2.entries": 2048}`` or
             ``tlb__l2__entries=2048``.
 
@@ -335,10 +355,11 @@ def simulate(
         raise _core.WorkloadError(f"workload: expected 'name' or 'name:key=value,...' (see `xlat workloads`), got {workload!r}")
     if trace_format is not None and not isinstance(trace_format, str):
         raise _core.TraceError(f"trace_format: expected 'native', 'champsim' or 'lackey', got {trace_format!r}")
-    if workload is not None and traces:
-        raise _core.WorkloadError("give a workload or a trace, not both")
-    if workload is None and not traces:
-        raise _core.WorkloadError("give a workload (see `xlat workloads`) or a trace")
+    mix_spec = _mix_spec(mix)
+    if sum(x is not None and x != [] for x in (workload, traces, mix_spec)) > 1:
+        raise _core.WorkloadError("give one of a workload, a trace and a mix, not several")
+    if workload is None and not traces and mix_spec is None:
+        raise _core.WorkloadError("give a workload (see `xlat workloads`), a trace or a mix")
     out = _core.simulate(
         list(resolved.items()),
         workload=workload,
@@ -351,6 +372,7 @@ def simulate(
         progress=progress,
         threads=threads or 0,
         interval=n_interval,
+        mix=mix_spec,
     )
     return Result(
         stats=_undefined_as_nan(out["stats"]),

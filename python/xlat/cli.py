@@ -313,10 +313,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .api import simulate
 
     traces = [t for part in (args.trace or []) for t in part.split(",") if t]
-    if not args.workload and not traces:
-        raise CliError("give --workload NAME or --trace FILE (see 'xlat workloads')")
-    if args.workload and traces:
-        raise CliError("give --workload or --trace, not both")
+    given = [o for o, v in (("--workload", args.workload), ("--trace", traces), ("--mix", args.mix)) if v]
+    if not given:
+        raise CliError("give --workload NAME, --trace FILE or --mix 'PROG@CORE,...' (see 'xlat workloads')")
+    if len(given) > 1:
+        raise CliError(f"give one of --workload, --trace and --mix, not {' and '.join(given)}")
     if args.trace_format and not traces:
         raise CliError("--trace-format needs --trace")
     for t in traces:
@@ -329,10 +330,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return simulate(
             args.config, args.workload, refs=args.refs, seed=args.seed, warmup=args.warmup,
             prefault=args.prefault, trace=traces or None, trace_format=args.trace_format,
-            progress=progress, threads=args.threads, interval=args.interval, **dict(args.sets),
+            progress=progress, threads=args.threads, interval=args.interval, mix=args.mix, **dict(args.sets),
         )
 
-    desc = args.workload or os.path.basename(traces[0])
+    desc = args.workload or ("mix" if args.mix else os.path.basename(traces[0]))
     if args.json:
         # Open the temporary output before the run: an unwritable destination fails now, not
         # after minutes of simulation, and Ctrl-C or an error leaves no partial file.
@@ -366,6 +367,11 @@ def print_result(result, all_stats: bool = False, out=None) -> None:
         print_table([(k, "-" if isinstance(v, float) and math.isnan(v) else v) for k, v in result.stats.items()], out=out, indent="  ")
     else:
         print_table(summary_rows(result.stats), out=out, indent="  ")
+        programs = program_rows(result)
+        if programs:
+            print(file=out)
+            print("each program (prog<N>.* statistics):", file=out)
+            print_table(programs, header=("program", "cores", "IPC", "L2 TLB MPKI", "walks", "cycles/walk"), out=out, indent="  ")
     note = steady_state_note(result.stats, prefault=result.prefault, warmup=result.warmup)
     if note:
         print(file=out)
@@ -375,6 +381,19 @@ def print_result(result, all_stats: bool = False, out=None) -> None:
         print(f"over time, every {result.interval:,} instructions (each interval's own figures):", file=out)
         print_table(series_rows(result.series), header=("interval", "instructions", "IPC", "L2 TLB MPKI", "walks"),
                     out=out, indent="  ")
+
+
+def program_rows(result) -> list[tuple[str, ...]]:
+    """The per-program table of a mix: what each program got, from its `prog<N>.` statistics."""
+    if result.workload.get("name") != "mix":
+        return []
+    rows = []
+    for key, spec in (result.workload.get("params") or {}).items():
+        prog, cores = spec.rsplit("@", 1) if "@" in spec else (spec, "")
+        st = {k[len(key) + 1:]: v for k, v in result.stats.items() if k.startswith(key + ".")}
+        rows.append((f"{key} {prog.split(':')[0]}", cores, _fmt(_num(st, "ipc"), "{:.3f}"), _fmt(_num(st, "tlb.l2.mpki"), "{:.2f}"),
+                     _fmt(_num(st, "walks")), _fmt(_num(st, "walk_cycles_per_walk"), "{:.1f}")))
+    return rows
 
 
 def series_rows(series: Sequence[dict]) -> list[tuple[str, ...]]:
@@ -690,6 +709,9 @@ def build_parser() -> Parser:
                    help="simulate trace file(s) instead of a kernel; one file per core")
     r.add_argument("--trace-format", choices=("native", "champsim", "lackey"),
                    help="format of the trace files (default: from the file)")
+    r.add_argument("--mix", metavar="PROG@CORE,...",
+                   help="programs side by side, each in its own address space on its own cores: "
+                        "'bfs@0,gups:scale=22@1,trace:run.xtr@2' (@N-M: several cores; no @: the lowest free)")
     r.add_argument("--refs", "-n", type=count_arg, metavar="N",
                    help="references to simulate after warm-up: 1000000, 1e6, 10M (default: all)")
     r.add_argument("--warmup", type=count_arg, default=0, metavar="N",

@@ -504,6 +504,41 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         self.insert_other(set, key, val, kind, owner)
     }
 
+    /// [`Self::insert_owned`] evicting only among the ways set in `mask` (way partitioning,
+    /// as Intel's CAT: a core fills only its ways, but hits in any). LRU and FIFO only: other
+    /// policies pick victims across the whole set (config validation keeps them apart).
+    #[inline(never)]
+    pub fn insert_in_ways(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8, mask: u64) -> (usize, Option<Evicted<K, V>>) {
+        let way = match self.fast {
+            Fast::OrderedLru | Fast::OrderedFifo => {
+                let o = self.order_word::<u64>(set);
+                let way = self.order.victim_in(o, mask).expect("a way partition names ways of the set");
+                self.set_order_word(set, Order::promote(o, way));
+                way
+            }
+            Fast::WideLru | Fast::WideFifo => {
+                let o = self.order_word::<u128>(set);
+                let way = self.wide.victim_in(o, mask).expect("a way partition names ways of the set");
+                self.set_order_word(set, WideOrder::promote(o, way));
+                way
+            }
+            Fast::Stamped => {
+                let AnyPolicy::Stamped(p) = &mut self.policy else { unreachable!("Fast::Stamped is a stamped policy") };
+                let t = p.fill_stamp();
+                let ages = self.ages(set);
+                let way = (0..self.ways).filter(|&w| mask >> w & 1 != 0).min_by_key(|&w| ages[w]).expect("a way partition names ways of the set");
+                self.ages_mut(set)[way] = t;
+                let filled = self.fill_way(set, way, key, val, kind, owner);
+                if t >= crate::memory::repl::STAMP_LIMIT {
+                    self.renumber();
+                }
+                return filled;
+            }
+            Fast::Other => unreachable!("way partitions need LRU or FIFO (config validation)"),
+        };
+        self.fill_way(set, way, key, val, kind, owner)
+    }
+
     #[inline(never)]
     fn insert_other(&mut self, set: usize, key: K, val: V, kind: LineKind, owner: u8) -> (usize, Option<Evicted<K, V>>) {
         let way = match self.keys(set)[..self.ways].iter().position(|&k| k == K::INVALID) {
@@ -661,6 +696,41 @@ mod tests {
                 // Full again: the oldest of the original blocks goes (1, filled second).
                 let (slot, ev) = a.insert(0, 102, 0, LineKind::Data);
                 assert_eq!((slot, ev.map(|e| e.key)), (1, Some(1)), "{policy} {ways}");
+            }
+        }
+    }
+
+    /// Way partitioning against a model: owners with keys of their own each see an LRU cache
+    /// of exactly their ways, whatever the others do, with an order word (8 ways), a wide one
+    /// (24) and stamps (32).
+    #[test]
+    fn a_way_partition_is_an_lru_cache_of_its_own() {
+        for ways in [8usize, 24, 32] {
+            let n = ways / 4;
+            let mut a: SetAssoc<u64, u8> = SetAssoc::new(2, ways, Policy::Lru, 1);
+            let mask = |o: u64| (0..n as u64).fold(0u64, |m, i| m | 1 << (o * n as u64 + i));
+            // The model: per set and owner, keys from most to least recent.
+            let mut model: Vec<Vec<Vec<u64>>> = vec![vec![Vec::new(); 4]; 2];
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            for step in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let (owner, set) = ((x % 4) as usize, (x >> 8) as usize % 2);
+                // Owner o's keys: o * 1000 + a few more than its ways, in its set's parity.
+                let key = owner as u64 * 1000 + ((x >> 16) % (n as u64 + 3)) * 2 + set as u64;
+                let m = &mut model[set][owner];
+                let hit = a.lookup(set, key).is_some();
+                assert_eq!(hit, m.contains(&key), "{ways} ways, step {step}: key {key}");
+                if let Some(i) = m.iter().position(|&k| k == key) {
+                    m.remove(i);
+                } else {
+                    let (slot, ev) = a.insert_in_ways(set, key, 0, LineKind::Data, owner as u8, mask(owner as u64));
+                    assert!(mask(owner as u64) >> (slot & (a.stride - 1)) & 1 != 0, "filled outside its ways");
+                    let expect = (m.len() == n).then(|| m.pop().unwrap());
+                    assert_eq!(ev.map(|e| e.key), expect, "{ways} ways, step {step}");
+                }
+                m.insert(0, key);
             }
         }
     }

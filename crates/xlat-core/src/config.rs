@@ -330,6 +330,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("cache.l2.energy_nj", Limit::Real(1e6)),
     ("cache.llc.size_kb", Limit::Int(CACHE_KB)),
     ("cache.llc.ways", Limit::Int(WAYS)),
+    ("cache.llc.ways_per_core", Limit::Int(64)),
     ("cache.llc.latency", Limit::Int(LATENCY)),
     ("cache.llc.energy_nj", Limit::Real(1e6)),
     ("ptp.probability", Limit::Real(1.0)),
@@ -483,6 +484,7 @@ config! {
     cache_llc_ways: u64 = 8; "cache.llc.ways"; "LLC associativity";
     cache_llc_latency: u64 = 42; "cache.llc.latency"; "load-to-use latency of an LLC hit, in cycles";
     cache_llc_policy: Policy = Policy::Lru; "cache.llc.policy"; "LLC replacement policy";
+    cache_llc_ways_per_core: u64 = 0; "cache.llc.ways_per_core"; "way partitioning of the LLC (as Intel's Cache Allocation Technology): core c fills only ways c*n .. c*n+n-1, modulo the ways (they overlap when cores x n exceeds them), and hits in any; with n = ways / cores and programs that share no memory, each core has an LLC of its own. LRU or FIFO only; 0: shared";
     cache_llc_inclusive: bool = false; "cache.llc.inclusive"; "LLC evictions back-invalidate private caches";
     cache_llc_fill: LlcFill = LlcFill::Inclusive; "cache.llc.fill"; "what fills the LLC: every line fetched from DRAM (inclusive), or only lines evicted from an L2, clean or dirty (victim, as Zen's L3: an LLC hit moves the line to the L2, so the two hold different lines)";
     cache_llc_energy_nj: f64 = 0.6; "cache.llc.energy_nj"; "LLC dynamic energy per access (nJ)";
@@ -705,6 +707,20 @@ impl Config {
         }
         if self.asap_levels == 0 {
             return Err(invalid("asap.levels", "must be at least 1".into()));
+        }
+        if self.cache_llc_ways_per_core > 0 {
+            if self.cache_llc_ways_per_core > self.cache_llc_ways {
+                return Err(invalid(
+                    "cache.llc.ways_per_core",
+                    format!("{} is more than the LLC's {} ways", self.cache_llc_ways_per_core, self.cache_llc_ways),
+                ));
+            }
+            if self.cache_llc_ways > 64 {
+                return Err(invalid("cache.llc.ways_per_core", format!("way partitioning supports LLCs of at most 64 ways, not {}", self.cache_llc_ways)));
+            }
+            if !matches!(self.cache_llc_policy, Policy::Lru | Policy::Fifo) {
+                return Err(invalid("cache.llc.ways_per_core", format!("way partitioning needs cache.llc.policy lru or fifo, not {}", self.cache_llc_policy)));
+            }
         }
         if self.cache_llc_fill == LlcFill::Victim && self.cache_llc_inclusive {
             return Err(invalid("cache.llc.fill", "a victim LLC cannot be inclusive (cache.llc.inclusive=true): it holds only what the L2s evicted".into()));

@@ -108,7 +108,7 @@ pub struct Placeholder {
 
 /// Every placeholder used in the glossary's patterns.
 pub const PLACEHOLDERS: &[Placeholder] = &[
-    Placeholder { name: "N", values: &[], doc: "a core number, in the `core<N>.` prefix of multi-core runs" },
+    Placeholder { name: "N", values: &[], doc: "a core number, in the `core<N>.` prefix of multi-core runs (a program number where `prog<N>.` stands for it)" },
     Placeholder { name: "cache", values: &["l1i", "l1d", "l2", "llc"], doc: "a cache: the private L1I, L1D and L2 (summed over cores) or the shared LLC" },
     Placeholder { name: "pcache", values: &["l2", "llc"], doc: "a cache CSALT can partition: the private L2s or the shared LLC" },
     Placeholder { name: "pfcache", values: &["l1d", "l2"], doc: "a cache with a data prefetcher: the private L1Ds or L2s (summed over cores)" },
@@ -512,7 +512,10 @@ impl Entry {
     /// Whether the concrete statistic name `name` is one of this entry's.
     pub fn matches(&self, name: &str) -> bool {
         let (opt, rest) = split_optional(self.pattern);
-        opt.is_some_and(|o| matches_seq(o, rest, name)) || matches_seq(rest, "", name)
+        // A mix's programs report what cores do: `prog<N>.` goes wherever `core<N>.` may.
+        let as_core = name.strip_prefix("prog").map(|r| format!("core{r}"));
+        let prefixed = |n: &str| opt.is_some_and(|o| o.starts_with("core") && matches_seq(o, rest, n));
+        opt.is_some_and(|o| matches_seq(o, rest, name)) || as_core.is_some_and(|n| prefixed(&n)) || matches_seq(rest, "", name)
     }
 
     /// The pattern's forms: with its optional prefix and without (or just the pattern).
@@ -556,6 +559,9 @@ does not describe, or when this page is out of date.
   ratios computed from the sums (`ipc` is all instructions over the slowest core's cycles).
 - **`core<N>.`**: with two or more cores, the statistics marked `[core<N>.]` below are also
   reported for each core (`core0.walks`, `core1.ipc`). A one-core run has the bare names only.
+- **`prog<N>.`**: a mix of programs (`--mix`) also reports the same statistics for each program,
+  summed over the cores it runs on (`prog0.ipc`, `prog1.tlb.l2.mpki`); its `cycles` are its
+  slowest core's. Program numbers follow the order of the mix.
 - **`host.`**: in a virtual machine (`virt.enabled=true`), page-table, memory and OS statistics
   under their bare names are the guests' (summed over VMs: what the application sees), and those
   marked `[host.]` are also reported for the hypervisor (its EPTs and the machine's physical
@@ -634,6 +640,8 @@ mod tests {
         assert_eq!(lookup("core12.pte_served.host.dram").map(|e| e.pattern), Some("[core<N>.]pte_served.<side>.<where>"));
         assert_eq!(lookup("core0.ipc").map(|e| e.pattern), Some("[core<N>.]ipc"));
         assert!(lookup("core01.walks").is_none(), "no leading zeros");
+        assert_eq!(lookup("prog3.walks").map(|e| e.pattern), Some("[core<N>.]walks"));
+        assert!(lookup("prog0.cache.l1d.accesses").is_none(), "programs have what cores have");
         assert!(lookup("core.walks").is_none());
         assert!(lookup("host.walks").is_none(), "walks has no host. form");
         assert!(lookup("core0.cache.l1d.accesses").is_none(), "caches have no per-core form");

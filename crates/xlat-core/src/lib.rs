@@ -28,7 +28,7 @@ pub use config::{Config, ConfigError};
 pub use error::SimError;
 pub use machine::{Machine, RunOptions};
 pub use stats::{StatValue, Stats};
-pub use workload::{Ref, RefKind, RefSource, Region, SourceError, VecSource};
+pub use workload::{Program, Ref, RefKind, RefSource, Region, SourceError, VecSource};
 
 /// Version of the engine, reported in every result.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -46,7 +46,7 @@ pub fn simulate(
     seed: u64,
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Stats, SimError> {
-    let mut m = Machine::new(cfg, src.streams(), src.regions(), seed)?;
+    let mut m = Machine::with_programs(cfg, src.streams(), src.programs(), seed)?;
     if prefault {
         m.prefault()?;
     }

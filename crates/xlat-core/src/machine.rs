@@ -19,7 +19,7 @@ use crate::translate::mmu::{HwContext, Mmu};
 use crate::translate::tlb::{Invalidate, TlbStats};
 use crate::translate::walker::WalkParams;
 use crate::translate::Translator;
-use crate::workload::{Ref, RefSource};
+use crate::workload::{Program, Ref, RefSource};
 
 /// How much to run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -70,17 +70,28 @@ pub struct HostTimes {
 }
 
 impl Machine {
-    /// Build the machine for a workload with `streams` streams, one process whose regions
+    /// Build the machine for a workload with `streams` streams, one program whose regions
     /// are `regions`. The config must have been validated.
     pub fn new(cfg: &Config, streams: usize, regions: Vec<crate::Region>, seed: u64) -> Result<Machine, SimError> {
-        if streams == 0 {
+        let program = Program { name: String::new(), regions, streams: (0..streams).collect() };
+        Machine::with_programs(cfg, streams, vec![program], seed)
+    }
+
+    /// Build the machine for `streams` streams running `programs`, each in its own address
+    /// space (see [`crate::os::sched::boot`]). The config must have been validated.
+    pub fn with_programs(cfg: &Config, streams: usize, programs: Vec<Program>, seed: u64) -> Result<Machine, SimError> {
+        if streams == 0 || programs.is_empty() {
             return Err(SimError::NoStreams);
         }
         if streams as u64 > cfg.system_cores {
             return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores });
         }
-        let footprint_regions = regions.clone();
-        let (os, vms, sched) = crate::os::sched::boot(cfg, streams, regions, seed)?;
+        if programs.len() > 1 && cfg.hawkeye_enabled {
+            return Err(SimError::BadMix { why: "hawkeye.enabled models one address space; a mix has one per program".into() });
+        }
+        // (What footprint-relative limits, such as os.promotion_cap, count: every program's.)
+        let footprint_regions: Vec<crate::Region> = programs.iter().flat_map(|p| p.regions.iter().cloned()).collect();
+        let (os, vms, sched) = crate::os::sched::boot(cfg, streams, &programs, seed)?;
         let mmus = (0..streams).map(|i| Mmu::new(cfg, core_seed(seed, i as u64))).collect();
         // Stream `i` runs on hardware context `i`, on core `i`.
         let contexts = (0..streams)
@@ -104,7 +115,9 @@ impl Machine {
             coalesce: crate::translate::coalesce::group_sizes(cfg),
             asap: if cfg.asap_enabled { cfg.asap_levels as u8 } else { 0 },
         };
-        let mechs = Mechs::from_config(cfg, streams, &footprint_regions);
+        // Every program's processes; one program runs in each of `virt.vms` VMs.
+        let copies = cfg.os_processes * if cfg.virt_enabled && programs.len() == 1 { cfg.virt_vms } else { 1 };
+        let mechs = Mechs::from_config(cfg, streams, &footprint_regions, copies);
         let mut sched = sched;
         for (i, clock, period, first) in mechs.tasks() {
             sched.add(crate::os::sched::Work::Mech(i), clock, period, first);
@@ -283,17 +296,25 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
                 cache_energy += (cache.total_accesses() + cache.counters.writebacks) as f64 * cache.energy_nj;
             }
             if multi {
-                let p = format!("core{i}.");
-                k.emit(&p, &mut s);
-                emit_tlbs(&mut s, &p, &t, &xl.cfg);
-                s.int(format!("{p}instructions"), core.instructions());
-                s.int(format!("{p}cycles"), core.cycles());
-                s.ratio(format!("{p}ipc"), core.instructions(), core.cycles());
-                derived(&mut s, &p, &k, &t, core.instructions(), &xl.cfg);
-                if virt {
-                    v.emit(&p, &mut s);
-                    derived_virt(&mut s, &p, &k, &v);
+                emit_part(&mut s, &format!("core{i}."), &k, &v, &t, core.instructions(), core.cycles(), xl);
+            }
+        }
+        // A mix: each program's, summed over its cores (its cycles: its slowest core's).
+        if xl.sched.programs.len() > 1 {
+            for (n, cores) in xl.sched.programs.iter().enumerate() {
+                let (mut k, mut v, mut t) = (CoreCounters::default(), VirtCounters::default(), [TlbStats::default(); crate::translate::mmu::TLB_LEVELS]);
+                let (mut instr, mut cycles) = (0, 0);
+                for &c in cores {
+                    let (mmu, core) = (&xl.mmus[c], &mem.cores[c]);
+                    k.add(&mmu.counters);
+                    k.add(&core.counters);
+                    v.add(&mmu.vcounters);
+                    v.add(&core.vcounters);
+                    add_tlbs(&mut t, &mmu.tlbs.each_ref().map(|l| l.stats));
+                    instr += core.instructions();
+                    cycles = cycles.max(core.cycles());
                 }
+                emit_part(&mut s, &format!("prog{n}."), &k, &v, &t, instr, cycles, xl);
             }
         }
         s.int("instructions", instr);
@@ -352,6 +373,30 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         }
         xl.mechs.emit_stats(&mut s);
         s
+    }
+}
+
+/// The statistics of part of the machine (a core, a program's cores) under prefix `p`.
+#[allow(clippy::too_many_arguments)]
+fn emit_part(
+    s: &mut Stats,
+    p: &str,
+    k: &CoreCounters,
+    v: &VirtCounters,
+    t: &[TlbStats; crate::translate::mmu::TLB_LEVELS],
+    instr: u64,
+    cycles: u64,
+    xl: &Translator,
+) {
+    k.emit(p, s);
+    emit_tlbs(s, p, t, &xl.cfg);
+    s.int(format!("{p}instructions"), instr);
+    s.int(format!("{p}cycles"), cycles);
+    s.ratio(format!("{p}ipc"), instr, cycles);
+    derived(s, p, k, t, instr, &xl.cfg);
+    if xl.virt {
+        v.emit(p, s);
+        derived_virt(s, p, k, v);
     }
 }
 

@@ -89,6 +89,18 @@ impl Region {
     }
 }
 
+/// One program of a run: what its address space holds and which streams run it. Each program
+/// gets its own address space (natively: its own processes; virtualized: its own VM), so
+/// programs share the machine (caches, DRAM, physical memory, the OS) and nothing else.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Program {
+    /// What to call it in results (a workload spec, a trace's path).
+    pub name: String,
+    pub regions: Vec<Region>,
+    /// The streams (cores) it runs on, ascending.
+    pub streams: Vec<usize>,
+}
+
 /// Why a reference stream could not deliver its next batch.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SourceError {
@@ -110,6 +122,12 @@ pub trait RefSource: Send {
     /// The virtual-address regions the workload uses (may be empty for traces).
     fn regions(&self) -> Vec<Region>;
 
+    /// The programs its streams belong to. Default: one program that runs every stream.
+    /// A stream no program names runs nothing (an idle core).
+    fn programs(&self) -> Vec<Program> {
+        vec![Program { name: String::new(), regions: self.regions(), streams: (0..self.streams()).collect() }]
+    }
+
     /// Replace the contents of `out` with the next references of `stream` (at most
     /// `out.capacity()`, at least one unless the stream has ended). Leaving `out` empty
     /// means the stream has ended, and every later call leaves it empty too.
@@ -121,12 +139,19 @@ pub struct VecSource {
     streams: Vec<Vec<Ref>>,
     pos: Vec<usize>,
     regions: Vec<Region>,
+    programs: Option<Vec<Program>>,
 }
 
 impl VecSource {
     pub fn new(streams: Vec<Vec<Ref>>, regions: Vec<Region>) -> VecSource {
         let pos = vec![0; streams.len()];
-        VecSource { streams, pos, regions }
+        VecSource { streams, pos, regions, programs: None }
+    }
+
+    /// A mix: `streams` run by `programs` (each names its streams).
+    pub fn with_programs(streams: Vec<Vec<Ref>>, programs: Vec<Program>) -> VecSource {
+        let regions = programs.iter().flat_map(|p| p.regions.iter().cloned()).collect();
+        VecSource { programs: Some(programs), ..VecSource::new(streams, regions) }
     }
 
     pub fn single(refs: Vec<Ref>) -> VecSource {
@@ -141,6 +166,13 @@ impl RefSource for VecSource {
 
     fn regions(&self) -> Vec<Region> {
         self.regions.clone()
+    }
+
+    fn programs(&self) -> Vec<Program> {
+        match &self.programs {
+            Some(p) => p.clone(),
+            None => vec![Program { name: String::new(), regions: self.regions(), streams: (0..self.streams()).collect() }],
+        }
     }
 
     fn next_batch(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {

@@ -63,12 +63,12 @@ fn stats_dict<'py>(py: Python<'py>, entries: Vec<(String, StatValue)>) -> PyResu
     Ok(d)
 }
 
-/// Run one simulation. Exactly one of `workload` (a spec such as `bfs:scale=16`) and
-/// `trace` (paths, one per stream) must be given. Returns `{"stats", "series",
+/// Run one simulation. Exactly one of `workload` (a spec such as `bfs:scale=16`), `trace`
+/// (paths, one per stream) and `mix` (programs on cores, `bfs@0,gups@1`) must be given. Returns `{"stats", "series",
 /// "workload"}`; `series` holds, per `interval` instructions (0: none, an empty list), the
 /// change of every integer statistic.
 #[pyfunction]
-#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0, interval=0))]
+#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0, interval=0, mix=None))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -83,19 +83,21 @@ fn simulate<'py>(
     progress: Option<PyObject>,
     threads: usize,
     interval: u64,
+    mix: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg = build_config(&config)?;
-    if workload.is_some() == trace.is_some() {
-        return Err(XlatError::new_err("give exactly one of a workload and a trace"));
+    if [workload.is_some(), trace.is_some(), mix.is_some()].iter().filter(|&&b| b).count() != 1 {
+        return Err(XlatError::new_err("give exactly one of a workload, a trace and a mix"));
     }
     let opts = RunOptions { max_refs: refs, warmup, threads, interval };
     let total = refs.map(|r| r.saturating_add(warmup));
     // Opening the workload (a kernel may build its input for many seconds) and the run both
     // happen on a thread that Ctrl-C and SIGTERM stop (see `interrupt`).
     let (desc, stats) = interruptible(py, move |stop| {
-        let (desc, mut src) = match (workload, trace) {
-            (Some(w), None) => xlat_workloads::open(&w, seed).map_err(workload_err)?,
-            (None, Some(t)) => xlat_workloads::open_trace(&t, trace_format.as_deref()).map_err(workload_err)?,
+        let (desc, mut src) = match (workload, trace, mix) {
+            (Some(w), None, None) => xlat_workloads::open(&w, seed).map_err(workload_err)?,
+            (None, Some(t), None) => xlat_workloads::open_trace(&t, trace_format.as_deref()).map_err(workload_err)?,
+            (None, None, Some(m)) => xlat_workloads::open_mix(&m, seed).map_err(workload_err)?,
             _ => unreachable!("checked above"),
         };
         let mut failed: Option<PyErr> = None;

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod kernels;
+pub mod mix;
 pub mod params;
 pub mod recorder;
 pub mod rng;
@@ -188,4 +189,12 @@ pub fn open_trace(paths: &[String], format: Option<&str>) -> Result<(WorkloadDes
     let src = trace::TraceSource::open(paths, fmt).map_err(WorkloadError::Trace)?;
     let desc = src.desc();
     Ok((desc, Box::new(src)))
+}
+
+/// Open a mix of programs (`bfs@0,gups:scale=22@1`, see [`mix::parse`]): one stream per core,
+/// each program in its own address space. Program `i` runs with seed `seed + i` unless its
+/// spec sets one.
+pub fn open_mix(spec: &str, seed: u64) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
+    let src = mix::MixSource::open(spec, seed)?;
+    Ok((src.desc(), Box::new(src)))
 }

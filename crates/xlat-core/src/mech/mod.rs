@@ -255,14 +255,13 @@ pub struct Mechs {
 }
 
 impl Mechs {
-    /// The mechanisms `cfg` enables on a machine of `cores` cores whose processes each have
-    /// `regions` (their footprint sets the promotion daemons' cap).
-    pub fn from_config(cfg: &Config, cores: usize, regions: &[crate::Region]) -> Mechs {
+    /// The mechanisms `cfg` enables on a machine of `cores` cores that runs `copies` copies
+    /// of `regions` (their footprint sets the promotion daemons' cap).
+    pub fn from_config(cfg: &Config, cores: usize, regions: &[crate::Region], copies: u64) -> Mechs {
         let mut list = Vec::new();
         if let Some(d) = ptp::PtpDetector::from_config(cfg, cores) {
             list.push(AnyMech::PtpDetector(d));
         }
-        let copies = cfg.os_processes * if cfg.virt_enabled { cfg.virt_vms } else { 1 };
         let footprint = footprint_2m(regions) * copies;
         if let Some(p) = pcc::Pcc::from_config(cfg, cores, footprint) {
             list.push(AnyMech::Pcc(p));

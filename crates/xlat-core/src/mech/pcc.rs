@@ -996,11 +996,11 @@ mod tests {
     fn config_keys_build_and_validate() {
         let cfg = Config::default();
         assert!(Pcc::from_config(&cfg, 1, 0).is_none());
-        assert!(Mechs::from_config(&cfg, 1, &[]).pcc().is_none());
+        assert!(Mechs::from_config(&cfg, 1, &[], 1).pcc().is_none());
         let cfg =
             Config::from_pairs([("pcc.enabled", "true"), ("pcc.entries_1g", "8"), ("pcc.policy", "lru"), ("pcc.readout", "flush"), ("pcc.counter_bits", "4")])
                 .unwrap();
-        let m = Mechs::from_config(&cfg, 2, &[]);
+        let m = Mechs::from_config(&cfg, 2, &[], 1);
         let p = m.pcc().expect("pcc.enabled builds a PCC");
         assert_eq!((p.cores(), p.core(1).pcc.capacity(), p.core(1).pcc_1g.as_ref().unwrap().capacity(), p.readout()), (2, 128, 8, PccReadout::Flush));
         let err = |pairs: &[(&str, &str)]| Config::from_pairs(pairs.iter().copied()).unwrap_err().to_string();

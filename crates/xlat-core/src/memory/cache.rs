@@ -41,6 +41,9 @@ pub struct Cache {
     observed: bool,
     /// A prefetcher fills it: demand hits look for prefetched lines.
     prefetched: bool,
+    /// Way partitioning: per owner (core), the ways it may fill (bit per way); empty: every
+    /// owner fills any way.
+    way_masks: Vec<u64>,
 }
 
 impl Cache {
@@ -54,7 +57,20 @@ impl Cache {
             counters: CacheCounters::default(),
             observed,
             prefetched: false,
+            way_masks: Vec::new(),
         }
+    }
+
+    /// Partition its ways among `owners` owners (cores), `n` ways each: owner `c` fills ways
+    /// `c·n .. c·n + n - 1` (modulo the ways, so they overlap when `owners · n` exceeds
+    /// them), as Intel's Cache Allocation Technology does; lookups still hit in every way.
+    /// `n = 0`: no partitioning.
+    pub fn with_ways_per_owner(mut self, owners: usize, n: u64) -> Cache {
+        let ways = self.arr.ways() as u64;
+        if n > 0 && ways <= 64 {
+            self.way_masks = (0..owners as u64).map(|c| (0..n).fold(0u64, |m, i| m | 1 << ((c * n + i) % ways))).collect();
+        }
+        self
     }
 
     /// A cache a prefetcher fills (see [`Cache::fill_prefetch`]).
@@ -170,7 +186,10 @@ impl Cache {
     #[inline]
     fn install(&mut self, line: u64, kind: LineKind, meta: LineMeta, owner: u8) -> Option<Victim> {
         let set = self.arr.set_of(line);
-        let (_, ev) = self.arr.insert_owned(set, line, meta, kind, owner);
+        let (_, ev) = match self.way_masks.get(owner as usize) {
+            None => self.arr.insert_owned(set, line, meta, kind, owner),
+            Some(&mask) => self.arr.insert_in_ways(set, line, meta, kind, owner, mask),
+        };
         ev.map(|e| Victim { line: e.key, dirty: e.val.dirty, kind: e.kind })
     }
 
@@ -222,8 +241,15 @@ mod tests {
     #[test]
     fn write_back_marks_and_victims_carry_dirt() {
         // 2 sets x 2 ways.
-        let mut c =
-            Cache { arr: SetAssoc::new(2, 2, Policy::Lru, 1), latency: 4, energy_nj: 0.0, counters: Default::default(), observed: false, prefetched: false };
+        let mut c = Cache {
+            arr: SetAssoc::new(2, 2, Policy::Lru, 1),
+            latency: 4,
+            energy_nj: 0.0,
+            counters: Default::default(),
+            observed: false,
+            prefetched: false,
+            way_masks: Vec::new(),
+        };
         assert!(!c.access(0, LineKind::Data, false));
         assert!(c.fill(0, LineKind::Data, false, 0).is_none());
         assert!(c.access(0, LineKind::Data, true));

@@ -166,7 +166,8 @@ impl MemorySide {
         let mut m = MemorySide {
             cores: (0..cores as u64).map(|i| CoreMem::new(cfg, core_seed(seed, i))).collect(),
             llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c)
-                .with_csalt(cfg),
+                .with_csalt(cfg)
+                .with_ways_per_owner(cores, cfg.cache_llc_ways_per_core),
             dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj),
             stacked: Dram::new(cfg.pomtlb_latency, cfg.pomtlb_bandwidth_gbps, cfg.core_freq_ghz, 0.0),
             tlb_lo: if cfg.pomtlb_enabled { (cfg.pomtlb_base_gb << 30) / crate::LINE_BYTES } else { u64::MAX },

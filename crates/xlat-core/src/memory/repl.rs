@@ -248,6 +248,13 @@ macro_rules! order_word {
                 (order >> self.victim_at) as usize & ((1 << $bits) - 1)
             }
 
+            /// The least recent way among those set in `mask` (way partitioning); `None` if
+            /// the mask names none of the set's ways.
+            pub fn victim_in(&self, order: $word, mask: u64) -> Option<usize> {
+                let field = (1 << $bits) - 1;
+                (0..self.ways).rev().map(|i| (order >> ($bits * i)) as usize & field).find(|&w| mask >> w & 1 != 0)
+            }
+
             /// `order` after filling its victim `way` (now the most recent).
             #[inline]
             pub fn refill(&self, order: $word, way: usize) -> $word {

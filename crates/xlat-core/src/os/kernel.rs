@@ -272,8 +272,9 @@ impl Os {
     }
 
     /// Bring physical memory to the state the fragmentation scenario describes, for
-    /// `processes` address spaces with `regions` each. Call before creating them.
-    pub fn prepare(&mut self, regions: &[Region], processes: usize, seed: u64) -> Result<(), SimError> {
+    /// `processes` address spaces of each program, whose regions are `programs`. Call before
+    /// creating them.
+    pub fn prepare(&mut self, programs: &[&[Region]], processes: usize, seed: u64) -> Result<(), SimError> {
         let mut rng = Rng::new(seed ^ 0xf4a9);
         let mut hog = 0;
         if self.available_gb > 0.0 {
@@ -284,13 +285,12 @@ impl Os {
             Fragmentation::Pinned(x) => frag::pin_fraction(&mut self.phys, x, &mut rng),
             Fragmentation::Aged(s) => frag::age(&mut self.phys, s, self.aged_target),
             Fragmentation::LowHalf => {
-                if regions.is_empty() {
+                if programs.iter().all(|r| r.is_empty()) {
                     return Err(SimError::NeedsRegions { what: "phys.fragmentation=lowhalf" });
                 }
-                let (_, lower) = lowhalf_limit(regions);
                 // The paper's 50 % scenario fragments data memory only: flattened page-table
                 // nodes still get their 2 MB blocks (it reports no allocation failures there).
-                let keep = (lower + self.flat_nodes_needed(regions)) * processes as u64;
+                let keep: u64 = programs.iter().map(|&regions| (lowhalf_limit(regions).1 + self.flat_nodes_needed(regions)) * processes as u64).sum();
                 let free = frag::free_blocks_2m(&self.phys).len() as u64;
                 frag::pin_blocks(&mut self.phys, free.saturating_sub(keep), &mut rng)
             }

@@ -37,7 +37,7 @@ use crate::os::virt::Vm;
 use crate::os::Os;
 use crate::translate::tlb::{Invalidate, VPID_SHIFT};
 use crate::translate::Translator;
-use crate::workload::Region;
+use crate::workload::{Program, Region};
 
 /// The run loop looks for due OS events every this many references (a power of two).
 pub const EVENT_CHECK: u64 = 256;
@@ -81,6 +81,8 @@ pub struct Task {
 
 /// Who runs where, and the timed tasks of the OS and the mechanisms.
 pub struct Sched {
+    /// Per program: the streams (cores) that run it.
+    pub programs: Vec<Vec<usize>>,
     /// Per core: the address spaces it time-slices (in a VM: guest spaces, the same in
     /// every VM).
     queues: Vec<Vec<usize>>,
@@ -132,21 +134,53 @@ impl Sched {
     }
 }
 
-/// Build the OS for a workload with `streams` streams and its `regions`: fragment memory,
-/// create the processes, and place them on cores. Virtualized: the host OS, the VMs (each
-/// with its guest OS and processes), and the placement.
-pub fn boot(cfg: &Config, streams: usize, regions: Vec<Region>, seed: u64) -> Result<(Os, Vec<Vm>, Sched), SimError> {
+/// Build the OS for `streams` streams running `programs`: fragment memory, create each
+/// program's processes (`os.processes` address spaces each), and place them on the cores
+/// that run it. Virtualized: the host OS and the VMs, each with its guest OS and processes:
+/// one program runs in `virt.vms` VMs, each core time-slicing them; a mix of programs runs
+/// each in a VM of its own, pinned to the program's cores.
+pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Result<(Os, Vec<Vm>, Sched), SimError> {
     let n = cfg.os_processes as usize;
+    let mix = programs.len() > 1;
+    // Which program each stream runs; a stream none names (an idle core) keeps program 0's
+    // spaces and never switches.
+    let mut prog_of: Vec<Option<usize>> = vec![None; streams];
+    for (p, prog) in programs.iter().enumerate() {
+        for &c in &prog.streams {
+            match prog_of.get(c) {
+                None => return Err(SimError::BadMix { why: format!("program {p} runs on stream {c}, but the workload has {streams}") }),
+                Some(Some(q)) => return Err(SimError::BadMix { why: format!("programs {q} and {p} both run on core {c}") }),
+                Some(None) => prog_of[c] = Some(p),
+            }
+        }
+    }
     let (os, vms, spaces) = if cfg.virt_enabled {
-        let (host, vms) = crate::os::virt::boot(cfg, &regions, seed)?;
-        (host, vms, (0..n).collect())
+        let vm_regions: Vec<&[Region]> = if mix {
+            if cfg.virt_vms != 1 && cfg.virt_vms as usize != programs.len() {
+                return Err(SimError::BadMix {
+                    why: format!("a virtualized mix runs each program in its own VM: {} programs, but virt.vms={}", programs.len(), cfg.virt_vms),
+                });
+            }
+            programs.iter().map(|p| &p.regions[..]).collect()
+        } else {
+            vec![&programs[0].regions[..]; cfg.virt_vms as usize]
+        };
+        let (host, vms) = crate::os::virt::boot(cfg, &vm_regions, seed)?;
+        // (Guest spaces are numbered per VM: every VM's processes are 0..n.)
+        (host, vms, vec![(0..n).collect::<Vec<_>>(); programs.len()])
     } else {
         let mut os = Os::new(cfg);
-        os.prepare(&regions, n, seed)?;
-        let spaces = (0..n).map(|_| os.create_space(regions.clone())).collect::<Result<Vec<_>, _>>()?;
+        let lists: Vec<&[Region]> = programs.iter().map(|p| &p.regions[..]).collect();
+        os.prepare(&lists, n, seed)?;
+        let mut spaces = Vec::with_capacity(programs.len());
+        for p in programs {
+            spaces.push((0..n).map(|_| os.create_space(p.regions.clone())).collect::<Result<Vec<_>, _>>()?);
+        }
         (os, Vec::new(), spaces)
     };
     let nvms = vms.len().max(1);
+    // Each core time-slices the VMs, unless each program has its own (pinned to its cores).
+    let vm_switching = nvms > 1 && !mix;
     let khugepaged = os.khugepaged_enabled() || vms.iter().any(|v| v.os.khugepaged_enabled());
     let timeslice = cfg.os_timeslice_cycles;
     let mut tasks = Vec::new();
@@ -154,18 +188,23 @@ pub fn boot(cfg: &Config, streams: usize, regions: Vec<Region>, seed: u64) -> Re
     if khugepaged {
         tasks.push(every(Work::Khugepaged, cfg.os_khugepaged_interval_cycles));
     }
-    for c in 0..streams {
+    for (c, p) in prog_of.iter().enumerate() {
+        if p.is_none() {
+            continue;
+        }
         if n > 1 {
             tasks.push(every(Work::Switch(c), timeslice));
         }
-        if nvms > 1 {
+        if vm_switching {
             tasks.push(every(Work::VmSwitch(c), cfg.virt_switch_interval_cycles));
         }
     }
+    let prog = |c: usize| prog_of[c].unwrap_or(0);
     let mut s = Sched {
-        queues: vec![spaces; streams],
+        programs: programs.iter().map(|p| p.streams.clone()).collect(),
+        queues: (0..streams).map(|c| spaces[prog(c)].clone()).collect(),
         cur: (0..streams * nvms).map(|i| (i / nvms) % n).collect(),
-        vm: vec![0; streams],
+        vm: (0..streams).map(|c| if mix && cfg.virt_enabled { prog(c) } else { 0 }).collect(),
         vms: nvms,
         tasks,
         next_cycles: u64::MAX,

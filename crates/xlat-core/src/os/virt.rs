@@ -65,20 +65,20 @@ pub fn host_config(cfg: &Config) -> Config {
     h
 }
 
-/// Build the host and `virt.vms` VMs, each with `os.processes` guest processes whose
-/// regions are `regions`.
-pub fn boot(cfg: &Config, regions: &[Region], seed: u64) -> Result<(Os, Vec<Vm>), SimError> {
+/// Build the host and one VM per entry of `vm_regions`, each with `os.processes` guest
+/// processes whose regions are that entry.
+pub fn boot(cfg: &Config, vm_regions: &[&[Region]], seed: u64) -> Result<(Os, Vec<Vm>), SimError> {
     let mut host = Os::new(&host_config(cfg));
     host.prepare(&[], 0, seed)?;
     let gcfg = guest_config(cfg);
     let guest_bytes = cfg.virt_guest_mem_gb << 30;
     let processes = cfg.os_processes as usize;
-    let mut vms = Vec::with_capacity(cfg.virt_vms as usize);
-    for v in 0..cfg.virt_vms as usize {
+    let mut vms = Vec::with_capacity(vm_regions.len());
+    for (v, &regions) in vm_regions.iter().enumerate() {
         let vpid = (v as Ctx + 1) << VPID_SHIFT;
         let mut os = Os::new(&gcfg);
         // VM 0's guest memory is fragmented from the run's seed, as a native run's would be.
-        os.prepare(regions, processes, seed ^ (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))?;
+        os.prepare(&[regions], processes, seed ^ (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))?;
         for p in 0..processes {
             let s = os.create_space(regions.to_vec())?;
             os.spaces[s].ctx = vpid | (p as Ctx + 1);
