@@ -4,13 +4,15 @@
 >>> r = xlat.simulate("skylake", "gups", refs="1M", tlb__l2__entries=2048)
 >>> r.stats["tlb.l2.mpki"], r.to_pandas()
 
-See ``xlat.simulate`` and ``xlat.Result``; presets and config files are handled by
+See ``xlat.simulate`` and ``xlat.Result`` (``xlat.run_mix`` for mixes of programs and their
+weighted speedup); presets and config files are handled by
 ``xlat.config``; the command line is ``xlat --help``.
 """
 from . import _core
 from ._core import ConfigError, SimulationError, TraceError, WorkloadError, XlatError
 from .api import ArgumentError, Result, simulate
 from .config import presets
+from .mixes import MixResult, run_mix, weighted_speedup
 
 __version__ = _core.version()
 
@@ -31,6 +33,7 @@ def workloads():
 __all__ = [
     "ArgumentError",
     "ConfigError",
+    "MixResult",
     "Result",
     "SimulationError",
     "TraceError",
@@ -39,6 +42,8 @@ __all__ = [
     "__version__",
     "presets",
     "resolve_config",
+    "run_mix",
     "simulate",
+    "weighted_speedup",
     "workloads",
 ]

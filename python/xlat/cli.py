@@ -326,12 +326,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Resolve first so a bad config fails before anything else happens.
     _config.resolve(args.config, args.sets)
 
+    if args.weighted_speedup and not args.mix:
+        raise CliError("--weighted-speedup needs --mix")
+
     def run(progress) -> Any:
         return simulate(
             args.config, args.workload, refs=args.refs, seed=args.seed, warmup=args.warmup,
             prefault=args.prefault, trace=traces or None, trace_format=args.trace_format,
             progress=progress, threads=args.threads, interval=args.interval, mix=args.mix, **dict(args.sets),
         )
+
+    if args.weighted_speedup:
+        return _run_weighted_speedup(args)
 
     desc = args.workload or ("mix" if args.mix else os.path.basename(traces[0]))
     if args.json:
@@ -351,6 +357,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         # A window shorter than asked for is easy to miss in a table and skews comparisons.
         print(f"xlat: warning: the workload ended after {done:,} of the {args.refs:,} references "
               f"asked for (raise its size parameter; see 'xlat workloads')", file=sys.stderr)
+    return 0
+
+
+def _run_weighted_speedup(args: argparse.Namespace) -> int:
+    """`xlat run --mix ... --weighted-speedup`: the mix, each program alone, and the sum."""
+    from .mixes import run_mix
+
+    if args.json or args.interval:
+        raise CliError("--weighted-speedup prints a table; run without --json and --interval")
+    with ProgressBar("mix and each program alone") as bar:
+        bar(0, None)
+        m = run_mix(args.config, args.mix, refs=args.refs, seed=args.seed, warmup=args.warmup,
+                    prefault=args.prefault, **dict(args.sets))
+    if not args.quiet:
+        print_result(m.shared)
+        print()
+        print("each program alone on the same machine, for the references it ran in the mix:")
+        rows = [(name, cores, _fmt(s, "{:.3f}"), _fmt(a, "{:.3f}"), _fmt(r, "{:.3f}")) for name, cores, s, a, r in m.table()]
+        print_table(rows, header=("program", "cores", "IPC mixed", "IPC alone", "mixed/alone"), indent="  ")
+        print(f"\nweighted speedup {m.weighted_speedup:.3f} (of {len(m.programs)}: each program as fast as alone)")
     return 0
 
 
@@ -712,6 +738,9 @@ def build_parser() -> Parser:
     r.add_argument("--mix", metavar="PROG@CORE,...",
                    help="programs side by side, each in its own address space on its own cores: "
                         "'bfs@0,gups:scale=22@1,trace:run.xtr@2' (@N-M: several cores; no @: the lowest free)")
+    r.add_argument("--weighted-speedup", action="store_true",
+                   help="with --mix: also run each program alone on the same machine and print the "
+                        "weighted speedup (sum of IPC mixed / IPC alone)")
     r.add_argument("--refs", "-n", type=count_arg, metavar="N",
                    help="references to simulate after warm-up: 1000000, 1e6, 10M (default: all)")
     r.add_argument("--warmup", type=count_arg, default=0, metavar="N",

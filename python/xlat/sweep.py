@@ -121,7 +121,10 @@ class Point:
 
     @property
     def workload_spec(self) -> str:
-        """The workload as ``xlat.simulate`` takes it: ``name:key=value,key=value``."""
+        """The workload as ``xlat.simulate`` takes it: ``name:key=value,key=value`` (a mix:
+        its programs, ``bfs@0,gups@1``, which ``simulate`` takes as ``mix=``)."""
+        if self.workload == "mix":
+            return dict(self.params)["programs"]
         if not self.params:
             return self.workload
         return self.workload + ":" + ",".join(f"{k}={_value_text(v)}" for k, v in self.params)
@@ -146,11 +149,12 @@ class Spec:
     description: str = ""
 
 
-_TOP_KEYS = {"name", "description", "configs", "workloads", "seeds", "seed", "refs", "warmup",
+_TOP_KEYS = {"name", "description", "configs", "workloads", "mixes", "seeds", "seed", "refs", "warmup",
              "prefault", "interval", "quick", "slurm"}
 _RUN_KEYS = ("refs", "warmup", "prefault", "interval")
 _CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", *_RUN_KEYS}
 _WORKLOAD_KEYS = {"name", "params", "zip", *_RUN_KEYS, "seeds", "seed"}
+_MIX_KEYS = {"label", "programs", *_RUN_KEYS, "seeds", "seed"}
 
 
 def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_overlay: Mapping | None = None) -> Spec:
@@ -182,6 +186,7 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         raise SpecError(f"{where}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_TOP_KEYS))})")
     quick_table = doc.pop("quick", None)
     full_workloads = doc.get("workloads")
+    full_mixes = doc.get("mixes")
     if quick:
         for overlay in (quick_table, quick_overlay):
             if overlay is None:
@@ -204,7 +209,11 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         raise SpecError(f"{where}: 'slurm' must be a table of dask_jobqueue.SLURMCluster arguments")
 
     configs = _parse_configs(doc.get("configs"), base_dir, where)
-    workloads = _parse_workloads(doc.get("workloads"), where)
+    if doc.get("workloads") is None and doc.get("mixes") is not None:
+        workloads = []
+    else:
+        workloads = _parse_workloads(doc.get("workloads"), where)
+    workloads += _parse_mixes(doc.get("mixes"), where)
     top_seeds = _seeds(doc, where)
     top_run = {k: _axis(doc.get(k), f"{where}: '{k}'") for k in _RUN_KEYS}
     if quick:
@@ -219,6 +228,8 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
     names = {wl["name"] for wl in workloads}
     if full_workloads is not None and full_workloads is not doc.get("workloads"):
         names |= {wl["name"] for wl in _parse_workloads(full_workloads, where)}
+    if full_mixes is not None:
+        names.add("mix")
     for c in configs:
         unknown = [n for n in (c["workloads"] or []) if n not in names]
         if unknown:
@@ -413,6 +424,44 @@ def _parse_workloads(raw: Any, where: str) -> list[dict]:
     return out
 
 
+def _parse_mixes(raw: Any, where: str) -> list[dict]:
+    """``[[mixes]]`` tables: ``programs`` (a mix spec, or a list of programs ``"bfs@0"``), an
+    optional ``label`` and run options. Each is a point whose workload is ``mix``."""
+    if raw is None:
+        return []
+    entries = raw if isinstance(raw, list) else [raw]
+    out = []
+    for i, e in enumerate(entries):
+        what = f"{where}: mixes[{i}]"
+        if not isinstance(e, Mapping):
+            raise SpecError(f"{what}: expected a table with programs = [\"bfs@0\", \"gups@1\"]")
+        unknown = sorted(set(e) - _MIX_KEYS)
+        if unknown:
+            raise SpecError(f"{what}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_MIX_KEYS))})")
+        progs = e.get("programs")
+        if isinstance(progs, list) and progs and all(isinstance(p, str) for p in progs):
+            text = ",".join(p.strip() for p in progs)
+        elif isinstance(progs, str) and progs.strip():
+            text = progs.strip()
+        else:
+            raise SpecError(f"{what}: 'programs' must be a list of programs such as [\"bfs@0\", \"gups:footprint=1G@1\"]")
+        try:
+            parsed = _core.mix_programs(text)
+        except _core.XlatError as err:
+            raise SpecError(f"{what}: {err}") from None
+        for spec, _cores in parsed:
+            if not spec.startswith("trace:"):
+                wl = _workload_from_text(spec, what)
+                _check_kernel(wl["name"], list(wl["params"]), what)
+        label = e.get("label", text)
+        if not isinstance(label, str) or not label:
+            raise SpecError(f"{what}: 'label' must be a non-empty string")
+        run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
+        seeds = _seeds(e, what) if ("seeds" in e or "seed" in e) else None
+        out.append({"name": "mix", "params": (("label", label), ("programs", text)), "run": run, "seeds": seeds})
+    return out
+
+
 def _check_kernel(name: str, params: list[str], what: str) -> None:
     """A misspelt kernel or parameter fails when the spec is read, not at its first point."""
     kernels = {k["name"]: [p["name"] for p in k["params"]] for k in _core.workloads()}
@@ -598,7 +647,10 @@ def run_task(config: dict, workload: str, options: dict, meta: dict, simulate: C
     t0 = time.perf_counter()
     row = dict(meta)
     try:
-        res = sim(config, workload, seed=meta["seed"], **options)
+        if meta.get("workload") == "mix":
+            res = sim(config, None, seed=meta["seed"], mix=workload, **options)
+        else:
+            res = sim(config, workload, seed=meta["seed"], **options)
         stats = res.stats if hasattr(res, "stats") else res["stats"]
         wl = res.workload if hasattr(res, "workload") else res.get("workload")
         row.update(flatten_stats(stats))

@@ -83,6 +83,11 @@ impl Machine {
         if streams == 0 || programs.is_empty() {
             return Err(SimError::NoStreams);
         }
+        for (p, prog) in programs.iter().enumerate() {
+            if let Some(&c) = prog.streams.iter().find(|&&c| c as u64 >= cfg.system_cores).filter(|_| programs.len() > 1 || streams != prog.streams.len()) {
+                return Err(SimError::BadMix { why: format!("program {p} runs on core {c}, but the machine has {} cores (system.cores)", cfg.system_cores) });
+            }
+        }
         if streams as u64 > cfg.system_cores {
             return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores });
         }

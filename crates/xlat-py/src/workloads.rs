@@ -112,8 +112,16 @@ fn lackey_to_native(py: Python<'_>, input: String, out: String, desc: Option<Str
     interruptible(py, move |stop| wl::trace::lackey_to_native_until(Path::new(&input), Path::new(&out), desc.as_deref(), &stop).map_err(source_err))
 }
 
+/// The programs of a mix spec as written: `[(spec, cores or None)]` (see `xlat_workloads::mix`).
+#[pyfunction]
+fn mix_programs(spec: &str) -> PyResult<Vec<(String, Option<Vec<usize>>)>> {
+    let entries = wl::mix::parse(spec).map_err(workload_err)?;
+    Ok(entries.into_iter().map(|e| (e.spec, e.cores)).collect())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(mix_programs, m)?)?;
     m.add_function(wrap_pyfunction!(workload_params, m)?)?;
     m.add_function(wrap_pyfunction!(record, m)?)?;
     m.add_function(wrap_pyfunction!(convert_trace, m)?)?;
