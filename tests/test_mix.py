@@ -70,6 +70,14 @@ def test_bad_mixes_get_one_line(args, needle):
     assert_one_line_error(run_xlat("run", "-c", "skylake4", *args, "--refs", "1000"), needle)
 
 
+def test_mixes_run_on_the_configs_they_name():
+    spec = sweep.load_spec({"name": "m", "refs": 1000, "workloads": ["gups"],
+                            "configs": [{"preset": "skylake", "label": "one"},
+                                        {"preset": "skylake4", "label": "four", "workloads": ["mix"]}],
+                            "mixes": [{"programs": "gups@0,gups@1,gups@2,gups@3", "configs": ["four"]}]})
+    assert sorted((p.config.label, p.workload) for p in spec.points) == [("four", "mix"), ("one", "gups")]
+
+
 def test_sweep_specs_take_mixes(tmp_path):
     spec = sweep.load_spec({"name": "m", "refs": 20_000, "configs": [{"preset": "skylake4"}],
                             "mixes": [{"label": "pair", "programs": ["gups:footprint=64M@0", "random:footprint=64M@1"]}]})
@@ -85,6 +93,7 @@ def test_sweep_specs_take_mixes(tmp_path):
         ({"programs": "gups@z"}, "not a core"),
         ({"programs": []}, "'programs' must be a list"),
         ({"programs": ["gups@0"], "cores": 2}, "unknown key 'cores'"),
+        ({"programs": ["gups@0"], "configs": ["nosuch"]}, "config 'nosuch' is not a label"),
     ]:
         with pytest.raises(sweep.SpecError, match=needle):
             sweep.load_spec({"name": "m", "configs": ["skylake4"], "mixes": [bad]})

@@ -39,9 +39,10 @@ def test_spec_and_paper_numbers_fit_together():
     virt = ["2d", "2d-hf", "2d-gf", "2d-hf+gf", "2d-hf+ptp", "2d-gf+ptp", "2d-hf+gf+ptp"]
     lp = ["baseline-lp50", "fpt+ptp-lp50", "baseline-lp100", "fpt+ptp-lp100", "2d-lp50", "2d-hf+gf+ptp-lp50"]
     llc = [f"{c}-llc{x}x" for x in (2, 4, 8, 16) for c in ("baseline", "ptp")]
+    mc = ["baseline-mc", "ptp-mc", "fpt-mc", "fpt+ptp-mc", "alone-mc"]
     for spec in (full, quick):
         labels = list(dict.fromkeys(p.config.label for p in spec.points))
-        assert labels == native + llc + virt + lp
+        assert labels == native + llc + virt + lp + mc
         assert all(p.prefault for p in spec.points)
         wls = lambda label, spec=spec: {p.workload for p in spec.points if p.config.label == label}
         assert all(wls(c) >= {"gups", "random", "bfs", "pagerank", "hashjoin", "xsbench"} for c in native)
@@ -49,7 +50,9 @@ def test_spec_and_paper_numbers_fit_together():
         # leave out the graph (its setup alone costs 80-100 s a point).
         assert all(wls(c) == {"gups", "random", "bfs", "hashjoin", "xsbench"} for c in virt)
         assert all(wls(c) == {"gups", "random", "hashjoin", "xsbench"} for c in lp + llc)
-        assert len(spec.points) == 5 * 8 + 8 * 4 + 7 * 5 + 6 * 4
+        # Two four-program mixes on each 4-core machine, and their six distinct programs alone.
+        assert all(wls(c) == {"mix"} for c in mc)
+        assert len(spec.points) == 5 * 8 + 8 * 4 + 7 * 5 + 6 * 4 + 4 * 2 + 6
     # The virtualized machines measure a shorter window after the same warm-up.
     assert {p.refs for p in full.points if p.config.label.startswith("2d")} == {10_000_000}
     assert {p.warmup for p in full.points if p.config.label.startswith("2d")} == {20_000_000}
@@ -85,8 +88,16 @@ def _tiny_study(tmp_path):
         lines += ["[[configs]]", f'preset = "{c["preset"]}"', f'label = "{c["label"]}"']
         if sets:
             lines.append(f"set = {{ {sets} }}")
+        if c["label"].endswith("-mc"):
+            lines.append('workloads = ["mix"]')
     for name, params in [("gups", 'footprint = "8G"'), ("random", 'footprint = "64M"'), ("bfs", "scale = 10")]:
         lines += ["[[workloads]]", f'name = "{name}"', f"params = {{ {params} }}"]
+    # A two-program mix on the 4-core machines, and each program alone.
+    mcs = json.dumps([c["label"] for c in real["configs"] if c["label"].endswith("-mc") and c["label"] != "alone-mc"])
+    progs = ["gups:footprint=8G,seed=1@0", "random:footprint=64M,seed=2@1"]
+    lines += ["[[mixes]]", 'label = "m"', f"programs = {json.dumps(progs)}", f"configs = {mcs}"]
+    for prog in progs:
+        lines += ["[[mixes]]", 'label = "alone"', f'programs = "{prog}"', 'configs = ["alone-mc"]']
     (d / "sweep.toml").write_text("\n".join(lines) + "\n")
     return d
 
@@ -112,18 +123,12 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     cells = {e["id"]: r.split(" | ") for e, r in zip(entries, rows)}
     # Native, virtualized and large-page numbers: filled in, each with a likely cause.
     status = {e["id"]: r for e, r in zip(entries, _table_rows(text, "## Paper vs xlat: status and likely causes"))}
-    filled = [e["id"] for e in entries if not e["id"].startswith("mc_")]
-    for i in filled:
+    for i in [e["id"] for e in entries]:
         assert cells[i][4] != "—", (i, cells[i])
         assert status[i].split(" | ")[4].strip(" |"), ("no cause for", i)
     assert cells["pt_nodes_8g_radix"][4] == "4,106" and cells["pt_nodes_8g_fpt"][4] == "9.000"
     assert cells["apw_fpt_max"][4] == "1.000"  # every walk one access after the flattened-prefix PSC
-    assert cells["mc_speedup_ptp"][4] == "—", cells["mc_speedup_ptp"]
-
-    # The body's status table says why each missing number is missing (here: an engine
-    # feature the study lacks).
-    assert "not yet run (needs: four-program mixes" in status["mc_speedup_ptp"]
-    for heading in ("## Coverage", "## Virtualized", "## Large pages", "## Sanity checks", "## Discussion"):
+    for heading in ("## Coverage", "## Virtualized", "## Large pages", "## Multicore", "## Sanity checks", "## Discussion"):
         assert heading in text, heading
     # The virtualized and large-page checks hold even on tiny runs (worst cases, one guest read
     # with a flattened guest, no fallbacks of flattened nodes in the 50 % scenario).

@@ -154,7 +154,7 @@ _TOP_KEYS = {"name", "description", "configs", "workloads", "mixes", "seeds", "s
 _RUN_KEYS = ("refs", "warmup", "prefault", "interval")
 _CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", *_RUN_KEYS}
 _WORKLOAD_KEYS = {"name", "params", "zip", *_RUN_KEYS, "seeds", "seed"}
-_MIX_KEYS = {"label", "programs", *_RUN_KEYS, "seeds", "seed"}
+_MIX_KEYS = {"label", "programs", "configs", *_RUN_KEYS, "seeds", "seed"}
 
 
 def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_overlay: Mapping | None = None) -> Spec:
@@ -230,6 +230,11 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         names |= {wl["name"] for wl in _parse_workloads(full_workloads, where)}
     if full_mixes is not None:
         names.add("mix")
+    labels = {c["choice"].label for c in configs}
+    for wl in workloads:
+        bad = [x for x in (wl.get("configs") or []) if x not in labels]
+        if bad:
+            raise SpecError(f"{wl['what']}: config '{bad[0]}' is not a label of the spec's configs ({', '.join(sorted(labels))})")
     for c in configs:
         unknown = [n for n in (c["workloads"] or []) if n not in names]
         if unknown:
@@ -242,6 +247,8 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         cfg = c["choice"]
         for wl in workloads:
             if c["workloads"] is not None and wl["name"] not in c["workloads"]:
+                continue
+            if wl.get("configs") is not None and cfg.label not in wl["configs"]:
                 continue
             # Run options: the workload's own, else the config's, else the top level's.
             run = {k: wl["run"][k] if k in wl["run"] else c["run"][k] if k in c["run"] else top_run[k]
@@ -426,7 +433,8 @@ def _parse_workloads(raw: Any, where: str) -> list[dict]:
 
 def _parse_mixes(raw: Any, where: str) -> list[dict]:
     """``[[mixes]]`` tables: ``programs`` (a mix spec, or a list of programs ``"bfs@0"``), an
-    optional ``label`` and run options. Each is a point whose workload is ``mix``."""
+    optional ``label``, run options and ``configs`` (the labels of the configs it runs on;
+    default: every config). Each is a point whose workload is ``mix``."""
     if raw is None:
         return []
     entries = raw if isinstance(raw, list) else [raw]
@@ -458,7 +466,11 @@ def _parse_mixes(raw: Any, where: str) -> list[dict]:
             raise SpecError(f"{what}: 'label' must be a non-empty string")
         run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
         seeds = _seeds(e, what) if ("seeds" in e or "seed" in e) else None
-        out.append({"name": "mix", "params": (("label", label), ("programs", text)), "run": run, "seeds": seeds})
+        only = e.get("configs")
+        if only is not None and (not isinstance(only, list) or not only or not all(isinstance(x, str) for x in only)):
+            raise SpecError(f"{what}: 'configs' must be a non-empty list of config labels")
+        out.append({"name": "mix", "params": (("label", label), ("programs", text)), "run": run, "seeds": seeds,
+                    "configs": only, "what": what})
     return out
 
 
