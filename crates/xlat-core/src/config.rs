@@ -366,6 +366,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("os.shootdown_initiator_cycles", Limit::Int(COST)),
     ("os.shootdown_remote_cycles", Limit::Int(COST)),
     ("os.shootdown_local_cycles", Limit::Int(COST)),
+    ("os.call_cycles", Limit::Int(COST)),
     ("os.flush_ceiling_pages", Limit::Int(1 << 30)),
     ("os.processes", Limit::Int(256)),
     ("os.timeslice_cycles", Limit::Int(INTERVAL)),
@@ -541,6 +542,7 @@ config! {
     os_page_copy_cycles: u64 = 400; "os.page_copy_cycles"; "cycles to copy or zero one 4 KB page (~200 ns at ~20 GB/s): a 2 MB fault zeroes 511 pages more than a 4 KB one, a collapse or compaction copies";
     os_shootdown_initiator_cycles: u64 = 8000; "os.shootdown_initiator_cycles"; "cycles the core changing a mapping spends on an IPI shootdown (send, local flush, wait for acks): ~4 us at 2 GHz; native Skylake measures 7,666-22,922 cycles (the CSALT/TCAT thesis, Tab. 6.3)";
     os_shootdown_remote_cycles: u64 = 2000; "os.shootdown_remote_cycles"; "cycles each other core running the address space loses to the shootdown interrupt (entry, invalidation, ack; ~1 us, an assumption)";
+    os_call_cycles: u64 = 1000; "os.call_cycles"; "cycles of a system call that changes the program's mappings (munmap, mprotect, move_pages in a trace or kernel: entry, exit and VMA work, ~0.5 us), besides the shootdown it issues and the pages it copies";
     os_shootdown_local_cycles: u64 = 200; "os.shootdown_local_cycles"; "cycles of a shootdown no other core needs (a local INVLPG or flush, ~100 ns)";
     os_flush_ceiling_pages: u64 = 33; "os.flush_ceiling_pages"; "a shootdown of more 4 KB pages than this flushes the address space's whole TLB and PWC contents instead (Linux x86 tlb_single_page_flush_ceiling)";
     os_processes: u64 = 1; "os.processes"; "copies of the workload, each in its own address space; every core time-slices its stream among them round-robin";

@@ -31,10 +31,10 @@ pub struct Ref {
     pub inst_delta: u32,
     /// Access size in bytes (1..=64).
     pub size: u8,
-    /// Bits 0-1: [`RefKind`]; bit 2: [`Ref::DEPENDENT`].
+    /// Bits 0-1: [`RefKind`], or 3 for an OS call ([`Ref::os_call`]); bit 2: [`Ref::DEPENDENT`].
     pub flags: u8,
-    /// Reserved, zero.
-    pub _reserved: u16,
+    /// An OS call's pages (4 KB each, from `va`); zero for memory accesses.
+    pub pages: u16,
 }
 
 impl Ref {
@@ -42,10 +42,26 @@ impl Ref {
     /// of the same stream (pointer chasing): it cannot issue before that one completes.
     pub const DEPENDENT: u8 = 1 << 2;
     const KIND_MASK: u8 = 0b11;
+    /// The kind bits of an OS call.
+    pub const OS_CALL: u8 = 0b11;
 
     #[inline]
     pub fn new(va: u64, kind: RefKind, size: u8, inst_delta: u32, dependent: bool) -> Ref {
-        Ref { va, inst_delta, size, flags: kind as u8 | if dependent { Self::DEPENDENT } else { 0 }, _reserved: 0 }
+        Ref { va, inst_delta, size, flags: kind as u8 | if dependent { Self::DEPENDENT } else { 0 }, pages: 0 }
+    }
+
+    /// Not a memory access: the program asks the OS to change its mappings (`op`, see
+    /// [`crate::os::OsOp`]) for `pages` 4 KB pages from `va` (rounded down to its page), a
+    /// system call at the end of `inst_delta` instructions. The op is kept in `size`.
+    #[inline]
+    pub fn os_call(op: crate::os::OsOp, va: u64, pages: u16, inst_delta: u32) -> Ref {
+        Ref { va, inst_delta, size: op as u8, flags: Self::OS_CALL, pages }
+    }
+
+    /// Whether this is an OS call rather than a memory access.
+    #[inline(always)]
+    pub fn is_os_call(&self) -> bool {
+        self.flags & Self::KIND_MASK == Self::OS_CALL
     }
 
     #[inline]
@@ -58,6 +74,7 @@ impl Ref {
         Ref::new(va, RefKind::Store, 8, inst_delta, false)
     }
 
+    /// What a memory access does (an OS call reads as a fetch: check [`Ref::is_os_call`]).
     #[inline]
     pub fn kind(&self) -> RefKind {
         match self.flags & Self::KIND_MASK {

@@ -5,6 +5,7 @@
 
 use xlat_core::addr::{PageSize, VirtAddr};
 use xlat_core::os::pt::PTE_D;
+use xlat_core::os::OsOp;
 use xlat_core::translate::mmu::TlbId;
 use xlat_core::{Config, Machine, Ref, Region, RunOptions, Stats, VecSource};
 
@@ -402,11 +403,13 @@ fn skipping_the_shootdown_is_caught() {
     check_no_stale(&m);
 }
 
-/// Random remappings (promotions, demotions, unmaps, khugepaged, context switches) on two
-/// cores and two processes, interleaved with random references: no core ever holds a
-/// translation or a page-walk-cache entry the page tables do not have.
+/// Random remappings (promotions, demotions, unmaps, khugepaged, context switches, and the
+/// programs' own munmap/mprotect/migration calls) on two cores and two processes,
+/// interleaved with random references: no core ever holds a translation or a page-walk-cache
+/// entry the page tables do not have.
 #[test]
 fn shootdowns_leave_no_stale_translation_anywhere() {
+    let mut freed_nodes = 0.0;
     for seed in 1..=16u64 {
         let policy = ["thp", "freebsd", "never", "ideal"][seed as usize % 4];
         let pcid = if seed % 3 == 0 { "false" } else { "true" };
@@ -444,6 +447,12 @@ fn shootdowns_leave_no_stale_translation_anywhere() {
                     (0..300)
                         .map(|_| {
                             let va = pick(&mut r);
+                            // The programs change their own mappings too (munmap, mprotect,
+                            // migration of up to 2.3 MB): OS calls in the streams.
+                            if r.below(100) == 0 {
+                                let op = OsOp::ALL[r.below(4) as usize];
+                                return Ref::os_call(op, va, 1 + r.below(600) as u16, 3);
+                            }
                             if r.below(3) == 0 {
                                 Ref::store(va, 2)
                             } else {
@@ -473,7 +482,10 @@ fn shootdowns_leave_no_stale_translation_anywhere() {
         let s = m.stats();
         assert!(s.f("os.context_switches") > 0.0, "seed {seed}");
         assert!(s.f("shootdowns") > 0.0, "seed {seed}");
+        assert!(s.f("os.calls") > 0.0 && s.f("os.unmapped_pages") > 0.0, "seed {seed}");
+        freed_nodes += s.f("os.freed_pt_nodes");
     }
+    assert!(freed_nodes > 0.0, "some unmap emptied a level-1 node, whose PWC entries must go too");
 }
 
 #[test]

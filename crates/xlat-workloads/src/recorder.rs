@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use xlat_core::os::OsOp;
 use xlat_core::{Ref, RefKind};
 
 use crate::source::Hub;
@@ -40,6 +41,17 @@ pub trait Recorder {
     #[inline(always)]
     fn store(&mut self, va: u64, size: u8, delta: u32) {
         self.push(Ref::new(va, RefKind::Store, size, delta, false))
+    }
+
+    /// The program asks the OS to change the mappings of `bytes` from `va` (a system call
+    /// after `delta` instructions): one OS-call record per 65,535 pages.
+    fn os_call(&mut self, op: OsOp, va: u64, bytes: u64, delta: u32) {
+        let (mut va, mut pages) = (va & !0xfff, bytes.div_ceil(4096));
+        while pages > 0 {
+            let n = pages.min(u16::MAX as u64);
+            self.push(Ref::os_call(op, va, n as u16, delta));
+            (va, pages) = (va + n * 4096, pages - n);
+        }
     }
 }
 

@@ -66,6 +66,9 @@ pub(crate) enum Op {
     TlbWrite { line: u64, lat: u32 },
     /// The L3 TLB translated it: it accesses its data, in this line.
     Data(u64),
+    /// An OS call: `delta` instructions end in a system call whose OS work takes `cost`
+    /// cycles.
+    OsCall { delta: u32, cost: u64 },
     /// Warm-up ends here: statistics restart.
     Reset,
 }
@@ -208,6 +211,11 @@ impl MemPort for Recorder {
         self.ops.push(Op::Stall(cycles));
     }
 
+    fn os_call(&mut self, c: usize, delta: u32, cost: u64) {
+        debug_assert_eq!(c, 0);
+        self.ops.push(Op::OsCall { delta, cost });
+    }
+
     fn now(&self, _c: usize) -> u64 {
         // (Clocks are the other thread's; a one-core run picks its core without them, and
         // runs with OS timers are not pipelined.)
@@ -290,6 +298,7 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             }
             Op::Data(line) => port.data(line),
             Op::Stall(cycles) => port.stall(C, cycles),
+            Op::OsCall { delta, cost } => port.os_call(C, delta, cost),
             Op::Reset => port.reset_stats(),
         }
     }

@@ -801,6 +801,12 @@ impl MemPort for Direct<'_> {
         self.mem.stall(c, cycles);
     }
 
+    fn os_call(&mut self, c: usize, delta: u32, cost: u64) {
+        let w = &mut self.mem.cores[c].window;
+        let t = w.dispatch(delta, false);
+        w.stall_until(t + cost);
+    }
+
     #[inline(always)]
     fn now(&self, c: usize) -> u64 {
         self.mem.cores[c].window.now()

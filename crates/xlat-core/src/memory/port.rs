@@ -60,6 +60,10 @@ pub trait MemPort {
     /// Core `c` loses `cycles` to OS work outside its references (a shootdown interrupt, a
     /// context switch): its window stalls.
     fn stall(&mut self, c: usize, cycles: u64);
+    /// Core `c` dispatches `delta` instructions ending in a system call (an OS call of the
+    /// program's, not a memory access) whose OS work occupies it for `cost` cycles once
+    /// everything older has retired.
+    fn os_call(&mut self, c: usize, delta: u32, cost: u64);
     /// Core `c`'s clock, in cycles (OS timers run by the machine's time).
     fn now(&self, c: usize) -> u64;
     /// Instructions core `c` has dispatched (epochs of mechanisms).

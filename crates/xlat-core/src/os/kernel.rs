@@ -70,6 +70,38 @@ pub struct Shootdown {
     pub pages: u64,
 }
 
+/// What a program asks the OS to do to a range of its mappings (an OS-call reference, see
+/// [`crate::workload::Ref::os_call`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum OsOp {
+    /// munmap: the pages' memory is freed, their emptied page-table nodes too.
+    Unmap = 1,
+    /// mprotect(PROT_READ): the pages become read-only.
+    Protect = 2,
+    /// mprotect(PROT_READ | PROT_WRITE): the pages become writable again.
+    Unprotect = 3,
+    /// move_pages / NUMA balancing: each 4 KB page moves to a new frame.
+    Migrate = 4,
+}
+
+impl OsOp {
+    pub const ALL: [OsOp; 4] = [OsOp::Unmap, OsOp::Protect, OsOp::Unprotect, OsOp::Migrate];
+
+    pub fn from_code(code: u8) -> Option<OsOp> {
+        OsOp::ALL.into_iter().find(|o| *o as u8 == code)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OsOp::Unmap => "unmap",
+            OsOp::Protect => "protect",
+            OsOp::Unprotect => "unprotect",
+            OsOp::Migrate => "migrate",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OsCounters {
     pub faults: u64,
@@ -96,6 +128,12 @@ pub struct OsCounters {
     /// A huge page was wanted but no 2 MB block could be had.
     pub huge_alloc_failures: u64,
     pub context_switches: u64,
+    /// Changes to its mappings a program asked for (munmap, mprotect, page migration).
+    pub calls: u64,
+    pub unmapped_pages: u64,
+    pub protected_pages: u64,
+    /// Page-table nodes freed because an unmap emptied them.
+    pub freed_pt_nodes: u64,
 }
 
 impl OsCounters {
@@ -118,6 +156,10 @@ impl OsCounters {
             migrated_pages,
             huge_alloc_failures,
             context_switches,
+            calls,
+            unmapped_pages,
+            protected_pages,
+            freed_pt_nodes,
         } = *o;
         self.faults += faults;
         self.huge_faults += huge_faults;
@@ -136,6 +178,10 @@ impl OsCounters {
         self.migrated_pages += migrated_pages;
         self.huge_alloc_failures += huge_alloc_failures;
         self.context_switches += context_switches;
+        self.calls += calls;
+        self.unmapped_pages += unmapped_pages;
+        self.protected_pages += protected_pages;
+        self.freed_pt_nodes += freed_pt_nodes;
     }
 }
 
@@ -770,6 +816,71 @@ impl Os {
         self.check_space(space)?;
         let Some((frame, size)) = self.translate(space, va) else { return Ok(false) };
         let base = va.0 & !(size.bytes() - 1);
+        self.unmap_quiet(space, base, frame, size);
+        self.flush(space, vec![(base, base + size.bytes())], 1);
+        Ok(true)
+    }
+
+    // ---- what a program asks of its mappings (munmap, mprotect, migration) ---------------
+
+    /// The program asks for `op` on the 4 KB pages of `[start, end)` of `space` (both 4 KB
+    /// aligned): one call, one shootdown of the range at the end (as Linux batches a
+    /// munmap's or an mprotect's flush). A 2 MB page the range covers only in part is
+    /// demoted first; a 1 GB page only in part is left as it is. Returns the pages changed.
+    pub fn call(&mut self, space: usize, op: OsOp, start: u64, end: u64) -> Result<u64, SimError> {
+        self.check_va(VirtAddr(start))?;
+        self.check_va(VirtAddr(end.saturating_sub(1)))?;
+        self.check_space(space)?;
+        self.counters.calls += 1;
+        let mut changed = 0;
+        let mut flushed = 0;
+        let mut va = start;
+        while va < end {
+            let Some((frame, size)) = self.translate(space, VirtAddr(va)) else {
+                va = (va | 0xfff) + 1;
+                continue;
+            };
+            let base = va & !(size.bytes() - 1);
+            let whole = base >= start && base + size.bytes() <= end;
+            if size == PageSize::Size2M && !whole {
+                self.request_demotion(space, VirtAddr(va))?;
+                continue;
+            }
+            if !whole {
+                va = base + size.bytes();
+                continue;
+            }
+            match op {
+                OsOp::Unmap => {
+                    self.unmap_quiet(space, base, frame, size);
+                    self.counters.unmapped_pages += size.frames();
+                }
+                OsOp::Protect | OsOp::Unprotect => {
+                    // (A huge page the range covers whole keeps its size.)
+                    self.set_writable(space, base, size, op == OsOp::Unprotect);
+                    self.counters.protected_pages += size.frames();
+                }
+                OsOp::Migrate => {
+                    if size == PageSize::Size4K && self.migrate_page(space, base, frame)? {
+                        self.counters.migrated_pages += 1;
+                    }
+                }
+            }
+            changed += size.frames();
+            flushed += 1;
+            va = base + size.bytes();
+        }
+        if op == OsOp::Unmap {
+            self.free_empty_nodes(space, start, end);
+        }
+        if flushed > 0 {
+            self.flush(space, vec![(start, end)], flushed);
+        }
+        Ok(changed)
+    }
+
+    /// Unmap one whole page (no shootdown: the caller flushes) and free its memory.
+    fn unmap_quiet(&mut self, space: usize, base: u64, frame: Frame, size: PageSize) {
         let sp = &mut self.spaces[space];
         self.pt.unmap(sp.root, sp.top, VirtAddr(base), size);
         sp.mapped_bytes -= size.bytes();
@@ -792,8 +903,47 @@ impl Os {
                 self.phys.free(frame, if size == PageSize::Size2M { ORDER_2M } else { MAX_ORDER });
             }
         }
-        self.flush(space, vec![(base, base + size.bytes())], 1);
+    }
+
+    /// Set or clear the RW bit of the leaf mapping `base` (no shootdown).
+    fn set_writable(&mut self, space: usize, base: u64, size: PageSize, writable: bool) {
+        let (root, top) = (self.spaces[space].root, self.spaces[space].top);
+        if let Some((node, idx)) = self.pt.leaf_location(root, top, VirtAddr(base), size) {
+            let e = self.pt.entry(node, idx);
+            self.pt.write_entry(node, idx, if writable { e | PTE_RW } else { e & !PTE_RW });
+        }
+    }
+
+    /// Move the 4 KB page at `base` to a new frame (a NUMA migration): copy it, remap it
+    /// with the same bits, free the old frame (no shootdown). False if no frame is free or
+    /// the page belongs to a reservation (its frame is part of the reserved block).
+    fn migrate_page(&mut self, space: usize, base: u64, old: Frame) -> Result<bool, SimError> {
+        if self.reservations.get(&(space, base >> 21)).is_some_and(|r| r.base == old.0 & !511) {
+            return Ok(false);
+        }
+        let Some(new) = self.phys.alloc_page() else { return Ok(false) };
+        let (root, top) = (self.spaces[space].root, self.spaces[space].top);
+        let (node, idx) = self.pt.leaf_location(root, top, VirtAddr(base), PageSize::Size4K).expect("a mapped 4 KB page has a leaf");
+        let e = self.pt.entry(node, idx);
+        self.pt.write_entry(node, idx, (e & !PTE_PFN_MASK) | (new.0 << 12));
+        self.rmap_del(old);
+        self.rmap_add(new, space, base);
+        self.phys.free_page(old);
+        self.charge += self.copy_cycles;
         Ok(true)
+    }
+
+    /// Free the level-1 nodes of the 2 MB regions inside `[start, end)` that an unmap left
+    /// empty, as Linux's free_pgtables does for an unmapped range.
+    fn free_empty_nodes(&mut self, space: usize, start: u64, end: u64) {
+        let (root, top) = (self.spaces[space].root, self.spaces[space].top);
+        let mut va = start.next_multiple_of(MB2);
+        while va + MB2 <= end {
+            if self.pt.free_empty_leaf_node(&mut self.phys, root, top, VirtAddr(va)) {
+                self.counters.freed_pt_nodes += 1;
+            }
+            va += MB2;
+        }
     }
 
     /// Queue a shootdown of `ranges` of `space` (the one way OS changes reach TLBs).
@@ -955,6 +1105,10 @@ impl Os {
         s.int(format!("{p}os.compaction_failures"), k.compaction_failures);
         s.int(format!("{p}os.migrated_pages"), k.migrated_pages);
         s.int(format!("{p}os.context_switches"), k.context_switches);
+        s.int(format!("{p}os.calls"), k.calls);
+        s.int(format!("{p}os.unmapped_pages"), k.unmapped_pages);
+        s.int(format!("{p}os.protected_pages"), k.protected_pages);
+        s.int(format!("{p}os.freed_pt_nodes"), k.freed_pt_nodes);
         s.int(format!("{p}os.reserved_bytes"), sum(&|os| os.reserved_frames()) << 12);
         for o in 0..=MAX_ORDER {
             s.int(format!("{p}phys.free_blocks.order{o}"), sum(&|os| os.phys.free_blocks(o)));

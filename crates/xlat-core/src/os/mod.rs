@@ -11,4 +11,4 @@ pub mod pt;
 pub mod sched;
 pub mod virt;
 
-pub use kernel::Os;
+pub use kernel::{Os, OsOp};

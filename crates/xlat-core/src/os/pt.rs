@@ -452,6 +452,21 @@ impl PageTables {
         Some(old)
     }
 
+    /// Free the level-1 node mapping the 2 MB region at `va` if none of its entries is
+    /// present any more, clearing its parent's pointer (an unmap emptied it). Flattened
+    /// nodes (2 MB of entries) are kept. True if a node was freed.
+    pub fn free_empty_leaf_node(&mut self, phys: &mut PhysMem, root: NodeId, _top: u8, va: VirtAddr) -> bool {
+        let Some((node, Some((pd, idx)))) = self.descend(root, va, 1) else { return false };
+        let n = &self.nodes[node as usize];
+        if n.low() != 1 || n.span != 1 || self.entries(node).iter().any(|&e| e & PTE_P != 0) {
+            return false;
+        }
+        self.nodes[pd as usize].children[idx] = NO_NODE;
+        *self.entry_mut(pd, idx) = 0;
+        self.free_node(phys, node);
+        true
+    }
+
     /// Replace the 2 MB leaf at the 2 MB-aligned `va` with 512 4 KB entries mapping the same
     /// frames with the same rights, accessed and dirty bits (a demotion, as Linux's split):
     /// a new level-1 node, or the flattened node's group rewritten. Returns the leaf's first

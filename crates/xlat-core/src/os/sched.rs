@@ -35,6 +35,7 @@ use crate::error::SimError;
 use crate::memory::port::MemPort;
 use crate::os::virt::Vm;
 use crate::os::Os;
+use crate::translate::mmu::HwContext;
 use crate::translate::tlb::{Invalidate, VPID_SHIFT};
 use crate::translate::Translator;
 use crate::workload::{Program, Region};
@@ -481,6 +482,28 @@ impl Translator {
     /// Protect the 4 KB page of `space` holding `va` (see [`Os::protect`]).
     pub fn protect<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, writable: bool, port: &mut P) -> Result<bool, SimError> {
         self.os_request(c, port, |os| os.protect(space, va, writable))
+    }
+
+    /// The program on hardware context `c` asks its OS to change its mappings (an OS-call
+    /// reference, [`crate::workload::Ref::os_call`]): natively the OS, in a VM the guest's.
+    /// The core pays `os.call_cycles`, the OS work and the shootdown, which reaches every
+    /// core that runs the address space.
+    #[cold]
+    #[inline(never)]
+    pub fn os_call<P: MemPort>(&mut self, c: usize, r: crate::workload::Ref, port: &mut P) -> Result<(), SimError> {
+        let Some(op) = crate::os::OsOp::from_code(r.size) else {
+            return Err(SimError::BadOsCall { code: r.size, va: r.va });
+        };
+        let HwContext { space, vm, core, .. } = self.contexts[c];
+        let start = r.va & !0xfff;
+        let end = start.saturating_add(r.pages as u64 * 4096);
+        let scope = if self.virt { Scope::Guest(vm) } else { Scope::Native };
+        let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
+        os.phys.cpu = core;
+        os.call(space, op, start, end)?;
+        let cost = self.cfg.os_call_cycles + self.sync(scope, Some(c), port);
+        port.os_call(c, r.inst_delta, cost);
+        Ok(())
     }
 
     /// Core `c` asks the OS (the host's, virtualized) to do `f`; it pays for the work and

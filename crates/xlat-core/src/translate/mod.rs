@@ -52,6 +52,9 @@ impl Translator {
     /// through `port` (whose core indices are the contexts', one per core for now).
     #[inline]
     pub fn step<P: MemPort>(&mut self, c: usize, r: Ref, port: &mut P) -> Result<(), SimError> {
+        if r.is_os_call() {
+            return self.os_call(c, r, port);
+        }
         let (kind, va, core) = (r.kind(), VirtAddr(r.va), self.contexts[c].core);
         port.dispatch(c, r.inst_delta, kind, r.is_dependent());
         if self.mechs.hooks.reference {

@@ -386,6 +386,9 @@ mod tests {
         }
         fn reset_stats(&mut self) {}
         fn stall(&mut self, _: usize, _: u64) {}
+        fn os_call(&mut self, _: usize, _: u32, _: u64) {
+            unreachable!()
+        }
         fn now(&self, _: usize) -> u64 {
             0
         }

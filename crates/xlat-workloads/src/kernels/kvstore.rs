@@ -20,6 +20,7 @@ pub const PARAMS: &[PDef] = &[
     float("writes", "0.05", "fraction of operations that are puts"),
     size("value", "64", "value size in bytes (8..64, one reference per value)"),
     choice("index", "hash", "index structure", &["hash", "btree"]),
+    float("churn", "0", "fraction of puts after which the allocator returns the page of the overwritten value to the OS (an unmap call, as MADV_DONTNEED; its next use faults it back in): shootdowns from the workload"),
 ];
 
 const EMPTY: u64 = u64::MAX;
@@ -39,6 +40,7 @@ pub struct KvStore {
     ops: u64,
     theta: f64,
     writes: f64,
+    churn: f64,
     value: u8,
     threads: usize,
     seed: u64,
@@ -65,6 +67,10 @@ impl KernelImpl for KvStore {
         if !(0.0..=1.0).contains(&writes) {
             return Err(p.bad("writes", "must be in [0, 1]"));
         }
+        let churn = p.f64("churn");
+        if !(0.0..=1.0).contains(&churn) {
+            return Err(p.bad("churn", "must be in [0, 1]"));
+        }
         let mut vas = Vas::new();
         let index = if p.str("index") == "btree" {
             let (inner, leaves) = BPlusTree::layout(&mut vas, keys, 256, "index_");
@@ -83,6 +89,7 @@ impl KernelImpl for KvStore {
             ops: p.u64("ops"),
             theta,
             writes,
+            churn,
             value,
             threads: p.threads(),
             seed: p.seed(),
@@ -125,7 +132,7 @@ impl KernelImpl for KvStore {
         let zipf = Zipf::new(n, self.theta);
         rec.roi_begin();
         let mut rngs: Vec<Rng> = (0..self.threads).map(|t| Rng::new(derive(self.seed, 0x4B + t as u64))).collect();
-        let (va_vals, vsize, writes) = (self.values_a, self.value, self.writes);
+        let (va_vals, vsize, writes, churn) = (self.values_a, self.value, self.writes, self.churn);
         let index = &self.index;
         let values = &mut self.values;
         let (mut gets, mut mismatches, mut hot) = (0u64, 0u64, 0u64);
@@ -167,6 +174,10 @@ impl KernelImpl for KvStore {
                 if is_put {
                     rec.store(va_vals.at(slot), vsize, 4);
                     values[slot as usize] += 1;
+                    // (Drawn only when churning, so the stream without churn is unchanged.)
+                    if churn > 0.0 && rng.f64() < churn {
+                        rec.os_call(xlat_core::os::OsOp::Unmap, va_vals.at(slot), 4096, 30);
+                    }
                 } else {
                     rec.load_dep(va_vals.at(slot), vsize, 2);
                     gets += 1;
@@ -201,6 +212,18 @@ mod tests {
             // Zipf(0.99) over 50000 keys puts ~9% of operations on the hottest key.
             assert!(k.hot_hits > 2400 && k.hot_hits < 5000, "{index}: {}", k.hot_hits);
             assert_in_regions(&k.vas, &s);
+        }
+    }
+
+    #[test]
+    fn churn_returns_overwritten_values_pages_to_the_os() {
+        let (k, s, _) = run_recorded::<KvStore>("kvstore", PARAMS, "keys=5000,ops=4000,writes=0.5,churn=0.5");
+        let calls: Vec<&xlat_core::Ref> = s[0].iter().filter(|r| r.is_os_call()).collect();
+        let puts: u64 = k.values.iter().map(|v| v & 0xFFFF).sum();
+        assert!((calls.len() as f64 / puts as f64 - 0.5).abs() < 0.06, "{} calls for {puts} puts", calls.len());
+        // Each follows a store to the page it unmaps.
+        for w in s[0].windows(2).filter(|w| w[1].is_os_call()) {
+            assert_eq!((w[0].kind(), w[0].va & !0xfff), (xlat_core::RefKind::Store, w[1].va));
         }
     }
 }

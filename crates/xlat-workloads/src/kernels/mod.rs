@@ -10,6 +10,7 @@ use crate::WorkloadError;
 pub mod btree;
 pub mod canneal;
 pub mod chase;
+pub mod churn;
 pub mod gap;
 pub mod graph;
 pub mod graph500;
@@ -83,6 +84,7 @@ kernels! {
     "canneal" => Canneal(canneal::Canneal, canneal),
     "btree" => BTree(btree::BTree, btree),
     "tlbthrash" => Thrash(thrash::Thrash, thrash),
+    "churn" => Churn(churn::Churn, churn),
 }
 
 // The four GAP kernels share a module but each needs its own DESC/PARAMS path.

@@ -3,7 +3,7 @@
 //! ```text
 //! offset  size  field
 //! 0       8     magic "XLATTRC\0"
-//! 8       2     version (u16 LE), currently 1
+//! 8       2     version (u16 LE), currently 2
 //! 10      4     header_len (u32 LE): bytes from offset 0 to the record stream
 //! 14      4     stream index (u32 LE)
 //! 18      4     stream count (u32 LE)
@@ -14,11 +14,14 @@
 //! header_len    zstd stream of records
 //! ```
 //!
-//! Record (inside the zstd stream): a tag byte — bits 0-1 kind (0 load, 1 store, 2 fetch),
-//! bit 2 dependent, bit 3 "size byte follows" (else size 8), bit 4 "inst_delta varint
-//! follows" (else 1), bits 5-7 zero — then the address as a zig-zag LEB128 varint of
+//! Record (inside the zstd stream): a tag byte — bits 0-1 kind (0 load, 1 store, 2 fetch,
+//! 3 OS call), bit 2 dependent, bit 3 "size byte follows" (else size 8), bit 4 "inst_delta
+//! varint follows" (else 1), bits 5-7 zero — then the address as a zig-zag LEB128 varint of
 //! `va - previous va` (wrapping), then the optional size byte, then the optional LEB128
-//! inst_delta. The tag 0xFF ends the stream and is followed by the LEB128 record count, so
+//! inst_delta. An OS call (version 2 on; the program changes its mappings, see
+//! `xlat_core::os::OsOp`) has bit 3 set and its size byte is the operation (1 unmap,
+//! 2 protect, 3 unprotect, 4 migrate), followed by the LEB128 page count (1..=65535) before
+//! the optional inst_delta. The tag 0xFF ends the stream and is followed by the LEB128 record count, so
 //! truncation is always detected. Version policy: the version only grows; a reader accepts
 //! every version up to its own and rejects newer ones with a clear error.
 
@@ -31,7 +34,7 @@ use xlat_core::{Ref, Region, SourceError};
 use super::{corrupt, io_err, read_up_to, Decoder, Input};
 
 pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 const END: u8 = 0xFF;
 const FIXED: usize = 14;
 const MAX_HEADER: u32 = 64 << 20;
@@ -143,7 +146,7 @@ impl NativeWriter {
         for r in refs {
             let size = r.size;
             let mut tag = r.flags & 0b111;
-            if size != 8 {
+            if size != 8 || r.is_os_call() {
                 tag |= 1 << 3;
             }
             if r.inst_delta != 1 {
@@ -153,8 +156,11 @@ impl NativeWriter {
             let d = r.va.wrapping_sub(self.prev) as i64;
             put_varint(&mut self.buf, ((d << 1) ^ (d >> 63)) as u64);
             self.prev = r.va;
-            if size != 8 {
+            if size != 8 || r.is_os_call() {
                 self.buf.push(size);
+            }
+            if r.is_os_call() {
+                put_varint(&mut self.buf, r.pages as u64);
             }
             if r.inst_delta != 1 {
                 put_varint(&mut self.buf, r.inst_delta as u64);
@@ -190,11 +196,13 @@ pub(crate) struct NativeDecoder {
     ended: bool,
     prev: u64,
     count: u64,
+    /// The file's format version (OS calls from 2 on).
+    version: u16,
 }
 
 const BUF: usize = 1 << 18;
-/// Longest record: tag + 10-byte varint + size + 5-byte varint.
-const MAX_REC: usize = 17;
+/// Longest record: tag + 10-byte varint + size + 3-byte page count + 5-byte varint.
+const MAX_REC: usize = 20;
 
 impl NativeDecoder {
     pub(crate) fn open(path: &str, mut input: Input) -> Result<(NativeDecoder, NativeHeader), SourceError> {
@@ -234,6 +242,7 @@ impl NativeDecoder {
                 ended: false,
                 prev: 0,
                 count: 0,
+                version,
             },
             hdr,
         ))
@@ -315,7 +324,8 @@ impl Decoder for NativeDecoder {
                 self.ended = true;
                 return Ok(());
             }
-            if tag & 0xE0 != 0 || tag & 0b11 == 3 {
+            let os_call = tag & 0b11 == 3;
+            if tag & 0xE0 != 0 || os_call && (self.version < 2 || tag & 0x0C != 0x08) {
                 return Err(self.err(start, &format!("bad record tag {tag:#04x}")));
             }
             let z = varint(b, &mut at).ok_or_else(|| self.err(start, "truncated or overlong address"))?;
@@ -324,12 +334,21 @@ impl Decoder for NativeDecoder {
             let size = if tag & 0x08 != 0 {
                 let s = *b.get(at).ok_or_else(|| self.err(start, "truncated record"))?;
                 at += 1;
-                if s == 0 || s > 64 {
+                if os_call && xlat_core::os::OsOp::from_code(s).is_none() {
+                    return Err(self.err(start, &format!("bad OS call operation {s}")));
+                }
+                if !os_call && (s == 0 || s > 64) {
                     return Err(self.err(start, &format!("bad access size {s}")));
                 }
                 s
             } else {
                 8
+            };
+            let pages = if os_call {
+                let v = varint(b, &mut at).ok_or_else(|| self.err(start, "truncated OS call"))?;
+                u16::try_from(v).ok().filter(|&n| n > 0).ok_or_else(|| self.err(start, &format!("bad OS call page count {v}")))?
+            } else {
+                0
             };
             let delta = if tag & 0x10 != 0 {
                 let v = varint(b, &mut at).ok_or_else(|| self.err(start, "truncated instruction delta"))?;
@@ -340,7 +359,7 @@ impl Decoder for NativeDecoder {
             self.prev = va;
             self.pos = at;
             self.count += 1;
-            out.push(Ref { va, inst_delta: delta, size, flags: tag & 0b111, _reserved: 0 });
+            out.push(Ref { va, inst_delta: delta, size, flags: tag & 0b111, pages });
         }
         Ok(())
     }

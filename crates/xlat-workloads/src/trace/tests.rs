@@ -79,6 +79,33 @@ fn native_roundtrip_with_header() {
 }
 
 #[test]
+fn native_traces_carry_os_calls() {
+    use xlat_core::os::OsOp;
+    let mut refs = random_refs(1000, 3);
+    refs.insert(10, Ref::os_call(OsOp::Unmap, 0x7f00_0000_3000, 16, 1));
+    refs.insert(500, Ref::os_call(OsOp::Migrate, 0x7f00_0010_0000, 65535, 40));
+    refs.push(Ref::os_call(OsOp::Protect, 0x7f00_0020_0000, 1, 7));
+    let p = tmp("calls.xtr");
+    write_native(&p, &refs, &NativeHeader::default());
+    let (_, mut src) = crate::open_trace(&[p.to_string_lossy().into()], None).unwrap();
+    assert_eq!(read_all(&mut *src, 0, 333).unwrap(), refs);
+    // An OS call in a version-1 file, an unknown operation and a zero page count are corrupt.
+    let data = std::fs::read(&p).unwrap();
+    let mut v1 = data.clone();
+    v1[8] = 1;
+    let e = decode_bytes(None, &v1).unwrap_err().to_string();
+    assert!(e.contains("bad record tag 0x0b"), "{e}");
+    for (bad, what) in
+        [(Ref { size: 9, ..Ref::os_call(OsOp::Unmap, 0, 1, 1) }, "bad OS call operation 9"), (Ref::os_call(OsOp::Unmap, 0, 0, 1), "bad OS call page count 0")]
+    {
+        let p = tmp("badcall.xtr");
+        write_native(&p, &[bad], &NativeHeader::default());
+        let e = decode_bytes(None, &std::fs::read(&p).unwrap()).unwrap_err().to_string();
+        assert!(e.contains(what), "{e}");
+    }
+}
+
+#[test]
 fn native_truncation_and_corruption_are_reported_with_offsets() {
     let refs = random_refs(20_000, 2);
     let p = tmp("t.xtr");
