@@ -70,7 +70,7 @@ def test_bad_workload_parameter():
         (("run", "--refs", "1000"), "--workload"),
         (("run", "--workload", "gups", "--trace-format", "elf"), "elf"),
         (("run", "--trace", "/no/such/trace.xtr"), "/no/such/trace.xtr"),
-        (("run", "--workload", "gups", "--trace", "/no/such/trace.xtr"), "not both"),
+        (("run", "--workload", "gups", "--trace", "/no/such/trace.xtr"), "not --workload and --trace"),
         (("config", "show", "nosuch"), "nosuch"),
         (("config",), "SUBCOMMAND"),
         (("record", "--workload", "gups"), "--output"),

@@ -13,6 +13,7 @@
 //! # let _ = desc;
 //! ```
 
+pub mod helper;
 pub mod kernels;
 pub mod mix;
 pub mod params;
@@ -156,7 +157,21 @@ pub fn open(spec: &str, seed: u64) -> Result<(WorkloadDesc, Box<dyn RefSource>),
     let src = source::KernelSource::spawn(e.name, streams, regions, p.limit(), move |rec: &mut recorder::BatchRecorder| {
         k.run(rec);
     });
-    Ok((desc_of(&p), Box::new(src)))
+    let step = p.u64("helper");
+    if step == 0 {
+        return Ok((desc_of(&p), Box::new(src)));
+    }
+    let idle = |k: &str| {
+        u32::try_from(p.u64(k)).map_err(|_| WorkloadError::BadValue {
+            workload: e.name.into(),
+            param: k.into(),
+            value: p.u64(k).to_string(),
+            why: "at most 4294967295".into(),
+        })
+    };
+    let mode = if p.str("helper_mode") == "pte" { helper::HelperMode::Pte } else { helper::HelperMode::Touch };
+    let h = helper::HelperSource::new(Box::new(src), step, idle("helper_idle")?, idle("helper_sleep")?, mode);
+    Ok((desc_of(&p), Box::new(h)))
 }
 
 /// Run a kernel in the calling thread without recording (for benchmarks and the

@@ -83,10 +83,14 @@ pub enum OsOp {
     Unprotect = 3,
     /// move_pages / NUMA balancing: each 4 KB page moves to a new frame.
     Migrate = 4,
+    /// Read the page-table entries that map the first page, as a software walk in the
+    /// kernel does (PT-Baker's kernel-mode helper): each level's entry line is loaded
+    /// through the core's caches, one dependent load per level; nothing changes.
+    ReadPtes = 5,
 }
 
 impl OsOp {
-    pub const ALL: [OsOp; 4] = [OsOp::Unmap, OsOp::Protect, OsOp::Unprotect, OsOp::Migrate];
+    pub const ALL: [OsOp; 5] = [OsOp::Unmap, OsOp::Protect, OsOp::Unprotect, OsOp::Migrate, OsOp::ReadPtes];
 
     pub fn from_code(code: u8) -> Option<OsOp> {
         OsOp::ALL.into_iter().find(|o| *o as u8 == code)
@@ -98,6 +102,7 @@ impl OsOp {
             OsOp::Protect => "protect",
             OsOp::Unprotect => "unprotect",
             OsOp::Migrate => "migrate",
+            OsOp::ReadPtes => "read-ptes",
         }
     }
 }
@@ -134,6 +139,8 @@ pub struct OsCounters {
     pub protected_pages: u64,
     /// Page-table nodes freed because an unmap emptied them.
     pub freed_pt_nodes: u64,
+    /// Entries loaded by software walks (read-ptes calls).
+    pub pte_reads: u64,
 }
 
 impl OsCounters {
@@ -160,6 +167,7 @@ impl OsCounters {
             unmapped_pages,
             protected_pages,
             freed_pt_nodes,
+            pte_reads,
         } = *o;
         self.faults += faults;
         self.huge_faults += huge_faults;
@@ -182,6 +190,7 @@ impl OsCounters {
         self.unmapped_pages += unmapped_pages;
         self.protected_pages += protected_pages;
         self.freed_pt_nodes += freed_pt_nodes;
+        self.pte_reads += pte_reads;
     }
 }
 
@@ -865,6 +874,7 @@ impl Os {
                         self.counters.migrated_pages += 1;
                     }
                 }
+                OsOp::ReadPtes => unreachable!("a software walk changes no mapping (Translator::os_call reads it)"),
             }
             changed += size.frames();
             flushed += 1;
@@ -877,6 +887,17 @@ impl Os {
             self.flush(space, vec![(start, end)], flushed);
         }
         Ok(changed)
+    }
+
+    /// The cache lines of the page-table entries a walk of `va` in `space` reads, root
+    /// first (see [`crate::os::pt::PageTables::path`]).
+    pub fn pte_lines(&self, space: usize, va: VirtAddr, out: &mut Vec<u64>) -> Result<(), SimError> {
+        self.check_va(va)?;
+        self.check_space(space)?;
+        let mut path = Vec::with_capacity(5);
+        self.pt.path(self.spaces[space].root, va, &mut path);
+        out.extend(path.iter().map(|pa| pa.0 >> 6));
+        Ok(())
     }
 
     /// Unmap one whole page (no shootdown: the caller flushes) and free its memory.
@@ -1109,6 +1130,7 @@ impl Os {
         s.int(format!("{p}os.unmapped_pages"), k.unmapped_pages);
         s.int(format!("{p}os.protected_pages"), k.protected_pages);
         s.int(format!("{p}os.freed_pt_nodes"), k.freed_pt_nodes);
+        s.int(format!("{p}os.pte_reads"), k.pte_reads);
         s.int(format!("{p}os.reserved_bytes"), sum(&|os| os.reserved_frames()) << 12);
         for o in 0..=MAX_ORDER {
             s.int(format!("{p}phys.free_blocks.order{o}"), sum(&|os| os.phys.free_blocks(o)));

@@ -659,6 +659,21 @@ impl PageTables {
     }
 
     /// Functional translation (no side effects, no timing): what the hardware walk finds.
+    /// The physical addresses of the entries a walk of `va` reads, from the root down to the
+    /// leaf or the first entry that is not present (what a software walk loads).
+    pub fn path(&self, root: NodeId, va: VirtAddr, out: &mut Vec<PhysAddr>) {
+        let mut node = root;
+        loop {
+            let n = &self.nodes[node as usize];
+            let idx = n.index(va);
+            out.push(n.entry_addr(idx));
+            match self.classify(node, idx) {
+                (_, EntryKind::Pointer(child)) => node = child,
+                _ => return,
+            }
+        }
+    }
+
     pub fn translate(&self, root: NodeId, _top: u8, va: VirtAddr) -> Option<Mapping> {
         let mut node = root;
         loop {

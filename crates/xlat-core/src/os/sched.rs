@@ -495,6 +495,9 @@ impl Translator {
             return Err(SimError::BadOsCall { code: r.size, va: r.va });
         };
         let HwContext { space, vm, core, .. } = self.contexts[c];
+        if op == crate::os::OsOp::ReadPtes {
+            return self.read_ptes(c, r, port);
+        }
         let start = r.va & !0xfff;
         let end = start.saturating_add(r.pages as u64 * 4096);
         let scope = if self.virt { Scope::Guest(vm) } else { Scope::Native };
@@ -503,6 +506,24 @@ impl Translator {
         os.call(space, op, start, end)?;
         let cost = self.cfg.os_call_cycles + self.sync(scope, Some(c), port);
         port.os_call(c, r.inst_delta, cost);
+        Ok(())
+    }
+
+    /// A software walk in the kernel ([`crate::os::OsOp::ReadPtes`]): one dependent load of
+    /// each level's entry line, through the core's caches (the kernel's direct map needs no
+    /// translation). Native tables only: a guest's entries would need their gPAs translated.
+    fn read_ptes<P: MemPort>(&mut self, c: usize, r: crate::workload::Ref, port: &mut P) -> Result<(), SimError> {
+        if self.virt {
+            return Err(SimError::NotInVm { op: crate::os::OsOp::ReadPtes.name(), va: r.va });
+        }
+        let space = self.contexts[c].space;
+        let mut lines = Vec::with_capacity(5);
+        self.os.pte_lines(space, VirtAddr(r.va), &mut lines)?;
+        self.os.counters.pte_reads += lines.len() as u64;
+        for (i, &line) in lines.iter().enumerate() {
+            port.dispatch(c, if i == 0 { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, i > 0);
+            port.data(line);
+        }
         Ok(())
     }
 

@@ -1,0 +1,146 @@
+//! Helper threads: one more stream beside a program's own, in the same address space, that
+//! touches every `step`-th page of the program's regions, cyclically, for as long as the
+//! program runs: PT-Baker's helper, which keeps the program's page-table entries in the
+//! shared cache so that its walks hit there. `touch` mode loads a byte of each page (a
+//! user-space helper: it misses its own TLB and walks, bringing the entries in); `pte` mode
+//! reads only the page's page-table entries, as a software walk in the kernel does (an OS
+//! call, see `xlat_core::os::OsOp::ReadPtes`).
+//!
+//! The helper runs on its own core, paced by the simulated clock like any core: the engine
+//! advances the core with the smallest clock, so the helper's rate follows its own IPC, and
+//! `idle` instructions between touches throttle it, `sleep` instructions after each pass
+//! pause it. It ends when every stream of the program has ended.
+
+use xlat_core::os::OsOp;
+use xlat_core::{Program, Ref, RefSource, Region, SourceError};
+
+const PAGE: u64 = 4096;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HelperMode {
+    Touch,
+    Pte,
+}
+
+pub struct HelperSource {
+    inner: Box<dyn RefSource>,
+    regions: Vec<Region>,
+    step: u64,
+    idle: u32,
+    sleep: u32,
+    mode: HelperMode,
+    /// The next page: its region and its offset in it.
+    region: usize,
+    offset: u64,
+    /// The first touch of a pass (after the first) carries the sleep.
+    wrapped: bool,
+    ended: Vec<bool>,
+}
+
+impl HelperSource {
+    /// `inner` plus a helper stream (its last) touching every `step`-th page (`step` >= 1) of
+    /// `inner`'s regions.
+    pub fn new(inner: Box<dyn RefSource>, step: u64, idle: u32, sleep: u32, mode: HelperMode) -> HelperSource {
+        let regions: Vec<Region> = inner.regions().into_iter().filter(|r| r.len > 0).collect();
+        let n = inner.streams();
+        HelperSource { inner, regions, step: step.max(1), idle, sleep, mode, region: 0, offset: 0, wrapped: false, ended: vec![false; n] }
+    }
+
+    fn helper_batch(&mut self, out: &mut Vec<Ref>) {
+        out.clear();
+        if self.regions.is_empty() || self.ended.iter().all(|&e| e) {
+            return;
+        }
+        let n = out.capacity().max(1);
+        for _ in 0..n {
+            let r = &self.regions[self.region];
+            let va = r.start + self.offset;
+            let mut delta = self.idle.saturating_add(1);
+            if std::mem::take(&mut self.wrapped) {
+                delta = delta.saturating_add(self.sleep);
+            }
+            out.push(match self.mode {
+                HelperMode::Touch => Ref::load(va, delta),
+                HelperMode::Pte => Ref::os_call(OsOp::ReadPtes, va, 1, delta),
+            });
+            self.offset += self.step * PAGE;
+            if self.offset >= r.len {
+                self.offset = 0;
+                self.region += 1;
+                if self.region == self.regions.len() {
+                    self.region = 0;
+                    self.wrapped = true;
+                }
+            }
+        }
+    }
+}
+
+impl RefSource for HelperSource {
+    fn streams(&self) -> usize {
+        self.ended.len() + 1
+    }
+
+    fn regions(&self) -> Vec<Region> {
+        self.inner.regions()
+    }
+
+    fn programs(&self) -> Vec<Program> {
+        // (One program: the helper is a thread of it, in its address space.)
+        vec![Program { name: String::new(), regions: self.inner.regions(), streams: (0..self.streams()).collect() }]
+    }
+
+    fn next_batch(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {
+        if stream < self.ended.len() {
+            self.inner.next_batch(stream, out)?;
+            if out.is_empty() {
+                self.ended[stream] = true;
+            }
+            return Ok(());
+        }
+        self.helper_batch(out);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlat_core::VecSource;
+
+    fn main_stream(n: usize) -> Box<dyn RefSource> {
+        let regions = vec![Region { name: "a".into(), start: 0x10_0000, len: 10 * PAGE }, Region { name: "b".into(), start: 0x80_0000, len: 3 * PAGE }];
+        Box::new(VecSource::new(vec![(0..n).map(|i| Ref::load(0x10_0000 + i as u64 * 8, 1)).collect()], regions))
+    }
+
+    #[test]
+    fn the_helper_walks_every_step_th_page_cyclically_and_ends_with_the_program() {
+        let mut h = HelperSource::new(main_stream(5), 4, 2, 100, HelperMode::Touch);
+        assert_eq!(h.streams(), 2);
+        assert_eq!(h.programs()[0].streams, vec![0, 1]);
+        let mut out = Vec::with_capacity(6);
+        h.next_batch(1, &mut out).unwrap();
+        let pages: Vec<u64> = out.iter().map(|r| r.va).collect();
+        // Region a: pages 0, 4, 8; region b: page 0; then a again, after the sleep.
+        assert_eq!(pages, [0x10_0000, 0x10_4000, 0x10_8000, 0x80_0000, 0x10_0000, 0x10_4000]);
+        assert_eq!(out.iter().map(|r| r.inst_delta).collect::<Vec<_>>(), [3, 3, 3, 3, 103, 3]);
+        // The program's stream runs out: the helper stops.
+        let mut main = Vec::with_capacity(16);
+        h.next_batch(0, &mut main).unwrap();
+        assert_eq!(main.len(), 5);
+        h.next_batch(1, &mut out).unwrap();
+        assert!(!out.is_empty(), "the program has not said it ended yet");
+        h.next_batch(0, &mut main).unwrap();
+        assert!(main.is_empty());
+        h.next_batch(1, &mut out).unwrap();
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_kernel_helper_reads_page_table_entries_only() {
+        let mut h = HelperSource::new(main_stream(1), 1, 0, 0, HelperMode::Pte);
+        let mut out = Vec::with_capacity(2);
+        h.next_batch(1, &mut out).unwrap();
+        assert!(out.iter().all(|r| r.is_os_call() && r.size == OsOp::ReadPtes as u8 && r.pages == 1));
+    }
+}
