@@ -27,7 +27,7 @@ use std::time::Instant;
 use xlat_core::config::Policy;
 use xlat_core::memory::cache::Cache;
 use xlat_core::memory::repl::{LineKind, Order, WideOrder};
-use xlat_core::timing::Window;
+use xlat_core::timing::{Units, Window};
 
 /// One LRU cache: `W` ways per set.
 struct Lean<const W: usize> {
@@ -481,6 +481,8 @@ struct Memory<H> {
     h: H,
     timing: bool,
     w: Window,
+    walkers: Units,
+    mshrs: Units,
     /// Of the reference that walks: its dispatch, and its walk's latency so far.
     issue: u64,
     lat: u64,
@@ -488,7 +490,7 @@ struct Memory<H> {
 
 impl<H: Levels> Memory<H> {
     fn new(h: H, timing: bool) -> Self {
-        Memory { h, timing, w: Window::new(4, 224, 10, 2), issue: 0, lat: 0 }
+        Memory { h, timing, w: Window::new(4, 224), walkers: Units::new(2), mshrs: Units::new(10), issue: 0, lat: 0 }
     }
 
     fn replay(&mut self, steps: &[Step]) {
@@ -511,9 +513,9 @@ impl<H: Levels> Memory<H> {
                             self.issue = self.w.dispatch(4, false);
                             self.issue
                         } else {
-                            self.w.walkers.acquire(self.issue, self.lat) + self.lat
+                            self.walkers.acquire(self.issue, self.lat) + self.lat
                         };
-                        let start = if served == 0 { t } else { self.w.mshrs.acquire(t, LAT[served]) };
+                        let start = if served == 0 { t } else { self.mshrs.acquire(t, LAT[served]) };
                         self.w.complete(if write { t + 1 } else { start + LAT[served] });
                     }
                 }

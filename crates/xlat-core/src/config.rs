@@ -283,6 +283,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("core.width", Limit::Int(1024)),
     ("core.rob", Limit::Int(1 << 16)),
     ("core.mshrs", Limit::Int(4096)),
+    ("system.threads_per_core", Limit::Int(8)),
     ("core.walkers", Limit::Int(4096)),
     ("tlb.l1d.entries", Limit::Int(ENTRIES)),
     ("tlb.l1d.ways", Limit::Int(WAYS)),
@@ -417,7 +418,8 @@ fn unknown_key(key: &str) -> ConfigError {
 }
 
 config! {
-    system_cores: u64 = 1; "system.cores"; "cores of the machine; a workload with N streams runs on cores 0..N-1";
+    system_cores: u64 = 1; "system.cores"; "cores of the machine; a workload with N streams runs on cores 0..N-1 (hardware contexts, with system.threads_per_core)";
+    system_threads_per_core: u64 = 1; "system.threads_per_core"; "hardware contexts (SMT threads) per core: stream i runs on context i, of core i / threads_per_core; a core's contexts share its TLBs, page-walk caches, walkers, MSHRs and private caches, and split its dispatch width and reorder buffer evenly";
     core_freq_ghz: f64 = 2.0; "core.freq_ghz"; "core clock in GHz (converts DRAM nanoseconds to cycles)";
     core_width: u64 = 4; "core.width"; "instructions dispatched per cycle";
     core_rob: u64 = 224; "core.rob"; "reorder-buffer entries: how far dispatch may run ahead of the oldest unfinished instruction";
@@ -455,6 +457,7 @@ config! {
     tlb_l1d_coalescing: Coalescing = Coalescing::Inherit; "tlb.l1d.coalescing"; "PTE coalescing in the L1 DTLB: none|16k|32k, or inherit (tlb.coalescing)";
     tlb_l1i_coalescing: Coalescing = Coalescing::Inherit; "tlb.l1i.coalescing"; "PTE coalescing in the L1 ITLB: none|16k|32k, or inherit (tlb.coalescing)";
     tlb_l2_coalescing: Coalescing = Coalescing::Inherit; "tlb.l2.coalescing"; "PTE coalescing in the L2 TLB: none|16k|32k, or inherit (tlb.coalescing)";
+    tlb_thread_tagged: bool = false; "tlb.thread_tagged"; "SMT (system.threads_per_core > 1): TLB and page-walk-cache entries carry the hardware thread that filled them, so a core's threads never use each other's entries, even in one address space (AMD Zen; PT-Baker §4.4.5.1); false: competitively shared, a thread hits what its sibling filled";
     tlb_perfect: bool = false; "tlb.perfect"; "every translation hits the L1 TLB: no walks (measures what translation costs)";
     pwc_l5_entries: u64 = 0; "pwc.l5.entries"; "page-walk cache entries for L5 prefixes (VA[56:48], 5-level tables only)";
     pwc_l4_entries: u64 = 4; "pwc.l4.entries"; "page-walk cache entries for L4 prefixes (VA[47:39] -> L3 node)";
@@ -709,6 +712,12 @@ impl Config {
         }
         if self.asap_levels == 0 {
             return Err(invalid("asap.levels", "must be at least 1".into()));
+        }
+        if self.system_threads_per_core == 0 {
+            return Err(invalid("system.threads_per_core", "must be at least 1".into()));
+        }
+        if self.system_threads_per_core > 1 && self.ptp_mode == PtpMode::Detector && [self.cache_l2_policy, self.cache_llc_policy].contains(&Policy::Ptp) {
+            return Err(invalid("ptp.mode", "the TLB-miss phase detector is per core: it needs system.threads_per_core=1".into()));
         }
         if self.cache_llc_ways_per_core > 0 {
             if self.cache_llc_ways_per_core > self.cache_llc_ways {

@@ -16,7 +16,7 @@ use crate::os::sched::Scope;
 use crate::os::Os;
 use crate::stats::{add_tlbs, derived, derived_virt, emit_cache, emit_os, emit_tlbs, CoreCounters, Stats, VirtCounters};
 use crate::translate::mmu::{HwContext, Mmu};
-use crate::translate::tlb::{Invalidate, TlbStats};
+use crate::translate::tlb::{Ctx, Invalidate, TlbStats};
 use crate::translate::walker::WalkParams;
 use crate::translate::Translator;
 use crate::workload::{Program, Ref, RefSource};
@@ -83,13 +83,20 @@ impl Machine {
         if streams == 0 || programs.is_empty() {
             return Err(SimError::NoStreams);
         }
+        let per = cfg.system_threads_per_core.max(1) as usize;
+        let contexts = cfg.system_cores * per as u64;
         for (p, prog) in programs.iter().enumerate() {
-            if let Some(&c) = prog.streams.iter().find(|&&c| c as u64 >= cfg.system_cores).filter(|_| programs.len() > 1 || streams != prog.streams.len()) {
-                return Err(SimError::BadMix { why: format!("program {p} runs on core {c}, but the machine has {} cores (system.cores)", cfg.system_cores) });
+            if let Some(&c) = prog.streams.iter().find(|&&c| c as u64 >= contexts).filter(|_| programs.len() > 1 || streams != prog.streams.len()) {
+                let has = if per == 1 {
+                    format!("{} cores (system.cores)", cfg.system_cores)
+                } else {
+                    format!("{contexts} hardware contexts (system.cores x system.threads_per_core)")
+                };
+                return Err(SimError::BadMix { why: format!("program {p} runs on core {c}, but the machine has {has}") });
             }
         }
-        if streams as u64 > cfg.system_cores {
-            return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores });
+        if streams as u64 > cfg.system_cores * per as u64 {
+            return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores * per as u64 });
         }
         if programs.len() > 1 && cfg.hawkeye_enabled {
             return Err(SimError::BadMix { why: "hawkeye.enabled models one address space; a mix has one per program".into() });
@@ -97,8 +104,8 @@ impl Machine {
         // (What footprint-relative limits, such as os.promotion_cap, count: every program's.)
         let footprint_regions: Vec<crate::Region> = programs.iter().flat_map(|p| p.regions.iter().cloned()).collect();
         let (os, vms, sched) = crate::os::sched::boot(cfg, streams, &programs, seed)?;
-        let mmus = (0..streams).map(|i| Mmu::new(cfg, core_seed(seed, i as u64))).collect();
-        // Stream `i` runs on hardware context `i`, on core `i`.
+        let mmus = (0..streams.div_ceil(per)).map(|i| Mmu::new(cfg, core_seed(seed, i as u64))).collect();
+        // Stream `i` runs on hardware context `i`, on core `i / threads_per_core`.
         let contexts = (0..streams)
             .map(|i| {
                 let (space, vm) = (sched.running(i), sched.running_vm(i));
@@ -106,7 +113,9 @@ impl Machine {
                     Some(v) => v.os.spaces[space].ctx,
                     None => os.spaces[space].ctx,
                 };
-                HwContext { core: i, space, vm, ctx }
+                // (Thread-tagged TLBs: see `Translator::tagged`.)
+                let thread = if cfg.tlb_thread_tagged && per > 1 { ((i % per) as Ctx) << crate::translate::tlb::THREAD_SHIFT } else { 0 };
+                HwContext { core: i / per, space, vm, ctx: ctx | thread }
             })
             .collect();
         let levels = |f: PtFormat| if f == PtFormat::Radix5 { 5 } else { 4 };
@@ -278,18 +287,24 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         let mut caches = [[0u64; 9]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks, prefetches, prefetch hits
         let mut cache_energy = 0.0;
         for (i, (mmu, core)) in xl.mmus.iter().zip(&mem.cores).enumerate() {
-            // Each side counts its own events of the glossary; together they are the core's.
+            // Each side counts its own events of the glossary; together they are the core's
+            // (the memory side's, summed over the core's hardware contexts).
             let mut k = mmu.counters;
-            k.add(&core.counters);
             let mut v = mmu.vcounters;
-            v.add(&core.vcounters);
+            let (mut core_instr, mut core_cycles) = (0, 0);
+            for x in mem.ctxs.iter().enumerate().filter(|&(c, _)| mem.core_of(c) == i).map(|(_, x)| x) {
+                k.add(&x.counters);
+                v.add(&x.vcounters);
+                core_instr += x.instructions();
+                core_cycles = core_cycles.max(x.cycles());
+                rob_stalls += x.window.rob_stall_cycles;
+            }
             let t = mmu.tlbs.each_ref().map(|l| l.stats);
             sum.add(&k);
             vsum.add(&v);
             add_tlbs(&mut tsum, &t);
-            instr += core.instructions();
-            cycles = cycles.max(core.cycles());
-            rob_stalls += core.window.rob_stall_cycles;
+            instr += core_instr;
+            cycles = cycles.max(core_cycles);
             for (j, cache) in [&core.l1i, &core.l1d, &core.l2].into_iter().enumerate() {
                 for kind in 0..3 {
                     caches[j][kind] += cache.counters.accesses[kind];
@@ -301,7 +316,7 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
                 cache_energy += (cache.total_accesses() + cache.counters.writebacks) as f64 * cache.energy_nj;
             }
             if multi {
-                emit_part(&mut s, &format!("core{i}."), &k, &v, &t, core.instructions(), core.cycles(), xl);
+                emit_part(&mut s, &format!("core{i}."), &k, &v, &t, core_instr, core_cycles, xl);
             }
         }
         // A mix: each program's, summed over its cores (its cycles: its slowest core's).
@@ -309,15 +324,23 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             for (n, cores) in xl.sched.programs.iter().enumerate() {
                 let (mut k, mut v, mut t) = (CoreCounters::default(), VirtCounters::default(), [TlbStats::default(); crate::translate::mmu::TLB_LEVELS]);
                 let (mut instr, mut cycles) = (0, 0);
+                // (Its contexts' memory-side counts, and the translation side's of its cores,
+                // which no other program shares: see `sched::boot`.)
+                let mut last_core = usize::MAX;
                 for &c in cores {
-                    let (mmu, core) = (&xl.mmus[c], &mem.cores[c]);
-                    k.add(&mmu.counters);
-                    k.add(&core.counters);
-                    v.add(&mmu.vcounters);
-                    v.add(&core.vcounters);
-                    add_tlbs(&mut t, &mmu.tlbs.each_ref().map(|l| l.stats));
-                    instr += core.instructions();
-                    cycles = cycles.max(core.cycles());
+                    let x = &mem.ctxs[c];
+                    k.add(&x.counters);
+                    v.add(&x.vcounters);
+                    instr += x.instructions();
+                    cycles = cycles.max(x.cycles());
+                    let core = xl.contexts[c].core;
+                    if core != last_core {
+                        let mmu = &xl.mmus[core];
+                        k.add(&mmu.counters);
+                        v.add(&mmu.vcounters);
+                        add_tlbs(&mut t, &mmu.tlbs.each_ref().map(|l| l.stats));
+                        last_core = core;
+                    }
                 }
                 emit_part(&mut s, &format!("prog{n}."), &k, &v, &t, instr, cycles, xl);
             }
@@ -360,8 +383,8 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         }
         if xl.cfg.asap_enabled {
             let mut a = crate::memory::hierarchy::AsapCounters::default();
-            for core in &mem.cores {
-                a.add(&core.asap);
+            for x in &mem.ctxs {
+                a.add(&x.asap);
             }
             a.emit("asap.", &mut s);
         }
@@ -429,8 +452,10 @@ fn emit_csalt(s: &mut Stats, mem: &MemorySide) {
 fn emit_tlb_lines(s: &mut Stats, mem: &MemorySide) {
     let mut k = TlbLineCounters::default();
     let (mut tlb, mut lines) = (0, 0);
+    for x in &mem.ctxs {
+        k.add(&x.tlb_lines);
+    }
     for core in &mem.cores {
-        k.add(&core.tlb_lines);
         tlb += core.l2.lines_by_kind()[LineKind::TlbEntry as usize];
         lines += core.l2.lines();
     }
@@ -501,7 +526,7 @@ pub(crate) fn run_loop<P: MemPort>(
     flush: &mut dyn FnMut(&mut P),
     mark: &mut dyn FnMut(&Translator, &P),
 ) -> Result<u64, SimError> {
-    let n = xl.mmus.len();
+    let n = xl.contexts.len();
     let mut batches: Vec<Vec<Ref>> = (0..n).map(|_| Vec::with_capacity(BATCH)).collect();
     let mut pos = vec![0usize; n];
     let mut ended = vec![false; n];

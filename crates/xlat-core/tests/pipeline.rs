@@ -166,7 +166,7 @@ fn warm_up_changes_no_simulated_state() {
         let mut m = Machine::new(&c, 1, region(8 * GB), 7).unwrap();
         let mut src = VecSource::new(vec![refs.clone()], region(8 * GB));
         m.run(&mut src, RunOptions { warmup, threads: 1, ..RunOptions::default() }, &mut |_| true).unwrap();
-        (m.mem.cores[0].window.cycles(), m.stats())
+        (m.mem.ctxs[0].window.cycles(), m.stats())
     };
     let (with, s) = end(20_000);
     let (without, all) = end(0);

@@ -313,7 +313,7 @@ impl Machine {
         };
         threads >= 2
             && opts.interval == 0
-            && self.xl.mmus.len() == 1
+            && self.xl.contexts.len() == 1
             && self.xl.vms.len() <= 1
             && !self.xl.perfect()
             && !self.xl.mechs.needs_memory_side()

@@ -11,7 +11,7 @@ use crate::memory::port::{MemPort, Steer, Table};
 use crate::memory::prefetcher::{Prefetch, MAX_DEGREE};
 use crate::memory::repl::LineKind;
 use crate::stats::{CoreCounters, VirtCounters};
-use crate::timing::{InFlight, Window};
+use crate::timing::{InFlight, Units, Window};
 use crate::workload::RefKind;
 
 /// Where an access was served.
@@ -45,12 +45,11 @@ pub enum Entry {
     L2,
 }
 
-/// One core's share of the memory side.
-pub struct CoreMem {
+/// One hardware context's share of the memory side: its instruction window and what it
+/// counts. A core runs one context, or several (SMT, `system.threads_per_core`) that share
+/// its [`CoreMem`].
+pub struct ContextMem {
     pub window: Window,
-    pub l1i: Cache,
-    pub l1d: Cache,
-    pub l2: Cache,
     /// The counters of the glossary this side produces (walk reads and where they were
     /// served, walk cycles, data accesses); the translation side counts the rest.
     pub counters: CoreCounters,
@@ -59,13 +58,6 @@ pub struct CoreMem {
     pub tlb_lines: TlbLineCounters,
     /// ASAP's prefetches (with `asap.enabled`).
     pub asap: AsapCounters,
-    /// Lines on their way to this core (by line), and walks not yet done (by 4 KB page of
-    /// the translated address's frame): see [`InFlight`].
-    fills: InFlight,
-    walks: InFlight,
-    /// Data prefetchers (`cache.l1d.prefetcher`, `cache.l2.prefetcher`).
-    pf_l1d: Prefetch,
-    pf_l2: Prefetch,
     /// Walks after an L3 TLB lookup (its misses, as the memory side sees them: CSALT-CD).
     lookup_walks: u64,
     /// Instructions and cycles at the last statistics reset.
@@ -73,24 +65,17 @@ pub struct CoreMem {
     base_cycles: u64,
 }
 
-impl CoreMem {
-    fn new(cfg: &Config, s: u64) -> CoreMem {
-        CoreMem {
-            window: Window::new(cfg.core_width, cfg.core_rob, cfg.core_mshrs, cfg.core_walkers),
-            l1i: Cache::new(cfg.cache_l1i_size_kb, cfg.cache_l1i_ways, cfg.cache_l1i_latency, cfg.cache_l1i_policy, cfg.cache_l1i_energy_nj, s + 4),
-            l1d: Cache::new(cfg.cache_l1d_size_kb, cfg.cache_l1d_ways, cfg.cache_l1d_latency, cfg.cache_l1d_policy, cfg.cache_l1d_energy_nj, s + 5)
-                .with_prefetcher(cfg.cache_l1d_prefetcher != Prefetcher::None),
-            l2: Cache::new(cfg.cache_l2_size_kb, cfg.cache_l2_ways, cfg.cache_l2_latency, cfg.cache_l2_policy, cfg.cache_l2_energy_nj, s + 6)
-                .with_csalt(cfg)
-                .with_prefetcher(cfg.cache_l2_prefetcher != Prefetcher::None),
+impl ContextMem {
+    fn new(cfg: &Config) -> ContextMem {
+        // SMT: the contexts of a core split its dispatch width and reorder buffer evenly (as
+        // Intel's cores partition the ROB statically).
+        let n = cfg.system_threads_per_core.max(1);
+        ContextMem {
+            window: Window::new((cfg.core_width / n).max(1), (cfg.core_rob / n).max(1)),
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
             tlb_lines: TlbLineCounters::default(),
             asap: AsapCounters::default(),
-            fills: InFlight::default(),
-            walks: InFlight::default(),
-            pf_l1d: Prefetch::new(cfg.cache_l1d_prefetcher, cfg.cache_l1d_prefetch_degree),
-            pf_l2: Prefetch::new(cfg.cache_l2_prefetcher, cfg.cache_l2_prefetch_degree),
             lookup_walks: 0,
             base_instr: 0,
             base_cycles: 0,
@@ -105,6 +90,43 @@ impl CoreMem {
     /// Cycles since the last statistics reset.
     pub fn cycles(&self) -> u64 {
         self.window.cycles() - self.base_cycles
+    }
+}
+
+/// One core's share of the memory side: its private caches, MSHRs and page walkers, and
+/// what is in flight there, shared by its hardware contexts.
+pub struct CoreMem {
+    pub l1i: Cache,
+    pub l1d: Cache,
+    pub l2: Cache,
+    /// L1D misses in flight (`core.mshrs`) and page walks (`core.walkers`).
+    pub mshrs: Units,
+    pub walkers: Units,
+    /// Lines on their way to this core (by line), and walks not yet done (by 4 KB page of
+    /// the translated address's frame): see [`InFlight`].
+    fills: InFlight,
+    walks: InFlight,
+    /// Data prefetchers (`cache.l1d.prefetcher`, `cache.l2.prefetcher`).
+    pf_l1d: Prefetch,
+    pf_l2: Prefetch,
+}
+
+impl CoreMem {
+    fn new(cfg: &Config, s: u64) -> CoreMem {
+        CoreMem {
+            l1i: Cache::new(cfg.cache_l1i_size_kb, cfg.cache_l1i_ways, cfg.cache_l1i_latency, cfg.cache_l1i_policy, cfg.cache_l1i_energy_nj, s + 4),
+            l1d: Cache::new(cfg.cache_l1d_size_kb, cfg.cache_l1d_ways, cfg.cache_l1d_latency, cfg.cache_l1d_policy, cfg.cache_l1d_energy_nj, s + 5)
+                .with_prefetcher(cfg.cache_l1d_prefetcher != Prefetcher::None),
+            l2: Cache::new(cfg.cache_l2_size_kb, cfg.cache_l2_ways, cfg.cache_l2_latency, cfg.cache_l2_policy, cfg.cache_l2_energy_nj, s + 6)
+                .with_csalt(cfg)
+                .with_prefetcher(cfg.cache_l2_prefetcher != Prefetcher::None),
+            mshrs: Units::new(cfg.core_mshrs),
+            walkers: Units::new(cfg.core_walkers),
+            fills: InFlight::default(),
+            walks: InFlight::default(),
+            pf_l1d: Prefetch::new(cfg.cache_l1d_prefetcher, cfg.cache_l1d_prefetch_degree),
+            pf_l2: Prefetch::new(cfg.cache_l2_prefetcher, cfg.cache_l2_prefetch_degree),
+        }
     }
 }
 
@@ -137,7 +159,13 @@ crate::stats::counters! {
 }
 
 pub struct MemorySide {
+    /// Per hardware context (a stream), and per core.
+    pub ctxs: Vec<ContextMem>,
     pub cores: Vec<CoreMem>,
+    /// The core each context runs on, and whether that is ever another than its own number
+    /// (SMT): without SMT, the hot paths skip the lookup.
+    core_of: Vec<usize>,
+    smt: bool,
     pub llc: Cache,
     pub dram: Dram,
     /// The die-stacked DRAM of an L3 TLB in memory: it serves every line from `tlb_lo` up.
@@ -160,10 +188,16 @@ pub struct MemorySide {
 }
 
 impl MemorySide {
-    /// The memory side of `cores` cores; core `i`'s structures are seeded from `seed` and `i`
-    /// as [`core_seed`] says.
-    pub fn new(cfg: &Config, cores: usize, seed: u64) -> MemorySide {
+    /// The memory side of `contexts` hardware contexts, `system.threads_per_core` to a core
+    /// (context `i` on core `i / threads_per_core`); core `i`'s structures are seeded from
+    /// `seed` and `i` as [`core_seed`] says.
+    pub fn new(cfg: &Config, contexts: usize, seed: u64) -> MemorySide {
+        let per = cfg.system_threads_per_core.max(1) as usize;
+        let cores = contexts.div_ceil(per);
         let mut m = MemorySide {
+            ctxs: (0..contexts).map(|_| ContextMem::new(cfg)).collect(),
+            core_of: (0..contexts).map(|i| i / per).collect(),
+            smt: per > 1,
             cores: (0..cores as u64).map(|i| CoreMem::new(cfg, core_seed(seed, i))).collect(),
             llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c)
                 .with_csalt(cfg)
@@ -195,8 +229,9 @@ impl MemorySide {
     /// Returns the load-to-use latency and where it was served.
     #[inline(always)]
     pub fn access(&mut self, c: usize, line: u64, kind: LineKind, write: bool, entry: Entry, now: u64) -> (u64, Served) {
-        let owner = c as u8;
-        let core = &mut self.cores[c];
+        let k = self.core_of(c);
+        let owner = k as u8;
+        let core = &mut self.cores[k];
         let l1 = match entry {
             Entry::L1d => Some(&mut core.l1d),
             Entry::L1i => Some(&mut core.l1i),
@@ -223,23 +258,23 @@ impl MemorySide {
             (lat, Served::Dram)
         };
         if self.partitioned {
-            self.end_epochs(c);
+            self.end_epochs(k);
         }
         if served != Served::L2 {
             // The line is now in the LLC; install it in L2. (A victim LLC hands its copy
             // over: it holds only lines no L2 holds, and the L2 takes its dirt.)
             let moved_dirty = self.llc_victim && served == Served::Llc && self.take_from_llc(line);
-            let v = self.cores[c].l2.fill(line, kind, moved_dirty || write && entry == Entry::L2, owner);
+            let v = self.cores[k].l2.fill(line, kind, moved_dirty || write && entry == Entry::L2, owner);
             self.l2_victim(v, owner, now);
         }
-        let core = &mut self.cores[c];
+        let core = &mut self.cores[k];
         let l1 = match entry {
             Entry::L1d => &mut core.l1d,
             Entry::L1i => &mut core.l1i,
             Entry::L2 => return (lat, served),
         };
         let v = l1.fill(line, kind, write, owner);
-        self.l1_victim(c, v, owner, now);
+        self.l1_victim(k, v, owner, now);
         (lat, served)
     }
 
@@ -249,12 +284,12 @@ impl MemorySide {
         self.llc.invalidate(line).unwrap_or(false)
     }
 
-    /// A line left core `c`'s L1: a dirty one is written back to its L2.
+    /// A line left core `k`'s L1: a dirty one is written back to its L2.
     #[inline(always)]
-    fn l1_victim(&mut self, c: usize, v: Option<Victim>, owner: u8, now: u64) {
+    fn l1_victim(&mut self, k: usize, v: Option<Victim>, owner: u8, now: u64) {
         if let Some(v) = v {
             if v.dirty {
-                let w = self.cores[c].l2.write_back(v.line, v.kind, owner);
+                let w = self.cores[k].l2.write_back(v.line, v.kind, owner);
                 self.l2_victim(w, owner, now);
             }
         }
@@ -288,26 +323,27 @@ impl MemorySide {
     /// in what they name.
     #[inline(never)]
     fn prefetch_after(&mut self, c: usize, line: u64, served: Served, t: u64) {
+        let k = self.core_of(c);
         let mut lines = [0; MAX_DEGREE];
-        let n = self.cores[c].pf_l1d.train(line, &mut lines);
+        let n = self.cores[k].pf_l1d.train(line, &mut lines);
         for &l in &lines[..n] {
-            self.prefetch_line(c, l, Entry::L1d, t);
+            self.prefetch_line(k, l, Entry::L1d, t);
         }
         if served != Served::L1 {
-            let n = self.cores[c].pf_l2.train(line, &mut lines);
+            let n = self.cores[k].pf_l2.train(line, &mut lines);
             for &l in &lines[..n] {
-                self.prefetch_line(c, l, Entry::L2, t);
+                self.prefetch_line(k, l, Entry::L2, t);
             }
         }
     }
 
-    /// Prefetch data `line` into core `c`'s L1D or L2 (`into`) at `t`, unless it is there:
+    /// Prefetch data `line` into core `k`'s L1D or L2 (`into`) at `t`, unless it is there:
     /// from L2, the LLC or DRAM, filling each level on the way back as a demand miss would,
     /// without counting as a demand access. With in-flight state, demand accesses that need
     /// the line before it lands wait for it.
-    fn prefetch_line(&mut self, c: usize, line: u64, into: Entry, t: u64) {
-        let owner = c as u8;
-        let core = &self.cores[c];
+    fn prefetch_line(&mut self, k: usize, line: u64, into: Entry, t: u64) {
+        let owner = k as u8;
+        let core = &self.cores[k];
         let in_l2 = core.l2.contains(line);
         if in_l2 && into == Entry::L2 || into == Entry::L1d && core.l1d.contains(line) {
             return;
@@ -331,16 +367,16 @@ impl MemorySide {
             lat
         };
         if !in_l2 {
-            let l2 = &mut self.cores[c].l2;
+            let l2 = &mut self.cores[k].l2;
             let v = if into == Entry::L2 { l2.fill_prefetch(line, moved_dirty, owner) } else { l2.fill(line, LineKind::Data, moved_dirty, owner) };
             self.l2_victim(v, owner, t);
         }
         if into == Entry::L1d {
-            let v = self.cores[c].l1d.fill_prefetch(line, false, owner);
-            self.l1_victim(c, v, owner, t);
+            let v = self.cores[k].l1d.fill_prefetch(line, false, owner);
+            self.l1_victim(k, v, owner, t);
         }
         if self.inflight {
-            self.cores[c].fills.put(line, t, t + lat);
+            self.cores[k].fills.put(line, t, t + lat);
         }
     }
 
@@ -395,11 +431,11 @@ impl MemorySide {
             dram_queue: self.dram.queue_cycles,
             ..CdTotals::default()
         };
-        for core in &self.cores {
-            t.lookups += core.tlb_lines.reads / 2;
-            t.lookup_walks += core.lookup_walks;
-            t.walk_cycles += core.counters.walk_cycles;
-            t.walks += core.counters.timed_walks();
+        for x in &self.ctxs {
+            t.lookups += x.tlb_lines.reads / 2;
+            t.lookup_walks += x.lookup_walks;
+            t.walk_cycles += x.counters.walk_cycles;
+            t.walks += x.counters.timed_walks();
         }
         t
     }
@@ -408,7 +444,7 @@ impl MemorySide {
     /// die-stacked DRAM): returns its latency.
     pub fn read_tlb_line(&mut self, c: usize, line: u64, at: u64) -> u64 {
         let (lat, served) = self.access(c, line, LineKind::TlbEntry, false, Entry::L2, at);
-        let k = &mut self.cores[c].tlb_lines;
+        let k = &mut self.ctxs[c].tlb_lines;
         k.reads += 1;
         let mut unused = 0;
         served.count([&mut unused, &mut k.served_l2, &mut k.served_llc, &mut k.served_dram]);
@@ -419,7 +455,7 @@ impl MemorySide {
     /// through L2: write-allocate).
     pub fn write_tlb_line(&mut self, c: usize, line: u64, at: u64) {
         self.access(c, line, LineKind::TlbEntry, true, Entry::L2, at);
-        self.cores[c].tlb_lines.writes += 1;
+        self.ctxs[c].tlb_lines.writes += 1;
     }
 
     /// A page walk on core `c` reads the entry in `line` of `table` at cycle `at`: returns
@@ -431,11 +467,11 @@ impl MemorySide {
         // not in time order, and a walk read waiting behind a data miss booked far ahead made
         // walks, then the walker queue, then data misses later still, run away.)
         let lat = self.arrival(c, line, served, at, lat, false) - at;
-        let core = &mut self.cores[c];
-        let k = &mut core.counters;
+        let x = &mut self.ctxs[c];
+        let k = &mut x.counters;
         k.walk_steps += 1;
         served.count([&mut k.pte_l1, &mut k.pte_l2, &mut k.pte_llc, &mut k.pte_dram]);
-        let v = &mut core.vcounters;
+        let v = &mut x.vcounters;
         match table {
             Table::Native => {}
             Table::Guest => {
@@ -455,7 +491,7 @@ impl MemorySide {
     pub fn pte_prefetch(&mut self, c: usize, line: u64, at: u64) {
         let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.walk_entry, at);
         self.arrival(c, line, served, at, lat, false);
-        let k = &mut self.cores[c].asap;
+        let k = &mut self.ctxs[c].asap;
         k.prefetches += 1;
         served.count([&mut k.served_l1, &mut k.served_l2, &mut k.served_llc, &mut k.served_dram]);
     }
@@ -464,15 +500,16 @@ impl MemorySide {
     /// `fault_cycles` of them in the OS: it waits for a free walker. Returns when it is done.
     #[inline(always)]
     pub fn walk_done(&mut self, c: usize, t: u64, lat: u64, fault_cycles: u64) -> u64 {
-        let core = &mut self.cores[c];
-        let start = core.window.walkers.acquire(t, lat - fault_cycles);
+        let k = self.core_of(c);
+        let start = self.cores[k].walkers.acquire(t, lat - fault_cycles);
         let done = start + lat;
+        let x = &mut self.ctxs[c];
         // Walk latency as the papers report it: the walk itself, not the wait for a walker.
-        core.counters.record_walk_cycles(lat - fault_cycles);
-        core.counters.walker_wait_cycles += start - t;
+        x.counters.record_walk_cycles(lat - fault_cycles);
+        x.counters.walker_wait_cycles += start - t;
         if fault_cycles > 0 {
             // A page fault is a precise exception: younger instructions wait for the handler.
-            core.window.stall_until(done);
+            x.window.stall_until(done);
         }
         done
     }
@@ -488,14 +525,14 @@ impl MemorySide {
         if self.prefetching && entry == Entry::L1d {
             self.prefetch_after(c, line, served, t);
         }
-        let core = &mut self.cores[c];
-        let k = &mut core.counters;
+        let x = &mut self.ctxs[c];
+        let k = &mut x.counters;
         k.translation_cycles += t - issue;
         served.count([&mut k.data_l1, &mut k.data_l2, &mut k.data_llc, &mut k.data_dram]);
         // Stores retire into the store buffer once translated; their misses do not hold
         // up retirement (but do occupy an MSHR).
         let complete = if write { t + 1 } else { arrival };
-        core.window.complete(complete);
+        x.window.complete(complete);
     }
 
     /// When the line of an access by core `c` at `t`, served by `served` in `lat` cycles,
@@ -504,19 +541,21 @@ impl MemorySide {
     /// a miss, which holds an MSHR when `mshr` (and is remembered as in flight).
     #[inline(always)]
     fn arrival(&mut self, c: usize, line: u64, served: Served, t: u64, lat: u64, mshr: bool) -> u64 {
-        let core = &mut self.cores[c];
+        let k = self.core_of(c);
+        let core = &mut self.cores[k];
         if self.inflight {
             if let Some(ready) = core.fills.pending(line, t) {
                 let done = ready.max(t + lat);
-                core.counters.fill_merges += 1;
-                core.counters.fill_merge_cycles += done - (t + lat);
+                let k = &mut self.ctxs[c].counters;
+                k.fill_merges += 1;
+                k.fill_merge_cycles += done - (t + lat);
                 return done;
             }
         }
         if served == Served::L1 {
             return t + lat;
         }
-        let start = if mshr { core.window.mshrs.acquire(t, lat) } else { t };
+        let start = if mshr { core.mshrs.acquire(t, lat) } else { t };
         if self.inflight {
             core.fills.put(line, t, start + lat);
         }
@@ -530,32 +569,44 @@ impl MemorySide {
     /// page).
     #[inline(always)]
     pub fn translated(&mut self, c: usize, page: u64, start: u64, t: u64, walked: bool) -> u64 {
-        let core = &mut self.cores[c];
+        let k = self.core_of(c);
+        let core = &mut self.cores[k];
         if walked {
             core.walks.put(page, start, t);
             return t;
         }
         match core.walks.pending(page, t) {
             Some(done) => {
-                core.counters.walk_merges += 1;
-                core.counters.walk_merge_cycles += done - t;
+                let k = &mut self.ctxs[c].counters;
+                k.walk_merges += 1;
+                k.walk_merge_cycles += done - t;
                 done
             }
             None => t,
         }
     }
 
-    /// Core `c` stalls for `cycles` from its present clock.
+    /// Context `c` stalls for `cycles` from its present clock.
     pub fn stall(&mut self, c: usize, cycles: u64) {
-        let w = &mut self.cores[c].window;
+        let w = &mut self.ctxs[c].window;
         let t = w.now() + cycles;
         w.stall_until(t);
     }
 
-    /// Ask the host to load the sets of core `c`'s L2 and of the LLC that `line` maps to.
+    /// The core context `c` runs on.
+    #[inline(always)]
+    pub fn core_of(&self, c: usize) -> usize {
+        if self.smt {
+            self.core_of[c]
+        } else {
+            c
+        }
+    }
+
+    /// Ask the host to load the sets of context `c`'s L2 and of the LLC that `line` maps to.
     #[inline(always)]
     pub fn prefetch_sets(&self, c: usize, line: u64) {
-        self.cores[c].l2.prefetch_set(line);
+        self.cores[self.core_of(c)].l2.prefetch_set(line);
         self.llc.prefetch_set(line);
     }
 
@@ -575,15 +626,17 @@ impl MemorySide {
 
     /// Zero every statistic of the memory side, keeping its state (the end of warm-up).
     pub fn reset_stats(&mut self) {
+        for x in &mut self.ctxs {
+            x.counters = CoreCounters::default();
+            x.vcounters = VirtCounters::default();
+            x.tlb_lines = TlbLineCounters::default();
+            x.asap = AsapCounters::default();
+            x.lookup_walks = 0;
+            x.base_instr = x.window.instructions();
+            x.base_cycles = x.window.cycles();
+            x.window.rob_stall_cycles = 0;
+        }
         for core in &mut self.cores {
-            core.counters = CoreCounters::default();
-            core.vcounters = VirtCounters::default();
-            core.tlb_lines = TlbLineCounters::default();
-            core.asap = AsapCounters::default();
-            core.lookup_walks = 0;
-            core.base_instr = core.window.instructions();
-            core.base_cycles = core.window.cycles();
-            core.window.rob_stall_cycles = 0;
             for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
                 cache.counters = Default::default();
                 if let Some(p) = cache.csalt_mut() {
@@ -722,7 +775,7 @@ impl MemPort for Direct<'_> {
         self.kind = kind;
         self.looked_up = false;
         self.walked = false;
-        self.issue = self.mem.cores[c].window.dispatch(delta, dependent);
+        self.issue = self.mem.ctxs[c].window.dispatch(delta, dependent);
         self.t = self.issue;
     }
 
@@ -735,7 +788,7 @@ impl MemPort for Direct<'_> {
     fn walk_begin(&mut self) {
         (self.lat, self.fault_cycles) = (0, 0);
         if self.looked_up {
-            self.mem.cores[self.c].lookup_walks += 1;
+            self.mem.ctxs[self.c].lookup_walks += 1;
         }
     }
 
@@ -772,7 +825,7 @@ impl MemPort for Direct<'_> {
         self.looked_up = true;
         let lat = self.mem.read_tlb_line(self.c, line, self.tlb_start);
         let t = self.t.max(self.tlb_start + lat);
-        self.mem.cores[self.c].tlb_lines.lookup_cycles += t - self.t;
+        self.mem.ctxs[self.c].tlb_lines.lookup_cycles += t - self.t;
         self.t = t;
     }
 
@@ -782,7 +835,7 @@ impl MemPort for Direct<'_> {
 
     fn os_delay(&mut self, cost: u64) {
         self.t += cost;
-        self.mem.cores[self.c].window.stall_until(self.t);
+        self.mem.ctxs[self.c].window.stall_until(self.t);
     }
 
     #[inline(always)]
@@ -802,19 +855,19 @@ impl MemPort for Direct<'_> {
     }
 
     fn os_call(&mut self, c: usize, delta: u32, cost: u64) {
-        let w = &mut self.mem.cores[c].window;
+        let w = &mut self.mem.ctxs[c].window;
         let t = w.dispatch(delta, false);
         w.stall_until(t + cost);
     }
 
     #[inline(always)]
     fn now(&self, c: usize) -> u64 {
-        self.mem.cores[c].window.now()
+        self.mem.ctxs[c].window.now()
     }
 
     #[inline(always)]
     fn instructions(&self, c: usize) -> u64 {
-        self.mem.cores[c].window.instructions()
+        self.mem.ctxs[c].window.instructions()
     }
 
     fn steer(&mut self, s: Steer) {

@@ -155,6 +155,16 @@ pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Re
             }
         }
     }
+    // SMT: a core's hardware contexts run one program (its statistics are the core's).
+    let per = cfg.system_threads_per_core.max(1) as usize;
+    for (core, ctxs) in prog_of.chunks(per).enumerate() {
+        let mut on = ctxs.iter().flatten();
+        if let Some(&a) = on.next() {
+            if let Some(&b) = on.find(|&&b| b != a) {
+                return Err(SimError::BadMix { why: format!("programs {a} and {b} share core {core}'s hardware threads: give each program whole cores") });
+            }
+        }
+    }
     let (os, vms, spaces) = if cfg.virt_enabled {
         let vm_regions: Vec<&[Region]> = if mix {
             if cfg.virt_vms != 1 && cfg.virt_vms as usize != programs.len() {
@@ -314,7 +324,7 @@ impl Translator {
         // runs (and pays for) machine-wide work.
         let (mut first, mut now) = (0, u64::MAX);
         if self.sched.needs_clocks() {
-            for i in 0..self.mmus.len() {
+            for i in 0..self.contexts.len() {
                 if port.now(i) < now {
                     (first, now) = (i, port.now(i));
                 }
@@ -381,6 +391,7 @@ impl Translator {
         for req in self.mechs.on_tick(m) {
             match req {
                 crate::mech::OsRequest::Promote { core, ctx, va } => {
+                    let ctx = ctx & crate::translate::tlb::SPACE_MASK;
                     if let Some(space) = self.os.spaces.iter().position(|sp| sp.ctx == ctx) {
                         self.request_promotion(core, space, va, port)?;
                     } else if let Some((vm, space)) =
@@ -407,6 +418,18 @@ impl Translator {
         }
     }
 
+    /// The context tag hardware context `c` fills its TLB entries with for address-space
+    /// context `ctx`: with thread-tagged TLBs (SMT), its thread on the core in the bits from
+    /// [`crate::translate::tlb::THREAD_SHIFT`] up.
+    pub(crate) fn tagged(&self, c: usize, ctx: crate::translate::tlb::Ctx) -> crate::translate::tlb::Ctx {
+        let per = self.cfg.system_threads_per_core as usize;
+        if self.cfg.tlb_thread_tagged && per > 1 {
+            ctx | ((c % per) as crate::translate::tlb::Ctx) << crate::translate::tlb::THREAD_SHIFT
+        } else {
+            ctx
+        }
+    }
+
     /// Switch core `c` to the next process in its queue (within the VM it runs).
     fn context_switch<P: MemPort>(&mut self, c: usize, port: &mut P) {
         let q = self.sched.queues[c].len();
@@ -418,6 +441,7 @@ impl Translator {
         let ctx = self.ctx_of(vm, space);
         // A CR3 write without PCIDs flushes the linear translations: in a VM, its own.
         let flush = if self.vms.is_empty() { Invalidate::All } else { Invalidate::Vm(ctx >> VPID_SHIFT) };
+        let ctx = self.tagged(c, ctx);
         let t = &mut self.contexts[c];
         (t.space, t.ctx) = (space, ctx);
         let core = t.core;
@@ -436,7 +460,7 @@ impl Translator {
         let vm = (self.sched.vm[c] + 1) % self.sched.vms;
         self.sched.vm[c] = vm;
         let space = self.sched.running(c);
-        let ctx = self.ctx_of(vm, space);
+        let ctx = self.tagged(c, self.ctx_of(vm, space));
         let (vpid, cost) = (self.cfg.virt_vpid, self.cfg.virt_switch_cycles);
         let t = &mut self.contexts[c];
         (t.vm, t.space, t.ctx) = (vm, space, ctx);
@@ -548,9 +572,10 @@ impl Translator {
         Ok(())
     }
 
+    /// `c` names a hardware context (a core, without SMT).
     fn check_core(&self, c: usize) -> Result<(), SimError> {
-        if c >= self.mmus.len() {
-            return Err(SimError::NoSuchCore { core: c, cores: self.mmus.len() });
+        if c >= self.contexts.len() {
+            return Err(SimError::NoSuchCore { core: c, cores: self.contexts.len() });
         }
         Ok(())
     }

@@ -1,11 +1,12 @@
-//! The per-core timing window (interval-style, as in Sniper): turns latencies into cycles.
+//! The per-context timing window (interval-style, as in Sniper): turns latencies into cycles.
 //! It never decides what hits; the memory side (`memory::hierarchy`) tells it how long each part
 //! of a reference took.
 //!
 //! Instructions dispatch `width` per cycle into a `rob`-entry window and retire in order.
 //! A memory reference issues when dispatched (or, if dependent, when its producer
 //! completes), and completes after its translation and data latencies; at most `mshrs`
-//! cache misses and `walkers` page walks are in flight. Non-memory instructions take one
+//! cache misses and `walkers` page walks are in flight on its core ([`Units`], which the
+//! memory side keeps per core: SMT contexts share them). Non-memory instructions take one
 //! cycle. So independent misses overlap (memory-level parallelism) and pointer chasing
 //! does not.
 //!
@@ -57,8 +58,6 @@ pub struct Window {
     inflight: Ring,
     last_retire: u64,
     last_complete: u64,
-    pub mshrs: Units,
-    pub walkers: Units,
     /// Cycles dispatch waited for a full ROB.
     pub rob_stall_cycles: u64,
 }
@@ -111,7 +110,7 @@ impl Ring {
 }
 
 impl Window {
-    pub fn new(width: u64, rob: u64, mshrs: u64, walkers: u64) -> Window {
+    pub fn new(width: u64, rob: u64) -> Window {
         Window {
             width,
             width_shift: if width.is_power_of_two() { width.trailing_zeros() } else { u32::MAX },
@@ -121,8 +120,6 @@ impl Window {
             inflight: Ring::new(rob as usize + 1),
             last_retire: 0,
             last_complete: 0,
-            mshrs: Units::new(mshrs),
-            walkers: Units::new(walkers),
             rob_stall_cycles: 0,
         }
     }
@@ -206,7 +203,7 @@ mod tests {
 
     #[test]
     fn independent_misses_overlap_dependent_ones_do_not() {
-        let mut w = Window::new(4, 224, 10, 2);
+        let mut w = Window::new(4, 224);
         for _ in 0..10 {
             let t = w.dispatch(1, false);
             w.complete(t + 200);
@@ -214,7 +211,7 @@ mod tests {
         let overlapped = w.cycles();
         assert!(overlapped < 210, "ten independent 200-cycle misses overlap: {overlapped}");
 
-        let mut w = Window::new(4, 224, 10, 2);
+        let mut w = Window::new(4, 224);
         for _ in 0..10 {
             let t = w.dispatch(1, true);
             w.complete(t + 200);
@@ -226,7 +223,7 @@ mod tests {
     fn full_rob_stalls_dispatch() {
         // A 200-cycle miss followed by 1000 one-cycle instructions: the ROB (64) fills
         // and dispatch waits for the miss to retire.
-        let mut w = Window::new(4, 64, 10, 2);
+        let mut w = Window::new(4, 64);
         let t = w.dispatch(1, false);
         w.complete(t + 200);
         for _ in 0..1000 {
@@ -262,7 +259,7 @@ mod tests {
             assert_eq!(r.front(), q.front().copied());
             assert_eq!(r.len, q.len());
         }
-        let mut w = Window::new(3, 64, 10, 2);
+        let mut w = Window::new(3, 64);
         for _ in 0..30 {
             let t = w.dispatch(1, false);
             w.complete(t + 1);

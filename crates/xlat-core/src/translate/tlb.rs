@@ -22,6 +22,14 @@ pub type Ctx = u32;
 /// Bits of a [`Ctx`] below the VPID.
 pub const VPID_SHIFT: u32 = 12;
 
+/// With thread-tagged TLBs (`tlb.thread_tagged`, SMT), the hardware thread that filled an
+/// entry is kept in the [`Ctx`] bits from here up: the core's other threads never match it.
+/// Invalidations name address spaces and VMs, so they ignore these bits.
+pub const THREAD_SHIFT: u32 = 28;
+
+/// The bits of a [`Ctx`] that name the address space (PCID and VPID), without the thread.
+pub const SPACE_MASK: Ctx = (1 << THREAD_SHIFT) - 1;
+
 /// The page-size code of a coalesced entry in a [`TlbKey`] (codes 0-2 are the
 /// [`PageSize`]s), and the index of its counters in [`TlbStats`].
 pub const GROUP: usize = 3;
@@ -329,6 +337,7 @@ impl Invalidate {
     /// translation structure follows.
     #[inline]
     pub fn covers(&self, ctx: Ctx, tag: u64, shift: u32) -> bool {
+        let ctx = ctx & SPACE_MASK;
         match *self {
             Invalidate::All => true,
             Invalidate::Context(c) => ctx == c,
