@@ -39,7 +39,8 @@ def test_spec_and_paper_numbers_fit_together():
     virt = ["2d", "2d-hf", "2d-gf", "2d-hf+gf", "2d-hf+ptp", "2d-gf+ptp", "2d-hf+gf+ptp"]
     lp = ["baseline-lp50", "fpt+ptp-lp50", "baseline-lp100", "fpt+ptp-lp100", "2d-lp50", "2d-hf+gf+ptp-lp50"]
     llc = [f"{c}-llc{x}x" for x in (2, 4, 8, 16) for c in ("baseline", "ptp")]
-    mc = ["baseline-mc", "ptp-mc", "fpt-mc", "fpt+ptp-mc", "alone-mc"]
+    mc = ["baseline-mc", "ptp-mc", "fpt-mc", "fpt+ptp-mc"]
+    mc += [f"{c}-mc-{lp}" for lp in ("lp50", "lp100") for c in ("baseline", "ptp", "fpt", "fpt+ptp")] + ["alone-mc"]
     for spec in (full, quick):
         labels = list(dict.fromkeys(p.config.label for p in spec.points))
         assert labels == native + llc + virt + lp + mc
@@ -52,7 +53,7 @@ def test_spec_and_paper_numbers_fit_together():
         assert all(wls(c) == {"gups", "random", "hashjoin", "xsbench"} for c in lp + llc)
         # Two four-program mixes on each 4-core machine, and their six distinct programs alone.
         assert all(wls(c) == {"mix"} for c in mc)
-        assert len(spec.points) == 5 * 8 + 8 * 4 + 7 * 5 + 6 * 4 + 4 * 2 + 6
+        assert len(spec.points) == 5 * 8 + 8 * 4 + 7 * 5 + 6 * 4 + 12 * 2 + 6
     # The virtualized machines measure a shorter window after the same warm-up.
     assert {p.refs for p in full.points if p.config.label.startswith("2d")} == {10_000_000}
     assert {p.warmup for p in full.points if p.config.label.startswith("2d")} == {20_000_000}
@@ -88,12 +89,12 @@ def _tiny_study(tmp_path):
         lines += ["[[configs]]", f'preset = "{c["preset"]}"', f'label = "{c["label"]}"']
         if sets:
             lines.append(f"set = {{ {sets} }}")
-        if c["label"].endswith("-mc"):
+        if "-mc" in c["label"]:
             lines.append('workloads = ["mix"]')
     for name, params in [("gups", 'footprint = "8G"'), ("random", 'footprint = "64M"'), ("bfs", "scale = 10")]:
         lines += ["[[workloads]]", f'name = "{name}"', f"params = {{ {params} }}"]
     # A two-program mix on the 4-core machines, and each program alone.
-    mcs = json.dumps([c["label"] for c in real["configs"] if c["label"].endswith("-mc") and c["label"] != "alone-mc"])
+    mcs = json.dumps([c["label"] for c in real["configs"] if "-mc" in c["label"] and c["label"] != "alone-mc"])
     progs = ["gups:footprint=8G,seed=1@0", "random:footprint=64M,seed=2@1"]
     lines += ["[[mixes]]", 'label = "m"', f"programs = {json.dumps(progs)}", f"configs = {mcs}"]
     for prog in progs:

@@ -382,6 +382,8 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("virt.guest_mem_gb", Limit::Int(4096)),
     ("virt.switch_interval_cycles", Limit::Int(INTERVAL)),
     ("virt.switch_cycles", Limit::Int(COST)),
+    ("virt.vcpus_per_core", Limit::Int(64)),
+    ("virt.vcpu_slice_cycles", Limit::Int(INTERVAL)),
     ("virt.ept_fault_cycles", Limit::Int(COST)),
     ("virt.host_pwc.l5.entries", Limit::Int(PWC)),
     ("virt.host_pwc.l4.entries", Limit::Int(PWC)),
@@ -566,6 +568,8 @@ config! {
     virt_host_pt_format: PtFormat = PtFormat::Radix4; "virt.host_pt.format"; "format of the host (EPT) table; the guest's is pt.format";
     virt_vpid: bool = true; "virt.vpid"; "TLB and page-walk-cache entries are tagged by VM (VPID); false: every VM switch flushes the TLBs, PWCs, vPWC and nested TLB of the core";
     virt_switch_interval_cycles: u64 = 20_000_000; "virt.switch_interval_cycles"; "virt.vms > 1: cycles a VM runs on a core before the next one (10 ms at 2 GHz, the CSALT thesis's interval)";
+    virt_vcpus_per_core: u64 = 1; "virt.vcpus_per_core"; "vCPU overcommit: each core time-slices this many vCPUs of the VM (streams c, c + cores, c + 2 x cores, ... of a workload with that many threads), virt.vcpu_slice_cycles each, a switch costing virt.switch_cycles; a vCPU whose stream ends leaves its core to the others (1: one vCPU per core)";
+    virt_vcpu_slice_cycles: u64 = 8_000_000; "virt.vcpu_slice_cycles"; "virt.vcpus_per_core > 1: cycles a vCPU runs before the core switches to the next (4 ms at 2 GHz, a host scheduler's slice; an assumption)";
     virt_switch_cycles: u64 = 8000; "virt.switch_cycles"; "direct cost of switching a core to another VM (VM exit, host scheduler switch between vCPU threads, VMCS load, VM entry; ~4 us at 2 GHz, an assumption)";
     virt_ept_fault_cycles: u64 = 5000; "virt.ept_fault_cycles"; "cycles per EPT violation (a guest-physical page the host has not mapped yet): VM exit, KVM's fault path, VM entry (~2.5 us, an assumption); host page zeroing is charged as for os.page_copy_cycles";
     virt_nested_tlb_data: bool = true; "virt.nested_tlb_data"; "the nested TLB also caches the final data gPA->hPA translation, not only those of guest page-table entries (the flattening paper leaves this open)";
@@ -712,6 +716,12 @@ impl Config {
         }
         if self.asap_levels == 0 {
             return Err(invalid("asap.levels", "must be at least 1".into()));
+        }
+        if self.virt_vcpus_per_core == 0 || self.virt_vcpu_slice_cycles == 0 {
+            return Err(invalid("virt.vcpus_per_core", "virt.vcpus_per_core and virt.vcpu_slice_cycles must be at least 1".into()));
+        }
+        if self.virt_vcpus_per_core > 1 && (!self.virt_enabled || self.system_threads_per_core > 1 || self.virt_vms > 1) {
+            return Err(invalid("virt.vcpus_per_core", "vCPU overcommit needs virt.enabled=true, one VM (virt.vms=1) and system.threads_per_core=1".into()));
         }
         if self.system_threads_per_core == 0 {
             return Err(invalid("system.threads_per_core", "must be at least 1".into()));

@@ -391,6 +391,7 @@ pub static ENTRIES: &[Entry] = &[
     .only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]ept_fault_cycles", Counter, "cycles", "Cycles of EPT-violation handling (`virt.ept_fault_cycles` each, plus the host's work and shootdowns they caused); part of `fault_cycles`.")
         .only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]vcpu_switches", Counter, "switches", "Switches of the core to another vCPU of the VM (vCPU overcommit, `virt.vcpus_per_core` > 1: every `virt.vcpu_slice_cycles`, or when a vCPU's stream ends).").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]vm_switches", Counter, "switches", "Switches of the core to another VM (`virt.vms` > 1, every `virt.switch_interval_cycles`).").only("`virt.enabled=true`"),
     // ---- mechanisms (each mechanism's `emit_stats`, under its own prefix) --------------------
     e(Mechanisms, "[core<N>.]ptp.epochs", Counter, "epochs",

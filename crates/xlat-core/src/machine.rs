@@ -83,6 +83,18 @@ impl Machine {
         if streams == 0 || programs.is_empty() {
             return Err(SimError::NoStreams);
         }
+        // vCPU overcommit: the streams are vCPUs, `vcpus_per_core` of them time-sliced on each
+        // hardware context (see `run_loop`); the machine has one context per core.
+        let vcpus = cfg.virt_vcpus_per_core.max(1) as usize;
+        let (streams, programs) = if vcpus > 1 {
+            if programs.len() > 1 {
+                return Err(SimError::BadMix { why: "vCPU overcommit (virt.vcpus_per_core) runs one program".into() });
+            }
+            let n = streams.div_ceil(vcpus);
+            (n, vec![Program { streams: (0..n).collect(), ..programs.into_iter().next().expect("one program") }])
+        } else {
+            (streams, programs)
+        };
         let per = cfg.system_threads_per_core.max(1) as usize;
         let contexts = cfg.system_cores * per as u64;
         for (p, prog) in programs.iter().enumerate() {
@@ -527,8 +539,16 @@ pub(crate) fn run_loop<P: MemPort>(
     mark: &mut dyn FnMut(&Translator, &P),
 ) -> Result<u64, SimError> {
     let n = xl.contexts.len();
-    let mut batches: Vec<Vec<Ref>> = (0..n).map(|_| Vec::with_capacity(BATCH)).collect();
-    let mut pos = vec![0usize; n];
+    // The streams: one per hardware context, or with vCPU overcommit `k` per context (context
+    // `c` time-slices streams c, c + n, c + 2n, ...), `lane[c]` the one it runs now.
+    let k = xl.cfg.virt_vcpus_per_core.max(1) as usize;
+    let total = if k > 1 { src.streams().max(n) } else { n };
+    let mut lane: Vec<usize> = (0..n).collect();
+    let slice = xl.cfg.virt_vcpu_slice_cycles;
+    let mut slice_end = vec![if k > 1 { slice } else { u64::MAX }; n];
+    let mut batches: Vec<Vec<Ref>> = (0..total).map(|_| Vec::with_capacity(BATCH)).collect();
+    let mut pos = vec![0usize; total];
+    let mut stream_ended = vec![false; total];
     let mut ended = vec![false; n];
     let mut done: u64 = 0;
     let mut warm = opts.warmup == 0;
@@ -556,26 +576,40 @@ pub(crate) fn run_loop<P: MemPort>(
         if c == usize::MAX {
             break;
         }
-        if pos[c] == batches[c].len() {
-            src.next_batch(c, &mut batches[c])?;
-            pos[c] = 0;
+        if port.now(c) >= slice_end[c] {
+            // The vCPU's time slice is over: the core switches to its next one.
+            slice_end[c] = port.now(c) + slice;
+            if !next_vcpu(xl, port, c, n, &mut lane, &stream_ended) {
+                continue;
+            }
             rings[c].region = u64::MAX;
-            if batches[c].is_empty() {
-                ended[c] = true;
+        }
+        let s = lane[c];
+        if pos[s] == batches[s].len() {
+            src.next_batch(s, &mut batches[s])?;
+            pos[s] = 0;
+            rings[c].region = u64::MAX;
+            if batches[s].is_empty() {
+                stream_ended[s] = true;
+                // (With overcommit the core goes on with its other vCPUs, if any is left.)
+                if k == 1 || !next_vcpu(xl, port, c, n, &mut lane, &stream_ended) {
+                    ended[c] = true;
+                }
                 continue;
             }
         }
-        // One core: run the batch in a tight loop. Several: one reference, then re-pick.
+        // One core: run the batch in a tight loop. Several (or vCPU slices): one reference,
+        // then re-pick.
         let left = usize::try_from(limit - done).unwrap_or(usize::MAX);
-        let end = if n == 1 { batches[c].len().min(pos[c].saturating_add(left)) } else { pos[c] + 1 };
-        while pos[c] < end {
+        let end = if n == 1 && k == 1 { batches[s].len().min(pos[s].saturating_add(left)) } else { pos[s] + 1 };
+        while pos[s] < end {
             if xl.virt {
-                prefetch_ahead_2d(xl, port, c, &batches[c], pos[c], &mut rings[c]);
+                prefetch_ahead_2d(xl, port, c, &batches[s], pos[s], &mut rings[c]);
             } else {
-                prefetch_ahead(xl, port, c, &batches[c], pos[c], &mut rings[c]);
+                prefetch_ahead(xl, port, c, &batches[s], pos[s], &mut rings[c]);
             }
-            let r = batches[c][pos[c]];
-            pos[c] += 1;
+            let r = batches[s][pos[s]];
+            pos[s] += 1;
             let recorded = port.recorded();
             if let Err(e) = xl.step(c, r, port) {
                 port.truncate(recorded); // (a reference's ops are replayed whole or not at all)
@@ -619,4 +653,25 @@ pub(crate) fn run_loop<P: MemPort>(
         return Err(if opts.warmup > 0 { SimError::WarmupTooLong { warmup: opts.warmup, done } } else { SimError::NoReferences });
     }
     Ok(done)
+}
+
+/// vCPU overcommit: context `c` (of `n`) switches to its next vCPU whose stream has not ended
+/// (streams c, c + n, c + 2n, ...), paying `virt.switch_cycles`. False if none is left but
+/// the one it runs, which then runs on if it has not ended.
+fn next_vcpu<P: MemPort>(xl: &mut Translator, port: &mut P, c: usize, n: usize, lane: &mut [usize], ended: &[bool]) -> bool {
+    let total = ended.len();
+    let mine: Vec<usize> = (c..total).step_by(n).collect();
+    let at = mine.iter().position(|&s| s == lane[c]).unwrap_or(0);
+    let next = (1..=mine.len()).map(|i| mine[(at + i) % mine.len()]).find(|&s| !ended[s]);
+    match next {
+        Some(s) if s != lane[c] => {
+            lane[c] = s;
+            port.stall(c, xl.cfg.virt_switch_cycles);
+            let core = xl.contexts[c].core;
+            xl.mmus[core].vcounters.vcpu_switches += 1;
+            true
+        }
+        Some(_) => true,
+        None => false,
+    }
 }

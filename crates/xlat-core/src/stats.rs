@@ -194,6 +194,7 @@ counters! {
         ept_violations: "ept_violations",
         ept_fault_cycles: "ept_fault_cycles",
         vm_switches: "vm_switches",
+        vcpu_switches: "vcpu_switches",
     }
 }
 

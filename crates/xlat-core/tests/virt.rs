@@ -395,3 +395,34 @@ fn a_perfect_tlb_translates_through_both_tables() {
     assert_eq!(s.f("walks"), 0.0);
     assert!(s.f("faults") > 1000.0 && s.f("ept_violations") == s.f("faults"), "one host page behind each guest data page");
 }
+
+/// vCPU overcommit: four vCPUs on two cores, two time-sliced on each. Every vCPU's references
+/// run, the cores switch every slice (and when a vCPU's stream ends), and a shorter slice
+/// means more switches; the run is deterministic.
+#[test]
+fn overcommitted_vcpus_share_their_cores_by_time_slices() {
+    let streams = |lens: [usize; 4]| -> Vec<Vec<Ref>> { lens.iter().enumerate().map(|(i, &n)| random_refs(n, 16 * MB, 7 + i as u64)).collect() };
+    let run = |slice: &str, lens: [usize; 4]| {
+        let c = cfg(&[("system.cores", "2"), ("virt.vcpus_per_core", "2"), ("virt.vcpu_slice_cycles", slice)]);
+        let mut src = VecSource::new(streams(lens), region(16 * MB));
+        xlat_core::simulate(&c, &mut src, RunOptions::default(), true, 1, &mut |_| true).unwrap()
+    };
+    let s = run("200000", [20_000; 4]);
+    assert_eq!(s.f("refs"), 80_000.0, "every vCPU ran all its references");
+    assert_eq!(s.f("core0.refs"), 40_000.0, "vCPUs 0 and 2 on core 0");
+    let switches = s.f("vcpu_switches");
+    let expected = s.f("cycles") / 200_000.0 * 2.0;
+    assert!(switches >= expected - 4.0 && switches <= expected + 4.0, "{switches} switches in {} cycles on 2 cores", s.f("cycles"));
+    assert!(run("50000", [20_000; 4]).f("vcpu_switches") > 3.0 * switches);
+    assert_eq!(run("200000", [20_000; 4]).entries, s.entries, "deterministic");
+    // A vCPU that ends early leaves its core to the other.
+    let uneven = run("100000000", [20_000, 20_000, 100, 20_000]);
+    assert_eq!(uneven.f("refs"), 60_100.0);
+    assert_eq!(uneven.f("core0.vcpu_switches"), 1.0, "core 0 ran vCPU 0 to its end, then vCPU 2");
+}
+
+#[test]
+fn overcommit_needs_one_vm_without_smt() {
+    let e = Config::from_pairs([("virt.vcpus_per_core", "2")]).unwrap_err();
+    assert!(e.to_string().contains("needs virt.enabled=true"), "{e}");
+}

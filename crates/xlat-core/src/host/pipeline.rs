@@ -314,6 +314,7 @@ impl Machine {
         threads >= 2
             && opts.interval == 0
             && self.xl.contexts.len() == 1
+            && self.xl.cfg.virt_vcpus_per_core <= 1
             && self.xl.vms.len() <= 1
             && !self.xl.perfect()
             && !self.xl.mechs.needs_memory_side()
