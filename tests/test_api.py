@@ -66,9 +66,12 @@ def test_same_seed_same_numbers(result):
 def test_one_or_two_host_threads_give_the_same_numbers(result):
     # Two threads split each reference into translation and memory side (one core, native).
     for threads in (1, 2):
-        assert xlat.simulate("skylake", WL, refs=REFS, seed=1, threads=threads).stats == result.stats
-    with pytest.raises(ValueError, match="threads"):
-        xlat.simulate("skylake", WL, refs=10, threads=0)
+        assert xlat.simulate("skylake", WL, refs=REFS, seed=1, host_threads=threads).stats == result.stats
+    with pytest.raises(ValueError, match="host_threads"):
+        xlat.simulate("skylake", WL, refs=10, host_threads=0)
+    # The workload's simulated threads have a name of their own, which the run's do not share.
+    with pytest.raises(xlat.ArgumentError, match=r"host_threads=1\|2; a workload's simulated threads"):
+        xlat.simulate("skylake", WL, refs=10, threads=1)
 
 
 def test_the_seed_reaches_the_workload():

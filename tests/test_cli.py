@@ -74,7 +74,8 @@ def test_bad_workload_parameter():
         (("config", "show", "nosuch"), "nosuch"),
         (("config",), "SUBCOMMAND"),
         (("record", "--workload", "gups"), "--output"),
-        (("run", "--workload", "gups", "--threads", "3"), "--threads"),
+        (("run", "--workload", "gups", "--host-threads", "3"), "--host-threads"),
+        (("run", "--workload", "gups", "--threads", "1"), "--threads is now --host-threads"),
         (("run", "--workload", "gups", "--interval", "abc"), "--interval"),
         (("run", "--workload", "gups", "--interval", "-1M"), "--interval"),
     ],
@@ -211,7 +212,7 @@ def test_same_seed_same_json(tmp_path):
     docs = []
     # (Host threads change how fast, not what: the same JSON on one thread or two.)
     for name, threads in (("a.json", "1"), ("b.json", "2")):
-        p = run_xlat("run", "-q", "--workload", WL, "--refs", "20000", "--threads", threads, "--json", str(tmp_path / name))
+        p = run_xlat("run", "-q", "--workload", WL, "--refs", "20000", "--host-threads", threads, "--json", str(tmp_path / name))
         assert p.returncode == 0 and p.stdout == "", p.stderr
         docs.append(json.loads((tmp_path / name).read_text()))
     assert docs[0] == docs[1]

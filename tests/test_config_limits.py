@@ -39,7 +39,7 @@ def test_every_numeric_key_documents_its_limit():
 @given(value=values)
 def test_api_runs_or_raises_config_error(key, value):
     try:
-        r = xlat.simulate("skylake", WL, refs=300, threads=1, **{key: value})
+        r = xlat.simulate("skylake", WL, refs=300, host_threads=1, **{key: value})
     except xlat.ConfigError as e:
         msg = str(e)
         # One line naming a key: this one, or its partner in a geometry (entries and ways).
@@ -58,7 +58,7 @@ def test_api_runs_or_raises_config_error(key, value):
 @settings(FAST, max_examples=20)
 @given(key=st.sampled_from(NUMERIC), value=values)
 def test_cli_runs_or_prints_one_config_error_line(key, value):
-    p = run_xlat("run", "-w", WL, "--refs", "300", "-q", "--threads", "1", "--set", f"{key}={value}")
+    p = run_xlat("run", "-w", WL, "--refs", "300", "-q", "--host-threads", "1", "--set", f"{key}={value}")
     if p.returncode == 0:
         return
     lines = p.stderr.splitlines()
@@ -72,8 +72,8 @@ def test_huge_tlb_entries_are_refused_not_a_segfault():
 
 
 def test_a_huge_fault_cost_never_gives_fewer_cycles():
-    base = xlat.simulate("skylake", WL, refs=2000, threads=1)
-    big = xlat.simulate("skylake", WL, refs=2000, threads=1, **{"os.fault_cycles": 2**32})
+    base = xlat.simulate("skylake", WL, refs=2000, host_threads=1)
+    big = xlat.simulate("skylake", WL, refs=2000, host_threads=1, **{"os.fault_cycles": 2**32})
     assert big.stats["cycles"] > base.stats["cycles"]
     with pytest.raises(xlat.ConfigError, match="os.fault_cycles"):
         xlat.simulate("skylake", WL, refs=2000, **{"os.fault_cycles": 2**64 - 1})

@@ -53,7 +53,7 @@ def test_every_statistic_of_a_vm_run_is_in_the_glossary():
     import xlat
     from xlat import glossary
 
-    r = xlat.simulate(None, "gups:footprint=256M", refs=5_000, seed=1, threads=1,
+    r = xlat.simulate(None, "gups:footprint=256M", refs=5_000, seed=1, host_threads=1,
                       **{"system.cores": 1, "virt.enabled": True, "virt.guest_mem_gb": 2, "phys.size_gb": 4})
     missing = [k for k in r.stats if glossary.lookup(k) is None]
     assert not missing, missing

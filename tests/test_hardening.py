@@ -103,12 +103,12 @@ def test_an_empty_trace_is_an_error(tmp_path):
 
 def test_undefined_ratios_are_null_in_json_and_parquet_not_zero(tmp_path):
     # A data-only workload never touches the L1I: its miss rate is undefined, not 0.
-    r = xlat.simulate("skylake", SHORT, threads=1)
+    r = xlat.simulate("skylake", SHORT, host_threads=1)
     assert r.stats["cache.l1i.accesses"] == 0 and math.isnan(r.stats["cache.l1i.miss_rate"])
     assert r.stats["cache.l1d.accesses"] > 0 and 0 <= r.stats["cache.l1d.miss_rate"] <= 1
     assert json.loads(r.to_json())["stats"]["cache.l1i.miss_rate"] is None
     # Two identical runs still compare equal, undefined ratios and all.
-    assert xlat.simulate("skylake", SHORT, threads=1).stats == r.stats
+    assert xlat.simulate("skylake", SHORT, host_threads=1).stats == r.stats
     r.to_json(tmp_path / "r.json")
     assert xlat.Result.from_json(tmp_path / "r.json").stats == r.stats
 
@@ -141,9 +141,10 @@ def test_undefined_ratios_are_null_in_json_and_parquet_not_zero(tmp_path):
         ({"seed": 2**64}, "ArgumentError", "seed"),
         ({"seed": "one"}, "ArgumentError", "seed"),
         ({"seed": 1.5}, "ArgumentError", "seed"),
-        ({"threads": 3}, "ArgumentError", "threads"),
-        ({"threads": 0}, "ArgumentError", "threads"),
-        ({"threads": "2"}, "ArgumentError", "threads"),
+        ({"host_threads": 3}, "ArgumentError", "host_threads"),
+        ({"host_threads": 0}, "ArgumentError", "host_threads"),
+        ({"host_threads": "2"}, "ArgumentError", "host_threads"),
+        ({"threads": 2}, "ArgumentError", "threads"),
         ({"prefault": "no"}, "ArgumentError", "prefault"),
         ({"progress": 5}, "ArgumentError", "progress"),
         ({"workload": 42}, "WorkloadError", "workload"),
@@ -164,7 +165,7 @@ def test_bad_api_arguments_raise_xlat_errors_naming_them(kwargs, error, needle):
 @pytest.mark.parametrize(
     "args, needle",
     [(("--refs", "1e30"), "--refs"), (("--seed", "-1"), "--seed"), (("--seed", "x"), "--seed"),
-     (("--warmup", "-3"), "--warmup"), (("--threads", "3"), "--threads")],
+     (("--warmup", "-3"), "--warmup"), (("--host-threads", "3"), "--host-threads")],
 )
 def test_bad_cli_options_are_named(args, needle):
     assert_one_line_error(run_xlat("run", "-w", WL, *args), needle)
@@ -398,7 +399,7 @@ def test_every_row_of_the_summary_is_explained():
     from xlat import glossary
     from xlat.cli import SUMMARY_LABELS, summary_rows
 
-    runs = [xlat.simulate("skylake", WL, refs=20000, threads=1, **kw)
+    runs = [xlat.simulate("skylake", WL, refs=20000, host_threads=1, **kw)
             for kw in ({}, {"virt.enabled": True}, {"os.page_policy": "thp", "system.cores": 2, "os.processes": 2})]
     for r in runs:
         for label, _ in summary_rows(r.stats):

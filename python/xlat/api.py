@@ -16,7 +16,7 @@ __all__ = ["ArgumentError", "Result", "interval_ratios", "simulate"]
 
 
 class ArgumentError(_core.XlatError, ValueError):
-    """A bad argument to :func:`simulate` (``refs``, ``seed``, ``warmup``, ``threads``,
+    """A bad argument to :func:`simulate` (``refs``, ``seed``, ``warmup``, ``host_threads``,
     ``prefault``, ``interval``, ``progress``); the message starts with the argument's name.
     Also a ``ValueError``, as Python's own bad-argument error."""
 
@@ -298,7 +298,7 @@ def simulate(
     trace: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
     trace_format: str | None = None,
     progress: Progress | None = None,
-    threads: int | None = None,
+    host_threads: int | None = None,
     interval: int | str | None = None,
     mix: str | Sequence[str] | None = None,
     **overrides: Any,
@@ -318,7 +318,8 @@ def simulate(
         trace, trace_format: one or more trace files and their format (native, champsim,
             lackey); the format is guessed from the file when omitted.
         progress: called as ``progress(refs_done, refs_total_or_None)`` a few times a second.
-        threads: host threads for the run: None lets the engine choose (two when this host
+        host_threads: host threads for the run (the machine's simulated threads are the
+            workload's ``threads=N`` parameter): None lets the engine choose (two when this host
             has two cores and the run is one core natively or in one VM: translation on one,
             caches and timing on the other), 1 keeps it to one (for callers that already run
             several simulations at once). The statistics are the same either way.
@@ -338,6 +339,9 @@ def simulate(
     Raises ``xlat.ConfigError``, ``WorkloadError``, ``TraceError`` or ``SimulationError``
     (all ``xlat.XlatError``) with a one-line message.
     """
+    if "threads" in overrides:
+        raise ArgumentError("threads: the host threads of a run are host_threads=1|2; a workload's simulated threads "
+                            "are its own parameter (\"bfs:threads=2\")")
     over = [(_config.override_key(k), v) for k, v in overrides.items()]
     resolved = _config.resolve(config, over)
     n_refs = None if refs is None else _count("refs", refs)
@@ -345,8 +349,9 @@ def simulate(
     n_interval = _count("interval", interval) if interval is not None else 0
     seed = _seed(seed)
     traces = _trace_list(trace)
+    threads = host_threads
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads not in (1, 2)):
-        raise ArgumentError(f"threads: expected 1, 2 or None (let the engine choose), got {threads!r}")
+        raise ArgumentError(f"host_threads: expected 1, 2 or None (let the engine choose), got {threads!r}")
     if not isinstance(prefault, bool):
         raise ArgumentError(f"prefault: expected True or False, got {prefault!r}")
     if progress is not None and not callable(progress):

@@ -312,6 +312,9 @@ def print_table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = No
 def cmd_run(args: argparse.Namespace) -> int:
     from .api import simulate
 
+    if args.old_threads is not None:
+        raise CliError("--threads is now --host-threads (host threads of the run); "
+                       "the simulated threads are the workload's threads=N (-w bfs:threads=2)")
     traces = [t for part in (args.trace or []) for t in part.split(",") if t]
     given = [o for o, v in (("--workload", args.workload), ("--trace", traces), ("--mix", args.mix)) if v]
     if not given:
@@ -333,7 +336,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return simulate(
             args.config, args.workload, refs=args.refs, seed=args.seed, warmup=args.warmup,
             prefault=args.prefault, trace=traces or None, trace_format=args.trace_format,
-            progress=progress, threads=args.threads, interval=args.interval, mix=args.mix, **dict(args.sets),
+            progress=progress, host_threads=args.host_threads, interval=args.interval, mix=args.mix, **dict(args.sets),
         )
 
     if args.weighted_speedup:
@@ -555,7 +558,9 @@ def _written(files: list[Path]) -> str:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    streams = int(_core.workload_params(args.workload, args.seed)["params"].get("threads", "1"))
+    params = _core.workload_params(args.workload, args.seed)["params"]
+    # (A helper thread is one more stream.)
+    streams = int(params.get("threads", "1")) + (1 if int(params.get("helper", "0")) > 0 else 0)
     if streams > 1 and is_stream_target(args.output):
         raise CliError(f"{args.workload} records {streams} streams, one file each (stem.N.ext): "
                        f"give a file name, not the device or FIFO '{args.output}'")
@@ -749,8 +754,10 @@ def build_parser() -> Parser:
     add_set_option(r)
     r.add_argument("--seed", type=seed_arg, default=1, help="random seed (default 1); same seed, same numbers")
     r.add_argument("--prefault", action="store_true", help="map the whole footprint before the run")
-    r.add_argument("--threads", type=int, choices=(1, 2), default=None,
-                   help="host threads (default: two when the run can use them; same statistics either way)")
+    r.add_argument("--host-threads", type=int, choices=(1, 2), default=None,
+                   help="host threads (default: two when the run can use them; same statistics either way); "
+                        "the simulated threads are the workload's threads=N")
+    r.add_argument("--threads", dest="old_threads", help=argparse.SUPPRESS)
     r.add_argument("--interval", type=count_arg, default=None, metavar="N",
                    help="statistics over time: also show what changed in every N instructions "
                         "after warm-up (1M, 1e6; runs on one host thread)")

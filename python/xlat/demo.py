@@ -135,7 +135,7 @@ def run(quick: bool = False, out_dir: Path = Path("results/demo"), jobs: int | N
 
         t0 = time.monotonic()
         row.result = simulate(row.machine.preset, row.workload, refs=refs, warmup=warmup, seed=SEED,
-                              prefault=True, progress=progress, threads=threads, **dict(row.machine.sets))
+                              prefault=True, progress=progress, host_threads=threads, **dict(row.machine.sets))
         row.seconds = time.monotonic() - t0
         row.stats = row.result.stats
         return row

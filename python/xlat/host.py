@@ -252,7 +252,7 @@ def simulate_curve(config: str, pages: Sequence[int], page_policy: str = "never"
             warm = 2 * n + 1000
             path = str(Path(tmp) / f"chase{n}.xtr")
             _core.probe_trace(path, n, refs + warm)
-            r = simulate(config, trace=path, refs=refs, warmup=warm, prefault=True, threads=1, os__page_policy=page_policy)
+            r = simulate(config, trace=path, refs=refs, warmup=warm, prefault=True, host_threads=1, os__page_policy=page_policy)
             out.append(r.stats["cycles"] / r.stats["refs"] / ghz)
     return out
 

@@ -652,10 +652,11 @@ def run_task(config: dict, workload: str, options: dict, meta: dict, simulate: C
              threads: int | None = None) -> dict:
     """Run one point and return its row. Never raises for a simulation error: the row says
     ``status = "error"`` with the error's one line, so the sweep goes on. ``threads`` goes to
-    the engine's ``simulate`` (not to a custom one): host threads per simulation."""
+    the engine's ``simulate`` (as ``host_threads``, not to a custom one): host threads per
+    simulation."""
     sim = simulate or _default_simulate
     if simulate is None and threads is not None:
-        options = {**options, "threads": threads}
+        options = {**options, "host_threads": threads}
     t0 = time.perf_counter()
     row = dict(meta)
     try:
