@@ -362,9 +362,7 @@ def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[dict]:
             e = {"preset": e}
         if not isinstance(e, Mapping):
             raise SpecError(f"{what}: expected a preset name or a table")
-        unknown = sorted(set(e) - _CONFIG_KEYS)
-        if unknown:
-            raise SpecError(f"{what}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_CONFIG_KEYS))})")
+        _known_keys(e, _CONFIG_KEYS, what)
         base = e.get("preset")
         if base is not None:
             if not isinstance(base, str) or not base:
@@ -417,9 +415,7 @@ def _parse_workloads(raw: Any, where: str) -> list[dict]:
             e = _workload_from_text(e, what)
         if not isinstance(e, Mapping):
             raise SpecError(f"{what}: expected a workload name or a table")
-        unknown = sorted(set(e) - _WORKLOAD_KEYS)
-        if unknown:
-            raise SpecError(f"{what}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_WORKLOAD_KEYS))})")
+        _known_keys(e, _WORKLOAD_KEYS, what)
         name = e.get("name")
         if not isinstance(name, str) or not name or ":" in name:
             raise SpecError(f"{what}: 'name' must be a workload name such as \"gups\"")
@@ -429,6 +425,13 @@ def _parse_workloads(raw: Any, where: str) -> list[dict]:
             _check_kernel(name, [k for k, _ in params], what)
             out.append({"name": name, "params": tuple(sorted(params)), "run": run, "seeds": seeds})
     return out
+
+
+def _known_keys(table: Mapping, known: set, what: str) -> None:
+    """A spec table uses only the keys it may have (else one error naming the first other)."""
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise SpecError(f"{what}: unknown key '{unknown[0]}' (known: {', '.join(sorted(known))})")
 
 
 def _parse_mixes(raw: Any, where: str) -> list[dict]:
@@ -443,9 +446,7 @@ def _parse_mixes(raw: Any, where: str) -> list[dict]:
         what = f"{where}: mixes[{i}]"
         if not isinstance(e, Mapping):
             raise SpecError(f"{what}: expected a table with programs = [\"bfs@0\", \"gups@1\"]")
-        unknown = sorted(set(e) - _MIX_KEYS)
-        if unknown:
-            raise SpecError(f"{what}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_MIX_KEYS))})")
+        _known_keys(e, _MIX_KEYS, what)
         progs = e.get("programs")
         if isinstance(progs, list) and progs and all(isinstance(p, str) for p in progs):
             text = ",".join(p.strip() for p in progs)
