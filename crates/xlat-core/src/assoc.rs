@@ -244,6 +244,12 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         unsafe { std::slice::from_raw_parts_mut(self.base_mut(set).add(self.ages_at) as *mut u32, n) }
     }
     #[inline]
+    /// What the block in `slot` holds and who brought it in.
+    pub fn info(&self, slot: usize) -> LineInfo {
+        let (set, way) = self.split(slot);
+        self.infos(set)[way]
+    }
+
     fn infos(&self, set: usize) -> &[LineInfo] {
         self.lanes(set, self.info_at)
     }

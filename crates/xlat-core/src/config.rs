@@ -492,7 +492,7 @@ config! {
     cache_llc_policy: Policy = Policy::Lru; "cache.llc.policy"; "LLC replacement policy";
     cache_llc_ways_per_core: u64 = 0; "cache.llc.ways_per_core"; "way partitioning of the LLC (as Intel's Cache Allocation Technology): core c fills only ways c*n .. c*n+n-1, modulo the ways (they overlap when cores x n exceeds them), and hits in any; with n = ways / cores and programs that share no memory, each core has an LLC of its own. LRU or FIFO only; 0: shared";
     cache_llc_inclusive: bool = false; "cache.llc.inclusive"; "LLC evictions back-invalidate private caches";
-    cache_llc_fill: LlcFill = LlcFill::Inclusive; "cache.llc.fill"; "what fills the LLC: every line fetched from DRAM (inclusive), or only lines evicted from an L2, clean or dirty (victim, as Zen's L3: an LLC hit moves the line to the L2, so the two hold different lines)";
+    cache_llc_fill: LlcFill = LlcFill::Inclusive; "cache.llc.fill"; "what fills the LLC: every line fetched from DRAM (inclusive), or only lines evicted from an L2, clean or dirty (victim, as Zen's L3: an LLC hit moves the line to the L2, so the two hold different lines, unless another core's L2 put it there: a line likely shared stays, as in AMD's mostly exclusive L3; and a line another core's L2 holds is served from there, through the L3's shadow tags, at the LLC's latency)";
     cache_llc_energy_nj: f64 = 0.6; "cache.llc.energy_nj"; "LLC dynamic energy per access (nJ)";
     ptp_mode: PtpMode = PtpMode::Always; "ptp.mode"; "caches with policy=ptp: prioritize page-table lines always, or only in TLB-miss phases (detector)";
     ptp_probability: f64 = 0.99; "ptp.probability"; "probability that a victim is the LRU non-page-table line (the paper's 99 %)";

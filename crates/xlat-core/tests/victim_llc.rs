@@ -51,3 +51,34 @@ fn a_victim_llc_cannot_be_inclusive() {
     let e = Config::from_pairs([("cache.llc.fill", "victim"), ("cache.llc.inclusive", "true")]).unwrap_err();
     assert!(e.to_string().contains("victim LLC cannot be inclusive"), "{e}");
 }
+
+/// AMD's L3 is "mostly exclusive": a line one core's L2 evicted into it, hit by another core,
+/// stays (it is likely shared); hit by the core that put it there, it moves up.
+#[test]
+fn a_victim_llc_keeps_a_line_another_core_put_there() {
+    use xlat_core::{RunOptions, VecSource};
+    let c = Config::from_pairs([
+        ("system.cores", "2"),
+        ("tlb.perfect", "true"),
+        ("cache.l1d.size_kb", "4"),
+        ("cache.l1d.ways", "4"),
+        ("cache.l2.size_kb", "32"),
+        ("cache.llc.size_kb", "1024"),
+        ("cache.llc.fill", "victim"),
+    ])
+    .unwrap();
+    // Core 0 reads 1024 lines (its 512-line L2 evicts the first half into the LLC), then
+    // core 1, much later, reads the first half; then core 0, later still, reads it again.
+    let pass = |delta: u32| -> Vec<Ref> { (0..512u64).map(|i| Ref::load(BASE + i * 64, if i == 0 { delta } else { 1 })).collect() };
+    let first: Vec<Ref> = (0..1024u64).map(|i| Ref::load(BASE + i * 64, 1)).chain(pass(4_000_000)).collect();
+    let streams = vec![first, pass(2_000_000)];
+    let mut src = VecSource::new(streams, region(GB));
+    let s = xlat_core::simulate(&c, &mut src, RunOptions::default(), true, 1, &mut |_| true).unwrap();
+    // Core 1's 512 reads hit the LLC and leave the lines there, so core 0's second pass hits
+    // them too: the only DRAM reads are core 0's first 1024.
+    // (All but one: one of the first half is still in core 0's caches.)
+    let shared = s.f("core1.data_served.llc");
+    assert!(shared >= 510.0, "{shared}");
+    assert!(s.f("dram.reads") <= 1024.0 + 512.0 - shared, "{}", s.f("dram.reads"));
+    assert!(s.f("core0.data_served.llc") >= shared - 2.0, "{}", s.f("core0.data_served.llc"));
+}

@@ -217,6 +217,11 @@ impl Cache {
         }
     }
 
+    /// The owner (core) of `line`, if present: who put it there.
+    pub fn owner_of(&self, line: u64) -> Option<u8> {
+        self.arr.probe(self.arr.set_of(line), line).map(|slot| self.arr.info(slot).owner)
+    }
+
     /// Remove `line`; returns whether it was dirty, or `None` if absent.
     #[inline]
     pub fn invalidate(&mut self, line: u64) -> Option<bool> {

@@ -245,7 +245,7 @@ impl MemorySide {
         // (Only the MMU writes at L2: the L3 TLB's fills.)
         let (lat, served) = if core.l2.access(line, kind, write && entry == Entry::L2) {
             (core.l2.latency, Served::L2)
-        } else if self.llc.access(line, kind, false) {
+        } else if self.llc.access(line, kind, false) || self.llc_victim && self.in_another_l2(k, line) {
             (self.llc.latency, Served::Llc)
         } else {
             let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
@@ -263,7 +263,7 @@ impl MemorySide {
         if served != Served::L2 {
             // The line is now in the LLC; install it in L2. (A victim LLC hands its copy
             // over: it holds only lines no L2 holds, and the L2 takes its dirt.)
-            let moved_dirty = self.llc_victim && served == Served::Llc && self.take_from_llc(line);
+            let moved_dirty = self.llc_victim && served == Served::Llc && self.take_from_llc(line, owner);
             let v = self.cores[k].l2.fill(line, kind, moved_dirty || write && entry == Entry::L2, owner);
             self.l2_victim(v, owner, now);
         }
@@ -278,9 +278,24 @@ impl MemorySide {
         (lat, served)
     }
 
-    /// A victim LLC hands `line` up to an L2: it leaves the LLC; returns whether it was dirty.
+    /// With a victim LLC, whether another core than `k` holds `line` in its L2: a miss in the
+    /// LLC is then served from there (Zen's L3 keeps shadow tags of the L2s and transfers the
+    /// line core to core), at the LLC's latency, not from DRAM. (An inclusive-fill LLC holds
+    /// such lines itself.)
     #[inline(never)]
-    fn take_from_llc(&mut self, line: u64) -> bool {
+    fn in_another_l2(&self, k: usize, line: u64) -> bool {
+        self.cores.iter().enumerate().any(|(i, c)| i != k && c.l2.contains(line))
+    }
+
+    /// A victim LLC hands `line` up to core `owner`'s L2: it leaves the LLC, unless another
+    /// core put it there (the line is likely shared: AMD's "mostly exclusive" L3 then keeps a
+    /// copy, behaving inclusively for data several cores access). Returns whether the L2
+    /// takes the line's dirt with it.
+    #[inline(never)]
+    fn take_from_llc(&mut self, line: u64, owner: u8) -> bool {
+        if self.llc.owner_of(line).is_some_and(|o| o != owner) {
+            return false;
+        }
         self.llc.invalidate(line).unwrap_or(false)
     }
 
@@ -353,7 +368,7 @@ impl MemorySide {
             core.l2.latency
         } else if self.llc.contains(line) {
             if self.llc_victim {
-                moved_dirty = self.llc.invalidate(line).unwrap_or(false);
+                moved_dirty = self.take_from_llc(line, owner);
             }
             self.llc.latency
         } else {
