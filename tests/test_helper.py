@@ -58,3 +58,18 @@ def test_the_helper_is_a_thread_of_the_program():
     assert r["core1.refs"] > 0 and r["pt.nodes.l4"] == 1, "one address space, two cores"
     with pytest.raises(xlat.SimulationError, match="the machine has 1 cores"):
         xlat.simulate("skylake", MAIN + ",helper=8", refs=1000)
+
+
+def test_a_helper_running_ahead_of_a_sequential_thread_prefetches_its_page_tables():
+    # One load per page, in page order, over 4 GB: a new PTE line every 8 pages, from DRAM.
+    # A helper that passes over all the regions cannot keep up; one that follows the thread
+    # 256 pages ahead (helper_ahead) has each PTE line in the cache before the walk needs it.
+    def run(helper=""):
+        r = xlat.simulate("skylake4", "tlbthrash:pages=1M,touches=4M" + helper, refs=1_000_000, warmup=300_000,
+                          prefault=True, **SMALL_LLC)
+        return main_thread(r)
+
+    alone, cyclic, ahead = run(), run(",helper=8,helper_mode=pte"), run(",helper=8,helper_mode=pte,helper_ahead=256")
+    assert dram_share(alone) == pytest.approx(1 / 8, abs=0.01)
+    assert dram_share(ahead) < 0.01 < 0.5 * dram_share(alone) < dram_share(cyclic)
+    assert ahead["walk_cycles_per_walk"] < 0.4 * alone["walk_cycles_per_walk"]

@@ -549,6 +549,7 @@ pub(crate) fn run_loop<P: MemPort>(
     let mut batches: Vec<Vec<Ref>> = (0..total).map(|_| Vec::with_capacity(BATCH)).collect();
     let mut pos = vec![0usize; total];
     let mut stream_ended = vec![false; total];
+    let paced = src.paced();
     let mut ended = vec![false; n];
     let mut done: u64 = 0;
     let mut warm = opts.warmup == 0;
@@ -617,6 +618,13 @@ pub(crate) fn run_loop<P: MemPort>(
             }
             done += 1;
             if done & (crate::os::sched::EVENT_CHECK - 1) == 0 {
+                if paced {
+                    for &s in &lane {
+                        if let Some(r) = pos[s].checked_sub(1).and_then(|p| batches[s].get(p)) {
+                            src.observe(s, r.va);
+                        }
+                    }
+                }
                 if xl.sched.check_due(done) {
                     xl.os_events(done, port)?;
                 }

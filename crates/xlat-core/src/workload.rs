@@ -145,6 +145,16 @@ pub trait RefSource: Send {
         vec![Program { name: String::new(), regions: self.regions(), streams: (0..self.streams()).collect() }]
     }
 
+    /// Whether the source paces some stream by another's progress ([`RefSource::observe`]).
+    fn paced(&self) -> bool {
+        false
+    }
+
+    /// With [`RefSource::paced`]: the engine reports, every few hundred references, the
+    /// address `stream` referenced last (simulated time's position in that stream, which its
+    /// batches run ahead of).
+    fn observe(&mut self, _stream: usize, _va: u64) {}
+
     /// Replace the contents of `out` with the next references of `stream` (at most
     /// `out.capacity()`, at least one unless the stream has ended). Leaving `out` empty
     /// means the stream has ended, and every later call leaves it empty too.

@@ -9,7 +9,10 @@
 //! The helper runs on its own core, paced by the simulated clock like any core: the engine
 //! advances the core with the smallest clock, so the helper's rate follows its own IPC, and
 //! `idle` instructions between touches throttle it, `sleep` instructions after each pass
-//! pause it. It ends when every stream of the program has ended.
+//! pause it. With `ahead` pages it follows the program's first thread instead (PT-Baker's
+//! run-ahead): it touches the `ahead` pages beyond the page that thread last referenced
+//! (which the engine reports, [`RefSource::observe`]), and spins on its last page when it is
+//! that far ahead. It ends when every stream of the program has ended.
 
 use xlat_core::os::OsOp;
 use xlat_core::{Program, Ref, RefSource, Region, SourceError};
@@ -35,7 +38,15 @@ pub struct HelperSource {
     /// The first touch of a pass (after the first) carries the sleep.
     wrapped: bool,
     ended: Vec<bool>,
+    /// Run-ahead pacing: pages beyond the first thread's position (0: cyclic passes), that
+    /// position, and the next page to touch.
+    ahead: u64,
+    main_va: u64,
+    next: u64,
 }
+
+/// Touches per batch when paced: the first thread's position is re-read this often.
+const PACED_BATCH: usize = 64;
 
 impl HelperSource {
     /// `inner` plus a helper stream (its last) touching every `step`-th page (`step` >= 1) of
@@ -43,13 +54,67 @@ impl HelperSource {
     pub fn new(inner: Box<dyn RefSource>, step: u64, idle: u32, sleep: u32, mode: HelperMode) -> HelperSource {
         let regions: Vec<Region> = inner.regions().into_iter().filter(|r| r.len > 0).collect();
         let n = inner.streams();
-        HelperSource { inner, regions, step: step.max(1), idle, sleep, mode, region: 0, offset: 0, wrapped: false, ended: vec![false; n] }
+        let start = regions.first().map_or(0, |r| r.start);
+        HelperSource {
+            inner,
+            regions,
+            step: step.max(1),
+            idle,
+            sleep,
+            mode,
+            region: 0,
+            offset: 0,
+            wrapped: false,
+            ended: vec![false; n],
+            ahead: 0,
+            main_va: start,
+            next: start,
+        }
+    }
+
+    /// Follow the program's first thread `ahead` pages ahead instead of passing over the
+    /// regions (0: do not).
+    pub fn with_ahead(mut self, ahead: u64) -> HelperSource {
+        self.ahead = ahead;
+        self
+    }
+
+    fn touch(&self, va: u64, delta: u32) -> Ref {
+        match self.mode {
+            HelperMode::Touch => Ref::load(va, delta),
+            HelperMode::Pte => Ref::os_call(OsOp::ReadPtes, va, 1, delta),
+        }
+    }
+
+    /// Run-ahead touches: the pages from `ahead` to `2 x ahead` beyond the first thread's
+    /// page, within its region, every `step`-th; past them, a spin on the last one.
+    fn paced_batch(&mut self, out: &mut Vec<Ref>) {
+        let page = self.main_va & !(PAGE - 1);
+        let end = self.regions.iter().find(|r| r.start <= page && page < r.end()).map_or(u64::MAX, |r| r.end());
+        let lo = page.saturating_add(self.ahead * PAGE).min(end);
+        let hi = page.saturating_add(2 * self.ahead * PAGE).min(end);
+        if self.next < lo || self.next > hi.saturating_add(self.step * PAGE) {
+            self.next = lo;
+        }
+        let delta = self.idle.saturating_add(1);
+        for _ in 0..out.capacity().clamp(1, PACED_BATCH) {
+            if self.next < hi {
+                out.push(self.touch(self.next, delta));
+                self.next += self.step * PAGE;
+            } else {
+                // (Far enough ahead: spin on the last page touched, an L1 hit.)
+                out.push(Ref::load(hi.saturating_sub(PAGE).max(lo.min(page)), delta));
+            }
+        }
     }
 
     fn helper_batch(&mut self, out: &mut Vec<Ref>) {
         out.clear();
         if self.regions.is_empty() || self.ended.iter().all(|&e| e) {
             return;
+        }
+        if self.ahead > 0 {
+            return self.paced_batch(out);
         }
         let n = out.capacity().max(1);
         for _ in 0..n {
@@ -59,10 +124,7 @@ impl HelperSource {
             if std::mem::take(&mut self.wrapped) {
                 delta = delta.saturating_add(self.sleep);
             }
-            out.push(match self.mode {
-                HelperMode::Touch => Ref::load(va, delta),
-                HelperMode::Pte => Ref::os_call(OsOp::ReadPtes, va, 1, delta),
-            });
+            out.push(self.touch(va, delta));
             self.offset += self.step * PAGE;
             if self.offset >= r.len {
                 self.offset = 0;
@@ -83,6 +145,16 @@ impl RefSource for HelperSource {
 
     fn regions(&self) -> Vec<Region> {
         self.inner.regions()
+    }
+
+    fn paced(&self) -> bool {
+        self.ahead > 0
+    }
+
+    fn observe(&mut self, stream: usize, va: u64) {
+        if stream == 0 {
+            self.main_va = va;
+        }
     }
 
     fn programs(&self) -> Vec<Program> {
@@ -134,6 +206,22 @@ mod tests {
         assert!(main.is_empty());
         h.next_batch(1, &mut out).unwrap();
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_paced_helper_stays_ahead_of_the_first_thread() {
+        let mut h = HelperSource::new(main_stream(1), 1, 0, 0, HelperMode::Touch).with_ahead(3);
+        assert!(h.paced());
+        h.observe(0, 0x10_1008);
+        let mut out = Vec::with_capacity(8);
+        h.next_batch(1, &mut out).unwrap();
+        // Pages 4, 5, 6 of region a (3 to 6 beyond page 1), then spinning on page 6.
+        let pages: Vec<u64> = out.iter().map(|r| (r.va - 0x10_0000) / PAGE).collect();
+        assert_eq!(pages, [4, 5, 6, 6, 6, 6, 6, 6]);
+        // The thread moves on: so does the helper.
+        h.observe(0, 0x10_5000);
+        h.next_batch(1, &mut out).unwrap();
+        assert_eq!(out.iter().map(|r| (r.va - 0x10_0000) / PAGE).collect::<Vec<_>>(), [8, 9, 9, 9, 9, 9, 9, 9], "up to the region's end");
     }
 
     #[test]

@@ -170,7 +170,7 @@ pub fn open(spec: &str, seed: u64) -> Result<(WorkloadDesc, Box<dyn RefSource>),
         })
     };
     let mode = if p.str("helper_mode") == "pte" { helper::HelperMode::Pte } else { helper::HelperMode::Touch };
-    let h = helper::HelperSource::new(Box::new(src), step, idle("helper_idle")?, idle("helper_sleep")?, mode);
+    let h = helper::HelperSource::new(Box::new(src), step, idle("helper_idle")?, idle("helper_sleep")?, mode).with_ahead(p.u64("helper_ahead"));
     Ok((desc_of(&p), Box::new(h)))
 }
 
