@@ -70,6 +70,14 @@ def test_bad_mixes_get_one_line(args, needle):
     assert_one_line_error(run_xlat("run", "-c", "skylake4", *args, "--refs", "1000"), needle)
 
 
+def test_a_spec_may_say_mix_or_mixes():
+    one = sweep.load_spec({"name": "m", "configs": ["skylake4"], "mix": [{"programs": ["gups@0", "random@1"]}]})
+    two = sweep.load_spec({"name": "m", "configs": ["skylake4"], "mixes": [{"programs": ["gups@0", "random@1"]}]})
+    assert one.points == two.points and one.points[0].workload == "mix"
+    with pytest.raises(sweep.SpecError, match="not both"):
+        sweep.load_spec({"name": "m", "configs": ["skylake4"], "mix": [{"programs": "gups@0"}], "mixes": [{"programs": "gups@0"}]})
+
+
 def test_mixes_run_on_the_configs_they_name():
     spec = sweep.load_spec({"name": "m", "refs": 1000, "workloads": ["gups"],
                             "configs": [{"preset": "skylake", "label": "one"},

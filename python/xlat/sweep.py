@@ -149,7 +149,7 @@ class Spec:
     description: str = ""
 
 
-_TOP_KEYS = {"name", "description", "configs", "workloads", "mixes", "seeds", "seed", "refs", "warmup",
+_TOP_KEYS = {"name", "description", "configs", "workloads", "mixes", "mix", "seeds", "seed", "refs", "warmup",
              "prefault", "interval", "quick", "slurm"}
 _RUN_KEYS = ("refs", "warmup", "prefault", "interval")
 _CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", *_RUN_KEYS}
@@ -181,6 +181,11 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         base_dir = source.resolve().parent
     where = f"sweep spec '{source}'" if source else "sweep spec"
 
+    if "mix" in doc:
+        # (`[[mix]]` reads as well as `[[mixes]]`.)
+        if "mixes" in doc:
+            raise SpecError(f"{where}: give [[mixes]] or [[mix]], not both")
+        doc["mixes"] = doc.pop("mix")
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
         raise SpecError(f"{where}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_TOP_KEYS))})")

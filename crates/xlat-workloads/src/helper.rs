@@ -8,8 +8,8 @@
 //!
 //! The helper runs on its own core, paced by the simulated clock like any core: the engine
 //! advances the core with the smallest clock, so the helper's rate follows its own IPC, and
-//! `idle` instructions between touches throttle it, `sleep` instructions after each pass
-//! pause it. With `ahead` pages it follows the program's first thread instead (PT-Baker's
+//! `idle` instructions between touches throttle it, a `sleep` of that many cycles after each
+//! pass pauses it (an OS call: its core idles). With `ahead` pages it follows the program's first thread instead (PT-Baker's
 //! run-ahead): it touches the `ahead` pages beyond the page that thread last referenced
 //! (which the engine reports, [`RefSource::observe`]), and spins on its last page when it is
 //! that far ahead. It ends when every stream of the program has ended.
@@ -116,13 +116,13 @@ impl HelperSource {
         if self.ahead > 0 {
             return self.paced_batch(out);
         }
-        let n = out.capacity().max(1);
-        for _ in 0..n {
+        let n = out.capacity().max(2);
+        while out.len() + 1 < n {
             let r = &self.regions[self.region];
             let va = r.start + self.offset;
-            let mut delta = self.idle.saturating_add(1);
-            if std::mem::take(&mut self.wrapped) {
-                delta = delta.saturating_add(self.sleep);
+            let delta = self.idle.saturating_add(1);
+            if std::mem::take(&mut self.wrapped) && self.sleep > 0 {
+                out.push(Ref::os_call(OsOp::Sleep, self.sleep as u64, 1, 1));
             }
             out.push(self.touch(va, delta));
             self.offset += self.step * PAGE;
@@ -190,12 +190,13 @@ mod tests {
         let mut h = HelperSource::new(main_stream(5), 4, 2, 100, HelperMode::Touch);
         assert_eq!(h.streams(), 2);
         assert_eq!(h.programs()[0].streams, vec![0, 1]);
-        let mut out = Vec::with_capacity(6);
+        let mut out = Vec::with_capacity(7);
         h.next_batch(1, &mut out).unwrap();
         let pages: Vec<u64> = out.iter().map(|r| r.va).collect();
-        // Region a: pages 0, 4, 8; region b: page 0; then a again, after the sleep.
-        assert_eq!(pages, [0x10_0000, 0x10_4000, 0x10_8000, 0x80_0000, 0x10_0000, 0x10_4000]);
-        assert_eq!(out.iter().map(|r| r.inst_delta).collect::<Vec<_>>(), [3, 3, 3, 3, 103, 3]);
+        // Region a: pages 0, 4, 8; region b: page 0; a sleep of 100 cycles; then a again.
+        assert_eq!(pages, [0x10_0000, 0x10_4000, 0x10_8000, 0x80_0000, 100, 0x10_0000]);
+        assert_eq!(out.iter().map(|r| r.inst_delta).collect::<Vec<_>>(), [3, 3, 3, 3, 1, 3]);
+        assert!(out[4].is_os_call() && out[4].size == OsOp::Sleep as u8 && out[4].va == 100, "the sleep between passes");
         // The program's stream runs out: the helper stops.
         let mut main = Vec::with_capacity(16);
         h.next_batch(0, &mut main).unwrap();

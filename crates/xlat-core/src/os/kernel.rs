@@ -87,10 +87,12 @@ pub enum OsOp {
     /// kernel does (PT-Baker's kernel-mode helper): each level's entry line is loaded
     /// through the core's caches, one dependent load per level; nothing changes.
     ReadPtes = 5,
+    /// The thread sleeps (nanosleep): its core idles for `va` cycles; nothing changes.
+    Sleep = 6,
 }
 
 impl OsOp {
-    pub const ALL: [OsOp; 5] = [OsOp::Unmap, OsOp::Protect, OsOp::Unprotect, OsOp::Migrate, OsOp::ReadPtes];
+    pub const ALL: [OsOp; 6] = [OsOp::Unmap, OsOp::Protect, OsOp::Unprotect, OsOp::Migrate, OsOp::ReadPtes, OsOp::Sleep];
 
     pub fn from_code(code: u8) -> Option<OsOp> {
         OsOp::ALL.into_iter().find(|o| *o as u8 == code)
@@ -103,6 +105,7 @@ impl OsOp {
             OsOp::Unprotect => "unprotect",
             OsOp::Migrate => "migrate",
             OsOp::ReadPtes => "read-ptes",
+            OsOp::Sleep => "sleep",
         }
     }
 }
@@ -874,7 +877,7 @@ impl Os {
                         self.counters.migrated_pages += 1;
                     }
                 }
-                OsOp::ReadPtes => unreachable!("a software walk changes no mapping (Translator::os_call reads it)"),
+                OsOp::ReadPtes | OsOp::Sleep => unreachable!("neither changes a mapping (Translator::os_call does them)"),
             }
             changed += size.frames();
             flushed += 1;

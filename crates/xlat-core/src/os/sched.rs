@@ -522,6 +522,11 @@ impl Translator {
         if op == crate::os::OsOp::ReadPtes {
             return self.read_ptes(c, r, port);
         }
+        if op == crate::os::OsOp::Sleep {
+            // (The cycles travel in the address field.)
+            port.os_call(c, r.inst_delta, r.va);
+            return Ok(());
+        }
         let start = r.va & !0xfff;
         let end = start.saturating_add(r.pages as u64 * 4096);
         let scope = if self.virt { Scope::Guest(vm) } else { Scope::Native };
