@@ -263,13 +263,16 @@ def test_ctrl_c_stops_the_api_during_a_slow_setup():
     import threading
     import time
 
-    # (A smaller graph than the CLI tests': the builder finishes on its own thread afterwards.)
     timer = threading.Timer(0.5, _thread.interrupt_main)
     timer.start()
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        xlat.simulate("skylake", "bfs:scale=21", refs=1000)
+        xlat.simulate("skylake", "bfs:scale=23", refs=1000)
     assert time.monotonic() - t0 < 1.5
+    # The graph build stops too, rather than finish on its own thread (some 20 s of CPU).
+    cpu = time.process_time()
+    time.sleep(1.5)
+    assert time.process_time() - cpu < 0.5
 
 
 # --- the results store: checksummed partitions, one sweep at a time ---------------------------

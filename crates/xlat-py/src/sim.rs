@@ -95,9 +95,10 @@ fn simulate<'py>(
     // happen on a thread that Ctrl-C and SIGTERM stop (see `interrupt`).
     let (desc, stats) = interruptible(py, move |stop| {
         let (desc, mut src) = match (workload, trace, mix) {
-            (Some(w), None, None) => xlat_workloads::open(&w, seed).map_err(workload_err)?,
+            // (An interrupt stops the kernels at once, while they build their input too.)
+            (Some(w), None, None) => xlat_workloads::open_until(&w, seed, stop.clone()).map_err(workload_err)?,
             (None, Some(t), None) => xlat_workloads::open_trace(&t, trace_format.as_deref()).map_err(workload_err)?,
-            (None, None, Some(m)) => xlat_workloads::open_mix(&m, seed).map_err(workload_err)?,
+            (None, None, Some(m)) => xlat_workloads::open_mix_until(&m, seed, stop.clone()).map_err(workload_err)?,
             _ => unreachable!("checked above"),
         };
         let mut failed: Option<PyErr> = None;

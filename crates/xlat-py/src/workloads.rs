@@ -86,7 +86,7 @@ fn workload_params(py: Python<'_>, spec: String, seed: u64) -> PyResult<Py<PyDic
 #[pyo3(signature = (workload, path, refs=None, seed=1))]
 fn record(py: Python<'_>, workload: String, path: String, refs: Option<u64>, seed: u64) -> PyResult<u64> {
     interruptible(py, move |stop| {
-        let (desc, mut src) = wl::open(&workload, seed).map_err(workload_err)?;
+        let (desc, mut src) = wl::open_until(&workload, seed, stop.clone()).map_err(workload_err)?;
         wl::trace::record_until(&mut *src, Path::new(&path), refs, &desc.spec(), &stop).map_err(source_err)
     })
 }

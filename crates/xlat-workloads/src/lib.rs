@@ -23,6 +23,8 @@ mod source;
 pub mod trace;
 pub mod vas;
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use xlat_core::{RefSource, SourceError};
@@ -150,11 +152,17 @@ pub fn describe(spec: &str, seed: u64) -> Result<WorkloadDesc, WorkloadError> {
 /// Start a kernel in its own thread and return its reference streams. `seed` is used
 /// unless the spec sets `seed=`.
 pub fn open(spec: &str, seed: u64) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
+    open_until(spec, seed, Arc::new(AtomicBool::new(false)))
+}
+
+/// [`open`], whose kernel stops (its input construction too) once `stop` is set: its
+/// streams then end. For callers that can be interrupted while a kernel builds its input.
+pub fn open_until(spec: &str, seed: u64, stop: Arc<AtomicBool>) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
     let (e, p) = resolve(spec, seed)?;
     let mut k = Kernel::new(e.name, &p, false)?;
     let regions = k.vas().regions().to_vec();
     let streams = k.threads();
-    let src = source::KernelSource::spawn(e.name, streams, regions, p.limit(), move |rec: &mut recorder::BatchRecorder| {
+    let src = source::KernelSource::spawn(e.name, streams, regions, p.limit(), stop, move |rec: &mut recorder::BatchRecorder| {
         k.run(rec);
     });
     let step = p.u64("helper");
@@ -210,6 +218,11 @@ pub fn open_trace(paths: &[String], format: Option<&str>) -> Result<(WorkloadDes
 /// each program in its own address space. Program `i` runs with seed `seed + i` unless its
 /// spec sets one.
 pub fn open_mix(spec: &str, seed: u64) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
-    let src = mix::MixSource::open(spec, seed)?;
+    open_mix_until(spec, seed, Arc::new(AtomicBool::new(false)))
+}
+
+/// [`open_mix`], whose kernels stop once `stop` is set (see [`open_until`]).
+pub fn open_mix_until(spec: &str, seed: u64, stop: Arc<AtomicBool>) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
+    let src = mix::MixSource::open(spec, seed, stop)?;
     Ok((src.desc(), Box::new(src)))
 }

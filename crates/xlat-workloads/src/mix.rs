@@ -6,6 +6,9 @@
 //! core no program names delivers nothing. [`RefSource::programs`] tells the engine which
 //! streams belong together, so each program gets its own processes (or VM).
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
 use xlat_core::{Program, Ref, RefSource, Region, SourceError};
 
 use crate::{WorkloadDesc, WorkloadError};
@@ -85,14 +88,14 @@ struct Part {
 impl MixSource {
     /// Open every program of `spec` (see [`parse`]). Program `i` runs with seed `seed + i`
     /// unless its spec sets `seed=`, so two copies of one workload do different work.
-    pub fn open(spec: &str, seed: u64) -> Result<MixSource, WorkloadError> {
+    pub fn open(spec: &str, seed: u64, stop: Arc<AtomicBool>) -> Result<MixSource, WorkloadError> {
         let entries = parse(spec)?;
         let mut taken: Vec<bool> = Vec::new();
         let mut parts = Vec::with_capacity(entries.len());
         for (i, e) in entries.iter().enumerate() {
             let (desc, src) = match e.spec.strip_prefix("trace:") {
                 Some(path) => crate::open_trace(&[path.to_string()], None)?,
-                None => crate::open(&e.spec, seed.wrapping_add(i as u64))?,
+                None => crate::open_until(&e.spec, seed.wrapping_add(i as u64), stop.clone())?,
             };
             let n = src.streams();
             let cores = match &e.cores {

@@ -116,7 +116,9 @@ pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl KernelSource {
-    pub(crate) fn spawn(name: &str, streams: usize, regions: Vec<Region>, limit: u64, mut producer: impl Producer) -> KernelSource {
+    /// Run `producer` on a thread of its own; setting `cancel` (or dropping the source) stops
+    /// it at its next check, input construction included, and ends every stream.
+    pub(crate) fn spawn(name: &str, streams: usize, regions: Vec<Region>, limit: u64, cancel: Arc<AtomicBool>, mut producer: impl Producer) -> KernelSource {
         let streams = streams.max(1);
         let hub = Arc::new(Hub {
             state: Mutex::new(HubState {
@@ -129,7 +131,7 @@ impl KernelSource {
             }),
             prod_cv: Condvar::new(),
             cons_cv: Condvar::new(),
-            cancel: Arc::new(AtomicBool::new(false)),
+            cancel,
             name: name.to_string(),
         });
         let h2 = hub.clone();
