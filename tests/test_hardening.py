@@ -325,7 +325,7 @@ def test_a_second_sweep_on_one_store_waits_for_the_first(tmp_path):
 
 
 def test_workload_parameters_do_not_reuse_run_option_names_or_internal_names():
-    run_options = {"refs", "warmup", "prefault", "interval"}
+    run_options = {"refs", "warmup", "prefault", "interval", "host_threads", "mix", "trace"}
     for w in xlat.workloads():
         names = {p["name"] for p in w["params"]}
         assert not names & run_options, (w["name"], names & run_options)
