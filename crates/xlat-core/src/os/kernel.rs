@@ -690,15 +690,7 @@ impl Os {
         for old in base..base + 512 {
             let Some(&(space, page)) = self.rmap.as_ref().and_then(|m| m.get(&(old as u32))) else { continue };
             let new = self.phys.alloc(0).expect("checked free memory above");
-            let sp = &self.spaces[space as usize];
-            let (node, idx) = self.pt.leaf_location(sp.root, sp.top, VirtAddr(page), PageSize::Size4K).expect("rmap points at a mapped page");
-            let e = self.pt.entry(node, idx);
-            debug_assert_eq!((e & PTE_PFN_MASK) >> 12, old);
-            self.pt.write_entry(node, idx, (e & !PTE_PFN_MASK) | (new.0 << 12));
-            self.rmap_del(Frame(old));
-            self.rmap_add(new, space as usize, page);
-            self.charge += self.copy_cycles;
-            self.counters.migrated_pages += 1;
+            self.move_page(space as usize, page, Frame(old), new);
             ranges.entry(space as usize).or_default().push((page, page + 4096));
         }
         for (space, r) in ranges {
@@ -812,11 +804,8 @@ impl Os {
             }
             Some((_, PageSize::Size4K)) => {}
         }
-        let (root, top) = (self.spaces[space].root, self.spaces[space].top);
-        let (node, idx) = self.pt.leaf_location(root, top, va, PageSize::Size4K).expect("a mapped 4 KB page has a leaf");
-        let e = self.pt.entry(node, idx);
-        self.pt.write_entry(node, idx, if writable { e | PTE_RW } else { e & !PTE_RW });
         let page = va.0 & !0xfff;
+        self.set_writable(space, page, PageSize::Size4K, writable);
         self.flush(space, vec![(page, page + 4096)], 1);
         Ok(true)
     }
@@ -873,8 +862,8 @@ impl Os {
                     self.counters.protected_pages += size.frames();
                 }
                 OsOp::Migrate => {
-                    if size == PageSize::Size4K && self.migrate_page(space, base, frame)? {
-                        self.counters.migrated_pages += 1;
+                    if size == PageSize::Size4K {
+                        self.migrate_page(space, base, frame)?;
                     }
                 }
                 OsOp::ReadPtes | OsOp::Sleep => unreachable!("neither changes a mapping (Translator::os_call does them)"),
@@ -946,15 +935,23 @@ impl Os {
             return Ok(false);
         }
         let Some(new) = self.phys.alloc_page() else { return Ok(false) };
+        self.move_page(space, base, old, new);
+        self.phys.free_page(old);
+        Ok(true)
+    }
+
+    /// Copy the 4 KB page `page` of `space` from frame `old` to `new` and remap it, with the
+    /// same bits (no shootdown; the caller frees `old`): compaction's and migration's move.
+    fn move_page(&mut self, space: usize, page: u64, old: Frame, new: Frame) {
         let (root, top) = (self.spaces[space].root, self.spaces[space].top);
-        let (node, idx) = self.pt.leaf_location(root, top, VirtAddr(base), PageSize::Size4K).expect("a mapped 4 KB page has a leaf");
+        let (node, idx) = self.pt.leaf_location(root, top, VirtAddr(page), PageSize::Size4K).expect("a moved page is mapped");
         let e = self.pt.entry(node, idx);
+        debug_assert_eq!((e & PTE_PFN_MASK) >> 12, old.0);
         self.pt.write_entry(node, idx, (e & !PTE_PFN_MASK) | (new.0 << 12));
         self.rmap_del(old);
-        self.rmap_add(new, space, base);
-        self.phys.free_page(old);
+        self.rmap_add(new, space, page);
         self.charge += self.copy_cycles;
-        Ok(true)
+        self.counters.migrated_pages += 1;
     }
 
     /// Free the level-1 nodes of the 2 MB regions inside `[start, end)` that an unmap left
