@@ -309,6 +309,12 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         self.ways
     }
 
+    /// The slot of way `way` of set `set`.
+    #[inline]
+    pub fn slot(&self, set: usize, way: usize) -> usize {
+        (set << self.stride_shift) + way
+    }
+
     /// Set index for a number whose low bits select the set.
     #[inline]
     pub fn set_of(&self, n: u64) -> usize {

@@ -141,6 +141,17 @@ config_enum!(
     PomHash { Vpn = "vpn", Literal = "literal" }
 );
 config_enum!(
+    /// How a private TLB picks a translation's set: the low bits of the virtual page number,
+    /// or of the page number xor the VM ID (the POM-TLB's hash, which TCAT-cotagless needs).
+    TlbSetIndex { Vpn = "vpn", VpnXorVm = "vpn_xor_vm" }
+);
+config_enum!(
+    /// How the OS keeps the TLBs coherent when it changes a mapping (seed 003, §4): IPIs to
+    /// every target; KVM's paravirtual flush (preempted vCPUs flush at reschedule); TCAT
+    /// through the POM-TLB line's coherence, slaves dropping entries by co-tag or by set.
+    ShootdownProtocol { Ipi = "ipi", KvmTlb = "kvm_tlb", TcatCotag = "tcat-cotag", TcatCotagless = "tcat-cotagless" }
+);
+config_enum!(
     /// How the PCC daemon picks among the cores' candidate lists.
     PccPromotion { RoundRobin = "round-robin", Highest = "highest" }
 );
@@ -459,6 +470,7 @@ config! {
     tlb_l1d_coalescing: Coalescing = Coalescing::Inherit; "tlb.l1d.coalescing"; "PTE coalescing in the L1 DTLB: none|16k|32k, or inherit (tlb.coalescing)";
     tlb_l1i_coalescing: Coalescing = Coalescing::Inherit; "tlb.l1i.coalescing"; "PTE coalescing in the L1 ITLB: none|16k|32k, or inherit (tlb.coalescing)";
     tlb_l2_coalescing: Coalescing = Coalescing::Inherit; "tlb.l2.coalescing"; "PTE coalescing in the L2 TLB: none|16k|32k, or inherit (tlb.coalescing)";
+    tlb_set_index: TlbSetIndex = TlbSetIndex::Vpn; "tlb.set_index"; "how the L1 and L2 TLBs pick a translation's set: vpn (the page number's low bits) or vpn_xor_vm (the page number xor the VM ID: the POM-TLB's hash, so a POM-TLB set's translations share one private-TLB set, as TCAT-cotagless needs)";
     tlb_thread_tagged: bool = false; "tlb.thread_tagged"; "SMT (system.threads_per_core > 1): TLB and page-walk-cache entries carry the hardware thread that filled them, so a core's threads never use each other's entries, even in one address space (AMD Zen; PT-Baker §4.4.5.1); false: competitively shared, a thread hits what its sibling filled";
     tlb_perfect: bool = false; "tlb.perfect"; "every translation hits the L1 TLB: no walks (measures what translation costs)";
     pwc_l5_entries: u64 = 0; "pwc.l5.entries"; "page-walk cache entries for L5 prefixes (VA[56:48], 5-level tables only)";
@@ -549,6 +561,7 @@ config! {
     os_shootdown_remote_cycles: u64 = 2000; "os.shootdown_remote_cycles"; "cycles each other core running the address space loses to the shootdown interrupt (entry, invalidation, ack; ~1 us, an assumption)";
     os_call_cycles: u64 = 1000; "os.call_cycles"; "cycles of a system call that changes the program's mappings (munmap, mprotect, move_pages in a trace or kernel: entry, exit and VMA work, ~0.5 us), besides the shootdown it issues and the pages it copies";
     os_shootdown_local_cycles: u64 = 200; "os.shootdown_local_cycles"; "cycles of a shootdown no other core needs (a local INVLPG or flush, ~100 ns)";
+    shootdown_protocol: ShootdownProtocol = ShootdownProtocol::Ipi; "shootdown.protocol"; "how TLBs are kept coherent when a mapping changes: ipi (interrupt every core that runs the address space, wait for each; a preempted vCPU acks when it runs again), kvm_tlb (KVM's paravirtual flush: running vCPUs get IPIs, preempted ones flush all their entries when rescheduled), tcat-cotag or tcat-cotagless (TCAT: rewrite and flush the page's POM-TLB line; its TLB sharers drop the entries homed there, or the whole matching set; needs pomtlb.enabled)";
     os_flush_ceiling_pages: u64 = 33; "os.flush_ceiling_pages"; "a shootdown of more 4 KB pages than this flushes the address space's whole TLB and PWC contents instead (Linux x86 tlb_single_page_flush_ceiling)";
     os_processes: u64 = 1; "os.processes"; "copies of the workload, each in its own address space; every core time-slices its stream among them round-robin";
     os_timeslice_cycles: u64 = 8_000_000; "os.timeslice_cycles"; "os.processes > 1: cycles a process runs before the core switches to the next (4 ms at 2 GHz, a tick at HZ=250)";
@@ -901,7 +914,27 @@ impl Config {
         if self.os_madvise_regions.split(',').any(|n| n.trim().is_empty()) && !self.os_madvise_regions.trim().is_empty() {
             return Err(invalid("os.madvise_regions", "has an empty name in the list"));
         }
+        self.validate_shootdown()?;
         self.validate_virt()
+    }
+
+    /// The shootdown protocol and what it relies on.
+    fn validate_shootdown(&self) -> Result<(), ConfigError> {
+        let invalid = |why: &str| ConfigError::Invalid { key: "shootdown.protocol".into(), why: why.into() };
+        let cotagless = self.shootdown_protocol == ShootdownProtocol::TcatCotagless;
+        match self.shootdown_protocol {
+            ShootdownProtocol::Ipi => Ok(()),
+            ShootdownProtocol::KvmTlb if !self.virt_enabled => Err(invalid("kvm_tlb is a hypervisor's protocol: needs virt.enabled=true")),
+            ShootdownProtocol::KvmTlb => Ok(()),
+            _ if !self.pomtlb_enabled => Err(invalid("TCAT keeps translations coherent through their POM-TLB lines: needs pomtlb.enabled=true")),
+            _ if self.system_cores > 64 => Err(invalid("TCAT's directory tracks at most 64 cores' TLBs")),
+            _ if self.coalescing_any() => Err(invalid("TCAT with coalesced TLB entries is not modelled (a group's pages have several POM-TLB lines)")),
+            _ if self.pomtlb_hash != PomHash::Vpn => Err(invalid("TCAT needs one POM-TLB line per page: pomtlb.hash=vpn")),
+            _ if cotagless && self.tlb_set_index != TlbSetIndex::VpnXorVm => Err(invalid(
+                "tcat-cotagless drops the private-TLB set a POM-TLB line names, so the TLBs must index by the same hash: set tlb.set_index=vpn_xor_vm",
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The virtualization keys.

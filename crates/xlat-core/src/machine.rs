@@ -541,14 +541,16 @@ pub(crate) fn run_loop<P: MemPort>(
     let n = xl.contexts.len();
     // The streams: one per hardware context, or with vCPU overcommit `k` per context (context
     // `c` time-slices streams c, c + n, c + 2n, ...), `lane[c]` the one it runs now.
+    // (The translator keeps which vCPU each context runs: shootdowns need to know.)
     let k = xl.cfg.virt_vcpus_per_core.max(1) as usize;
     let total = if k > 1 { src.streams().max(n) } else { n };
-    let mut lane: Vec<usize> = (0..n).collect();
     let slice = xl.cfg.virt_vcpu_slice_cycles;
-    let mut slice_end = vec![if k > 1 { slice } else { u64::MAX }; n];
+    xl.sched.vcpus = crate::os::sched::Vcpus::new(n, k, total, slice);
+    for c in 0..n {
+        xl.contexts[c].ctx = xl.tagged(c, xl.contexts[c].ctx & crate::translate::tlb::SPACE_MASK);
+    }
     let mut batches: Vec<Vec<Ref>> = (0..total).map(|_| Vec::with_capacity(BATCH)).collect();
     let mut pos = vec![0usize; total];
-    let mut stream_ended = vec![false; total];
     let paced = src.paced();
     let mut ended = vec![false; n];
     let mut done: u64 = 0;
@@ -577,23 +579,23 @@ pub(crate) fn run_loop<P: MemPort>(
         if c == usize::MAX {
             break;
         }
-        if port.now(c) >= slice_end[c] {
+        if port.now(c) >= xl.sched.vcpus.slice_end[c] {
             // The vCPU's time slice is over: the core switches to its next one.
-            slice_end[c] = port.now(c) + slice;
-            if !next_vcpu(xl, port, c, n, &mut lane, &stream_ended) {
+            xl.sched.vcpus.slice_end[c] = port.now(c) + slice;
+            if !next_vcpu(xl, port, c) {
                 continue;
             }
             rings[c].region = u64::MAX;
         }
-        let s = lane[c];
+        let s = xl.sched.vcpus.lane[c];
         if pos[s] == batches[s].len() {
             src.next_batch(s, &mut batches[s])?;
             pos[s] = 0;
             rings[c].region = u64::MAX;
             if batches[s].is_empty() {
-                stream_ended[s] = true;
+                xl.sched.vcpus.ended[s] = true;
                 // (With overcommit the core goes on with its other vCPUs, if any is left.)
-                if k == 1 || !next_vcpu(xl, port, c, n, &mut lane, &stream_ended) {
+                if k == 1 || !next_vcpu(xl, port, c) {
                     ended[c] = true;
                 }
                 continue;
@@ -619,7 +621,7 @@ pub(crate) fn run_loop<P: MemPort>(
             done += 1;
             if done & (crate::os::sched::EVENT_CHECK - 1) == 0 {
                 if paced {
-                    for &s in &lane {
+                    for &s in &xl.sched.vcpus.lane {
                         if let Some(r) = pos[s].checked_sub(1).and_then(|p| batches[s].get(p)) {
                             src.observe(s, r.va);
                         }
@@ -663,20 +665,23 @@ pub(crate) fn run_loop<P: MemPort>(
     Ok(done)
 }
 
-/// vCPU overcommit: context `c` (of `n`) switches to its next vCPU whose stream has not ended
-/// (streams c, c + n, c + 2n, ...), paying `virt.switch_cycles`. False if none is left but
-/// the one it runs, which then runs on if it has not ended.
-fn next_vcpu<P: MemPort>(xl: &mut Translator, port: &mut P, c: usize, n: usize, lane: &mut [usize], ended: &[bool]) -> bool {
-    let total = ended.len();
+/// vCPU overcommit: context `c` switches to its next vCPU whose stream has not ended
+/// (streams c, c + n, c + 2n, ...), paying `virt.switch_cycles`, and what shootdowns left
+/// for it (see [`Translator::vcpu_switched`]). False if none is left but the one it runs,
+/// which then runs on if it has not ended.
+fn next_vcpu<P: MemPort>(xl: &mut Translator, port: &mut P, c: usize) -> bool {
+    let v = &xl.sched.vcpus;
+    let (n, total) = (v.lane.len(), v.ended.len());
     let mine: Vec<usize> = (c..total).step_by(n).collect();
-    let at = mine.iter().position(|&s| s == lane[c]).unwrap_or(0);
-    let next = (1..=mine.len()).map(|i| mine[(at + i) % mine.len()]).find(|&s| !ended[s]);
+    let at = mine.iter().position(|&s| s == v.lane[c]).unwrap_or(0);
+    let next = (1..=mine.len()).map(|i| mine[(at + i) % mine.len()]).find(|&s| !v.ended[s]);
     match next {
-        Some(s) if s != lane[c] => {
-            lane[c] = s;
+        Some(s) if s != v.lane[c] => {
+            xl.sched.vcpus.lane[c] = s;
             port.stall(c, xl.cfg.virt_switch_cycles);
             let core = xl.contexts[c].core;
             xl.mmus[core].vcounters.vcpu_switches += 1;
+            xl.vcpu_switched(c, port);
             true
         }
         Some(_) => true,

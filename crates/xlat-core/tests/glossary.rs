@@ -97,6 +97,14 @@ fn cases() -> Vec<Case> {
             true,
         ),
     ];
+    if has_key("shootdown.protocol") {
+        v.push((
+            "tcat",
+            vec![("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1"), ("shootdown.protocol", "tcat-cotagless"), ("tlb.set_index", "vpn_xor_vm")],
+            2,
+            false,
+        ));
+    }
     if has_key("pcc.enabled") {
         v.push(("pcc", vec![("pcc.enabled", "true"), ("pcc.entries_1g", "8"), ("pcc.daemon_refs", "2000")], 2, false));
     }

@@ -415,6 +415,7 @@ fn shootdowns_leave_no_stale_translation_anywhere() {
         let pcid = if seed % 3 == 0 { "false" } else { "true" };
         // Half the runs flush 2 MB of 4 KB pages by range instead of a full flush.
         let ceiling = if seed % 2 == 0 { "1000" } else { "33" };
+        let protocol = if seed % 4 < 2 { ["ipi", "tcat-cotag", "tcat-cotagless"][seed as usize % 3] } else { "ipi" };
         let c = cfg(&[
             ("system.cores", "2"),
             ("os.processes", "2"),
@@ -426,9 +427,12 @@ fn shootdowns_leave_no_stale_translation_anywhere() {
             ("phys.size_gb", "1"),
             ("tlb.l2.entries", "64"),
             ("tlb.l2.ways", "4"),
-            // Half the runs have a POM-TLB, shared by the cores, which shootdowns must reach.
+            // Half the runs have a POM-TLB, shared by the cores, which shootdowns must reach,
+            // and those keep the TLBs coherent by IPIs or by TCAT (co-tag, co-tagless).
             ("pomtlb.enabled", if seed % 4 < 2 { "true" } else { "false" }),
             ("pomtlb.size_mb", "1"),
+            ("shootdown.protocol", protocol),
+            ("tlb.set_index", if seed % 2 == 0 || protocol == "tcat-cotagless" { "vpn_xor_vm" } else { "vpn" }),
         ]);
         let len = 16 * MB;
         let regions = vec![region("a", BASE, len), region("b", BASE + GB + 2 * MB, 6 * MB + 8192)];
@@ -484,6 +488,9 @@ fn shootdowns_leave_no_stale_translation_anywhere() {
         assert!(s.f("shootdowns") > 0.0, "seed {seed}");
         assert!(s.f("os.calls") > 0.0 && s.f("os.unmapped_pages") > 0.0, "seed {seed}");
         freed_nodes += s.f("os.freed_pt_nodes");
+        if protocol != "ipi" {
+            assert!(s.f("tcat.lines") > 0.0 && s.f("tcat.invalidations") > 0.0, "seed {seed}: TCAT ran");
+        }
     }
     assert!(freed_nodes > 0.0, "some unmap emptied a level-1 node, whose PWC entries must go too");
 }

@@ -69,6 +69,9 @@ pub(crate) enum Op {
     /// An OS call: `delta` instructions end in a system call whose OS work takes `cost`
     /// cycles.
     OsCall { delta: u32, cost: u64 },
+    /// The OS read-modify-wrote and flushed this line (TCAT), with TLB sharers on this many
+    /// other cores; the core stalls for it.
+    RewriteLine { line: u64, sharers: u32 },
     /// Warm-up ends here: statistics restart.
     Reset,
 }
@@ -216,6 +219,12 @@ impl MemPort for Recorder {
         self.ops.push(Op::OsCall { delta, cost });
     }
 
+    fn rewrite_line(&mut self, c: usize, line: u64, sharers: u32) -> Option<u64> {
+        debug_assert_eq!(c, 0);
+        self.ops.push(Op::RewriteLine { line, sharers });
+        None
+    }
+
     fn now(&self, _c: usize) -> u64 {
         // (Clocks are the other thread's; a one-core run picks its core without them, and
         // runs with OS timers are not pipelined.)
@@ -299,6 +308,10 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             Op::Data(line) => port.data(line),
             Op::Stall(cycles) => port.stall(C, cycles),
             Op::OsCall { delta, cost } => port.os_call(C, delta, cost),
+            Op::RewriteLine { line, sharers } => {
+                let cycles = port.rewrite_line(C, line, sharers).unwrap_or(0);
+                port.stall(C, cycles);
+            }
             Op::Reset => port.reset_stats(),
         }
     }

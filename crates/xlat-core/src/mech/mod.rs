@@ -9,6 +9,7 @@ pub mod hawkeye;
 pub mod pcc;
 pub mod pomtlb;
 pub mod ptp;
+pub mod tcat;
 
 use crate::addr::{PageSize, VirtAddr};
 use crate::config::Config;
@@ -71,6 +72,17 @@ pub fn footprint_2m(regions: &[crate::Region]) -> u64 {
     regions.iter().filter(|r| r.len > 0).map(|r| ((r.start + r.len - 1) >> 21) - (r.start >> 21) + 1).sum()
 }
 
+/// Where the translation a core's TLBs were filled with came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FillFrom {
+    /// A deeper TLB level hit (the levels above it are refilled).
+    Level,
+    /// A translation level between the L2 TLB and the walk (an L3 TLB).
+    L3,
+    /// A page walk.
+    Walk,
+}
+
 /// Which of the per-reference hooks a mechanism implements: the translator calls a hook
 /// only if some mechanism listens, so the others cost one predictable branch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -80,6 +92,7 @@ pub struct Hooks {
     pub walk_step: bool,
     pub l2_tlb_miss: bool,
     pub walk_end: bool,
+    pub tlb_fill: bool,
 }
 
 impl Hooks {
@@ -89,6 +102,7 @@ impl Hooks {
             walk_step: self.walk_step | o.walk_step,
             l2_tlb_miss: self.l2_tlb_miss | o.l2_tlb_miss,
             walk_end: self.walk_end | o.walk_end,
+            tlb_fill: self.tlb_fill | o.tlb_fill,
         }
     }
 }
@@ -121,6 +135,11 @@ pub trait Mechanism {
     /// the TLBs are filled); what it writes goes through `port`.
     #[inline(always)]
     fn on_walk_end<P: MemPort>(&mut self, _c: usize, _va: VirtAddr, _ctx: Ctx, _e: TlbEntry, _size: PageSize, _port: &mut P) {}
+
+    /// Core `c`'s TLBs were filled with the translation of `va` in context `ctx`, a page of
+    /// `size`, from `from` (once per translation, whatever the levels filled).
+    #[inline(always)]
+    fn on_tlb_fill(&mut self, _c: usize, _va: VirtAddr, _size: PageSize, _ctx: Ctx, _from: FillFrom) {}
 
     /// Instruction count at which core `c`'s next epoch ends (`u64::MAX`: no epochs).
     fn next_epoch(&self, _c: usize) -> u64 {
@@ -178,6 +197,7 @@ pub enum AnyMech {
     // (Boxed: its arrays' headers would make every variant large.)
     PomTlb(Box<pomtlb::PomTlb>),
     HawkEye(Box<hawkeye::HawkEye>),
+    Tcat(Box<tcat::Tcat>),
 }
 
 macro_rules! each {
@@ -187,6 +207,7 @@ macro_rules! each {
             AnyMech::Pcc($m) => $e,
             AnyMech::PomTlb($m) => $e,
             AnyMech::HawkEye($m) => $e,
+            AnyMech::Tcat($m) => $e,
         }
     };
 }
@@ -210,6 +231,10 @@ impl Mechanism for AnyMech {
     #[inline(always)]
     fn on_walk_end<P: MemPort>(&mut self, c: usize, va: VirtAddr, ctx: Ctx, e: TlbEntry, size: PageSize, port: &mut P) {
         each!(self, m => m.on_walk_end(c, va, ctx, e, size, port))
+    }
+    #[inline(always)]
+    fn on_tlb_fill(&mut self, c: usize, va: VirtAddr, size: PageSize, ctx: Ctx, from: FillFrom) {
+        each!(self, m => m.on_tlb_fill(c, va, size, ctx, from))
     }
     fn next_epoch(&self, c: usize) -> u64 {
         each!(self, m => m.next_epoch(c))
@@ -272,6 +297,9 @@ impl Mechs {
         if let Some(h) = hawkeye::HawkEye::from_config(cfg, regions) {
             list.push(AnyMech::HawkEye(Box::new(h)));
         }
+        if let Some(t) = tcat::Tcat::from_config(cfg) {
+            list.push(AnyMech::Tcat(Box::new(t)));
+        }
         Mechs::new(list, cores)
     }
 
@@ -324,6 +352,14 @@ impl Mechs {
     pub fn on_walk_end<P: MemPort>(&mut self, c: usize, va: VirtAddr, ctx: Ctx, e: TlbEntry, size: PageSize, port: &mut P) {
         for m in &mut self.list {
             m.on_walk_end(c, va, ctx, e, size, port);
+        }
+    }
+
+    /// Core `c`'s TLBs were filled (call only if `hooks.tlb_fill`).
+    #[inline(always)]
+    pub fn on_tlb_fill(&mut self, c: usize, va: VirtAddr, size: PageSize, ctx: Ctx, from: FillFrom) {
+        for m in &mut self.list {
+            m.on_tlb_fill(c, va, size, ctx, from);
         }
     }
 
@@ -407,6 +443,22 @@ impl Mechs {
     pub fn hawkeye(&self) -> Option<&hawkeye::HawkEye> {
         self.list.iter().find_map(|m| match m {
             AnyMech::HawkEye(h) => Some(&**h),
+            _ => None,
+        })
+    }
+
+    /// TCAT, if the machine keeps TLBs coherent with it (`shootdown.protocol=tcat-*`).
+    pub fn tcat(&self) -> Option<&tcat::Tcat> {
+        self.list.iter().find_map(|m| match m {
+            AnyMech::Tcat(t) => Some(&**t),
+            _ => None,
+        })
+    }
+
+    /// The same, to run its protocol.
+    pub fn tcat_mut(&mut self) -> Option<&mut tcat::Tcat> {
+        self.list.iter_mut().find_map(|m| match m {
+            AnyMech::Tcat(t) => Some(&mut **t),
             _ => None,
         })
     }

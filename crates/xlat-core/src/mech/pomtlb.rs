@@ -21,7 +21,7 @@ use crate::config::{Config, Policy, PomHash};
 use crate::mech::Mechanism;
 use crate::memory::port::MemPort;
 use crate::stats::Stats;
-use crate::translate::tlb::{Ctx, Invalidate, TlbEntry, TlbKey, VPID_SHIFT};
+use crate::translate::tlb::{Ctx, Invalidate, TlbEntry, TlbKey, SPACE_MASK, VPID_SHIFT};
 
 crate::stats::counters! {
     /// The POM-TLB's events, chip-wide (statistics `pomtlb.*`; where its lines were served
@@ -63,6 +63,80 @@ impl Array {
     }
 }
 
+/// The POM-TLB's addressing: each array's first line and set count, and the hash (Eq. 5.10).
+/// TCAT computes a translation's home line with it, and TCAT-cotagless a private TLB's set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PomAddressing {
+    /// (first line, sets) of the 4 KB and the 2 MB array.
+    pub small: (u64, u64),
+    pub large: (u64, u64),
+    pub hash: PomHash,
+}
+
+impl PomAddressing {
+    /// Arrays of `small_mb` and `large_mb` of 64-byte sets, the first at physical address
+    /// `base`, the second right after it.
+    pub fn new(small_mb: u64, large_mb: u64, base: u64, hash: PomHash) -> PomAddressing {
+        let base_line = base / crate::LINE_BYTES;
+        let (small, large) = ((small_mb << 20) / crate::LINE_BYTES, (large_mb << 20) / crate::LINE_BYTES);
+        PomAddressing { small: (base_line, small), large: (base_line + small, large), hash }
+    }
+
+    /// The POM-TLB's addressing in machines of `cfg`.
+    pub fn from_config(cfg: &Config) -> PomAddressing {
+        PomAddressing::new(cfg.pomtlb_size_mb, cfg.pomtlb_large_size_mb, cfg.pomtlb_base_gb << 30, cfg.pomtlb_hash)
+    }
+
+    /// The set of `va`'s translation of `size` (4 KB or 2 MB) in context `ctx`: Eq. 5.10 and
+    /// 5.11 (the VA, or its page number, xor the VM ID, masked to the set count). The
+    /// hardware thread an SMT core tags its TLB entries with is not part of it: one VM's
+    /// page has one home line.
+    pub fn set_index(&self, va: VirtAddr, size: PageSize, ctx: Ctx) -> u64 {
+        let (_, sets) = self.array(size);
+        let vm = u64::from((ctx & SPACE_MASK) >> VPID_SHIFT);
+        let h = match self.hash {
+            PomHash::Vpn => va.vpn(size) ^ vm,
+            PomHash::Literal => ((va.0 & !(size.bytes() - 1)) ^ vm) >> 6,
+        };
+        h & (sets - 1)
+    }
+
+    /// The physical line that holds `va`'s set: ADDR_POM-TLB(VA) / 64 (Eq. 5.10).
+    pub fn line(&self, va: VirtAddr, size: PageSize, ctx: Ctx) -> u64 {
+        self.array(size).0 + self.set_index(va, size, ctx)
+    }
+
+    /// The home line of a TLB entry (its co-tag): that of its page in the array of its size;
+    /// `None` for a 1 GB page (the POM-TLB holds its 2 MB pieces, each in its own line).
+    pub fn home(&self, k: &TlbKey) -> Option<u64> {
+        let size = k.size();
+        (k.code() < crate::translate::tlb::GROUP && size != PageSize::Size1G).then(|| self.line(VirtAddr(k.vpn() << size.shift()), size, k.ctx))
+    }
+
+    /// The array a line is in and its set there (Eq. 5.11: `S_POM = (A - BASE) >> 6`).
+    pub fn set_of_line(&self, line: u64) -> Option<(PageSize, u64)> {
+        for (size, (base, sets)) in [(PageSize::Size4K, self.small), (PageSize::Size2M, self.large)] {
+            if (base..base + sets).contains(&line) {
+                return Some((size, line - base));
+            }
+        }
+        None
+    }
+
+    /// All its lines: `[first, end)`.
+    pub fn lines(&self) -> (u64, u64) {
+        (self.small.0, self.large.0 + self.large.1)
+    }
+
+    fn array(&self, size: PageSize) -> (u64, u64) {
+        if size == PageSize::Size4K {
+            self.small
+        } else {
+            self.large
+        }
+    }
+}
+
 pub struct PomTlb {
     small: Array,
     large: Array,
@@ -79,9 +153,9 @@ impl PomTlb {
     /// Arrays of `small_mb` (4 KB pages) and `large_mb` (2 MB pages) of `ways`-way sets,
     /// the first at physical address `base`, the second right after it.
     pub fn new(small_mb: u64, large_mb: u64, ways: u64, base: u64, hash: PomHash) -> PomTlb {
-        let base_line = base / crate::LINE_BYTES;
-        let small = Array::new(small_mb, ways, base_line, 0x9071);
-        let large = Array::new(large_mb, ways, base_line + small.lines(), 0x9072);
+        let a = PomAddressing::new(small_mb, large_mb, base, hash);
+        let small = Array::new(small_mb, ways, a.small.0, 0x9071);
+        let large = Array::new(large_mb, ways, a.large.0, 0x9072);
         PomTlb { small, large, hash, counters: PomCounters::default() }
     }
 
@@ -96,34 +170,28 @@ impl PomTlb {
         (lo..hi).contains(&line)
     }
 
-    fn array(&self, size: PageSize) -> &Array {
-        if size == PageSize::Size4K {
-            &self.small
-        } else {
-            &self.large
-        }
+    /// Where its sets are (a copy, for the structures that follow its hash: TCAT's).
+    pub fn addressing(&self) -> PomAddressing {
+        PomAddressing { small: (self.small.base_line, self.small.lines()), large: (self.large.base_line, self.large.lines()), hash: self.hash }
     }
 
-    /// The set of `va`'s translation of `size` (4 KB or 2 MB) in context `ctx`: Eq. 5.10 and
-    /// 5.11 (the VA, or its page number, xor the VM ID, masked to the set count).
+    /// The set of `va`'s translation of `size` (4 KB or 2 MB) in context `ctx`: see
+    /// [`PomAddressing::set_index`].
     pub fn set_index(&self, va: VirtAddr, size: PageSize, ctx: Ctx) -> usize {
-        let a = self.array(size);
-        let vm = (ctx >> VPID_SHIFT) as u64;
-        let h = match self.hash {
-            PomHash::Vpn => va.vpn(size) ^ vm,
-            PomHash::Literal => ((va.0 & !(size.bytes() - 1)) ^ vm) >> 6,
-        };
-        (h & (a.lines() - 1)) as usize
+        self.addressing().set_index(va, size, ctx) as usize
     }
 
     /// The physical line that holds `va`'s set: ADDR_POM-TLB(VA) / 64 (Eq. 5.10).
     pub fn line(&self, va: VirtAddr, size: PageSize, ctx: Ctx) -> u64 {
-        self.array(size).base_line + self.set_index(va, size, ctx) as u64
+        self.addressing().line(va, size, ctx)
     }
 
     /// Look `va` up in both arrays (functionally; the caller reads the lines). A store
     /// cannot use a clean entry: it walks to set the D bit.
     pub fn lookup(&mut self, va: VirtAddr, ctx: Ctx, write: bool) -> Option<(TlbEntry, PageSize)> {
+        // (Tagged by VM and process: the hardware thread or vCPU that filled an entry is not
+        // kept, whatever the private TLBs do.)
+        let ctx = ctx & SPACE_MASK;
         self.counters.lookups += 1;
         let mut found = None;
         for size in [PageSize::Size4K, PageSize::Size2M] {
@@ -157,6 +225,7 @@ impl PomTlb {
     /// Install the walk's translation `e` of `va` (a page of `size`) for context `ctx`;
     /// returns the line written. A 1 GB page is installed as its 2 MB piece around `va`.
     pub fn fill(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, mut e: TlbEntry) -> u64 {
+        let ctx = ctx & SPACE_MASK;
         // It holds single pages: a coalescable group's state (its pages' A/D bits) would go
         // stale here, and the TLBs rebuild groups from walks only.
         e.group = 0;

@@ -466,6 +466,30 @@ impl MemorySide {
         lat
     }
 
+    /// Context `c` read-modify-writes `line` at cycle `at` and flushes it (see
+    /// [`MemPort::rewrite_line`]): returns the cycles. The read and the store go through
+    /// its L1D; taking the line exclusively invalidates the other cores' copies, and when
+    /// there were any (or TLB sharers) the directory, at the LLC, forwards invalidations and
+    /// returns the acks (a round trip at the LLC's latency); the flush then removes the line
+    /// from every cache and writes it back to memory (the die-stacked DRAM for a POM-TLB line).
+    pub fn rewrite_and_flush(&mut self, c: usize, line: u64, sharers: u32, at: u64) -> u64 {
+        let (mut t, _) = self.access(c, line, LineKind::TlbEntry, true, Entry::L1d, at);
+        let k = self.core_of(c);
+        let mut copies = false;
+        for (i, core) in self.cores.iter_mut().enumerate() {
+            for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
+                let had = cache.invalidate(line).is_some();
+                copies |= had && i != k;
+            }
+        }
+        self.llc.invalidate(line);
+        if copies || sharers > 0 {
+            t += 2 * self.llc.latency;
+        }
+        let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
+        t + dram.access(at + t, true)
+    }
+
     /// Core `c`'s MMU writes a translation into `line` of an L3 TLB at cycle `at` (a store
     /// through L2: write-allocate).
     pub fn write_tlb_line(&mut self, c: usize, line: u64, at: u64) {
@@ -867,6 +891,11 @@ impl MemPort for Direct<'_> {
 
     fn stall(&mut self, c: usize, cycles: u64) {
         self.mem.stall(c, cycles);
+    }
+
+    fn rewrite_line(&mut self, c: usize, line: u64, sharers: u32) -> Option<u64> {
+        let at = self.mem.ctxs[c].window.now();
+        Some(self.mem.rewrite_and_flush(c, line, sharers, at))
     }
 
     fn os_call(&mut self, c: usize, delta: u32, cost: u64) {

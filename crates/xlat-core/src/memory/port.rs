@@ -64,6 +64,13 @@ pub trait MemPort {
     /// program's, not a memory access) whose OS work occupies it for `cost` cycles once
     /// everything older has retired.
     fn os_call(&mut self, c: usize, delta: u32, cost: u64);
+    /// Context `c`'s software read-modify-writes line `line` (a POM-TLB set: TCAT's
+    /// initiator), taking it exclusively: the directory invalidates every other cached copy,
+    /// forwards the invalidation to `sharers` cores' TLBs and collects their acks; then it
+    /// flushes the line out of every cache (CLFLUSH), writing it back to memory. Returns the
+    /// cycles this takes, for the caller to charge; a recording port cannot know them, returns
+    /// `None` and charges them as a stall when the memory side replays the op.
+    fn rewrite_line(&mut self, c: usize, line: u64, sharers: u32) -> Option<u64>;
     /// Core `c`'s clock, in cycles (OS timers run by the machine's time).
     fn now(&self, c: usize) -> u64;
     /// Instructions core `c` has dispatched (epochs of mechanisms).

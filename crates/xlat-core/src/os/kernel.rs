@@ -122,6 +122,10 @@ pub struct OsCounters {
     pub shootdown_cycles: u64,
     /// Remote cores interrupted by shootdowns.
     pub shootdown_ipis: u64,
+    /// Initiators' cycles spent sending interrupts and waiting for acknowledgements.
+    pub busy_wait_cycles: u64,
+    /// Preempted vCPUs asked to flush their TLB entries when they run (kvm_tlb).
+    pub deferred_flushes: u64,
     /// Shootdowns over the flush ceiling, done as a whole-address-space flush.
     pub full_flushes: u64,
     pub reservations: u64,
@@ -156,6 +160,8 @@ impl OsCounters {
             shootdowns,
             shootdown_cycles,
             shootdown_ipis,
+            busy_wait_cycles,
+            deferred_flushes,
             full_flushes,
             reservations,
             reservations_broken,
@@ -179,6 +185,8 @@ impl OsCounters {
         self.shootdowns += shootdowns;
         self.shootdown_cycles += shootdown_cycles;
         self.shootdown_ipis += shootdown_ipis;
+        self.busy_wait_cycles += busy_wait_cycles;
+        self.deferred_flushes += deferred_flushes;
         self.full_flushes += full_flushes;
         self.reservations += reservations;
         self.reservations_broken += reservations_broken;
@@ -1117,6 +1125,8 @@ impl Os {
         s.int(format!("{p}os.huge_faults"), k.huge_faults);
         s.int(format!("{p}os.huge_alloc_failures"), k.huge_alloc_failures);
         s.int(format!("{p}os.shootdown_ipis"), k.shootdown_ipis);
+        s.int(format!("{p}busy_wait_cycles"), k.busy_wait_cycles);
+        s.int(format!("{p}os.deferred_flushes"), k.deferred_flushes);
         s.int(format!("{p}os.full_flushes"), k.full_flushes);
         s.int(format!("{p}os.reservations"), k.reservations);
         s.int(format!("{p}os.reservations_broken"), k.reservations_broken);

@@ -9,6 +9,7 @@ pub mod kernel;
 pub mod phys;
 pub mod pt;
 pub mod sched;
+pub mod shootdown;
 pub mod virt;
 
 pub use kernel::{Os, OsOp};

@@ -99,6 +99,64 @@ pub struct Sched {
     /// counted in references.
     pub next_cycles: u64,
     pub next_refs: u64,
+    /// The vCPUs each hardware context runs (vCPU overcommit; one each otherwise).
+    pub vcpus: Vcpus,
+}
+
+/// vCPU overcommit (`virt.vcpus_per_core` = k > 1): hardware context `c` of `n` time-slices
+/// the vCPUs (streams) c, c + n, c + 2n, ..., `virt.vcpu_slice_cycles` each; each vCPU has
+/// its own VPID, as KVM gives it, so its TLB entries are tagged with its place on the
+/// context (the [`crate::translate::tlb::THREAD_SHIFT`] bits). What a shootdown leaves for a
+/// preempted vCPU waits here until it runs.
+#[derive(Clone, Debug, Default)]
+pub struct Vcpus {
+    /// vCPUs per context (1: no overcommit), and their time slice.
+    pub k: usize,
+    pub slice: u64,
+    /// Per context: the stream it runs, and the cycle at which that vCPU's slice ends
+    /// (`u64::MAX` without overcommit).
+    pub lane: Vec<usize>,
+    pub slice_end: Vec<u64>,
+    /// Per stream: it has ended; kvm_tlb asked it to flush its TLB entries when it next runs
+    /// (`should_flush`); cycles it owes for shootdown interrupts it takes when it runs.
+    pub ended: Vec<bool>,
+    pub should_flush: Vec<bool>,
+    pub owed: Vec<u64>,
+}
+
+impl Vcpus {
+    /// `n` contexts running `total` streams, `k` per context, slices of `slice` cycles.
+    pub fn new(n: usize, k: usize, total: usize, slice: u64) -> Vcpus {
+        Vcpus {
+            k,
+            slice,
+            lane: (0..n).collect(),
+            slice_end: vec![if k > 1 { slice } else { u64::MAX }; n],
+            ended: vec![false; total],
+            should_flush: vec![false; total],
+            owed: vec![0; total],
+        }
+    }
+
+    /// The vCPU's place on its context (0 for the first of c, c + n, ...): its tag.
+    pub fn slot(&self, stream: usize) -> usize {
+        stream / self.lane.len()
+    }
+
+    /// The context that runs stream `s`.
+    pub fn context_of(&self, s: usize) -> usize {
+        s % self.lane.len()
+    }
+
+    /// The cycle at which preempted stream `s` next runs: when the vCPUs its context runs
+    /// before it, in turn, have had their slices.
+    pub fn starts_at(&self, s: usize) -> u64 {
+        let (n, j) = (self.lane.len(), self.context_of(s));
+        let turn: Vec<usize> = (j..self.ended.len()).step_by(n).filter(|&t| !self.ended[t] || t == self.lane[j]).collect();
+        let at = turn.iter().position(|&t| t == self.lane[j]).unwrap_or(0);
+        let ahead = (1..=turn.len()).position(|i| turn[(at + i) % turn.len()] == s).unwrap_or(0) as u64;
+        self.slice_end[j].saturating_add(ahead * self.slice)
+    }
 }
 
 impl Sched {
@@ -220,103 +278,15 @@ pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Re
         tasks,
         next_cycles: u64::MAX,
         next_refs: u64::MAX,
+        vcpus: Vcpus::new(streams, 1, streams, u64::MAX),
     };
     s.update_next();
     Ok((os, vms, s))
 }
 
-/// Which OS a shootdown queue belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// The native OS.
-    Native,
-    /// The host OS of a virtualized machine (ranges are guest-physical).
-    Host,
-    /// The guest OS of a VM.
-    Guest(usize),
-}
+pub use crate::os::shootdown::Scope;
 
 impl Translator {
-    /// Apply the shootdowns the OS queued and charge them, plus the OS work it accumulated
-    /// ([`Os::charge`]). The remote cores are stalled here; the initiator's cycles are
-    /// returned for the caller to charge (as fault latency, or a stall). `None`: work done
-    /// before the run (prefaulting), charged to nobody.
-    /// Virtualized, `Translator::os` is the host: see [`Translator::sync`]. Stalls go
-    /// through `port`.
-    pub fn os_sync<P: MemPort>(&mut self, initiator: Option<usize>, port: &mut P) -> u64 {
-        let scope = if self.vms.is_empty() { Scope::Native } else { Scope::Host };
-        self.sync(scope, initiator, port)
-    }
-
-    /// [`Translator::os_sync`] for the OS of `scope`: a native OS's shootdowns leave the
-    /// context's TLB and PWC entries; a guest's likewise (its contexts carry the VPID); the
-    /// host's (gPA ranges of one VM) leave the nested TLBs and vPWCs, and every TLB and
-    /// guest PWC entry of that VM, whose gVA -> hPA translations may derive from them.
-    pub fn sync<P: MemPort>(&mut self, scope: Scope, initiator: Option<usize>, port: &mut P) -> u64 {
-        let os = match scope {
-            Scope::Guest(vm) => &mut self.vms[vm].os,
-            _ => &mut self.os,
-        };
-        let mut cost = std::mem::take(&mut os.charge);
-        if os.pending.is_empty() {
-            return cost;
-        }
-        let pending = std::mem::take(&mut os.pending);
-        let cfg = &self.cfg;
-        let (ceiling, init_cycles, local_cycles, remote_cycles) =
-            (cfg.os_flush_ceiling_pages, cfg.os_shootdown_initiator_cycles, cfg.os_shootdown_local_cycles, cfg.os_shootdown_remote_cycles);
-        for sd in pending {
-            let os = match scope {
-                Scope::Guest(vm) => &self.vms[vm].os,
-                _ => &self.os,
-            };
-            let ctx = os.spaces[sd.space].ctx;
-            let full = sd.pages > ceiling;
-            if scope == Scope::Host {
-                self.shootdown(Invalidate::Vm(ctx >> VPID_SHIFT));
-                if full {
-                    self.shootdown_nested(Invalidate::Context(ctx));
-                } else {
-                    for &(start, end) in &sd.ranges {
-                        self.shootdown_nested(Invalidate::Range { ctx, start, end });
-                    }
-                }
-            } else if full {
-                self.shootdown(Invalidate::Context(ctx));
-            } else {
-                for &(start, end) in &sd.ranges {
-                    self.shootdown(Invalidate::Range { ctx, start, end });
-                }
-            }
-            let host_vm = if scope == Scope::Host { self.vms.iter().position(|v| v.space == sd.space) } else { None };
-            let mut remotes = 0;
-            for (i, t) in self.contexts.iter().enumerate() {
-                let runs = match scope {
-                    Scope::Native => t.space == sd.space,
-                    Scope::Guest(vm) => t.vm == vm && t.space == sd.space,
-                    Scope::Host => Some(t.vm) == host_vm,
-                };
-                if runs && Some(i) != initiator {
-                    remotes += 1;
-                    port.stall(i, remote_cycles);
-                }
-            }
-            let init = if remotes > 0 { init_cycles } else { local_cycles };
-            let k = match scope {
-                Scope::Guest(vm) => &mut self.vms[vm].os.counters,
-                _ => &mut self.os.counters,
-            };
-            if full {
-                k.full_flushes += 1;
-            }
-            k.shootdowns += 1;
-            k.shootdown_ipis += remotes;
-            k.shootdown_cycles += init + remotes * remote_cycles;
-            cost += init;
-        }
-        cost
-    }
-
     /// Run the tasks that are due after `done` references: khugepaged, then each core's
     /// process and VM switches, then the mechanisms' tasks.
     pub(crate) fn os_events<P: MemPort>(&mut self, done: u64, port: &mut P) -> Result<(), SimError> {
@@ -420,10 +390,14 @@ impl Translator {
 
     /// The context tag hardware context `c` fills its TLB entries with for address-space
     /// context `ctx`: with thread-tagged TLBs (SMT), its thread on the core in the bits from
-    /// [`crate::translate::tlb::THREAD_SHIFT`] up.
+    /// [`crate::translate::tlb::THREAD_SHIFT`] up; with vCPU overcommit, there, the place of
+    /// the vCPU it runs (each vCPU has its own VPID).
     pub(crate) fn tagged(&self, c: usize, ctx: crate::translate::tlb::Ctx) -> crate::translate::tlb::Ctx {
         let per = self.cfg.system_threads_per_core as usize;
-        if self.cfg.tlb_thread_tagged && per > 1 {
+        let v = &self.sched.vcpus;
+        if v.k > 1 {
+            ctx | (v.slot(v.lane[c]) as crate::translate::tlb::Ctx) << crate::translate::tlb::THREAD_SHIFT
+        } else if self.cfg.tlb_thread_tagged && per > 1 {
             ctx | ((c % per) as crate::translate::tlb::Ctx) << crate::translate::tlb::THREAD_SHIFT
         } else {
             ctx

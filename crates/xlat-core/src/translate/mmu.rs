@@ -135,6 +135,8 @@ impl Mmu {
         let itlb = itlb.coalescing(group("l1i"), (0, 0), cfg.tlb_l1i_policy, s + 12);
         let stlb = stlb.coalescing(group("l2"), (cfg.tlb_l2_entries_coalesced, cfg.tlb_l2_ways_coalesced), cfg.tlb_l2_policy, s + 13);
         let l2i = l2i.coalescing(group("l2i"), (0, 0), cfg.tlb_l2i_policy, s + 14);
+        let ix = cfg.tlb_set_index;
+        let (dtlb, itlb, stlb, l2i) = (dtlb.indexed(ix), itlb.indexed(ix), stlb.indexed(ix), l2i.indexed(ix));
         let ntlb_entries = if v { cfg.tlb_nested_entries } else { 0 };
         let ntlb = TlbLevel::new(&[(ntlb_entries, cfg.tlb_nested_ways, &[Size4K, Size2M, Size1G])], Policy::Lru, s + 8);
         Mmu {

@@ -13,7 +13,7 @@ pub mod walker;
 use crate::addr::{PageSize, VirtAddr};
 use crate::config::Config;
 use crate::error::SimError;
-use crate::mech::Mechs;
+use crate::mech::{FillFrom, Mechs};
 use crate::memory::port::MemPort;
 use crate::os::sched::{Sched, Scope};
 use crate::os::virt::Vm;
@@ -110,6 +110,9 @@ impl Translator {
                         let code = up.insert_absent(va, size, ctx, e);
                         up.stats.refills[0][code] += 1;
                     }
+                    if d > 0 && self.mechs.hooks.tlb_fill {
+                        self.mechs.on_tlb_fill(core, va, size, ctx, FillFrom::Level);
+                    }
                     return Ok((e.frame, size));
                 }
                 Some(_) => {
@@ -138,6 +141,9 @@ impl Translator {
                     let code = lvl.insert_absent(va, size, ctx, e);
                     lvl.stats.refills[1][code] += 1;
                 }
+                if self.mechs.hooks.tlb_fill {
+                    self.mechs.on_tlb_fill(core, va, size, ctx, FillFrom::L3);
+                }
                 return Ok((e.frame, size));
             }
         }
@@ -155,6 +161,9 @@ impl Translator {
             if i < missed {
                 lvl.stats.refills[1][code] += 1;
             }
+        }
+        if self.mechs.hooks.tlb_fill {
+            self.mechs.on_tlb_fill(core, va, size, ctx, FillFrom::Walk);
         }
         Ok((e.frame, size))
     }

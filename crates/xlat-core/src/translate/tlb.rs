@@ -11,7 +11,7 @@
 
 use crate::addr::{PageSize, VirtAddr};
 use crate::assoc::{Key, SetAssoc};
-use crate::config::Policy;
+use crate::config::{Policy, TlbSetIndex};
 
 use crate::memory::repl::LineKind;
 
@@ -148,17 +148,31 @@ pub struct TlbArray {
     live: [u32; CODES],
     /// Coalesced entries are groups of `2^group_shift` 4 KB pages (0: the array holds none).
     group_shift: u32,
+    /// The set index: the page number's low bits xor the VM ID's masked by this (all ones
+    /// with `tlb.set_index=vpn_xor_vm`, 0 for plain page-number bits).
+    vm_mask: u64,
 }
 
 impl TlbArray {
     pub fn new(entries: u64, ways: u64, policy: Policy, seed: u64) -> TlbArray {
         let ways = ways.min(entries);
-        TlbArray { arr: SetAssoc::new((entries / ways) as usize, ways as usize, policy, seed), live: [0; CODES], group_shift: 0 }
+        TlbArray { arr: SetAssoc::new((entries / ways) as usize, ways as usize, policy, seed), live: [0; CODES], group_shift: 0, vm_mask: 0 }
+    }
+
+    /// The set of page number `vpn` of context `ctx` (see [`TlbSetIndex`]).
+    #[inline]
+    fn set_of_vpn(&self, vpn: u64, ctx: Ctx) -> usize {
+        self.arr.set_of(vpn ^ (u64::from((ctx & SPACE_MASK) >> VPID_SHIFT) & self.vm_mask))
     }
 
     #[inline]
-    fn set_of(&self, va: VirtAddr, size: PageSize) -> usize {
-        self.arr.set_of(va.vpn(size))
+    fn set_of(&self, va: VirtAddr, size: PageSize, ctx: Ctx) -> usize {
+        self.set_of_vpn(va.vpn(size), ctx)
+    }
+
+    /// Sets of the array.
+    pub fn sets(&self) -> usize {
+        self.arr.sets()
     }
 
     #[inline]
@@ -171,7 +185,7 @@ impl TlbArray {
         if self.live[size as usize] == 0 {
             return None;
         }
-        let set = self.set_of(va, size);
+        let set = self.set_of(va, size, ctx);
         self.arr.lookup(set, TlbKey::new(va, size, ctx))
     }
 
@@ -181,13 +195,13 @@ impl TlbArray {
         if self.live[GROUP] == 0 {
             return None;
         }
-        let set = self.group_set(va);
+        let set = self.group_set(va, ctx);
         self.arr.lookup(set, TlbKey::group(va, self.group_shift, ctx))
     }
 
     #[inline]
-    fn group_set(&self, va: VirtAddr) -> usize {
-        self.arr.set_of(va.0 >> (12 + self.group_shift))
+    fn group_set(&self, va: VirtAddr, ctx: Ctx) -> usize {
+        self.set_of_vpn(va.0 >> (12 + self.group_shift), ctx)
     }
 
     /// The translation in `slot` (for a coalesced entry, of the group's first page).
@@ -200,7 +214,7 @@ impl TlbArray {
     /// Insert a translation (replacing a stale copy of the same page if present).
     #[inline]
     pub fn insert(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) {
-        let set = self.set_of(va, size);
+        let set = self.set_of(va, size, ctx);
         self.put(set, TlbKey::new(va, size, ctx), e.frame, e.dirty);
     }
 
@@ -208,7 +222,7 @@ impl TlbArray {
     /// at every page size): no probe.
     #[inline]
     pub fn insert_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) {
-        let set = self.set_of(va, size);
+        let set = self.set_of(va, size, ctx);
         self.put_absent(set, TlbKey::new(va, size, ctx), e.frame, e.dirty);
     }
 
@@ -217,7 +231,7 @@ impl TlbArray {
     /// Entries of single pages of the group stay (§2.5 of the coalescing paper).
     #[inline(never)]
     fn insert_group(&mut self, va: VirtAddr, ctx: Ctx, e: TlbEntry, absent: bool) {
-        let set = self.group_set(va);
+        let set = self.group_set(va, ctx);
         let key = TlbKey::group(va, self.group_shift, ctx);
         // (The group is aligned in both spaces: its first frame is the page's, rounded down.)
         let first = e.frame & !((1u64 << self.group_shift) - 1);
@@ -247,7 +261,7 @@ impl TlbArray {
         if self.live[GROUP] == 0 {
             return;
         }
-        let set = self.group_set(va);
+        let set = self.group_set(va, ctx);
         if let Some(slot) = self.arr.probe(set, TlbKey::group(va, self.group_shift, ctx)) {
             self.arr.invalidate_slot(slot);
             self.live[GROUP] -= 1;
@@ -289,6 +303,18 @@ impl TlbArray {
         n
     }
 
+    /// Drop every entry of set `set` (TCAT-cotagless); returns how many.
+    pub fn invalidate_set(&mut self, set: usize) -> usize {
+        let mut n = 0;
+        for way in 0..self.arr.ways() {
+            if let Some(ev) = self.arr.invalidate_slot(self.arr.slot(set, way)) {
+                self.live[ev.key.code()] -= 1;
+                n += 1;
+            }
+        }
+        n
+    }
+
     pub fn occupancy(&self) -> usize {
         self.arr.occupancy()
     }
@@ -318,6 +344,9 @@ pub enum Invalidate {
     Vm(u32),
     /// Everything (CR3 write without PCID, or INVPCID all).
     All,
+    /// What one vCPU filled: entries tagged exactly `ctx`, the bits from [`THREAD_SHIFT`]
+    /// included (KVM flushing a rescheduled vCPU's VPID).
+    Tagged(Ctx),
 }
 
 impl Invalidate {
@@ -337,17 +366,19 @@ impl Invalidate {
     /// translation structure follows.
     #[inline]
     pub fn covers(&self, ctx: Ctx, tag: u64, shift: u32) -> bool {
-        let ctx = ctx & SPACE_MASK;
+        // (Only a vCPU's flush sees the tag's thread bits.)
+        let space = ctx & SPACE_MASK;
         match *self {
             Invalidate::All => true,
-            Invalidate::Context(c) => ctx == c,
-            Invalidate::Vm(v) => ctx >> VPID_SHIFT == v,
+            Invalidate::Tagged(t) => ctx == t,
+            Invalidate::Context(c) => space == c,
+            Invalidate::Vm(v) => space >> VPID_SHIFT == v,
             Invalidate::Range { ctx: c, start, end } => {
                 // (The region's last byte, not its end, so a region at the top of the address
                 // space does not overflow.)
                 let first = tag << shift;
                 let last = first | ((1u64 << shift) - 1);
-                ctx == c && first < end && last >= start
+                space == c && first < end && last >= start
             }
         }
     }
@@ -447,6 +478,15 @@ impl TlbLevel {
         (self.smash_1g && size == PageSize::Size1G).then(|| TlbEntry::page(e.frame + ((va.0 >> 21) & 511) * 512, e.dirty))
     }
 
+    /// How this level's arrays pick a translation's set (`tlb.set_index`).
+    pub fn indexed(mut self, index: TlbSetIndex) -> TlbLevel {
+        let mask = if index == TlbSetIndex::VpnXorVm { u64::MAX } else { 0 };
+        for a in &mut self.arrays {
+            a.vm_mask = mask;
+        }
+        self
+    }
+
     /// log2 of the pages of this level's coalesced entries (0: it holds none).
     pub fn group_shift(&self) -> u32 {
         self.group_holder.map_or(0, |a| self.arrays[a as usize].group_shift)
@@ -487,7 +527,7 @@ impl TlbLevel {
     pub fn set_dirty(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx) {
         if let Some(a) = self.holder[size as usize] {
             let arr = &mut self.arrays[a as usize];
-            let set = arr.set_of(va, size);
+            let set = arr.set_of(va, size, ctx);
             if let Some(slot) = arr.arr.probe(set, TlbKey::new(va, size, ctx)) {
                 arr.arr.val_mut(slot).dirty = true;
             }
@@ -563,6 +603,22 @@ impl TlbLevel {
                 a.invalidate_where(|k| what.matches(k, g))
             })
             .sum()
+    }
+
+    /// Drop the entries whose key `pred` names, in every array (TCAT-cotag's search by
+    /// co-tag); returns how many.
+    pub fn invalidate_keys(&mut self, mut pred: impl FnMut(&TlbKey) -> bool) -> usize {
+        self.arrays.iter_mut().map(|a| a.invalidate_where(&mut pred)).sum()
+    }
+
+    /// Drop every entry of the set that hash value `h` selects in the array holding pages of
+    /// `size` (TCAT-cotagless: `h` is the POM-TLB set, whose low bits are this array's set
+    /// when both index by the same hash); returns how many.
+    pub fn invalidate_hashed_set(&mut self, size: PageSize, h: u64) -> usize {
+        let Some(a) = self.holder[size as usize] else { return 0 };
+        let arr = &mut self.arrays[a as usize];
+        let set = arr.arr.set_of(h);
+        arr.invalidate_set(set)
     }
 
     pub fn occupancy(&self) -> usize {

@@ -378,6 +378,9 @@ mod tests {
         fn tlb_write(&mut self, _: u64) {
             unreachable!()
         }
+        fn rewrite_line(&mut self, _: usize, _: u64, _: u32) -> Option<u64> {
+            unreachable!()
+        }
         fn os_delay(&mut self, _: u64) {
             unreachable!()
         }

@@ -1,0 +1,198 @@
+//! TCAT, Translation Coherence using Addressable TLBs (seed 003, §4): TLB shootdowns carried
+//! by the cache-coherence protocol through the POM-TLB. The POM-TLB's hash gives every (VM,
+//! page) one home line A, and a core's TLB can hold a translation only after reading A (its
+//! L2 TLB missed and looked the POM-TLB up, or walked and wrote the translation there). The
+//! directory therefore knows exactly which cores' TLBs may hold it: the line's TLB sharers.
+//!
+//! This module keeps those sharers (sticky, as the spec's §4.2 recommends: set when a TLB is
+//! filled from A, cleared only by the invalidation's acknowledgement; TLB evictions are
+//! silent, so the set may be conservative, never short) and drops a sharer's entries the way
+//! the slave does: **co-tag** (every entry whose home line is A) or **co-tagless** (every
+//! entry of the private-TLB set A's POM-TLB set selects, Eq. 5.11-5.12, which needs the TLBs
+//! indexed by the same hash: `tlb.set_index=vpn_xor_vm`). The initiator's side, the
+//! hypervisor's read-modify-write and flush of A, is the shootdown protocol's
+//! (`crate::os::shootdown`).
+//!
+//! A co-tag is a pure function of the entry's page, size and context (its home line), so
+//! xlat computes it from the entry's tag instead of storing it: the same entries match. A
+//! 1 GB TLB entry has no one home (the POM-TLB holds its 2 MB pieces); it is dropped when an
+//! update names a page it covers.
+
+use crate::addr::{PageSize, VirtAddr};
+use crate::config::{Config, ShootdownProtocol};
+use crate::mech::pomtlb::PomAddressing;
+use crate::mech::{FillFrom, Hooks, Mechanism};
+use crate::stats::Stats;
+use crate::translate::tlb::{Ctx, Invalidate, TlbKey, TlbLevel};
+
+crate::stats::counters! {
+    /// TCAT's events, chip-wide (statistics `tcat.*`).
+    pub struct TcatCounters {
+        /// POM-TLB lines the hypervisor read-modify-wrote and flushed (one per page size that
+        /// may map an updated page).
+        lines: "tcat.lines",
+        /// Invalidations the directory forwarded to TLB sharers (the initiator's own, by
+        /// self-snoop, included).
+        messages: "tcat.messages",
+        /// Messages that found no entry to drop (the sharer had evicted them silently).
+        spurious: "tcat.spurious",
+        /// TLB entries the sharers dropped.
+        invalidations: "tcat.invalidations",
+        /// Shootdowns TCAT left to the baseline protocol: over `os.flush_ceiling_pages`, or a
+        /// host's (gPA) change, which TCAT does not cover.
+        fallbacks: "tcat.fallbacks",
+    }
+}
+
+pub struct Tcat {
+    pub addr: PomAddressing,
+    /// Drop by co-tag (else the whole set).
+    pub cotag: bool,
+    /// Per POM-TLB line, from its first: the cores whose TLBs were filled from it.
+    sharers: Vec<u64>,
+    pub counters: TcatCounters,
+}
+
+impl Tcat {
+    /// TCAT, if `cfg` asks for it (`shootdown.protocol=tcat-cotag|tcat-cotagless`).
+    pub fn from_config(cfg: &Config) -> Option<Tcat> {
+        let cotag = match cfg.shootdown_protocol {
+            ShootdownProtocol::TcatCotag => true,
+            ShootdownProtocol::TcatCotagless => false,
+            _ => return None,
+        };
+        Some(Tcat::new(PomAddressing::from_config(cfg), cotag))
+    }
+
+    pub fn new(addr: PomAddressing, cotag: bool) -> Tcat {
+        let (lo, hi) = addr.lines();
+        Tcat { addr, cotag, sharers: vec![0; (hi - lo) as usize], counters: TcatCounters::default() }
+    }
+
+    /// The home line of `va`'s translation as a page of `size` in context `ctx` (a 1 GB
+    /// page's is its 2 MB piece's, where the POM-TLB holds it).
+    pub fn home(&self, va: VirtAddr, size: PageSize, ctx: Ctx) -> u64 {
+        let size = if size == PageSize::Size4K { size } else { PageSize::Size2M };
+        self.addr.line(va, size, ctx)
+    }
+
+    /// The cores whose TLBs may hold translations from `line`.
+    pub fn sharers(&self, line: u64) -> u64 {
+        self.sharers[(line - self.addr.lines().0) as usize]
+    }
+
+    /// The directory collected the acknowledgements for `line`: it has no TLB sharers left.
+    pub fn acked(&mut self, line: u64) {
+        let lo = self.addr.lines().0;
+        self.sharers[(line - lo) as usize] = 0;
+    }
+
+    /// A sharer's slave operation for the invalidation of `line`, which names the page at
+    /// `va` of context `ctx`, on one of its TLB levels: returns the entries dropped.
+    pub fn invalidate(&self, tlb: &mut TlbLevel, line: u64, va: VirtAddr, ctx: Ctx) -> usize {
+        let page = Invalidate::page(ctx, va);
+        let covers_1g =
+            |k: &TlbKey| k.size() == PageSize::Size1G && k.code() < crate::translate::tlb::GROUP && page.covers(k.ctx, k.vpn(), PageSize::Size1G.shift());
+        if self.cotag {
+            let addr = self.addr;
+            return tlb.invalidate_keys(|k| addr.home(k) == Some(line) || covers_1g(k));
+        }
+        // Eq. 5.11: the line's POM-TLB set, whose low bits (Eq. 5.12) are the TLB's set.
+        let Some((size, s_pom)) = self.addr.set_of_line(line) else { return 0 };
+        tlb.invalidate_hashed_set(size, s_pom) + tlb.invalidate_keys(covers_1g)
+    }
+}
+
+impl Mechanism for Tcat {
+    fn hooks(&self) -> Hooks {
+        Hooks { tlb_fill: true, ..Default::default() }
+    }
+
+    /// A fill from the POM-TLB or a walk read (or wrote) the home line: the core becomes one
+    /// of its TLB sharers. (A refill from the L2 TLB reads nothing: the core already is.)
+    #[inline]
+    fn on_tlb_fill(&mut self, c: usize, va: VirtAddr, size: PageSize, ctx: Ctx, from: FillFrom) {
+        if from != FillFrom::Level {
+            let i = (self.home(va, size, ctx) - self.addr.lines().0) as usize;
+            self.sharers[i] |= 1 << c;
+        }
+    }
+
+    /// The initiator's read-modify-write and flush go through the memory side and return
+    /// its cycles: one host thread.
+    fn needs_memory_side(&self) -> bool {
+        true
+    }
+
+    fn emit_stats(&self, s: &mut Stats) {
+        self.counters.emit("", s);
+    }
+
+    fn reset_stats(&mut self) {
+        self.counters = TcatCounters::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Policy, PomHash, TlbSetIndex};
+    use crate::translate::tlb::{TlbEntry, VPID_SHIFT};
+
+    fn addr() -> PomAddressing {
+        PomAddressing::new(16, 16, 16384 << 30, PomHash::Vpn)
+    }
+
+    fn l2(index: TlbSetIndex) -> TlbLevel {
+        TlbLevel::new(&[(1024, 8, &[PageSize::Size4K, PageSize::Size2M])], Policy::Lru, 1).indexed(index)
+    }
+
+    /// Fig. 5.4 from the slave's side: T1 and an unrelated T2 sit in CPU1's L2 TLB; the
+    /// invalidation for T1's home line drops T1 only (co-tag), or every entry of T1's set,
+    /// which with the shared hash is where T1 is (co-tagless).
+    #[test]
+    fn a_slave_drops_what_the_home_line_names() {
+        let ctx = (3 << VPID_SHIFT) | 1;
+        let (t1, t2) = (VirtAddr(0x7f00_0001_2000), VirtAddr(0x7f00_0005_5000));
+        for cotag in [true, false] {
+            let tcat = Tcat::new(addr(), cotag);
+            let mut tlb = l2(TlbSetIndex::VpnXorVm);
+            tlb.insert_absent(t1, PageSize::Size4K, ctx, TlbEntry::page(0x100, true));
+            tlb.insert_absent(t2, PageSize::Size4K, ctx, TlbEntry::page(0x200, true));
+            let a = tcat.home(t1, PageSize::Size4K, ctx);
+            assert_eq!(tcat.invalidate(&mut tlb, a, t1, ctx), 1, "cotag {cotag}");
+            assert_eq!(tlb.lookup(t1, ctx), None);
+            assert!(tlb.lookup(t2, ctx).is_some(), "T2 lives in another line and another set");
+        }
+    }
+
+    /// Co-tagless relies on the private TLB indexing by the POM-TLB's hash (§4.5): with plain
+    /// page-number bits, the set it drops is the wrong one when the VM ID is not 0, and the
+    /// stale entry survives. (The configuration refuses that combination.)
+    #[test]
+    fn cotagless_needs_the_shared_hash() {
+        let ctx = 5 << VPID_SHIFT;
+        let va = VirtAddr(0x4000_0000);
+        let tcat = Tcat::new(addr(), false);
+        let mut plain = l2(TlbSetIndex::Vpn);
+        plain.insert_absent(va, PageSize::Size4K, ctx, TlbEntry::page(1, true));
+        let a = tcat.home(va, PageSize::Size4K, ctx);
+        assert_eq!(tcat.invalidate(&mut plain, a, va, ctx), 0);
+        assert!(plain.lookup(va, ctx).is_some(), "the stale entry is still there");
+    }
+
+    /// Sharers are set by fills from the POM-TLB or a walk, not by refills from the L2 TLB,
+    /// and cleared by the acknowledgement.
+    #[test]
+    fn sharers_follow_fills_until_the_ack() {
+        let mut tcat = Tcat::new(addr(), true);
+        let (va, ctx) = (VirtAddr(0x1234_5000), 0);
+        let a = tcat.home(va, PageSize::Size4K, ctx);
+        tcat.on_tlb_fill(0, va, PageSize::Size4K, ctx, FillFrom::Walk);
+        tcat.on_tlb_fill(2, va, PageSize::Size4K, ctx, FillFrom::L3);
+        tcat.on_tlb_fill(1, va, PageSize::Size4K, ctx, FillFrom::Level);
+        assert_eq!(tcat.sharers(a), 0b101);
+        tcat.acked(a);
+        assert_eq!(tcat.sharers(a), 0);
+    }
+}

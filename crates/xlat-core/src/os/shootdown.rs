@@ -1,0 +1,259 @@
+//! Shootdowns: how a change the OS made to its page tables reaches every TLB, by the
+//! protocol `shootdown.protocol` names (seed 003, §4.8 and §4).
+//!
+//! - **ipi**: the ranges leave the TLBs and page-walk caches of every core (entries are
+//!   tagged by PCID, so cores that ran the process earlier lose theirs too, as Linux's
+//!   deferred flush on switch-in would); the initiator pays `os.shootdown_initiator_cycles`
+//!   (or `os.shootdown_local_cycles` when no other core runs the address space) and every
+//!   other core running it `os.shootdown_remote_cycles`. With vCPU overcommit a preempted
+//!   target vCPU takes the interrupt only when it runs again, and the initiator busy-waits
+//!   for it: until the target's next slice begins.
+//! - **kvm_tlb**: as ipi for the running vCPUs; a preempted one is not interrupted but
+//!   flushes all its TLB entries when it is rescheduled (KVM's paravirtual remote flush).
+//! - **tcat-cotag**, **tcat-cotagless**: for each page, the hypervisor read-modify-writes and
+//!   flushes its POM-TLB home line (both page sizes' lines when the change could have been
+//!   to either), and the directory forwards the invalidation to exactly the line's TLB
+//!   sharers, which drop entries by co-tag or by set ([`crate::mech::tcat`]). No interrupts
+//!   and no busy wait: the initiator pays the memory side's cycles for the lines. Page-walk
+//!   caches and mechanisms' structures drop the range on every core, at no cost (the thesis
+//!   does not say how MMU caches find their entries). Shootdowns over the flush ceiling, and
+//!   the host's (gPA) changes, which TCAT does not cover, fall back to kvm_tlb in a VM and
+//!   to ipi natively.
+//!
+//! A flush of more pages than `os.flush_ceiling_pages` drops the whole address space.
+//! Shootdowns from a guest OS remove its gVA ranges (its context's TLB and PWC entries);
+//! shootdowns from the host (a gPA range of a VM changed) remove that range from the nested
+//! TLBs and vPWCs and every TLB and guest PWC entry of the VM, as INVEPT does.
+
+use crate::addr::{PageSize, VirtAddr};
+use crate::config::ShootdownProtocol;
+use crate::memory::port::MemPort;
+use crate::os::kernel::Shootdown;
+use crate::translate::tlb::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
+use crate::translate::Translator;
+
+/// Which OS a shootdown queue belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The native OS.
+    Native,
+    /// The host OS of a virtualized machine (ranges are guest-physical).
+    Host,
+    /// The guest OS of a VM.
+    Guest(usize),
+}
+
+/// What a shootdown cost whom, for the counters.
+#[derive(Default)]
+struct Charged {
+    /// The initiator's cycles.
+    init: u64,
+    /// Of them, waiting for others (sending interrupts and waiting for acknowledgements,
+    /// and for preempted targets).
+    busy: u64,
+    /// Interrupts sent.
+    ipis: u64,
+    /// Preempted vCPUs asked to flush when they run (kvm_tlb).
+    deferred: u64,
+}
+
+impl Translator {
+    /// Apply the shootdowns the OS queued and charge them, plus the OS work it accumulated
+    /// ([`crate::os::Os::charge`]). The remote cores are stalled here; the initiator's cycles
+    /// are returned for the caller to charge (as fault latency, or a stall). `None`: work
+    /// done before the run (prefaulting), charged to nobody.
+    /// Virtualized, `Translator::os` is the host: see [`Translator::sync`]. Stalls go
+    /// through `port`.
+    pub fn os_sync<P: MemPort>(&mut self, initiator: Option<usize>, port: &mut P) -> u64 {
+        let scope = if self.vms.is_empty() { Scope::Native } else { Scope::Host };
+        self.sync(scope, initiator, port)
+    }
+
+    /// [`Translator::os_sync`] for the OS of `scope` (see the module comment).
+    pub fn sync<P: MemPort>(&mut self, scope: Scope, initiator: Option<usize>, port: &mut P) -> u64 {
+        let os = match scope {
+            Scope::Guest(vm) => &mut self.vms[vm].os,
+            _ => &mut self.os,
+        };
+        let mut cost = std::mem::take(&mut os.charge);
+        if os.pending.is_empty() {
+            return cost;
+        }
+        let pending = std::mem::take(&mut os.pending);
+        for sd in pending {
+            let ctx = match scope {
+                Scope::Guest(vm) => self.vms[vm].os.spaces[sd.space].ctx,
+                _ => self.os.spaces[sd.space].ctx,
+            };
+            let full = sd.pages > self.cfg.os_flush_ceiling_pages;
+            let tcat = matches!(self.cfg.shootdown_protocol, ShootdownProtocol::TcatCotag | ShootdownProtocol::TcatCotagless);
+            let k = if tcat && !full && scope != Scope::Host {
+                self.tcat_shootdown(ctx, &sd, initiator, port)
+            } else {
+                if let Some(t) = self.mechs.tcat_mut() {
+                    t.counters.fallbacks += 1;
+                }
+                self.invalidate_everywhere(scope, ctx, &sd, full);
+                let kvm = self.cfg.shootdown_protocol != ShootdownProtocol::Ipi && !self.vms.is_empty();
+                self.interrupt(scope, sd.space, initiator, kvm, port)
+            };
+            let os = match scope {
+                Scope::Guest(vm) => &mut self.vms[vm].os.counters,
+                _ => &mut self.os.counters,
+            };
+            if full {
+                os.full_flushes += 1;
+            }
+            os.shootdowns += 1;
+            os.shootdown_ipis += k.ipis;
+            os.shootdown_cycles += k.init + k.ipis * self.cfg.os_shootdown_remote_cycles;
+            os.busy_wait_cycles += k.busy;
+            os.deferred_flushes += k.deferred;
+            cost += k.init;
+        }
+        cost
+    }
+
+    /// The baseline's invalidation: the ranges (or the whole address space, or for the host
+    /// the VM) leave every core's TLBs, page-walk caches and mechanisms' structures.
+    fn invalidate_everywhere(&mut self, scope: Scope, ctx: Ctx, sd: &Shootdown, full: bool) {
+        if scope == Scope::Host {
+            self.shootdown(Invalidate::Vm(ctx >> VPID_SHIFT));
+            if full {
+                self.shootdown_nested(Invalidate::Context(ctx));
+            } else {
+                for &(start, end) in &sd.ranges {
+                    self.shootdown_nested(Invalidate::Range { ctx, start, end });
+                }
+            }
+        } else if full {
+            self.shootdown(Invalidate::Context(ctx));
+        } else {
+            for &(start, end) in &sd.ranges {
+                self.shootdown(Invalidate::Range { ctx, start, end });
+            }
+        }
+    }
+
+    /// Interrupt the other contexts that run `space` (ipi; kvm_tlb when `kvm`) and charge
+    /// them; returns what the initiator pays.
+    fn interrupt<P: MemPort>(&mut self, scope: Scope, space: usize, initiator: Option<usize>, kvm: bool, port: &mut P) -> Charged {
+        let cfg = &self.cfg;
+        let (init_cycles, local_cycles, remote_cycles) = (cfg.os_shootdown_initiator_cycles, cfg.os_shootdown_local_cycles, cfg.os_shootdown_remote_cycles);
+        let host_vm = if scope == Scope::Host { self.vms.iter().position(|v| v.space == space) } else { None };
+        let mut k = Charged::default();
+        for (i, t) in self.contexts.iter().enumerate() {
+            let runs = match scope {
+                Scope::Native => t.space == space,
+                Scope::Guest(vm) => t.vm == vm && t.space == space,
+                Scope::Host => Some(t.vm) == host_vm,
+            };
+            if runs && Some(i) != initiator {
+                k.ipis += 1;
+                port.stall(i, remote_cycles);
+            }
+        }
+        // The guest's other vCPUs, preempted: they take the interrupt when they run again
+        // (the initiator waiting for them), or with kvm_tlb flush then instead.
+        let mut wait = 0;
+        if self.sched.vcpus.k > 1 && matches!(scope, Scope::Guest(_)) {
+            let now = initiator.map(|c| port.now(c));
+            let running = self.sched.vcpus.lane.clone();
+            for s in 0..self.sched.vcpus.ended.len() {
+                let v = &mut self.sched.vcpus;
+                let j = v.context_of(s);
+                if running.contains(&s) || v.ended[s] || self.contexts[j].space != space {
+                    continue;
+                }
+                if kvm {
+                    v.should_flush[s] = true;
+                    k.deferred += 1;
+                } else {
+                    v.owed[s] += remote_cycles;
+                    k.ipis += 1;
+                    if let Some(now) = now {
+                        wait = wait.max(v.starts_at(s).saturating_sub(now));
+                    }
+                }
+            }
+        }
+        k.init = if k.ipis > 0 { init_cycles } else { local_cycles } + wait;
+        k.busy = if k.ipis > 0 { init_cycles.saturating_sub(local_cycles) } else { 0 } + wait;
+        k
+    }
+
+    /// TCAT (see the module comment): per page, rewrite and flush its home lines; the
+    /// directory's forwards drop the sharers' entries.
+    fn tcat_shootdown<P: MemPort>(&mut self, ctx: Ctx, sd: &Shootdown, initiator: Option<usize>, port: &mut P) -> Charged {
+        let Some(tcat) = self.mechs.tcat() else { return Charged::default() };
+        // The page sizes the change may have been to: the ranges over the pages the OS
+        // counted give the stride of the mappings it changed.
+        let bytes: u64 = sd.ranges.iter().map(|&(s, e)| e - s).sum();
+        let stride = bytes / sd.pages.max(1);
+        let small = stride < PageSize::Size2M.bytes();
+        let large = stride > PageSize::Size4K.bytes();
+        let mut lines: Vec<(u64, VirtAddr)> = Vec::new();
+        for &(start, end) in &sd.ranges {
+            if small {
+                lines.extend((start >> 12..end.div_ceil(4096)).map(|p| VirtAddr(p << 12)).map(|va| (tcat.home(va, PageSize::Size4K, ctx), va)));
+            }
+            if large {
+                lines.extend(
+                    (start >> 21..end.div_ceil(PageSize::Size2M.bytes())).map(|r| VirtAddr(r << 21)).map(|va| (tcat.home(va, PageSize::Size2M, ctx), va)),
+                );
+            }
+        }
+        let mut k = Charged::default();
+        let init_core = initiator.map(|c| self.contexts[c].core);
+        for (line, va) in lines {
+            let tcat = self.mechs.tcat().expect("checked above");
+            let sharers = tcat.sharers(line);
+            let mut dropped = 0;
+            let mut spurious = 0;
+            for core in (0..self.mmus.len()).filter(|&c| sharers >> c & 1 == 1) {
+                let n: usize = self.mmus[core].tlbs.iter_mut().map(|t| tcat.invalidate(t, line, va, ctx)).sum();
+                dropped += n;
+                spurious += u64::from(n == 0);
+            }
+            let others = (sharers & !init_core.map_or(0, |c| 1u64 << c)).count_ones();
+            if let Some(c) = initiator {
+                k.init += port.rewrite_line(c, line, others).unwrap_or(0);
+            }
+            let tcat = self.mechs.tcat_mut().expect("checked above");
+            tcat.acked(line);
+            let t = &mut tcat.counters;
+            t.lines += 1;
+            t.messages += u64::from(sharers.count_ones());
+            t.spurious += spurious;
+            t.invalidations += dropped as u64;
+        }
+        // Page-walk caches and mechanisms' structures (the POM-TLB's entry, which the
+        // rewrite cleared) drop the ranges everywhere.
+        for &(start, end) in &sd.ranges {
+            let what = Invalidate::Range { ctx: ctx & SPACE_MASK, start, end };
+            for c in 0..self.mmus.len() {
+                self.mmus[c].pwc.invalidate(what);
+                self.mechs.on_invalidate(c, what);
+            }
+        }
+        k
+    }
+
+    /// Context `c` switched to another vCPU (vCPU overcommit): it fills its TLBs under that
+    /// vCPU's tag, takes the shootdown interrupts it missed while preempted, and, if kvm_tlb
+    /// asked it to, flushes its TLB entries.
+    pub(crate) fn vcpu_switched<P: MemPort>(&mut self, c: usize, port: &mut P) {
+        let ctx = self.tagged(c, self.contexts[c].ctx & SPACE_MASK);
+        self.contexts[c].ctx = ctx;
+        let v = &mut self.sched.vcpus;
+        let s = v.lane[c];
+        let owed = std::mem::take(&mut v.owed[s]);
+        if owed > 0 {
+            port.stall(c, owed);
+        }
+        if std::mem::take(&mut v.should_flush[s]) {
+            let core = self.contexts[c].core;
+            self.flush_local(core, Invalidate::Tagged(ctx));
+        }
+    }
+}

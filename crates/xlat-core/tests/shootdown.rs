@@ -1,0 +1,146 @@
+//! Shootdown protocols (seed 003, §4): IPIs, KVM's paravirtual flush and TCAT, on small
+//! machines whose every step is derived by hand in the comments.
+
+use xlat_core::addr::VirtAddr;
+use xlat_core::os::OsOp;
+use xlat_core::translate::mmu::TlbId;
+use xlat_core::{Config, Machine, Ref, RunOptions, Stats, VecSource};
+
+mod common;
+use common::{region, BASE};
+
+const MB: u64 = 1 << 20;
+
+fn cfg(pairs: &[(&str, &str)]) -> Config {
+    let mut all = vec![("virt.enabled", "true"), ("virt.guest_mem_gb", "2"), ("phys.size_gb", "8"), ("system.cores", "2")];
+    all.extend_from_slice(pairs);
+    Config::from_pairs(all).unwrap()
+}
+
+fn tcat(protocol: &'static str) -> Config {
+    cfg(&[("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1"), ("shootdown.protocol", protocol), ("tlb.set_index", "vpn_xor_vm")])
+}
+
+/// Whether core `c`'s L1D or L2 TLB translates `va` in the context it runs.
+fn cached(m: &Machine, c: usize, va: u64) -> bool {
+    let ctx = m.xl.contexts[c].ctx;
+    let mmu = &m.xl.mmus[c];
+    [TlbId::L1d, TlbId::L2]
+        .iter()
+        .any(|&id| mmu.tlb(id).entries().iter().any(|(k, _)| k.ctx == ctx && k.vpn() == va >> 12 && k.size() == xlat_core::addr::PageSize::Size4K))
+}
+
+/// The walk-through of Fig. 5.4. T1 is in the TLBs of CPU0 and CPU1 (both walked it, so
+/// both read its POM-TLB line A and are its sharers). A vCPU on CPU0 changes T1 (an mprotect
+/// of the page). The VMM rewrites A and flushes it: the directory forwards the invalidation
+/// to CPU1 and, by self-snoop, to CPU0, each drops T1, and A leaves every cache. T2, homed
+/// in another line and another TLB set, stays; the next use of T1 walks again.
+#[test]
+fn fig_5_4_walkthrough() {
+    let c = tcat("tcat-cotag");
+    let mut m = Machine::new(&c, 2, region(16 * MB), 1).unwrap();
+    let (t1, t2) = (BASE + 5 * 4096, BASE + 9 * 4096);
+    for core in 0..2 {
+        for va in [t1, t2] {
+            m.step(core, Ref::store(va, 1)).unwrap();
+        }
+    }
+    assert!(cached(&m, 0, t1) && cached(&m, 1, t1) && cached(&m, 1, t2));
+    let t = m.xl.mechs.tcat().unwrap();
+    let a = t.home(VirtAddr(t1), xlat_core::addr::PageSize::Size4K, m.xl.contexts[0].ctx);
+    assert_eq!(t.sharers(a), 0b11, "both cores filled T1 from its line");
+    let before = m.stats();
+    m.step(0, Ref::os_call(OsOp::Protect, t1, 1, 1)).unwrap();
+    let s = m.stats();
+    let d = |k: &str| s.f(k) - before.f(k);
+    assert_eq!(d("shootdowns"), 1.0);
+    // One 4 KB page changed: one line (the 4 KB array's); two messages (CPU1, and CPU0 by
+    // self-snoop); T1 leaves each core's L1D and L2 TLB: four entries.
+    assert_eq!((d("tcat.lines"), d("tcat.messages"), d("tcat.invalidations")), (1.0, 2.0, 4.0));
+    assert_eq!((d("os.shootdown_ipis"), d("busy_wait_cycles")), (0.0, 0.0), "no interrupts, no busy wait");
+    assert!(d("shootdown_cycles") > 0.0, "the initiator paid for the rewrite and the flush");
+    assert!(!cached(&m, 0, t1) && !cached(&m, 1, t1));
+    assert!(cached(&m, 0, t2) && cached(&m, 1, t2), "T2 lives elsewhere");
+    assert_eq!(m.xl.mechs.tcat().unwrap().sharers(a), 0, "the acks cleared the sharers");
+    for k in 0..2 {
+        assert!(!m.mem.cores[k].l1d.contains(a) && !m.mem.cores[k].l2.contains(a), "A left core {k}'s caches");
+    }
+    assert!(!m.mem.llc.contains(a), "A left the LLC: the POM-TLB in DRAM holds the cleared entry");
+    let walks = s.f("walks");
+    m.step(1, Ref::load(t1, 1)).unwrap();
+    assert_eq!(m.stats().f("walks"), walks + 1.0, "T1 is walked again (the POM-TLB misses too)");
+    assert_eq!(m.xl.mechs.tcat().unwrap().sharers(a), 0b10, "and CPU1 is a sharer again");
+}
+
+/// Co-tagless drops the whole private-TLB set of the line (Eq. 5.11-5.12): T3, 128 pages
+/// from T1, shares its set in the 128-set L2 TLB and the 16-set L1 TLB (the hash's low bits
+/// are the same) and goes too; with co-tags it stays.
+#[test]
+fn cotagless_drops_the_set_cotag_the_entry() {
+    for (protocol, t3_stays) in [("tcat-cotag", true), ("tcat-cotagless", false)] {
+        let mut m = Machine::new(&tcat(protocol), 2, region(16 * MB), 1).unwrap();
+        let (t1, t3) = (BASE + 5 * 4096, BASE + (5 + 128) * 4096);
+        for va in [t1, t3] {
+            m.step(1, Ref::load(va, 1)).unwrap();
+        }
+        m.step(0, Ref::os_call(OsOp::Protect, t1, 1, 1)).unwrap();
+        assert!(!cached(&m, 1, t1), "{protocol}");
+        assert_eq!(cached(&m, 1, t3), t3_stays, "{protocol}");
+    }
+}
+
+/// 2:1 overcommit, two cores, four vCPUs (streams 0-3; core 0 runs 0 then 2, core 1 runs 1
+/// then 3). vCPU 0 unmaps a page at its first reference: vCPU 1 runs (an IPI), 2 and 3 are
+/// preempted. With ipi they take the interrupt when they run, and vCPU 0 busy-waits until
+/// then: beyond the IPI's own cycles, more than the rest of a slice. kvm_tlb interrupts
+/// vCPU 1 only and asks 2 and 3 to flush when they run.
+#[test]
+fn kvm_tlb_does_not_wait_for_preempted_vcpus() {
+    let run = |protocol: &str| -> (Stats, Config) {
+        let c = cfg(&[("virt.vcpus_per_core", "2"), ("virt.vcpu_slice_cycles", "200000"), ("shootdown.protocol", protocol)]);
+        let streams: Vec<Vec<Ref>> = (0..4u64)
+            .map(|s| {
+                let mut v = Vec::new();
+                if s == 0 {
+                    v.push(Ref::os_call(OsOp::Unmap, BASE + 4 * MB, 1, 1));
+                }
+                v.extend((0..3000u64).map(|i| Ref::load(BASE + ((i * 37 + s * 1000) % 1024) * 4096, 4)));
+                v
+            })
+            .collect();
+        let mut src = VecSource::new(streams, region(16 * MB));
+        (xlat_core::simulate(&c, &mut src, RunOptions::default(), true, 1, &mut |_| true).unwrap(), c)
+    };
+    let (ipi, c) = run("ipi");
+    let (kvm, _) = run("kvm_tlb");
+    let ipi_cycles = (c.os_shootdown_initiator_cycles - c.os_shootdown_local_cycles) as f64;
+    assert_eq!((ipi.f("shootdowns"), ipi.f("os.shootdown_ipis"), ipi.f("os.deferred_flushes")), (1.0, 3.0, 0.0));
+    assert!(ipi.f("busy_wait_cycles") > ipi_cycles + 100_000.0, "ipi waits for the preempted vCPUs: {}", ipi.f("busy_wait_cycles"));
+    assert_eq!((kvm.f("shootdowns"), kvm.f("os.shootdown_ipis"), kvm.f("os.deferred_flushes")), (1.0, 1.0, 2.0));
+    assert_eq!(kvm.f("busy_wait_cycles"), ipi_cycles, "kvm_tlb waits for the running vCPU only");
+    assert!(kvm.f("vcpu_switches") > 0.0);
+}
+
+/// Each vCPU has its own VPID: a vCPU that follows another on a core does not hit the
+/// entries its predecessor filled.
+#[test]
+fn vcpus_do_not_share_tlb_entries() {
+    let c = cfg(&[("system.cores", "1"), ("virt.vcpus_per_core", "2"), ("virt.vcpu_slice_cycles", "1000")]);
+    // Both vCPUs touch the same 8 pages over and over: each misses them once per page, in its
+    // own entries, whatever the other did.
+    let streams: Vec<Vec<Ref>> = (0..2).map(|_| (0..4000u64).map(|i| Ref::load(BASE + (i % 8) * 4096, 4)).collect()).collect();
+    let mut src = VecSource::new(streams, region(16 * MB));
+    let s = xlat_core::simulate(&c, &mut src, RunOptions::default(), true, 1, &mut |_| true).unwrap();
+    assert!(s.f("vcpu_switches") >= 2.0);
+    assert_eq!(s.f("tlb.l2.misses"), 16.0, "8 pages x 2 vCPUs");
+}
+
+/// The configuration names what TCAT relies on.
+#[test]
+fn tcat_needs_its_pom_tlb_and_the_shared_index() {
+    let err = |pairs: &[(&str, &str)]| Config::from_pairs(pairs.iter().copied()).unwrap_err().to_string();
+    assert!(err(&[("shootdown.protocol", "tcat-cotag")]).contains("pomtlb.enabled=true"));
+    assert!(err(&[("shootdown.protocol", "tcat-cotagless"), ("pomtlb.enabled", "true")]).contains("tlb.set_index=vpn_xor_vm"));
+    assert!(err(&[("shootdown.protocol", "kvm_tlb")]).contains("virt.enabled=true"));
+    assert!(err(&[("shootdown.protocol", "tcat")]).contains("tcat-cotag"), "the choices are listed");
+}
