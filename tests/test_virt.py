@@ -16,7 +16,7 @@ needs_virt = pytest.mark.skipif(
 )
 WL = "gups:footprint=256M"
 VIRT_KEYS = ("walk_steps.guest", "walk_steps.host", "walk_steps_per_walk", "walk_steps_per_walk.guest",
-             "walk_steps_per_walk.host", "nested_tlb.hits", "nested_tlb.misses", "vm_switches",
+             "walk_steps_per_walk.host", "tlb.nested.hits", "tlb.nested.misses", "vm_switches",
              "ept_violations", "host_walks", "host.pt_bytes", "host.huge_coverage")
 
 
@@ -24,7 +24,7 @@ def test_summary_rows_split_guest_and_host_reads():
     stats = {
         "walks": 1000, "walk_steps": 7300, "walk_steps.miss": 7300, "walk_steps.guest": 2500, "walk_steps.host": 4800,
         "walk_steps.miss.guest": 2500, "walk_steps.miss.host": 4800,
-        "nested_tlb.hits": 300, "nested_tlb.misses": 700, "vm_switches": 4, "ept_violations": 0,
+        "tlb.nested.hits": 300, "tlb.nested.misses": 700, "vm_switches": 4, "ept_violations": 0,
         "pt_bytes": 16 << 20, "host.pt_bytes": 17 << 20, "huge_coverage": 0.0, "host.huge_coverage": 1.0,
     }
     rows = dict(summary_rows(stats))
@@ -60,9 +60,23 @@ def test_virtualized_run_reports_guest_and_host_walk_steps(tmp_path):
     # nested-TLB miss).
     assert 1.0 < stats["walk_steps_per_walk.guest"] < 3.0
     assert stats["walk_steps_per_walk.host"] > stats["walk_steps_per_walk.guest"]
-    assert stats["nested_tlb.hits"] + stats["nested_tlb.misses"] > 0
+    assert stats["tlb.nested.hits"] + stats["tlb.nested.misses"] > 0
     assert stats["vm_switches"] == 0 and stats["ept_violations"] == 0  # one VM, prefaulted
+    assert "nested_tlb.hits" not in stats, "one name per structure: tlb.nested, as its keys"
     assert stats["host.mapped_bytes"] >= stats["mapped_bytes"]
+
+
+@needs_virt
+def test_old_structure_names_are_accepted():
+    """The nested TLB and the host page-walk cache had two names each (nested_tlb.* and
+    tlb.nested.*, vpwc.* and virt.host_pwc.*); the old ones still work as keys and in lookups."""
+    import xlat
+    r = xlat.simulate(config={"base": "skylake", "virt.enabled": True, "virt.guest_mem_gb": 1, "phys.size_gb": 4,
+                              "nested_tlb.entries": 32, "vpwc.l2.entries": 8},
+                      workload="gups:footprint=64M", refs=20_000, prefault=True)
+    assert r.config["tlb.nested.entries"] == 32 and r.config["virt.host_pwc.l2.entries"] == 8
+    assert r["nested_tlb.hits"] == r["tlb.nested.hits"]
+    assert r["vpwc.l2.hits"] == r["virt.host_pwc.l2.hits"]
 
 
 @needs_virt

@@ -126,7 +126,10 @@ class Result:
     xlat_version: str = field(default_factory=_core.version)
 
     def __getitem__(self, name: str) -> int | float:
-        """``result["tlb.l2.mpki"]`` is ``result.stats["tlb.l2.mpki"]``."""
+        """``result["tlb.l2.mpki"]`` is ``result.stats["tlb.l2.mpki"]`` (an old name of a
+        structure, such as ``nested_tlb.hits`` for ``tlb.nested.hits``, works too)."""
+        if name not in self.stats:
+            name = _core.canonical_name(name)
         return self.stats[name]
 
     def to_dict(self) -> dict[str, Any]:

@@ -241,7 +241,7 @@ def summary_rows(stats: dict) -> list[tuple[str, str]]:
         # Virtualized: a TLB miss's 2D walk reads guest and host (EPT) entries.
         g, h = _num(stats, "walk_steps.miss.guest") or 0.0, _num(stats, "walk_steps.miss.host") or 0.0
         add("PTE reads per walk: guest / host", f"{g / walks:.2f} / {h / walks:.2f}")
-        nh, nm = _num(stats, "nested_tlb.hits") or 0.0, _num(stats, "nested_tlb.misses") or 0.0
+        nh, nm = _num(stats, "tlb.nested.hits") or 0.0, _num(stats, "tlb.nested.misses") or 0.0
         if nh + nm:
             add("nested TLB hits", f"{nh:,.0f} of {nh + nm:,.0f} ({100 * nh / (nh + nm):.1f}%)")
     shares = pte_served_shares(stats)
@@ -489,7 +489,7 @@ SUMMARY_LABELS = {
     "l1 dtlb misses (mpki)": ["tlb.l1d.misses", "tlb.l1d.mpki"], "l2 tlb misses (mpki)": ["tlb.l2.misses", "tlb.l2.mpki"],
     "page walks": ["walks", "tlb.dirty_walks", "walks.retries"], "pte reads per walk": ["walk_steps_per_walk"], "cycles per walk": ["walk_cycles_per_walk"],
     "pwc hits per walk": ["pwc.l4.hits"], "pte reads per walk: guest / host": ["walk_steps_per_walk.guest", "walk_steps_per_walk.host"],
-    "nested tlb hits": ["nested_tlb.hits"], "pte reads served by": ["pte_served.l1"],
+    "nested tlb hits": ["tlb.nested.hits"], "pte reads served by": ["pte_served.l1"],
     "l1d miss rate": ["cache.l1d.miss_rate"], "l2 miss rate": ["cache.l2.miss_rate"], "llc miss rate": ["cache.llc.miss_rate"],
     "page faults": ["faults", "fault_cycles"], "ept violations": ["ept_violations"], "vm switches": ["vm_switches"],
     "page-table memory": ["pt_bytes"], "host (ept) page-table memory": ["host.pt_bytes"],

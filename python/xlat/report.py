@@ -41,9 +41,10 @@ class ReportError(_core.XlatError):
 def column(df, key: str) -> str:
     """The column a loose key names (see module doc)."""
     key = _ALIASES.get(key, key)
-    for prefix in _PREFIXES:
-        if prefix + key in df.columns:
-            return prefix + key
+    for k in dict.fromkeys((key, _core.canonical_name(key))):
+        for prefix in _PREFIXES:
+            if prefix + k in df.columns:
+                return prefix + k
     raise ReportError(f"no column '{key}' (nor param./set./cfg./stat.{key}) in the results")
 
 

@@ -78,7 +78,7 @@ METRICS = {
     "apw_guest": "stat.walk_steps_per_walk.guest",
     "apw_host": "stat.walk_steps_per_walk.host",
     "host_walk_steps": "stat.walk_steps_per_host_walk",
-    "ntlb_hit": "stat.nested_tlb.hit_rate",
+    "ntlb_hit": "stat.tlb.nested.hit_rate",
     "host_pt_bytes": "stat.host.pt_bytes",
     "huge_cov": "stat.huge_coverage",
     "fallbacks": "stat.pt.flatten_fallbacks",

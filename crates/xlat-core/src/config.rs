@@ -230,13 +230,22 @@ macro_rules! config {
                         })?;
                         Ok(())
                     } )*
-                    _ => Err(unknown_key(key)),
+                    _ => match crate::glossary::canonical(key) {
+                        std::borrow::Cow::Owned(one) => self.set(&one, value),
+                        _ => Err(unknown_key(key)),
+                    },
                 }
             }
 
             /// The value of one key in text form.
             pub fn get(&self, key: &str) -> Option<String> {
-                match key { $( $key => Some(self.$field.show()), )* _ => None }
+                match key {
+                    $( $key => Some(self.$field.show()), )*
+                    _ => match crate::glossary::canonical(key) {
+                        std::borrow::Cow::Owned(one) => self.get(&one),
+                        _ => None,
+                    },
+                }
             }
 
             /// Every key with its current value, in declaration order.
@@ -317,6 +326,8 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("tlb.l2.ways_coalesced", Limit::Int(WAYS)),
     ("tlb.l2i.entries", Limit::Int(ENTRIES)),
     ("tlb.l2i.ways", Limit::Int(WAYS)),
+    ("tlb.pdc.entries", Limit::Int(ENTRIES)),
+    ("tlb.pdc.ways", Limit::Int(ENTRIES)),
     ("tlb.nested.entries", Limit::Int(ENTRIES)),
     ("tlb.nested.ways", Limit::Int(WAYS)),
     ("tlb.nested.latency", Limit::Int(LATENCY)),
@@ -462,6 +473,8 @@ config! {
     tlb_l2_ways_coalesced: u64 = 2; "tlb.l2.ways_coalesced"; "associativity of the L2 TLB's array of coalesced entries";
     tlb_l2_latency: u64 = 9; "tlb.l2.latency"; "L2 TLB lookup cycles, paid on every L1 TLB miss";
     tlb_l2_policy: Policy = Policy::Lru; "tlb.l2.policy"; "L2 TLB replacement policy";
+    tlb_pdc_entries: u64 = 0; "tlb.pdc.entries"; "Page Directory Cache entries per core (AMD Zen 3: 64): a victim cache of the 1 GB translations the L1 DTLB evicts, looked up with the L2 DTLB (which then needs no 1 GB array: tlb.l2.entries_1g=0); 0: none";
+    tlb_pdc_ways: u64 = 64; "tlb.pdc.ways"; "Page Directory Cache associativity (entries or more: fully associative)";
     tlb_l2i_entries: u64 = 0; "tlb.l2i.entries"; "separate L2 ITLB entries: 4 KB and 2 MB pages, 1 GB code pages cached as 2 MB pieces (Zen: 512). With it the L2 TLB holds data only; 0: fetches share the L2 TLB";
     tlb_l2i_ways: u64 = 8; "tlb.l2i.ways"; "L2 ITLB associativity (a lookup costs tlb.l2.latency)";
     tlb_l2i_policy: Policy = Policy::Lru; "tlb.l2i.policy"; "L2 ITLB replacement policy";

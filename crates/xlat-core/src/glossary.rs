@@ -247,6 +247,10 @@ pub static ENTRIES: &[Entry] = &[
     e(Tlbs, "[core<N>.]tlb.dirty_walks", Counter, "walks",
         "Walks started only to set a page's dirty bit: a store whose first TLB entry found (L1, or L2 after an L1 miss) was clean. Not in `walks`."),
     // ---- page-walk caches ------------------------------------------------------------------
+    e(Tlbs, "tlb.pdc.lookups", Counter, "lookups", "L1 DTLB misses the L2 DTLB did not serve, looked up in the cores' Page Directory Caches (summed over cores).").only("`tlb.pdc.entries` > 0"),
+    e(Tlbs, "tlb.pdc.hits", Counter, "lookups", "Of `tlb.pdc.lookups`, those a PDC translated (a 1 GB page the L1 DTLB had evicted; a store needs a dirty entry).").only("`tlb.pdc.entries` > 0"),
+    e(Tlbs, "tlb.pdc.fills", Counter, "entries", "1 GB translations the L1 DTLBs evicted into their PDCs.").only("`tlb.pdc.entries` > 0"),
+    e(Tlbs, "tlb.pdc.hit_rate", Ratio, "fraction", "`tlb.pdc.hits` / `tlb.pdc.lookups`.").only("`tlb.pdc.entries` > 0"),
     e(Pwcs, "[core<N>.]pwc.<level>.hits", Counter, "lookups",
         "Walks whose probe of this page-walk-cache level matched (a walk probes every level; `l4` caches L4 entries, tagged by the virtual address above bit 39, `l3` L3 entries, above bit 30, `l2` L2 entries, above bit 21, `l5` L5 entries, above bit 48; with `pt.format=fpt` or `fpt-l4l3`, `l3` is the table of the flattened root's entries, `pwc.flat.entries`). 0 when the level has no entries (`l5`: except with `pt.format=radix5` and `pwc.l5.entries` > 0)."),
     e(Pwcs, "[core<N>.]pwc.<level>.misses", Counter, "lookups",
@@ -373,22 +377,22 @@ pub static ENTRIES: &[Entry] = &[
     e(Vms, "[core<N>.]walk_steps_per_walk.<side>", Ratio, "reads/walk", "`walk_steps.miss.<side>` / `walks`: guest or host entries a TLB miss's 2D walk reads.").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]walk_steps.miss.<side>", Counter, "PTE reads", "The part of `walk_steps.<side>` read by TLB-miss walks (`walk_steps.miss` split by table).").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]pte_served.<side>.<where>", Counter, "PTE reads", "`pte_served.<where>` split by table.").only("`virt.enabled=true`"),
-    e(Vms, "[core<N>.]nested_tlb.hits", Counter, "lookups",
+    e(Vms, "[core<N>.]tlb.nested.hits", Counter, "lookups",
         "Nested TLB lookups (a guest entry's gPA, and the final data gPA with `virt.nested_tlb_data`) that found a usable gPA -> hPA translation.")
     .only("`virt.enabled=true`"),
-    e(Vms, "[core<N>.]nested_tlb.misses", Counter, "lookups",
+    e(Vms, "[core<N>.]tlb.nested.misses", Counter, "lookups",
         "Nested TLB lookups that did not: no entry, or a clean one for the final address of a store. Each leads to a host walk.")
     .only("`virt.enabled=true`"),
-    e(Vms, "[core<N>.]nested_tlb.accesses", Counter, "lookups", "`nested_tlb.hits` + `nested_tlb.misses` (0 with `tlb.nested.entries=0`).").only("`virt.enabled=true`"),
-    e(Vms, "[core<N>.]nested_tlb.hit_rate", Ratio, "fraction", "`nested_tlb.hits` / `nested_tlb.accesses`.").only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]tlb.nested.accesses", Counter, "lookups", "`tlb.nested.hits` + `tlb.nested.misses` (0 with `tlb.nested.entries=0`).").only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]tlb.nested.hit_rate", Ratio, "fraction", "`tlb.nested.hits` / `tlb.nested.accesses`.").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]host_walks", Counter, "walks",
         "Walks of the host (EPT) table within 2D walks: one per guest-physical address the nested TLB did not translate (guest entries and the final data address).")
     .only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]walk_steps_per_host_walk", Ratio, "reads/walk", "`walk_steps.host` / `host_walks`.").only("`virt.enabled=true`"),
-    e(Vms, "[core<N>.]vpwc.<level>.hits", Counter, "lookups",
+    e(Vms, "[core<N>.]virt.host_pwc.<level>.hits", Counter, "lookups",
         "Host walks whose probe of the host page-walk cache (vPWC, tagged by gPA prefixes; `virt.host_pwc.*`) matched at that level; as `pwc.<level>.hits`.")
     .only("`virt.enabled=true`"),
-    e(Vms, "[core<N>.]vpwc.<level>.misses", Counter, "lookups", "Host walks whose vPWC probe at that level missed; for a level that has entries, hits + misses = `host_walks`.")
+    e(Vms, "[core<N>.]virt.host_pwc.<level>.misses", Counter, "lookups", "Host walks whose vPWC probe at that level missed; for a level that has entries, hits + misses = `host_walks`.")
         .only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]ept_violations", Counter, "faults",
         "EPT violations: a 2D walk needed a guest-physical page (of a guest table node or of data) the host had not mapped yet, and the host mapped it.")
@@ -468,9 +472,26 @@ pub fn entries() -> &'static [Entry] {
 }
 
 /// The entry whose pattern matches `name` (a concrete statistic name such as
-/// `core1.cache.llc.pt.misses`), if any.
+/// `core1.cache.llc.pt.misses`, or an old name of one), if any.
 pub fn lookup(name: &str) -> Option<&'static Entry> {
-    ENTRIES.iter().find(|e| e.matches(name))
+    let name = canonical(name);
+    ENTRIES.iter().find(|e| e.matches(&name))
+}
+
+/// Structures once named two ways: each now has one name, in configuration keys and
+/// statistics alike (`tlb.nested.entries`, `tlb.nested.hits`), and the old name, as a dotted
+/// prefix, is still accepted wherever a key or a statistic is looked up by name.
+pub const RENAMED: &[(&str, &str)] = &[("nested_tlb.", "tlb.nested."), ("vpwc.", "virt.host_pwc.")];
+
+/// `name` with an old structure name (see [`RENAMED`]) replaced by the one name, where it
+/// starts a dotted component (`core2.vpwc.l2.hits` is `core2.virt.host_pwc.l2.hits`).
+pub fn canonical(name: &str) -> std::borrow::Cow<'_, str> {
+    for (old, new) in RENAMED {
+        if let Some(at) = name.match_indices(old).map(|(i, _)| i).find(|&i| i == 0 || name.as_bytes()[i - 1] == b'.') {
+            return format!("{}{new}{}", &name[..at], &name[at + old.len()..]).into();
+        }
+    }
+    name.into()
 }
 
 /// The placeholder called `name` (without the angle brackets).
@@ -618,7 +639,7 @@ const SUMMARY: &str = r#"## The summary of `xlat run`
 | free 2 MB blocks | `phys.start.free_2m_blocks`, `phys.free_2m_blocks` | physical contiguity before and after the run |
 
 In a VM the summary adds guest/host reads per walk (`walk_steps.guest`, `walk_steps.host`), nested
-TLB hits (`nested_tlb.*`), EPT violations, VM switches and the host's tables and coverage; see
+TLB hits (`tlb.nested.*`), EPT violations, VM switches and the host's tables and coverage; see
 [model.md](model.md#virtual-machines-cratesxlat-coresrcosvirtrs).
 
 "#;

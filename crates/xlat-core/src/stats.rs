@@ -63,8 +63,10 @@ impl Stats {
         self.float(name, if den == 0 { f64::NAN } else { num as f64 / den as f64 });
     }
 
+    /// The statistic called `name` (or an old name of it, see [`crate::glossary::RENAMED`]).
     pub fn get(&self, name: &str) -> Option<StatValue> {
-        self.entries.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+        let name = crate::glossary::canonical(name);
+        self.entries.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
     }
 
     /// The change of every integer statistic since `earlier` (absent there: since 0).
@@ -180,17 +182,17 @@ counters! {
         pte_host_l2: "pte_served.host.l2",
         pte_host_llc: "pte_served.host.llc",
         pte_host_dram: "pte_served.host.dram",
-        nested_tlb_hits: "nested_tlb.hits",
-        nested_tlb_misses: "nested_tlb.misses",
+        nested_tlb_hits: "tlb.nested.hits",
+        nested_tlb_misses: "tlb.nested.misses",
         host_walks: "host_walks",
-        vpwc_l5_hits: "vpwc.l5.hits",
-        vpwc_l5_misses: "vpwc.l5.misses",
-        vpwc_l4_hits: "vpwc.l4.hits",
-        vpwc_l4_misses: "vpwc.l4.misses",
-        vpwc_l3_hits: "vpwc.l3.hits",
-        vpwc_l3_misses: "vpwc.l3.misses",
-        vpwc_l2_hits: "vpwc.l2.hits",
-        vpwc_l2_misses: "vpwc.l2.misses",
+        vpwc_l5_hits: "virt.host_pwc.l5.hits",
+        vpwc_l5_misses: "virt.host_pwc.l5.misses",
+        vpwc_l4_hits: "virt.host_pwc.l4.hits",
+        vpwc_l4_misses: "virt.host_pwc.l4.misses",
+        vpwc_l3_hits: "virt.host_pwc.l3.hits",
+        vpwc_l3_misses: "virt.host_pwc.l3.misses",
+        vpwc_l2_hits: "virt.host_pwc.l2.hits",
+        vpwc_l2_misses: "virt.host_pwc.l2.misses",
         ept_violations: "ept_violations",
         ept_fault_cycles: "ept_fault_cycles",
         vm_switches: "vm_switches",
@@ -251,8 +253,8 @@ pub(crate) fn emit_os(s: &mut Stats, p: &str, oses: &[&Os], top: u8) {
 pub(crate) fn derived_virt(s: &mut Stats, p: &str, k: &CoreCounters, v: &VirtCounters) {
     s.ratio(format!("{p}walk_steps_per_walk.guest"), v.miss_guest_steps, k.walks);
     s.ratio(format!("{p}walk_steps_per_walk.host"), v.miss_host_steps, k.walks);
-    s.int(format!("{p}nested_tlb.accesses"), v.nested_tlb_hits + v.nested_tlb_misses);
-    s.ratio(format!("{p}nested_tlb.hit_rate"), v.nested_tlb_hits, v.nested_tlb_hits + v.nested_tlb_misses);
+    s.int(format!("{p}tlb.nested.accesses"), v.nested_tlb_hits + v.nested_tlb_misses);
+    s.ratio(format!("{p}tlb.nested.hit_rate"), v.nested_tlb_hits, v.nested_tlb_hits + v.nested_tlb_misses);
     s.ratio(format!("{p}walk_steps_per_host_walk"), v.host_steps, v.host_walks);
 }
 

@@ -131,7 +131,7 @@ fn page_walk_caches_and_the_nested_tlb_cut_the_second_walk() {
     // page-table pages (nested TLB hits); only the new data page needs a host walk: 4 + 4.
     let s = second_walk(NESTED_ONLY, next);
     assert_eq!((s.f("walk_steps.guest"), s.f("walk_steps.host")), (4.0, 4.0));
-    assert_eq!((s.f("nested_tlb.hits"), s.f("nested_tlb.misses")), (4.0, 1.0));
+    assert_eq!((s.f("tlb.nested.hits"), s.f("tlb.nested.misses")), (4.0, 1.0));
 
     // Guest PWC only: the L2 PWC gives the leaf node (one guest read, a column of Fig. 8a);
     // that read and the data each need a full host walk: 1 + 4 + 4.
@@ -149,13 +149,13 @@ fn page_walk_caches_and_the_nested_tlb_cut_the_second_walk() {
     // vPWC's L2 entry gives its host leaf node: 1 + 1 (every row of Fig. 8a shortened).
     let s = second_walk(&[], next);
     assert_eq!((s.f("walk_steps.guest"), s.f("walk_steps.host")), (1.0, 1.0));
-    assert_eq!((s.f("vpwc.l2.hits"), s.f("host_walks")), (1.0, 1.0));
+    assert_eq!((s.f("virt.host_pwc.l2.hits"), s.f("host_walks")), (1.0, 1.0));
 
     // With 2 MB host pages the data page's host translation is the first page's nested TLB
     // entry: a single read, the guest leaf (a column of Fig. 8a removed).
     let s = second_walk(&[("virt.host_page_policy", "ideal")], next);
     assert_eq!((s.f("walk_steps.guest"), s.f("walk_steps.host")), (1.0, 0.0));
-    assert_eq!(s.f("nested_tlb.misses"), 0.0);
+    assert_eq!(s.f("tlb.nested.misses"), 0.0);
 
     // Without the nested TLB for data addresses (virt.nested_tlb_data=false) the data gPA
     // always walks the host table (one read here, through the vPWC).

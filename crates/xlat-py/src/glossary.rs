@@ -29,7 +29,15 @@ fn stat_placeholders() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
     glossary::PLACEHOLDERS.iter().map(|p| (p.name, p.values.to_vec(), p.doc)).collect()
 }
 
+/// A statistic or configuration key with an old structure name replaced by its one name
+/// (`nested_tlb.hits` is `tlb.nested.hits`); other names unchanged.
+#[pyfunction]
+fn canonical_name(name: &str) -> String {
+    glossary::canonical(name).into_owned()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(canonical_name, m)?)?;
     m.add_function(wrap_pyfunction!(stat_glossary, m)?)?;
     m.add_function(wrap_pyfunction!(stat_lookup, m)?)?;
     m.add_function(wrap_pyfunction!(stat_sections, m)?)?;

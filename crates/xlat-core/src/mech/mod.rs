@@ -7,6 +7,7 @@
 
 pub mod hawkeye;
 pub mod pcc;
+pub mod pdc;
 pub mod pomtlb;
 pub mod ptp;
 pub mod tcat;
@@ -16,7 +17,8 @@ use crate::config::Config;
 use crate::memory::port::{MemPort, Steer};
 use crate::os::sched::Clock;
 use crate::stats::{CoreCounters, Stats};
-use crate::translate::tlb::{Ctx, Invalidate, TlbEntry};
+use crate::translate::mmu::TlbId;
+use crate::translate::tlb::{Ctx, Invalidate, TlbEntry, TlbKey};
 use crate::translate::walker::WalkStep;
 
 /// What a mechanism's periodic task asks of the OS (the OS decides, and pays, as for its
@@ -93,6 +95,7 @@ pub struct Hooks {
     pub l2_tlb_miss: bool,
     pub walk_end: bool,
     pub tlb_fill: bool,
+    pub tlb_evict: bool,
 }
 
 impl Hooks {
@@ -103,6 +106,7 @@ impl Hooks {
             l2_tlb_miss: self.l2_tlb_miss | o.l2_tlb_miss,
             walk_end: self.walk_end | o.walk_end,
             tlb_fill: self.tlb_fill | o.tlb_fill,
+            tlb_evict: self.tlb_evict | o.tlb_evict,
         }
     }
 }
@@ -140,6 +144,11 @@ pub trait Mechanism {
     /// `size`, from `from` (once per translation, whatever the levels filled).
     #[inline(always)]
     fn on_tlb_fill(&mut self, _c: usize, _va: VirtAddr, _size: PageSize, _ctx: Ctx, _from: FillFrom) {}
+
+    /// A fill of core `c`'s TLB level `level` pushed out `key`'s translation `e` (an
+    /// eviction, not an invalidation).
+    #[inline(always)]
+    fn on_tlb_evict(&mut self, _c: usize, _level: TlbId, _key: TlbKey, _e: TlbEntry) {}
 
     /// Instruction count at which core `c`'s next epoch ends (`u64::MAX`: no epochs).
     fn next_epoch(&self, _c: usize) -> u64 {
@@ -196,6 +205,7 @@ pub enum AnyMech {
     Pcc(pcc::Pcc),
     // (Boxed: its arrays' headers would make every variant large.)
     PomTlb(Box<pomtlb::PomTlb>),
+    Pdc(pdc::Pdc),
     HawkEye(Box<hawkeye::HawkEye>),
     Tcat(Box<tcat::Tcat>),
 }
@@ -206,6 +216,7 @@ macro_rules! each {
             AnyMech::PtpDetector($m) => $e,
             AnyMech::Pcc($m) => $e,
             AnyMech::PomTlb($m) => $e,
+            AnyMech::Pdc($m) => $e,
             AnyMech::HawkEye($m) => $e,
             AnyMech::Tcat($m) => $e,
         }
@@ -235,6 +246,10 @@ impl Mechanism for AnyMech {
     #[inline(always)]
     fn on_tlb_fill(&mut self, c: usize, va: VirtAddr, size: PageSize, ctx: Ctx, from: FillFrom) {
         each!(self, m => m.on_tlb_fill(c, va, size, ctx, from))
+    }
+    #[inline(always)]
+    fn on_tlb_evict(&mut self, c: usize, level: TlbId, key: TlbKey, e: TlbEntry) {
+        each!(self, m => m.on_tlb_evict(c, level, key, e))
     }
     fn next_epoch(&self, c: usize) -> u64 {
         each!(self, m => m.next_epoch(c))
@@ -290,6 +305,10 @@ impl Mechs {
         let footprint = footprint_2m(regions) * copies;
         if let Some(p) = pcc::Pcc::from_config(cfg, cores, footprint) {
             list.push(AnyMech::Pcc(p));
+        }
+        // (On chip, it answers before a translation level in memory is read.)
+        if let Some(p) = pdc::Pdc::from_config(cfg, cores) {
+            list.push(AnyMech::Pdc(p));
         }
         if let Some(p) = pomtlb::PomTlb::from_config(cfg) {
             list.push(AnyMech::PomTlb(Box::new(p)));
@@ -360,6 +379,14 @@ impl Mechs {
     pub fn on_tlb_fill(&mut self, c: usize, va: VirtAddr, size: PageSize, ctx: Ctx, from: FillFrom) {
         for m in &mut self.list {
             m.on_tlb_fill(c, va, size, ctx, from);
+        }
+    }
+
+    /// A TLB level of core `c` evicted an entry (call only if `hooks.tlb_evict`).
+    #[inline(always)]
+    pub fn on_tlb_evict(&mut self, c: usize, level: TlbId, key: TlbKey, e: TlbEntry) {
+        for m in &mut self.list {
+            m.on_tlb_evict(c, level, key, e);
         }
     }
 

@@ -43,6 +43,14 @@ pub struct Translator {
     pub(crate) virt: bool,
 }
 
+/// Tell the mechanisms what the last fill of core `c`'s TLB level `id` pushed out, if anything.
+#[inline(never)]
+fn evicted(mechs: &mut Mechs, c: usize, id: crate::translate::mmu::TlbId, lvl: &mut crate::translate::tlb::TlbLevel) {
+    if let Some((key, e)) = lvl.take_evicted() {
+        mechs.on_tlb_evict(c, id, key, e);
+    }
+}
+
 impl Translator {
     pub(crate) fn perfect(&self) -> bool {
         self.cfg.tlb_perfect
@@ -105,10 +113,13 @@ impl Translator {
                 Some((e, size)) if !write || e.dirty => {
                     lvl.stats.hit(e, size);
                     // Inclusion: the levels above, which missed, get the translation.
-                    for &up in &path[..d] {
-                        let up = &mut mmu.tlbs[up as usize];
+                    for &id in &path[..d] {
+                        let up = &mut mmu.tlbs[id as usize];
                         let code = up.insert_absent(va, size, ctx, e);
                         up.stats.refills[0][code] += 1;
+                        if self.mechs.hooks.tlb_evict {
+                            evicted(&mut self.mechs, core, id, up);
+                        }
                     }
                     if d > 0 && self.mechs.hooks.tlb_fill {
                         self.mechs.on_tlb_fill(core, va, size, ctx, FillFrom::Level);
@@ -140,6 +151,9 @@ impl Translator {
                     let lvl = &mut mmu.tlbs[id as usize];
                     let code = lvl.insert_absent(va, size, ctx, e);
                     lvl.stats.refills[1][code] += 1;
+                    if self.mechs.hooks.tlb_evict {
+                        evicted(&mut self.mechs, core, id, lvl);
+                    }
                 }
                 if self.mechs.hooks.tlb_fill {
                     self.mechs.on_tlb_fill(core, va, size, ctx, FillFrom::L3);
@@ -160,6 +174,9 @@ impl Translator {
             let code = if present { lvl.insert(va, size, ctx, e) } else { lvl.insert_absent(va, size, ctx, e) };
             if i < missed {
                 lvl.stats.refills[1][code] += 1;
+            }
+            if self.mechs.hooks.tlb_evict {
+                evicted(&mut self.mechs, core, id, lvl);
             }
         }
         if self.mechs.hooks.tlb_fill {

@@ -151,12 +151,14 @@ pub struct TlbArray {
     /// The set index: the page number's low bits xor the VM ID's masked by this (all ones
     /// with `tlb.set_index=vpn_xor_vm`, 0 for plain page-number bits).
     vm_mask: u64,
+    /// The entry the last fill pushed out, until [`TlbLevel::take_evicted`] takes it.
+    evicted: Option<(TlbKey, TlbEntry)>,
 }
 
 impl TlbArray {
     pub fn new(entries: u64, ways: u64, policy: Policy, seed: u64) -> TlbArray {
         let ways = ways.min(entries);
-        TlbArray { arr: SetAssoc::new((entries / ways) as usize, ways as usize, policy, seed), live: [0; CODES], group_shift: 0, vm_mask: 0 }
+        TlbArray { arr: SetAssoc::new((entries / ways) as usize, ways as usize, policy, seed), live: [0; CODES], group_shift: 0, vm_mask: 0, evicted: None }
     }
 
     /// The set of page number `vpn` of context `ctx` (see [`TlbSetIndex`]).
@@ -284,6 +286,7 @@ impl TlbArray {
         self.live[key.code()] += 1;
         if let Some(ev) = ev {
             self.live[ev.key.code()] -= 1;
+            self.evicted = Some((ev.key, TlbEntry::page(ev.val.frame, ev.val.dirty)));
         }
     }
 
@@ -476,6 +479,13 @@ impl TlbLevel {
     #[inline]
     fn smashed(&self, size: PageSize, va: VirtAddr, e: TlbEntry) -> Option<TlbEntry> {
         (self.smash_1g && size == PageSize::Size1G).then(|| TlbEntry::page(e.frame + ((va.0 >> 21) & 511) * 512, e.dirty))
+    }
+
+    /// The entry the last fill of this level pushed out, if any (for the `on_tlb_evict` hook:
+    /// take it after each fill, or it goes stale).
+    #[inline]
+    pub fn take_evicted(&mut self) -> Option<(TlbKey, TlbEntry)> {
+        self.arrays.iter_mut().find_map(|a| a.evicted.take())
     }
 
     /// How this level's arrays pick a translation's set (`tlb.set_index`).
