@@ -196,15 +196,60 @@ config_enum!(
     ThpDefrag { Always = "always", Madvise = "madvise", Never = "never" }
 );
 
-/// Declares the configuration: one line per key.
-macro_rules! config {
-    ($( $field:ident : $ty:ty = $default:expr ; $key:literal ; $doc:literal ; )*) => {
-        /// Every knob of a simulated machine. Field `a_b_c` is config key `a.b.c`.
+/// One key of a component: its name below the component's mount point, its doc (`{}` stands
+/// for the mounted structure's name), its upper bound if numeric, and what it accepts.
+pub struct ComponentKey {
+    pub suffix: &'static str,
+    pub doc: &'static str,
+    pub limit: Option<Limit>,
+    pub expected: fn() -> String,
+}
+
+/// Declares a component's parameters once: a struct whose fields are keys below wherever the
+/// configuration mounts it (`cache.l2` + `size_kb` is `cache.l2.size_kb`).
+macro_rules! component {
+    ($(#[$m:meta])* $name:ident { $( $field:ident : $ty:ty ; $suffix:literal ; $limit:expr ; $doc:literal ; )* }) => {
+        $(#[$m])*
         #[derive(Clone, Debug, PartialEq)]
-        pub struct Config { $( pub $field: $ty, )* }
+        pub struct $name { $( pub $field: $ty, )* }
+
+        impl $name {
+            /// Its keys, below a mount point.
+            pub const KEYS: &'static [ComponentKey] = &[$( ComponentKey { suffix: $suffix, doc: $doc, limit: $limit, expected: <$ty as ConfigValue>::expected } ),*];
+
+            /// Set key `suffix` (of the full key `key`); `None` if it has no such key.
+            fn set(&mut self, suffix: &str, key: &str, value: &str) -> Option<Result<(), ConfigError>> {
+                match suffix {
+                    $( $suffix => Some(match <$ty as ConfigValue>::parse(value) {
+                        Some(v) => { self.$field = v; Ok(()) }
+                        None => Err(ConfigError::BadValue { key: key.to_string(), value: value.to_string(), expected: <$ty as ConfigValue>::expected() }),
+                    }), )*
+                    _ => None,
+                }
+            }
+
+            fn get(&self, suffix: &str) -> Option<String> {
+                match suffix { $( $suffix => Some(self.$field.show()), )* _ => None }
+            }
+        }
+    };
+}
+
+/// Declares the configuration: one line per key, then the components mounted at a prefix.
+macro_rules! config {
+    (
+        $( $field:ident : $ty:ty = $default:expr ; $key:literal ; $doc:literal ; )*
+        @mounts {
+            $( $mfield:ident : $mty:ident = $mdefault:expr ; $prefix:literal ; $name:literal ; )*
+        }
+    ) => {
+        /// Every knob of a simulated machine. Field `a_b_c` is config key `a.b.c`; a
+        /// component's field `a_b.c` is key `a.b.c`.
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct Config { $( pub $field: $ty, )* $( pub $mfield: $mty, )* }
 
         impl Default for Config {
-            fn default() -> Self { Config { $( $field: $default, )* } }
+            fn default() -> Self { Config { $( $field: $default, )* $( $mfield: $mdefault, )* } }
         }
 
         /// Documentation of one config key.
@@ -218,8 +263,36 @@ macro_rules! config {
             pub max: Option<String>,
         }
 
+        /// The components' mount points: (prefix, the structure's name in docs, its keys).
+        const MOUNTS: &[(&str, &str, &[ComponentKey])] = &[$( ($prefix, $name, $mty::KEYS) ),*];
+
+        /// Every key with its doc, expected values and bound, in the order `xlat config show`
+        /// prints them: declaration order, each component's keys after the last key of its
+        /// section declared before it.
+        fn key_table() -> &'static [(&'static str, &'static str, String, Option<Limit>)] {
+            static TABLE: std::sync::LazyLock<Vec<(&'static str, &'static str, String, Option<Limit>)>> = std::sync::LazyLock::new(|| {
+                let mut t: Vec<(&'static str, &'static str, String, Option<Limit>)> =
+                    vec![$( ($key, $doc, <$ty as ConfigValue>::expected(), limit($key)), )*];
+                for (prefix, name, keys) in MOUNTS {
+                    let section = |k: &str| k.split('.').next().unwrap_or("").to_string();
+                    let at = t.iter().rposition(|e| section(e.0) == section(prefix)).map_or(t.len(), |i| i + 1);
+                    let mounted = keys.iter().map(|c| {
+                        let key: &'static str = Box::leak(format!("{prefix}.{}", c.suffix).into_boxed_str());
+                        let doc: &'static str = Box::leak(c.doc.replace("{}", name).into_boxed_str());
+                        (key, doc, (c.expected)(), c.limit)
+                    });
+                    t.splice(at..at, mounted.collect::<Vec<_>>());
+                }
+                t
+            });
+            &TABLE
+        }
+
         impl Config {
-            pub const KEYS: &'static [&'static str] = &[$($key),*];
+            /// Every key, in `xlat config show` order.
+            pub fn keys() -> Vec<&'static str> {
+                key_table().iter().map(|e| e.0).collect()
+            }
 
             /// Set one key from its text form.
             pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
@@ -230,10 +303,15 @@ macro_rules! config {
                         })?;
                         Ok(())
                     } )*
-                    _ => match crate::glossary::canonical(key) {
-                        std::borrow::Cow::Owned(one) => self.set(&one, value),
-                        _ => Err(unknown_key(key)),
-                    },
+                    _ => {
+                        $( if let Some(r) = key.strip_prefix(concat!($prefix, ".")).and_then(|s| self.$mfield.set(s, key, value)) {
+                            return r;
+                        } )*
+                        match crate::glossary::canonical(key) {
+                            std::borrow::Cow::Owned(one) => self.set(&one, value),
+                            _ => Err(unknown_key(key)),
+                        }
+                    }
                 }
             }
 
@@ -241,24 +319,31 @@ macro_rules! config {
             pub fn get(&self, key: &str) -> Option<String> {
                 match key {
                     $( $key => Some(self.$field.show()), )*
-                    _ => match crate::glossary::canonical(key) {
-                        std::borrow::Cow::Owned(one) => self.get(&one),
-                        _ => None,
-                    },
+                    _ => {
+                        $( if let Some(v) = key.strip_prefix(concat!($prefix, ".")).and_then(|s| self.$mfield.get(s)) {
+                            return Some(v);
+                        } )*
+                        match crate::glossary::canonical(key) {
+                            std::borrow::Cow::Owned(one) => self.get(&one),
+                            _ => None,
+                        }
+                    }
                 }
             }
 
-            /// Every key with its current value, in declaration order.
+            /// Every key with its current value, in `xlat config show` order.
             pub fn entries(&self) -> Vec<(&'static str, String)> {
-                vec![$( ($key, self.$field.show()), )*]
+                key_table().iter().map(|e| (e.0, self.get(e.0).unwrap_or_default())).collect()
             }
 
             pub fn schema() -> Vec<KeyInfo> {
                 let d = Config::default();
-                vec![$( KeyInfo {
-                    key: $key, default: d.$field.show(), doc: $doc, expected: <$ty as ConfigValue>::expected(),
-                    max: limit($key).map(|l| l.to_string()),
-                }, )*]
+                key_table()
+                    .iter()
+                    .map(|(key, doc, expected, lim)| KeyInfo {
+                        key, default: d.get(key).unwrap_or_default(), doc, expected: expected.clone(), max: lim.map(|l| l.to_string()),
+                    })
+                    .collect()
             }
         }
     };
@@ -331,31 +416,10 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("tlb.nested.entries", Limit::Int(ENTRIES)),
     ("tlb.nested.ways", Limit::Int(WAYS)),
     ("tlb.nested.latency", Limit::Int(LATENCY)),
-    ("pwc.l5.entries", Limit::Int(PWC)),
-    ("pwc.l4.entries", Limit::Int(PWC)),
-    ("pwc.l3.entries", Limit::Int(PWC)),
-    ("pwc.l2.entries", Limit::Int(PWC)),
-    ("pwc.flat.entries", Limit::Int(PWC)),
     ("pwc.latency", Limit::Int(LATENCY)),
-    ("cache.l1i.size_kb", Limit::Int(CACHE_KB)),
-    ("cache.l1i.ways", Limit::Int(WAYS)),
-    ("cache.l1i.latency", Limit::Int(LATENCY)),
-    ("cache.l1i.energy_nj", Limit::Real(1e6)),
-    ("cache.l1d.size_kb", Limit::Int(CACHE_KB)),
     ("cache.l1d.prefetch_degree", Limit::Int(16)),
-    ("cache.l1d.ways", Limit::Int(WAYS)),
-    ("cache.l1d.latency", Limit::Int(LATENCY)),
-    ("cache.l1d.energy_nj", Limit::Real(1e6)),
-    ("cache.l2.size_kb", Limit::Int(CACHE_KB)),
     ("cache.l2.prefetch_degree", Limit::Int(16)),
-    ("cache.l2.ways", Limit::Int(WAYS)),
-    ("cache.l2.latency", Limit::Int(LATENCY)),
-    ("cache.l2.energy_nj", Limit::Real(1e6)),
-    ("cache.llc.size_kb", Limit::Int(CACHE_KB)),
-    ("cache.llc.ways", Limit::Int(WAYS)),
     ("cache.llc.ways_per_core", Limit::Int(64)),
-    ("cache.llc.latency", Limit::Int(LATENCY)),
-    ("cache.llc.energy_nj", Limit::Real(1e6)),
     ("ptp.probability", Limit::Real(1.0)),
     ("ptp.detector_mpki", Limit::Real(1e6)),
     ("ptp.detector_epoch", Limit::Int(INTERVAL)),
@@ -407,16 +471,17 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("virt.vcpus_per_core", Limit::Int(64)),
     ("virt.vcpu_slice_cycles", Limit::Int(INTERVAL)),
     ("virt.ept_fault_cycles", Limit::Int(COST)),
-    ("virt.host_pwc.l5.entries", Limit::Int(PWC)),
-    ("virt.host_pwc.l4.entries", Limit::Int(PWC)),
-    ("virt.host_pwc.l3.entries", Limit::Int(PWC)),
-    ("virt.host_pwc.l2.entries", Limit::Int(PWC)),
-    ("virt.host_pwc.flat.entries", Limit::Int(PWC)),
 ];
 
 /// The upper bound of `key`, if it is numeric.
 pub fn limit(key: &str) -> Option<Limit> {
-    LIMITS.iter().find(|(k, _)| *k == key).map(|&(_, l)| l)
+    if let Some(&(_, l)) = LIMITS.iter().find(|(k, _)| *k == key) {
+        return Some(l);
+    }
+    MOUNTS.iter().find_map(|(prefix, _, keys)| {
+        let suffix = key.strip_prefix(prefix)?.strip_prefix('.')?;
+        keys.iter().find(|c| c.suffix == suffix)?.limit
+    })
 }
 
 /// Host memory the caches and TLBs of a machine may take, at most; a machine that would need
@@ -431,14 +496,38 @@ fn unknown_key(key: &str) -> ConfigError {
     let parts: Vec<&str> = key.split('.').collect();
     for n in (1..parts.len()).rev() {
         let prefix = format!("{}.", parts[..n].join("."));
-        let near: Vec<&str> = Config::KEYS.iter().copied().filter(|k| k.starts_with(&prefix)).collect();
+        let near: Vec<&str> = Config::keys().into_iter().filter(|k| k.starts_with(&prefix)).collect();
         if !near.is_empty() {
             return ConfigError::UnknownKey { key: key.into(), hint: format!(" (keys under '{}': {})", &prefix[..prefix.len() - 1], near.join(", ")) };
         }
     }
-    let mut sections: Vec<&str> = Config::KEYS.iter().map(|k| k.split('.').next().unwrap()).collect();
+    let mut sections: Vec<&str> = Config::keys().into_iter().map(|k| k.split('.').next().unwrap_or(k)).collect();
     sections.dedup();
     ConfigError::UnknownKey { key: key.into(), hint: format!(" (sections: {})", sections.join(", ")) }
+}
+
+component! {
+    /// A cache level: its geometry, timing, replacement and energy (`cache.l1i`, `cache.l1d`,
+    /// `cache.l2`, `cache.llc`; each level's own keys, such as its prefetcher, stay beside it).
+    CacheParams {
+        size_kb: u64; "size_kb"; Some(Limit::Int(CACHE_KB)); "{} size in KB";
+        ways: u64; "ways"; Some(Limit::Int(WAYS)); "{} associativity";
+        latency: u64; "latency"; Some(Limit::Int(LATENCY)); "{} load-to-use latency of a hit, in cycles";
+        policy: Policy; "policy"; None; "{} replacement policy";
+        energy_nj: f64; "energy_nj"; Some(Limit::Real(1e6)); "{} dynamic energy per access (nJ)";
+    }
+}
+
+component! {
+    /// A page-walk cache: entries per level of the prefixes it caches (`pwc` for the native or
+    /// guest walk, `virt.host_pwc` for the host dimension of 2D walks).
+    PwcParams {
+        l5_entries: u64; "l5.entries"; Some(Limit::Int(PWC)); "{} entries for L5 prefixes (address bits 56:48; 5-level tables only)";
+        l4_entries: u64; "l4.entries"; Some(Limit::Int(PWC)); "{} entries for L4 prefixes (bits 47:39, pointing to an L3 node)";
+        l3_entries: u64; "l3.entries"; Some(Limit::Int(PWC)); "{} entries for L3 prefixes (bits 47:30, pointing to an L2 node)";
+        l2_entries: u64; "l2.entries"; Some(Limit::Int(PWC)); "{} entries for L2 prefixes (bits 47:21, pointing to an L1 node)";
+        flat_entries: u64; "flat.entries"; Some(Limit::Int(PWC)); "{} entries for the 18-bit prefix (bits 47:30) of a flattened L4+L3 root (format fpt or fpt-l4l3; the flattening paper's FPT uses the 24-entry structure)";
+    }
 }
 
 config! {
@@ -486,39 +575,15 @@ config! {
     tlb_set_index: TlbSetIndex = TlbSetIndex::Vpn; "tlb.set_index"; "how the L1 and L2 TLBs pick a translation's set: vpn (the page number's low bits) or vpn_xor_vm (the page number xor the VM ID: the POM-TLB's hash, so a POM-TLB set's translations share one private-TLB set, as TCAT-cotagless needs)";
     tlb_thread_tagged: bool = false; "tlb.thread_tagged"; "SMT (system.threads_per_core > 1): TLB and page-walk-cache entries carry the hardware thread that filled them, so a core's threads never use each other's entries, even in one address space (AMD Zen; PT-Baker §4.4.5.1); false: competitively shared, a thread hits what its sibling filled";
     tlb_perfect: bool = false; "tlb.perfect"; "every translation hits the L1 TLB: no walks (measures what translation costs)";
-    pwc_l5_entries: u64 = 0; "pwc.l5.entries"; "page-walk cache entries for L5 prefixes (VA[56:48], 5-level tables only)";
-    pwc_l4_entries: u64 = 4; "pwc.l4.entries"; "page-walk cache entries for L4 prefixes (VA[47:39] -> L3 node)";
-    pwc_l3_entries: u64 = 4; "pwc.l3.entries"; "page-walk cache entries for L3 prefixes (VA[47:30] -> L2 node)";
-    pwc_l2_entries: u64 = 24; "pwc.l2.entries"; "page-walk cache entries for L2 prefixes (VA[47:21] -> L1 node)";
     pwc_latency: u64 = 1; "pwc.latency"; "page-walk cache lookup cycles (all levels in parallel)";
     walker_port: WalkerPort = WalkerPort::L1d; "walker.port"; "cache level where page-walk reads enter (l1d as on Intel, l2 as on AMD)";
-    cache_l1i_size_kb: u64 = 32; "cache.l1i.size_kb"; "L1 instruction cache size in KB";
-    cache_l1i_ways: u64 = 8; "cache.l1i.ways"; "L1I associativity";
-    cache_l1i_latency: u64 = 4; "cache.l1i.latency"; "L1I hit latency in cycles";
-    cache_l1i_policy: Policy = Policy::Lru; "cache.l1i.policy"; "L1I replacement policy";
-    cache_l1i_energy_nj: f64 = 0.05; "cache.l1i.energy_nj"; "L1I dynamic energy per access (nJ)";
-    cache_l1d_size_kb: u64 = 32; "cache.l1d.size_kb"; "L1 data cache size in KB";
-    cache_l1d_ways: u64 = 8; "cache.l1d.ways"; "L1D associativity";
-    cache_l1d_latency: u64 = 4; "cache.l1d.latency"; "L1D load-to-use latency on a hit, in cycles";
-    cache_l1d_policy: Policy = Policy::Lru; "cache.l1d.policy"; "L1D replacement policy";
     cache_l1d_prefetcher: Prefetcher = Prefetcher::None; "cache.l1d.prefetcher"; "L1D data prefetcher, trained on demand loads and stores: none, stride (a repeated line stride within a 4 KB page; IP-less) or stream (ascending or descending lines of a page); prefetches stay within the 4 KB page, so they need no translation";
     cache_l1d_prefetch_degree: u64 = 2; "cache.l1d.prefetch_degree"; "lines an L1D prefetcher fetches ahead once it has seen a pattern twice";
-    cache_l1d_energy_nj: f64 = 0.05; "cache.l1d.energy_nj"; "L1D dynamic energy per access (nJ)";
-    cache_l2_size_kb: u64 = 256; "cache.l2.size_kb"; "private L2 size in KB";
-    cache_l2_ways: u64 = 8; "cache.l2.ways"; "L2 associativity";
-    cache_l2_latency: u64 = 12; "cache.l2.latency"; "load-to-use latency of an L2 hit, in cycles";
-    cache_l2_policy: Policy = Policy::Lru; "cache.l2.policy"; "L2 replacement policy";
     cache_l2_prefetcher: Prefetcher = Prefetcher::None; "cache.l2.prefetcher"; "L2 data prefetcher, trained on demand data accesses that miss the L1D: none, stride or stream (see cache.l1d.prefetcher); it fills L2 and, from DRAM, the LLC";
     cache_l2_prefetch_degree: u64 = 4; "cache.l2.prefetch_degree"; "lines an L2 prefetcher fetches ahead once it has seen a pattern twice";
-    cache_l2_energy_nj: f64 = 0.12; "cache.l2.energy_nj"; "L2 dynamic energy per access (nJ)";
-    cache_llc_size_kb: u64 = 16384; "cache.llc.size_kb"; "shared last-level cache size in KB";
-    cache_llc_ways: u64 = 8; "cache.llc.ways"; "LLC associativity";
-    cache_llc_latency: u64 = 42; "cache.llc.latency"; "load-to-use latency of an LLC hit, in cycles";
-    cache_llc_policy: Policy = Policy::Lru; "cache.llc.policy"; "LLC replacement policy";
     cache_llc_ways_per_core: u64 = 0; "cache.llc.ways_per_core"; "way partitioning of the LLC (as Intel's Cache Allocation Technology): core c fills only ways c*n .. c*n+n-1, modulo the ways (they overlap when cores x n exceeds them), and hits in any; with n = ways / cores and programs that share no memory, each core has an LLC of its own. LRU or FIFO only; 0: shared";
     cache_llc_inclusive: bool = false; "cache.llc.inclusive"; "LLC evictions back-invalidate private caches";
     cache_llc_fill: LlcFill = LlcFill::Inclusive; "cache.llc.fill"; "what fills the LLC: every line fetched from DRAM (inclusive), or only lines evicted from an L2, clean or dirty (victim, as Zen's L3: an LLC hit moves the line to the L2, so the two hold different lines, unless another core's L2 put it there: a line likely shared stays, as in AMD's mostly exclusive L3; and a line another core's L2 holds is served from there, through the L3's shadow tags, at the LLC's latency)";
-    cache_llc_energy_nj: f64 = 0.6; "cache.llc.energy_nj"; "LLC dynamic energy per access (nJ)";
     ptp_mode: PtpMode = PtpMode::Always; "ptp.mode"; "caches with policy=ptp: prioritize page-table lines always, or only in TLB-miss phases (detector)";
     ptp_probability: f64 = 0.99; "ptp.probability"; "probability that a victim is the LRU non-page-table line (the paper's 99 %)";
     ptp_detector_mpki: f64 = 5.0; "ptp.detector_mpki"; "detector: a core is in a TLB-miss phase when its L2 TLB MPKI over the last epoch is at least this (the paper gives no threshold)";
@@ -559,7 +624,6 @@ config! {
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
     pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format: radix4, radix5, fpt (L4+L3 and L2+L1 flattened into 2 MB nodes, with the FPT+NF rule), fpt-l3l2 (the paper's Linux prototype), fpt-l4l3 (flattened root only)";
     pt_nf_threshold: u64 = 32; "pt.nf_threshold"; "pt.format=fpt: a 1 GB region whose flattened L2+L1 node comes to hold this many 2 MB pages is unflattened below the root (FPT+NF; the paper's 32; 0: never)";
-    pwc_flat_entries: u64 = 24; "pwc.flat.entries"; "page-walk cache entries for the 18-bit prefix VA[47:30] of a flattened L4+L3 root (the flattening paper's FPT uses the 24-entry structure)";
     os_page_policy: PagePolicy = PagePolicy::Never; "os.page_policy"; "page sizes the OS maps: never (4 KB only), ideal (every eligible 2 MB region in 2 MB pages), thp (Linux THP enabled=always), madvise (Linux THP enabled=madvise: os.madvise_regions only), freebsd (FreeBSD reservations, promoted in place when full)";
     os_madvise_regions: String = String::new(); "os.madvise_regions"; "page_policy=madvise: comma-separated names of the workload regions that call madvise(MADV_HUGEPAGE) ('*': all; empty: none, as a program that never calls it)";
     os_thp_defrag: ThpDefrag = ThpDefrag::Madvise; "os.thp_defrag"; "Linux THP defrag: a huge-page fault that finds no free 2 MB block compacts memory always, in madvised regions only (madvise, Linux's default) or never";
@@ -599,14 +663,17 @@ config! {
     virt_switch_cycles: u64 = 8000; "virt.switch_cycles"; "direct cost of switching a core to another VM (VM exit, host scheduler switch between vCPU threads, VMCS load, VM entry; ~4 us at 2 GHz, an assumption)";
     virt_ept_fault_cycles: u64 = 5000; "virt.ept_fault_cycles"; "cycles per EPT violation (a guest-physical page the host has not mapped yet): VM exit, KVM's fault path, VM entry (~2.5 us, an assumption); host page zeroing is charged as for os.page_copy_cycles";
     virt_nested_tlb_data: bool = true; "virt.nested_tlb_data"; "the nested TLB also caches the final data gPA->hPA translation, not only those of guest page-table entries (the flattening paper leaves this open)";
-    virt_host_pwc_l5_entries: u64 = 0; "virt.host_pwc.l5.entries"; "host vPWC entries for L5 gPA prefixes (virt.host_pt.format=radix5 only)";
-    virt_host_pwc_l4_entries: u64 = 4; "virt.host_pwc.l4.entries"; "host vPWC (vPSC) entries for L4 gPA prefixes; the flattening paper gives no size, so the PWC row of its Tab. 1 (4)";
-    virt_host_pwc_l3_entries: u64 = 4; "virt.host_pwc.l3.entries"; "host vPWC entries for L3 gPA prefixes (Tab. 1's PWC row: 4)";
-    virt_host_pwc_l2_entries: u64 = 24; "virt.host_pwc.l2.entries"; "host vPWC entries for L2 gPA prefixes (Tab. 1's PWC row: 24)";
-    virt_host_pwc_flat_entries: u64 = 24; "virt.host_pwc.flat.entries"; "host vPWC entries for the 18-bit prefix of a flattened host root (virt.host_pt.format=fpt|fpt-l4l3), as pwc.flat.entries for the guest";
     tlb_nested_entries: u64 = 16; "tlb.nested.entries"; "nested TLB entries caching gPA->hPA translations for 2D walks (flattening paper Tab. 1: 16, fully associative; 0: none)";
     tlb_nested_ways: u64 = 16; "tlb.nested.ways"; "nested TLB associativity (entries = fully associative)";
     tlb_nested_latency: u64 = 1; "tlb.nested.latency"; "nested TLB lookup cycles (Tab. 1: 1)";
+    @mounts {
+        cache_l1i: CacheParams = CacheParams { size_kb: 32, ways: 8, latency: 4, policy: Policy::Lru, energy_nj: 0.05 }; "cache.l1i"; "L1 instruction cache";
+        cache_l1d: CacheParams = CacheParams { size_kb: 32, ways: 8, latency: 4, policy: Policy::Lru, energy_nj: 0.05 }; "cache.l1d"; "L1 data cache";
+        cache_l2: CacheParams = CacheParams { size_kb: 256, ways: 8, latency: 12, policy: Policy::Lru, energy_nj: 0.12 }; "cache.l2"; "private L2 cache";
+        cache_llc: CacheParams = CacheParams { size_kb: 16384, ways: 8, latency: 42, policy: Policy::Lru, energy_nj: 0.6 }; "cache.llc"; "shared last-level cache";
+        pwc: PwcParams = PwcParams { l5_entries: 0, l4_entries: 4, l3_entries: 4, l2_entries: 24, flat_entries: 24 }; "pwc"; "page-walk cache";
+        virt_host_pwc: PwcParams = PwcParams { l5_entries: 0, l4_entries: 4, l3_entries: 4, l2_entries: 24, flat_entries: 24 }; "virt.host_pwc"; "host page-walk cache (vPWC, of guest-physical prefixes in 2D walks)";
+    }
 }
 
 impl Config {
@@ -678,12 +745,14 @@ impl Config {
         geometry("tlb.l2.entries", self.tlb_l2_entries, self.tlb_l2_ways, false)?;
         geometry("tlb.l2.entries_1g", self.tlb_l2_entries_1g, self.tlb_l2_ways_1g, true)?;
         geometry("tlb.l2i.entries", self.tlb_l2i_entries, self.tlb_l2i_ways, true)?;
+        // (More ways than entries: fully associative.)
+        geometry("tlb.pdc.entries", self.tlb_pdc_entries, self.tlb_pdc_ways.min(self.tlb_pdc_entries), true)?;
         geometry("tlb.l2.entries_coalesced", self.tlb_l2_entries_coalesced, self.tlb_l2_ways_coalesced, true)?;
         for (key, kb, ways) in [
-            ("cache.l1i.size_kb", self.cache_l1i_size_kb, self.cache_l1i_ways),
-            ("cache.l1d.size_kb", self.cache_l1d_size_kb, self.cache_l1d_ways),
-            ("cache.l2.size_kb", self.cache_l2_size_kb, self.cache_l2_ways),
-            ("cache.llc.size_kb", self.cache_llc_size_kb, self.cache_llc_ways),
+            ("cache.l1i.size_kb", self.cache_l1i.size_kb, self.cache_l1i.ways),
+            ("cache.l1d.size_kb", self.cache_l1d.size_kb, self.cache_l1d.ways),
+            ("cache.l2.size_kb", self.cache_l2.size_kb, self.cache_l2.ways),
+            ("cache.llc.size_kb", self.cache_llc.size_kb, self.cache_llc.ways),
         ] {
             geometry(key, kb * 1024 / crate::LINE_BYTES, ways, false)?;
         }
@@ -711,7 +780,7 @@ impl Config {
         if self.ptp_detector_epoch == 0 {
             return Err(invalid("ptp.detector_epoch", "must be at least 1".into()));
         }
-        for (key, p) in [("cache.l1i.policy", self.cache_l1i_policy), ("cache.l1d.policy", self.cache_l1d_policy)] {
+        for (key, p) in [("cache.l1i.policy", self.cache_l1i.policy), ("cache.l1d.policy", self.cache_l1d.policy)] {
             if p == Policy::Ptp {
                 return Err(invalid(key, "ptp applies to L2 and the LLC (the paper leaves L1 alone)".into()));
             }
@@ -732,7 +801,7 @@ impl Config {
         if self.csalt_epoch == 0 {
             return Err(invalid("csalt.epoch", "must be at least 1".into()));
         }
-        for (key, p) in [("cache.l2.policy", self.cache_l2_policy), ("cache.llc.policy", self.cache_llc_policy)] {
+        for (key, p) in [("cache.l2.policy", self.cache_l2.policy), ("cache.llc.policy", self.cache_llc.policy)] {
             if matches!(p, Policy::CsaltD | Policy::CsaltCd) && !self.pomtlb_enabled {
                 return Err(invalid(key, "CSALT partitions between data and POM-TLB lines: it needs pomtlb.enabled=true".into()));
             }
@@ -752,21 +821,21 @@ impl Config {
         if self.system_threads_per_core == 0 {
             return Err(invalid("system.threads_per_core", "must be at least 1".into()));
         }
-        if self.system_threads_per_core > 1 && self.ptp_mode == PtpMode::Detector && [self.cache_l2_policy, self.cache_llc_policy].contains(&Policy::Ptp) {
+        if self.system_threads_per_core > 1 && self.ptp_mode == PtpMode::Detector && [self.cache_l2.policy, self.cache_llc.policy].contains(&Policy::Ptp) {
             return Err(invalid("ptp.mode", "the TLB-miss phase detector is per core: it needs system.threads_per_core=1".into()));
         }
         if self.cache_llc_ways_per_core > 0 {
-            if self.cache_llc_ways_per_core > self.cache_llc_ways {
+            if self.cache_llc_ways_per_core > self.cache_llc.ways {
                 return Err(invalid(
                     "cache.llc.ways_per_core",
-                    format!("{} is more than the LLC's {} ways", self.cache_llc_ways_per_core, self.cache_llc_ways),
+                    format!("{} is more than the LLC's {} ways", self.cache_llc_ways_per_core, self.cache_llc.ways),
                 ));
             }
-            if self.cache_llc_ways > 64 {
-                return Err(invalid("cache.llc.ways_per_core", format!("way partitioning supports LLCs of at most 64 ways, not {}", self.cache_llc_ways)));
+            if self.cache_llc.ways > 64 {
+                return Err(invalid("cache.llc.ways_per_core", format!("way partitioning supports LLCs of at most 64 ways, not {}", self.cache_llc.ways)));
             }
-            if !matches!(self.cache_llc_policy, Policy::Lru | Policy::Fifo) {
-                return Err(invalid("cache.llc.ways_per_core", format!("way partitioning needs cache.llc.policy lru or fifo, not {}", self.cache_llc_policy)));
+            if !matches!(self.cache_llc.policy, Policy::Lru | Policy::Fifo) {
+                return Err(invalid("cache.llc.ways_per_core", format!("way partitioning needs cache.llc.policy lru or fifo, not {}", self.cache_llc.policy)));
             }
         }
         if self.cache_llc_fill == LlcFill::Victim && self.cache_llc_inclusive {
@@ -812,26 +881,26 @@ impl Config {
             return Err(invalid("core.freq_ghz", "must be positive".into()));
         }
         for (key, n) in [
-            ("pwc.l2.entries", self.pwc_l2_entries),
-            ("pwc.l3.entries", self.pwc_l3_entries),
-            ("pwc.l4.entries", self.pwc_l4_entries),
-            ("pwc.l5.entries", self.pwc_l5_entries),
+            ("pwc.l2.entries", self.pwc.l2_entries),
+            ("pwc.l3.entries", self.pwc.l3_entries),
+            ("pwc.l4.entries", self.pwc.l4_entries),
+            ("pwc.l5.entries", self.pwc.l5_entries),
         ] {
             geometry(key, n, n, true)?;
         }
         if self.pt_nf_threshold > 512 {
             return Err(invalid("pt.nf_threshold", "a 1 GB region holds at most 512 2 MB pages".into()));
         }
-        geometry("pwc.flat.entries", self.pwc_flat_entries, self.pwc_flat_entries, true)?;
-        geometry("virt.host_pwc.flat.entries", self.virt_host_pwc_flat_entries, self.virt_host_pwc_flat_entries, true)?;
-        if self.pt_format != PtFormat::Radix5 && self.pwc_l5_entries > 0 {
+        geometry("pwc.flat.entries", self.pwc.flat_entries, self.pwc.flat_entries, true)?;
+        geometry("virt.host_pwc.flat.entries", self.virt_host_pwc.flat_entries, self.virt_host_pwc.flat_entries, true)?;
+        if self.pt_format != PtFormat::Radix5 && self.pwc.l5_entries > 0 {
             return Err(invalid("pwc.l5.entries", "only pt.format=radix5 has an L5 level; set it or 0 entries".into()));
         }
         for (key, v) in [
-            ("cache.l1i.energy_nj", self.cache_l1i_energy_nj),
-            ("cache.l1d.energy_nj", self.cache_l1d_energy_nj),
-            ("cache.l2.energy_nj", self.cache_l2_energy_nj),
-            ("cache.llc.energy_nj", self.cache_llc_energy_nj),
+            ("cache.l1i.energy_nj", self.cache_l1i.energy_nj),
+            ("cache.l1d.energy_nj", self.cache_l1d.energy_nj),
+            ("cache.l2.energy_nj", self.cache_l2.energy_nj),
+            ("cache.llc.energy_nj", self.cache_llc.energy_nj),
             ("dram.energy_nj", self.dram_energy_nj),
             ("dram.latency_ns", self.dram_latency_ns),
             ("dram.bandwidth_gbps", self.dram_bandwidth_gbps),
@@ -845,8 +914,8 @@ impl Config {
 
     /// Every numeric key within its [`LIMITS`], and the whole machine within host memory.
     fn check_limits(&self) -> Result<(), ConfigError> {
-        for &(key, lim) in LIMITS {
-            let Some(text) = self.get(key) else { continue };
+        for &(key, _, _, lim) in key_table() {
+            let (Some(lim), Some(text)) = (lim, self.get(key)) else { continue };
             let why = match lim {
                 Limit::Int(max) => u64::parse(&text).is_none_or(|v| v > max).then(|| format!("{text} is more than the {max} supported")),
                 Limit::IntRange(min, max) => u64::parse(&text).is_none_or(|v| v < min || v > max).then(|| format!("must be between {min} and {max}")),
@@ -881,11 +950,12 @@ impl Config {
             + self.tlb_l1i_entries_2m
             + self.tlb_l2_entries
             + self.tlb_l2_entries_1g
+            + self.tlb_pdc_entries
             + self.tlb_nested_entries
-            + lines(self.cache_l1i_size_kb)
-            + lines(self.cache_l1d_size_kb)
-            + lines(self.cache_l2_size_kb);
-        self.system_cores * per_core + lines(self.cache_llc_size_kb)
+            + lines(self.cache_l1i.size_kb)
+            + lines(self.cache_l1d.size_kb)
+            + lines(self.cache_l2.size_kb);
+        self.system_cores * per_core + lines(self.cache_llc.size_kb)
     }
 
     /// The OS and physical-memory keys.
@@ -969,16 +1039,16 @@ impl Config {
             return Err(invalid("virt.switch_interval_cycles", "must be at least 1".into()));
         }
         for (key, n) in [
-            ("virt.host_pwc.l2.entries", self.virt_host_pwc_l2_entries),
-            ("virt.host_pwc.l3.entries", self.virt_host_pwc_l3_entries),
-            ("virt.host_pwc.l4.entries", self.virt_host_pwc_l4_entries),
-            ("virt.host_pwc.l5.entries", self.virt_host_pwc_l5_entries),
+            ("virt.host_pwc.l2.entries", self.virt_host_pwc.l2_entries),
+            ("virt.host_pwc.l3.entries", self.virt_host_pwc.l3_entries),
+            ("virt.host_pwc.l4.entries", self.virt_host_pwc.l4_entries),
+            ("virt.host_pwc.l5.entries", self.virt_host_pwc.l5_entries),
         ] {
             if n > 4096 {
                 return Err(invalid(key, format!("{n} entries is more than the 4096 supported")));
             }
         }
-        if self.virt_host_pt_format == PtFormat::Radix4 && self.virt_host_pwc_l5_entries > 0 {
+        if self.virt_host_pt_format == PtFormat::Radix4 && self.virt_host_pwc.l5_entries > 0 {
             return Err(invalid("virt.host_pwc.l5.entries", "a 4-level host table has no L5 level; set virt.host_pt.format=radix5 or 0 entries".into()));
         }
         if self.tlb_nested_entries > 0 {
@@ -1062,7 +1132,7 @@ mod tests {
             assert_eq!(numeric, k.max.is_some(), "{}: numeric keys need an entry in LIMITS, others none", k.key);
         }
         for (key, _) in LIMITS {
-            assert!(Config::KEYS.contains(key), "LIMITS names '{key}', which is not a key");
+            assert!(Config::keys().contains(key), "LIMITS names '{key}', which is not a key");
         }
     }
 

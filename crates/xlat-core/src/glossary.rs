@@ -658,6 +658,11 @@ pub fn markdown() -> String {
         s.push_str(&format!("| `<{}>` | {} | {} |\n", p.name, cell(&values), cell(p.doc)));
     }
     s.push('\n');
+    let renamed: Vec<String> = RENAMED.iter().map(|(old, new)| format!("`{old}*` is `{new}*`")).collect();
+    s.push_str(&format!(
+        "Each structure has one name, in statistics as in configuration keys. Older names are still accepted wherever a statistic or a key is looked up by name: {}.\n\n",
+        renamed.join(", ")
+    ));
     s.push_str(SUMMARY);
     s.push_str(&format!("## All statistics ({} entries)\n", ENTRIES.len()));
     for sec in Section::ALL {

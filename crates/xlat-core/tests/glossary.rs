@@ -185,7 +185,7 @@ fn old_structure_names_are_aliases() {
     assert_eq!(canonical("xvpwc.l2.hits"), "xvpwc.l2.hits");
     assert!(glossary::lookup("core1.nested_tlb.misses").is_some());
     let c = Config::from_pairs([("nested_tlb.entries", "8"), ("vpwc.l3.entries", "2")]).unwrap();
-    assert_eq!((c.tlb_nested_entries, c.virt_host_pwc_l3_entries), (8, 2));
+    assert_eq!((c.tlb_nested_entries, c.virt_host_pwc.l3_entries), (8, 2));
     assert_eq!(c.get("nested_tlb.entries").as_deref(), Some("8"));
     assert!(Config::from_pairs([("nested_tlb.entriez", "8")]).is_err());
 }

@@ -77,7 +77,7 @@ fn a_walk_takes_only_as_long_as_its_own_reads() {
     let pairs = [("core.mshrs", "1"), ("core.walkers", "1"), ("pwc.l4.entries", "0"), ("pwc.l3.entries", "0"), ("pwc.l2.entries", "0")];
     let s = run(&cfg(true, &pairs), common::random_refs(50_000, 4 * GB, 3), region(4 * GB), true);
     let c = Config::default();
-    let worst_read = c.cache_llc_latency + c.dram_latency_cycles();
+    let worst_read = c.cache_llc.latency + c.dram_latency_cycles();
     let bound = (c.pwc_latency + 4 * 2 * worst_read) as f64;
     assert!(s.f("walk_cycles_per_walk") < bound, "{} >= {bound}", s.f("walk_cycles_per_walk"));
     assert!(s.f("walk_cycles.hist.ge4096") == 0.0);

@@ -31,7 +31,7 @@ struct CoreState {
 impl PtpDetector {
     /// The detector, if `cfg` asks for one (`ptp.mode=detector` and a cache with policy `ptp`).
     pub fn from_config(cfg: &Config, cores: usize) -> Option<PtpDetector> {
-        let on = cfg.ptp_mode == PtpMode::Detector && (cfg.cache_l2_policy == Policy::Ptp || cfg.cache_llc_policy == Policy::Ptp);
+        let on = cfg.ptp_mode == PtpMode::Detector && (cfg.cache_l2.policy == Policy::Ptp || cfg.cache_llc.policy == Policy::Ptp);
         on.then(|| PtpDetector::new(cfg.ptp_detector_epoch, cfg.ptp_detector_mpki, cfg.ptp_probability, cfg.ptp_per_context, cores))
     }
 

@@ -114,10 +114,10 @@ pub struct CoreMem {
 impl CoreMem {
     fn new(cfg: &Config, s: u64) -> CoreMem {
         CoreMem {
-            l1i: Cache::new(cfg.cache_l1i_size_kb, cfg.cache_l1i_ways, cfg.cache_l1i_latency, cfg.cache_l1i_policy, cfg.cache_l1i_energy_nj, s + 4),
-            l1d: Cache::new(cfg.cache_l1d_size_kb, cfg.cache_l1d_ways, cfg.cache_l1d_latency, cfg.cache_l1d_policy, cfg.cache_l1d_energy_nj, s + 5)
+            l1i: Cache::new(cfg.cache_l1i.size_kb, cfg.cache_l1i.ways, cfg.cache_l1i.latency, cfg.cache_l1i.policy, cfg.cache_l1i.energy_nj, s + 4),
+            l1d: Cache::new(cfg.cache_l1d.size_kb, cfg.cache_l1d.ways, cfg.cache_l1d.latency, cfg.cache_l1d.policy, cfg.cache_l1d.energy_nj, s + 5)
                 .with_prefetcher(cfg.cache_l1d_prefetcher != Prefetcher::None),
-            l2: Cache::new(cfg.cache_l2_size_kb, cfg.cache_l2_ways, cfg.cache_l2_latency, cfg.cache_l2_policy, cfg.cache_l2_energy_nj, s + 6)
+            l2: Cache::new(cfg.cache_l2.size_kb, cfg.cache_l2.ways, cfg.cache_l2.latency, cfg.cache_l2.policy, cfg.cache_l2.energy_nj, s + 6)
                 .with_csalt(cfg)
                 .with_prefetcher(cfg.cache_l2_prefetcher != Prefetcher::None),
             mshrs: Units::new(cfg.core_mshrs),
@@ -199,14 +199,14 @@ impl MemorySide {
             core_of: (0..contexts).map(|i| i / per).collect(),
             smt: per > 1,
             cores: (0..cores as u64).map(|i| CoreMem::new(cfg, core_seed(seed, i))).collect(),
-            llc: Cache::new(cfg.cache_llc_size_kb, cfg.cache_llc_ways, cfg.cache_llc_latency, cfg.cache_llc_policy, cfg.cache_llc_energy_nj, seed ^ 0x11c)
+            llc: Cache::new(cfg.cache_llc.size_kb, cfg.cache_llc.ways, cfg.cache_llc.latency, cfg.cache_llc.policy, cfg.cache_llc.energy_nj, seed ^ 0x11c)
                 .with_csalt(cfg)
                 .with_ways_per_owner(cores, cfg.cache_llc_ways_per_core),
             dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj),
             stacked: Dram::new(cfg.pomtlb_latency, cfg.pomtlb_bandwidth_gbps, cfg.core_freq_ghz, 0.0),
             tlb_lo: if cfg.pomtlb_enabled { (cfg.pomtlb_base_gb << 30) / crate::LINE_BYTES } else { u64::MAX },
-            partitioned: [cfg.cache_l2_policy, cfg.cache_llc_policy].iter().any(|p| matches!(p, Policy::CsaltD | Policy::CsaltCd)),
-            cd: [cfg.cache_l2_policy, cfg.cache_llc_policy].contains(&Policy::CsaltCd).then(|| Box::new(CdEstimator::new(cfg, cores))),
+            partitioned: [cfg.cache_l2.policy, cfg.cache_llc.policy].iter().any(|p| matches!(p, Policy::CsaltD | Policy::CsaltCd)),
+            cd: [cfg.cache_l2.policy, cfg.cache_llc.policy].contains(&Policy::CsaltCd).then(|| Box::new(CdEstimator::new(cfg, cores))),
             walk_entry: match cfg.walker_port {
                 WalkerPort::L1d => Entry::L1d,
                 WalkerPort::L2 => Entry::L2,
@@ -729,9 +729,9 @@ impl CdEstimator {
             l1t_acc: cfg.tlb_l1d_latency as f64,
             l2t_acc: cfg.tlb_l2_latency as f64,
             l3t_acc: cfg.pomtlb_latency as f64,
-            l1d_acc: cfg.cache_l1d_latency as f64,
-            l2d_acc: cfg.cache_l2_latency as f64,
-            l3d_acc: cfg.cache_llc_latency as f64,
+            l1d_acc: cfg.cache_l1d.latency as f64,
+            l2d_acc: cfg.cache_l2.latency as f64,
+            l3d_acc: cfg.cache_llc.latency as f64,
             // Until an epoch has measured them: even odds, a walk of four DRAM reads.
             l3d_hit: 0.5,
             l3t_hit: 0.5,

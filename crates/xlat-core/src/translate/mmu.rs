@@ -111,21 +111,21 @@ impl Mmu {
         // A PWC table is indexed by the lowest level of the node whose entries it caches
         // (tag = VA >> 12+9(level-1)). A flattened L4+L3 root's entries are keyed by
         // VA[47:30], like L3 entries, in the table the paper sizes separately.
-        let mut pwc_entries = [0, 0, cfg.pwc_l2_entries, cfg.pwc_l3_entries, cfg.pwc_l4_entries, cfg.pwc_l5_entries];
+        let mut pwc_entries = [0, 0, cfg.pwc.l2_entries, cfg.pwc.l3_entries, cfg.pwc.l4_entries, cfg.pwc.l5_entries];
         if matches!(cfg.pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
-            pwc_entries[3] = cfg.pwc_flat_entries;
+            pwc_entries[3] = cfg.pwc.flat_entries;
         }
         if cfg.pt_format != PtFormat::Radix5 {
             pwc_entries[5] = 0;
         }
         let v = cfg.virt_enabled;
         let mut vpwc_entries = if v {
-            [0, 0, cfg.virt_host_pwc_l2_entries, cfg.virt_host_pwc_l3_entries, cfg.virt_host_pwc_l4_entries, cfg.virt_host_pwc_l5_entries]
+            [0, 0, cfg.virt_host_pwc.l2_entries, cfg.virt_host_pwc.l3_entries, cfg.virt_host_pwc.l4_entries, cfg.virt_host_pwc.l5_entries]
         } else {
             [0; 6]
         };
         if v && matches!(cfg.virt_host_pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
-            vpwc_entries[3] = cfg.virt_host_pwc_flat_entries;
+            vpwc_entries[3] = cfg.virt_host_pwc.flat_entries;
         }
         // Zen's L2 ITLB holds 4 KB and 2 MB pages; a 1 GB code page is cached as the 2 MB
         // piece holding the fetch (seeds/002 T1: "smashed").
