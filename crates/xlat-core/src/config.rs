@@ -152,6 +152,10 @@ config_enum!(
     ShootdownProtocol { Ipi = "ipi", KvmTlb = "kvm_tlb", TcatCotag = "tcat-cotag", TcatCotagless = "tcat-cotagless" }
 );
 config_enum!(
+    /// What the translation checker does when a core uses a stale translation.
+    OnStale { Fail = "fail", Count = "count" }
+);
+config_enum!(
     /// How the PCC daemon picks among the cores' candidate lists.
     PccPromotion { RoundRobin = "round-robin", Highest = "highest" }
 );
@@ -411,6 +415,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("tlb.l2.ways_coalesced", Limit::Int(WAYS)),
     ("tlb.l2i.entries", Limit::Int(ENTRIES)),
     ("tlb.l2i.ways", Limit::Int(WAYS)),
+    ("check.translations", Limit::Int(INTERVAL)),
     ("tlb.pdc.entries", Limit::Int(ENTRIES)),
     ("tlb.pdc.ways", Limit::Int(ENTRIES)),
     ("tlb.nested.entries", Limit::Int(ENTRIES)),
@@ -638,6 +643,8 @@ config! {
     os_shootdown_remote_cycles: u64 = 2000; "os.shootdown_remote_cycles"; "cycles each other core running the address space loses to the shootdown interrupt (entry, invalidation, ack; ~1 us, an assumption)";
     os_call_cycles: u64 = 1000; "os.call_cycles"; "cycles of a system call that changes the program's mappings (munmap, mprotect, move_pages in a trace or kernel: entry, exit and VMA work, ~0.5 us), besides the shootdown it issues and the pages it copies";
     os_shootdown_local_cycles: u64 = 200; "os.shootdown_local_cycles"; "cycles of a shootdown no other core needs (a local INVLPG or flush, ~100 ns)";
+    check_translations: u64 = 0; "check.translations"; "check every N-th translation a core uses against a functional walk of the current page tables (both dimensions in a VM): 1 checks every reference (tests), larger N samples (studies); 0: off. See check.on_stale";
+    check_on_stale: OnStale = OnStale::Fail; "check.on_stale"; "when a checked translation is stale: fail (stop the run with one line naming the core, the address and both frames) or count (statistic stale_translation_uses)";
     shootdown_protocol: ShootdownProtocol = ShootdownProtocol::Ipi; "shootdown.protocol"; "how TLBs are kept coherent when a mapping changes: ipi (interrupt every core that runs the address space, wait for each; a preempted vCPU acks when it runs again), kvm_tlb (KVM's paravirtual flush: running vCPUs get IPIs, preempted ones flush all their entries when rescheduled), tcat-cotag or tcat-cotagless (TCAT: rewrite and flush the page's POM-TLB line; its TLB sharers drop the entries homed there, or the whole matching set; needs pomtlb.enabled)";
     os_flush_ceiling_pages: u64 = 33; "os.flush_ceiling_pages"; "a shootdown of more 4 KB pages than this flushes the address space's whole TLB and PWC contents instead (Linux x86 tlb_single_page_flush_ceiling)";
     os_processes: u64 = 1; "os.processes"; "copies of the workload, each in its own address space; every core time-slices its stream among them round-robin";

@@ -35,6 +35,8 @@ pub enum SimError {
     GuestOutOfMemory { vm: usize, gb: u64, va: u64 },
     #[error("host memory ({gb} GB) is exhausted backing guest-physical address {gpa:#x} of VM {vm}; raise phys.size_gb or lower virt.vms")]
     HostOutOfMemory { vm: usize, gb: u64, gpa: u64 },
+    #[error("core {core} used a stale translation of {va:#x}: frame {used:#x}, where the page tables now give {}", now.map_or("no mapping".to_string(), |f| format!("frame {f:#x}")))]
+    StaleTranslation { core: usize, va: u64, used: u64, now: Option<u64> },
     #[error("interrupted")]
     Interrupted,
     #[error("the warm-up ({warmup} references) is not shorter than the workload, which ended after {done}: nothing was measured (lower the warm-up or enlarge the workload)")]

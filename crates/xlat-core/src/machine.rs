@@ -148,7 +148,8 @@ impl Machine {
         for (i, clock, period, first) in mechs.tasks() {
             sched.add(crate::os::sched::Work::Mech(i), clock, period, first);
         }
-        let xl = Translator { cfg: cfg.clone(), mmus, contexts, os, vms, sched, mechs, walk, virt: cfg.virt_enabled };
+        let checker = crate::translate::check::Checker::from_config(cfg);
+        let xl = Translator { cfg: cfg.clone(), mmus, contexts, os, vms, sched, mechs, checker, walk, virt: cfg.virt_enabled };
         Ok(Machine { xl, mem: MemorySide::new(cfg, streams, seed), interval: 0, marks: Vec::new(), host_times: None })
     }
 
@@ -412,6 +413,7 @@ fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             emit_os(&mut s, "", &[&xl.os], top);
         }
         xl.mechs.emit_stats(&mut s);
+        xl.checker.emit(&mut s);
         s
     }
 }
@@ -498,6 +500,7 @@ impl Translator {
             vm.os.counters = Default::default();
         }
         self.mechs.reset_stats();
+        self.checker.reset_stats();
     }
 
     /// Invalidate the translations `what` names on core `c`: in its TLBs and page-walk cache

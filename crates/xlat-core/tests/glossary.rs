@@ -103,7 +103,13 @@ fn cases() -> Vec<Case> {
     if has_key("shootdown.protocol") {
         v.push((
             "tcat",
-            vec![("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1"), ("shootdown.protocol", "tcat-cotagless"), ("tlb.set_index", "vpn_xor_vm")],
+            vec![
+                ("pomtlb.enabled", "true"),
+                ("pomtlb.size_mb", "1"),
+                ("shootdown.protocol", "tcat-cotagless"),
+                ("tlb.set_index", "vpn_xor_vm"),
+                ("check.translations", "7"),
+            ],
             2,
             false,
         ));

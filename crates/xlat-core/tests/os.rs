@@ -14,8 +14,9 @@ const GB: u64 = 1 << 30;
 /// A 1 GB-aligned user address, like a large mmap.
 const BASE: u64 = 0x7f00_0000_0000;
 
+/// A configuration whose every translation used is checked against the page tables.
 fn cfg(pairs: &[(&str, &str)]) -> Config {
-    Config::from_pairs(pairs.iter().copied()).unwrap()
+    Config::from_pairs([("check.translations", "1")].into_iter().chain(pairs.iter().copied())).unwrap()
 }
 
 fn region(name: &str, start: u64, len: u64) -> Region {
@@ -432,6 +433,7 @@ fn shootdowns_leave_no_stale_translation_anywhere() {
             ("pomtlb.enabled", if seed % 4 < 2 { "true" } else { "false" }),
             ("pomtlb.size_mb", "1"),
             ("shootdown.protocol", protocol),
+            ("check.translations", "1"),
             ("tlb.set_index", if seed % 2 == 0 || protocol == "tcat-cotagless" { "vpn_xor_vm" } else { "vpn" }),
         ]);
         let len = 16 * MB;

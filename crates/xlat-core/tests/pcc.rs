@@ -16,7 +16,8 @@ const HOT: u64 = 2;
 /// Small TLBs (16-entry L1, 64-entry L2: 256 KB of reach), so that random 4 KB accesses
 /// inside one 2 MB region keep missing, and the PCC on.
 fn cfg(extra: &[(&str, &str)]) -> Config {
-    let mut pairs = vec![("tlb.l1d.entries", "16"), ("tlb.l2.entries", "64"), ("tlb.l2.ways", "4"), ("pcc.enabled", "true")];
+    // (Promotions change mappings: every translation used is checked.)
+    let mut pairs = vec![("tlb.l1d.entries", "16"), ("tlb.l2.entries", "64"), ("tlb.l2.ways", "4"), ("pcc.enabled", "true"), ("check.translations", "1")];
     pairs.extend_from_slice(extra);
     Config::from_pairs(pairs).unwrap()
 }

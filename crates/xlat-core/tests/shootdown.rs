@@ -12,7 +12,8 @@ use common::{region, BASE};
 const MB: u64 = 1 << 20;
 
 fn cfg(pairs: &[(&str, &str)]) -> Config {
-    let mut all = vec![("virt.enabled", "true"), ("virt.guest_mem_gb", "2"), ("phys.size_gb", "8"), ("system.cores", "2")];
+    // (Every translation used is checked against the page tables.)
+    let mut all = vec![("virt.enabled", "true"), ("virt.guest_mem_gb", "2"), ("phys.size_gb", "8"), ("system.cores", "2"), ("check.translations", "1")];
     all.extend_from_slice(pairs);
     Config::from_pairs(all).unwrap()
 }
@@ -143,4 +144,28 @@ fn tcat_needs_its_pom_tlb_and_the_shared_index() {
     assert!(err(&[("shootdown.protocol", "tcat-cotagless"), ("pomtlb.enabled", "true")]).contains("tlb.set_index=vpn_xor_vm"));
     assert!(err(&[("shootdown.protocol", "kvm_tlb")]).contains("virt.enabled=true"));
     assert!(err(&[("shootdown.protocol", "tcat")]).contains("tcat-cotag"), "the choices are listed");
+}
+
+/// The checker catches a stale translation the moment a core uses it: here a guest unmaps a
+/// page behind the machine's back (no shootdown), and the next load of it through the TLB
+/// fails the run with one line; counting instead, the run goes on.
+#[test]
+fn the_checker_catches_a_missed_shootdown() {
+    for on_stale in ["fail", "count"] {
+        let c = cfg(&[("check.on_stale", on_stale)]);
+        let mut m = Machine::new(&c, 2, region(16 * MB), 1).unwrap();
+        let va = BASE + 7 * 4096;
+        m.step(0, Ref::load(va, 1)).unwrap();
+        let space = m.xl.contexts[0].space;
+        assert!(m.xl.vms[0].os.unmap(space, VirtAddr(va)).unwrap());
+        m.xl.vms[0].os.pending.clear();
+        let r = m.step(0, Ref::load(va, 1));
+        if on_stale == "fail" {
+            let e = r.unwrap_err().to_string();
+            assert!(e.starts_with("core 0 used a stale translation of 0x7f0000007000") && e.ends_with("no mapping"), "{e}");
+        } else {
+            r.unwrap();
+            assert_eq!(m.stats().f("stale_translation_uses"), 1.0);
+        }
+    }
 }

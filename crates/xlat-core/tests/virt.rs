@@ -15,7 +15,8 @@ use common::{random_refs, region, run, Rng, BASE, GB};
 const MB: u64 = 1 << 20;
 
 fn cfg(pairs: &[(&str, &str)]) -> Config {
-    let mut all = vec![("virt.enabled", "true"), ("virt.guest_mem_gb", "4"), ("phys.size_gb", "8")];
+    // (Host and guest remappings: every translation used is checked.)
+    let mut all = vec![("virt.enabled", "true"), ("virt.guest_mem_gb", "4"), ("phys.size_gb", "8"), ("check.translations", "1")];
     all.extend_from_slice(pairs);
     Config::from_pairs(all).unwrap()
 }

@@ -4,6 +4,7 @@
 //! the OS maps the page and the walk starts again. Everything that takes time is told to the
 //! memory port, which may do it at once or record it for another thread.
 
+pub mod check;
 pub mod coalesce;
 pub mod mmu;
 pub mod pwc;
@@ -38,6 +39,8 @@ pub struct Translator {
     /// Processes on cores and the OS's next background event.
     pub sched: Sched,
     pub mechs: Mechs,
+    /// The translation invariant's checker (`check.translations`).
+    pub checker: check::Checker,
     pub(crate) walk: WalkParams,
     /// Virtualized (2D walks).
     pub(crate) virt: bool,
@@ -69,6 +72,9 @@ impl Translator {
             self.mechs.on_reference(core, va, self.contexts[c].ctx);
         }
         let (frame, size) = self.translate(c, va, kind, port)?;
+        if self.checker.every != 0 && self.checker.due() {
+            self.check_translation(c, va, frame, size)?;
+        }
         let k = &mut self.mmus[core].counters;
         k.refs += 1;
         match kind {
