@@ -9,17 +9,17 @@ use crate::config::{Config, PtFormat};
 use crate::error::SimError;
 use crate::host::prefetch::{prefetch_ahead, prefetch_ahead_2d, PrefetchRing};
 use crate::mech::Mechs;
-use crate::memory::hierarchy::{core_seed, TlbLineCounters};
-use crate::memory::repl::LineKind;
+use crate::memory::hierarchy::core_seed;
 use crate::memory::{Direct, MemPort, MemorySide};
 use crate::os::sched::Scope;
-use crate::os::Os;
-use crate::stats::{add_tlbs, derived, derived_virt, emit_cache, emit_os, emit_tlbs, CoreCounters, Stats, VirtCounters};
+use crate::stats::Stats;
 use crate::translate::mmu::{HwContext, Mmu};
-use crate::translate::tlb::{Ctx, Invalidate, TlbStats};
+use crate::translate::tlb::{Ctx, Invalidate};
 use crate::translate::walker::WalkParams;
 use crate::translate::Translator;
 use crate::workload::{Program, Ref, RefSource};
+
+mod stats;
 
 /// How much to run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -219,7 +219,7 @@ impl Machine {
             return run_loop(&mut self.xl, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut |_, _| {});
         }
         let marks = &mut self.marks;
-        let mut mark = |xl: &Translator, port: &Direct| marks.push(stats_of(xl, port.mem));
+        let mut mark = |xl: &Translator, port: &Direct| marks.push(stats::stats_of(xl, port.mem));
         run_loop(&mut self.xl, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut mark)
     }
 
@@ -273,7 +273,7 @@ impl Machine {
     /// per core plus sums (and machine-wide ratios) under the bare names. With
     /// [`RunOptions::interval`], [`Stats::series`] holds each interval's.
     pub fn stats(&self) -> Stats {
-        let mut s = stats_of(&self.xl, &self.mem);
+        let mut s = stats::stats_of(&self.xl, &self.mem);
         if self.interval > 0 && !self.marks.is_empty() {
             // (The first mark is the start of measurement: the end of warm-up.)
             let all: Vec<&Stats> = self.marks.iter().chain([&s]).collect();
@@ -284,247 +284,6 @@ impl Machine {
             }
         }
         s
-    }
-}
-
-/// The statistics of a machine's two sides (see [`Machine::stats`]).
-fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
-    {
-        let mut s = Stats::default();
-        let virt = xl.virt;
-        let multi = xl.mmus.len() > 1;
-        let mut sum = CoreCounters::default();
-        let mut vsum = VirtCounters::default();
-        let mut tsum = [TlbStats::default(); crate::translate::mmu::TLB_LEVELS];
-        let (mut instr, mut cycles, mut rob_stalls) = (0u64, 0u64, 0u64);
-        let mut caches = [[0u64; 9]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks, prefetches, prefetch hits
-        let mut cache_energy = 0.0;
-        for (i, (mmu, core)) in xl.mmus.iter().zip(&mem.cores).enumerate() {
-            // Each side counts its own events of the glossary; together they are the core's
-            // (the memory side's, summed over the core's hardware contexts).
-            let mut k = mmu.counters;
-            let mut v = mmu.vcounters;
-            let (mut core_instr, mut core_cycles) = (0, 0);
-            for x in mem.ctxs.iter().enumerate().filter(|&(c, _)| mem.core_of(c) == i).map(|(_, x)| x) {
-                k.add(&x.counters);
-                v.add(&x.vcounters);
-                core_instr += x.instructions();
-                core_cycles = core_cycles.max(x.cycles());
-                rob_stalls += x.window.rob_stall_cycles;
-            }
-            let t = mmu.tlbs.each_ref().map(|l| l.stats);
-            sum.add(&k);
-            vsum.add(&v);
-            add_tlbs(&mut tsum, &t);
-            instr += core_instr;
-            cycles = cycles.max(core_cycles);
-            for (j, cache) in [&core.l1i, &core.l1d, &core.l2].into_iter().enumerate() {
-                for kind in 0..3 {
-                    caches[j][kind] += cache.counters.accesses[kind];
-                    caches[j][3 + kind] += cache.counters.misses[kind];
-                }
-                caches[j][6] += cache.counters.writebacks;
-                caches[j][7] += cache.counters.prefetches;
-                caches[j][8] += cache.counters.prefetch_hits;
-                cache_energy += (cache.total_accesses() + cache.counters.writebacks) as f64 * cache.energy_nj;
-            }
-            if multi {
-                emit_part(&mut s, &format!("core{i}."), &k, &v, &t, core_instr, core_cycles, xl);
-            }
-        }
-        // A mix: each program's, summed over its cores (its cycles: its slowest core's).
-        if xl.sched.programs.len() > 1 {
-            for (n, cores) in xl.sched.programs.iter().enumerate() {
-                let (mut k, mut v, mut t) = (CoreCounters::default(), VirtCounters::default(), [TlbStats::default(); crate::translate::mmu::TLB_LEVELS]);
-                let (mut instr, mut cycles) = (0, 0);
-                // (Its contexts' memory-side counts, and the translation side's of its cores,
-                // which no other program shares: see `sched::boot`.)
-                let mut last_core = usize::MAX;
-                for &c in cores {
-                    let x = &mem.ctxs[c];
-                    k.add(&x.counters);
-                    v.add(&x.vcounters);
-                    instr += x.instructions();
-                    cycles = cycles.max(x.cycles());
-                    let core = xl.contexts[c].core;
-                    if core != last_core {
-                        let mmu = &xl.mmus[core];
-                        k.add(&mmu.counters);
-                        v.add(&mmu.vcounters);
-                        add_tlbs(&mut t, &mmu.tlbs.each_ref().map(|l| l.stats));
-                        last_core = core;
-                    }
-                }
-                emit_part(&mut s, &format!("prog{n}."), &k, &v, &t, instr, cycles, xl);
-            }
-        }
-        s.int("instructions", instr);
-        s.int("cycles", cycles);
-        s.ratio("ipc", instr, cycles);
-        sum.emit("", &mut s);
-        emit_tlbs(&mut s, "", &tsum, &xl.cfg);
-        derived(&mut s, "", &sum, &tsum, instr, &xl.cfg);
-        if virt {
-            vsum.emit("", &mut s);
-            derived_virt(&mut s, "", &sum, &vsum);
-        }
-        s.int("rob_stall_cycles", rob_stalls);
-        let pom = xl.mechs.pomtlb().is_some();
-        let prefetcher = [crate::config::Prefetcher::None, xl.cfg.cache_l1d_prefetcher, xl.cfg.cache_l2_prefetcher];
-        for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
-            let c = &caches[j];
-            emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6], pom);
-            if prefetcher[j] != crate::config::Prefetcher::None {
-                s.int(format!("cache.{name}.prefetches"), c[7]);
-                s.int(format!("cache.{name}.prefetch_hits"), c[8]);
-                s.ratio(format!("cache.{name}.prefetch_accuracy"), c[8], c[7]);
-            }
-        }
-        let (llc, dram) = (&mem.llc, &mem.dram);
-        let l = &llc.counters;
-        emit_cache(&mut s, "llc", l.accesses, l.misses, l.writebacks, pom);
-        cache_energy += (llc.total_accesses() + l.writebacks) as f64 * llc.energy_nj;
-        s.int("dram.reads", dram.reads);
-        s.int("dram.writes", dram.writes);
-        s.int("dram.queue_cycles", dram.queue_cycles);
-        let dram_energy = (dram.reads + dram.writes) as f64 * dram.energy_nj;
-        s.float("energy_nj.cache", cache_energy);
-        s.float("energy_nj.dram", dram_energy);
-        s.float("energy_nj.total", cache_energy + dram_energy);
-        if xl.mechs.pomtlb().is_some() {
-            emit_tlb_lines(&mut s, mem);
-        }
-        if xl.cfg.asap_enabled {
-            let mut a = crate::memory::hierarchy::AsapCounters::default();
-            for x in &mem.ctxs {
-                a.add(&x.asap);
-            }
-            a.emit("asap.", &mut s);
-        }
-        emit_csalt(&mut s, mem);
-        let (top, host_top) = (xl.walk.top, xl.walk.host_top);
-        if virt {
-            // Bare names: the guests' (the application's) tables and memory; `host.`: the
-            // hypervisor's EPTs and the machine's memory.
-            let guests: Vec<&Os> = xl.vms.iter().map(|v| &v.os).collect();
-            emit_os(&mut s, "", &guests, top);
-            emit_os(&mut s, "host.", &[&xl.os], host_top);
-        } else {
-            emit_os(&mut s, "", &[&xl.os], top);
-        }
-        xl.mechs.emit_stats(&mut s);
-        xl.checker.emit(&mut s);
-        s
-    }
-}
-
-/// The statistics of part of the machine (a core, a program's cores) under prefix `p`.
-#[allow(clippy::too_many_arguments)]
-fn emit_part(
-    s: &mut Stats,
-    p: &str,
-    k: &CoreCounters,
-    v: &VirtCounters,
-    t: &[TlbStats; crate::translate::mmu::TLB_LEVELS],
-    instr: u64,
-    cycles: u64,
-    xl: &Translator,
-) {
-    k.emit(p, s);
-    emit_tlbs(s, p, t, &xl.cfg);
-    s.int(format!("{p}instructions"), instr);
-    s.int(format!("{p}cycles"), cycles);
-    s.ratio(format!("{p}ipc"), instr, cycles);
-    derived(s, p, k, t, instr, &xl.cfg);
-    if xl.virt {
-        v.emit(p, s);
-        derived_virt(s, p, k, v);
-    }
-}
-
-/// CSALT's partitions (data ways now, summed over the cores' L2s), its epochs and the
-/// weights of its last choice, for each cache it partitions.
-fn emit_csalt(s: &mut Stats, mem: &MemorySide) {
-    let l2: Vec<&crate::memory::csalt::Csalt> = mem.cores.iter().filter_map(|c| c.l2.csalt()).collect();
-    for (name, parts) in [("l2", l2), ("llc", mem.llc.csalt().into_iter().collect())] {
-        if parts.is_empty() {
-            continue;
-        }
-        let n = parts.len() as f64;
-        let p = format!("csalt.{name}.");
-        // (An integer, summed over the cores' L2s, so that `--interval` series carry it.)
-        s.int(format!("{p}data_ways"), parts.iter().map(|c| c.data_ways as u64).sum());
-        s.int(format!("{p}epochs"), parts.iter().map(|c| c.epochs).sum());
-        s.int(format!("{p}changes"), parts.iter().map(|c| c.changes).sum());
-        s.float(format!("{p}s_dat"), parts.iter().map(|c| c.weights.0).sum::<f64>() / n);
-        s.float(format!("{p}s_tr"), parts.iter().map(|c| c.weights.1).sum::<f64>() / n);
-    }
-}
-
-/// The memory side's statistics of an L3 TLB in memory: where its lines were served, the
-/// die-stacked DRAM's traffic, and the share of each cache its lines occupy now.
-fn emit_tlb_lines(s: &mut Stats, mem: &MemorySide) {
-    let mut k = TlbLineCounters::default();
-    let (mut tlb, mut lines) = (0, 0);
-    for x in &mem.ctxs {
-        k.add(&x.tlb_lines);
-    }
-    for core in &mem.cores {
-        tlb += core.l2.lines_by_kind()[LineKind::TlbEntry as usize];
-        lines += core.l2.lines();
-    }
-    k.emit("pomtlb.", s);
-    s.int("pomtlb.dram.reads", mem.stacked.reads);
-    s.int("pomtlb.dram.writes", mem.stacked.writes);
-    s.int("pomtlb.dram.queue_cycles", mem.stacked.queue_cycles);
-    let llc_tlb = mem.llc.lines_by_kind()[LineKind::TlbEntry as usize];
-    s.ratio("cache.l2.tlb_lines", tlb, lines);
-    s.ratio("cache.llc.tlb_lines", llc_tlb, mem.llc.lines());
-    // (Integers too, so that `--interval` series carry the occupancy over time.)
-    s.int("cache.l2.tlbe.lines", tlb);
-    s.int("cache.llc.tlbe.lines", llc_tlb);
-}
-
-impl Translator {
-    /// Zero the translation side's statistics (TLB, walk and OS counters), keeping its state.
-    pub fn reset_stats(&mut self) {
-        for mmu in &mut self.mmus {
-            mmu.counters = CoreCounters::default();
-            mmu.vcounters = VirtCounters::default();
-            for t in &mut mmu.tlbs {
-                t.stats = TlbStats::default();
-            }
-        }
-        self.os.counters = Default::default();
-        for vm in &mut self.vms {
-            vm.os.counters = Default::default();
-        }
-        self.mechs.reset_stats();
-        self.checker.reset_stats();
-    }
-
-    /// Invalidate the translations `what` names on core `c`: in its TLBs and page-walk cache
-    /// (what INVLPG, INVPCID, INVVPID and a CR3 write reach) and in every mechanism's
-    /// structures. Returns how many entries went.
-    pub fn invalidate(&mut self, c: usize, what: Invalidate) -> usize {
-        self.mmus[c].invalidate(what) + self.mechs.on_invalidate(c, what)
-    }
-
-    /// Core `c` flushes `what` from its TLBs and page-walk caches because their tags are
-    /// about to be reused (a CR3 write without PCIDs, a VM switch without VPIDs).
-    pub fn flush_local(&mut self, c: usize, what: Invalidate) -> usize {
-        self.mmus[c].invalidate(what) + self.mechs.on_flush(c, what)
-    }
-
-    /// [`Translator::invalidate`] on every core.
-    pub fn shootdown(&mut self, what: Invalidate) -> usize {
-        (0..self.mmus.len()).map(|c| self.invalidate(c, what)).sum()
-    }
-
-    /// Invalidate host-side translations of VMs (nested TLBs and vPWCs) on every core: the
-    /// gPA ranges and contexts of `what` are a VM's (`VPID << 12`).
-    pub fn shootdown_nested(&mut self, what: Invalidate) -> usize {
-        self.mmus.iter_mut().map(|m| m.invalidate_nested(what)).sum()
     }
 }
 

@@ -19,8 +19,9 @@ use crate::memory::port::MemPort;
 use crate::os::sched::{Sched, Scope};
 use crate::os::virt::Vm;
 use crate::os::Os;
+use crate::stats::{CoreCounters, VirtCounters};
 use crate::translate::mmu::{HwContext, Mmu};
-use crate::translate::tlb::TlbEntry;
+use crate::translate::tlb::{Invalidate, TlbEntry, TlbStats};
 use crate::translate::walker::{HostTable, WalkParams, Walked, Walker};
 use crate::workload::{Ref, RefKind};
 
@@ -297,5 +298,48 @@ impl Translator {
             port.os_delay(cost);
         }
         Ok(((hpa & !(size.bytes() - 1)) >> 12, size))
+    }
+}
+
+impl Translator {
+    /// Zero the translation side's statistics (TLB, walk and OS counters), keeping its state.
+    pub fn reset_stats(&mut self) {
+        for mmu in &mut self.mmus {
+            mmu.counters = CoreCounters::default();
+            mmu.vcounters = VirtCounters::default();
+            for t in &mut mmu.tlbs {
+                t.stats = TlbStats::default();
+            }
+        }
+        self.os.counters = Default::default();
+        for vm in &mut self.vms {
+            vm.os.counters = Default::default();
+        }
+        self.mechs.reset_stats();
+        self.checker.reset_stats();
+    }
+
+    /// Invalidate the translations `what` names on core `c`: in its TLBs and page-walk cache
+    /// (what INVLPG, INVPCID, INVVPID and a CR3 write reach) and in every mechanism's
+    /// structures. Returns how many entries went.
+    pub fn invalidate(&mut self, c: usize, what: Invalidate) -> usize {
+        self.mmus[c].invalidate(what) + self.mechs.on_invalidate(c, what)
+    }
+
+    /// Core `c` flushes `what` from its TLBs and page-walk caches because their tags are
+    /// about to be reused (a CR3 write without PCIDs, a VM switch without VPIDs).
+    pub fn flush_local(&mut self, c: usize, what: Invalidate) -> usize {
+        self.mmus[c].invalidate(what) + self.mechs.on_flush(c, what)
+    }
+
+    /// [`Translator::invalidate`] on every core.
+    pub fn shootdown(&mut self, what: Invalidate) -> usize {
+        (0..self.mmus.len()).map(|c| self.invalidate(c, what)).sum()
+    }
+
+    /// Invalidate host-side translations of VMs (nested TLBs and vPWCs) on every core: the
+    /// gPA ranges and contexts of `what` are a VM's (`VPID << 12`).
+    pub fn shootdown_nested(&mut self, what: Invalidate) -> usize {
+        self.mmus.iter_mut().map(|m| m.invalidate_nested(what)).sum()
     }
 }

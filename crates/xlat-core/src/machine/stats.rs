@@ -1,0 +1,209 @@
+//! The names of a machine's statistics: each side's counters under the glossary's names,
+//! per core (`coreN.`) and summed, with the ratios derived from them (see
+//! [`crate::Machine::stats`] and `docs/statistics.md`).
+
+use crate::memory::hierarchy::TlbLineCounters;
+use crate::memory::repl::LineKind;
+use crate::memory::MemorySide;
+use crate::os::Os;
+use crate::stats::{add_tlbs, derived, derived_virt, emit_cache, emit_os, emit_tlbs, CoreCounters, Stats, VirtCounters};
+use crate::translate::tlb::TlbStats;
+use crate::translate::Translator;
+
+/// The statistics of a machine's two sides (see [`Machine::stats`]).
+pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
+    {
+        let mut s = Stats::default();
+        let virt = xl.virt;
+        let multi = xl.mmus.len() > 1;
+        let mut sum = CoreCounters::default();
+        let mut vsum = VirtCounters::default();
+        let mut tsum = [TlbStats::default(); crate::translate::mmu::TLB_LEVELS];
+        let (mut instr, mut cycles, mut rob_stalls) = (0u64, 0u64, 0u64);
+        let mut caches = [[0u64; 9]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks, prefetches, prefetch hits
+        let mut cache_energy = 0.0;
+        for (i, (mmu, core)) in xl.mmus.iter().zip(&mem.cores).enumerate() {
+            // Each side counts its own events of the glossary; together they are the core's
+            // (the memory side's, summed over the core's hardware contexts).
+            let mut k = mmu.counters;
+            let mut v = mmu.vcounters;
+            let (mut core_instr, mut core_cycles) = (0, 0);
+            for x in mem.ctxs.iter().enumerate().filter(|&(c, _)| mem.core_of(c) == i).map(|(_, x)| x) {
+                k.add(&x.counters);
+                v.add(&x.vcounters);
+                core_instr += x.instructions();
+                core_cycles = core_cycles.max(x.cycles());
+                rob_stalls += x.window.rob_stall_cycles;
+            }
+            let t = mmu.tlbs.each_ref().map(|l| l.stats);
+            sum.add(&k);
+            vsum.add(&v);
+            add_tlbs(&mut tsum, &t);
+            instr += core_instr;
+            cycles = cycles.max(core_cycles);
+            for (j, cache) in [&core.l1i, &core.l1d, &core.l2].into_iter().enumerate() {
+                for kind in 0..3 {
+                    caches[j][kind] += cache.counters.accesses[kind];
+                    caches[j][3 + kind] += cache.counters.misses[kind];
+                }
+                caches[j][6] += cache.counters.writebacks;
+                caches[j][7] += cache.counters.prefetches;
+                caches[j][8] += cache.counters.prefetch_hits;
+                cache_energy += (cache.total_accesses() + cache.counters.writebacks) as f64 * cache.energy_nj;
+            }
+            if multi {
+                emit_part(&mut s, &format!("core{i}."), &k, &v, &t, core_instr, core_cycles, xl);
+            }
+        }
+        // A mix: each program's, summed over its cores (its cycles: its slowest core's).
+        if xl.sched.programs.len() > 1 {
+            for (n, cores) in xl.sched.programs.iter().enumerate() {
+                let (mut k, mut v, mut t) = (CoreCounters::default(), VirtCounters::default(), [TlbStats::default(); crate::translate::mmu::TLB_LEVELS]);
+                let (mut instr, mut cycles) = (0, 0);
+                // (Its contexts' memory-side counts, and the translation side's of its cores,
+                // which no other program shares: see `sched::boot`.)
+                let mut last_core = usize::MAX;
+                for &c in cores {
+                    let x = &mem.ctxs[c];
+                    k.add(&x.counters);
+                    v.add(&x.vcounters);
+                    instr += x.instructions();
+                    cycles = cycles.max(x.cycles());
+                    let core = xl.contexts[c].core;
+                    if core != last_core {
+                        let mmu = &xl.mmus[core];
+                        k.add(&mmu.counters);
+                        v.add(&mmu.vcounters);
+                        add_tlbs(&mut t, &mmu.tlbs.each_ref().map(|l| l.stats));
+                        last_core = core;
+                    }
+                }
+                emit_part(&mut s, &format!("prog{n}."), &k, &v, &t, instr, cycles, xl);
+            }
+        }
+        s.int("instructions", instr);
+        s.int("cycles", cycles);
+        s.ratio("ipc", instr, cycles);
+        sum.emit("", &mut s);
+        emit_tlbs(&mut s, "", &tsum, &xl.cfg);
+        derived(&mut s, "", &sum, &tsum, instr, &xl.cfg);
+        if virt {
+            vsum.emit("", &mut s);
+            derived_virt(&mut s, "", &sum, &vsum);
+        }
+        s.int("rob_stall_cycles", rob_stalls);
+        let pom = xl.mechs.pomtlb().is_some();
+        let prefetcher = [crate::config::Prefetcher::None, xl.cfg.cache_l1d_prefetcher, xl.cfg.cache_l2_prefetcher];
+        for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
+            let c = &caches[j];
+            emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6], pom);
+            if prefetcher[j] != crate::config::Prefetcher::None {
+                s.int(format!("cache.{name}.prefetches"), c[7]);
+                s.int(format!("cache.{name}.prefetch_hits"), c[8]);
+                s.ratio(format!("cache.{name}.prefetch_accuracy"), c[8], c[7]);
+            }
+        }
+        let (llc, dram) = (&mem.llc, &mem.dram);
+        let l = &llc.counters;
+        emit_cache(&mut s, "llc", l.accesses, l.misses, l.writebacks, pom);
+        cache_energy += (llc.total_accesses() + l.writebacks) as f64 * llc.energy_nj;
+        s.int("dram.reads", dram.reads);
+        s.int("dram.writes", dram.writes);
+        s.int("dram.queue_cycles", dram.queue_cycles);
+        let dram_energy = (dram.reads + dram.writes) as f64 * dram.energy_nj;
+        s.float("energy_nj.cache", cache_energy);
+        s.float("energy_nj.dram", dram_energy);
+        s.float("energy_nj.total", cache_energy + dram_energy);
+        if xl.mechs.pomtlb().is_some() {
+            emit_tlb_lines(&mut s, mem);
+        }
+        if xl.cfg.asap_enabled {
+            let mut a = crate::memory::hierarchy::AsapCounters::default();
+            for x in &mem.ctxs {
+                a.add(&x.asap);
+            }
+            a.emit("asap.", &mut s);
+        }
+        emit_csalt(&mut s, mem);
+        let (top, host_top) = (xl.walk.top, xl.walk.host_top);
+        if virt {
+            // Bare names: the guests' (the application's) tables and memory; `host.`: the
+            // hypervisor's EPTs and the machine's memory.
+            let guests: Vec<&Os> = xl.vms.iter().map(|v| &v.os).collect();
+            emit_os(&mut s, "", &guests, top);
+            emit_os(&mut s, "host.", &[&xl.os], host_top);
+        } else {
+            emit_os(&mut s, "", &[&xl.os], top);
+        }
+        xl.mechs.emit_stats(&mut s);
+        xl.checker.emit(&mut s);
+        s
+    }
+}
+
+/// The statistics of part of the machine (a core, a program's cores) under prefix `p`.
+#[allow(clippy::too_many_arguments)]
+fn emit_part(
+    s: &mut Stats,
+    p: &str,
+    k: &CoreCounters,
+    v: &VirtCounters,
+    t: &[TlbStats; crate::translate::mmu::TLB_LEVELS],
+    instr: u64,
+    cycles: u64,
+    xl: &Translator,
+) {
+    k.emit(p, s);
+    emit_tlbs(s, p, t, &xl.cfg);
+    s.int(format!("{p}instructions"), instr);
+    s.int(format!("{p}cycles"), cycles);
+    s.ratio(format!("{p}ipc"), instr, cycles);
+    derived(s, p, k, t, instr, &xl.cfg);
+    if xl.virt {
+        v.emit(p, s);
+        derived_virt(s, p, k, v);
+    }
+}
+
+/// CSALT's partitions (data ways now, summed over the cores' L2s), its epochs and the
+/// weights of its last choice, for each cache it partitions.
+fn emit_csalt(s: &mut Stats, mem: &MemorySide) {
+    let l2: Vec<&crate::memory::csalt::Csalt> = mem.cores.iter().filter_map(|c| c.l2.csalt()).collect();
+    for (name, parts) in [("l2", l2), ("llc", mem.llc.csalt().into_iter().collect())] {
+        if parts.is_empty() {
+            continue;
+        }
+        let n = parts.len() as f64;
+        let p = format!("csalt.{name}.");
+        // (An integer, summed over the cores' L2s, so that `--interval` series carry it.)
+        s.int(format!("{p}data_ways"), parts.iter().map(|c| c.data_ways as u64).sum());
+        s.int(format!("{p}epochs"), parts.iter().map(|c| c.epochs).sum());
+        s.int(format!("{p}changes"), parts.iter().map(|c| c.changes).sum());
+        s.float(format!("{p}s_dat"), parts.iter().map(|c| c.weights.0).sum::<f64>() / n);
+        s.float(format!("{p}s_tr"), parts.iter().map(|c| c.weights.1).sum::<f64>() / n);
+    }
+}
+
+/// The memory side's statistics of an L3 TLB in memory: where its lines were served, the
+/// die-stacked DRAM's traffic, and the share of each cache its lines occupy now.
+fn emit_tlb_lines(s: &mut Stats, mem: &MemorySide) {
+    let mut k = TlbLineCounters::default();
+    let (mut tlb, mut lines) = (0, 0);
+    for x in &mem.ctxs {
+        k.add(&x.tlb_lines);
+    }
+    for core in &mem.cores {
+        tlb += core.l2.lines_by_kind()[LineKind::TlbEntry as usize];
+        lines += core.l2.lines();
+    }
+    k.emit("pomtlb.", s);
+    s.int("pomtlb.dram.reads", mem.stacked.reads);
+    s.int("pomtlb.dram.writes", mem.stacked.writes);
+    s.int("pomtlb.dram.queue_cycles", mem.stacked.queue_cycles);
+    let llc_tlb = mem.llc.lines_by_kind()[LineKind::TlbEntry as usize];
+    s.ratio("cache.l2.tlb_lines", tlb, lines);
+    s.ratio("cache.llc.tlb_lines", llc_tlb, mem.llc.lines());
+    // (Integers too, so that `--interval` series carry the occupancy over time.)
+    s.int("cache.l2.tlbe.lines", tlb);
+    s.int("cache.llc.tlbe.lines", llc_tlb);
+}
