@@ -149,7 +149,7 @@ config_enum!(
     /// How the OS keeps the TLBs coherent when it changes a mapping (seed 003, §4): IPIs to
     /// every target; KVM's paravirtual flush (preempted vCPUs flush at reschedule); TCAT
     /// through the POM-TLB line's coherence, slaves dropping entries by co-tag or by set.
-    ShootdownProtocol { Ipi = "ipi", KvmTlb = "kvm_tlb", TcatCotag = "tcat-cotag", TcatCotagless = "tcat-cotagless" }
+    ShootdownProtocol { Ipi = "ipi", KvmTlb = "kvm_tlb", TcatCotag = "tcat-cotag", TcatCotagless = "tcat-cotagless", Ideal = "ideal" }
 );
 config_enum!(
     /// What the translation checker does when a core uses a stale translation.
@@ -645,7 +645,7 @@ config! {
     os_shootdown_local_cycles: u64 = 200; "os.shootdown_local_cycles"; "cycles of a shootdown no other core needs (a local INVLPG or flush, ~100 ns)";
     check_translations: u64 = 0; "check.translations"; "check every N-th translation a core uses against a functional walk of the current page tables (both dimensions in a VM): 1 checks every reference (tests), larger N samples (studies); 0: off. See check.on_stale";
     check_on_stale: OnStale = OnStale::Fail; "check.on_stale"; "when a checked translation is stale: fail (stop the run with one line naming the core, the address and both frames) or count (statistic stale_translation_uses)";
-    shootdown_protocol: ShootdownProtocol = ShootdownProtocol::Ipi; "shootdown.protocol"; "how TLBs are kept coherent when a mapping changes: ipi (interrupt every core that runs the address space, wait for each; a preempted vCPU acks when it runs again), kvm_tlb (KVM's paravirtual flush: running vCPUs get IPIs, preempted ones flush all their entries when rescheduled), tcat-cotag or tcat-cotagless (TCAT: rewrite and flush the page's POM-TLB line; its TLB sharers drop the entries homed there, or the whole matching set; needs pomtlb.enabled)";
+    shootdown_protocol: ShootdownProtocol = ShootdownProtocol::Ipi; "shootdown.protocol"; "how TLBs are kept coherent when a mapping changes: ipi (interrupt every core that runs the address space, wait for each; a preempted vCPU acks when it runs again), kvm_tlb (KVM's paravirtual flush: running vCPUs get IPIs, preempted ones flush all their entries when rescheduled), tcat-cotag or tcat-cotagless (TCAT: rewrite and flush the page's POM-TLB line; its TLB sharers drop the entries homed there, or the whole matching set; needs pomtlb.enabled), ideal (the translations go, at no cost to anyone: the seed's Ideal-sim bound)";
     os_flush_ceiling_pages: u64 = 33; "os.flush_ceiling_pages"; "a shootdown of more 4 KB pages than this flushes the address space's whole TLB and PWC contents instead (Linux x86 tlb_single_page_flush_ceiling)";
     os_processes: u64 = 1; "os.processes"; "copies of the workload, each in its own address space; every core time-slices its stream among them round-robin";
     os_timeslice_cycles: u64 = 8_000_000; "os.timeslice_cycles"; "os.processes > 1: cycles a process runs before the core switches to the next (4 ms at 2 GHz, a tick at HZ=250)";
@@ -1013,7 +1013,7 @@ impl Config {
         let invalid = |why: &str| ConfigError::Invalid { key: "shootdown.protocol".into(), why: why.into() };
         let cotagless = self.shootdown_protocol == ShootdownProtocol::TcatCotagless;
         match self.shootdown_protocol {
-            ShootdownProtocol::Ipi => Ok(()),
+            ShootdownProtocol::Ipi | ShootdownProtocol::Ideal => Ok(()),
             ShootdownProtocol::KvmTlb if !self.virt_enabled => Err(invalid("kvm_tlb is a hypervisor's protocol: needs virt.enabled=true")),
             ShootdownProtocol::KvmTlb => Ok(()),
             _ if !self.pomtlb_enabled => Err(invalid("TCAT keeps translations coherent through their POM-TLB lines: needs pomtlb.enabled=true")),

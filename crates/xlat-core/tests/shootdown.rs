@@ -114,12 +114,15 @@ fn kvm_tlb_does_not_wait_for_preempted_vcpus() {
     };
     let (ipi, c) = run("ipi");
     let (kvm, _) = run("kvm_tlb");
+    let (ideal, _) = run("ideal");
     let ipi_cycles = (c.os_shootdown_initiator_cycles - c.os_shootdown_local_cycles) as f64;
     assert_eq!((ipi.f("shootdowns"), ipi.f("os.shootdown_ipis"), ipi.f("os.deferred_flushes")), (1.0, 3.0, 0.0));
     assert!(ipi.f("busy_wait_cycles") > ipi_cycles + 100_000.0, "ipi waits for the preempted vCPUs: {}", ipi.f("busy_wait_cycles"));
     assert_eq!((kvm.f("shootdowns"), kvm.f("os.shootdown_ipis"), kvm.f("os.deferred_flushes")), (1.0, 1.0, 2.0));
     assert_eq!(kvm.f("busy_wait_cycles"), ipi_cycles, "kvm_tlb waits for the running vCPU only");
     assert!(kvm.f("vcpu_switches") > 0.0);
+    assert_eq!((ideal.f("shootdowns"), ideal.f("shootdown_cycles"), ideal.f("os.shootdown_ipis")), (1.0, 0.0, 0.0), "ideal: free");
+    assert!(ideal.f("cycles") < kvm.f("cycles") && kvm.f("cycles") < ipi.f("cycles"));
 }
 
 /// Each vCPU has its own VPID: a vCPU that follows another on a core does not hit the

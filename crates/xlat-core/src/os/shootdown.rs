@@ -20,6 +20,9 @@
 //!   the host's (gPA) changes, which TCAT does not cover, fall back to kvm_tlb in a VM and
 //!   to ipi natively.
 //!
+//! - **ideal**: the translations leave every TLB as with ipi, and nobody pays anything (the
+//!   seed's Ideal-sim: the bound a protocol can approach).
+//!
 //! A flush of more pages than `os.flush_ceiling_pages` drops the whole address space.
 //! Shootdowns from a guest OS remove its gVA ranges (its context's TLB and PWC entries);
 //! shootdowns from the host (a gPA range of a VM changed) remove that range from the nested
@@ -87,7 +90,10 @@ impl Translator {
             };
             let full = sd.pages > self.cfg.os_flush_ceiling_pages;
             let tcat = matches!(self.cfg.shootdown_protocol, ShootdownProtocol::TcatCotag | ShootdownProtocol::TcatCotagless);
-            let k = if tcat && !full && scope != Scope::Host {
+            let k = if self.cfg.shootdown_protocol == ShootdownProtocol::Ideal {
+                self.invalidate_everywhere(scope, ctx, &sd, full);
+                Charged::default()
+            } else if tcat && !full && scope != Scope::Host {
                 self.tcat_shootdown(ctx, &sd, initiator, port)
             } else {
                 if let Some(t) = self.mechs.tcat_mut() {
