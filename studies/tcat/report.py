@@ -57,6 +57,8 @@ def render(df, out_dir, quick):
 
     values["cotag_over_kvm"] = _gmean([speedup("tcat-cotag", "kvm_tlb", w) for w in workloads])
     values["cotagless_over_kvm"] = _gmean([speedup("tcat-cotagless", "kvm_tlb", w) for w in workloads])
+    if {"apache", "dedup"} <= set(workloads):
+        values["cotag_over_kvm_2wl"] = _gmean([speedup("tcat-cotag", "kvm_tlb", w) for w in ("apache", "dedup")])
     values["native_cotag"] = _gmean([speedup("native-tcat-cotag", "native-ipi", w) for w in workloads])
     values["native_cotagless"] = _gmean([speedup("native-tcat-cotagless", "native-ipi", w) for w in workloads])
     for w in workloads:
