@@ -85,8 +85,8 @@ def render(df, out_dir, quick):
                              "walks_pki": _get(t, s, w, "walks") / instr * 1000})
     table = pd.DataFrame(rows)
     body = ["## Speed-ups (Fig. 6.11, 6.13)", "",
-            "Each scheme against its baseline: kvm_tlb at 2:1 overcommit (8 cores, 16 vCPUs of one VM), "
-            "IPI shootdowns natively (16 SMT contexts). `ideal` keeps the invalidations and charges nothing.", ""]
+            ("Each scheme against its baseline: kvm_tlb at 2:1 overcommit (8 cores, 16 vCPUs of one VM), "
+             "IPI shootdowns natively (16 SMT contexts). `ideal` keeps the invalidations and charges nothing."), ""]
     if len(table):
         virt = table[table["scheme"].isin(VIRT)]
         fig = report.bar_figure(virt, x="workload", y="speedup", hue="scheme", path=out_dir / "speedup.png",
@@ -96,14 +96,16 @@ def render(df, out_dir, quick):
                  report.markdown_table(table, headers=["workload", "scheme", "speed-up", "shootdowns", "shootdown cycles",
                                                        "busy wait", "IPIs", "deferred flushes", "TCAT lines",
                                                        "TCAT drops", "walks PKI"])]
-    body += ["", "## Reading it", "",
-             "- The workloads' shootdown rates are inputs, set once so that kvm_tlb loses about what the thesis "
-             "measured on real machines (apache ~25 %, dedup ~20 %): compare the `ideal` rows with paper.toml's "
-             "ideal entries. What xlat measures is how much of that loss each protocol leaves.",
-             "- `ipi` at 2:1 is xlat's model of plain IPIs under overcommit: the initiator waits for each preempted "
-             "target vCPU until its next slice (`busy_wait_cycles`); kvm_tlb avoids that wait with deferred flushes.",
-             "- TCAT's rows pay its line rewrites and flushes (`shootdown_cycles`), and co-tagless drops whole TLB sets "
-             "(`TCAT drops`), which later walks refill."]
+    notes = [
+        ("- The workloads' shootdown rates are inputs, set once so that kvm_tlb loses about what the thesis "
+         "measured on real machines (apache ~25 %, dedup ~20 %): compare the `ideal` rows with paper.toml's "
+         "ideal entries. What xlat measures is how much of that loss each protocol leaves."),
+        ("- `ipi` at 2:1 is xlat's model of plain IPIs under overcommit: the initiator waits for each preempted "
+         "target vCPU until its next slice (`busy_wait_cycles`); kvm_tlb avoids that wait with deferred flushes."),
+        ("- TCAT's rows pay its line rewrites and flushes (`shootdown_cycles`), and co-tagless drops whole TLB sets "
+         "(`TCAT drops`), which later walks refill."),
+    ]
+    body += ["", "## Reading it", "", *notes]
     if quick:
         body += ["", "Quick mode: 2 M references after 3 M of warm-up per point; the numbers are indicative only."]
     return "\n".join(body), {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}

@@ -645,6 +645,7 @@ config! {
     os_shootdown_local_cycles: u64 = 200; "os.shootdown_local_cycles"; "cycles of a shootdown no other core needs (a local INVLPG or flush, ~100 ns)";
     check_translations: u64 = 0; "check.translations"; "check every N-th translation a core uses against a functional walk of the current page tables (both dimensions in a VM): 1 checks every reference (tests), larger N samples (studies); 0: off. See check.on_stale";
     check_on_stale: OnStale = OnStale::Fail; "check.on_stale"; "when a checked translation is stale: fail (stop the run with one line naming the core, the address and both frames) or count (statistic stale_translation_uses)";
+    coherence_enabled: bool = false; "coherence.enabled"; "coherence of the private caches (a directory at the LLC, MESI-like): a store invalidates the line's copies in the other cores' L1s and L2s and, when there were any, waits for the directory's round trip (2 x cache.llc.latency); false: stores leave other cores' copies alone (no data is modelled, only where lines are). TCAT needs it";
     shootdown_protocol: ShootdownProtocol = ShootdownProtocol::Ipi; "shootdown.protocol"; "how TLBs are kept coherent when a mapping changes: ipi (interrupt every core that runs the address space, wait for each; a preempted vCPU acks when it runs again), kvm_tlb (KVM's paravirtual flush: running vCPUs get IPIs, preempted ones flush all their entries when rescheduled), tcat-cotag or tcat-cotagless (TCAT: rewrite and flush the page's POM-TLB line; its TLB sharers drop the entries homed there, or the whole matching set; needs pomtlb.enabled), ideal (the translations go, at no cost to anyone: the seed's Ideal-sim bound)";
     os_flush_ceiling_pages: u64 = 33; "os.flush_ceiling_pages"; "a shootdown of more 4 KB pages than this flushes the address space's whole TLB and PWC contents instead (Linux x86 tlb_single_page_flush_ceiling)";
     os_processes: u64 = 1; "os.processes"; "copies of the workload, each in its own address space; every core time-slices its stream among them round-robin";
@@ -1017,6 +1018,7 @@ impl Config {
             ShootdownProtocol::KvmTlb if !self.virt_enabled => Err(invalid("kvm_tlb is a hypervisor's protocol: needs virt.enabled=true")),
             ShootdownProtocol::KvmTlb => Ok(()),
             _ if !self.pomtlb_enabled => Err(invalid("TCAT keeps translations coherent through their POM-TLB lines: needs pomtlb.enabled=true")),
+            _ if !self.coherence_enabled => Err(invalid("TCAT runs on the caches' coherence: needs coherence.enabled=true")),
             _ if self.system_cores > 64 => Err(invalid("TCAT's directory tracks at most 64 cores' TLBs")),
             _ if self.coalescing_any() => Err(invalid("TCAT with coalesced TLB entries is not modelled (a group's pages have several POM-TLB lines)")),
             _ if self.pomtlb_hash != PomHash::Vpn => Err(invalid("TCAT needs one POM-TLB line per page: pomtlb.hash=vpn")),

@@ -297,6 +297,8 @@ pub static ENTRIES: &[Entry] = &[
     e(Caches, "cache.<pfcache>.prefetch_accuracy", Ratio, "fraction", "`prefetch_hits` / `prefetches`.")
         .only("`cache.<pfcache>.prefetcher` other than `none`"),
     // ---- DRAM ------------------------------------------------------------------------------
+    e(Caches, "coherence.invalidations", Counter, "copies",
+        "Copies of lines in other cores' L1s and L2s that stores invalidated (a store takes its line exclusively; it waits for the directory's round trip when there were copies).").only("`coherence.enabled=true`"),
     e(Caches, "cache.l2.tlb_lines", Ratio, "fraction", "Share of all cores' L2 lines holding POM-TLB entries at the end of the run (a snapshot; with `--interval`, one per interval).").only("`pomtlb.enabled=true`"),
     e(Caches, "cache.llc.tlb_lines", Ratio, "fraction", "Share of the LLC's lines holding POM-TLB entries at the end of the run (a snapshot; with `--interval`, one per interval).").only("`pomtlb.enabled=true`"),
     e(Caches, "cache.l2.tlbe.lines", Counter, "lines", "Lines of all cores' L2s holding POM-TLB entries at the end of the run. A level: an `--interval` series holds its change per interval.").only("`pomtlb.enabled=true`"),

@@ -106,6 +106,7 @@ fn cases() -> Vec<Case> {
             vec![
                 ("pomtlb.enabled", "true"),
                 ("pomtlb.size_mb", "1"),
+                ("coherence.enabled", "true"),
                 ("shootdown.protocol", "tcat-cotagless"),
                 ("tlb.set_index", "vpn_xor_vm"),
                 ("check.translations", "7"),

@@ -433,6 +433,7 @@ fn shootdowns_leave_no_stale_translation_anywhere() {
             ("pomtlb.enabled", if seed % 4 < 2 { "true" } else { "false" }),
             ("pomtlb.size_mb", "1"),
             ("shootdown.protocol", protocol),
+            ("coherence.enabled", if protocol == "ipi" && seed % 2 == 1 { "false" } else { "true" }),
             ("check.translations", "1"),
             ("tlb.set_index", if seed % 2 == 0 || protocol == "tcat-cotagless" { "vpn_xor_vm" } else { "vpn" }),
         ]);

@@ -19,7 +19,13 @@ fn cfg(pairs: &[(&str, &str)]) -> Config {
 }
 
 fn tcat(protocol: &'static str) -> Config {
-    cfg(&[("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1"), ("shootdown.protocol", protocol), ("tlb.set_index", "vpn_xor_vm")])
+    cfg(&[
+        ("pomtlb.enabled", "true"),
+        ("pomtlb.size_mb", "1"),
+        ("coherence.enabled", "true"),
+        ("shootdown.protocol", protocol),
+        ("tlb.set_index", "vpn_xor_vm"),
+    ])
 }
 
 /// Whether core `c`'s L1D or L2 TLB translates `va` in the context it runs.
@@ -144,7 +150,9 @@ fn vcpus_do_not_share_tlb_entries() {
 fn tcat_needs_its_pom_tlb_and_the_shared_index() {
     let err = |pairs: &[(&str, &str)]| Config::from_pairs(pairs.iter().copied()).unwrap_err().to_string();
     assert!(err(&[("shootdown.protocol", "tcat-cotag")]).contains("pomtlb.enabled=true"));
-    assert!(err(&[("shootdown.protocol", "tcat-cotagless"), ("pomtlb.enabled", "true")]).contains("tlb.set_index=vpn_xor_vm"));
+    assert!(err(&[("shootdown.protocol", "tcat-cotag"), ("pomtlb.enabled", "true")]).contains("coherence.enabled=true"));
+    let on = [("pomtlb.enabled", "true"), ("coherence.enabled", "true")];
+    assert!(err(&[on[0], on[1], ("shootdown.protocol", "tcat-cotagless")]).contains("tlb.set_index=vpn_xor_vm"));
     assert!(err(&[("shootdown.protocol", "kvm_tlb")]).contains("virt.enabled=true"));
     assert!(err(&[("shootdown.protocol", "tcat")]).contains("tcat-cotag"), "the choices are listed");
 }
@@ -169,6 +177,28 @@ fn the_checker_catches_a_missed_shootdown() {
         } else {
             r.unwrap();
             assert_eq!(m.stats().f("stale_translation_uses"), 1.0);
+        }
+    }
+}
+
+/// Coherence of the private caches: a store takes its line from the other cores' caches, and
+/// waits for the directory's round trip when there were copies; without coherence the copy
+/// stays.
+#[test]
+fn a_store_invalidates_the_other_cores_copies() {
+    for on in [true, false] {
+        let c = Config::from_pairs([("system.cores", "2"), ("coherence.enabled", if on { "true" } else { "false" })]).unwrap();
+        let mut m = Machine::new(&c, 2, region(16 * MB), 1).unwrap();
+        let va = BASE + 64;
+        m.step(0, Ref::load(va, 1)).unwrap();
+        m.step(1, Ref::load(va, 1)).unwrap();
+        let line = m.xl.os.translate(0, VirtAddr(va)).map(|(f, _)| (f.0 << 6) + 1).unwrap();
+        assert!(m.mem.cores[0].l1d.contains(line) && m.mem.cores[1].l1d.contains(line));
+        m.step(1, Ref::store(va, 1)).unwrap();
+        assert_eq!(m.mem.cores[0].l1d.contains(line) || m.mem.cores[0].l2.contains(line), !on, "coherence {on}");
+        assert!(m.mem.cores[1].l1d.contains(line));
+        if on {
+            assert_eq!(m.stats().f("coherence.invalidations"), 2.0, "core 0's L1D and L2 copies");
         }
     }
 }

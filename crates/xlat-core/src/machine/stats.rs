@@ -137,6 +137,9 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         }
         xl.mechs.emit_stats(&mut s);
         xl.checker.emit(&mut s);
+        if xl.cfg.coherence_enabled {
+            s.int("coherence.invalidations", mem.ctxs.iter().map(|x| x.coherence_invalidations).sum::<u64>());
+        }
         s
     }
 }

@@ -56,6 +56,9 @@ pub struct ContextMem {
     pub vcounters: VirtCounters,
     /// Where an L3 TLB's lines were served (with `pomtlb.enabled`).
     pub tlb_lines: TlbLineCounters,
+    /// Copies of lines in other cores' private caches its stores invalidated
+    /// (`coherence.enabled`).
+    pub coherence_invalidations: u64,
     /// ASAP's prefetches (with `asap.enabled`).
     pub asap: AsapCounters,
     /// Walks after an L3 TLB lookup (its misses, as the memory side sees them: CSALT-CD).
@@ -75,6 +78,7 @@ impl ContextMem {
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
             tlb_lines: TlbLineCounters::default(),
+            coherence_invalidations: 0,
             asap: AsapCounters::default(),
             lookup_walks: 0,
             base_instr: 0,
@@ -185,6 +189,8 @@ pub struct MemorySide {
     inflight: bool,
     /// Some private cache has a prefetcher.
     prefetching: bool,
+    /// `coherence.enabled`: stores invalidate other cores' copies.
+    coherence: bool,
 }
 
 impl MemorySide {
@@ -216,6 +222,7 @@ impl MemorySide {
             l2_tlb_latency: cfg.tlb_l2_latency,
             inflight: cfg.core_inflight,
             prefetching: cfg.cache_l1d_prefetcher != Prefetcher::None || cfg.cache_l2_prefetcher != Prefetcher::None,
+            coherence: cfg.coherence_enabled,
         };
         // Caches with policy `ptp` protect every core's page-table lines from the start
         // (`ptp.mode=always`), or none until the phase detector finds a TLB-miss phase.
@@ -231,6 +238,8 @@ impl MemorySide {
     pub fn access(&mut self, c: usize, line: u64, kind: LineKind, write: bool, entry: Entry, now: u64) -> (u64, Served) {
         let k = self.core_of(c);
         let owner = k as u8;
+        // A store takes the line exclusively: the other cores' copies go first.
+        let ownership = if write && self.coherence { self.invalidate_copies(c, k, line) } else { 0 };
         let core = &mut self.cores[k];
         let l1 = match entry {
             Entry::L1d => Some(&mut core.l1d),
@@ -239,7 +248,7 @@ impl MemorySide {
         };
         if let Some(l1) = l1 {
             if l1.access(line, kind, write) {
-                return (l1.latency, Served::L1);
+                return (l1.latency + ownership, Served::L1);
             }
         }
         // (Only the MMU writes at L2: the L3 TLB's fills.)
@@ -260,6 +269,7 @@ impl MemorySide {
         if self.partitioned {
             self.end_epochs(k);
         }
+        let lat = lat + ownership;
         if served != Served::L2 {
             // The line is now in the LLC; install it in L2. (A victim LLC hands its copy
             // over: it holds only lines no L2 holds, and the L2 takes its dirt.)
@@ -276,6 +286,25 @@ impl MemorySide {
         let v = l1.fill(line, kind, write, owner);
         self.l1_victim(k, v, owner, now);
         (lat, served)
+    }
+
+    /// Coherence (`coherence.enabled`): context `c` on core `k` stores to `line`, so every other
+    /// core's L1 and L2 copy goes (their dirt written back to the LLC's level: no data is
+    /// modelled). Returns the cycles the store waits for the directory's invalidations and
+    /// acknowledgements: a round trip at the LLC's latency when there were copies.
+    #[inline(never)]
+    fn invalidate_copies(&mut self, c: usize, k: usize, line: u64) -> u64 {
+        let mut copies = 0;
+        for (_, core) in self.cores.iter_mut().enumerate().filter(|&(i, _)| i != k) {
+            for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
+                copies += u64::from(cache.invalidate(line).is_some());
+            }
+        }
+        if copies == 0 {
+            return 0;
+        }
+        self.ctxs[c].coherence_invalidations += copies;
+        2 * self.llc.latency
     }
 
     /// With a victim LLC, whether another core than `k` holds `line` in its L2: a miss in the
@@ -671,6 +700,7 @@ impl MemorySide {
             x.tlb_lines = TlbLineCounters::default();
             x.asap = AsapCounters::default();
             x.lookup_walks = 0;
+            x.coherence_invalidations = 0;
             x.base_instr = x.window.instructions();
             x.base_cycles = x.window.cycles();
             x.window.rob_stall_cycles = 0;
