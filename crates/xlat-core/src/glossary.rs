@@ -461,6 +461,8 @@ pub static ENTRIES: &[Entry] = &[
         "Invalidations the directory forwarded to the TLB sharers of those lines (the initiator's own core by self-snoop included).").only("`shootdown.protocol=tcat-cotag|tcat-cotagless`"),
     e(Mechanisms, "tcat.spurious", Counter, "messages", "Of `tcat.messages`, those that found no entry to drop (sharers are sticky; TLB evictions are silent).").only("`shootdown.protocol=tcat-cotag|tcat-cotagless`"),
     e(Mechanisms, "tcat.invalidations", Counter, "entries", "TLB entries the sharers dropped: those homed in the line (co-tag), or the whole private-TLB set it selects (co-tagless).").only("`shootdown.protocol=tcat-cotag|tcat-cotagless`"),
+    e(Mechanisms, "tcat.fill_invalidations", Counter, "entries",
+        "TLB entries other cores dropped because a walk's fill wrote their POM-TLB line (`tcat.fill_invalidates=true`, a plain protocol without the xlat_inv filter; 0 otherwise).").only("`shootdown.protocol=tcat-cotag|tcat-cotagless`"),
     e(Mechanisms, "tcat.fallbacks", Counter, "shootdowns",
         "Shootdowns left to the baseline protocol (kvm_tlb in a VM, ipi natively): over `os.flush_ceiling_pages` pages, or the host's gPA changes, which TCAT does not cover.").only("`shootdown.protocol=tcat-cotag|tcat-cotagless`"),
     e(Mechanisms, "pomtlb.dram.queue_cycles", Counter, "cycles", "Cycles requests waited for the die-stacked DRAM (`pomtlb.bandwidth_gbps` > 0).").only("`pomtlb.enabled=true`"),

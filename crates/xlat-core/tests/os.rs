@@ -435,6 +435,7 @@ fn shootdowns_leave_no_stale_translation_anywhere() {
             ("shootdown.protocol", protocol),
             ("coherence.enabled", if protocol == "ipi" && seed % 2 == 1 { "false" } else { "true" }),
             ("check.translations", "1"),
+            ("tcat.fill_invalidates", if seed % 8 < 4 { "true" } else { "false" }),
             ("tlb.set_index", if seed % 2 == 0 || protocol == "tcat-cotagless" { "vpn_xor_vm" } else { "vpn" }),
         ]);
         let len = 16 * MB;

@@ -202,3 +202,28 @@ fn a_store_invalidates_the_other_cores_copies() {
         }
     }
 }
+
+/// Without the xlat_inv filter (`tcat.fill_invalidates=true`), a walk's fill of a POM-TLB line
+/// invalidates the line's other sharers: T2, 16384 pages (the 1 MB POM-TLB's sets) from T1,
+/// shares T1's line, and core 1's walk of it drops core 0's T1. With the filter, T1 stays.
+#[test]
+fn fill_writes_invalidate_only_without_the_filter() {
+    for fill_invalidates in [false, true] {
+        let c = cfg(&[
+            ("pomtlb.enabled", "true"),
+            ("pomtlb.size_mb", "1"),
+            ("coherence.enabled", "true"),
+            ("shootdown.protocol", "tcat-cotag"),
+            ("tcat.fill_invalidates", if fill_invalidates { "true" } else { "false" }),
+        ]);
+        let mut m = Machine::new(&c, 2, region(128 * MB), 1).unwrap();
+        let (t1, t2) = (BASE + 5 * 4096, BASE + (5 + 16384) * 4096);
+        m.step(0, Ref::load(t1, 1)).unwrap();
+        m.step(1, Ref::load(t1, 1)).unwrap();
+        m.step(1, Ref::load(t2, 1)).unwrap();
+        assert_eq!(cached(&m, 0, t1), !fill_invalidates, "fill_invalidates {fill_invalidates}");
+        assert!(cached(&m, 1, t2));
+        let dropped = m.stats().f("tcat.fill_invalidations");
+        assert_eq!(dropped, if fill_invalidates { 2.0 } else { 0.0 }, "T1 in core 0's L1 and L2 TLBs");
+    }
+}

@@ -38,6 +38,9 @@ crate::stats::counters! {
         spurious: "tcat.spurious",
         /// TLB entries the sharers dropped.
         invalidations: "tcat.invalidations",
+        /// TLB entries other cores dropped because a walk's fill wrote their line
+        /// (`tcat.fill_invalidates=true` only).
+        fill_invalidations: "tcat.fill_invalidations",
         /// Shootdowns TCAT left to the baseline protocol: over `os.flush_ceiling_pages`, or a
         /// host's (gPA) change, which TCAT does not cover.
         fallbacks: "tcat.fallbacks",
@@ -85,6 +88,12 @@ impl Tcat {
     pub fn acked(&mut self, line: u64) {
         let lo = self.addr.lines().0;
         self.sharers[(line - lo) as usize] = 0;
+    }
+
+    /// The cores of `others` acknowledged an invalidation of `line` (the rest stay sharers).
+    pub fn acked_by(&mut self, line: u64, others: u64) {
+        let lo = self.addr.lines().0;
+        self.sharers[(line - lo) as usize] &= !others;
     }
 
     /// A sharer's slave operation for the invalidation of `line`, which names the page at

@@ -245,6 +245,26 @@ impl Translator {
         k
     }
 
+    /// `tcat.fill_invalidates`: core `core`'s walk wrote `va`'s translation into its home line,
+    /// and, as a plain protocol would, the write invalidates what the line's other TLB sharers
+    /// hold from it (`tcat.fill_invalidations` counts the entries dropped).
+    #[cold]
+    pub(crate) fn tcat_fill_write(&mut self, core: usize, va: VirtAddr, size: PageSize, ctx: Ctx) {
+        let Some(tcat) = self.mechs.tcat() else { return };
+        let line = tcat.home(va, size, ctx);
+        let others = tcat.sharers(line) & !(1u64 << core);
+        if others == 0 {
+            return;
+        }
+        let mut dropped = 0;
+        for c in (0..self.mmus.len()).filter(|&c| others >> c & 1 == 1) {
+            dropped += self.mmus[c].tlbs.iter_mut().map(|t| tcat.invalidate(t, line, va, ctx)).sum::<usize>();
+        }
+        let tcat = self.mechs.tcat_mut().expect("checked above");
+        tcat.acked_by(line, others);
+        tcat.counters.fill_invalidations += dropped as u64;
+    }
+
     /// Context `c` switched to another vCPU (vCPU overcommit): it fills its TLBs under that
     /// vCPU's tag, takes the shootdown interrupts it missed while preempted, and, if kvm_tlb
     /// asked it to, flushes its TLB entries.

@@ -172,6 +172,9 @@ impl Translator {
         let (e, size) = self.walk(c, va, write, present, port)?;
         if self.mechs.hooks.walk_end {
             self.mechs.on_walk_end(core, va, ctx, e, size, port);
+            if self.cfg.tcat_fill_invalidates {
+                self.tcat_fill_write(core, va, size, ctx);
+            }
         }
         port.walk_end();
         // Fill every level of the path, last first.
