@@ -148,7 +148,8 @@ config_enum!(
 config_enum!(
     /// How the OS keeps the TLBs coherent when it changes a mapping (seed 003, §4): IPIs to
     /// every target; KVM's paravirtual flush (preempted vCPUs flush at reschedule); TCAT
-    /// through the POM-TLB line's coherence, slaves dropping entries by co-tag or by set.
+    /// through the POM-TLB line's coherence, slaves dropping entries by co-tag or by set; or
+    /// the ideal bound, invalidations at no cost.
     ShootdownProtocol { Ipi = "ipi", KvmTlb = "kvm_tlb", TcatCotag = "tcat-cotag", TcatCotagless = "tcat-cotagless", Ideal = "ideal" }
 );
 config_enum!(

@@ -295,7 +295,7 @@ impl MemorySide {
     #[inline(never)]
     fn invalidate_copies(&mut self, c: usize, k: usize, line: u64) -> u64 {
         let mut copies = 0;
-        for (_, core) in self.cores.iter_mut().enumerate().filter(|&(i, _)| i != k) {
+        for core in self.cores.iter_mut().enumerate().filter(|&(i, _)| i != k).map(|(_, core)| core) {
             for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
                 copies += u64::from(cache.invalidate(line).is_some());
             }
