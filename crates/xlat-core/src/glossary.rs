@@ -445,6 +445,8 @@ pub static ENTRIES: &[Entry] = &[
     e(Mechanisms, "pomtlb.fills", Counter, "translations", "Translations written after walks (each a write of its set's line through the L2 cache).").only("`pomtlb.enabled=true`"),
     e(Mechanisms, "pomtlb.evictions", Counter, "entries", "Valid entries a fill replaced (LRU within the 4-entry set).").only("`pomtlb.enabled=true`"),
     e(Mechanisms, "pomtlb.invalidations", Counter, "entries", "Entries dropped by shootdowns and flushes.").only("`pomtlb.enabled=true`"),
+    e(Mechanisms, "pomtlb.stale_hits", Counter, "lookups",
+        "Hits (in `hits`) on an old entry of a line TCAT's initiator rewrote without flushing it (`tcat.flush=false`, the §5.2.5.1 counterexample): until the initiator's L1D writes the line back, the copies the MMU reads still hold the translation the rewrite cleared. 0 otherwise.").only("`pomtlb.enabled=true`"),
     e(Mechanisms, "pomtlb.occupancy", Counter, "entries", "Valid entries of the 4 KB array at the end of the run (state: not reset by warm-up).").only("`pomtlb.enabled=true`"),
     e(Mechanisms, "pomtlb.occupancy_2m", Counter, "entries", "Valid entries of the 2 MB array at the end of the run.").only("`pomtlb.enabled=true`"),
     e(Mechanisms, "pomtlb.line_reads", Counter, "lines", "POM-TLB lines read by lookups, counted by the memory side: two per lookup.").only("`pomtlb.enabled=true`"),

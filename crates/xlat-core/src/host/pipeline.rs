@@ -71,7 +71,7 @@ pub(crate) enum Op {
     OsCall { delta: u32, cost: u64 },
     /// The OS read-modify-wrote and flushed this line (TCAT), with TLB sharers on this many
     /// other cores; the core stalls for it.
-    RewriteLine { line: u64, sharers: u32 },
+    RewriteLine { line: u64, sharers: u32, flush: bool },
     /// Warm-up ends here: statistics restart.
     Reset,
 }
@@ -219,10 +219,14 @@ impl MemPort for Recorder {
         self.ops.push(Op::OsCall { delta, cost });
     }
 
-    fn rewrite_line(&mut self, c: usize, line: u64, sharers: u32) -> Option<u64> {
+    fn rewrite_line(&mut self, c: usize, line: u64, sharers: u32, flush: bool) -> Option<u64> {
         debug_assert_eq!(c, 0);
-        self.ops.push(Op::RewriteLine { line, sharers });
+        self.ops.push(Op::RewriteLine { line, sharers, flush });
         None
+    }
+
+    fn holds_modified(&self, _c: usize, _line: u64) -> bool {
+        false
     }
 
     fn now(&self, _c: usize) -> u64 {
@@ -308,8 +312,8 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             Op::Data(line) => port.data(line),
             Op::Stall(cycles) => port.stall(C, cycles),
             Op::OsCall { delta, cost } => port.os_call(C, delta, cost),
-            Op::RewriteLine { line, sharers } => {
-                let cycles = port.rewrite_line(C, line, sharers).unwrap_or(0);
+            Op::RewriteLine { line, sharers, flush } => {
+                let cycles = port.rewrite_line(C, line, sharers, flush).unwrap_or(0);
                 port.stall(C, cycles);
             }
             Op::Reset => port.reset_stats(),

@@ -497,4 +497,12 @@ impl Mechs {
             _ => None,
         })
     }
+
+    /// The same, for TCAT's initiator to change its lines.
+    pub fn pomtlb_mut(&mut self) -> Option<&mut pomtlb::PomTlb> {
+        self.list.iter_mut().find_map(|m| match m {
+            AnyMech::PomTlb(p) => Some(&mut **p),
+            _ => None,
+        })
+    }
 }

@@ -14,6 +14,13 @@
 //! The set index is Eq. 5.10 of the thesis in one of two readings (`pomtlb.hash`): `vpn`
 //! hashes the virtual page number (one set per page, the property TCAT relies on), `literal`
 //! shifts the page-aligned address right by 6 as printed (only 1/64 of the sets are used).
+//!
+//! The arrays hold what memory will hold once every write reaches it. The one time a cached
+//! copy of a line says otherwise is TCAT's initiator rewriting a line without flushing it
+//! (`tcat.flush=false`, the thesis's §5.2.5.1 counterexample): the cleared line sits modified
+//! in the initiator's L1D, which the MMU's path does not read, while its L2, the LLC and the
+//! DRAM still hold the old one. Such lines' old entries are kept aside ([`Unflushed`]) and
+//! answer lookups until the L1D writes the line back (or an MMU write to it takes the line).
 
 use crate::addr::{PageSize, VirtAddr};
 use crate::assoc::SetAssoc;
@@ -42,6 +49,9 @@ crate::stats::counters! {
         evictions: "evictions",
         /// Entries dropped by shootdowns and flushes.
         invalidations: "invalidations",
+        /// Hits on an old entry of a line rewritten without a flush (`tcat.flush=false`):
+        /// stale translations the MMU picked up from a cached copy.
+        stale_hits: "stale_hits",
     }
 }
 
@@ -137,10 +147,23 @@ impl PomAddressing {
     }
 }
 
+/// An entry a rewrite cleared in a line that was not flushed: every copy the MMU can read
+/// still holds it while the only current copy is modified in context `holder`'s L1D.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unflushed {
+    pub line: u64,
+    pub holder: usize,
+    pub key: TlbKey,
+    pub entry: TlbEntry,
+}
+
 pub struct PomTlb {
     small: Array,
     large: Array,
     hash: PomHash,
+    /// Old entries of lines rewritten and not flushed (see the module comment); empty unless
+    /// `tcat.flush=false`.
+    unflushed: Vec<Unflushed>,
     pub counters: PomCounters,
 }
 
@@ -156,7 +179,7 @@ impl PomTlb {
         let a = PomAddressing::new(small_mb, large_mb, base, hash);
         let small = Array::new(small_mb, ways, a.small.0, 0x9071);
         let large = Array::new(large_mb, ways, a.large.0, 0x9072);
-        PomTlb { small, large, hash, counters: PomCounters::default() }
+        PomTlb { small, large, hash, unflushed: Vec::new(), counters: PomCounters::default() }
     }
 
     /// The physical lines it occupies: `[first, end)`.
@@ -239,6 +262,11 @@ impl PomTlb {
         let set = self.set_index(va, size, ctx);
         let key = TlbKey::new(va, size, ctx);
         let a = if size == PageSize::Size4K { &mut self.small } else { &mut self.large };
+        let line = a.base_line + set as u64;
+        if !self.unflushed.is_empty() {
+            // The MMU's write takes the line, current copy and all: the old one is gone.
+            self.unflushed.retain(|u| u.line != line);
+        }
         self.counters.fills += 1;
         // (A rewrite of a present entry makes it the set's most recent, as a fill would.)
         match a.sets.lookup(set, key) {
@@ -250,7 +278,48 @@ impl PomTlb {
                 }
             }
         }
-        a.base_line + set as u64
+        line
+    }
+
+    /// TCAT's initiator is about to clear `va`'s entries (of context `ctx`) in `line` and
+    /// will not flush it: keep them as what every copy but context `holder`'s L1D still says.
+    pub fn keep_unflushed(&mut self, line: u64, va: VirtAddr, ctx: Ctx, holder: usize) {
+        let ctx = ctx & SPACE_MASK;
+        for size in [PageSize::Size4K, PageSize::Size2M] {
+            if self.line(va, size, ctx) != line {
+                continue;
+            }
+            let set = self.set_index(va, size, ctx);
+            let a = if size == PageSize::Size4K { &self.small } else { &self.large };
+            let key = TlbKey::new(va, size, ctx);
+            if let Some(slot) = a.sets.probe(set, key) {
+                let entry = *a.sets.val(slot);
+                self.unflushed.retain(|u| u.key != key);
+                self.unflushed.push(Unflushed { line, holder, key, entry });
+            }
+        }
+    }
+
+    /// A lookup of `va` that found nothing current: an old entry of an unflushed line answers
+    /// if the line is still modified only in its holder's L1D (see the module comment).
+    #[cold]
+    fn stale_lookup<P: MemPort>(&mut self, va: VirtAddr, ctx: Ctx, write: bool, port: &P) -> Option<(TlbEntry, PageSize)> {
+        self.unflushed.retain(|u| port.holds_modified(u.holder, u.line));
+        let ctx = ctx & SPACE_MASK;
+        let u = self.unflushed.iter().find(|u| u.key == TlbKey::new(va, u.key.size(), ctx) && (!write || u.entry.dirty))?;
+        self.counters.stale_hits += 1;
+        // (Counted as a hit: the MMU cannot tell.)
+        self.counters.misses -= 1;
+        self.counters.hits += 1;
+        if u.key.size() == PageSize::Size2M {
+            self.counters.hits_2m += 1;
+        }
+        Some((u.entry, u.key.size()))
+    }
+
+    /// The old entries kept for unflushed lines.
+    pub fn unflushed(&self) -> &[Unflushed] {
+        &self.unflushed
     }
 
     /// Drop what `what` names; returns how many entries went.
@@ -303,7 +372,11 @@ impl Mechanism for PomTlb {
         // Both arrays' lines are read in parallel; the lookup waits for the slower.
         port.tlb_read(self.line(va, PageSize::Size4K, ctx), false);
         port.tlb_read(self.line(va, PageSize::Size2M, ctx), true);
-        self.lookup(va, ctx, write)
+        let found = self.lookup(va, ctx, write);
+        if found.is_none() && !self.unflushed.is_empty() {
+            return self.stale_lookup(va, ctx, write, port);
+        }
+        found
     }
 
     #[inline]

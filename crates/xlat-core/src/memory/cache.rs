@@ -139,6 +139,11 @@ impl Cache {
         self.arr.probe(self.arr.set_of(line), line).is_some()
     }
 
+    /// Whether `line` is present and dirty (no side effects).
+    pub fn is_dirty(&self, line: u64) -> bool {
+        self.arr.probe(self.arr.set_of(line), line).is_some_and(|slot| self.arr.val(slot).dirty)
+    }
+
     /// How many lines of each kind it holds (a scan: for statistics, not the hot path).
     pub fn lines_by_kind(&self) -> [u64; 3] {
         let mut n = [0; 3];

@@ -495,26 +495,31 @@ impl MemorySide {
         lat
     }
 
-    /// Context `c` read-modify-writes `line` at cycle `at` and flushes it (see
-    /// [`MemPort::rewrite_line`]): returns the cycles. The read and the store go through
+    /// Context `c` read-modify-writes `line` at cycle `at` and, with `flush`, flushes it
+    /// (see [`MemPort::rewrite_line`]): returns the cycles. The read and the store go through
     /// its L1D; taking the line exclusively invalidates the other cores' copies, and when
     /// there were any (or TLB sharers) the directory, at the LLC, forwards invalidations and
     /// returns the acks (a round trip at the LLC's latency); the flush then removes the line
-    /// from every cache and writes it back to memory (the die-stacked DRAM for a POM-TLB line).
-    pub fn rewrite_and_flush(&mut self, c: usize, line: u64, sharers: u32, at: u64) -> u64 {
+    /// from every cache and writes it back to memory (the die-stacked DRAM for a POM-TLB
+    /// line). Without the flush the modified line stays in the L1D, and the core's L2 and the
+    /// LLC keep their (old) copies: caches are not inclusive of the L1D's dirt.
+    pub fn rewrite(&mut self, c: usize, line: u64, sharers: u32, flush: bool, at: u64) -> u64 {
         let (mut t, _) = self.access(c, line, LineKind::TlbEntry, true, Entry::L1d, at);
         let k = self.core_of(c);
         let mut copies = false;
-        for (i, core) in self.cores.iter_mut().enumerate() {
+        for (i, core) in self.cores.iter_mut().enumerate().filter(|&(i, _)| flush || i != k) {
             for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
                 let had = cache.invalidate(line).is_some();
                 copies |= had && i != k;
             }
         }
-        self.llc.invalidate(line);
         if copies || sharers > 0 {
             t += 2 * self.llc.latency;
         }
+        if !flush {
+            return t;
+        }
+        self.llc.invalidate(line);
         let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
         t + dram.access(at + t, true)
     }
@@ -923,9 +928,13 @@ impl MemPort for Direct<'_> {
         self.mem.stall(c, cycles);
     }
 
-    fn rewrite_line(&mut self, c: usize, line: u64, sharers: u32) -> Option<u64> {
+    fn rewrite_line(&mut self, c: usize, line: u64, sharers: u32, flush: bool) -> Option<u64> {
         let at = self.mem.ctxs[c].window.now();
-        Some(self.mem.rewrite_and_flush(c, line, sharers, at))
+        Some(self.mem.rewrite(c, line, sharers, flush, at))
+    }
+
+    fn holds_modified(&self, c: usize, line: u64) -> bool {
+        self.mem.cores[self.mem.core_of(c)].l1d.is_dirty(line)
     }
 
     fn os_call(&mut self, c: usize, delta: u32, cost: u64) {

@@ -66,11 +66,16 @@ pub trait MemPort {
     fn os_call(&mut self, c: usize, delta: u32, cost: u64);
     /// Context `c`'s software read-modify-writes line `line` (a POM-TLB set: TCAT's
     /// initiator), taking it exclusively: the directory invalidates every other cached copy,
-    /// forwards the invalidation to `sharers` cores' TLBs and collects their acks; then it
-    /// flushes the line out of every cache (CLFLUSH), writing it back to memory. Returns the
-    /// cycles this takes, for the caller to charge; a recording port cannot know them, returns
-    /// `None` and charges them as a stall when the memory side replays the op.
-    fn rewrite_line(&mut self, c: usize, line: u64, sharers: u32) -> Option<u64>;
+    /// forwards the invalidation to `sharers` cores' TLBs and collects their acks; then, with
+    /// `flush`, it flushes the line out of every cache (CLFLUSH), writing it back to memory
+    /// (without, the line stays modified in the context's L1D). Returns the cycles this takes,
+    /// for the caller to charge; a recording port cannot know them, returns `None` and
+    /// charges them as a stall when the memory side replays the op.
+    fn rewrite_line(&mut self, c: usize, line: u64, sharers: u32, flush: bool) -> Option<u64>;
+    /// Whether context `c`'s L1D holds `line` modified: written, and not yet written back
+    /// where anyone else, or the MMU, would read it. A recording port cannot know and says
+    /// false; the mechanisms that ask run on one thread (`needs_memory_side`).
+    fn holds_modified(&self, c: usize, line: u64) -> bool;
     /// Core `c`'s clock, in cycles (OS timers run by the machine's time).
     fn now(&self, c: usize) -> u64;
     /// Instructions core `c` has dispatched (epochs of mechanisms).

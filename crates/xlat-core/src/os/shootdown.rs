@@ -13,7 +13,8 @@
 //! - **tcat-cotag**, **tcat-cotagless**: for each page, the hypervisor read-modify-writes and
 //!   flushes its POM-TLB home line (both page sizes' lines when the change could have been
 //!   to either), and the directory forwards the invalidation to exactly the line's TLB
-//!   sharers, which drop entries by co-tag or by set ([`crate::mech::tcat`]). No interrupts
+//!   sharers, which drop entries by co-tag or by set ([`crate::mech::tcat`]). Without the
+//!   flush (`tcat.flush=false`) the old line stays readable (see [`crate::mech::pomtlb`]). No interrupts
 //!   and no busy wait: the initiator pays the memory side's cycles for the lines. Page-walk
 //!   caches and mechanisms' structures drop the range on every core, at no cost (the thesis
 //!   does not say how MMU caches find their entries). Shootdowns over the flush ceiling, and
@@ -223,7 +224,13 @@ impl Translator {
             }
             let others = (sharers & !init_core.map_or(0, |c| 1u64 << c)).count_ones();
             if let Some(c) = initiator {
-                k.init += port.rewrite_line(c, line, others).unwrap_or(0);
+                let flush = self.cfg.tcat_flush;
+                if !flush {
+                    if let Some(p) = self.mechs.pomtlb_mut() {
+                        p.keep_unflushed(line, va, ctx, c);
+                    }
+                }
+                k.init += port.rewrite_line(c, line, others, flush).unwrap_or(0);
             }
             let tcat = self.mechs.tcat_mut().expect("checked above");
             tcat.acked(line);

@@ -378,7 +378,10 @@ mod tests {
         fn tlb_write(&mut self, _: u64) {
             unreachable!()
         }
-        fn rewrite_line(&mut self, _: usize, _: u64, _: u32) -> Option<u64> {
+        fn holds_modified(&self, _: usize, _: u64) -> bool {
+            false
+        }
+        fn rewrite_line(&mut self, _: usize, _: u64, _: u32, _: bool) -> Option<u64> {
             unreachable!()
         }
         fn os_delay(&mut self, _: u64) {
