@@ -227,6 +227,27 @@ def test_interval_is_a_run_option_and_leaves_other_points_alone():
     assert tasks[0].meta["interval"] == 10_000 and "interval" not in tasks[1].meta
 
 
+def test_shootdown_traces_are_a_run_option_identified_by_content(tmp_path):
+    (tmp_path / "sd").mkdir()
+    trace = tmp_path / "sd" / "a.txt"
+    trace.write_text("1000 0 unmap\n")
+    body = 'name = "x"\nconfigs = ["skylake"]\nrefs = 1000\n[[workloads]]\nname = "gups"\nshootdowns = "sd/a.txt"\n'
+    spec = sweep.load_spec(write(tmp_path / "s.toml", body))
+    (p,) = spec.points
+    assert p.shootdowns == str(trace.resolve()) and p.options()["shootdowns"] == p.shootdowns
+    (t,) = sweep.prepare(spec, resolve=fake_resolve, version="1")
+    assert t.meta["shootdowns"] == "a.txt"
+    # The same trace elsewhere is the same point; other content is another.
+    moved = tmp_path / "b.txt"
+    moved.write_text(trace.read_text())
+    other = sweep.load_spec(write(tmp_path / "t.toml", body.replace("sd/a.txt", "b.txt")))
+    assert sweep.prepare(other, resolve=fake_resolve, version="1")[0].point_id == t.point_id
+    moved.write_text("2000 0 unmap\n")
+    assert sweep.prepare(other, resolve=fake_resolve, version="1")[0].point_id != t.point_id
+    with pytest.raises(sweep.SpecError, match="shootdown trace 'nope.txt' does not exist"):
+        sweep.load_spec(write(tmp_path / "u.toml", body.replace("sd/a.txt", "nope.txt")))
+
+
 @needs_sim
 def test_config_hash_is_of_the_resolved_config():
     # Two spellings of one machine are one point: the hash is of the fully resolved config.

@@ -44,3 +44,33 @@ def test_kvstore_churn_and_traces_carry_os_calls(tmp_path):
     live = xlat.simulate("skylake", CHURN, refs=200_000)
     for k in ("os.calls", "os.unmapped_pages", "shootdowns", "faults", "walks", "cycles"):
         assert replay[k] == live[k], k
+
+
+def test_a_shootdown_trace_injects_page_table_changes(tmp_path):
+    """The thesis's simulation input (seed 003 §6.3): records keyed by instruction count. Each
+    record reached is one OS call and one shootdown; a page migrated under TCAT leaves no stale
+    translation anywhere (the checker looks at every one)."""
+    sd = tmp_path / "sd.txt"
+    sd.write_text("# instructions stream op [va [pages]]\n"
+                  "50000 0 migrate\n100000 1 unmap - 2\n150000 0 protect\n9000000000 0 unmap\n")
+    wl = "gups:footprint=64M,threads=2"
+    common = {"refs": "200K", "seed": 3, "prefault": True, "system__cores": 2, "check__translations": 1}
+    plain = xlat.simulate("skylake", wl, **common)
+    r = xlat.simulate("skylake", wl, shootdowns=sd, **common)
+    assert plain["os.calls"] == 0
+    assert (r["os.calls"], r["shootdowns"], r["stale_translation_uses"]) == (3, 3, 0)
+    assert r.shootdowns == str(sd) and r.to_dict()["run"]["shootdowns"] == str(sd)
+    tcat = xlat.simulate("csalt8", wl, shootdowns=sd, **common, virt__enabled=True, pomtlb__enabled=True,
+                         coherence__enabled=True, tlb__set_index="vpn_xor_vm", shootdown__protocol="tcat-cotag")
+    assert (tcat["shootdowns"], tcat["stale_translation_uses"]) == (3, 0)
+    assert tcat["tcat.lines"] >= 3
+
+
+def test_a_bad_shootdown_trace_is_one_line(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("100 0 unmap\n200 0 explode\n")
+    with pytest.raises(xlat.TraceError, match=r"bad.txt:2: unknown op 'explode'"):
+        xlat.simulate("skylake", "gups", refs=1000, shootdowns=bad)
+    p = run_xlat("run", "-w", "gups", "-n", "1K", "--shootdowns", str(bad))
+    assert p.returncode != 0 and p.stderr.strip().endswith("bad.txt:2: unknown op 'explode' (known: unmap, protect, unprotect, migrate)")
+    assert len(p.stderr.strip().splitlines()) == 1

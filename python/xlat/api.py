@@ -100,8 +100,9 @@ class Result:
         config: the fully resolved configuration (every engine key, typed: int, float, bool, str).
         workload: ``{"name": ..., "params": {...}}`` with every parameter resolved, as the
             engine ran it (for a trace, the trace's name and format).
-        seed, refs, warmup, prefault, trace, trace_format, interval: how the run was asked for
-            (``interval``: instructions per interval of the statistics over time, None if off).
+        seed, refs, warmup, prefault, trace, trace_format, interval, shootdowns: how the run was
+            asked for (``interval``: instructions per interval of the statistics over time, None
+            if off; ``shootdowns``: the shootdown trace injected, None if none).
         series: the statistics over time, one dict per interval (empty without an interval):
             the change of every integer statistic in that interval plus the ratios of
             :func:`interval_ratios`. The intervals add up to the run's totals.
@@ -120,6 +121,7 @@ class Result:
     trace: list[str] | None = None
     trace_format: str | None = None
     interval: int | None = None
+    shootdowns: str | None = None
     series: list[dict[str, int | float]] = field(default_factory=list)
     config_name: str = "dict"
     config_hash: str = ""
@@ -149,6 +151,8 @@ class Result:
                 "trace": list(self.trace) if self.trace else None,
                 "trace_format": self.trace_format,
                 "interval": self.interval,
+                # (Only when one was injected: documents of other runs stay as they were.)
+                **({"shootdowns": self.shootdowns} if self.shootdowns else {}),
             },
             "stats": {k: _json_safe(v) for k, v in self.stats.items()},
         }
@@ -178,6 +182,7 @@ class Result:
             trace=run.get("trace"),
             trace_format=run.get("trace_format"),
             interval=run.get("interval"),
+            shootdowns=run.get("shootdowns"),
             # Ratios are recomputed from the counts (the same values, and present even in a
             # document that kept only the counts).
             series=[interval_ratios({k: v for k, v in iv.items() if v is not None}) for iv in doc.get("series") or []],
@@ -304,6 +309,7 @@ def simulate(
     host_threads: int | None = None,
     interval: int | str | None = None,
     mix: str | Sequence[str] | None = None,
+    shootdowns: str | os.PathLike | None = None,
     **overrides: Any,
 ) -> Result:
     """Simulate one workload (or trace, or mix of programs) on one machine.
@@ -336,6 +342,9 @@ def simulate(
             lowest free ones when omitted), ``trace:PATH`` is a recorded program. Program ``i``
             runs with ``seed + i`` unless its spec sets ``seed=``. Besides the machine's
             totals, ``prog<N>.*`` statistics hold each program's. See ``weighted_speedup``.
+        shootdowns: a shootdown trace (a text file, one ``instructions stream op [va [pages]]``
+            record per line; see docs/workloads.md) whose page-table changes are injected into
+            the workload, trace or mix when each stream reaches the instruction count.
         **overrides: config keys applied last, as ``**{"tlb.l2.entries": 2048}`` or
             ``tlb__l2__entries=2048``.
 
@@ -364,6 +373,9 @@ def simulate(
     if trace_format is not None and not isinstance(trace_format, str):
         raise _core.TraceError(f"trace_format: expected 'native', 'champsim' or 'lackey', got {trace_format!r}")
     mix_spec = _mix_spec(mix)
+    if shootdowns is not None and not isinstance(shootdowns, (str, os.PathLike)):
+        raise _core.TraceError(f"shootdowns: expected the path of a shootdown trace, got {shootdowns!r}")
+    sd_path = None if shootdowns is None else os.fspath(shootdowns)
     if sum(x is not None and x != [] for x in (workload, traces, mix_spec)) > 1:
         raise _core.WorkloadError("give one of a workload, a trace and a mix, not several")
     if workload is None and not traces and mix_spec is None:
@@ -381,6 +393,7 @@ def simulate(
         threads=threads or 0,
         interval=n_interval,
         mix=mix_spec,
+        shootdowns=sd_path,
     )
     return Result(
         stats=_undefined_as_nan(out["stats"]),
@@ -393,6 +406,7 @@ def simulate(
         trace=traces,
         trace_format=trace_format,
         interval=n_interval or None,
+        shootdowns=sd_path,
         series=[interval_ratios(iv) for iv in out.get("series") or []],
         config_name=_label(config, len(over)),
         config_hash=_config.config_hash(resolved),

@@ -326,17 +326,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     for t in traces:
         if not os.path.exists(t):
             raise CliError(f"trace file '{t}' does not exist")
+    if args.shootdowns is not None and not os.path.isfile(args.shootdowns):
+        raise CliError(f"shootdown trace '{args.shootdowns}' does not exist")
     # Resolve first so a bad config fails before anything else happens.
     _config.resolve(args.config, args.sets)
 
     if args.weighted_speedup and not args.mix:
         raise CliError("--weighted-speedup needs --mix")
+    if args.weighted_speedup and args.shootdowns:
+        raise CliError("--shootdowns names the mix's streams: it does not go with --weighted-speedup's runs alone")
 
     def run(progress) -> Any:
         return simulate(
             args.config, args.workload, refs=args.refs, seed=args.seed, warmup=args.warmup,
             prefault=args.prefault, trace=traces or None, trace_format=args.trace_format,
-            progress=progress, host_threads=args.host_threads, interval=args.interval, mix=args.mix, **dict(args.sets),
+            progress=progress, host_threads=args.host_threads, interval=args.interval, mix=args.mix,
+            shootdowns=args.shootdowns, **dict(args.sets),
         )
 
     if args.weighted_speedup:
@@ -747,6 +752,9 @@ def build_parser() -> Parser:
     r.add_argument("--weighted-speedup", action="store_true",
                    help="with --mix: also run each program alone on the same machine and print the "
                         "weighted speedup (sum of IPC mixed / IPC alone)")
+    r.add_argument("--shootdowns", metavar="FILE",
+                   help="inject a shootdown trace: page-table changes at instruction counts, one "
+                        "'instructions stream op [va [pages]]' record per line (docs/workloads.md)")
     r.add_argument("--refs", "-n", type=count_arg, metavar="N",
                    help="references to simulate after warm-up: 1000000, 1e6, 10M (default: all)")
     r.add_argument("--warmup", type=count_arg, default=0, metavar="N",

@@ -118,6 +118,7 @@ class Point:
     warmup: int
     prefault: bool
     interval: int = 0                      # statistics over time (instructions); 0: off
+    shootdowns: str | None = None          # a shootdown trace to inject (its absolute path)
 
     @property
     def workload_spec(self) -> str:
@@ -134,6 +135,8 @@ class Point:
         opts = {"refs": self.refs, "warmup": self.warmup, "prefault": self.prefault}
         if self.interval:
             opts["interval"] = self.interval
+        if self.shootdowns:
+            opts["shootdowns"] = self.shootdowns
         return opts
 
 
@@ -150,8 +153,8 @@ class Spec:
 
 
 _TOP_KEYS = {"name", "description", "configs", "workloads", "mixes", "mix", "seeds", "seed", "refs", "warmup",
-             "prefault", "interval", "quick", "slurm"}
-_RUN_KEYS = ("refs", "warmup", "prefault", "interval")
+             "prefault", "interval", "shootdowns", "quick", "slurm"}
+_RUN_KEYS = ("refs", "warmup", "prefault", "interval", "shootdowns")
 _CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", *_RUN_KEYS}
 _WORKLOAD_KEYS = {"name", "params", "zip", *_RUN_KEYS, "seeds", "seed"}
 _MIX_KEYS = {"label", "programs", "configs", *_RUN_KEYS, "seeds", "seed"}
@@ -259,8 +262,8 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
             run = {k: wl["run"][k] if k in wl["run"] else c["run"][k] if k in c["run"] else top_run[k]
                    for k in _RUN_KEYS}
             seeds = wl["seeds"] if wl["seeds"] is not None else top_seeds
-            for refs, warmup, prefault, interval in itertools.product(*(run[k] for k in _RUN_KEYS)):
-                opts = _run_options(refs, warmup, prefault, interval, where)
+            for refs, warmup, prefault, interval, shootdowns in itertools.product(*(run[k] for k in _RUN_KEYS)):
+                opts = _run_options(refs, warmup, prefault, interval, where) + (_shootdowns(shootdowns, base_dir, where),)
                 for seed in seeds:
                     p = Point(cfg, wl["name"], wl["params"], seed, *opts)
                     if p not in seen:  # a value listed twice is one point
@@ -296,6 +299,27 @@ def _seeds(doc: Mapping, where: str) -> list[int] | None:
         if isinstance(s, bool) or not isinstance(s, int) or s < 0:
             raise SpecError(f"{where}: seed {s!r} is not a non-negative integer")
     return vals
+
+
+def _shootdowns(path: Any, base_dir: Path, where: str) -> str | None:
+    """A shootdown trace's path, relative to the spec's folder; it must exist."""
+    if path is None:
+        return None
+    if not isinstance(path, str) or not path:
+        raise SpecError(f"{where}: 'shootdowns' must be the path of a shootdown trace, not {path!r}")
+    p = Path(path)
+    p = p if p.is_absolute() else (base_dir / p).resolve()
+    if not p.is_file():
+        raise SpecError(f"{where}: shootdown trace '{path}' does not exist (looked for {p})")
+    return str(p)
+
+
+def _file_digest(path: str) -> str:
+    """16 hex digits of a file's SHA-256 (a missing file: its path, so the point still has an id)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return "missing:" + path
 
 
 def _run_options(refs: Any, warmup: Any, prefault: Any, interval: Any, where: str) -> tuple[int | None, int, bool, int]:
@@ -541,6 +565,9 @@ def point_id(config_hash: str, point: Point, version: str) -> str:
         **point.options(),
         "xlat_version": version,
     }
+    if point.shootdowns:
+        # (The trace's content, not where this checkout keeps it, identifies the point.)
+        key["shootdowns"] = _file_digest(point.shootdowns)
     return hashlib.sha256(_json(key).encode()).hexdigest()[:20]
 
 
@@ -597,6 +624,7 @@ def prepare(spec: Spec, resolve: Callable | None = None, version: str | None = N
             "prefault": p.prefault,
             # Only in stores that use it (0 = off), like the series column of the row.
             **({"interval": p.interval} if p.interval else {}),
+            **({"shootdowns": os.path.basename(p.shootdowns)} if p.shootdowns else {}),
             "xlat_version": version,
             **{f"set.{k}": _canonical(v) for k, v in p.config.overrides},
             **{f"param.{k}": _canonical(v) for k, v in p.params},

@@ -39,7 +39,9 @@ fn resolve_config(pairs: Vec<(String, String)>) -> PyResult<Vec<(String, String)
 
 fn workload_err(e: xlat_workloads::WorkloadError) -> PyErr {
     match e {
-        xlat_workloads::WorkloadError::Trace(_) | xlat_workloads::WorkloadError::UnknownFormat(_) => TraceError::new_err(e.to_string()),
+        xlat_workloads::WorkloadError::Trace(_) | xlat_workloads::WorkloadError::UnknownFormat(_) | xlat_workloads::WorkloadError::BadShootdowns { .. } => {
+            TraceError::new_err(e.to_string())
+        }
         _ => WorkloadError::new_err(e.to_string()),
     }
 }
@@ -66,9 +68,10 @@ fn stats_dict<'py>(py: Python<'py>, entries: Vec<(String, StatValue)>) -> PyResu
 /// Run one simulation. Exactly one of `workload` (a spec such as `bfs:scale=16`), `trace`
 /// (paths, one per stream) and `mix` (programs on cores, `bfs@0,gups@1`) must be given. Returns `{"stats", "series",
 /// "workload"}`; `series` holds, per `interval` instructions (0: none, an empty list), the
-/// change of every integer statistic.
+/// change of every integer statistic. `shootdowns`: a shootdown trace to inject
+/// (`xlat_workloads::shootdowns`).
 #[pyfunction]
-#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0, interval=0, mix=None))]
+#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0, interval=0, mix=None, shootdowns=None))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -84,6 +87,7 @@ fn simulate<'py>(
     threads: usize,
     interval: u64,
     mix: Option<String>,
+    shootdowns: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg = build_config(&config)?;
     if [workload.is_some(), trace.is_some(), mix.is_some()].iter().filter(|&&b| b).count() != 1 {
@@ -101,6 +105,9 @@ fn simulate<'py>(
             (None, None, Some(m)) => xlat_workloads::open_mix_until(&m, seed, stop.clone()).map_err(workload_err)?,
             _ => unreachable!("checked above"),
         };
+        if let Some(path) = shootdowns {
+            src = Box::new(xlat_workloads::shootdowns::WithShootdowns::open(src, std::path::Path::new(&path)).map_err(workload_err)?);
+        }
         let mut failed: Option<PyErr> = None;
         let mut last = Instant::now();
         let mut report = |done: u64| -> bool {

@@ -19,6 +19,7 @@ pub mod mix;
 pub mod params;
 pub mod recorder;
 pub mod rng;
+pub mod shootdowns;
 mod source;
 pub mod trace;
 pub mod vas;
@@ -70,6 +71,9 @@ pub enum WorkloadError {
     /// A kernel failed while running natively.
     #[error("workload {name}: {what}")]
     Failed { name: String, what: String },
+    /// A shootdown trace's record (its line, from 1; 0: the file as a whole) is wrong.
+    #[error("{path}{}: {what}", if *line > 0 { format!(":{line}") } else { String::new() })]
+    BadShootdowns { path: String, line: usize, what: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
