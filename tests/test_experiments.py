@@ -742,3 +742,28 @@ def test_every_study_spec_reads_full_and_quick(study):
 
     for quick in (False, True):
         assert load_spec(TESTS.parent / "studies" / study / "sweep.toml", quick=quick).points
+
+
+def test_a_workload_may_name_the_configs_it_runs_on(tmp_path):
+    body = textwrap.dedent("""
+        name = "x"
+        refs = 1000
+        [[configs]]
+        preset = "skylake"
+        label = "one"
+        [[configs]]
+        preset = "skylake4"
+        label = "four"
+        [[workloads]]
+        name = "gups"
+        params = { threads = 1 }
+        configs = ["one"]
+        [[workloads]]
+        name = "gups"
+        params = { threads = 4 }
+        configs = ["four"]
+    """)
+    spec = sweep.load_spec(write(tmp_path / "s.toml", body))
+    assert [(p.config.label, dict(p.params)["threads"]) for p in spec.points] == [("one", 1), ("four", 4)]
+    with pytest.raises(sweep.SpecError, match="config 'eight' is not a label"):
+        sweep.load_spec(write(tmp_path / "t.toml", body.replace('configs = ["four"]', 'configs = ["eight"]')))

@@ -11,11 +11,14 @@ from xlat_testutil import has_core, run_xlat
 pytestmark = pytest.mark.skipif(not has_core(), reason="needs the compiled extension")
 
 CHURN = "churn:footprint=32M,chunk=64K,ops=4K,reads=16"
+# Runs that change mappings check every translation against the page tables (a stale one fails
+# the run: see check.translations).
+CHECKED = {"check.translations": 1}
 
 
 def test_a_churning_heap_shoots_down_on_every_core_that_runs_it():
-    one = xlat.simulate("skylake4", CHURN, seed=3)
-    two = xlat.simulate("skylake4", CHURN + ",threads=2", seed=3)
+    one = xlat.simulate("skylake4", CHURN, seed=3, **CHECKED)
+    two = xlat.simulate("skylake4", CHURN + ",threads=2", seed=3, **CHECKED)
     for r in (one, two):
         calls = r["os.calls"]
         assert calls > 3000 and r["shootdowns"] >= calls
@@ -35,13 +38,13 @@ def test_os_calls_cost_their_cycles():
 
 
 def test_kvstore_churn_and_traces_carry_os_calls(tmp_path):
-    r = xlat.simulate("skylake", "kvstore:keys=64K,ops=64K,writes=0.5,churn=0.2", prefault=True)
+    r = xlat.simulate("skylake", "kvstore:keys=64K,ops=64K,writes=0.5,churn=0.2", prefault=True, **CHECKED)
     assert r["os.calls"] > 0 and r["os.unmapped_pages"] == r["os.calls"]
     trace = tmp_path / "churn.xtr"
     p = run_xlat("record", "-w", CHURN, "-o", str(trace), "--refs", "200000")
     assert p.returncode == 0, p.stderr
-    replay = xlat.simulate("skylake", trace=str(trace))
-    live = xlat.simulate("skylake", CHURN, refs=200_000)
+    replay = xlat.simulate("skylake", trace=str(trace), **CHECKED)
+    live = xlat.simulate("skylake", CHURN, refs=200_000, **CHECKED)
     for k in ("os.calls", "os.unmapped_pages", "shootdowns", "faults", "walks", "cycles"):
         assert replay[k] == live[k], k
 

@@ -156,7 +156,7 @@ _TOP_KEYS = {"name", "description", "configs", "workloads", "mixes", "mix", "see
              "prefault", "interval", "shootdowns", "quick", "slurm"}
 _RUN_KEYS = ("refs", "warmup", "prefault", "interval", "shootdowns")
 _CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", *_RUN_KEYS}
-_WORKLOAD_KEYS = {"name", "params", "zip", *_RUN_KEYS, "seeds", "seed"}
+_WORKLOAD_KEYS = {"name", "params", "zip", "configs", *_RUN_KEYS, "seeds", "seed"}
 _MIX_KEYS = {"label", "programs", "configs", *_RUN_KEYS, "seeds", "seed"}
 
 
@@ -450,10 +450,19 @@ def _parse_workloads(raw: Any, where: str) -> list[dict]:
             raise SpecError(f"{what}: 'name' must be a workload name such as \"gups\"")
         run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
         seeds = _seeds(e, what) if ("seeds" in e or "seed" in e) else None
+        only = _config_labels(e.get("configs"), what)
         for params in _grid(e.get("params"), e.get("zip"), f"{what}: 'params'"):
             _check_kernel(name, [k for k, _ in params], what)
-            out.append({"name": name, "params": tuple(sorted(params)), "run": run, "seeds": seeds})
+            out.append({"name": name, "params": tuple(sorted(params)), "run": run, "seeds": seeds, "configs": only,
+                        "what": what})
     return out
+
+
+def _config_labels(only: Any, what: str) -> list[str] | None:
+    """A workload's or mix's ``configs``: the labels of the configs it runs on (None: all)."""
+    if only is not None and (not isinstance(only, list) or not only or not all(isinstance(x, str) for x in only)):
+        raise SpecError(f"{what}: 'configs' must be a non-empty list of config labels")
+    return only
 
 
 def _known_keys(table: Mapping, known: set, what: str) -> None:
@@ -496,9 +505,7 @@ def _parse_mixes(raw: Any, where: str) -> list[dict]:
             raise SpecError(f"{what}: 'label' must be a non-empty string")
         run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
         seeds = _seeds(e, what) if ("seeds" in e or "seed" in e) else None
-        only = e.get("configs")
-        if only is not None and (not isinstance(only, list) or not only or not all(isinstance(x, str) for x in only)):
-            raise SpecError(f"{what}: 'configs' must be a non-empty list of config labels")
+        only = _config_labels(e.get("configs"), what)
         out.append({"name": "mix", "params": (("label", label), ("programs", text)), "run": run, "seeds": seeds,
                     "configs": only, "what": what})
     return out
