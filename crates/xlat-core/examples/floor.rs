@@ -501,7 +501,7 @@ impl<H: Levels> Memory<H> {
             match s {
                 Step::Walk => {
                     if self.timing {
-                        self.issue = self.w.dispatch(4, false) + 9;
+                        self.issue = self.w.dispatch(4, 0) + 9;
                     }
                     self.lat = 1;
                 }
@@ -510,7 +510,7 @@ impl<H: Levels> Memory<H> {
                     let served = self.h.access(l, LineKind::Data, write);
                     if self.timing {
                         let t = if let Step::Hit(..) = s {
-                            self.issue = self.w.dispatch(4, false);
+                            self.issue = self.w.dispatch(4, 0);
                             self.issue
                         } else {
                             self.walkers.acquire(self.issue, self.lat) + self.lat

@@ -33,21 +33,51 @@ pub struct Ref {
     pub size: u8,
     /// Bits 0-1: [`RefKind`], or 3 for an OS call ([`Ref::os_call`]); bit 2: [`Ref::DEPENDENT`].
     pub flags: u8,
-    /// An OS call's pages (4 KB each, from `va`); zero for memory accesses.
-    pub pages: u16,
+    /// An OS call's pages (4 KB each, from `va`: [`Ref::pages`]); a dependent memory
+    /// access's producer, in memory references back (0 or 1: the previous one, see
+    /// [`Ref::producer`]).
+    pub arg: u16,
 }
 
 impl Ref {
-    /// The address of this reference came from the value loaded by the previous reference
-    /// of the same stream (pointer chasing): it cannot issue before that one completes.
+    /// The address of this reference came from a value an earlier memory reference of the
+    /// same stream loaded (pointer chasing): it cannot issue before that one completes. The
+    /// producer is the previous memory reference unless [`Ref::after`] names another.
     pub const DEPENDENT: u8 = 1 << 2;
+    /// The farthest producer a reference may name, in memory references back.
+    pub const MAX_PRODUCER: u8 = u8::MAX;
     const KIND_MASK: u8 = 0b11;
     /// The kind bits of an OS call.
     pub const OS_CALL: u8 = 0b11;
 
     #[inline]
     pub fn new(va: u64, kind: RefKind, size: u8, inst_delta: u32, dependent: bool) -> Ref {
-        Ref { va, inst_delta, size, flags: kind as u8 | if dependent { Self::DEPENDENT } else { 0 }, pages: 0 }
+        Ref { va, inst_delta, size, flags: kind as u8 | if dependent { Self::DEPENDENT } else { 0 }, arg: 0 }
+    }
+
+    /// This memory access, dependent on the one `k` memory references back (1: the previous;
+    /// 1..=[`Ref::MAX_PRODUCER`]; OS calls in between do not count).
+    #[inline]
+    pub fn after(self, k: u8) -> Ref {
+        debug_assert!(k >= 1 && !self.is_os_call());
+        // (The previous reference is kept as 0, as `Ref::new` has it: one encoding each.)
+        Ref { flags: self.flags | Self::DEPENDENT, arg: if k > 1 { u16::from(k) } else { 0 }, ..self }
+    }
+
+    /// How many memory references back the access's producer is: 0 if it depends on none.
+    #[inline(always)]
+    pub fn producer(&self) -> u8 {
+        if self.flags & Self::DEPENDENT == 0 {
+            0
+        } else {
+            (self.arg as u8).max(1)
+        }
+    }
+
+    /// An OS call's page count.
+    #[inline]
+    pub fn pages(&self) -> u16 {
+        self.arg
     }
 
     /// Not a memory access: the program asks the OS to change its mappings (`op`, see
@@ -55,7 +85,7 @@ impl Ref {
     /// system call at the end of `inst_delta` instructions. The op is kept in `size`.
     #[inline]
     pub fn os_call(op: crate::os::OsOp, va: u64, pages: u16, inst_delta: u32) -> Ref {
-        Ref { va, inst_delta, size: op as u8, flags: Self::OS_CALL, pages }
+        Ref { va, inst_delta, size: op as u8, flags: Self::OS_CALL, arg: pages }
     }
 
     /// Whether this is an OS call rather than a memory access.
@@ -225,6 +255,8 @@ mod tests {
         assert!(r.is_dependent());
         assert_eq!(Ref::load(0, 1).kind(), RefKind::Load);
         assert!(!Ref::load(0, 1).is_dependent());
+        assert_eq!((r.producer(), Ref::load(0, 1).producer(), Ref::load(0, 1).after(7).producer()), (1, 0, 7));
+        assert_eq!(Ref::os_call(crate::os::OsOp::Unmap, 0, 300, 1).pages(), 300);
     }
 
     #[test]

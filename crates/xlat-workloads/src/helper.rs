@@ -230,6 +230,6 @@ mod tests {
         let mut h = HelperSource::new(main_stream(1), 1, 0, 0, HelperMode::Pte);
         let mut out = Vec::with_capacity(2);
         h.next_batch(1, &mut out).unwrap();
-        assert!(out.iter().all(|r| r.is_os_call() && r.size == OsOp::ReadPtes as u8 && r.pages == 1));
+        assert!(out.iter().all(|r| r.is_os_call() && r.size == OsOp::ReadPtes as u8 && r.pages() == 1));
     }
 }

@@ -242,7 +242,7 @@ mod tests {
         ];
         let mut s = WithShootdowns::new(Box::new(VecSource::new(vec![refs], region())), events, "t").unwrap();
         let got = drain(&mut s, 0);
-        let calls: Vec<(usize, u64, u16)> = got.iter().enumerate().filter(|(_, r)| r.is_os_call()).map(|(i, r)| (i, r.va, r.pages)).collect();
+        let calls: Vec<(usize, u64, u16)> = got.iter().enumerate().filter(|(_, r)| r.is_os_call()).map(|(i, r)| (i, r.va, r.pages())).collect();
         // Count 5 falls within the first reference (instructions 1-10): before it, with the
         // given page. Count 25 within the third (21-30): after the second, naming its page.
         // Count 100 is reached exactly by the tenth: after it. 1000 is never reached.

@@ -50,6 +50,53 @@ fn champsim_trace_runs() {
     assert!(s.f("walks") > 1000.0 && s.f("faults") > 1000.0);
 }
 
+/// A pointer chase in ChampSim records (`mov r1 <- [r1]` over a random cycle of 64 MB, one
+/// node per page) is as slow as the `chase` kernel's own references, which mark each load
+/// dependent on the previous one: the reader keeps the register dependence. The same records
+/// without registers are independent loads, which overlap.
+#[test]
+fn a_champsim_pointer_chase_serialises_like_the_kernel() {
+    let dir = tempdir();
+    let nodes = 16384u64;
+    // A random cycle: node i's successor.
+    let mut order: Vec<u64> = (0..nodes).collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..order.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let base = 0x7f00_0000_0000u64;
+    let write = |name: &str, regs: bool| {
+        let path = dir.join(name);
+        let mut f = std::fs::File::create(&path).unwrap();
+        // Two laps: the first maps the pages (traces carry no regions to prefault) and warms up.
+        for &n in order.iter().chain(&order) {
+            let mut rec = [0u8; 64];
+            rec[0..8].copy_from_slice(&0x40_0000u64.to_le_bytes());
+            if regs {
+                (rec[10], rec[12]) = (1, 1);
+            }
+            rec[32..40].copy_from_slice(&(base + n * 4096).to_le_bytes());
+            f.write_all(&rec).unwrap();
+        }
+        path.to_string_lossy().into_owned()
+    };
+    let warm = RunOptions { warmup: nodes, ..RunOptions::default() };
+    let run = |src: &mut dyn xlat_core::RefSource| xlat_core::simulate(&Config::default(), src, warm, false, 1, &mut |_| true).unwrap();
+    let open = |path: String| xlat_workloads::open_trace(&[path], Some("champsim")).unwrap().1;
+    let chased = run(open(write("chase.champsim", true)).as_mut());
+    let free = run(open(write("free.champsim", false)).as_mut());
+    assert_eq!(chased.f("loads"), nodes as f64);
+    assert!(chased.f("cycles") > 5.0 * free.f("cycles"), "chase {} vs independent {} cycles", chased.f("cycles"), free.f("cycles"));
+    // The same chase as references that say so themselves.
+    let refs: Vec<xlat_core::Ref> =
+        order.iter().chain(&order).enumerate().map(|(i, &n)| xlat_core::Ref::new(base + n * 4096, xlat_core::RefKind::Load, 8, 1, i > 0)).collect();
+    let kernel = run(&mut xlat_core::VecSource::new(vec![refs], vec![]));
+    assert_eq!(chased.f("cycles"), kernel.f("cycles"));
+}
+
 /// A valgrind lackey trace runs end to end; `I` lines count as instructions.
 #[test]
 fn lackey_trace_runs() {

@@ -32,10 +32,10 @@ pub(crate) enum Op {
     /// A reference the TLBs translate: it dispatches (its instruction delta, kind, and
     /// whether it waits for the previous one), the L1 TLB or the L2 TLB (its latency later)
     /// translates it, and it accesses its data, in this line.
-    Hit { delta: u32, kind: RefKind, dependent: bool, l2: bool, line: u64 },
+    Hit { delta: u32, kind: RefKind, producer: u8, l2: bool, line: u64 },
     /// A reference that walks dispatches; the walk wants to start at once or after the L2
     /// TLB's latency.
-    Walk { delta: u32, kind: RefKind, dependent: bool, l2: bool },
+    Walk { delta: u32, kind: RefKind, producer: u8, l2: bool },
     /// The walk reads a page-table entry in this line, of the native, host or guest table,
     /// `lat` cycles after its previous step (page-walk-cache or nested-TLB probes).
     Pte { line: u64, table: Table, lat: u32 },
@@ -56,7 +56,7 @@ pub(crate) enum Op {
     Stall(u64),
     /// A reference that looks an L3 TLB up dispatches (it missed the L1 TLBs); its reads,
     /// its walk if any (`Begin`) and its data (`End`, or `Data`) follow.
-    Dispatch { delta: u32, kind: RefKind, dependent: bool, l2: bool },
+    Dispatch { delta: u32, kind: RefKind, producer: u8, l2: bool },
     /// It reads this line of the L3 TLB, in parallel with the previous read or not.
     TlbRead { line: u64, parallel: bool },
     /// After its reads the L3 TLB missed, and the walk begins.
@@ -98,7 +98,7 @@ pub(crate) struct Recorder {
     /// missed the L1 TLBs.
     delta: u32,
     kind: RefKind,
-    dependent: bool,
+    producer: u8,
     l2: bool,
     /// It walks.
     walking: bool,
@@ -110,7 +110,7 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     pub fn new(ops: Vec<Op>) -> Recorder {
-        Recorder { ops, delta: 0, kind: RefKind::Load, dependent: false, l2: false, walking: false, dispatched: false, lat: 0 }
+        Recorder { ops, delta: 0, kind: RefKind::Load, producer: 0, l2: false, walking: false, dispatched: false, lat: 0 }
     }
 
     /// The cycles since the walk's last recorded step, for the `lat` field of its next op
@@ -129,8 +129,8 @@ impl MemPort for Recorder {
     const LOCAL: bool = false;
 
     #[inline(always)]
-    fn dispatch(&mut self, _c: usize, delta: u32, kind: RefKind, dependent: bool) {
-        (self.delta, self.kind, self.dependent, self.l2, self.walking, self.dispatched) = (delta, kind, dependent, false, false, false);
+    fn dispatch(&mut self, _c: usize, delta: u32, kind: RefKind, producer: u8) {
+        (self.delta, self.kind, self.producer, self.l2, self.walking, self.dispatched) = (delta, kind, producer, false, false, false);
     }
 
     #[inline(always)]
@@ -145,7 +145,7 @@ impl MemPort for Recorder {
         if self.dispatched {
             self.ops.push(Op::Begin);
         } else {
-            self.ops.push(Op::Walk { delta: self.delta, kind: self.kind, dependent: self.dependent, l2: self.l2 });
+            self.ops.push(Op::Walk { delta: self.delta, kind: self.kind, producer: self.producer, l2: self.l2 });
         }
     }
 
@@ -178,7 +178,7 @@ impl MemPort for Recorder {
     fn tlb_read(&mut self, line: u64, parallel: bool) {
         if !self.dispatched {
             self.dispatched = true;
-            self.ops.push(Op::Dispatch { delta: self.delta, kind: self.kind, dependent: self.dependent, l2: self.l2 });
+            self.ops.push(Op::Dispatch { delta: self.delta, kind: self.kind, producer: self.producer, l2: self.l2 });
         }
         self.ops.push(Op::TlbRead { line, parallel });
     }
@@ -200,7 +200,7 @@ impl MemPort for Recorder {
         } else if self.dispatched {
             self.ops.push(Op::Data(line));
         } else {
-            self.ops.push(Op::Hit { delta: self.delta, kind: self.kind, dependent: self.dependent, l2: self.l2, line });
+            self.ops.push(Op::Hit { delta: self.delta, kind: self.kind, producer: self.producer, l2: self.l2, line });
         }
     }
 
@@ -265,15 +265,15 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             port.mem.llc.prefetch_set(line);
         }
         match op {
-            Op::Hit { delta, kind, dependent, l2, line } => {
-                port.dispatch(C, delta, kind, dependent);
+            Op::Hit { delta, kind, producer, l2, line } => {
+                port.dispatch(C, delta, kind, producer);
                 if l2 {
                     port.l2_tlb();
                 }
                 port.data(line);
             }
-            Op::Walk { delta, kind, dependent, l2 } => {
-                port.dispatch(C, delta, kind, dependent);
+            Op::Walk { delta, kind, producer, l2 } => {
+                port.dispatch(C, delta, kind, producer);
                 if l2 {
                     port.l2_tlb();
                 }
@@ -297,8 +297,8 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
                 port.walk_end();
                 port.data(line);
             }
-            Op::Dispatch { delta, kind, dependent, l2 } => {
-                port.dispatch(C, delta, kind, dependent);
+            Op::Dispatch { delta, kind, producer, l2 } => {
+                port.dispatch(C, delta, kind, producer);
                 if l2 {
                     port.l2_tlb();
                 }

@@ -844,12 +844,12 @@ impl MemPort for Direct<'_> {
     const LOCAL: bool = true;
 
     #[inline(always)]
-    fn dispatch(&mut self, c: usize, delta: u32, kind: RefKind, dependent: bool) {
+    fn dispatch(&mut self, c: usize, delta: u32, kind: RefKind, producer: u8) {
         self.c = c;
         self.kind = kind;
         self.looked_up = false;
         self.walked = false;
-        self.issue = self.mem.ctxs[c].window.dispatch(delta, dependent);
+        self.issue = self.mem.ctxs[c].window.dispatch(delta, producer);
         self.t = self.issue;
     }
 
@@ -939,7 +939,7 @@ impl MemPort for Direct<'_> {
 
     fn os_call(&mut self, c: usize, delta: u32, cost: u64) {
         let w = &mut self.mem.ctxs[c].window;
-        let t = w.dispatch(delta, false);
+        let t = w.dispatch(delta, 0);
         w.stall_until(t + cost);
     }
 

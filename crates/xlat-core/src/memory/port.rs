@@ -26,8 +26,9 @@ pub trait MemPort {
     const LOCAL: bool;
 
     /// A reference of `kind` on core `c` dispatches `delta` instructions after the previous
-    /// one, waiting for it if `dependent`.
-    fn dispatch(&mut self, c: usize, delta: u32, kind: RefKind, dependent: bool);
+    /// one, waiting for the memory reference `producer` back (0: none, see
+    /// [`crate::Ref::producer`]).
+    fn dispatch(&mut self, c: usize, delta: u32, kind: RefKind, producer: u8);
     /// The L1 TLBs missed: the L2 TLB's lookup latency passes before anything else.
     fn l2_tlb(&mut self);
     /// A page walk begins (at once, or after the L2 TLB).

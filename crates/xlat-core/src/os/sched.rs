@@ -502,7 +502,7 @@ impl Translator {
             return Ok(());
         }
         let start = r.va & !0xfff;
-        let end = start.saturating_add(r.pages as u64 * 4096);
+        let end = start.saturating_add(r.pages() as u64 * 4096);
         let scope = if self.virt { Scope::Guest(vm) } else { Scope::Native };
         let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
         os.phys.cpu = core;
@@ -524,7 +524,7 @@ impl Translator {
         self.os.pte_lines(space, VirtAddr(r.va), &mut lines)?;
         self.os.counters.pte_reads += lines.len() as u64;
         for (i, &line) in lines.iter().enumerate() {
-            port.dispatch(c, if i == 0 { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, i > 0);
+            port.dispatch(c, if i == 0 { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, u8::from(i > 0));
             port.data(line);
         }
         Ok(())

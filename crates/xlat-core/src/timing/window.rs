@@ -3,8 +3,9 @@
 //! of a reference took.
 //!
 //! Instructions dispatch `width` per cycle into a `rob`-entry window and retire in order.
-//! A memory reference issues when dispatched (or, if dependent, when its producer
-//! completes), and completes after its translation and data latencies; at most `mshrs`
+//! A memory reference issues when dispatched (or, if dependent, when its producer, an earlier
+//! memory reference up to [`Ref::MAX_PRODUCER`](crate::Ref::MAX_PRODUCER) back, completes),
+//! and completes after its translation and data latencies; at most `mshrs`
 //! cache misses and `walkers` page walks are in flight on its core ([`Units`], which the
 //! memory side keeps per core: SMT contexts share them). Non-memory instructions take one
 //! cycle. So independent misses overlap (memory-level parallelism) and pointer chasing
@@ -57,7 +58,11 @@ pub struct Window {
     /// Memory references in the window: (instruction index, retire cycle), oldest first.
     inflight: Ring,
     last_retire: u64,
-    last_complete: u64,
+    /// Completion cycles of the last 256 memory references, by their count modulo 256 (the
+    /// producers a dependent reference may name).
+    completes: Box<[u64; 256]>,
+    /// Memory references completed.
+    done: u64,
     /// Cycles dispatch waited for a full ROB.
     pub rob_stall_cycles: u64,
 }
@@ -119,7 +124,8 @@ impl Window {
             instr: 0,
             inflight: Ring::new(rob as usize + 1),
             last_retire: 0,
-            last_complete: 0,
+            completes: Box::new([0; 256]),
+            done: 0,
             rob_stall_cycles: 0,
         }
     }
@@ -140,10 +146,11 @@ impl Window {
     }
 
     /// Dispatch the next reference, `inst_delta` instructions after the previous one (0: a
-    /// second memory operand of the same instruction, as in a read-modify-write).
+    /// second memory operand of the same instruction, as in a read-modify-write), dependent on
+    /// the memory reference `producer` back (0: none; see [`crate::Ref::producer`]).
     /// Returns the cycle it may issue.
     #[inline]
-    pub fn dispatch(&mut self, inst_delta: u32, dependent: bool) -> u64 {
+    pub fn dispatch(&mut self, inst_delta: u32, producer: u8) -> u64 {
         let delta = inst_delta as u64;
         self.instr += delta;
         self.dispatch_x += delta;
@@ -164,16 +171,18 @@ impl Window {
             t = free_at;
             self.dispatch_x = t * self.width;
         }
-        if dependent {
-            t = t.max(self.last_complete);
+        let k = u64::from(producer);
+        if k > 0 && k <= self.done {
+            t = t.max(self.completes[((self.done - k) & 255) as usize]);
         }
         t
     }
 
-    /// The reference dispatched last completes at `complete`.
+    /// The memory reference dispatched last completes at `complete`.
     #[inline]
     pub fn complete(&mut self, complete: u64) {
-        self.last_complete = complete;
+        self.completes[(self.done & 255) as usize] = complete;
+        self.done += 1;
         self.last_retire = self.last_retire.max(complete);
         self.inflight.push_back((self.instr, self.last_retire));
     }
@@ -205,7 +214,7 @@ mod tests {
     fn independent_misses_overlap_dependent_ones_do_not() {
         let mut w = Window::new(4, 224);
         for _ in 0..10 {
-            let t = w.dispatch(1, false);
+            let t = w.dispatch(1, 0);
             w.complete(t + 200);
         }
         let overlapped = w.cycles();
@@ -213,10 +222,33 @@ mod tests {
 
         let mut w = Window::new(4, 224);
         for _ in 0..10 {
-            let t = w.dispatch(1, true);
+            let t = w.dispatch(1, 1);
             w.complete(t + 200);
         }
         assert_eq!(w.cycles(), 2000, "pointer chasing serialises");
+    }
+
+    /// A list walk that also reads each node's payload (`p = p->next; sum += p->val`): the
+    /// next `p->next` depends on the `p->next` two references back, not on the payload load.
+    /// The hops issue 200 cycles apart, whatever the payloads take (500 or 10 cycles).
+    #[test]
+    fn a_producer_further_back_is_waited_for_and_nothing_else() {
+        let mut w = Window::new(4, 224);
+        let mut hops = Vec::new();
+        for i in 0..10 {
+            let next = w.dispatch(1, if i == 0 { 0 } else { 2 });
+            hops.push(next);
+            w.complete(next + 200);
+            let val = w.dispatch(1, 1);
+            assert_eq!(val, next + 200, "the payload waits for its node");
+            w.complete(val + if i % 2 == 0 { 500 } else { 10 });
+        }
+        assert_eq!(hops, (0..10).map(|i| i * 200).collect::<Vec<u64>>());
+        // Retirement is in order: the run ends when hop 8's 500-cycle payload completes.
+        assert_eq!(w.cycles(), 8 * 200 + 200 + 500);
+        // A producer beyond what the window has seen is no constraint.
+        let mut w = Window::new(4, 224);
+        assert_eq!(w.dispatch(1, 5), 0);
     }
 
     #[test]
@@ -224,10 +256,10 @@ mod tests {
         // A 200-cycle miss followed by 1000 one-cycle instructions: the ROB (64) fills
         // and dispatch waits for the miss to retire.
         let mut w = Window::new(4, 64);
-        let t = w.dispatch(1, false);
+        let t = w.dispatch(1, 0);
         w.complete(t + 200);
         for _ in 0..1000 {
-            let t = w.dispatch(1, false);
+            let t = w.dispatch(1, 0);
             w.complete(t + 1);
         }
         assert!(w.rob_stall_cycles > 150, "{}", w.rob_stall_cycles);
@@ -261,7 +293,7 @@ mod tests {
         }
         let mut w = Window::new(3, 64);
         for _ in 0..30 {
-            let t = w.dispatch(1, false);
+            let t = w.dispatch(1, 0);
             w.complete(t + 1);
         }
         assert_eq!(w.now(), 10);

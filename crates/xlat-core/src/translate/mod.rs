@@ -68,7 +68,7 @@ impl Translator {
             return self.os_call(c, r, port);
         }
         let (kind, va, core) = (r.kind(), VirtAddr(r.va), self.contexts[c].core);
-        port.dispatch(c, r.inst_delta, kind, r.is_dependent());
+        port.dispatch(c, r.inst_delta, kind, r.producer());
         if self.mechs.hooks.reference {
             self.mechs.on_reference(core, va, self.contexts[c].ctx);
         }

@@ -348,7 +348,7 @@ mod tests {
 
     impl MemPort for FakePort {
         const LOCAL: bool = false;
-        fn dispatch(&mut self, _: usize, _: u32, _: RefKind, _: bool) {
+        fn dispatch(&mut self, _: usize, _: u32, _: RefKind, _: u8) {
             unreachable!()
         }
         fn l2_tlb(&mut self) {

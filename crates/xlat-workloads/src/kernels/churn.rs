@@ -137,7 +137,7 @@ mod tests {
         assert_eq!(k.frees, 16);
         let calls: Vec<&Ref> = s[0].iter().filter(|r| r.is_os_call()).collect();
         assert_eq!(calls.len(), 16);
-        assert!(calls.iter().all(|r| r.size == OsOp::Unmap as u8 && r.pages == 2 && (r.va - k.arena.base) % 8192 == 0));
+        assert!(calls.iter().all(|r| r.size == OsOp::Unmap as u8 && r.pages() == 2 && (r.va - k.arena.base) % 8192 == 0));
         // Every allocation writes both pages of its chunk before anything else touches it.
         let stores = s[0].iter().filter(|r| r.kind() == xlat_core::RefKind::Store && !r.is_os_call()).count();
         assert_eq!(stores, 40);

@@ -6,6 +6,14 @@
 //! access size, so every reference is 8 bytes; with `fetch`, each instruction also emits a
 //! 4-byte fetch of `ip`. The first reference of an instruction carries the instructions since
 //! the previous reference (inclusive); further references of the same instruction carry 0.
+//!
+//! Register dependences are kept as ChampSim keeps them: an instruction's destination
+//! registers are ready when its loads complete, or, for an instruction without loads, when its
+//! source registers are (xlat times other instructions at one cycle). So each register maps to
+//! the load it last came from, through any chain of register-to-register instructions, and a
+//! load one of whose source registers came from an earlier load depends on that load (the
+//! latest of them): a pointer chase serialises, independent loads overlap. A producer more than
+//! [`Ref::MAX_PRODUCER`] memory references back is taken as done.
 
 use xlat_core::{Ref, RefKind, SourceError};
 
@@ -26,11 +34,27 @@ pub(crate) struct ChampSimDecoder {
     eof: bool,
     fetch: bool,
     pending: u32,
+    /// Memory references emitted so far.
+    emitted: u64,
+    /// Per register: the number (from 1) of the load its value last came from; 0: none.
+    produced_by: [u64; 256],
 }
 
 impl ChampSimDecoder {
     pub(crate) fn new(path: &str, rd: Input, fetch: bool) -> ChampSimDecoder {
-        ChampSimDecoder { path: path.to_string(), rd, buf: vec![0u8; REC * CHUNK], pos: 0, len: 0, offset: 0, eof: false, fetch, pending: 0 }
+        ChampSimDecoder {
+            path: path.to_string(),
+            rd,
+            buf: vec![0u8; REC * CHUNK],
+            pos: 0,
+            len: 0,
+            offset: 0,
+            eof: false,
+            fetch,
+            pending: 0,
+            emitted: 0,
+            produced_by: [0; 256],
+        }
     }
 
     fn refill(&mut self) -> Result<(), SourceError> {
@@ -96,19 +120,29 @@ impl Decoder for ChampSimDecoder {
             }
             self.pos += REC;
             self.pending = self.pending.saturating_add(1);
+            // The load the instruction's inputs came from last (0: none).
+            let (dst_regs, src_regs) = ([r[10], r[11]], [r[12], r[13], r[14], r[15]]);
+            let input = src_regs.iter().filter(|&&g| g != 0).map(|&g| self.produced_by[g as usize]).max().unwrap_or(0);
             let mut first = true;
-            let mut emit = |out: &mut Vec<Ref>, va: u64, kind: RefKind, size: u8, pending: &mut u32| {
+            let emitted = &mut self.emitted;
+            // Emit a reference; returns its number.
+            let mut emit = |out: &mut Vec<Ref>, va: u64, kind: RefKind, size: u8, pending: &mut u32| -> u64 {
                 let d = if first { std::mem::take(pending) } else { 0 };
                 first = false;
-                out.push(Ref::new(va, kind, size, d, false));
+                *emitted += 1;
+                let r = Ref::new(va, kind, size, d, false);
+                let back = *emitted - input;
+                out.push(if kind == RefKind::Load && input > 0 && back <= u64::from(Ref::MAX_PRODUCER) { r.after(back as u8) } else { r });
+                *emitted
             };
             if self.fetch {
                 emit(out, u64_at(r, 0), RefKind::Fetch, 4, &mut self.pending);
             }
             let src = [u64_at(r, 32), u64_at(r, 40), u64_at(r, 48), u64_at(r, 56)];
+            let mut loaded = 0;
             for (i, &a) in src.iter().enumerate() {
                 if a != 0 && !src[..i].contains(&a) {
-                    emit(out, a, RefKind::Load, 8, &mut self.pending);
+                    loaded = emit(out, a, RefKind::Load, 8, &mut self.pending);
                 }
             }
             let dst = [u64_at(r, 16), u64_at(r, 24)];
@@ -117,6 +151,11 @@ impl Decoder for ChampSimDecoder {
             }
             if dst[1] != 0 && dst[1] != dst[0] {
                 emit(out, dst[1], RefKind::Store, 8, &mut self.pending);
+            }
+            // Its outputs come from its last load, or from whatever its inputs came from.
+            let output = if loaded > 0 { loaded } else { input };
+            for g in dst_regs.into_iter().filter(|&g| g != 0) {
+                self.produced_by[g as usize] = output;
             }
         }
         Ok(())

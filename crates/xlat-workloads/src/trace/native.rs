@@ -3,7 +3,7 @@
 //! ```text
 //! offset  size  field
 //! 0       8     magic "XLATTRC\0"
-//! 8       2     version (u16 LE), currently 2
+//! 8       2     version (u16 LE), currently 3
 //! 10      4     header_len (u32 LE): bytes from offset 0 to the record stream
 //! 14      4     stream index (u32 LE)
 //! 18      4     stream count (u32 LE)
@@ -16,9 +16,11 @@
 //!
 //! Record (inside the zstd stream): a tag byte — bits 0-1 kind (0 load, 1 store, 2 fetch,
 //! 3 OS call), bit 2 dependent, bit 3 "size byte follows" (else size 8), bit 4 "inst_delta
-//! varint follows" (else 1), bits 5-7 zero — then the address as a zig-zag LEB128 varint of
-//! `va - previous va` (wrapping), then the optional size byte, then the optional LEB128
-//! inst_delta. An OS call (version 2 on; the program changes its mappings, see
+//! varint follows" (else 1), bit 5 (version 3 on, with bit 2) "producer byte follows" (else
+//! the producer is the previous memory reference), bits 6-7 zero — then the address as a
+//! zig-zag LEB128 varint of `va - previous va` (wrapping), then the optional size byte, then
+//! the optional producer byte (2..=255 memory references back, `Ref::producer`), then the
+//! optional LEB128 inst_delta. An OS call (version 2 on; the program changes its mappings, see
 //! `xlat_core::os::OsOp`) has bit 3 set and its size byte is the operation (1 unmap,
 //! 2 protect, 3 unprotect, 4 migrate), followed by the LEB128 page count (1..=65535) before
 //! the optional inst_delta. The tag 0xFF ends the stream and is followed by the LEB128 record count, so
@@ -34,7 +36,7 @@ use xlat_core::{Ref, Region, SourceError};
 use super::{corrupt, io_err, read_up_to, Decoder, Input};
 
 pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 const END: u8 = 0xFF;
 const FIXED: usize = 14;
 const MAX_HEADER: u32 = 64 << 20;
@@ -152,6 +154,10 @@ impl NativeWriter {
             if r.inst_delta != 1 {
                 tag |= 1 << 4;
             }
+            let producer = r.producer();
+            if producer > 1 {
+                tag |= 1 << 5;
+            }
             self.buf.push(tag);
             let d = r.va.wrapping_sub(self.prev) as i64;
             put_varint(&mut self.buf, ((d << 1) ^ (d >> 63)) as u64);
@@ -160,7 +166,10 @@ impl NativeWriter {
                 self.buf.push(size);
             }
             if r.is_os_call() {
-                put_varint(&mut self.buf, r.pages as u64);
+                put_varint(&mut self.buf, r.pages() as u64);
+            }
+            if producer > 1 {
+                self.buf.push(producer);
             }
             if r.inst_delta != 1 {
                 put_varint(&mut self.buf, r.inst_delta as u64);
@@ -325,7 +334,8 @@ impl Decoder for NativeDecoder {
                 return Ok(());
             }
             let os_call = tag & 0b11 == 3;
-            if tag & 0xE0 != 0 || os_call && (self.version < 2 || tag & 0x0C != 0x08) {
+            let far = tag & 0x20 != 0;
+            if tag & 0xC0 != 0 || os_call && (self.version < 2 || tag & 0x2C != 0x08) || far && (self.version < 3 || tag & 0x04 == 0) {
                 return Err(self.err(start, &format!("bad record tag {tag:#04x}")));
             }
             let z = varint(b, &mut at).ok_or_else(|| self.err(start, "truncated or overlong address"))?;
@@ -344,9 +354,16 @@ impl Decoder for NativeDecoder {
             } else {
                 8
             };
-            let pages = if os_call {
+            let arg = if os_call {
                 let v = varint(b, &mut at).ok_or_else(|| self.err(start, "truncated OS call"))?;
                 u16::try_from(v).ok().filter(|&n| n > 0).ok_or_else(|| self.err(start, &format!("bad OS call page count {v}")))?
+            } else if far {
+                let k = *b.get(at).ok_or_else(|| self.err(start, "truncated record"))?;
+                at += 1;
+                if k < 2 {
+                    return Err(self.err(start, &format!("bad producer distance {k}")));
+                }
+                u16::from(k)
             } else {
                 0
             };
@@ -359,7 +376,7 @@ impl Decoder for NativeDecoder {
             self.prev = va;
             self.pos = at;
             self.count += 1;
-            out.push(Ref { va, inst_delta: delta, size, flags: tag & 0b111, pages });
+            out.push(Ref { va, inst_delta: delta, size, flags: tag & 0b111, arg });
         }
         Ok(())
     }

@@ -30,7 +30,13 @@ fn random_refs(n: usize, seed: u64) -> Vec<Ref> {
                 2 => r.below(100) as u32,
                 _ => r.next_u64() as u32,
             };
-            Ref::new(va, kind, size, delta, r.below(2) == 1)
+            let r0 = Ref::new(va, kind, size, delta, r.below(2) == 1);
+            // (Some dependent on a producer further back: version 3's producer byte.)
+            if r.below(4) == 0 {
+                r0.after(1 + r.below(255) as u8)
+            } else {
+                r0
+            }
         })
         .collect()
 }
@@ -81,7 +87,8 @@ fn native_roundtrip_with_header() {
 #[test]
 fn native_traces_carry_os_calls() {
     use xlat_core::os::OsOp;
-    let mut refs = random_refs(1000, 3);
+    // (Without producers further back than the previous reference, which version 1 lacks too.)
+    let mut refs: Vec<Ref> = random_refs(1000, 3).into_iter().map(|r| if r.producer() > 1 { Ref { arg: 0, ..r } } else { r }).collect();
     refs.insert(10, Ref::os_call(OsOp::Unmap, 0x7f00_0000_3000, 16, 1));
     refs.insert(500, Ref::os_call(OsOp::Migrate, 0x7f00_0010_0000, 65535, 40));
     refs.push(Ref::os_call(OsOp::Protect, 0x7f00_0020_0000, 1, 7));
@@ -185,6 +192,61 @@ fn champsim_raw_gz_xz() {
     bad[64 + 8] = 7;
     let e = decode_bytes(None, &bad).unwrap_err().to_string();
     assert!(e.contains("byte offset 64") && e.contains("is_branch=7"), "{e}");
+}
+
+/// A ChampSim record with registers: `dst`/`src` register numbers (0 = unused).
+fn champsim_regs(ip: u64, srcs: [u64; 4], dsts: [u64; 2], dst_regs: [u8; 2], src_regs: [u8; 4]) -> [u8; 64] {
+    let mut r = champsim_record(ip, srcs, dsts, false);
+    r[10..12].copy_from_slice(&dst_regs);
+    r[12..16].copy_from_slice(&src_regs);
+    r
+}
+
+/// Register dependences, as ChampSim keeps them (spec'd in the decoder's module comment):
+/// a list walk `p = p->next; sum += p->val` with a register copy in between.
+#[test]
+fn champsim_loads_depend_on_the_loads_their_registers_came_from() {
+    const P: u8 = 1;
+    const Q: u8 = 2;
+    const SUM: u8 = 3;
+    let mut v = Vec::new();
+    for i in 0..3u64 {
+        let node = 0x10_0000 + i * 0x1000;
+        // mov p <- [p]      (p->next: its address came from the previous p->next)
+        v.extend_from_slice(&champsim_regs(0x400000, [node, 0, 0, 0], [0; 2], [P, 0], [P, 0, 0, 0]));
+        // mov q <- p        (a register copy: q comes from the same load)
+        v.extend_from_slice(&champsim_regs(0x400004, [0; 4], [0; 2], [Q, 0], [P, 0, 0, 0]));
+        // add sum <- [q+8]  (p->val, through q)
+        v.extend_from_slice(&champsim_regs(0x400008, [node + 8, 0, 0, 0], [0; 2], [SUM, 0], [Q, SUM, 0, 0]));
+        // store [0x9000] <- sum, and an unrelated load of a constant address
+        v.extend_from_slice(&champsim_regs(0x40000c, [0x8000, 0, 0, 0], [0x9000, 0], [0; 2], [SUM, 0, 0, 0]));
+    }
+    let refs = decode_all(None, &v).unwrap();
+    let got: Vec<(RefKind, u8)> = refs.iter().map(|r| (r.kind(), r.producer())).collect();
+    use RefKind::*;
+    assert_eq!(
+        got,
+        vec![
+            // Round 1: p came from nowhere; p->val from p->next (1 back); the last load reads
+            // sum (from p->val, 1 back), the store depends on nothing (stores never wait).
+            (Load, 0),
+            (Load, 1),
+            (Load, 1),
+            (Store, 0),
+            // Round 2: p->next's p is four references back (the previous p->next).
+            (Load, 4),
+            (Load, 1),
+            (Load, 1),
+            (Store, 0),
+            (Load, 4),
+            (Load, 1),
+            (Load, 1),
+            (Store, 0),
+        ]
+    );
+    // With fetches, which are references too, the distances count them.
+    let f = decode_all(FormatSpec::parse("champsim+fetch"), &v).unwrap();
+    assert_eq!(f.iter().filter(|r| r.kind() == Load).map(|r| r.producer()).collect::<Vec<_>>(), vec![0, 3, 2, 8, 3, 2, 8, 3, 2]);
 }
 
 const LACKEY: &str = concat!(
@@ -391,4 +453,20 @@ fn wrong_formats_name_the_file_the_offset_and_the_cause() {
     std::fs::write(&p, "# just some notes\nnothing to see\n").unwrap();
     let e = crate::open_trace(&[p.to_string_lossy().into()], None).err().unwrap().to_string();
     assert!(e.contains("not a valgrind lackey log") && e.contains("byte offset 0"), "{e}");
+}
+
+/// Version 3 carries a producer further back than the previous reference (a byte after the
+/// size); a version-2 file with that bit is corrupt, and version-2 files read as before.
+#[test]
+fn native_producers_round_trip_and_need_version_3() {
+    let refs = vec![Ref::load(0x1000, 1), Ref::load(0x2000, 1), Ref::load(0x3000, 1).after(2), Ref::load(0x4000, 1).after(1)];
+    let p = tmp("prod.xtr");
+    write_native(&p, &refs, &NativeHeader::default());
+    let (_, mut src) = crate::open_trace(&[p.to_string_lossy().into()], None).unwrap();
+    let got = read_all(&mut *src, 0, 16).unwrap();
+    assert_eq!(got.iter().map(|r| r.producer()).collect::<Vec<_>>(), vec![0, 0, 2, 1]);
+    let mut v2 = std::fs::read(&p).unwrap();
+    v2[8] = 2;
+    let e = decode_bytes(None, &v2).unwrap_err().to_string();
+    assert!(e.contains("bad record tag 0x24"), "{e}");
 }
