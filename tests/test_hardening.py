@@ -211,6 +211,24 @@ def test_a_wrong_trace_format_is_one_line_naming_file_offset_and_cause(tmp_path)
         xlat.simulate("skylake", trace=str(odd))
 
 
+def test_a_champsim_trace_prefaults_its_pages_and_fetches_on_request(tmp_path):
+    t = tmp_path / "t.champsim"
+    t.write_bytes(b"".join(_champsim_record(0x7F00_0000_0000 + 4096 * i) for i in range(300)))
+    lazy = xlat.simulate("skylake", trace=str(t))
+    pre = xlat.simulate("skylake", trace=str(t), prefault=True)
+    assert (lazy["faults"], pre["faults"]) == (300, 0)
+    out = tmp_path / "r.json"
+    p = run_xlat("run", "-q", "--trace", str(t), "--trace-format", "champsim+fetch", "--prefault", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["stats"]["faults"] == 0 and doc["stats"]["fetches"] == 300 and doc["workload"]["params"]["fetch"] == "true"
+    # A pipe cannot be read twice: prefaulting it is one line saying so.
+    fifo = tmp_path / "t.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(xlat.TraceError, match="must be a regular file"):
+        xlat.simulate("skylake", trace=str(fifo), prefault=True)
+
+
 # --- stop when asked: Ctrl-C and SIGTERM within a second, exit 130/143, nothing left behind ----
 
 SLOW_SETUP = "bfs:scale=22"  # builds a graph for ~20 s before its first reference

@@ -744,8 +744,9 @@ def build_parser() -> Parser:
                    help="workload kernel and parameters (see 'xlat workloads')")
     r.add_argument("--trace", action="append", metavar="FILE[,FILE2...]",
                    help="simulate trace file(s) instead of a kernel; one file per core")
-    r.add_argument("--trace-format", choices=("native", "champsim", "lackey"),
-                   help="format of the trace files (default: from the file)")
+    r.add_argument("--trace-format", choices=("native", "champsim", "lackey", "champsim+fetch", "lackey+fetch"),
+                   help="format of the trace files (default: from the file); +fetch also simulates the "
+                        "instruction fetches")
     r.add_argument("--mix", metavar="PROG@CORE,...",
                    help="programs side by side, each in its own address space on its own cores: "
                         "'bfs@0,gups:scale=22@1,trace:run.xtr@2' (@N-M: several cores; no @: the lowest free)")
@@ -761,7 +762,9 @@ def build_parser() -> Parser:
                    help="references simulated first, then excluded from the statistics")
     add_set_option(r)
     r.add_argument("--seed", type=seed_arg, default=1, help="random seed (default 1); same seed, same numbers")
-    r.add_argument("--prefault", action="store_true", help="map the whole footprint before the run")
+    r.add_argument("--prefault", action="store_true",
+                   help="map the whole footprint before the run (a ChampSim or lackey trace: the pages it "
+                        "touches, read once beforehand)")
     r.add_argument("--host-threads", type=int, choices=(1, 2), default=None,
                    help="host threads (default: two when the run can use them; same statistics either way); "
                         "the simulated threads are the workload's threads=N")

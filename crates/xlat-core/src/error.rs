@@ -23,7 +23,7 @@ pub enum SimError {
     BadMix { why: String },
     #[error("the workload has no streams")]
     NoStreams,
-    #[error("--prefault needs a workload that declares its memory regions (traces do not)")]
+    #[error("--prefault needs a workload that declares its memory regions")]
     NothingToPrefault,
     #[error("{what} needs a workload that declares its memory regions (traces do not)")]
     NeedsRegions { what: &'static str },

@@ -209,11 +209,25 @@ pub fn run_native(spec: &str, seed: u64) -> Result<NativeRun, WorkloadError> {
 /// `lackey` (optionally `champsim+fetch` / `lackey+fetch` to also emit instruction
 /// fetches); otherwise each file's format is detected from its content and suffix.
 pub fn open_trace(paths: &[String], format: Option<&str>) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
+    open_trace_with(paths, format, false)
+}
+
+/// As [`open_trace`]; with `page_regions`, a trace without regions of its own gets regions from
+/// the pages it touches (read once beforehand: [`trace::TraceSource::regions_from_pages`]), so
+/// that it can be prefaulted.
+pub fn open_trace_with(paths: &[String], format: Option<&str>, page_regions: bool) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
     let fmt = match format {
         None => None,
         Some(f) => Some(trace::FormatSpec::parse(f).ok_or_else(|| WorkloadError::UnknownFormat(f.to_string()))?),
     };
-    let src = trace::TraceSource::open(paths, fmt).map_err(WorkloadError::Trace)?;
+    if page_regions {
+        // (Before opening: opening a pipe would wait for its writer.)
+        trace::readable_twice(paths).map_err(WorkloadError::Trace)?;
+    }
+    let mut src = trace::TraceSource::open(paths, fmt).map_err(WorkloadError::Trace)?;
+    if page_regions {
+        src.regions_from_pages(paths, fmt).map_err(WorkloadError::Trace)?;
+    }
     let desc = src.desc();
     Ok((desc, Box::new(src)))
 }
@@ -227,6 +241,12 @@ pub fn open_mix(spec: &str, seed: u64) -> Result<(WorkloadDesc, Box<dyn RefSourc
 
 /// [`open_mix`], whose kernels stop once `stop` is set (see [`open_until`]).
 pub fn open_mix_until(spec: &str, seed: u64, stop: Arc<AtomicBool>) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
-    let src = mix::MixSource::open(spec, seed, stop)?;
+    open_mix_with(spec, seed, stop, false)
+}
+
+/// [`open_mix_until`]; with `page_regions`, its trace programs without regions get them from
+/// their pages (for `--prefault`).
+pub fn open_mix_with(spec: &str, seed: u64, stop: Arc<AtomicBool>, page_regions: bool) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
+    let src = mix::MixSource::open_with(spec, seed, stop, page_regions)?;
     Ok((src.desc(), Box::new(src)))
 }

@@ -89,12 +89,18 @@ impl MixSource {
     /// Open every program of `spec` (see [`parse`]). Program `i` runs with seed `seed + i`
     /// unless its spec sets `seed=`, so two copies of one workload do different work.
     pub fn open(spec: &str, seed: u64, stop: Arc<AtomicBool>) -> Result<MixSource, WorkloadError> {
+        MixSource::open_with(spec, seed, stop, false)
+    }
+
+    /// As [`MixSource::open`]; with `page_regions`, a trace program without regions gets them
+    /// from its pages (for `--prefault`: [`crate::open_trace_with`]).
+    pub fn open_with(spec: &str, seed: u64, stop: Arc<AtomicBool>, page_regions: bool) -> Result<MixSource, WorkloadError> {
         let entries = parse(spec)?;
         let mut taken: Vec<bool> = Vec::new();
         let mut parts = Vec::with_capacity(entries.len());
         for (i, e) in entries.iter().enumerate() {
             let (desc, src) = match e.spec.strip_prefix("trace:") {
-                Some(path) => crate::open_trace(&[path.to_string()], None)?,
+                Some(path) => crate::open_trace_with(&[path.to_string()], None, page_regions)?,
                 None => crate::open_until(&e.spec, seed.wrapping_add(i as u64), stop.clone())?,
             };
             let n = src.streams();

@@ -97,6 +97,32 @@ fn a_champsim_pointer_chase_serialises_like_the_kernel() {
     assert_eq!(chased.f("cycles"), kernel.f("cycles"));
 }
 
+/// A ChampSim trace carries no regions; prefaulting it maps the runs of pages it touches (read
+/// once beforehand), so the run takes no demand faults. Without, every page faults once.
+#[test]
+fn a_trace_without_regions_prefaults_the_pages_it_touches() {
+    let dir = tempdir();
+    let path = dir.join("t.champsim");
+    let mut f = std::fs::File::create(&path).unwrap();
+    // Two areas 1 GB apart: 300 pages, then 200 pages every other page.
+    let vas = (0..300u64).map(|i| 0x7f00_0000_0000 + i * 4096).chain((0..200u64).map(|i| 0x7f40_0000_0000 + i * 8192));
+    for va in vas {
+        let mut rec = [0u8; 64];
+        rec[32..40].copy_from_slice(&va.to_le_bytes());
+        f.write_all(&rec).unwrap();
+    }
+    drop(f);
+    let p = vec![path.to_string_lossy().into_owned()];
+    let (_, mut src) = xlat_workloads::open_trace_with(&p, Some("champsim"), true).unwrap();
+    let regions = src.regions();
+    assert_eq!(regions.iter().map(|r| (r.start, r.len)).collect::<Vec<_>>(), vec![(0x7f00_0000_0000, 300 * 4096), (0x7f40_0000_0000, 399 * 4096)]);
+    let s = simulate(src.as_mut(), true);
+    assert_eq!((s.f("loads"), s.f("faults")), (500.0, 0.0));
+    // (Opened without, it has nothing to prefault: an error, not a silent no-op.)
+    let (_, mut lazy) = xlat_workloads::open_trace(&p, Some("champsim")).unwrap();
+    assert_eq!(simulate(lazy.as_mut(), false).f("faults"), 500.0);
+}
+
 /// A valgrind lackey trace runs end to end; `I` lines count as instructions.
 #[test]
 fn lackey_trace_runs() {

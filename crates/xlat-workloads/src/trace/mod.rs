@@ -269,6 +269,75 @@ impl TraceSource {
     pub fn desc(&self) -> WorkloadDesc {
         self.desc.clone()
     }
+
+    /// Give a trace without regions (ChampSim, lackey) regions from its pages, so that it can
+    /// be prefaulted: each file is read once more beforehand (so it must be a regular file,
+    /// not a pipe), and every run of touched 4 KB pages becomes a region, runs less than
+    /// [`REGION_GAP`] apart merged (as a program's mappings lie: a heap, a stack, libraries).
+    /// A trace with regions of its own (native) keeps them.
+    pub fn regions_from_pages(&mut self, paths: &[String], forced: Option<FormatSpec>) -> Result<(), SourceError> {
+        if !self.regions.is_empty() {
+            return Ok(());
+        }
+        readable_twice(paths)?;
+        let mut pages: Vec<u64> = Vec::new();
+        for p in paths {
+            let (mut dec, _, _) = open_decoder(p, open_file(p)?, forced)?;
+            let mut buf = Vec::with_capacity(BATCH);
+            let mut last = u64::MAX;
+            loop {
+                buf.clear();
+                dec.fill(&mut buf, BATCH)?;
+                if buf.is_empty() {
+                    break;
+                }
+                for r in buf.iter().filter(|r| !r.is_os_call()) {
+                    let page = r.va >> 12;
+                    if page != last {
+                        pages.push(page);
+                        last = page;
+                    }
+                }
+                if pages.len() > 1 << 22 {
+                    pages.sort_unstable();
+                    pages.dedup();
+                }
+            }
+        }
+        self.regions = regions_of_pages(pages);
+        Ok(())
+    }
+}
+
+/// Every path is a regular file, which can be read twice (a pipe cannot): else the error
+/// naming the first that is not.
+pub fn readable_twice(paths: &[String]) -> Result<(), SourceError> {
+    match paths.iter().find(|p| !std::fs::metadata(p).map(|m| m.is_file()).unwrap_or(false)) {
+        Some(p) if std::fs::metadata(p).is_ok() => {
+            Err(SourceError::Io { path: p.clone(), what: "prefaulting a trace reads it twice, so it must be a regular file (not a pipe)".into() })
+        }
+        // (A missing file: the open says so, as without prefaulting.)
+        _ => Ok(()),
+    }
+}
+
+/// Pages closer than this (bytes) fall in one region when regions come from a trace's pages.
+pub const REGION_GAP: u64 = 2 << 20;
+
+/// Regions covering `pages` (4 KB page numbers, in any order, repeats allowed): one per run
+/// of pages, runs less than [`REGION_GAP`] apart merged.
+pub fn regions_of_pages(mut pages: Vec<u64>) -> Vec<Region> {
+    pages.sort_unstable();
+    pages.dedup();
+    let mut out: Vec<Region> = Vec::new();
+    for p in pages {
+        let (start, end) = (p << 12, (p + 1) << 12);
+        match out.last_mut() {
+            Some(r) if start - r.end() < REGION_GAP => r.len = end - r.start,
+            _ => out.push(Region { name: format!("pages{}", out.len()), start, len: 4096 }),
+        }
+    }
+    out
 }
 
 impl RefSource for TraceSource {
