@@ -229,6 +229,18 @@ def test_a_champsim_trace_prefaults_its_pages_and_fetches_on_request(tmp_path):
         xlat.simulate("skylake", trace=str(fifo), prefault=True)
 
 
+def test_a_kernel_recorded_for_champsim_replays_in_the_same_cycles(tmp_path):
+    out = tmp_path / "chase.champsim.xz"
+    p = run_xlat("record", "-w", "chase:footprint=16M,limit=5000", "-o", str(out), "--format", "champsim")
+    assert p.returncode == 0, p.stderr
+    replay = xlat.simulate("skylake", trace=str(out))
+    kernel = xlat.simulate("skylake", "chase:footprint=16M,limit=5000")
+    assert replay.workload["params"]["format"] == "champsim"
+    assert (replay["refs"], replay["cycles"]) == (kernel["refs"], kernel["cycles"])
+    with pytest.raises(xlat.TraceError, match="cannot record format 'lackey'"):
+        xlat._core.record("gups", str(tmp_path / "x"), 10, 1, "lackey")
+
+
 # --- stop when asked: Ctrl-C and SIGTERM within a second, exit 130/143, nothing left behind ----
 
 SLOW_SETUP = "bfs:scale=22"  # builds a graph for ~20 s before its first reference

@@ -571,7 +571,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                        f"give a file name, not the device or FIFO '{args.output}'")
     # A multi-threaded kernel writes one file per stream (stem.N.ext); all land together.
     with atomic_outputs(args.output) as (tmp, written):
-        n = _core.record(args.workload, str(tmp), args.refs, args.seed)
+        n = _core.record(args.workload, str(tmp), args.refs, args.seed, args.format)
     print(f"wrote {n:,} references to {_written(written)}")
     return 0
 
@@ -809,6 +809,9 @@ def build_parser() -> Parser:
     rec.add_argument("--output", "-o", required=True, metavar="FILE")
     rec.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
     rec.add_argument("--seed", type=seed_arg, default=1, help="random seed of the workload (default 1)")
+    rec.add_argument("--format", choices=("native", "champsim"), default="native",
+                     help="native (default: xlat's, with the regions) or champsim (input_instr records, "
+                          "for ChampSim; FILE.xz or FILE.gz compresses)")
     rec.set_defaults(func=cmd_record)
 
     t = sub.add_parser("trace", help="trace a Linux program under valgrind into a trace file",

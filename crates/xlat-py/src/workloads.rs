@@ -80,14 +80,20 @@ fn workload_params(py: Python<'_>, spec: String, seed: u64) -> PyResult<Py<PyDic
     Ok(d.unbind())
 }
 
-/// Run a kernel and record its references to native trace files (one per stream:
-/// `path` for one stream, `stem.N.ext` for several). Returns references written.
+/// Run a kernel and record its references to trace files (one per stream: `path` for one
+/// stream, `stem.N.ext` for several), in `format`: `native` (the default) or `champsim`
+/// (`.xz`/`.gz` names compress). Returns references written.
 #[pyfunction]
-#[pyo3(signature = (workload, path, refs=None, seed=1))]
-fn record(py: Python<'_>, workload: String, path: String, refs: Option<u64>, seed: u64) -> PyResult<u64> {
+#[pyo3(signature = (workload, path, refs=None, seed=1, format=None))]
+fn record(py: Python<'_>, workload: String, path: String, refs: Option<u64>, seed: u64, format: Option<String>) -> PyResult<u64> {
+    let fmt = match format.as_deref() {
+        None | Some("native") => wl::trace::Format::Native,
+        Some("champsim") => wl::trace::Format::ChampSim,
+        Some(f) => return Err(TraceError::new_err(format!("cannot record format '{f}': xlat records native or champsim traces"))),
+    };
     interruptible(py, move |stop| {
         let (desc, mut src) = wl::open_until(&workload, seed, stop.clone()).map_err(workload_err)?;
-        wl::trace::record_until(&mut *src, Path::new(&path), refs, &desc.spec(), &stop).map_err(source_err)
+        wl::trace::record_as(&mut *src, Path::new(&path), fmt, refs, &desc.spec(), &stop).map_err(source_err)
     })
 }
 

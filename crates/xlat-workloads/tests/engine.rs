@@ -123,6 +123,47 @@ fn a_trace_without_regions_prefaults_the_pages_it_touches() {
     assert_eq!(simulate(lazy.as_mut(), false).f("faults"), 500.0);
 }
 
+/// A kernel recorded as a ChampSim trace reads back as the same references (addresses, kinds,
+/// instructions) with the same producers where registers can say them: for the pointer chase,
+/// all of them, so the replay takes exactly the kernel's cycles.
+#[test]
+fn a_kernel_recorded_for_champsim_reads_back_the_same() {
+    use xlat_workloads::trace::{record_as, Format};
+    let dir = tempdir();
+    for spec in ["chase:footprint=16M,limit=40000", "bfs:scale=12,limit=40000"] {
+        let (_, mut src) = xlat_workloads::open(spec, 3).unwrap();
+        let path = dir.join("k.champsim.xz");
+        record_as(src.as_mut(), &path, Format::ChampSim, None, "", &std::sync::atomic::AtomicBool::new(false)).unwrap();
+        let (_, mut kernel) = xlat_workloads::open(spec, 3).unwrap();
+        let (_, mut replay) = xlat_workloads::open_trace(&[path.to_string_lossy().into_owned()], Some("champsim")).unwrap();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (src, all) in [(kernel.as_mut(), &mut a), (replay.as_mut(), &mut b)] {
+            let mut buf = Vec::with_capacity(4096);
+            loop {
+                src.next_batch(0, &mut buf).unwrap();
+                if buf.is_empty() {
+                    break;
+                }
+                all.extend(buf.iter().map(|r| (r.va, r.kind(), r.inst_delta, r.producer())));
+            }
+        }
+        assert_eq!(a.len(), b.len(), "{spec}");
+        let same = |f: fn(&(u64, xlat_core::RefKind, u32, u8)) -> u64| a.iter().map(f).eq(b.iter().map(f));
+        assert!(same(|r| r.0) && same(|r| r.1 as u64) && same(|r| u64::from(r.2)), "{spec}: addresses, kinds, instructions");
+        // (A producer before the first reference is none.)
+        let kept = a.iter().zip(&b).filter(|(x, y)| x.3 > 0 && x.3 == y.3).count();
+        let dependent = a.iter().enumerate().filter(|(i, x)| x.3 > 0 && usize::from(x.3) <= *i).count();
+        assert!(b.iter().zip(&a).all(|(y, x)| y.3 == 0 || y.3 == x.3), "{spec}: no producer invented");
+        if spec.starts_with("chase") {
+            assert_eq!(kept, dependent, "every hop of the chase keeps its producer");
+            let run = |src: &mut dyn xlat_core::RefSource| simulate(src, false).f("cycles");
+            let (_, mut k) = xlat_workloads::open(spec, 3).unwrap();
+            let (_, mut r) = xlat_workloads::open_trace(&[path.to_string_lossy().into_owned()], Some("champsim")).unwrap();
+            assert_eq!(run(k.as_mut()), run(r.as_mut()));
+        }
+    }
+}
+
 /// A valgrind lackey trace runs end to end; `I` lines count as instructions.
 #[test]
 fn lackey_trace_runs() {

@@ -4,6 +4,7 @@
 //! as one [`SourceError::Corrupt`] naming the file and the byte offset, never a panic.
 
 mod champsim;
+mod champsim_writer;
 mod lackey;
 mod native;
 
@@ -14,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use xlat_core::{Ref, RefSource, Region, SourceError};
 
+pub use champsim_writer::ChampSimWriter;
 pub use native::{NativeHeader, NativeWriter, MAGIC, VERSION};
 
 use crate::recorder::BATCH;
@@ -421,13 +423,49 @@ fn interrupted(path: &Path) -> SourceError {
 /// As [`record_with_desc`], stopping with an "interrupted" error (the files incomplete) once
 /// `stop` is set; it is checked once per batch.
 pub fn record_until(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>, desc: &str, stop: &AtomicBool) -> Result<u64, SourceError> {
+    record_as(src, path, Format::Native, max_refs, desc, stop)
+}
+
+/// A trace file being written.
+enum Writer {
+    Native(NativeWriter),
+    ChampSim(ChampSimWriter),
+}
+
+impl Writer {
+    fn write(&mut self, refs: &[Ref]) -> Result<(), SourceError> {
+        match self {
+            Writer::Native(w) => w.write(refs),
+            Writer::ChampSim(w) => w.write(refs),
+        }
+    }
+
+    fn finish(self) -> Result<u64, SourceError> {
+        match self {
+            Writer::Native(w) => w.finish(),
+            Writer::ChampSim(w) => w.finish(),
+        }
+    }
+}
+
+/// As [`record_until`], in `format`: native, or ChampSim (`input_instr` records, see
+/// [`ChampSimWriter`]: no regions, no description, no OS calls). Lackey is read-only.
+pub fn record_as(src: &mut dyn RefSource, path: &Path, format: Format, max_refs: Option<u64>, desc: &str, stop: &AtomicBool) -> Result<u64, SourceError> {
     let n = src.streams();
     let paths = stream_paths(path, n);
     let regions = src.regions();
     let mut writers = Vec::with_capacity(n);
     for (i, p) in paths.iter().enumerate() {
-        let hdr = NativeHeader { stream: i as u32, streams: n as u32, regions: regions.clone(), desc: desc.to_string() };
-        writers.push(NativeWriter::create(p, &hdr)?);
+        writers.push(match format {
+            Format::ChampSim => Writer::ChampSim(ChampSimWriter::create(p)?),
+            Format::Native => {
+                let hdr = NativeHeader { stream: i as u32, streams: n as u32, regions: regions.clone(), desc: desc.to_string() };
+                Writer::Native(NativeWriter::create(p, &hdr)?)
+            }
+            Format::Lackey => {
+                return Err(SourceError::Io { path: p.to_string_lossy().into_owned(), what: "xlat reads lackey logs but does not write them".into() })
+            }
+        });
     }
     // Each stream gets an equal share of `max_refs` (the first ones one more when it does not
     // divide), so a limited recording of a multi-threaded kernel keeps every thread.
