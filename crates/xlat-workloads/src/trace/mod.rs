@@ -429,7 +429,7 @@ pub fn record_until(src: &mut dyn RefSource, path: &Path, max_refs: Option<u64>,
 /// A trace file being written.
 enum Writer {
     Native(NativeWriter),
-    ChampSim(ChampSimWriter),
+    ChampSim(Box<ChampSimWriter>),
 }
 
 impl Writer {
@@ -457,7 +457,7 @@ pub fn record_as(src: &mut dyn RefSource, path: &Path, format: Format, max_refs:
     let mut writers = Vec::with_capacity(n);
     for (i, p) in paths.iter().enumerate() {
         writers.push(match format {
-            Format::ChampSim => Writer::ChampSim(ChampSimWriter::create(p)?),
+            Format::ChampSim => Writer::ChampSim(Box::new(ChampSimWriter::create(p)?)),
             Format::Native => {
                 let hdr = NativeHeader { stream: i as u32, streams: n as u32, regions: regions.clone(), desc: desc.to_string() };
                 Writer::Native(NativeWriter::create(p, &hdr)?)
