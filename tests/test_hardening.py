@@ -442,3 +442,11 @@ def test_every_row_of_the_summary_is_explained():
     p = run_xlat("explain", "page walks", "tlb.l2.mpki")
     assert p.returncode == 0 and "walks.retries" in p.stdout and "dirty bit" in p.stdout and "per thousand" in p.stdout, p.stderr
     assert_one_line_error(run_xlat("explain", "no such thing"), "no such thing")
+
+
+def test_a_warmup_in_instructions_is_recorded_and_exclusive(tmp_path):
+    r = xlat.simulate("skylake", "bfs:scale=12", refs="20K", warmup_instructions="50K")
+    assert r["refs"] == 20_000 and r.to_dict()["run"]["warmup_instructions"] == 50_000
+    with pytest.raises(xlat.ArgumentError, match="not both"):
+        xlat.simulate("skylake", "bfs:scale=12", refs=10, warmup=5, warmup_instructions=5)
+    assert_one_line_error(run_xlat("run", "-w", "bfs:scale=10", "--warmup", "5", "--warmup-instructions", "5"), "not both")

@@ -100,8 +100,8 @@ class Result:
         config: the fully resolved configuration (every engine key, typed: int, float, bool, str).
         workload: ``{"name": ..., "params": {...}}`` with every parameter resolved, as the
             engine ran it (for a trace, the trace's name and format).
-        seed, refs, warmup, prefault, trace, trace_format, interval, shootdowns: how the run was
-            asked for (``interval``: instructions per interval of the statistics over time, None
+        seed, refs, warmup, warmup_instructions, prefault, trace, trace_format, interval,
+            shootdowns: how the run was asked for (``interval``: instructions per interval of the statistics over time, None
             if off; ``shootdowns``: the shootdown trace injected, None if none).
         series: the statistics over time, one dict per interval (empty without an interval):
             the change of every integer statistic in that interval plus the ratios of
@@ -122,6 +122,7 @@ class Result:
     trace_format: str | None = None
     interval: int | None = None
     shootdowns: str | None = None
+    warmup_instructions: int | None = None
     series: list[dict[str, int | float]] = field(default_factory=list)
     config_name: str = "dict"
     config_hash: str = ""
@@ -153,6 +154,7 @@ class Result:
                 "interval": self.interval,
                 # (Only when one was injected: documents of other runs stay as they were.)
                 **({"shootdowns": self.shootdowns} if self.shootdowns else {}),
+                **({"warmup_instructions": self.warmup_instructions} if self.warmup_instructions else {}),
             },
             "stats": {k: _json_safe(v) for k, v in self.stats.items()},
         }
@@ -183,6 +185,7 @@ class Result:
             trace_format=run.get("trace_format"),
             interval=run.get("interval"),
             shootdowns=run.get("shootdowns"),
+            warmup_instructions=run.get("warmup_instructions"),
             # Ratios are recomputed from the counts (the same values, and present even in a
             # document that kept only the counts).
             series=[interval_ratios({k: v for k, v in iv.items() if v is not None}) for iv in doc.get("series") or []],
@@ -310,6 +313,7 @@ def simulate(
     interval: int | str | None = None,
     mix: str | Sequence[str] | None = None,
     shootdowns: str | os.PathLike | None = None,
+    warmup_instructions: int | str | None = None,
     **overrides: Any,
 ) -> Result:
     """Simulate one workload (or trace, or mix of programs) on one machine.
@@ -323,6 +327,9 @@ def simulate(
             runs the workload or trace to its end.
         seed: seeds the workload and every randomized structure: same seed, same numbers.
         warmup: references simulated first whose statistics are discarded.
+        warmup_instructions: or instead, instructions (all streams together) simulated first,
+            as other simulators count warm-up (ChampSim's ``--warmup-instructions``); ``refs``
+            still counts references after it. Not with ``warmup``.
         prefault: map the workload's whole footprint before the run (no demand faults).
         trace, trace_format: one or more trace files and their format (native, champsim,
             lackey); the format is guessed from the file when omitted.
@@ -358,6 +365,9 @@ def simulate(
     resolved = _config.resolve(config, over)
     n_refs = None if refs is None else _count("refs", refs)
     n_warm = _count("warmup", warmup)
+    n_warm_i = _count("warmup_instructions", warmup_instructions) if warmup_instructions is not None else 0
+    if n_warm and n_warm_i:
+        raise ArgumentError("give warmup (references) or warmup_instructions, not both")
     n_interval = _count("interval", interval) if interval is not None else 0
     seed = _seed(seed)
     traces = _trace_list(trace)
@@ -394,6 +404,7 @@ def simulate(
         interval=n_interval,
         mix=mix_spec,
         shootdowns=sd_path,
+        warmup_instructions=n_warm_i,
     )
     return Result(
         stats=_undefined_as_nan(out["stats"]),
@@ -407,6 +418,7 @@ def simulate(
         trace_format=trace_format,
         interval=n_interval or None,
         shootdowns=sd_path,
+        warmup_instructions=n_warm_i or None,
         series=[interval_ratios(iv) for iv in out.get("series") or []],
         config_name=_label(config, len(over)),
         config_hash=_config.config_hash(resolved),

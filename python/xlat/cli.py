@@ -333,6 +333,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.weighted_speedup and not args.mix:
         raise CliError("--weighted-speedup needs --mix")
+    if args.warmup and args.warmup_instructions:
+        raise CliError("give --warmup (references) or --warmup-instructions, not both")
     if args.weighted_speedup and args.shootdowns:
         raise CliError("--shootdowns names the mix's streams: it does not go with --weighted-speedup's runs alone")
 
@@ -341,7 +343,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             args.config, args.workload, refs=args.refs, seed=args.seed, warmup=args.warmup,
             prefault=args.prefault, trace=traces or None, trace_format=args.trace_format,
             progress=progress, host_threads=args.host_threads, interval=args.interval, mix=args.mix,
-            shootdowns=args.shootdowns, **dict(args.sets),
+            shootdowns=args.shootdowns, warmup_instructions=args.warmup_instructions, **dict(args.sets),
         )
 
     if args.weighted_speedup:
@@ -375,6 +377,8 @@ def _run_weighted_speedup(args: argparse.Namespace) -> int:
 
     if args.json or args.interval:
         raise CliError("--weighted-speedup prints a table; run without --json and --interval")
+    if args.warmup_instructions:
+        raise CliError("--weighted-speedup warms up by references: use --warmup, not --warmup-instructions")
     with ProgressBar("mix and each program alone") as bar:
         bar(0, None)
         m = run_mix(args.config, args.mix, refs=args.refs, seed=args.seed, warmup=args.warmup,
@@ -758,6 +762,8 @@ def build_parser() -> Parser:
                         "'instructions stream op [va [pages]]' record per line (docs/workloads.md)")
     r.add_argument("--refs", "-n", type=count_arg, metavar="N",
                    help="references to simulate after warm-up: 1000000, 1e6, 10M (default: all)")
+    r.add_argument("--warmup-instructions", type=count_arg, default=None, metavar="N",
+                   help="or warm up for N instructions (all threads together), as ChampSim counts it")
     r.add_argument("--warmup", type=count_arg, default=0, metavar="N",
                    help="references simulated first, then excluded from the statistics")
     add_set_option(r)

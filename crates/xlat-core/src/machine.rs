@@ -28,6 +28,10 @@ pub struct RunOptions {
     pub max_refs: Option<u64>,
     /// References simulated before statistics are reset.
     pub warmup: u64,
+    /// Or instead: instructions (all streams together, counted from the references'
+    /// `inst_delta`) simulated before statistics are reset; 0: warm-up by `warmup`. The
+    /// reference that reaches the count is the warm-up's last. With both set, this one counts.
+    pub warmup_instructions: u64,
     /// Host threads: 0 = choose (two when the host has them and the run can be pipelined,
     /// see [`crate::host::pipeline`]), 1 = one. Statistics are the same either way.
     pub threads: usize,
@@ -316,8 +320,13 @@ pub(crate) fn run_loop<P: MemPort>(
     let paced = src.paced();
     let mut ended = vec![false; n];
     let mut done: u64 = 0;
-    let mut warm = opts.warmup == 0;
-    let limit = opts.max_refs.map(|m| m.saturating_add(opts.warmup)).unwrap_or(u64::MAX);
+    let by_instructions = opts.warmup_instructions > 0;
+    let mut warm = opts.warmup == 0 && !by_instructions;
+    // (Warming up by instructions, the limit is known once the warm-up ends.)
+    let mut limit = if by_instructions { u64::MAX } else { opts.max_refs.map(|m| m.saturating_add(opts.warmup)).unwrap_or(u64::MAX) };
+    let mut warmup_left = opts.warmup_instructions;
+    // The references the warm-up took (unknown yet when it counts instructions).
+    let mut warm_at = if by_instructions { u64::MAX } else { opts.warmup };
     let mut next_progress = PROGRESS_EVERY;
     // Statistics over time: the next interval ends when the cores' instructions reach this.
     let instructions = |port: &P| (0..n).map(|c| port.instructions(c)).sum::<u64>();
@@ -397,7 +406,11 @@ pub(crate) fn run_loop<P: MemPort>(
                     next_mark = instructions(port) + opts.interval;
                 }
             }
-            if !warm && done == opts.warmup {
+            if !warm && (if by_instructions { warmup_left <= u64::from(r.inst_delta) } else { done == opts.warmup }) {
+                if by_instructions {
+                    limit = opts.max_refs.map_or(u64::MAX, |m| done.saturating_add(m));
+                    warm_at = done;
+                }
                 xl.reset_stats();
                 port.reset_stats();
                 warm = true;
@@ -405,6 +418,9 @@ pub(crate) fn run_loop<P: MemPort>(
                     mark(xl, port);
                     next_mark = instructions(port) + opts.interval;
                 }
+            }
+            if !warm {
+                warmup_left -= u64::from(r.inst_delta).min(warmup_left);
             }
             if port.recorded() >= chunk {
                 flush(port);
@@ -421,8 +437,14 @@ pub(crate) fn run_loop<P: MemPort>(
         }
     }
     // A run that measured nothing must not look like one that measured a quiet workload.
-    if done <= opts.warmup && opts.max_refs != Some(0) {
-        return Err(if opts.warmup > 0 { SimError::WarmupTooLong { warmup: opts.warmup, done } } else { SimError::NoReferences });
+    if done <= warm_at && opts.max_refs != Some(0) {
+        return Err(if by_instructions {
+            SimError::WarmupInstructionsTooLong { instructions: opts.warmup_instructions, done }
+        } else if opts.warmup > 0 {
+            SimError::WarmupTooLong { warmup: opts.warmup, done }
+        } else {
+            SimError::NoReferences
+        });
     }
     Ok(done)
 }

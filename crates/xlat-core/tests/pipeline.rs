@@ -174,3 +174,25 @@ fn warm_up_changes_no_simulated_state() {
     assert!(s.f("dram.queue_cycles") > 0.0 && s.f("refs") == 20_000.0);
     assert!(s.f("dram.reads") < all.f("dram.reads"));
 }
+
+/// A warm-up counted in instructions ends at the reference that reaches the count: the
+/// statistics then cover what follows, `max_refs` of it, on one host thread or two alike. Here
+/// 100 references of 3 instructions each: 150 instructions of warm-up end with the 50th.
+#[test]
+fn a_warmup_in_instructions_ends_at_the_reference_that_reaches_it() {
+    let refs: Vec<Ref> = (0..100u64).map(|i| Ref::load(BASE + i * 4096, 3)).collect();
+    let c = cfg(&[]);
+    for threads in [1, 2] {
+        let mut m = Machine::new(&c, 1, region(GB), 7).unwrap();
+        let mut src = VecSource::new(vec![refs.clone()], region(GB));
+        let opts = RunOptions { warmup_instructions: 150, max_refs: Some(30), threads, ..RunOptions::default() };
+        assert_eq!(m.run(&mut src, opts, &mut |_| true).unwrap(), 80);
+        let s = m.stats();
+        assert_eq!((s.f("refs"), s.f("instructions")), (30.0, 90.0), "threads {threads}");
+    }
+    let mut m = Machine::new(&c, 1, region(GB), 7).unwrap();
+    let mut src = VecSource::new(vec![refs.clone()], region(GB));
+    let opts = RunOptions { warmup_instructions: 300, ..RunOptions::default() };
+    let e = m.run(&mut src, opts, &mut |_| true).unwrap_err();
+    assert!(matches!(e, SimError::WarmupInstructionsTooLong { instructions: 300, done: 100 }), "{e}");
+}
