@@ -37,7 +37,8 @@ def test_run_summary_shows_huge_pages_and_fragmentation(tmp_path):
     out = tmp_path / "r.json"
     p = run_xlat("run", "--workload", WL, "--refs", "20k", "--json", str(out),
                  "--set", "os.page_policy=thp", "--set", "phys.size_gb=4",
-                 "--set", "phys.available_gb=1", "--set", "phys.fragmentation=pinned:0.9")
+                 "--set", "phys.available_gb=1", "--set", "phys.fragmentation=pinned:0.9",
+                 "--set", "check.translations=1")
     assert p.returncode == 0, p.stderr
     assert "huge-page coverage" in p.stdout and "free 2 MB blocks" in p.stdout, p.stdout
     stats = json.loads(out.read_text())["stats"]

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from xlat import report, results, study, sweep
-from xlat_testutil import REPO, has_core
+from xlat_testutil import REPO, has_core, report_table_rows
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -103,11 +103,6 @@ def _tiny_study(tmp_path):
     return d
 
 
-def _table_rows(text, heading):
-    part = text.split(heading, 1)[1].split("\n## ", 1)[0]
-    return [l for l in part.splitlines() if l.startswith("| ") and not l.startswith(("| what", "| ---"))]
-
-
 @needs_sim
 def test_report_renders_from_a_tiny_sweep(tmp_path):
     t0 = time.monotonic()
@@ -119,11 +114,11 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     entries = report.load_paper(STUDY / "paper.toml")
 
     # The runner's paper-vs-xlat table: one row per paper number, in paper.toml's order.
-    rows = _table_rows(text, "## Paper vs xlat\n")
+    rows = report_table_rows(text, "## Paper vs xlat\n")
     assert [r.split(" | ")[0][2:] for r in rows] == [e["what"] for e in entries]
     cells = {e["id"]: r.split(" | ") for e, r in zip(entries, rows)}
     # Native, virtualized and large-page numbers: filled in, each with a likely cause.
-    status = {e["id"]: r for e, r in zip(entries, _table_rows(text, "## Paper vs xlat: status and likely causes"))}
+    status = {e["id"]: r for e, r in zip(entries, report_table_rows(text, "## Paper vs xlat: status and likely causes"))}
     for i in [e["id"] for e in entries]:
         assert cells[i][4] != "—", (i, cells[i])
         assert status[i].split(" | ")[4].strip(" |"), ("no cause for", i)
@@ -149,8 +144,8 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     ok = df[(df["status"] == "ok") & ~df["config_label"].str.contains("-llc")]
     out = tmp_path / "fewer"
     text = study.render(study.load(str(d)), ok, out, quick=False).read_text()
-    rows = dict(zip([e["id"] for e in entries], _table_rows(text, "## Paper vs xlat\n")))
-    status = dict(zip([e["id"] for e in entries], _table_rows(text, "## Paper vs xlat: status and likely causes")))
+    rows = dict(zip([e["id"] for e in entries], report_table_rows(text, "## Paper vs xlat\n")))
+    status = dict(zip([e["id"] for e in entries], report_table_rows(text, "## Paper vs xlat: status and likely causes")))
     assert rows["speedup_ptp_llc2x"].split(" | ")[4] == "—"
     assert "not in this sweep (runnable now" in status["speedup_ptp_llc2x"]
     assert (res.report.parent / "speedup_llc.png").is_file()

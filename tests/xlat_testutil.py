@@ -66,3 +66,20 @@ def study_copy(study, tmp_path):
         shutil.copy(study / f, d / f)
     with open(study / "sweep.toml", "rb") as f:
         return d, tomllib.load(f)
+
+
+def report_table_rows(text: str, heading: str) -> list[str]:
+    """The body rows of the markdown table under ``heading`` in a study report."""
+    part = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    return [line for line in part.splitlines() if line.startswith("| ") and not line.startswith(("| what", "| ---"))]
+
+
+def paper_numbers_without_value(text: str, paper) -> set[str]:
+    """A study report's paper-vs-xlat table has one row per number of ``paper`` (its
+    paper.toml), in order; returns the ids of those with no xlat value."""
+    from xlat import report
+
+    entries = report.load_paper(paper)
+    rows = report_table_rows(text, "## Paper vs xlat\n")
+    assert [r.split(" | ")[0][2:] for r in rows] == [e["what"] for e in entries]
+    return {e["id"] for e, r in zip(entries, rows) if r.split(" | ")[4] == "—"}

@@ -228,6 +228,19 @@ fn fill_writes_invalidate_only_without_the_filter() {
     }
 }
 
+/// A two-core machine of `c` with `tcat.flush=flush`, where both cores loaded T1 and CPU0's
+/// vCPU then migrated T1's page: returns it and T1.
+fn migrated(mut c: Config, flush: bool) -> (Machine, u64) {
+    c.set("tcat.flush", if flush { "true" } else { "false" }).unwrap();
+    let mut m = Machine::new(&c, 2, region(16 * MB), 1).unwrap();
+    let t1 = BASE + 5 * 4096;
+    for core in 0..2 {
+        m.step(core, Ref::load(t1, 1)).unwrap();
+    }
+    m.step(0, Ref::os_call(OsOp::Migrate, t1, 1, 1)).unwrap();
+    (m, t1)
+}
+
 /// §5.2.5.1, why the flush is needed. T1 is in both cores' TLBs and in the POM-TLB. CPU0's
 /// vCPU migrates T1's page (a new frame) and the VMM rewrites T1's line A, clearing T1, but
 /// does not flush it: the cleared line is modified in CPU0's L1D only, which the MMU's path
@@ -239,16 +252,10 @@ fn fill_writes_invalidate_only_without_the_filter() {
 fn without_the_flush_a_stale_translation_comes_back() {
     for flush in [true, false] {
         let mut c = tcat("tcat-cotag");
-        c.set("tcat.flush", if flush { "true" } else { "false" }).unwrap();
         c.set("check.on_stale", "count").unwrap();
-        let mut m = Machine::new(&c, 2, region(16 * MB), 1).unwrap();
-        let t1 = BASE + 5 * 4096;
-        for core in 0..2 {
-            m.step(core, Ref::load(t1, 1)).unwrap();
-        }
+        let (mut m, t1) = migrated(c, flush);
         let ctx = m.xl.contexts[0].ctx;
         let a = m.xl.mechs.tcat().unwrap().home(VirtAddr(t1), xlat_core::addr::PageSize::Size4K, ctx);
-        m.step(0, Ref::os_call(OsOp::Migrate, t1, 1, 1)).unwrap();
         assert!(!cached(&m, 0, t1) && !cached(&m, 1, t1), "flush {flush}: the directory reached both TLBs");
         assert_eq!(m.mem.cores[0].l1d.is_dirty(a), !flush, "flush {flush}: A is modified in CPU0's L1D only without it");
         assert_eq!(m.mem.llc.contains(a) || m.mem.cores[0].l2.contains(a), !flush, "flush {flush}: old copies stay below it");
@@ -263,14 +270,7 @@ fn without_the_flush_a_stale_translation_comes_back() {
         }
     }
     // Failing on the first stale use, the run stops with one line.
-    let mut c = tcat("tcat-cotag");
-    c.set("tcat.flush", "false").unwrap();
-    let mut m = Machine::new(&c, 2, region(16 * MB), 1).unwrap();
-    let t1 = BASE + 5 * 4096;
-    for core in 0..2 {
-        m.step(core, Ref::load(t1, 1)).unwrap();
-    }
-    m.step(0, Ref::os_call(OsOp::Migrate, t1, 1, 1)).unwrap();
+    let (mut m, t1) = migrated(tcat("tcat-cotag"), false);
     let e = m.step(1, Ref::load(t1, 1)).unwrap_err().to_string();
     assert!(e.starts_with("core 1 used a stale translation of 0x7f0000005000"), "{e}");
 }
@@ -279,14 +279,7 @@ fn without_the_flush_a_stale_translation_comes_back() {
 /// stream, twice the L1D): the write-back reaches the copies the MMU reads, and CPU1 walks.
 #[test]
 fn the_stale_window_closes_at_the_write_back() {
-    let mut c = tcat("tcat-cotag");
-    c.set("tcat.flush", "false").unwrap();
-    let mut m = Machine::new(&c, 2, region(16 * MB), 1).unwrap();
-    let t1 = BASE + 5 * 4096;
-    for core in 0..2 {
-        m.step(core, Ref::load(t1, 1)).unwrap();
-    }
-    m.step(0, Ref::os_call(OsOp::Migrate, t1, 1, 1)).unwrap();
+    let (mut m, t1) = migrated(tcat("tcat-cotag"), false);
     assert_eq!(m.xl.mechs.pomtlb().unwrap().unflushed().len(), 1, "T1's old entry is kept aside");
     for i in 0..1024u64 {
         m.step(0, Ref::load(BASE + 8 * MB + i * 64, 1)).unwrap();
