@@ -29,7 +29,7 @@ def test_spec_gives_each_vcpu_a_thread_and_each_ratio_its_penalty():
     assert (native["virt.enabled"], native["system.threads_per_core"]) == ("false", "2")
     for quick in (False, True):
         spec = sweep.load_spec(STUDY / "sweep.toml", quick=quick)
-        assert len(spec.points) == 39
+        assert len(spec.points) == 43
         for p in spec.points:
             s = dict(p.config.overrides)
             scheme, _workload, *ratio = p.config.label.split("@")
