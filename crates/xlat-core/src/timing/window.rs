@@ -60,7 +60,7 @@ pub struct Window {
     last_retire: u64,
     /// Completion cycles of the last 256 memory references, by their count modulo 256 (the
     /// producers a dependent reference may name).
-    completes: Box<[u64; 256]>,
+    completes: [u64; 256],
     /// Memory references completed.
     done: u64,
     /// Cycles dispatch waited for a full ROB.
@@ -124,7 +124,7 @@ impl Window {
             instr: 0,
             inflight: Ring::new(rob as usize + 1),
             last_retire: 0,
-            completes: Box::new([0; 256]),
+            completes: [0; 256],
             done: 0,
             rob_stall_cycles: 0,
         }
