@@ -406,6 +406,7 @@ pub(crate) fn run_loop<P: MemPort>(
                     next_mark = instructions(port) + opts.interval;
                 }
             }
+            // (After warm-up, one predictable branch.)
             if !warm && (if by_instructions { warmup_left <= u64::from(r.inst_delta) } else { done == opts.warmup }) {
                 if by_instructions {
                     limit = opts.max_refs.map_or(u64::MAX, |m| done.saturating_add(m));
@@ -420,7 +421,7 @@ pub(crate) fn run_loop<P: MemPort>(
                 }
             }
             if !warm {
-                warmup_left -= u64::from(r.inst_delta).min(warmup_left);
+                warmup_left -= u64::from(r.inst_delta);
             }
             if port.recorded() >= chunk {
                 flush(port);
