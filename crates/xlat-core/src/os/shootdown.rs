@@ -16,10 +16,10 @@
 //!   sharers, which drop entries by co-tag or by set ([`crate::mech::tcat`]). Without the
 //!   flush (`tcat.flush=false`) the old line stays readable (see [`crate::mech::pomtlb`]).
 //!   No interrupts and no busy wait: the initiator pays the memory side's cycles for the
-//!   lines. Page-walk caches and mechanisms' structures drop the range on every core, at no cost (the thesis
-//!   does not say how MMU caches find their entries). Shootdowns over the flush ceiling, and
-//!   the host's (gPA) changes, which TCAT does not cover, fall back to kvm_tlb in a VM and
-//!   to ipi natively.
+//!   lines. Page-walk caches and mechanisms' structures drop the range on every core, at no
+//!   cost (the thesis does not say how MMU caches find their entries). Shootdowns over the
+//!   flush ceiling, and the host's (gPA) changes, which TCAT does not cover, fall back to
+//!   kvm_tlb in a VM and to ipi natively.
 //!
 //! - **ideal**: the translations leave every TLB as with ipi, and nobody pays anything (the
 //!   seed's Ideal-sim: the bound a protocol can approach).
