@@ -71,3 +71,30 @@ def test_ideal_policy_maps_everything_huge(tmp_path):
 def test_bad_os_settings_are_one_line_errors(setting, needle):
     p = run_xlat("run", "--workload", WL, "--refs", "1000", "--set", setting)
     assert_one_line_error(p, needle)
+
+
+@needs_os
+def test_the_oracle_runs_the_workload_twice_and_promotes_the_most_walked_regions(tmp_path):
+    # A kernel workload is opened twice: the first run ranks the regions by their 4 KB walks,
+    # the second promotes the best 10 % of the footprint's 2 MB regions at its first read.
+    out = tmp_path / "r.json"
+    common = ("run", "-q", "--workload", "gups:footprint=64M", "--refs", "100k", "--prefault", "--set", "check.translations=1")
+    p = run_xlat(*common, "--json", str(out), "--set", "os.promotion=oracle", "--set", "os.promotion_first=1000",
+                 "--set", "os.promotion_cap=0.1")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(out.read_text())["stats"]
+    assert s["oracle.requests"] == s["promotions"] == 3  # floor(32 regions x 0.1)
+    assert s["oracle.profile_regions"] == 32 and s["oracle.profile_walks"] > 0
+    base = tmp_path / "b.json"
+    assert run_xlat(*common, "--json", str(base)).returncode == 0
+    b = json.loads(base.read_text())["stats"]
+    assert s["walks"] < b["walks"]
+
+
+@needs_os
+@pytest.mark.parametrize("setting, needle", [
+    ("os.promotion=khugepaged", "none|pcc|hawkeye|thp|oracle"),
+    ("pcc.demotion=true", "needs os.promotion=pcc"),
+])
+def test_bad_promotion_settings_are_one_line_errors(setting, needle):
+    assert_one_line_error(run_xlat("run", "--workload", WL, "--refs", "1000", "--set", setting), needle)

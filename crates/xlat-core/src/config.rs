@@ -157,6 +157,12 @@ config_enum!(
     OnStale { Fail = "fail", Count = "count" }
 );
 config_enum!(
+    /// Who promotes 4 KB regions to 2 MB pages while a program runs (the PCC paper's
+    /// policies): nobody beyond the fault-time policy; the PCC's daemon; HawkEye; Linux's
+    /// greedy THP (fault-time huge pages and khugepaged); or the hindsight oracle.
+    Promotion { None = "none", Pcc = "pcc", HawkEye = "hawkeye", Thp = "thp", Oracle = "oracle" }
+);
+config_enum!(
     /// How the PCC daemon picks among the cores' candidate lists.
     PccPromotion { RoundRobin = "round-robin", Highest = "highest" }
 );
@@ -433,8 +439,6 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("pcc.entries", Limit::Int(65536)),
     ("pcc.entries_1g", Limit::Int(65536)),
     ("pcc.counter_bits", Limit::IntRange(1, 16)),
-    ("pcc.daemon_refs", Limit::Int(INTERVAL)),
-    ("pcc.daemon_first_refs", Limit::Int(INTERVAL)),
     ("pcc.promote_per_read", Limit::Int(1 << 20)),
     ("csalt.epoch", Limit::Int(INTERVAL)),
     ("csalt.atd_sets", Limit::Int(1 << 24)),
@@ -446,7 +450,8 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("pomtlb.base_gb", Limit::Int(1 << 20)),
     ("os.promotion_cap", Limit::Real(1.0)),
     ("hawkeye.window_refs", Limit::Int(INTERVAL)),
-    ("hawkeye.sleep_refs", Limit::Int(INTERVAL)),
+    ("os.promotion_interval", Limit::Int(INTERVAL)),
+    ("os.promotion_first", Limit::Int(INTERVAL)),
     ("hawkeye.promote_per_interval", Limit::Int(1 << 20)),
     ("dram.latency_ns", Limit::Real(1e6)),
     ("dram.bandwidth_gbps", Limit::Real(1e6)),
@@ -597,20 +602,20 @@ config! {
     ptp_per_context: bool = false; "ptp.per_context"; "shared caches protect only the page-table lines of cores in a TLB-miss phase (else any core's phase protects all)";
     asap_enabled: bool = false; "asap.enabled"; "ASAP (Margaritov et al., MICRO'19), a comparator of the flattening paper: the OS lays each region's page-table nodes out contiguously in virtual-address order, so on an L2 TLB miss the MMU computes the addresses of the last levels' entries and prefetches their lines while the walk starts (native radix tables)";
     asap_levels: u64 = 2; "asap.levels"; "page-table levels ASAP prefetches, from the leaves up: 1 = the PTE, 2 = the PTE and the PMD entry";
-    pcc_enabled: bool = false; "pcc.enabled"; "Promotion Candidate Cache (the PCC paper, Manocha et al., MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates";
+    pcc_enabled: bool = false; "pcc.enabled"; "Promotion Candidate Cache (the PCC paper, Manocha et al., MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates; os.promotion=pcc turns it on with the OS daemon that promotes from it, this key alone leaves it to be read by a program";
     pcc_entries: u64 = 128; "pcc.entries"; "2 MB PCC entries per core, fully associative, tagged by VA >> 21 and context (the paper's Tab. 2: 128 entries, 768 B)";
     pcc_entries_1g: u64 = 0; "pcc.entries_1g"; "1 GB PCC entries per core, counting walks per 1 GB region from 4 KB and 2 MB pages (the paper's option 1, §3.2.3; it costs 8 entries, 40 B, and evaluates none; 0: no 1 GB PCC)";
     pcc_policy: PccPolicy = PccPolicy::Lfu; "pcc.policy"; "PCC replacement: lfu (entries kept in frequency order, the tail evicted: the artifact's EVICTION_POLICY 2) or lru (the policy the paper's text settles on, §3.2.1); read-out is by frequency either way";
     pcc_counter_bits: u64 = 8; "pcc.counter_bits"; "bits of each PCC frequency counter (Tab. 2: 8); when one reaches 2^bits - 1 every counter is halved";
     pcc_readout: PccReadout = PccReadout::Invalidate; "pcc.readout"; "what an OS read-out does: invalidate (nothing; promoted regions leave through their shootdowns, the paper's §3.3) or flush (empty the PCC, as the artifact's simulator does)";
-    pcc_daemon_refs: u64 = 0; "pcc.daemon_refs"; "references between the OS's PCC read-outs (its promotion daemon); the paper reads every 30 s and converts that to accesses at the application's access rate (§4); 0: no daemon (read the PCC from a program)";
-    pcc_daemon_first_refs: u64 = 0; "pcc.daemon_first_refs"; "references before the first read-out (the artifact's first read comes after 1 s worth, then every 30 s); 0: one period";
     pcc_promote_per_read: u64 = 128; "pcc.promote_per_read"; "2 MB regions the daemon promotes at most per read-out, over all cores' PCCs (the paper's C = the PCC's size, 128, §3.3.1)";
+    pcc_demotion: bool = false; "pcc.demotion"; "os.promotion=pcc: PCC-driven demotion (§3.3.3, as the artifact): a region the daemon promoted that reappears in a later read-out with a count above 0 (its 2 MB page still walks) is demoted, once, and its 2 MB block freed for another candidate (its 512 pages move to 4 KB frames)";
     pcc_promotion: PccPromotion = PccPromotion::RoundRobin; "pcc.promotion"; "how the daemon picks among the cores' lists: round-robin (take each list's next in turn, the paper's promotion_policy=0) or highest (the highest count among the lists' heads, promotion_policy=1), §3.3.2";
-    os_promotion_cap: f64 = 1.0; "os.promotion_cap"; "footprint cap of the promotion daemons (pcc, hawkeye): the fraction of the footprint, counted in 2 MB regions, they may ask the OS to promote over the whole run; each region counts once, in the order they ask (time, then priority). The paper's utility-curve point N % is N / 100, its budget floor(footprint regions x N / 100) as the artifact's list builder; 1: no cap (the paper's ~100 %)";
-    hawkeye_enabled: bool = false; "hawkeye.enabled"; "HawkEye's huge-page selection as the PCC paper's artifact models it (Manocha et al., MICRO '23): per 2 MB region a coverage map set by every reference in a window, EMA 0.9 old + 0.1 coverage, buckets of 50 pages, up to hawkeye.promote_per_interval promotions per window from bucket 9 down (one address space only)";
-    hawkeye_window_refs: u64 = 1_000_000; "hawkeye.window_refs"; "references in HawkEye's measurement window (the paper's 1 s, as accesses per second x 1)";
-    hawkeye_sleep_refs: u64 = 30_000_000; "hawkeye.sleep_refs"; "references HawkEye sleeps after each window (the paper's 30 s, as accesses per second x 30)";
+    os_promotion: Promotion = Promotion::None; "os.promotion"; "who promotes regions to 2 MB pages as the program runs (the PCC paper's comparison): none (the fault-time os.page_policy only), pcc (the PCC, read by an OS daemon every os.promotion_interval references), hawkeye (HawkEye's access-coverage daemon), thp (Linux's greedy THP: os.page_policy=thp, huge pages at fault time and khugepaged) or oracle (ours: with hindsight, the regions with the most 4 KB walks in a first run without promotion, promoted at the daemon's first read; the run is made twice)";
+    os_promotion_interval: u64 = 30_000_000; "os.promotion_interval"; "references between a promotion daemon's reads (pcc: PCC read-outs; hawkeye: its sleep after each window): the paper's 30 s, converted to accesses at the application's access rate (§4)";
+    os_promotion_first: u64 = 1_000_000; "os.promotion_first"; "references before the first read of the pcc and oracle daemons (the artifact reads at 1 s, then every 30 s)";
+    os_promotion_cap: f64 = 1.0; "os.promotion_cap"; "footprint cap of the promotion daemons (pcc, hawkeye, oracle): the fraction of the footprint, counted in 2 MB regions, they may ask the OS to promote over the whole run; each region counts once, in the order they ask (time, then priority). The paper's utility-curve point N % is N / 100, its budget floor(footprint regions x N / 100) as the artifact's list builder; 1: no cap (the paper's ~100 %)";
+    hawkeye_window_refs: u64 = 1_000_000; "hawkeye.window_refs"; "os.promotion=hawkeye: references in HawkEye's measurement window (the paper's 1 s, as accesses per second x 1); it then sleeps os.promotion_interval references";
     hawkeye_promote_per_interval: u64 = 8; "hawkeye.promote_per_interval"; "2 MB regions HawkEye promotes at most per window (khugepaged's 4096 pages scanned = 8 regions)";
     csalt_epoch: u64 = 256000; "csalt.epoch"; "CSALT: accesses to a cache between its repartitionings (the thesis's 256K, written 256,000 once)";
     csalt_profiler: CsaltProfiler = CsaltProfiler::Atd; "csalt.profiler"; "CSALT stack-distance profiles: atd (an auxiliary LRU tag directory per type: the hits each type would get with n ways to itself) or global_pos (the hit line's position in the real set's LRU order: the thesis's counters-only hardware, a heuristic)";
@@ -858,8 +863,8 @@ impl Config {
         if self.virt_enabled && self.coalescing_any() {
             return Err(invalid("tlb.coalescing", "PTE coalescing is modelled on native walks only, not with virt.enabled".into()));
         }
-        if self.pcc_enabled && self.pcc_entries == 0 {
-            return Err(invalid("pcc.entries", "must be at least 1 when pcc.enabled".into()));
+        if self.pcc_on() && self.pcc_entries == 0 {
+            return Err(invalid("pcc.entries", "must be at least 1 with a PCC".into()));
         }
         for (key, n) in [("pcc.entries", self.pcc_entries), ("pcc.entries_1g", self.pcc_entries_1g)] {
             if n > 65536 {
@@ -987,11 +992,30 @@ impl Config {
         if self.os_khugepaged_max_ptes_none > 511 {
             return Err(invalid("os.khugepaged_max_ptes_none", "must be at most 511"));
         }
-        if self.hawkeye_enabled && self.hawkeye_window_refs == 0 {
-            return Err(invalid("hawkeye.window_refs", "must be at least 1 when hawkeye.enabled"));
+        match self.os_promotion {
+            Promotion::None => {}
+            Promotion::Thp => {
+                if !matches!(self.os_page_policy, PagePolicy::Never | PagePolicy::Thp) {
+                    return Err(invalid(
+                        "os.promotion",
+                        &format!("thp is Linux's greedy THP, which sets the fault-time policy: it cannot run with os.page_policy={}", self.os_page_policy),
+                    ));
+                }
+            }
+            Promotion::Pcc | Promotion::HawkEye | Promotion::Oracle => {
+                if self.os_promotion_interval == 0 {
+                    return Err(invalid("os.promotion_interval", &format!("must be at least 1 with os.promotion={}", self.os_promotion)));
+                }
+            }
         }
-        if self.hawkeye_enabled && (self.os_processes > 1 || self.virt_enabled) {
-            return Err(invalid("hawkeye.enabled", "models one address space: needs os.processes=1 and virt.enabled=false"));
+        if self.os_promotion == Promotion::HawkEye && self.hawkeye_window_refs == 0 {
+            return Err(invalid("hawkeye.window_refs", "must be at least 1 with os.promotion=hawkeye"));
+        }
+        if self.os_promotion == Promotion::HawkEye && (self.os_processes > 1 || self.virt_enabled) {
+            return Err(invalid("os.promotion", "hawkeye models one address space: needs os.processes=1 and virt.enabled=false"));
+        }
+        if self.pcc_demotion && self.os_promotion != Promotion::Pcc {
+            return Err(invalid("pcc.demotion", &format!("is done by the PCC's daemon: needs os.promotion=pcc, not {}", self.os_promotion)));
         }
         if !(0.0..=1.0).contains(&self.os_promotion_cap) {
             return Err(invalid("os.promotion_cap", "must be between 0 and 1 (a fraction of the footprint)"));
@@ -1070,6 +1094,21 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The fault-time page-size policy in force: `os.page_policy`, or thp when
+    /// `os.promotion=thp` (Linux's greedy THP) asks for it.
+    pub fn page_policy(&self) -> PagePolicy {
+        if self.os_promotion == Promotion::Thp {
+            PagePolicy::Thp
+        } else {
+            self.os_page_policy
+        }
+    }
+
+    /// Whether cores have a Promotion Candidate Cache (`pcc.enabled`, or `os.promotion=pcc`).
+    pub fn pcc_on(&self) -> bool {
+        self.pcc_enabled || self.os_promotion == Promotion::Pcc
     }
 
     /// The page-table layout `pt.format` selects.

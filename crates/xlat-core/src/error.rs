@@ -39,6 +39,8 @@ pub enum SimError {
     StaleTranslation { core: usize, va: u64, used: u64, now: Option<u64> },
     #[error("interrupted")]
     Interrupted,
+    #[error("os.promotion=oracle ranks regions by a first run's walks: run it through xlat run, xlat.simulate or a sweep, which make both runs")]
+    OracleNeedsProfile,
     #[error("the warm-up ({warmup} references) is not shorter than the workload, which ended after {done}: nothing was measured (lower the warm-up or enlarge the workload)")]
     WarmupTooLong { warmup: u64, done: u64 },
     #[error("the warm-up ({instructions} instructions) is not shorter than the workload, which ended after {done} references: nothing was measured (lower the warm-up or enlarge the workload)")]

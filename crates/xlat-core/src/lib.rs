@@ -38,6 +38,7 @@ pub const LINE_BYTES: u64 = 64;
 
 /// Run one simulation: build the machine for `src`, optionally prefault its regions, run,
 /// and return the statistics. `progress(refs_done)` returning false interrupts the run.
+/// `os.promotion=oracle` needs a first run's profile: use [`simulate_with`].
 pub fn simulate(
     cfg: &Config,
     src: &mut dyn RefSource,
@@ -46,12 +47,49 @@ pub fn simulate(
     seed: u64,
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Stats, SimError> {
+    simulate_with(cfg, src, None, opts, prefault, seed, progress)
+}
+
+/// [`simulate`], with the walk profile of a first run of the same workload (made by
+/// [`profile_walks`]) for the hindsight oracle (`os.promotion=oracle`), which needs it.
+pub fn simulate_with(
+    cfg: &Config,
+    src: &mut dyn RefSource,
+    profile: Option<&mech::oracle::WalkProfile>,
+    opts: RunOptions,
+    prefault: bool,
+    seed: u64,
+    progress: &mut dyn FnMut(u64) -> bool,
+) -> Result<Stats, SimError> {
     let mut m = Machine::with_programs(cfg, src.streams(), src.programs(), seed)?;
+    if let Some(o) = m.xl.mechs.oracle_mut() {
+        o.set_profile(profile.ok_or(SimError::OracleNeedsProfile)?.clone());
+    }
     if prefault {
         m.prefault()?;
     }
     m.run(src, opts, progress)?;
     Ok(m.stats())
+}
+
+/// The first run of the hindsight oracle (`os.promotion=oracle`): `cfg`'s machine without
+/// promotion, counting each 2 MB region's 4 KB walks (see [`mech::oracle`]).
+pub fn profile_walks(
+    cfg: &Config,
+    src: &mut dyn RefSource,
+    opts: RunOptions,
+    prefault: bool,
+    seed: u64,
+    progress: &mut dyn FnMut(u64) -> bool,
+) -> Result<mech::oracle::WalkProfile, SimError> {
+    let mut watching = cfg.clone();
+    watching.os_promotion = config::Promotion::Oracle;
+    let mut m = Machine::with_programs(&watching, src.streams(), src.programs(), seed)?;
+    if prefault {
+        m.prefault()?;
+    }
+    m.run(src, opts, progress)?;
+    Ok(m.xl.mechs.oracle().expect("os.promotion=oracle builds the oracle").profile())
 }
 
 /// Hint the host CPU to load the cache line at `p`. The simulator is bound by host memory

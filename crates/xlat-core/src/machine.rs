@@ -114,8 +114,8 @@ impl Machine {
         if streams as u64 > cfg.system_cores * per as u64 {
             return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores * per as u64 });
         }
-        if programs.len() > 1 && cfg.hawkeye_enabled {
-            return Err(SimError::BadMix { why: "hawkeye.enabled models one address space; a mix has one per program".into() });
+        if programs.len() > 1 && cfg.os_promotion == crate::config::Promotion::HawkEye {
+            return Err(SimError::BadMix { why: "os.promotion=hawkeye models one address space; a mix has one per program".into() });
         }
         // (What footprint-relative limits, such as os.promotion_cap, count: every program's.)
         let footprint_regions: Vec<crate::Region> = programs.iter().flat_map(|p| p.regions.iter().cloned()).collect();

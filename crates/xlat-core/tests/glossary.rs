@@ -43,8 +43,10 @@ fn run(name: &str, pairs: &[(&str, &str)], cores: usize, prefault: bool) -> Stat
     let cfg = Config::from_pairs(all.iter().copied()).unwrap_or_else(|e| panic!("{name}: {e}"));
     let footprint = 64 * MB;
     let regions = vec![xlat_core::Region { name: "data".into(), start: BASE, len: footprint }];
-    let mut src = VecSource::new(streams(cores, 20_000, footprint), regions);
-    xlat_core::simulate(&cfg, &mut src, RunOptions::default(), prefault, 1, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}"))
+    let src = || VecSource::new(streams(cores, 20_000, footprint), regions.clone());
+    let profile = (cfg.os_promotion == xlat_core::config::Promotion::Oracle)
+        .then(|| xlat_core::profile_walks(&cfg, &mut src(), RunOptions::default(), prefault, 1, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}")));
+    xlat_core::simulate_with(&cfg, &mut src(), profile.as_ref(), RunOptions::default(), prefault, 1, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn has_key(key: &str) -> bool {
@@ -116,7 +118,7 @@ fn cases() -> Vec<Case> {
         ));
     }
     if has_key("pcc.enabled") {
-        v.push(("pcc", vec![("pcc.enabled", "true"), ("pcc.entries_1g", "8"), ("pcc.daemon_refs", "2000")], 2, false));
+        v.push(("pcc", vec![("os.promotion", "pcc"), ("pcc.entries_1g", "8"), ("os.promotion_interval", "2000"), ("pcc.demotion", "true")], 2, false));
     }
     if has_key("asap.enabled") {
         v.push(("asap", vec![("asap.enabled", "true")], 1, true));
@@ -124,8 +126,9 @@ fn cases() -> Vec<Case> {
     if has_key("cache.l2.prefetcher") {
         v.push(("prefetchers", vec![("cache.l1d.prefetcher", "stride"), ("cache.l2.prefetcher", "stream")], 1, true));
     }
-    if has_key("hawkeye.enabled") {
-        v.push(("hawkeye", vec![("hawkeye.enabled", "true"), ("hawkeye.window_refs", "1000"), ("hawkeye.sleep_refs", "1000")], 2, false));
+    if has_key("os.promotion") {
+        v.push(("hawkeye", vec![("os.promotion", "hawkeye"), ("hawkeye.window_refs", "1000"), ("os.promotion_interval", "1000")], 2, false));
+        v.push(("oracle", vec![("os.promotion", "oracle"), ("os.promotion_first", "1000")], 1, true));
     }
     v
 }

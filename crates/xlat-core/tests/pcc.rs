@@ -166,13 +166,20 @@ fn demand_paging_filters_each_regions_first_walk() {
     assert_eq!(m.xl.mechs.pcc().unwrap().peek(0)[0].tag, (BASE >> 21) + HOT);
 }
 
-/// The OS's promotion daemon (`pcc.daemon_refs`): every 5,000 references it reads the PCC
+/// The OS's promotion daemon (`os.promotion=pcc`): every 5,000 references it reads the PCC
 /// and promotes its best candidate; the hot region goes first, then the others, until every
 /// region is huge and the walks stop. It runs on the references' clock, so the run keeps
 /// two host threads and gives the same numbers on one.
 #[test]
 fn the_daemon_promotes_the_hottest_region_first() {
-    let c = cfg(&[("pcc.daemon_refs", "5000"), ("pcc.promote_per_read", "1"), ("os.page_policy", "madvise"), ("os.khugepaged_pages", "0")]);
+    let c = cfg(&[
+        ("os.promotion", "pcc"),
+        ("os.promotion_interval", "5000"),
+        ("os.promotion_first", "5000"),
+        ("pcc.promote_per_read", "1"),
+        ("os.page_policy", "madvise"),
+        ("os.khugepaged_pages", "0"),
+    ]);
     let run = |threads: usize| {
         let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
         m.prefault().unwrap();
@@ -202,7 +209,14 @@ fn the_daemon_promotes_the_hottest_region_first() {
 /// Which region the daemon promotes first, read from a run that stops after one read-out.
 #[test]
 fn the_first_promotion_is_the_hot_region() {
-    let c = cfg(&[("pcc.daemon_refs", "20000"), ("pcc.promote_per_read", "1"), ("os.page_policy", "madvise"), ("os.khugepaged_pages", "0")]);
+    let c = cfg(&[
+        ("os.promotion", "pcc"),
+        ("os.promotion_interval", "20000"),
+        ("os.promotion_first", "20000"),
+        ("pcc.promote_per_read", "1"),
+        ("os.page_policy", "madvise"),
+        ("os.khugepaged_pages", "0"),
+    ]);
     let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
     m.prefault().unwrap();
     let mut src = VecSource::new(vec![refs(20_300, 7)], regions());
@@ -221,7 +235,13 @@ fn the_first_promotion_is_the_hot_region() {
 #[test]
 fn the_footprint_cap_limits_promotions_over_the_run() {
     let run = |cap: &str| {
-        let c = cfg(&[("pcc.daemon_refs", "5000"), ("os.promotion_cap", cap), ("os.khugepaged_pages", "0")]);
+        let c = cfg(&[
+            ("os.promotion", "pcc"),
+            ("os.promotion_interval", "5000"),
+            ("os.promotion_first", "5000"),
+            ("os.promotion_cap", cap),
+            ("os.khugepaged_pages", "0"),
+        ]);
         let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
         m.prefault().unwrap();
         let mut src = VecSource::new(vec![refs(60_000, 7)], regions());
@@ -239,7 +259,7 @@ fn the_footprint_cap_limits_promotions_over_the_run() {
     assert_eq!(run("0").stats().f("promotions"), 0.0);
 }
 
-/// HawkEye (`hawkeye.enabled`, no PCC): every window it promotes up to
+/// HawkEye (`os.promotion=hawkeye`, no PCC): every window it promotes up to
 /// `hawkeye.promote_per_interval` regions by access coverage. Random loads cover every
 /// region about equally, so with one promotion per window the four regions go in four
 /// windows, and the walks stop.
@@ -249,9 +269,9 @@ fn hawkeye_promotes_by_coverage_through_the_os() {
         ("tlb.l1d.entries", "16"),
         ("tlb.l2.entries", "64"),
         ("tlb.l2.ways", "4"),
-        ("hawkeye.enabled", "true"),
+        ("os.promotion", "hawkeye"),
         ("hawkeye.window_refs", "4000"),
-        ("hawkeye.sleep_refs", "6000"),
+        ("os.promotion_interval", "6000"),
         ("hawkeye.promote_per_interval", "1"),
         ("os.khugepaged_pages", "0"),
     ])
@@ -267,6 +287,61 @@ fn hawkeye_promotes_by_coverage_through_the_os() {
     assert_eq!(s.f("huge_coverage"), 1.0);
     assert!(m.xl.mechs.hawkeye().is_some() && m.xl.mechs.pcc().is_none());
     // One address space only.
-    let err = Config::from_pairs([("hawkeye.enabled", "true"), ("os.processes", "2")]).unwrap_err().to_string();
+    let err = Config::from_pairs([("os.promotion", "hawkeye"), ("os.processes", "2")]).unwrap_err().to_string();
     assert!(err.contains("one address space"), "{err}");
+}
+
+/// The hindsight oracle (`os.promotion=oracle`, ours): a first run without promotion counts
+/// each region's 4 KB walks; the second promotes the most walked ones at its one read, up to
+/// the cap. At 25 % (one region of four) it picks the hot region, and the run walks less
+/// than without promotion. Without the first run's profile, `simulate` says what is missing.
+#[test]
+fn the_oracle_promotes_the_most_walked_regions_with_hindsight() {
+    let c = cfg(&[("os.promotion", "oracle"), ("os.promotion_first", "1000"), ("os.promotion_cap", "0.25")]);
+    let src = || VecSource::new(vec![refs(30_000, 7)], regions());
+    let profile = xlat_core::profile_walks(&c, &mut src(), RunOptions::default(), true, 1, &mut |_| true).unwrap();
+    assert_eq!(profile.regions.len(), REGIONS as usize);
+    assert_eq!(profile.regions[0].tag, (BASE >> 21) + HOT);
+    assert!(profile.regions.windows(2).all(|w| w[0].walks >= w[1].walks));
+    let s = xlat_core::simulate_with(&c, &mut src(), Some(&profile), RunOptions::default(), true, 1, &mut |_| true).unwrap();
+    assert_eq!((s.f("oracle.requests"), s.f("promotions"), s.f("huge_coverage")), (1.0, 1.0, 0.25));
+    assert_eq!(s.f("oracle.profile_walks"), profile.walks() as f64);
+    let none = xlat_core::simulate(&cfg(&[]), &mut src(), RunOptions::default(), true, 1, &mut |_| true).unwrap();
+    assert_eq!(none.f("walks"), profile.walks() as f64, "the first run is the run without promotion");
+    assert!(s.f("walks") < 0.5 * none.f("walks"), "{} vs {}", s.f("walks"), none.f("walks"));
+    let err = xlat_core::simulate(&c, &mut src(), RunOptions::default(), true, 1, &mut |_| true).unwrap_err();
+    assert!(matches!(err, xlat_core::SimError::OracleNeedsProfile), "{err}");
+}
+
+/// PCC-driven demotion (`pcc.demotion`): the first read-out promotes every region; with
+/// one-entry 2 MB TLBs the four 2 MB pages keep walking, so at the next read-out they come
+/// back as huge entries and are demoted, once each. Each 2 MB block is given back: its 512
+/// pages move to other frames (every translation used is checked: no stale one), and no
+/// region is promoted again.
+#[test]
+fn promoted_regions_that_keep_walking_are_demoted_and_their_blocks_freed() {
+    let c = cfg(&[
+        ("os.promotion", "pcc"),
+        ("os.promotion_interval", "10000"),
+        ("os.promotion_first", "10000"),
+        ("pcc.demotion", "true"),
+        ("os.khugepaged_pages", "0"),
+        ("tlb.l1d.entries_2m", "1"),
+        ("tlb.l1d.ways_2m", "1"),
+        ("tlb.l2.entries", "1"),
+        ("tlb.l2.ways", "1"),
+    ]);
+    let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
+    m.prefault().unwrap();
+    let mut src = VecSource::new(vec![refs(25_000, 7)], regions());
+    m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+    let s = m.stats();
+    let n = REGIONS as f64;
+    assert_eq!((s.f("promotions"), s.f("pcc.daemon.demotions"), s.f("demotions")), (n, n, n));
+    assert_eq!(s.f("os.migrated_pages"), 512.0 * n);
+    assert_eq!(s.f("pcc.daemon.requests"), n, "none promoted again");
+    assert_eq!(s.f("huge_coverage"), 0.0);
+    let sp = &m.xl.os.spaces[0];
+    let now = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
+    assert_eq!(now.size, xlat_core::addr::PageSize::Size4K);
 }

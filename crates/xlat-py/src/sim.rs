@@ -100,16 +100,20 @@ fn simulate<'py>(
     // Opening the workload (a kernel may build its input for many seconds) and the run both
     // happen on a thread that Ctrl-C and SIGTERM stop (see `interrupt`).
     let (desc, stats) = interruptible(py, move |stop| {
-        let (desc, mut src) = match (workload, trace, mix) {
-            // (An interrupt stops the kernels at once, while they build their input too.)
-            (Some(w), None, None) => xlat_workloads::open_until(&w, seed, stop.clone()).map_err(workload_err)?,
-            (None, Some(t), None) => xlat_workloads::open_trace_with(&t, trace_format.as_deref(), prefault).map_err(workload_err)?,
-            (None, None, Some(m)) => xlat_workloads::open_mix_with(&m, seed, stop.clone(), prefault).map_err(workload_err)?,
-            _ => unreachable!("checked above"),
+        let open = || -> PyResult<(xlat_workloads::WorkloadDesc, Box<dyn xlat_core::RefSource>)> {
+            let (desc, mut src) = match (&workload, &trace, &mix) {
+                // (An interrupt stops the kernels at once, while they build their input too.)
+                (Some(w), None, None) => xlat_workloads::open_until(w, seed, stop.clone()).map_err(workload_err)?,
+                (None, Some(t), None) => xlat_workloads::open_trace_with(t, trace_format.as_deref(), prefault).map_err(workload_err)?,
+                (None, None, Some(m)) => xlat_workloads::open_mix_with(m, seed, stop.clone(), prefault).map_err(workload_err)?,
+                _ => unreachable!("checked above"),
+            };
+            if let Some(path) = &shootdowns {
+                src = Box::new(xlat_workloads::shootdowns::WithShootdowns::open(src, std::path::Path::new(path)).map_err(workload_err)?);
+            }
+            Ok((desc, src))
         };
-        if let Some(path) = shootdowns {
-            src = Box::new(xlat_workloads::shootdowns::WithShootdowns::open(src, std::path::Path::new(&path)).map_err(workload_err)?);
-        }
+        let (desc, mut src) = open()?;
         let mut failed: Option<PyErr> = None;
         let mut last = Instant::now();
         let mut report = |done: u64| -> bool {
@@ -130,7 +134,19 @@ fn simulate<'py>(
                 }
             })
         };
-        let result = xlat_core::simulate(&cfg, src.as_mut(), opts, prefault, seed, &mut report);
+        // The hindsight oracle ranks regions by a first run of the same workload.
+        let result = if cfg.os_promotion == xlat_core::config::Promotion::Oracle {
+            match xlat_core::profile_walks(&cfg, src.as_mut(), opts, prefault, seed, &mut report) {
+                Ok(profile) => {
+                    drop(src);
+                    src = open()?.1;
+                    xlat_core::simulate_with(&cfg, src.as_mut(), Some(&profile), opts, prefault, seed, &mut report)
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            xlat_core::simulate(&cfg, src.as_mut(), opts, prefault, seed, &mut report)
+        };
         drop(src);
         match result {
             Err(SimError::Interrupted) => Err(failed.unwrap_or_else(|| SimulationError::new_err("interrupted"))),

@@ -5,7 +5,6 @@
 //! a preallocated batch. Kernels call `set_stream` to say which simulated thread is running
 //! and poll `stopped` in their outer loops.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use xlat_core::os::OsOp;
@@ -116,7 +115,6 @@ pub struct BatchRecorder {
     cur: usize,
     parked: Vec<Vec<Ref>>,
     hub: Arc<Hub>,
-    cancel: Arc<AtomicBool>,
     stop: bool,
     sent: u64,
     limit: u64,
@@ -124,13 +122,11 @@ pub struct BatchRecorder {
 
 impl BatchRecorder {
     pub(crate) fn new(hub: Arc<Hub>, streams: usize, limit: u64) -> BatchRecorder {
-        let cancel = hub.cancel_flag();
         BatchRecorder {
             buf: Vec::with_capacity(BATCH),
             cur: 0,
             parked: (0..streams).map(|_| Vec::new()).collect(),
             hub,
-            cancel,
             stop: false,
             sent: 0,
             limit: if limit == 0 { u64::MAX } else { limit },
@@ -146,7 +142,7 @@ impl BatchRecorder {
 
     /// Send `batch` of `stream` (truncated to the limit); returns an empty buffer to refill.
     fn hand_over(&mut self, stream: usize, mut batch: Vec<Ref>) -> Vec<Ref> {
-        if self.stop || self.cancel.load(Ordering::Relaxed) {
+        if self.stop || self.hub.cancelled() {
             self.stop = true;
             batch.clear();
             if batch.capacity() < BATCH {
@@ -209,7 +205,7 @@ impl Recorder for BatchRecorder {
 
     #[inline(always)]
     fn stopped(&self) -> bool {
-        self.stop || self.cancel.load(Ordering::Relaxed)
+        self.stop || self.hub.cancelled()
     }
 }
 

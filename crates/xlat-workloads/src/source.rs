@@ -34,7 +34,11 @@ pub(crate) struct Hub {
     state: Mutex<HubState>,
     prod_cv: Condvar,
     cons_cv: Condvar,
+    /// Set from outside (an interrupt): it may be shared by several sources.
     cancel: Arc<AtomicBool>,
+    /// Set by this source: dropped, or an error. (Not `cancel`, which would stop the
+    /// other sources sharing it: the hindsight oracle opens a workload twice.)
+    closed: AtomicBool,
     name: String,
 }
 
@@ -45,14 +49,16 @@ impl Hub {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn cancel_flag(&self) -> Arc<AtomicBool> {
-        self.cancel.clone()
+    /// Whether the producer should stop: interrupted, or the source is gone.
+    #[inline]
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed) || self.closed.load(Ordering::Relaxed)
     }
 
     /// Queue a full batch; returns an empty buffer to fill next, or None if cancelled.
     pub(crate) fn push(&self, stream: usize, batch: Vec<Ref>) -> Option<Vec<Ref>> {
         let mut st = self.lock();
-        if self.cancel.load(Ordering::Relaxed) {
+        if self.cancelled() {
             return None;
         }
         st.buffered += batch.len();
@@ -63,14 +69,14 @@ impl Hub {
                 name: self.name.clone(),
                 what: format!("streams consumed too unevenly: more than {CAP_REFS} references buffered"),
             });
-            self.cancel.store(true, Ordering::Relaxed);
+            self.closed.store(true, Ordering::Relaxed);
             self.cons_cv.notify_all();
             return None;
         }
-        while !self.cancel.load(Ordering::Relaxed) && st.queues[stream].len() > DEPTH && st.starving.is_none() {
+        while !self.cancelled() && st.queues[stream].len() > DEPTH && st.starving.is_none() {
             st = self.prod_cv.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        if self.cancel.load(Ordering::Relaxed) {
+        if self.cancelled() {
             return None;
         }
         Some(st.free.pop().unwrap_or_else(|| Vec::with_capacity(BATCH)))
@@ -132,6 +138,7 @@ impl KernelSource {
             prod_cv: Condvar::new(),
             cons_cv: Condvar::new(),
             cancel,
+            closed: AtomicBool::new(false),
             name: name.to_string(),
         });
         let h2 = hub.clone();
@@ -224,7 +231,7 @@ impl Drop for KernelSource {
     fn drop(&mut self) {
         {
             let _st = self.hub.lock();
-            self.hub.cancel.store(true, Ordering::Relaxed);
+            self.hub.closed.store(true, Ordering::Relaxed);
             self.hub.prod_cv.notify_all();
         }
         if let Some(t) = self.thread.take() {

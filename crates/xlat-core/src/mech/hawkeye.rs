@@ -10,7 +10,7 @@
 //! 9). It then picks up to `hawkeye.promote_per_interval` (8: the 4096 pages khugepaged
 //! scans) regions not asked for before, from bucket 9 downwards, within a bucket in the
 //! order the regions entered it (a region whose bucket does not change keeps its place).
-//! Then it clears the maps and sleeps `hawkeye.sleep_refs` references (the paper's 30 s)
+//! Then it clears the maps and sleeps `os.promotion_interval` references (the paper's 30 s)
 //! before the next window: a cycle of window + sleep references. The picks go to the OS at
 //! the daemon's next tick, due at each window's end, under the same footprint cap as the
 //! PCC (`os.promotion_cap`). Regions with coverage 0 (touched in no window) are never
@@ -21,7 +21,7 @@
 //! address space only (`os.processes=1`, not virtualized): the maps are keyed by address.
 
 use crate::addr::VirtAddr;
-use crate::config::Config;
+use crate::config::{Config, Promotion};
 use crate::mech::{Hooks, Mechanism, OsRequest, PromotionBudget};
 use crate::os::sched::Clock;
 use crate::stats::Stats;
@@ -81,12 +81,12 @@ pub struct HawkEye {
 }
 
 impl HawkEye {
-    /// HawkEye, if `cfg` enables it (`hawkeye.enabled`), over the process's `regions`.
+    /// HawkEye, if `cfg` has it promote (`os.promotion=hawkeye`), over the process's `regions`.
     pub fn from_config(cfg: &Config, regions: &[crate::Region]) -> Option<HawkEye> {
-        cfg.hawkeye_enabled.then(|| {
+        (cfg.os_promotion == Promotion::HawkEye).then(|| {
             let p = HawkEyeParams {
                 window_refs: cfg.hawkeye_window_refs,
-                sleep_refs: cfg.hawkeye_sleep_refs,
+                sleep_refs: cfg.os_promotion_interval,
                 per_interval: cfg.hawkeye_promote_per_interval as usize,
                 cap: cfg.os_promotion_cap,
             };
@@ -277,11 +277,7 @@ mod tests {
     fn tick(h: &mut HawkEye) -> Vec<u64> {
         let mut out = Vec::new();
         h.on_tick(&mut out);
-        out.iter()
-            .map(|r| match r {
-                OsRequest::Promote { va, .. } => (va.0 - BASE) / MB2,
-            })
-            .collect()
+        out.iter().map(|r| (r.va().0 - BASE) / MB2).collect()
     }
 
     /// Coverage counts distinct pages, not accesses; the first EMA is the coverage; then

@@ -6,6 +6,7 @@
 //! detector ([`ptp`]) as the example.
 
 pub mod hawkeye;
+pub mod oracle;
 pub mod pcc;
 pub mod pdc;
 pub mod pomtlb;
@@ -28,6 +29,18 @@ pub enum OsRequest {
     /// Promote the 2 MB region holding `va` of the address space with context `ctx` (a
     /// guest's, in a VM), on behalf of core `core`.
     Promote { core: usize, ctx: Ctx, va: VirtAddr },
+    /// Demote the 2 MB page holding `va` and free its 2 MB block (its 512 pages move to
+    /// 4 KB frames), so that another region can be promoted into it.
+    Demote { core: usize, ctx: Ctx, va: VirtAddr },
+}
+
+impl OsRequest {
+    /// The address the request is about.
+    pub fn va(&self) -> VirtAddr {
+        match *self {
+            OsRequest::Promote { va, .. } | OsRequest::Demote { va, .. } => va,
+        }
+    }
 }
 
 /// The footprint cap of a promotion daemon (`os.promotion_cap`, the paper's utility curve,
@@ -60,6 +73,11 @@ impl PromotionBudget {
         }
         self.asked.insert((ctx, tag));
         true
+    }
+
+    /// Whether region `tag` of `ctx` was asked for.
+    pub fn asked(&self, ctx: Ctx, tag: u64) -> bool {
+        self.asked.contains(&(ctx, tag))
     }
 
     /// Distinct regions asked for so far.
@@ -208,6 +226,7 @@ pub enum AnyMech {
     Pdc(pdc::Pdc),
     HawkEye(Box<hawkeye::HawkEye>),
     Tcat(Box<tcat::Tcat>),
+    Oracle(Box<oracle::Oracle>),
 }
 
 macro_rules! each {
@@ -219,6 +238,7 @@ macro_rules! each {
             AnyMech::Pdc($m) => $e,
             AnyMech::HawkEye($m) => $e,
             AnyMech::Tcat($m) => $e,
+            AnyMech::Oracle($m) => $e,
         }
     };
 }
@@ -318,6 +338,9 @@ impl Mechs {
         }
         if let Some(t) = tcat::Tcat::from_config(cfg) {
             list.push(AnyMech::Tcat(Box::new(t)));
+        }
+        if let Some(o) = oracle::Oracle::from_config(cfg, footprint) {
+            list.push(AnyMech::Oracle(Box::new(o)));
         }
         Mechs::new(list, cores)
     }
@@ -470,6 +493,22 @@ impl Mechs {
     pub fn hawkeye(&self) -> Option<&hawkeye::HawkEye> {
         self.list.iter().find_map(|m| match m {
             AnyMech::HawkEye(h) => Some(&**h),
+            _ => None,
+        })
+    }
+
+    /// The hindsight oracle, if it promotes (`os.promotion=oracle`).
+    pub fn oracle(&self) -> Option<&oracle::Oracle> {
+        self.list.iter().find_map(|m| match m {
+            AnyMech::Oracle(o) => Some(&**o),
+            _ => None,
+        })
+    }
+
+    /// The same, to give it the first run's profile.
+    pub fn oracle_mut(&mut self) -> Option<&mut oracle::Oracle> {
+        self.list.iter_mut().find_map(|m| match m {
+            AnyMech::Oracle(o) => Some(&mut **o),
             _ => None,
         })
     }

@@ -65,7 +65,7 @@
 use std::cmp::Reverse;
 
 use crate::addr::{PageSize, VirtAddr};
-use crate::config::{Config, PccPolicy, PccPromotion, PccReadout};
+use crate::config::{Config, PccPolicy, PccPromotion, PccReadout, Promotion};
 use crate::mech::{Mechanism, OsRequest, PromotionBudget};
 use crate::memory::port::Table;
 use crate::os::pt::{leaf_size, PTE_A, PTE_P};
@@ -348,11 +348,12 @@ pub struct Pcc {
     daemon: Daemon,
 }
 
-/// The OS's promotion daemon (spec 001 §3.1-§3.3): every `period` references it reads
+/// The OS's promotion daemon (spec 001 §3.1-§3.4): every `period` references it reads
 /// every core's PCC out and asks the OS to promote up to `per_read` of the candidates, in
-/// the order `policy` takes them from the cores' lists. Regions already huge are skipped
-/// (they are demotion candidates, which the paper leaves to future work). Over the run it
-/// asks for at most `budget.limit` distinct regions (`os.promotion_cap`, the utility curve).
+/// the order `policy` takes them from the cores' lists. Over the run it asks for at most
+/// `budget.limit` distinct regions (`os.promotion_cap`, the utility curve), each once.
+/// Regions already huge are not promoted again: with `demotion` (`pcc.demotion`), one it
+/// promoted that reappears with a count above 0 is demoted, once (the artifact's rule).
 #[derive(Clone, Debug)]
 pub struct Daemon {
     pub period: u64,
@@ -360,9 +361,13 @@ pub struct Daemon {
     pub per_read: usize,
     pub policy: PccPromotion,
     pub budget: PromotionBudget,
-    /// Read-outs done and promotions asked for.
+    pub demotion: bool,
+    /// Regions demoted (never promoted again).
+    pub demoted: Vec<(Ctx, u64)>,
+    /// Read-outs done, promotions and demotions asked for.
     pub reads: u64,
     pub requests: u64,
+    pub demotions: u64,
 }
 
 /// What a PCC is built from (the `pcc.*` keys).
@@ -374,41 +379,52 @@ pub struct PccParams {
     pub policy: PccPolicy,
     pub readout: PccReadout,
     /// The daemon: references between read-outs (0: none), before the first, promotions
-    /// per read-out, and how it takes them from the cores' lists.
+    /// per read-out, how it takes them from the cores' lists, and whether it demotes.
     pub daemon_refs: u64,
     pub daemon_first_refs: u64,
     pub promote_per_read: usize,
     pub promotion: PccPromotion,
+    pub demotion: bool,
     /// The footprint cap: a fraction (1: none) of `footprint_2m` 2 MB regions.
     pub cap: f64,
     pub footprint_2m: u64,
 }
 
 impl PccParams {
-    /// The keys of `cfg`, for a footprint of `footprint_2m` 2 MB regions.
+    /// The keys of `cfg`, for a footprint of `footprint_2m` 2 MB regions: a daemon if
+    /// `os.promotion=pcc`.
     pub fn from_config(cfg: &Config, footprint_2m: u64) -> PccParams {
+        let daemon = cfg.os_promotion == Promotion::Pcc;
         PccParams {
             entries: cfg.pcc_entries as usize,
             entries_1g: cfg.pcc_entries_1g as usize,
             counter_bits: cfg.pcc_counter_bits as u32,
             policy: cfg.pcc_policy,
             readout: cfg.pcc_readout,
-            daemon_refs: cfg.pcc_daemon_refs,
-            daemon_first_refs: if cfg.pcc_daemon_first_refs > 0 { cfg.pcc_daemon_first_refs } else { cfg.pcc_daemon_refs },
+            daemon_refs: if daemon { cfg.os_promotion_interval } else { 0 },
+            daemon_first_refs: cfg.os_promotion_first,
             promote_per_read: cfg.pcc_promote_per_read as usize,
             promotion: cfg.pcc_promotion,
+            demotion: cfg.pcc_demotion,
             cap: cfg.os_promotion_cap,
             footprint_2m,
         }
     }
 }
 
+/// One read-out's requests: demotions first (their blocks serve the promotions), then
+/// promotions, each `(core, candidate)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Picks {
+    pub demote: Vec<(usize, Candidate)>,
+    pub promote: Vec<(usize, Candidate)>,
+}
+
 impl Pcc {
-    /// The PCCs, if `cfg` enables them (`pcc.enabled`).
-    /// The PCCs, if `cfg` enables them (`pcc.enabled`), for a footprint of `footprint_2m`
-    /// 2 MB regions.
+    /// The PCCs, if `cfg` gives cores one (`pcc.enabled` or `os.promotion=pcc`), for a
+    /// footprint of `footprint_2m` 2 MB regions.
     pub fn from_config(cfg: &Config, cores: usize, footprint_2m: u64) -> Option<Pcc> {
-        cfg.pcc_enabled.then(|| Pcc::new(PccParams::from_config(cfg, footprint_2m), cores))
+        cfg.pcc_on().then(|| Pcc::new(PccParams::from_config(cfg, footprint_2m), cores))
     }
 
     pub fn new(p: PccParams, cores: usize) -> Pcc {
@@ -420,9 +436,18 @@ impl Pcc {
                 stage: 0,
             })
             .collect();
-        let budget = PromotionBudget::new(p.cap, p.footprint_2m);
-        let daemon =
-            Daemon { period: p.daemon_refs, first: p.daemon_first_refs, per_read: p.promote_per_read, policy: p.promotion, budget, reads: 0, requests: 0 };
+        let daemon = Daemon {
+            period: p.daemon_refs,
+            first: if p.daemon_first_refs > 0 { p.daemon_first_refs } else { p.daemon_refs },
+            per_read: p.promote_per_read,
+            policy: p.promotion,
+            budget: PromotionBudget::new(p.cap, p.footprint_2m),
+            demotion: p.demotion,
+            demoted: Vec::new(),
+            reads: 0,
+            requests: 0,
+            demotions: 0,
+        };
         Pcc { readout: p.readout, cores, daemon }
     }
 
@@ -431,13 +456,28 @@ impl Pcc {
         &self.daemon
     }
 
-    /// One read-out of every core's PCC and the promotions it asks for: `(core, candidate)`
-    /// in the order the daemon's policy takes them, at most `per_read`, each region once,
-    /// none already huge, none beyond the footprint cap.
-    pub fn pick(&mut self) -> Vec<(usize, Candidate)> {
-        let lists: Vec<Vec<Candidate>> = (0..self.cores.len()).map(|c| self.candidates(c).into_iter().filter(|x| !x.huge).collect()).collect();
+    /// One read-out of every core's PCC and what it asks of the OS. Promotions: in the
+    /// order the daemon's policy takes them, at most `per_read`, each region once, none
+    /// already huge or demoted before, none beyond the footprint cap. Demotions (with
+    /// `pcc.demotion`): the huge entries with a count above 0 of regions it promoted.
+    pub fn pick(&mut self) -> Picks {
+        let mut picks = Picks::default();
+        let mut lists: Vec<Vec<Candidate>> = Vec::with_capacity(self.cores.len());
+        for c in 0..self.cores.len() {
+            let (huge, small): (Vec<Candidate>, Vec<Candidate>) = self.candidates(c).into_iter().partition(|x| x.huge);
+            if self.daemon.demotion {
+                for x in huge {
+                    let key = (x.ctx, x.tag);
+                    if x.freq > 0 && self.daemon.budget.asked(x.ctx, x.tag) && !self.daemon.demoted.contains(&key) {
+                        self.daemon.demoted.push(key);
+                        picks.demote.push((c, x));
+                    }
+                }
+            }
+            lists.push(small);
+        }
         let mut heads = vec![0usize; lists.len()];
-        let mut out: Vec<(usize, Candidate)> = Vec::new();
+        let out = &mut picks.promote;
         let mut turn = 0;
         while out.len() < self.daemon.per_read {
             // The list to take from next: in turn, or the one whose head counts most.
@@ -449,11 +489,12 @@ impl Pcc {
             let cand = lists[c][heads[c]];
             heads[c] += 1;
             turn = c + 1;
-            if !out.iter().any(|(_, x)| x.ctx == cand.ctx && x.tag == cand.tag) && self.daemon.budget.take(cand.ctx, cand.tag) {
+            let fresh = !out.iter().any(|(_, x)| x.ctx == cand.ctx && x.tag == cand.tag) && !self.daemon.demoted.contains(&(cand.ctx, cand.tag));
+            if fresh && self.daemon.budget.take(cand.ctx, cand.tag) {
                 out.push((c, cand));
             }
         }
-        out
+        picks
     }
 
     pub fn cores(&self) -> usize {
@@ -551,10 +592,12 @@ impl Mechanism for Pcc {
     }
 
     fn on_tick(&mut self, out: &mut Vec<OsRequest>) {
-        let picked = self.pick();
+        let picks = self.pick();
         self.daemon.reads += 1;
-        self.daemon.requests += picked.len() as u64;
-        out.extend(picked.into_iter().map(|(core, x)| OsRequest::Promote { core, ctx: x.ctx, va: x.start() }));
+        self.daemon.requests += picks.promote.len() as u64;
+        self.daemon.demotions += picks.demote.len() as u64;
+        out.extend(picks.demote.into_iter().map(|(core, x)| OsRequest::Demote { core, ctx: x.ctx, va: x.start() }));
+        out.extend(picks.promote.into_iter().map(|(core, x)| OsRequest::Promote { core, ctx: x.ctx, va: x.start() }));
     }
 
     fn on_invalidate(&mut self, c: usize, what: Invalidate) -> usize {
@@ -584,6 +627,9 @@ impl Mechanism for Pcc {
         if self.daemon.period > 0 {
             s.int("pcc.daemon.reads", self.daemon.reads);
             s.int("pcc.daemon.requests", self.daemon.requests);
+            if self.daemon.demotion {
+                s.int("pcc.daemon.demotions", self.daemon.demotions);
+            }
         }
         if self.cores.iter().any(|k| k.pcc_1g.is_some()) {
             emit_pcc(&sum_1g, "pcc.1g.", occ_1g as u64, s);
@@ -591,7 +637,7 @@ impl Mechanism for Pcc {
     }
 
     fn reset_stats(&mut self) {
-        (self.daemon.reads, self.daemon.requests) = (0, 0);
+        (self.daemon.reads, self.daemon.requests, self.daemon.demotions) = (0, 0, 0);
         for k in &mut self.cores {
             k.pcc.counters = PccCounters::default();
             if let Some(p) = &mut k.pcc_1g {
@@ -624,6 +670,7 @@ mod tests {
             readout: PccReadout::Invalidate,
             daemon_refs: 0,
             daemon_first_refs: 0,
+            demotion: false,
             promote_per_read: 128,
             promotion: PccPromotion::RoundRobin,
             cap: 1.0,
@@ -947,11 +994,11 @@ mod tests {
             }
         }
         let regions = |v: Vec<(usize, Candidate)>| v.iter().map(|(c, x)| (*c, (x.start().0 - BASE) / MB2)).collect::<Vec<_>>();
-        assert_eq!(regions(p.pick()), vec![(0, 1), (1, 3), (0, 2)], "round-robin, region 1 once");
+        assert_eq!(regions(p.pick().promote), vec![(0, 1), (1, 3), (0, 2)], "round-robin, region 1 once");
         p.daemon.policy = PccPromotion::Highest;
-        assert_eq!(regions(p.pick()), vec![(1, 3), (0, 1), (0, 2)]);
+        assert_eq!(regions(p.pick().promote), vec![(1, 3), (0, 1), (0, 2)]);
         p.daemon.per_read = 2;
-        assert_eq!(regions(p.pick()), vec![(1, 3), (0, 1)]);
+        assert_eq!(regions(p.pick().promote), vec![(1, 3), (0, 1)]);
     }
 
     /// The footprint cap (the utility curve): over read-outs the daemon asks for at most
@@ -968,19 +1015,48 @@ mod tests {
             }
         }
         let regions = |v: Vec<(usize, Candidate)>| v.iter().map(|(_, x)| (x.start().0 - BASE) / MB2).collect::<Vec<_>>();
-        assert_eq!(regions(p.pick()), vec![1, 2]);
+        assert_eq!(regions(p.pick().promote), vec![1, 2]);
         // The OS promoted neither (the PCC still holds them); two new regions, hotter.
         for (region, walks) in [(3, 9), (4, 8)] {
             for _ in 0..walks + 1 {
                 walk(&mut p, 0, BASE + region * MB2, WARM);
             }
         }
-        assert_eq!(regions(p.pick()), vec![3, 1, 2], "region 4 is beyond the cap; 1 and 2 are asked again");
+        assert_eq!(regions(p.pick().promote), vec![3, 1, 2], "region 4 is beyond the cap; 1 and 2 are asked again");
         assert_eq!(p.daemon.budget.used(), 3);
         // 0.29 x 100 is 29, not 28; a cap of 1 is no cap.
         assert_eq!(PromotionBudget::new(0.29, 100).limit, 29);
         assert_eq!(PromotionBudget::new(1.0, 100).limit, u64::MAX);
         assert_eq!(PromotionBudget::new(0.0, 100).limit, 0);
+    }
+
+    /// PCC-driven demotion (spec 001 §3.4, the artifact's rule): a region the daemon promoted
+    /// that comes back as a huge entry with a count above 0 is demoted, once, and never
+    /// promoted again; a huge entry it did not promote (the fault-time policy's) is left.
+    #[test]
+    fn a_promoted_region_that_still_walks_is_demoted_once() {
+        let mut p = Pcc::new(PccParams { demotion: true, ..params(8, PccPolicy::Lfu) }, 1);
+        let walk_huge = |p: &mut Pcc, va: u64| walk(p, 0, va, WARM | PTE_PS);
+        let regions = |v: &[(usize, Candidate)]| v.iter().map(|(_, x)| (x.start().0 - BASE) / MB2).collect::<Vec<_>>();
+        walk(&mut p, 0, BASE + MB2, WARM);
+        assert_eq!(regions(&p.pick().promote), vec![1]);
+        // The promotion's shootdown drops the entry; the 2 MB page walks twice (count 1), and
+        // region 2, huge from the start, walks as often.
+        p.on_invalidate(0, Invalidate::All);
+        for va in [BASE + MB2, BASE + MB2, BASE + 2 * MB2, BASE + 2 * MB2] {
+            walk_huge(&mut p, va);
+        }
+        let picks = p.pick();
+        assert_eq!((regions(&picks.demote), regions(&picks.promote)), (vec![1], vec![]));
+        // It walks again: not demoted twice, not promoted again.
+        walk_huge(&mut p, BASE + MB2);
+        let picks = p.pick();
+        assert!(picks.demote.is_empty() && picks.promote.is_empty());
+        // Back at 4 KB, it is not promoted again.
+        p.on_invalidate(0, Invalidate::All);
+        walk(&mut p, 0, BASE + MB2, WARM);
+        assert!(p.pick().promote.is_empty());
+        assert_eq!(p.daemon.demoted.len(), 1);
     }
 
     /// A process's footprint in 2 MB regions: every aligned 2 MB region a workload region
@@ -1004,7 +1080,16 @@ mod tests {
         let p = m.pcc().expect("pcc.enabled builds a PCC");
         assert_eq!((p.cores(), p.core(1).pcc.capacity(), p.core(1).pcc_1g.as_ref().unwrap().capacity(), p.readout()), (2, 128, 8, PccReadout::Flush));
         let err = |pairs: &[(&str, &str)]| Config::from_pairs(pairs.iter().copied()).unwrap_err().to_string();
-        assert_eq!(err(&[("pcc.enabled", "true"), ("pcc.entries", "0")]), "config key 'pcc.entries': must be at least 1 when pcc.enabled");
+        assert_eq!(err(&[("pcc.enabled", "true"), ("pcc.entries", "0")]), "config key 'pcc.entries': must be at least 1 with a PCC");
+        assert!(err(&[("os.promotion", "pcc"), ("os.promotion_interval", "0")]).contains("at least 1 with os.promotion=pcc"));
+        assert!(err(&[("pcc.demotion", "true")]).contains("needs os.promotion=pcc"));
+        assert!(err(&[("os.promotion", "thp"), ("os.page_policy", "ideal")]).contains("cannot run with os.page_policy=ideal"));
+        // os.promotion=pcc gives cores a PCC and the OS its daemon; pcc.enabled alone, no daemon.
+        let daemon =
+            |pairs: &[(&str, &str)]| Pcc::from_config(&Config::from_pairs(pairs.iter().copied()).unwrap(), 1, 0).map(|p| (p.daemon().period, p.daemon().first));
+        assert_eq!(daemon(&[("os.promotion", "pcc")]), Some((30_000_000, 1_000_000)));
+        assert_eq!(daemon(&[("pcc.enabled", "true")]), Some((0, 1_000_000)));
+        assert_eq!(Config::from_pairs([("os.promotion", "thp")]).unwrap().page_policy(), crate::config::PagePolicy::Thp);
         assert!(err(&[("pcc.counter_bits", "0")]).contains("between 1 and 16"));
         assert!(err(&[("pcc.counter_bits", "17")]).contains("between 1 and 16"));
         assert!(err(&[("pcc.policy", "fifo")]).contains("one of lfu|lru"));

@@ -288,7 +288,7 @@ impl Os {
         let layout = cfg.pt_layout();
         let (top, va_bits) = if layout.top() == 5 { (5, 56) } else { (4, 47) };
         let phys = PhysMem::new(cfg.phys_size_gb << 30).with_pcp(cfg.system_cores as usize, cfg.phys_pcp_batch, cfg.phys_pcp_high);
-        let thp = matches!(cfg.os_page_policy, PagePolicy::Thp | PagePolicy::Madvise);
+        let thp = matches!(cfg.page_policy(), PagePolicy::Thp | PagePolicy::Madvise);
         let compaction = thp && (cfg.os_thp_defrag != ThpDefrag::Never || cfg.os_khugepaged_defrag);
         let names: Vec<String> = cfg.os_madvise_regions.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
         Os {
@@ -305,7 +305,7 @@ impl Os {
             format: cfg.pt_format,
             layout,
             phys_gb: cfg.phys_size_gb,
-            policy: cfg.os_page_policy,
+            policy: cfg.page_policy(),
             defrag: cfg.os_thp_defrag,
             khugepaged_defrag: cfg.os_khugepaged_defrag,
             khugepaged_pages: cfg.os_khugepaged_pages,
@@ -795,6 +795,39 @@ impl Os {
         self.spaces[space].huge_bytes -= MB2;
         self.counters.demotions += 1;
         self.flush(space, vec![(va2m, va2m + MB2)], 1);
+        Ok(true)
+    }
+
+    /// Demote the 2 MB page holding `va` (as [`Os::request_demotion`]) and give its 2 MB
+    /// block back to the allocator, so that another region can be promoted into it: its 512
+    /// pages move to 4 KB frames taken elsewhere (copied, as compaction's moves). When fewer
+    /// than 512 frames are free, or the page is a reservation's, the split stays in place.
+    /// Ok(false) if `va` is not in a 2 MB page.
+    pub fn request_demotion_freeing(&mut self, space: usize, va: VirtAddr) -> Result<bool, SimError> {
+        if !self.request_demotion(space, va)? {
+            return Ok(false);
+        }
+        let va2m = va.0 & !(MB2 - 1);
+        if self.reservations.contains_key(&(space, va2m >> 21)) {
+            return Ok(true);
+        }
+        let Some((Frame(base), _)) = self.translate(space, VirtAddr(va2m)) else { return Ok(true) };
+        // (Take every new frame first: none can come from the block, which is still in use.)
+        let mut new = Vec::with_capacity(ENTRIES);
+        while new.len() < ENTRIES {
+            match self.phys.alloc_page() {
+                Some(f) => new.push(f),
+                None => {
+                    new.into_iter().for_each(|f| self.phys.free_page(f));
+                    return Ok(true);
+                }
+            }
+        }
+        for (i, f) in new.into_iter().enumerate() {
+            self.move_page(space, va2m + i as u64 * 4096, Frame(base + i as u64), f);
+        }
+        // (The moves count as `os.migrated_pages`.)
+        self.phys.free(Frame(base), ORDER_2M);
         Ok(true)
     }
 

@@ -359,22 +359,21 @@ impl Translator {
     /// The periodic task of mechanism `m` ran: carry out what it asks of the OS.
     fn mech_tick<P: MemPort>(&mut self, m: usize, port: &mut P) -> Result<(), SimError> {
         for req in self.mechs.on_tick(m) {
-            match req {
-                crate::mech::OsRequest::Promote { core, ctx, va } => {
-                    let ctx = ctx & crate::translate::tlb::SPACE_MASK;
-                    if let Some(space) = self.os.spaces.iter().position(|sp| sp.ctx == ctx) {
-                        self.request_promotion(core, space, va, port)?;
-                    } else if let Some((vm, space)) =
-                        self.vms.iter().enumerate().find_map(|(i, v)| v.os.spaces.iter().position(|sp| sp.ctx == ctx).map(|s| (i, s)))
-                    {
-                        self.check_core(core)?;
-                        self.vms[vm].os.phys.cpu = core;
-                        let gb = self.cfg.virt_guest_mem_gb;
-                        self.vms[vm].os.request_promotion(space, va).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
-                        let cost = self.sync(Scope::Guest(vm), Some(core), port);
-                        stall(port, core, cost);
-                    }
-                }
+            let (core, ctx, va, promote) = match req {
+                crate::mech::OsRequest::Promote { core, ctx, va } => (core, ctx, va, true),
+                crate::mech::OsRequest::Demote { core, ctx, va } => (core, ctx, va, false),
+            };
+            let act = |os: &mut crate::os::Os, space: usize| if promote { os.request_promotion(space, va) } else { os.request_demotion_freeing(space, va) };
+            let ctx = ctx & crate::translate::tlb::SPACE_MASK;
+            if let Some(space) = self.os.spaces.iter().position(|sp| sp.ctx == ctx) {
+                self.os_request(core, port, |os| act(os, space))?;
+            } else if let Some((vm, space)) = self.vms.iter().enumerate().find_map(|(i, v)| v.os.spaces.iter().position(|sp| sp.ctx == ctx).map(|s| (i, s))) {
+                self.check_core(core)?;
+                self.vms[vm].os.phys.cpu = core;
+                let gb = self.cfg.virt_guest_mem_gb;
+                act(&mut self.vms[vm].os, space).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
+                let cost = self.sync(Scope::Guest(vm), Some(core), port);
+                stall(port, core, cost);
             }
         }
         Ok(())
