@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import shlex
@@ -508,6 +509,43 @@ SUMMARY_LABELS = {
 }
 
 
+def cmd_pcc_cost(args: argparse.Namespace) -> int:
+    from . import pcc
+
+    c = pcc.cost(args.config, args.sets + [("pcc.entries_1g", str(args.entries_1g))], args.va_bits, args.tlb_entry_bytes)
+    if args.json:
+        with atomic_path(args.json) as tmp:
+            Path(tmp).write_text(json.dumps(c, indent=1) + "\n", encoding="utf-8")
+    print(f"# a PCC of {c['entries']} + {c['entries_1g']} entries, {args.va_bits}-bit virtual addresses "
+          f"({args.config}{' with --set' if args.sets else ''})")
+    print_table(pcc.cost_rows(c), header=("", "xlat", "paper"))
+    return 0
+
+
+def cmd_reuse(args: argparse.Namespace) -> int:
+    from . import pcc
+
+    traces = [t for part in (args.trace or []) for t in part.split(",") if t]
+    if bool(args.workload) == bool(traces):
+        raise CliError("give one of --workload and --trace")
+    if args.trace_format and not traces:
+        raise CliError("--trace-format needs --trace")
+    r = pcc.reuse(args.workload, traces or None, args.refs or 0, args.seed, args.distinct, args.trace_format, args.threshold)
+    s = pcc.summary(r)
+    name = args.workload or ",".join(traces)
+    kind = "stack (distinct pages)" if args.distinct else "references to other pages"
+    print(f"# {name}: {len(r['page']):,} pages in {s['regions']:,} 2 MB regions; distance = {kind}, class threshold {args.threshold:g}")
+    print_table(pcc.summary_rows(s), header=("class", "pages", "of pages", "of references"))
+    print(f"HUB pages lie in {s['hub_regions']:,} 2 MB regions")
+    if args.output:
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        pcc.write_csv(r, out / "pages.csv")
+        pcc.scatter(r, out / "reuse.png", title=name)
+        print(f"wrote {out / 'pages.csv'} and {out / 'reuse.png'}")
+    return 0
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     from . import glossary
 
@@ -819,6 +857,32 @@ def build_parser() -> Parser:
                      help="native (default: xlat's, with the regions) or champsim (input_instr records, "
                           "for ChampSim; FILE.xz or FILE.gz compresses)")
     rec.set_defaults(func=cmd_record)
+
+    pc = sub.add_parser("pcc-cost", help="the Promotion Candidate Cache's storage, beside the paper's",
+                        description="The storage of a PCC (pcc.entries, counter bits, tags from --va-bits) "
+                                    "and what it would buy as TLB entries: the PCC paper's 768 / 40 / 808 B.")
+    pc.add_argument("--config", "-c", default="haswell", metavar="PRESET_OR_PATH", help="machine (default haswell)")
+    add_set_option(pc)
+    pc.add_argument("--entries-1g", type=int, default=8, metavar="N", help="1 GB PCC entries (default 8, the paper's)")
+    pc.add_argument("--va-bits", type=int, default=61, metavar="N",
+                    help="virtual-address bits the tags cover (default 61: the paper's 40-bit 2 MB tags)")
+    pc.add_argument("--tlb-entry-bytes", type=int, default=16, metavar="B", help="bytes of a TLB entry (default 16)")
+    pc.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
+    pc.set_defaults(func=cmd_pcc_cost)
+
+    ru = sub.add_parser("reuse", help="reuse distances of a workload's pages: HUB, TLB-friendly, low reuse (PCC Fig. 2)",
+                        description="For every 4 KB page of a workload or trace: how far apart its uses are, and "
+                                    "its 2 MB and 1 GB regions' (smoothed as the PCC paper's artifact does); the "
+                                    "paper's classes, and with --output the per-page table and the Fig. 2 scatter.")
+    ru.add_argument("--workload", "-w", metavar="NAME[:key=value,...]")
+    ru.add_argument("--trace", "-t", action="append", metavar="FILE[,FILE...]")
+    ru.add_argument("--trace-format", choices=("native", "champsim", "lackey"), default=None)
+    ru.add_argument("--refs", "-n", type=count_arg, metavar="N", help="data references to read (default: all; --distinct needs it)")
+    ru.add_argument("--seed", type=seed_arg, default=1, help="random seed of the workload (default 1)")
+    ru.add_argument("--distinct", action="store_true", help="stack distance: distinct other pages in between")
+    ru.add_argument("--threshold", type=float, default=1024, help="class threshold (default 1024, the paper's)")
+    ru.add_argument("--output", "-o", metavar="DIR", help="write DIR/pages.csv and DIR/reuse.png")
+    ru.set_defaults(func=cmd_reuse)
 
     t = sub.add_parser("trace", help="trace a Linux program under valgrind into a trace file",
                        description="Run PROGRAM under valgrind's lackey tool and convert its memory "

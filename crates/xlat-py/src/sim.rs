@@ -220,7 +220,36 @@ fn drain(py: Python<'_>, workload: Option<String>, trace: Option<Vec<String>>, r
     r.map_err(|p| SimulationError::new_err(panic_message(p)))?.map_err(|e| TraceError::new_err(e.to_string()))
 }
 
+/// The storage a PCC costs (`xlat_core::mech::pcc::PccCost`) for the PCC keys of `config`,
+/// with `va_bits`-bit virtual addresses and `tlb_entry_bytes`-byte TLB entries.
+#[pyfunction]
+#[pyo3(signature = (config, va_bits=61, tlb_entry_bytes=16))]
+fn pcc_cost(py: Python<'_>, config: Vec<(String, String)>, va_bits: u32, tlb_entry_bytes: u64) -> PyResult<Bound<'_, PyDict>> {
+    let c = build_config(&config)?;
+    if !(31..=64).contains(&va_bits) {
+        return Err(XlatError::new_err(format!("--va-bits {va_bits}: must be between 31 and 64")));
+    }
+    let k = xlat_core::mech::pcc::PccCost::new(va_bits, c.pcc_entries, c.pcc_entries_1g, c.pcc_counter_bits as u32, tlb_entry_bytes, c.tlb_l2_entries);
+    let d = PyDict::new(py);
+    d.set_item("entries", c.pcc_entries)?;
+    d.set_item("entries_1g", c.pcc_entries_1g)?;
+    d.set_item("entry_bits_2m", k.entry_bits_2m)?;
+    d.set_item("entry_bytes_2m", k.entry_bytes_2m)?;
+    d.set_item("bytes_2m", k.bytes_2m)?;
+    d.set_item("entry_bits_1g", k.entry_bits_1g)?;
+    d.set_item("entry_bytes_1g", k.entry_bytes_1g)?;
+    d.set_item("bytes_1g", k.bytes_1g)?;
+    d.set_item("bytes", k.bytes)?;
+    d.set_item("tlb_entries", k.tlb_entries)?;
+    d.set_item("l2_entries", c.tlb_l2_entries)?;
+    d.set_item("tlb_gain", k.tlb_gain)?;
+    d.set_item("pages", k.pages)?;
+    d.set_item("reach_bytes", k.reach_bytes)?;
+    Ok(d)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(pcc_cost, m)?)?;
     m.add_function(wrap_pyfunction!(run_native, m)?)?;
     m.add_function(wrap_pyfunction!(drain, m)?)?;
     m.add_function(wrap_pyfunction!(config_keys, m)?)?;

@@ -118,6 +118,43 @@ fn lackey_to_native(py: Python<'_>, input: String, out: String, desc: Option<Str
     interruptible(py, move |stop| wl::trace::lackey_to_native_until(Path::new(&input), Path::new(&out), desc.as_deref(), &stop).map_err(source_err))
 }
 
+/// Reuse distances of every 4 KB page of a workload or trace (`xlat_workloads::reuse`):
+/// columns `{page, accesses, d4k, d2m, d1g}`, NaN where a page or region was used once.
+/// `distinct`: stack distances (distinct pages in between) instead of references.
+#[pyfunction]
+#[pyo3(signature = (workload=None, trace=None, trace_format=None, refs=0, seed=1, distinct=false))]
+#[allow(clippy::too_many_arguments)]
+fn reuse<'py>(
+    py: Python<'py>,
+    workload: Option<String>,
+    trace: Option<Vec<String>>,
+    trace_format: Option<String>,
+    refs: u64,
+    seed: u64,
+    distinct: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    if distinct && refs == 0 {
+        return Err(WorkloadError::new_err("stack distances need a reference limit (--refs)"));
+    }
+    let how = if distinct { wl::reuse::Distance::Distinct } else { wl::reuse::Distance::Accesses };
+    let pages = interruptible(py, move |stop| {
+        let (_, mut src) = match (workload, trace) {
+            (Some(w), None) => wl::open_until(&w, seed, stop).map_err(workload_err)?,
+            (None, Some(t)) => wl::open_trace_with(&t, trace_format.as_deref(), false).map_err(workload_err)?,
+            _ => return Err(WorkloadError::new_err("give exactly one of a workload and a trace")),
+        };
+        wl::reuse::reuse(&mut *src, refs, how).map_err(source_err)
+    })?;
+    let d = PyDict::new(py);
+    let nan = |x: Option<f64>| x.unwrap_or(f64::NAN);
+    d.set_item("page", pages.iter().map(|p| p.page).collect::<Vec<_>>())?;
+    d.set_item("accesses", pages.iter().map(|p| p.accesses).collect::<Vec<_>>())?;
+    d.set_item("d4k", pages.iter().map(|p| nan(p.d4k)).collect::<Vec<_>>())?;
+    d.set_item("d2m", pages.iter().map(|p| nan(p.d2m)).collect::<Vec<_>>())?;
+    d.set_item("d1g", pages.iter().map(|p| nan(p.d1g)).collect::<Vec<_>>())?;
+    Ok(d)
+}
+
 /// The programs of a mix spec as written: `[(spec, cores or None)]` (see `xlat_workloads::mix`).
 #[pyfunction]
 fn mix_programs(spec: &str) -> PyResult<Vec<(String, Option<Vec<usize>>)>> {
@@ -132,5 +169,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(record, m)?)?;
     m.add_function(wrap_pyfunction!(convert_trace, m)?)?;
     m.add_function(wrap_pyfunction!(lackey_to_native, m)?)?;
+    m.add_function(wrap_pyfunction!(reuse, m)?)?;
     Ok(())
 }

@@ -18,6 +18,7 @@ pub mod kernels;
 pub mod mix;
 pub mod params;
 pub mod recorder;
+pub mod reuse;
 pub mod rng;
 pub mod shootdowns;
 mod source;

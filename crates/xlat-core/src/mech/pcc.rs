@@ -300,6 +300,55 @@ fn covers(what: Invalidate, ctx: Ctx, tag: u64, shift: u32) -> bool {
     what.covers(ctx, tag, shift)
 }
 
+/// What a PCC costs in storage (spec 001 §2.2 and §8.9: the paper's 768 / 40 / 808 B, ~50
+/// TLB entries, ~5 %, 64 K). An entry is a region tag (the virtual address bits above the
+/// region's offset) and a counter, rounded up to whole bytes; the paper's 40- and 31-bit
+/// tags imply a 61-bit virtual address (its §8.10 #5), which `va_bits` makes explicit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PccCost {
+    /// Bits and bytes of one 2 MB entry, and of the 2 MB PCC.
+    pub entry_bits_2m: u32,
+    pub entry_bytes_2m: u64,
+    pub bytes_2m: u64,
+    /// The same for the 1 GB PCC (0 entries: 0 bytes).
+    pub entry_bits_1g: u32,
+    pub entry_bytes_1g: u64,
+    pub bytes_1g: u64,
+    /// Both, per core.
+    pub bytes: u64,
+    /// TLB entries the same storage would buy (`tlb_entry_bytes` each, whole entries), and
+    /// what they add to an L2 TLB of `l2_entries` (a fraction).
+    pub tlb_entries: u64,
+    pub tlb_gain: f64,
+    /// 4 KB pages the 2 MB PCC can nominate at once (entries x 512), and their reach.
+    pub pages: u64,
+    pub reach_bytes: u64,
+}
+
+impl PccCost {
+    pub fn new(va_bits: u32, entries: u64, entries_1g: u64, counter_bits: u32, tlb_entry_bytes: u64, l2_entries: u64) -> PccCost {
+        let bits = |shift: u32| va_bits.saturating_sub(shift) + counter_bits;
+        let (entry_bits_2m, entry_bits_1g) = (bits(21), bits(30));
+        let (entry_bytes_2m, entry_bytes_1g) = (u64::from(entry_bits_2m.div_ceil(8)), u64::from(entry_bits_1g.div_ceil(8)));
+        let (bytes_2m, bytes_1g) = (entries * entry_bytes_2m, entries_1g * entry_bytes_1g);
+        let bytes = bytes_2m + bytes_1g;
+        let tlb_entries = bytes / tlb_entry_bytes.max(1);
+        PccCost {
+            entry_bits_2m,
+            entry_bytes_2m,
+            bytes_2m,
+            entry_bits_1g,
+            entry_bytes_1g,
+            bytes_1g,
+            bytes,
+            tlb_entries,
+            tlb_gain: if l2_entries > 0 { tlb_entries as f64 / l2_entries as f64 } else { 0.0 },
+            pages: entries * 512,
+            reach_bytes: entries << 21,
+        }
+    }
+}
+
 /// Walk stages a walk has passed (see [`CorePcc::stage`]).
 const PUD_DONE: u8 = 1;
 const PMD_DONE: u8 = 2;
@@ -1057,6 +1106,20 @@ mod tests {
         walk(&mut p, 0, BASE + MB2, WARM);
         assert!(p.pick().promote.is_empty());
         assert_eq!(p.daemon.demoted.len(), 1);
+    }
+
+    /// The paper's storage arithmetic, exactly (spec 001 §8.9, §10.3): 6 B x 128 = 768 B,
+    /// 5 B x 8 = 40 B, 808 B per core, 50 16-byte TLB entries (~5 % of a 1024-entry L2),
+    /// 64 K pages and 256 MB of reach; and a 48-bit address space's smaller tags.
+    #[test]
+    fn the_hardware_cost_is_the_papers() {
+        let c = PccCost::new(61, 128, 8, 8, 16, 1024);
+        assert_eq!((c.entry_bits_2m, c.entry_bytes_2m, c.bytes_2m), (48, 6, 768));
+        assert_eq!((c.entry_bits_1g, c.entry_bytes_1g, c.bytes_1g), (39, 5, 40));
+        assert_eq!((c.bytes, c.tlb_entries, c.pages, c.reach_bytes), (808, 50, 65536, 256 << 20));
+        assert!((c.tlb_gain - 0.0488).abs() < 1e-4, "{}", c.tlb_gain);
+        let x86 = PccCost::new(48, 128, 0, 8, 16, 1024);
+        assert_eq!((x86.entry_bits_2m, x86.entry_bytes_2m, x86.bytes), (35, 5, 640));
     }
 
     /// A process's footprint in 2 MB regions: every aligned 2 MB region a workload region
