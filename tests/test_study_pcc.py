@@ -9,7 +9,7 @@ import json
 import pytest
 
 from xlat import study, sweep
-from xlat_testutil import REPO, has_core, paper_numbers_without_value, study_copy
+from xlat_testutil import REPO, has_core, paper_numbers_without_value, report_table_rows, study_copy
 
 STUDY = REPO / "studies" / "pcc"
 needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reason="engine has no simulate() yet")
@@ -74,3 +74,10 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     assert missing == UNCOVERED, missing
     for fig in ("utility_ipc.png", "utility_walks.png", "fragmentation.png", "pcc_size.png"):
         assert (res.report.parent / fig).is_file(), fig
+    assert (res.report.parent / "reuse" / "gups" / "reuse.png").is_file()
+    for section in ("Selection against hindsight", "## Reuse distance (Fig. 2)", "## Hardware cost", "pcc-demote-90"):
+        assert section in text, section
+    # The oracle sees the whole run: at every cap it removes at least as many walks as the PCC.
+    cells = [[c.strip() for c in r.strip("| ").split(" | ")] for r in report_table_rows(text, "### Selection against hindsight (ours)")]
+    assert cells[0] == ["workload", "cap %", "pcc", "hawkeye", "oracle"], cells[0]
+    assert len(cells) > 1 and all(float(r[4]) >= float(r[2]) - 0.02 for r in cells[1:]), cells

@@ -135,7 +135,10 @@ def write_csv(r: dict, path: str | os.PathLike) -> None:
     """The per-page table as CSV (atomically)."""
     from ._io import atomic_path
 
+    from pathlib import Path
+
     cols = ("page", "accesses", "d4k", "d2m", "d1g", "class")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write("va," + ",".join(cols[1:]) + "\n")
         for row in zip(*(r[c] for c in cols)):

@@ -28,7 +28,7 @@ def _tidy(df):
     out = pd.DataFrame({"config": df["config_label"].astype(str).str.split(" ").str[0].values,
                         "workload": df["workload"].astype(str).values})
     for k in ("ipc", "walks", "refs", "promotions", "huge_coverage", "pcc.daemon.reads", "pcc.daemon.requests",
-              "hawkeye.windows", "hawkeye.requests", "tlb.l2.misses"):
+              "hawkeye.windows", "hawkeye.requests", "tlb.l2.misses", "oracle.requests", "demotions"):
         out[k] = num("stat." + k)
     out["cap"] = num("set.os.promotion_cap")
     out["entries"] = num("set.pcc.entries")
@@ -44,6 +44,62 @@ def _get(t, config, workload, metric, **where):
 
 def _ratio(t, a, b, workloads):
     return _gmean([_get(t, a, w, "ipc") / _get(t, b, w, "ipc") for w in workloads])
+
+
+def _spec(df, w):
+    """The workload spec of ``w`` as the sweep ran it (its ``param.*`` columns)."""
+    row = df[df["workload"].astype(str) == w].iloc[0]
+    params = [f"{c[6:]}={row[c]}" for c in df.columns if c.startswith("param.") and isinstance(row[c], str) and row[c] != ""]
+    return w + (":" + ",".join(params) if params else "")
+
+
+def _reuse_section(df, out_dir, workloads, values):
+    """Fig. 2: each workload's pages by reuse class over the study's references, computed once
+    per workload and kept beside the report (``reuse/<workload>/``; delete it after changing
+    a workload's parameters)."""
+    import pandas as pd
+
+    from xlat import pcc
+
+    # (The references each point measured: 10 M in the study.)
+    refs = int(pd.to_numeric(df["stat.refs"], errors="coerce").max()) if "stat.refs" in df.columns else 10_000_000
+    rows, figs = [], []
+    for w in workloads:
+        d = out_dir / "reuse" / w
+        csv = d / "pages.csv"
+        if not csv.exists():
+            r = pcc.reuse(_spec(df, w), refs=refs)
+            pcc.write_csv(r, csv)
+            pcc.scatter(r, d / "reuse.png", title=f"{w}: pages by reuse (Fig. 2)")
+        p = pd.read_csv(csv)
+        n, nref = len(p), p["accesses"].sum()
+        hub = p[p["class"] == "hub"]
+        rows.append({"workload": w, "pages": n, "2 MB regions": p["va"].map(lambda v: int(v, 16) >> 21).nunique(),
+                     **{f"{c} (pages)": (p["class"] == c).sum() / n for c in pcc.CLASSES},
+                     "hub (refs)": hub["accesses"].sum() / nref,
+                     "HUB regions": hub["va"].map(lambda v: int(v, 16) >> 21).nunique()})
+        figs.append(report.figure_md(d / "reuse.png", out_dir, f"{w}: one point per 4 KB page"))
+    if not rows:
+        return []
+    t = pd.DataFrame(rows)
+    return ["", "## Reuse distance (Fig. 2)", "",
+            f"`xlat reuse` over each workload's first {refs:,} data references: a page's distance is the references "
+            "to other pages between its uses (the artifact's EMA, outliers over 3 sigma skipped); HUB pages are those "
+            "too far apart for a 1024-entry TLB whose 2 MB region is not.", "",
+            report.markdown_table(t), "", *figs]
+
+
+def _cost_section(values):
+    """The PCC's storage, computed (``xlat pcc-cost``), beside the paper's."""
+    from xlat import pcc
+
+    c = pcc.cost("haswell", [("pcc.entries_1g", "8")])
+    values["cost_bytes"] = c["bytes"]
+    rows = [{"": what, "xlat": ours, "paper": paper} for what, ours, paper in pcc.cost_rows(c)]
+    import pandas as pd
+
+    return ["", "## Hardware cost (§3.2.1)", "", "`xlat pcc-cost` (61-bit virtual addresses, as the paper's 40-bit tags imply):", "",
+            report.markdown_table(pd.DataFrame(rows))]
 
 
 def render(df, out_dir, quick):
@@ -66,7 +122,7 @@ def render(df, out_dir, quick):
     for w in workloads:
         ideal = speedup("ideal", w)
         for c in caps:
-            for m in ("pcc", "hawkeye"):
+            for m in ("pcc", "hawkeye", "oracle"):
                 s = speedup(m, w, cap=c)
                 if math.isnan(s):
                     continue
@@ -88,7 +144,7 @@ def render(df, out_dir, quick):
         fig2 = report.line_figure(pts, x="cap %", y="walks cut", hue="series", path=out_dir / "utility_walks.png",
                                   title="Walks removed vs footprint promoted", xlabel="cap (% of footprint)",
                                   ylabel="walks removed (fraction of 4 KB's)", logx=True)
-        body += [report.figure_md(fig, out_dir, "IPC over the 4 KB run's, PCC and HawkEye, per cap (all-2 MB in the table)"), "",
+        body += [report.figure_md(fig, out_dir, "IPC over the 4 KB run's, PCC, HawkEye and the hindsight oracle (ours), per cap (all-2 MB in the table)"), "",
                  report.figure_md(fig2, out_dir, "Walks removed, as a fraction of the 4 KB run's"), "",
                  report.markdown_table(curve)]
 
@@ -115,6 +171,16 @@ def render(df, out_dir, quick):
         if both:
             values["pcc_beats_hawkeye"] = sum(speedup("pcc", w, cap=1.0) >= speedup("hawkeye", w, cap=1.0) for w in both) / len(both)
             values["pcc_beats_hawkeye_walks"] = sum(walk_cut("pcc", w, cap=1.0) >= walk_cut("hawkeye", w, cap=1.0) for w in both) / len(both)
+        # Selection quality against hindsight (ours): the PCC's walk cut over the oracle's at 4 %.
+        orc = [w for w in workloads if not math.isnan(walk_cut("oracle", w, cap=c4))]
+        if orc:
+            sel = [{"workload": w, "cap %": round(c * 100), **{m: walk_cut(m, w, cap=c) for m in ("pcc", "hawkeye", "oracle")}}
+                   for w in orc for c in caps]
+            body += ["", "### Selection against hindsight (ours)", "",
+                     "Walks removed (fraction of the 4 KB run's) by each policy at each cap. The oracle promotes, at the "
+                     "PCC's first read, the regions with the most 4 KB walks in a run without promotion; the PCC's "
+                     "and HawkEye's picks are limited by what they have seen by then, and HawkEye's by 8 per window.", "",
+                     report.markdown_table(pd.DataFrame(sel))]
     values["ideal_speedup"] = _gmean([speedup("ideal", w) for w in workloads])
     values["ideal_walk_cut"] = _gmean([_get(t, "4k", w, "tlb.l2.misses") / max(_get(t, "ideal", w, "tlb.l2.misses"), 1) for w in workloads])
     pr = t[t["config"] == "pcc"]
@@ -130,16 +196,19 @@ def render(df, out_dir, quick):
         wl = [w for w in workloads if not math.isnan(_get(t, f"pcc-{x}", w, "ipc"))]
         for w in wl:
             base = _get(t, f"4k-{x}", w, "ipc")
-            for c in (f"4k-{x}", f"linux-{x}", f"hawkeye-{x}", f"pcc-{x}"):
+            for c in (f"4k-{x}", f"linux-{x}", f"hawkeye-{x}", f"pcc-{x}", f"pcc-demote-{x}"):
+                if math.isnan(_get(t, c, w, "ipc")):
+                    continue
                 frag_rows.append({"fragmentation %": x, "workload": w, "scheme": c, "speed-up": _get(t, c, w, "ipc") / base,
                                   "walks": _get(t, c, w, "walks"), "promotions": _get(t, c, w, "promotions"),
-                                  "huge coverage": _get(t, c, w, "huge_coverage")})
+                                  "demotions": _get(t, c, w, "demotions"), "huge coverage": _get(t, c, w, "huge_coverage")})
         g = [w for w in wl if w in graph] or wl
         if g:
             values[f"pcc_over_linux_{x}"] = _ratio(t, f"pcc-{x}", f"linux-{x}", g)
             if x == 90:
                 values["pcc_over_4k_90"] = _ratio(t, "pcc-90", "4k-90", g)
                 values["pcc_over_hawkeye_90"] = _ratio(t, "pcc-90", "hawkeye-90", g)
+                values["demotion_gain_90"] = _ratio(t, "pcc-demote-90", "pcc-90", g)
     if frag_rows:
         ft = pd.DataFrame(frag_rows)
         fig = report.bar_figure(ft[ft["fragmentation %"] == 90], x="workload", y="speed-up", hue="scheme", path=out_dir / "fragmentation.png",
@@ -170,6 +239,8 @@ def render(df, out_dir, quick):
         values["pcc_size_saturation"] = sorted(sat)[len(sat) // 2]
         body += ["", "## PCC size (Fig. 6)", "", report.figure_md(fig, out_dir, "Walks removed by PCC size, 32 % cap"), "",
                  report.markdown_table(st)]
+    body += _reuse_section(df, out_dir, workloads, values)
+    body += _cost_section(values)
     if quick:
         body += ["", "Quick mode: PageRank (scale 21) only, caps 1, 4, 32, 100 %, 90 % fragmentation; indicative only."]
     return "\n".join(body), {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
