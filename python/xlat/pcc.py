@@ -133,9 +133,9 @@ def scatter(r: dict, path: str | os.PathLike, title: str = "", threshold: float 
 
 def write_csv(r: dict, path: str | os.PathLike) -> None:
     """The per-page table as CSV (atomically)."""
-    from ._io import atomic_path
-
     from pathlib import Path
+
+    from ._io import atomic_path
 
     cols = ("page", "accesses", "d4k", "d2m", "d1g", "class")
     Path(path).parent.mkdir(parents=True, exist_ok=True)

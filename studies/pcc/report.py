@@ -49,7 +49,9 @@ def _ratio(t, a, b, workloads):
 def _spec(df, w):
     """The workload spec of ``w`` as the sweep ran it (its ``param.*`` columns)."""
     row = df[df["workload"].astype(str) == w].iloc[0]
-    params = [f"{c[6:]}={row[c]}" for c in df.columns if c.startswith("param.") and isinstance(row[c], str) and row[c] != ""]
+    import pandas as pd
+
+    params = [f"{c[6:]}={row[c]}" for c in df.columns if c.startswith("param.") and not pd.isna(row[c]) and str(row[c]) != ""]
     return w + (":" + ",".join(params) if params else "")
 
 
@@ -83,9 +85,9 @@ def _reuse_section(df, out_dir, workloads, values):
         return []
     t = pd.DataFrame(rows)
     return ["", "## Reuse distance (Fig. 2)", "",
-            f"`xlat reuse` over each workload's first {refs:,} data references: a page's distance is the references "
-            "to other pages between its uses (the artifact's EMA, outliers over 3 sigma skipped); HUB pages are those "
-            "too far apart for a 1024-entry TLB whose 2 MB region is not.", "",
+            (f"`xlat reuse` over each workload's first {refs:,} data references: a page's distance is the references "
+             "to other pages between its uses (the artifact's EMA, outliers over 3 sigma skipped); HUB pages are those "
+             "too far apart for a 1024-entry TLB whose 2 MB region is not."), "",
             report.markdown_table(t), "", *figs]
 
 
@@ -177,9 +179,9 @@ def render(df, out_dir, quick):
             sel = [{"workload": w, "cap %": round(c * 100), **{m: walk_cut(m, w, cap=c) for m in ("pcc", "hawkeye", "oracle")}}
                    for w in orc for c in caps]
             body += ["", "### Selection against hindsight (ours)", "",
-                     "Walks removed (fraction of the 4 KB run's) by each policy at each cap. The oracle promotes, at the "
-                     "PCC's first read, the regions with the most 4 KB walks in a run without promotion; the PCC's "
-                     "and HawkEye's picks are limited by what they have seen by then, and HawkEye's by 8 per window.", "",
+                     ("Walks removed (fraction of the 4 KB run's) by each policy at each cap. The oracle promotes, at the "
+                      "PCC's first read, the regions with the most 4 KB walks in a run without promotion; the PCC's "
+                      "and HawkEye's picks are limited by what they have seen by then, and HawkEye's by 8 per window."), "",
                      report.markdown_table(pd.DataFrame(sel))]
     values["ideal_speedup"] = _gmean([speedup("ideal", w) for w in workloads])
     values["ideal_walk_cut"] = _gmean([_get(t, "4k", w, "tlb.l2.misses") / max(_get(t, "ideal", w, "tlb.l2.misses"), 1) for w in workloads])
