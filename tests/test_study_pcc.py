@@ -15,7 +15,7 @@ STUDY = REPO / "studies" / "pcc"
 needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reason="engine has no simulate() yet")
 CAPS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.0]
 # Numbers the sweep does not cover (no multithread or multiprocess points).
-UNCOVERED = {"mt2_speedup", "mp_pr_sssp"}
+UNCOVERED: set[str] = set()
 
 
 def test_spec_runs_the_utility_curve_and_the_baselines_on_haswell():
@@ -62,10 +62,15 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
         if "workloads" in c:
             lines.append('workloads = ["gups"]')
     # (A small random table: TLB-bound, 64 2 MB regions, so 4 % is 2 regions.)
-    lines += ["[[workloads]]", 'name = "gups"', 'params = { footprint = "128M" }']
+    one = [c["label"] for c in real["configs"] if not c["label"].endswith(("-mt", "-mp"))]
+    lines += ["[[workloads]]", 'name = "gups"', 'params = { footprint = "128M" }', f"configs = {json.dumps(sorted(set(one)))}"]
+    # Two threads, and two processes, for the Fig. 8 and Fig. 9 sections.
+    lines += ["[[workloads]]", 'name = "gups"', 'params = { footprint = "128M", threads = 2 }',
+              'configs = ["4k-mt", "ideal-mt", "pcc-mt"]']
+    lines += ["[[mixes]]", 'programs = ["gups:footprint=128M@0", "gups:footprint=64M@1"]', 'configs = ["4k-mp", "ideal-mp", "pcc-mp"]']
     (d / "sweep.toml").write_text("\n".join(lines) + "\n")
     spec = sweep.load_spec(d / "sweep.toml")
-    assert {p.workload for p in spec.points} == {"gups"}
+    assert {p.workload for p in spec.points} == {"gups", "mix"}
 
     res = study.run(str(d), workers=2, root=tmp_path / "results", progress=False)
     assert res.sweep.failed == 0

@@ -238,7 +238,8 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         names |= {wl["name"] for wl in _parse_workloads(full_workloads, where)}
     if full_mixes is not None:
         names.add("mix")
-    labels = {c["choice"].label for c in configs}
+    # (A workload's `configs` names a config by its label, with or without its grid's values.)
+    labels = {c["choice"].label for c in configs} | {c["name"] for c in configs}
     for wl in workloads:
         bad = [x for x in (wl.get("configs") or []) if x not in labels]
         if bad:
@@ -256,7 +257,7 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         for wl in workloads:
             if c["workloads"] is not None and wl["name"] not in c["workloads"]:
                 continue
-            if wl.get("configs") is not None and cfg.label not in wl["configs"]:
+            if wl.get("configs") is not None and cfg.label not in wl["configs"] and c["name"] not in wl["configs"]:
                 continue
             # Run options: the workload's own, else the config's, else the top level's.
             run = {k: wl["run"][k] if k in wl["run"] else c["run"][k] if k in c["run"] else top_run[k]
@@ -427,7 +428,7 @@ def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[dict]:
             shown = [(k, v) for k, v in overrides if (k in varying or not label)]
             text = " ".join(f"{k}={_value_text(v)}" for k, v in shown)
             out.append({"choice": ConfigChoice(base, overrides, f"{base_label} {text}".strip()),
-                        "workloads": only, "run": run, "what": what})
+                        "workloads": only, "run": run, "what": what, "name": base_label})
     return out
 
 

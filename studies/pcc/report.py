@@ -28,8 +28,10 @@ def _tidy(df):
     out = pd.DataFrame({"config": df["config_label"].astype(str).str.split(" ").str[0].values,
                         "workload": df["workload"].astype(str).values})
     for k in ("ipc", "walks", "refs", "promotions", "huge_coverage", "pcc.daemon.reads", "pcc.daemon.requests",
-              "hawkeye.windows", "hawkeye.requests", "tlb.l2.misses", "oracle.requests", "demotions"):
+              "hawkeye.windows", "hawkeye.requests", "tlb.l2.misses", "oracle.requests", "demotions",
+              "prog0.ipc", "prog1.ipc"):
         out[k] = num("stat." + k)
+    out["policy"] = df["set.pcc.promotion"].astype(str).values if "set.pcc.promotion" in df.columns else ""
     out["cap"] = num("set.os.promotion_cap")
     out["entries"] = num("set.pcc.entries")
     return out
@@ -38,7 +40,7 @@ def _tidy(df):
 def _get(t, config, workload, metric, **where):
     sel = t[(t["config"] == config) & (t["workload"] == workload)]
     for k, v in where.items():
-        sel = sel[(sel[k] - v).abs() < 1e-9]
+        sel = sel[sel[k] == v] if isinstance(v, str) else sel[(sel[k] - v).abs() < 1e-9]
     return float(sel[metric].mean()) if len(sel) else math.nan
 
 
@@ -46,9 +48,59 @@ def _ratio(t, a, b, workloads):
     return _gmean([_get(t, a, w, "ipc") / _get(t, b, w, "ipc") for w in workloads])
 
 
+POLICIES = ("round-robin", "highest")
+
+
+def _multi_sections(t, out_dir, values):
+    """Fig. 8 (two threads of one process, a PCC per core) and Fig. 9 (two processes)."""
+    import pandas as pd
+
+    body = []
+    mt = [w for w in dict.fromkeys(t[t["config"] == "pcc-mt"]["workload"])]
+    if mt:
+        rows = []
+        for w in mt:
+            base, ideal = _get(t, "4k-mt", w, "ipc"), _get(t, "ideal-mt", w, "ipc")
+            for c in sorted(set(t[t["config"] == "pcc-mt"]["cap"].dropna())):
+                for pol in POLICIES:
+                    ipc = _get(t, "pcc-mt", w, "ipc", cap=c, policy=pol)
+                    if not math.isnan(ipc):
+                        rows.append({"workload": w, "cap %": round(c * 100), "policy": pol, "speed-up": ipc / base,
+                                     "of ideal (ratio)": ipc / ideal, "walks cut": 1 - _get(t, "pcc-mt", w, "walks", cap=c, policy=pol) / _get(t, "4k-mt", w, "walks"),
+                                     "promotions": _get(t, "pcc-mt", w, "promotions", cap=c, policy=pol)})
+        mtt = pd.DataFrame(rows)
+        best = [_gmean(list(g["speed-up"])) for _, g in mtt.groupby(["cap %", "policy"])]
+        values["mt2_speedup"] = max(best)
+        body += ["", "## Two threads (Fig. 8)", "",
+                 ("One process, two threads on two cores, a PCC per core; the daemon merges the two lists (`pcc.promotion`). "
+                  "Speed-up is the machine's IPC over the 4 KB run's with two threads."), "", report.markdown_table(mtt)]
+    mp = t[(t["config"] == "pcc-mp") & (t["workload"] == "mix")]
+    if len(mp):
+        rows = []
+        b0, b1 = _get(t, "4k-mp", "mix", "prog0.ipc"), _get(t, "4k-mp", "mix", "prog1.ipc")
+        i0, i1 = _get(t, "ideal-mp", "mix", "prog0.ipc"), _get(t, "ideal-mp", "mix", "prog1.ipc")
+        for c in sorted(set(mp["cap"].dropna())):
+            for pol in POLICIES:
+                p0, p1 = _get(t, "pcc-mp", "mix", "prog0.ipc", cap=c, policy=pol), _get(t, "pcc-mp", "mix", "prog1.ipc", cap=c, policy=pol)
+                if not math.isnan(p0):
+                    rows.append({"cap %": round(c * 100), "policy": pol, "PageRank speed-up": p0 / b0, "SSSP speed-up": p1 / b1,
+                                 "PageRank of ideal": p0 / i0, "SSSP of ideal": p1 / i1,
+                                 "promotions": _get(t, "pcc-mp", "mix", "promotions", cap=c, policy=pol)})
+        mpt = pd.DataFrame(rows)
+        at16 = mpt[(mpt["cap %"] == 16) & (mpt["policy"] == "round-robin")]
+        if len(at16):
+            values["mp_pr_sssp"] = float(at16["PageRank speed-up"].iloc[0])
+        body += ["", "## Two processes (Fig. 9)", "",
+                 ("PageRank (core 0) and SSSP (core 1) side by side, a PCC each, under one cap counted over both footprints; "
+                  "each program's IPC over its own in the 4 KB co-run, and over the all-2 MB co-run's."), "", report.markdown_table(mpt)]
+    return body
+
+
 def _spec(df, w):
     """The workload spec of ``w`` as the sweep ran it (its ``param.*`` columns)."""
-    row = df[df["workload"].astype(str) == w].iloc[0]
+    rows = df[df["workload"].astype(str) == w]
+    one = rows[rows["config_label"].astype(str) == "4k"]
+    row = (one if len(one) else rows).iloc[0]
     import pandas as pd
 
     params = [f"{c[6:]}={row[c]}" for c in df.columns if c.startswith("param.") and not pd.isna(row[c]) and str(row[c]) != ""]
@@ -241,6 +293,7 @@ def render(df, out_dir, quick):
         values["pcc_size_saturation"] = sorted(sat)[len(sat) // 2]
         body += ["", "## PCC size (Fig. 6)", "", report.figure_md(fig, out_dir, "Walks removed by PCC size, 32 % cap"), "",
                  report.markdown_table(st)]
+    body += _multi_sections(t, out_dir, values)
     body += _reuse_section(df, out_dir, workloads, values)
     body += _cost_section(values)
     if quick:
