@@ -29,7 +29,7 @@ def _tidy(df):
                         "workload": df["workload"].astype(str).values})
     for k in ("ipc", "walks", "refs", "promotions", "huge_coverage", "pcc.daemon.reads", "pcc.daemon.requests",
               "hawkeye.windows", "hawkeye.requests", "tlb.l2.misses", "oracle.requests", "demotions",
-              "prog0.ipc", "prog1.ipc"):
+              "prog0.ipc", "prog1.ipc", "prog0.huge_coverage", "prog1.huge_coverage"):
         out[k] = num("stat." + k)
     out["policy"] = df["set.pcc.promotion"].astype(str).values if "set.pcc.promotion" in df.columns else ""
     out["cap"] = num("set.os.promotion_cap")
@@ -85,6 +85,8 @@ def _multi_sections(t, out_dir, values):
                 if not math.isnan(p0):
                     rows.append({"cap %": round(c * 100), "policy": pol, "PageRank speed-up": p0 / b0, "SSSP speed-up": p1 / b1,
                                  "PageRank of ideal": p0 / i0, "SSSP of ideal": p1 / i1,
+                                 "PageRank huge": _get(t, "pcc-mp", "mix", "prog0.huge_coverage", cap=c, policy=pol),
+                                 "SSSP huge": _get(t, "pcc-mp", "mix", "prog1.huge_coverage", cap=c, policy=pol),
                                  "promotions": _get(t, "pcc-mp", "mix", "promotions", cap=c, policy=pol)})
         mpt = pd.DataFrame(rows)
         at16 = mpt[(mpt["cap %"] == 16) & (mpt["policy"] == "round-robin")]
@@ -92,7 +94,8 @@ def _multi_sections(t, out_dir, values):
             values["mp_pr_sssp"] = float(at16["PageRank speed-up"].iloc[0])
         body += ["", "## Two processes (Fig. 9)", "",
                  ("PageRank (core 0) and SSSP (core 1) side by side, a PCC each, under one cap counted over both footprints; "
-                  "each program's IPC over its own in the 4 KB co-run, and over the all-2 MB co-run's."), "", report.markdown_table(mpt)]
+                  "each program's IPC over its own in the 4 KB co-run, and over the all-2 MB co-run's; and the share of "
+                  "each program's memory in huge pages at the end (`progN.huge_coverage`)."), "", report.markdown_table(mpt)]
     return body
 
 
@@ -103,7 +106,11 @@ def _spec(df, w):
     row = (one if len(one) else rows).iloc[0]
     import pandas as pd
 
-    params = [f"{c[6:]}={row[c]}" for c in df.columns if c.startswith("param.") and not pd.isna(row[c]) and str(row[c]) != ""]
+    def text(v):
+        # (A column with gaps reads as floats: 20.0 is the 20 the sweep gave.)
+        return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+    params = [f"{c[6:]}={text(row[c])}" for c in df.columns if c.startswith("param.") and not pd.isna(row[c]) and str(row[c]) != ""]
     return w + (":" + ",".join(params) if params else "")
 
 

@@ -334,6 +334,8 @@ pub static ENTRIES: &[Entry] = &[
         "Flattened L2+L1 nodes turned back into 4 KB levels because they came to hold `pt.nf_threshold` 2 MB pages (FPT+NF). Since the tables were created."),
     e(Os, "[host.]mapped_bytes", Counter, "bytes", "Bytes mapped in every address space at the end of the run (in a VM, what the guests' processes mapped; `host.`: the guest-physical memory the host backs)."),
     e(Os, "[host.]huge_coverage", Ratio, "fraction", "Share of `mapped_bytes` mapped by 2 MB or 1 GB pages at the end of the run."),
+    e(Os, "prog<N>.mapped_bytes", Counter, "bytes", "A mix's program: bytes its address spaces map at the end of the run.").only("a native `--mix`"),
+    e(Os, "prog<N>.huge_coverage", Ratio, "fraction", "A mix's program: share of its `mapped_bytes` mapped by 2 MB or 1 GB pages at the end of the run (how a promotion daemon shared the huge pages between programs).").only("a native `--mix`"),
     e(Os, "[host.]phys.free_bytes", Counter, "bytes", "Bytes free in the buddy allocator at the end of the run (frames on per-CPU lists not included)."),
     e(Os, "[host.]phys.free_2m_blocks", Counter, "blocks", "Free aligned 2 MB blocks at the end of the run, counting those inside larger free blocks."),
     e(Os, "[host.]phys.free_blocks.order<order>", Counter, "blocks", "Free buddy blocks of exactly that order at the end of the run."),

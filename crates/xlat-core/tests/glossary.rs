@@ -43,7 +43,15 @@ fn run(name: &str, pairs: &[(&str, &str)], cores: usize, prefault: bool) -> Stat
     let cfg = Config::from_pairs(all.iter().copied()).unwrap_or_else(|e| panic!("{name}: {e}"));
     let footprint = 64 * MB;
     let regions = vec![xlat_core::Region { name: "data".into(), start: BASE, len: footprint }];
-    let src = || VecSource::new(streams(cores, 20_000, footprint), regions.clone());
+    // ("mix": two programs, one stream each, in address spaces of their own.)
+    let src = || {
+        if name == "mix" {
+            let prog = |i: usize| xlat_core::Program { name: format!("p{i}"), regions: regions.clone(), streams: vec![i] };
+            VecSource::with_programs(streams(cores, 20_000, footprint), vec![prog(0), prog(1)])
+        } else {
+            VecSource::new(streams(cores, 20_000, footprint), regions.clone())
+        }
+    };
     let profile = (cfg.os_promotion == xlat_core::config::Promotion::Oracle)
         .then(|| xlat_core::profile_walks(&cfg, &mut src(), RunOptions::default(), prefault, 1, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}")));
     xlat_core::simulate_with(&cfg, &mut src(), profile.as_ref(), RunOptions::default(), prefault, 1, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -129,6 +137,7 @@ fn cases() -> Vec<Case> {
     if has_key("os.promotion") {
         v.push(("hawkeye", vec![("os.promotion", "hawkeye"), ("hawkeye.window_refs", "1000"), ("os.promotion_interval", "1000")], 2, false));
         v.push(("oracle", vec![("os.promotion", "oracle"), ("os.promotion_first", "1000")], 1, true));
+        v.push(("mix", vec![("os.promotion", "pcc"), ("os.promotion_interval", "2000")], 2, true));
     }
     v
 }

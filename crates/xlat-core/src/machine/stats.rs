@@ -79,6 +79,13 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
                     }
                 }
                 emit_part(&mut s, &format!("prog{n}."), &k, &v, &t, instr, cycles, xl);
+                if !virt {
+                    // (Which huge pages each program holds: the PCC paper's Fig. 9.)
+                    let spaces = cores.first().map_or(&[][..], |&c| xl.sched.spaces_of(c));
+                    let (mapped, huge) = spaces.iter().fold((0, 0), |(m, h), &i| (m + xl.os.spaces[i].mapped_bytes, h + xl.os.spaces[i].huge_bytes));
+                    s.int(format!("prog{n}.mapped_bytes"), mapped);
+                    s.ratio(format!("prog{n}.huge_coverage"), huge, mapped);
+                }
             }
         }
         s.int("instructions", instr);

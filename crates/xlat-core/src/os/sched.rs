@@ -165,6 +165,11 @@ impl Sched {
         self.queues[c][self.cur[c * self.vms + self.vm[c]]]
     }
 
+    /// The address spaces core `c` time-slices (its program's processes).
+    pub fn spaces_of(&self, c: usize) -> &[usize] {
+        &self.queues[c]
+    }
+
     /// The VM core `c` runs now (0 natively).
     pub fn running_vm(&self, c: usize) -> usize {
         self.vm[c]
