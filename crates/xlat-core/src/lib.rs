@@ -61,15 +61,10 @@ pub fn simulate_with(
     seed: u64,
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Stats, SimError> {
-    let mut m = Machine::with_programs(cfg, src.streams(), src.programs(), seed)?;
-    if let Some(o) = m.xl.mechs.oracle_mut() {
-        o.set_profile(profile.ok_or(SimError::OracleNeedsProfile)?.clone());
+    if cfg.os_promotion == config::Promotion::Oracle && profile.is_none() {
+        return Err(SimError::OracleNeedsProfile);
     }
-    if prefault {
-        m.prefault()?;
-    }
-    m.run(src, opts, progress)?;
-    Ok(m.stats())
+    Ok(run_machine(cfg, src, profile, opts, prefault, seed, progress)?.stats())
 }
 
 /// The first run of the hindsight oracle (`os.promotion=oracle`): `cfg`'s machine without
@@ -82,14 +77,32 @@ pub fn profile_walks(
     seed: u64,
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<mech::oracle::WalkProfile, SimError> {
+    // (The oracle without a profile watches and never promotes.)
     let mut watching = cfg.clone();
     watching.os_promotion = config::Promotion::Oracle;
-    let mut m = Machine::with_programs(&watching, src.streams(), src.programs(), seed)?;
+    let m = run_machine(&watching, src, None, opts, prefault, seed, progress)?;
+    Ok(m.xl.mechs.oracle().expect("os.promotion=oracle builds the oracle").profile())
+}
+
+/// Build the machine for `src` (its oracle acting on `profile`, if given), prefault, run.
+fn run_machine(
+    cfg: &Config,
+    src: &mut dyn RefSource,
+    profile: Option<&mech::oracle::WalkProfile>,
+    opts: RunOptions,
+    prefault: bool,
+    seed: u64,
+    progress: &mut dyn FnMut(u64) -> bool,
+) -> Result<Machine, SimError> {
+    let mut m = Machine::with_programs(cfg, src.streams(), src.programs(), seed)?;
+    if let (Some(o), Some(p)) = (m.xl.mechs.oracle_mut(), profile) {
+        o.set_profile(p.clone());
+    }
     if prefault {
         m.prefault()?;
     }
     m.run(src, opts, progress)?;
-    Ok(m.xl.mechs.oracle().expect("os.promotion=oracle builds the oracle").profile())
+    Ok(m)
 }
 
 /// Hint the host CPU to load the cache line at `p`. The simulator is bound by host memory

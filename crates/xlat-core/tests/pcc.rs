@@ -217,10 +217,7 @@ fn the_first_promotion_is_the_hot_region() {
         ("os.page_policy", "madvise"),
         ("os.khugepaged_pages", "0"),
     ]);
-    let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
-    m.prefault().unwrap();
-    let mut src = VecSource::new(vec![refs(20_300, 7)], regions());
-    m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+    let m = machine(&c, 20_300);
     assert_eq!(m.stats().f("promotions"), 1.0);
     let sp = &m.xl.os.spaces[0];
     for r in 0..REGIONS {
@@ -331,10 +328,7 @@ fn promoted_regions_that_keep_walking_are_demoted_and_their_blocks_freed() {
         ("tlb.l2.entries", "1"),
         ("tlb.l2.ways", "1"),
     ]);
-    let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
-    m.prefault().unwrap();
-    let mut src = VecSource::new(vec![refs(25_000, 7)], regions());
-    m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+    let m = machine(&c, 25_000);
     let s = m.stats();
     let n = REGIONS as f64;
     assert_eq!((s.f("promotions"), s.f("pcc.daemon.demotions"), s.f("demotions")), (n, n, n));
