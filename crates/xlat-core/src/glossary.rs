@@ -414,9 +414,9 @@ pub static ENTRIES: &[Entry] = &[
     e(Mechanisms, "[core<N>.]ptp.active_epochs", Counter, "epochs",
         "Of those, epochs whose L2 TLB MPKI reached `ptp.detector_mpki`: the core was in a TLB-miss phase and the `ptp` caches protected its page-table lines."),
     e(Mechanisms, "[core<N>.]<pcc>.lookups", Counter, "lookups",
-        "Walks of the native or guest table (never host walks) that reached the PCC's stage: the PMD (level-2) entry for `pcc`, the PUD (level-3) entry for `pcc.1g`, or a level below it after a page-walk-cache hit. Includes walks that only set a dirty bit and walks that then fault. `cold_filtered` + `inserts` + `hits`.")
+        "Walks of the native or guest table (never host walks) that reached the PCC's stage: the PMD (level-2) entry for `pcc`, the PUD (level-3) entry for `pcc.1g`, or a level below it after a page-walk-cache hit. Includes walks that only set a dirty bit and walks that then fault. `filtered` + `inserts` + `hits`.")
     .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
-    e(Mechanisms, "[core<N>.]<pcc>.cold_filtered", Counter, "lookups",
+    e(Mechanisms, "[core<N>.]<pcc>.filtered", Counter, "lookups",
         "Lookups the cold-miss filter dropped: the walk found the region's entry (the PMD or PUD entry, or the leaf of a page of the region's size) with its accessed bit clear, so this is the first walk into the region. A flattened L2+L1 node has no PMD entry: its walks are never filtered by `pcc`.")
     .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
     e(Mechanisms, "[core<N>.]<pcc>.inserts", Counter, "lookups", "Lookups past the filter that found no entry for the region (and context) and inserted it with count 0.").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),

@@ -63,7 +63,7 @@ fn the_most_walked_region_ranks_first() {
         assert!(list.iter().all(|c| !c.huge));
         assert!(s.f("walks") > 10_000.0, "the small TLBs miss: {} walks", s.f("walks"));
         assert_eq!(s.f("pcc.lookups"), s.f("walks"), "{policy}: every walk reaches the PMD stage");
-        assert_eq!(s.f("pcc.cold_filtered"), REGIONS as f64);
+        assert_eq!(s.f("pcc.filtered"), REGIONS as f64);
         assert_eq!(s.f("pcc.inserts"), REGIONS as f64);
         assert_eq!(s.f("pcc.hits"), s.f("pcc.lookups") - 2.0 * REGIONS as f64);
         assert!(s.f("pcc.decays") > 10.0, "8-bit counters saturate on the hot region");
@@ -82,12 +82,12 @@ fn simulate_reports_the_pcc_statistics() {
     let off = run(&Config::from_pairs([("tlb.l2.entries", "64"), ("tlb.l2.ways", "4")]).unwrap(), vec![refs(5_000, 3)]);
     assert!(off.entries.iter().all(|(k, _)| !k.starts_with("pcc.")), "the PCC is off by default");
     let s = run(&cfg(&[("pcc.entries_1g", "8")]), vec![refs(5_000, 3)]);
-    for k in ["lookups", "cold_filtered", "inserts", "hits", "huge_lookups", "evictions", "decays", "invalidations", "reads", "flushed", "occupancy"] {
+    for k in ["lookups", "filtered", "inserts", "hits", "huge_lookups", "evictions", "decays", "invalidations", "reads", "flushed", "occupancy"] {
         assert!(s.get(&format!("pcc.{k}")).is_some(), "pcc.{k}");
         assert!(s.get(&format!("pcc.1g.{k}")).is_some(), "pcc.1g.{k}");
     }
     assert_eq!(s.f("pcc.1g.lookups"), s.f("walks"));
-    assert_eq!((s.f("pcc.1g.cold_filtered"), s.f("pcc.1g.occupancy")), (1.0, 1.0), "one gigabyte, one cold walk");
+    assert_eq!((s.f("pcc.1g.filtered"), s.f("pcc.1g.occupancy")), (1.0, 1.0), "one gigabyte, one cold walk");
 
     let two = run(&cfg(&[("system.cores", "2")]), vec![refs(5_000, 3), refs(5_000, 4)]);
     let (a, b) = (two.f("core0.pcc.lookups"), two.f("core1.pcc.lookups"));
@@ -145,7 +145,7 @@ fn in_a_vm_the_pcc_ranks_guest_virtual_regions() {
     assert!(list[0].ctx >> 12 != 0, "a guest context has a VPID");
     assert!(s.f("host_walks") > 0.0);
     assert_eq!(s.f("pcc.lookups"), s.f("walks"), "prefaulted: every guest walk reaches the PMD stage");
-    assert_eq!(s.f("pcc.cold_filtered"), REGIONS as f64);
+    assert_eq!(s.f("pcc.filtered"), REGIONS as f64);
 }
 
 /// Demand paging: a region's first walk faults above its PMD (no PMD stage), the retry
@@ -158,7 +158,7 @@ fn demand_paging_filters_each_regions_first_walk() {
     let mut src = VecSource::new(vec![refs(20_000, 5)], regions());
     m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
     let s = m.stats();
-    assert_eq!(s.f("pcc.cold_filtered"), REGIONS as f64);
+    assert_eq!(s.f("pcc.filtered"), REGIONS as f64);
     assert!(s.f("faults") > 1000.0);
     // Every walk reaches the PMD stage (TLB misses' and retries after faults) but one per
     // region, which faulted above its PMD (the first one on a missing L4 entry).

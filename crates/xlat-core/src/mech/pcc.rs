@@ -31,7 +31,7 @@
 //! setting its accessed bit. Choices the paper leaves open, and what this model does:
 //! - *Where:* at the walk's "PMD stage" (Fig. 3, steps 5-7). A walk that reads the PMD entry
 //!   (level 2) feeds the 2 MB PCC with that entry's A bit as found: clear means the first walk
-//!   into the region, a cold miss, which is counted as `cold_filtered` and not inserted. A
+//!   into the region, a cold miss, which is counted as `filtered` and not inserted. A
 //!   walk that starts *below* the PMD, because the page-walk cache held it, feeds the PCC too,
 //!   as warm: a PWC caches only entries a walk used, and a walk sets the A bit of each entry it
 //!   uses. (The paper's simulator has no PWC; skipping these walks would hide exactly the
@@ -104,10 +104,10 @@ fn emit_pcc(k: &PccCounters, prefix: &str, occupancy: u64, s: &mut Stats) {
 crate::stats::counters! {
     /// Event counts of one PCC (statistics `pcc.*`, and `pcc.1g.*` for the 1 GB PCC).
     pub struct PccCounters {
-        /// Walks that reached the PCC's stage: `cold_filtered + inserts + hits`.
+        /// Walks that reached the PCC's stage: `filtered + inserts + hits`.
         lookups: "lookups",
         /// Walks the cold-miss filter dropped (the region's entry had its A bit clear).
-        cold_filtered: "cold_filtered",
+        filtered: "filtered",
         inserts: "inserts",
         hits: "hits",
         /// Lookups by walks that ended at a page of the region's size.
@@ -193,7 +193,7 @@ impl CandidateCache {
     #[inline]
     pub fn filtered(&mut self) {
         self.counters.lookups += 1;
-        self.counters.cold_filtered += 1;
+        self.counters.filtered += 1;
     }
 
     /// A walk into region `tag` of `ctx` that passed the filter (`huge`: it ended at a page
@@ -777,7 +777,7 @@ mod tests {
         }
         assert_eq!(order(&p), vec![(tag(0), 6)], "walks starting below the PMD count as warm");
         let k = p.core(0).pcc.counters;
-        assert_eq!((k.lookups, k.cold_filtered, k.inserts, k.hits, k.evictions), (8, 1, 1, 6, 0));
+        assert_eq!((k.lookups, k.filtered, k.inserts, k.hits, k.evictions), (8, 1, 1, 6, 0));
         // A walk that faults at the PMD (not present) never reaches the PMD stage.
         walk(&mut p, 0, BASE + MB2, 0);
         assert_eq!(p.core(0).pcc.counters.lookups, 8);
@@ -815,7 +815,7 @@ mod tests {
         let first = p.peek(0)[0];
         assert_eq!((first.tag, first.freq, first.huge, first.start()), (tag(0), 0, true, VirtAddr(a)), "the newest count-0 entry comes first");
         let k = p.core(0).pcc.counters;
-        assert_eq!((k.cold_filtered, k.huge_lookups, k.evictions, k.invalidations), (4, 1, 1, 1));
+        assert_eq!((k.filtered, k.huge_lookups, k.evictions, k.invalidations), (4, 1, 1, 1));
     }
 
     /// The halving: when one counter reaches 2^bits - 1 every counter is halved (integer
@@ -973,7 +973,7 @@ mod tests {
         p.on_walk_step(0, &step(Table::Native, 1, BASE + GB, 3, WARM | PTE_PS));
         assert_eq!(g(&p), vec![(BASE >> 30, 3, false), ((BASE + GB) >> 30, 0, true)]);
         let k1 = p.core(0).pcc_1g.as_ref().unwrap().counters;
-        assert_eq!((k1.lookups, k1.cold_filtered, k1.inserts, k1.hits), (6, 1, 2, 3));
+        assert_eq!((k1.lookups, k1.filtered, k1.inserts, k1.hits), (6, 1, 2, 3));
         assert_eq!(p.core(0).pcc.counters.lookups, 5, "the 1 GB leaf's walk has no 2 MB stage");
         // A 4 KB shootdown drops the enclosing 1 GB entry too.
         assert_eq!(p.on_invalidate(0, Invalidate::page(1, VirtAddr(BASE + 0x1000))), 2);
