@@ -62,12 +62,13 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
         if "workloads" in c:
             lines.append('workloads = ["gups"]')
     # (A small random table: TLB-bound, 64 2 MB regions, so 4 % is 2 regions.)
-    one = [c["label"] for c in real["configs"] if not c["label"].endswith(("-mt", "-mp"))]
+    one = [c["label"] for c in real["configs"] if "-mt" not in c["label"] and "-mp" not in c["label"]]
     lines += ["[[workloads]]", 'name = "gups"', 'params = { footprint = "128M" }', f"configs = {json.dumps(sorted(set(one)))}"]
     # Two threads, and two processes, for the Fig. 8 and Fig. 9 sections.
     lines += ["[[workloads]]", 'name = "gups"', 'params = { footprint = "128M", threads = 2 }',
               'configs = ["4k-mt", "ideal-mt", "pcc-mt"]']
-    lines += ["[[mixes]]", 'programs = ["gups:footprint=128M@0", "gups:footprint=64M@1"]', 'configs = ["4k-mp", "ideal-mp", "pcc-mp"]']
+    lines += ["[[mixes]]", 'programs = ["gups:footprint=128M@0", "gups:footprint=64M@1"]',
+              'configs = ["4k-mp", "ideal-mp", "pcc-mp", "pcc-mp-bias"]']
     (d / "sweep.toml").write_text("\n".join(lines) + "\n")
     spec = sweep.load_spec(d / "sweep.toml")
     assert {p.workload for p in spec.points} == {"gups", "mix"}
@@ -80,7 +81,7 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     for fig in ("utility_ipc.png", "utility_walks.png", "fragmentation.png", "pcc_size.png"):
         assert (res.report.parent / fig).is_file(), fig
     assert (res.report.parent / "reuse" / "gups" / "reuse.png").is_file()
-    for section in ("Selection against hindsight", "## Reuse distance (Fig. 2)", "## Hardware cost", "pcc-demote-90"):
+    for section in ("Selection against hindsight", "## Reuse distance (Fig. 2)", "## Hardware cost", "pcc-demote-90", "bias PageRank"):
         assert section in text, section
     # The oracle sees the whole run: at every cap it removes at least as many walks as the PCC.
     cells = [[c.strip() for c in r.strip("| ").split(" | ")] for r in report_table_rows(text, "### Selection against hindsight (ours)")]

@@ -31,8 +31,10 @@ def _tidy(df):
               "hawkeye.windows", "hawkeye.requests", "tlb.l2.misses", "oracle.requests", "demotions",
               "prog0.ipc", "prog1.ipc", "prog0.huge_coverage", "prog1.huge_coverage"):
         out[k] = num("stat." + k)
-    out["policy"] = df["set.pcc.promotion"].astype(str).values if "set.pcc.promotion" in df.columns else ""
+    # (A config that leaves pcc.promotion alone has the default.)
+    out["policy"] = df["set.pcc.promotion"].fillna("round-robin").astype(str).values if "set.pcc.promotion" in df.columns else "round-robin"
     out["cap"] = num("set.os.promotion_cap")
+    out["threads"] = num("param.threads")
     out["entries"] = num("set.pcc.entries")
     return out
 
@@ -52,42 +54,49 @@ POLICIES = ("round-robin", "highest")
 
 
 def _multi_sections(t, out_dir, values):
-    """Fig. 8 (two threads of one process, a PCC per core) and Fig. 9 (two processes)."""
+    """Fig. 8 (threads of one process, a PCC per core) and Fig. 9 (two processes; round-robin,
+    highest count, and PageRank biased)."""
     import pandas as pd
 
     body = []
-    mt = [w for w in dict.fromkeys(t[t["config"] == "pcc-mt"]["workload"])]
-    if mt:
+    mtp = t[t["config"] == "pcc-mt"]
+    if len(mtp):
         rows = []
-        for w in mt:
-            base, ideal = _get(t, "4k-mt", w, "ipc"), _get(t, "ideal-mt", w, "ipc")
-            for c in sorted(set(t[t["config"] == "pcc-mt"]["cap"].dropna())):
-                for pol in POLICIES:
-                    ipc = _get(t, "pcc-mt", w, "ipc", cap=c, policy=pol)
-                    if not math.isnan(ipc):
-                        rows.append({"workload": w, "cap %": round(c * 100), "policy": pol, "speed-up": ipc / base,
-                                     "of ideal (ratio)": ipc / ideal, "walks cut": 1 - _get(t, "pcc-mt", w, "walks", cap=c, policy=pol) / _get(t, "4k-mt", w, "walks"),
-                                     "promotions": _get(t, "pcc-mt", w, "promotions", cap=c, policy=pol)})
+        for th in sorted(set(mtp["threads"].dropna())):
+            for w in dict.fromkeys(mtp["workload"]):
+                base, ideal = _get(t, "4k-mt", w, "ipc", threads=th), _get(t, "ideal-mt", w, "ipc", threads=th)
+                for c in sorted(set(mtp["cap"].dropna())):
+                    for pol in POLICIES:
+                        at = {"cap": c, "policy": pol, "threads": th}
+                        ipc = _get(t, "pcc-mt", w, "ipc", **at)
+                        if not math.isnan(ipc):
+                            rows.append({"threads": int(th), "workload": w, "cap %": round(c * 100), "policy": pol, "speed-up": ipc / base,
+                                         "of ideal (ratio)": ipc / ideal,
+                                         "walks cut": 1 - _get(t, "pcc-mt", w, "walks", **at) / _get(t, "4k-mt", w, "walks", threads=th),
+                                         "promotions": _get(t, "pcc-mt", w, "promotions", **at)})
         mtt = pd.DataFrame(rows)
-        best = [_gmean(list(g["speed-up"])) for _, g in mtt.groupby(["cap %", "policy"])]
-        values["mt2_speedup"] = max(best)
-        body += ["", "## Two threads (Fig. 8)", "",
-                 ("One process, two threads on two cores, a PCC per core; the daemon merges the two lists (`pcc.promotion`). "
-                  "Speed-up is the machine's IPC over the 4 KB run's with two threads."), "", report.markdown_table(mtt)]
+        two = mtt[mtt["threads"] == 2]
+        if len(two):
+            values["mt2_speedup"] = max(_gmean(list(g["speed-up"])) for _, g in two.groupby(["cap %", "policy"]))
+        body += ["", "## Threads (Fig. 8)", "",
+                 ("One process, two or four threads on as many cores, a PCC per core; the daemon merges the lists "
+                  "(`pcc.promotion`). Speed-up is the machine's IPC over the 4 KB run's with as many threads."), "",
+                 report.markdown_table(mtt)]
     mp = t[(t["config"] == "pcc-mp") & (t["workload"] == "mix")]
     if len(mp):
         rows = []
         b0, b1 = _get(t, "4k-mp", "mix", "prog0.ipc"), _get(t, "4k-mp", "mix", "prog1.ipc")
         i0, i1 = _get(t, "ideal-mp", "mix", "prog0.ipc"), _get(t, "ideal-mp", "mix", "prog1.ipc")
         for c in sorted(set(mp["cap"].dropna())):
-            for pol in POLICIES:
-                p0, p1 = _get(t, "pcc-mp", "mix", "prog0.ipc", cap=c, policy=pol), _get(t, "pcc-mp", "mix", "prog1.ipc", cap=c, policy=pol)
+            for config, pol, shown in [("pcc-mp", p, p) for p in POLICIES] + [("pcc-mp-bias", "round-robin", "bias PageRank")]:
+                at = {"cap": c, "policy": pol}
+                p0, p1 = _get(t, config, "mix", "prog0.ipc", **at), _get(t, config, "mix", "prog1.ipc", **at)
                 if not math.isnan(p0):
-                    rows.append({"cap %": round(c * 100), "policy": pol, "PageRank speed-up": p0 / b0, "SSSP speed-up": p1 / b1,
+                    rows.append({"cap %": round(c * 100), "policy": shown, "PageRank speed-up": p0 / b0, "SSSP speed-up": p1 / b1,
                                  "PageRank of ideal": p0 / i0, "SSSP of ideal": p1 / i1,
-                                 "PageRank huge": _get(t, "pcc-mp", "mix", "prog0.huge_coverage", cap=c, policy=pol),
-                                 "SSSP huge": _get(t, "pcc-mp", "mix", "prog1.huge_coverage", cap=c, policy=pol),
-                                 "promotions": _get(t, "pcc-mp", "mix", "promotions", cap=c, policy=pol)})
+                                 "PageRank huge": _get(t, config, "mix", "prog0.huge_coverage", **at),
+                                 "SSSP huge": _get(t, config, "mix", "prog1.huge_coverage", **at),
+                                 "promotions": _get(t, config, "mix", "promotions", **at)})
         mpt = pd.DataFrame(rows)
         at16 = mpt[(mpt["cap %"] == 16) & (mpt["policy"] == "round-robin")]
         if len(at16):

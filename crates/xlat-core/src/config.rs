@@ -610,6 +610,7 @@ config! {
     pcc_readout: PccReadout = PccReadout::Invalidate; "pcc.readout"; "what an OS read-out does: invalidate (nothing; promoted regions leave through their shootdowns, the paper's §3.3) or flush (empty the PCC, as the artifact's simulator does)";
     pcc_promote_per_read: u64 = 128; "pcc.promote_per_read"; "2 MB regions the daemon promotes at most per read-out, over all cores' PCCs (the paper's C = the PCC's size, 128, §3.3.1)";
     pcc_demotion: bool = false; "pcc.demotion"; "os.promotion=pcc: PCC-driven demotion (§3.3.3, as the artifact): a region the daemon promoted that reappears in a later read-out with a count above 0 (its 2 MB page still walks) is demoted, once, and its 2 MB block freed for another candidate (its 512 pages move to 4 KB frames)";
+    pcc_bias: String = String::new(); "pcc.bias"; "os.promotion=pcc: comma-separated program numbers of a mix (0 = the first) whose candidates the daemon promotes first, until they run out, then the others' (the paper's promotion_bias_process PID list, §3.3.2); empty: no bias";
     pcc_promotion: PccPromotion = PccPromotion::RoundRobin; "pcc.promotion"; "how the daemon picks among the cores' lists: round-robin (take each list's next in turn, the paper's promotion_policy=0) or highest (the highest count among the lists' heads, promotion_policy=1), §3.3.2";
     os_promotion: Promotion = Promotion::None; "os.promotion"; "who promotes regions to 2 MB pages as the program runs (the PCC paper's comparison): none (the fault-time os.page_policy only), pcc (the PCC, read by an OS daemon every os.promotion_interval references), hawkeye (HawkEye's access-coverage daemon), thp (Linux's greedy THP: os.page_policy=thp, huge pages at fault time and khugepaged) or oracle (ours: with hindsight, the regions with the most 4 KB walks in a first run without promotion, promoted at the daemon's first read; the run is made twice)";
     os_promotion_interval: u64 = 30_000_000; "os.promotion_interval"; "references between a promotion daemon's reads (pcc: PCC read-outs; hawkeye: its sleep after each window): the paper's 30 s, converted to accesses at the application's access rate (§4)";
@@ -1014,6 +1015,14 @@ impl Config {
         if self.os_promotion == Promotion::HawkEye && (self.os_processes > 1 || self.virt_enabled) {
             return Err(invalid("os.promotion", "hawkeye models one address space: needs os.processes=1 and virt.enabled=false"));
         }
+        if !self.pcc_bias.trim().is_empty() {
+            if self.os_promotion != Promotion::Pcc {
+                return Err(invalid("pcc.bias", &format!("is a policy of the PCC's daemon: needs os.promotion=pcc, not {}", self.os_promotion)));
+            }
+            if self.pcc_bias_programs().is_none() {
+                return Err(invalid("pcc.bias", &format!("'{}': expected program numbers separated by commas, as 0,2", self.pcc_bias)));
+            }
+        }
         if self.pcc_demotion && self.os_promotion != Promotion::Pcc {
             return Err(invalid("pcc.demotion", &format!("is done by the PCC's daemon: needs os.promotion=pcc, not {}", self.os_promotion)));
         }
@@ -1104,6 +1113,11 @@ impl Config {
         } else {
             self.os_page_policy
         }
+    }
+
+    /// The programs `pcc.bias` names (empty: none); None if it does not parse.
+    pub fn pcc_bias_programs(&self) -> Option<Vec<usize>> {
+        self.pcc_bias.split(',').map(str::trim).filter(|x| !x.is_empty()).map(|x| x.parse().ok()).collect()
     }
 
     /// Whether cores have a Promotion Candidate Cache (`pcc.enabled`, or `os.promotion=pcc`).

@@ -147,7 +147,21 @@ impl Machine {
         };
         // Every program's processes; one program runs in each of `virt.vms` VMs.
         let copies = cfg.os_processes * if cfg.virt_enabled && programs.len() == 1 { cfg.virt_vms } else { 1 };
-        let mechs = Mechs::from_config(cfg, streams, &footprint_regions, copies);
+        let mut mechs = Mechs::from_config(cfg, streams, &footprint_regions, copies);
+        if let Some(p) = mechs.pcc_mut() {
+            // `pcc.bias`: the contexts of the named programs' address spaces.
+            let mut ctxs = Vec::new();
+            for n in cfg.pcc_bias_programs().unwrap_or_default() {
+                let Some(&c) = programs.get(n).and_then(|prog| prog.streams.first()) else {
+                    return Err(SimError::BadMix { why: format!("pcc.bias names program {n}, but the run has {} program(s)", programs.len()) });
+                };
+                let vm = sched.running_vm(c);
+                for &space in sched.spaces_of(c) {
+                    ctxs.push(vms.get(vm).map_or_else(|| os.spaces[space].ctx, |v| v.os.spaces[space].ctx));
+                }
+            }
+            p.set_bias(ctxs);
+        }
         let mut sched = sched;
         for (i, clock, period, first) in mechs.tasks() {
             sched.add(crate::os::sched::Work::Mech(i), clock, period, first);

@@ -339,3 +339,11 @@ fn promoted_regions_that_keep_walking_are_demoted_and_their_blocks_freed() {
     let now = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
     assert_eq!(now.size, xlat_core::addr::PageSize::Size4K);
 }
+
+/// `pcc.bias` names programs of a mix: one the run does not have is an error, before it runs.
+#[test]
+fn a_bias_beyond_the_programs_is_an_error() {
+    let c = cfg(&[("os.promotion", "pcc"), ("pcc.bias", "1")]);
+    let e = Machine::new(&c, 1, regions(), 1).err().expect("one program").to_string();
+    assert!(e.contains("pcc.bias names program 1, but the run has 1 program"), "{e}");
+}

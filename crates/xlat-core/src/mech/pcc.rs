@@ -411,6 +411,8 @@ pub struct Daemon {
     pub policy: PccPromotion,
     pub budget: PromotionBudget,
     pub demotion: bool,
+    /// The biased processes' contexts (`pcc.bias`): their candidates go first.
+    pub bias: Vec<Ctx>,
     /// Regions demoted (never promoted again).
     pub demoted: Vec<(Ctx, u64)>,
     /// Read-outs done, promotions and demotions asked for.
@@ -492,6 +494,7 @@ impl Pcc {
             policy: p.promotion,
             budget: PromotionBudget::new(p.cap, p.footprint_2m),
             demotion: p.demotion,
+            bias: Vec::new(),
             demoted: Vec::new(),
             reads: 0,
             requests: 0,
@@ -505,10 +508,16 @@ impl Pcc {
         &self.daemon
     }
 
+    /// Give the candidates of the processes with contexts `ctxs` precedence (`pcc.bias`).
+    pub fn set_bias(&mut self, ctxs: Vec<Ctx>) {
+        self.daemon.bias = ctxs;
+    }
+
     /// One read-out of every core's PCC and what it asks of the OS. Promotions: in the
-    /// order the daemon's policy takes them, at most `per_read`, each region once, none
-    /// already huge or demoted before, none beyond the footprint cap. Demotions (with
-    /// `pcc.demotion`): the huge entries with a count above 0 of regions it promoted.
+    /// order the daemon's policy takes them (the biased processes' candidates first, with
+    /// `pcc.bias`), at most `per_read`, each region once, none already huge or demoted
+    /// before, none beyond the footprint cap. Demotions (with `pcc.demotion`): the huge
+    /// entries with a count above 0 of regions it promoted.
     pub fn pick(&mut self) -> Picks {
         let mut picks = Picks::default();
         let mut lists: Vec<Vec<Candidate>> = Vec::with_capacity(self.cores.len());
@@ -525,8 +534,25 @@ impl Pcc {
             }
             lists.push(small);
         }
+        // With a bias, two rounds: the biased processes' candidates, then everyone else's.
+        let biased = |x: &Candidate, bias: &[Ctx]| bias.contains(&(x.ctx & crate::translate::tlb::SPACE_MASK));
+        if self.daemon.bias.is_empty() {
+            self.take(&lists, &mut picks.promote);
+        } else {
+            let bias = std::mem::take(&mut self.daemon.bias);
+            let (first, rest): (Vec<Vec<Candidate>>, Vec<Vec<Candidate>>) =
+                lists.iter().map(|l| l.iter().partition::<Vec<Candidate>, _>(|x| biased(x, &bias))).unzip();
+            self.take(&first, &mut picks.promote);
+            self.take(&rest, &mut picks.promote);
+            self.daemon.bias = bias;
+        }
+        picks
+    }
+
+    /// Take promotions from the cores' `lists` into `out` as the daemon's policy orders them
+    /// (see [`Pcc::pick`]).
+    fn take(&mut self, lists: &[Vec<Candidate>], out: &mut Vec<(usize, Candidate)>) {
         let mut heads = vec![0usize; lists.len()];
-        let out = &mut picks.promote;
         let mut turn = 0;
         while out.len() < self.daemon.per_read {
             // The list to take from next: in turn, or the one whose head counts most.
@@ -543,7 +569,6 @@ impl Pcc {
                 out.push((c, cand));
             }
         }
-        picks
     }
 
     pub fn cores(&self) -> usize {
@@ -1050,6 +1075,31 @@ mod tests {
         assert_eq!(regions(p.pick().promote), vec![(1, 3), (0, 1)]);
     }
 
+    /// Process bias (`pcc.bias`, spec 001 §3.3): the biased process's candidates go first,
+    /// whatever their counts, until they run out; then the others', in the policy's order.
+    #[test]
+    fn biased_processes_are_served_first() {
+        let mut p = Pcc::new(params(8, PccPolicy::Lfu), 2);
+        // Core 0 runs context 1 (regions 1: 5 walks, 2: 4); core 1 context 2 (region 3: 1).
+        for (c, ctx, region, walks) in [(0, 1, 1, 5), (0, 1, 2, 4), (1, 2, 3, 1)] {
+            for _ in 0..walks + 1 {
+                for (level, e) in [(4, WARM), (3, WARM), (2, WARM), (1, WARM)] {
+                    p.on_walk_step(c, &step(Table::Native, ctx, BASE + region * MB2, level, e));
+                }
+            }
+        }
+        p.daemon.policy = PccPromotion::Highest;
+        p.daemon.per_read = 2;
+        let regions = |v: Vec<(usize, Candidate)>| v.iter().map(|(_, x)| (x.start().0 - BASE) / MB2).collect::<Vec<_>>();
+        assert_eq!(regions(p.pick().promote), vec![1, 2], "by count");
+        let mut p2 = Pcc::new(params(8, PccPolicy::Lfu), 2);
+        p2.cores = std::mem::take(&mut p.cores);
+        p2.daemon.policy = PccPromotion::Highest;
+        p2.daemon.per_read = 2;
+        p2.set_bias(vec![2]);
+        assert_eq!(regions(p2.pick().promote), vec![3, 1], "context 2 first");
+    }
+
     /// The footprint cap (the utility curve): over read-outs the daemon asks for at most
     /// floor(footprint x cap) distinct regions, in time then priority order; asking again
     /// for a region it already asked for (a failed promotion) costs nothing.
@@ -1146,6 +1196,9 @@ mod tests {
         assert_eq!(err(&[("pcc.enabled", "true"), ("pcc.entries", "0")]), "config key 'pcc.entries': must be at least 1 with a PCC");
         assert!(err(&[("os.promotion", "pcc"), ("os.promotion_interval", "0")]).contains("at least 1 with os.promotion=pcc"));
         assert!(err(&[("pcc.demotion", "true")]).contains("needs os.promotion=pcc"));
+        assert!(err(&[("pcc.bias", "0")]).contains("needs os.promotion=pcc"));
+        assert!(err(&[("os.promotion", "pcc"), ("pcc.bias", "0,x")]).contains("program numbers"));
+        assert_eq!(Config::from_pairs([("os.promotion", "pcc"), ("pcc.bias", " 1, 0 ")]).unwrap().pcc_bias_programs(), Some(vec![1, 0]));
         assert!(err(&[("os.promotion", "thp"), ("os.page_policy", "ideal")]).contains("cannot run with os.page_policy=ideal"));
         // os.promotion=pcc gives cores a PCC and the OS its daemon; pcc.enabled alone, no daemon.
         let daemon =
