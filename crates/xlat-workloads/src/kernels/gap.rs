@@ -41,10 +41,10 @@ impl Base {
 
 pub mod pr {
     use super::*;
-    const G: [PDef; 3] = graph_params("19");
+    const G: [PDef; 4] = graph_params("19");
     pub const DESC: &str = "GAP PageRank (pull direction) on a Kronecker or uniform graph";
     pub const PARAMS: &[PDef] =
-        &[G[0], G[1], G[2], size("iters", "1", "PageRank iterations (each repeats the same access pattern)"), float("damping", "0.85", "damping factor")];
+        &[G[0], G[1], G[2], G[3], size("iters", "1", "PageRank iterations (each repeats the same access pattern)"), float("damping", "0.85", "damping factor")];
 }
 
 pub struct PageRank {
@@ -138,9 +138,9 @@ impl KernelImpl for PageRank {
 
 pub mod sssp {
     use super::*;
-    const G: [PDef; 3] = graph_params("19");
+    const G: [PDef; 4] = graph_params("19");
     pub const DESC: &str = "GAP delta-stepping single-source shortest paths (weights 1..255)";
-    pub const PARAMS: &[PDef] = &[G[0], G[1], G[2], size("delta", "2", "bucket width of delta-stepping"), size("roots", "1", "sources (each a full SSSP)")];
+    pub const PARAMS: &[PDef] = &[G[0], G[1], G[2], G[3], size("delta", "2", "bucket width of delta-stepping"), size("roots", "1", "sources (each a full SSSP)")];
 }
 
 pub const INF: u32 = u32::MAX;
@@ -279,9 +279,9 @@ impl Sssp {
 
 pub mod bc {
     use super::*;
-    const G: [PDef; 3] = graph_params("19");
+    const G: [PDef; 4] = graph_params("19");
     pub const DESC: &str = "GAP betweenness centrality (Brandes, BFS-based) from random sources";
-    pub const PARAMS: &[PDef] = &[G[0], G[1], G[2], size("sources", "1", "BFS sources whose dependencies are accumulated")];
+    pub const PARAMS: &[PDef] = &[G[0], G[1], G[2], G[3], size("sources", "1", "BFS sources whose dependencies are accumulated")];
 }
 
 pub struct Bc {
@@ -458,9 +458,9 @@ impl KernelImpl for Bc {
 
 pub mod cc {
     use super::*;
-    const G: [PDef; 3] = graph_params("20");
+    const G: [PDef; 4] = graph_params("20");
     pub const DESC: &str = "GAP connected components (Afforest: neighbour sampling, then finish)";
-    pub const PARAMS: &[PDef] = &[G[0], G[1], G[2], size("rounds", "2", "Afforest neighbour-sampling rounds")];
+    pub const PARAMS: &[PDef] = &[G[0], G[1], G[2], G[3], size("rounds", "2", "Afforest neighbour-sampling rounds")];
 }
 
 pub struct Cc {

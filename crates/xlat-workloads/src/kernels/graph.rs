@@ -6,12 +6,18 @@ use crate::params::{choice, size, PDef, Params};
 use crate::rng::{derive, Rng};
 use crate::WorkloadError;
 
-/// `graph`, `scale` (with a per-kernel default) and `degree`.
-pub const fn graph_params(scale: &'static str) -> [PDef; 3] {
+/// `graph`, `scale` (with a per-kernel default), `degree` and `order`.
+pub const fn graph_params(scale: &'static str) -> [PDef; 4] {
     [
         choice("graph", "kron", "input graph: kron (Kronecker, Graph500 initiator) or uniform (Erdos-Renyi)", &["kron", "uniform"]),
         size("scale", scale, "log2 of the vertex count"),
         size("degree", "16", "edge factor: generated edges = degree x vertices (each stored in both directions)"),
+        choice(
+            "order",
+            "random",
+            "vertex order: random (the generators' relabelling) or dbg (degree-based grouping, Faldu et al. IISWC '19, the PCC paper's reordered inputs: vertices in groups of degree d x 32 and up, x 16, ..., below d / 2 for the mean degree d, hottest first, in their old order within a group)",
+            &["random", "dbg"],
+        ),
     ]
 }
 
@@ -27,6 +33,8 @@ pub struct GraphSpec {
     pub scale: u32,
     pub degree: u64,
     pub seed: u64,
+    /// Relabel by degree-based grouping (`order=dbg`).
+    pub dbg: bool,
 }
 
 impl GraphSpec {
@@ -37,7 +45,8 @@ impl GraphSpec {
         if (degree << scale) > (1u64 << 34) {
             return Err(p.bad("degree", "degree x 2^scale must be at most 2^34 edges"));
         }
-        Ok(GraphSpec { kind, scale, degree, seed: p.seed() })
+        let dbg = kind_param && p.str("order") == "dbg";
+        Ok(GraphSpec { kind, scale, degree, seed: p.seed(), dbg })
     }
     pub fn n(&self) -> u64 {
         1 << self.scale
@@ -176,6 +185,7 @@ pub fn build(spec: &GraphSpec, weighted: bool, stop: &dyn Fn() -> bool) -> Optio
     }
     adj.truncate(w);
     adj.shrink_to_fit();
+    let (new_off, adj) = if spec.dbg { relabel(&new_off, &adj, &dbg_order(&new_off)) } else { (new_off, adj) };
     let wt = if weighted {
         let mut wt = vec![0u32; w];
         for u in 0..n {
@@ -188,6 +198,50 @@ pub fn build(spec: &GraphSpec, weighted: bool, stop: &dyn Fn() -> bool) -> Optio
         Vec::new()
     };
     Some(Csr { n, off: new_off, adj, wt })
+}
+
+/// Degree-based grouping (Faldu et al., IISWC '19): the new id of each vertex. Groups by
+/// degree against the mean degree d: [32d, inf), [16d, 32d), ..., [d, 2d), [d/2, d),
+/// [0, d/2); the hottest group first, each group in ascending old id (so that neighbours
+/// that were close stay close).
+pub fn dbg_order(off: &[u64]) -> Vec<u32> {
+    let n = off.len() - 1;
+    let mean = off[n] as f64 / n.max(1) as f64;
+    // Group 0: degree >= 32 d; group 6: >= d / 2; group 7: the rest.
+    let group = |deg: u64| (0..7).find(|&g| deg as f64 >= mean * 32.0 / f64::from(1u32 << g)).unwrap_or(7);
+    let mut start = [0usize; 9];
+    for u in 0..n {
+        start[group(off[u + 1] - off[u]) + 1] += 1;
+    }
+    for g in 0..8 {
+        start[g + 1] += start[g];
+    }
+    let mut new = vec![0u32; n];
+    for (u, id) in new.iter_mut().enumerate() {
+        let g = group(off[u + 1] - off[u]);
+        *id = start[g] as u32;
+        start[g] += 1;
+    }
+    new
+}
+
+/// The CSR with vertex `u` renamed `new[u]` (each list sorted again).
+fn relabel(off: &[u64], adj: &[u32], new: &[u32]) -> (Vec<u64>, Vec<u32>) {
+    let n = off.len() - 1;
+    let mut old_of = vec![0u32; n];
+    for (u, &v) in new.iter().enumerate() {
+        old_of[v as usize] = u as u32;
+    }
+    let mut off2 = vec![0u64; n + 1];
+    let mut adj2 = Vec::with_capacity(adj.len());
+    for v in 0..n {
+        let u = old_of[v] as usize;
+        let s = adj2.len();
+        adj2.extend(adj[off[u] as usize..off[u + 1] as usize].iter().map(|&x| new[x as usize]));
+        adj2[s..].sort_unstable();
+        off2[v + 1] = adj2.len() as u64;
+    }
+    (off2, adj2)
 }
 
 /// `count` distinct vertices with at least one edge, chosen from the seed (Graph500 and
@@ -213,6 +267,38 @@ pub fn pick_roots(g: &Csr, count: usize, seed: u64) -> Vec<u32> {
 mod tests {
     use super::*;
 
+    /// DBG (`order=dbg`): the same graph renamed, hottest degree groups first, and within a
+    /// group the old order kept. A worked example: degrees 1, 9, 2, 0, 8 (mean 4): groups
+    /// [8, 16) = {1, 4}, [2, 4) = {2}, [0, 2) = {0, 3}, so vertices 0..5 become 3, 0, 2, 4, 1.
+    /// Then a Kronecker graph keeps its edges and its degrees.
+    #[test]
+    fn dbg_groups_vertices_by_degree_and_keeps_the_graph() {
+        let degrees = [1u64, 9, 2, 0, 8];
+        let mut off = vec![0u64];
+        for d in degrees {
+            off.push(off.last().unwrap() + d);
+        }
+        assert_eq!(dbg_order(&off), vec![3, 0, 2, 4, 1]);
+
+        let spec = GraphSpec { kind: GraphKind::Kron, scale: 12, degree: 16, seed: 3, dbg: false };
+        let plain = build(&spec, false, &|| false).unwrap();
+        let g = build(&GraphSpec { dbg: true, ..spec }, false, &|| false).unwrap();
+        assert_eq!((g.n, g.adj.len()), (plain.n, plain.adj.len()));
+        let mut a: Vec<u64> = (0..g.n).map(|u| g.degree(u)).collect();
+        let mut b: Vec<u64> = (0..plain.n).map(|u| plain.degree(u)).collect();
+        // Hot first: the first vertex's degree is at least 32 x the mean (a Kronecker graph has
+        // such hubs), the last ones' below half the mean.
+        let mean = g.adj.len() as f64 / g.n as f64;
+        assert!(a[0] as f64 >= 32.0 * mean && (a[g.n - 1] as f64) < mean / 2.0, "{} {}", a[0], a[g.n - 1]);
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b);
+        for u in 0..g.n {
+            assert!(g.neigh(u).windows(2).all(|w| w[0] < w[1]));
+            assert!(g.neigh(u).iter().all(|&v| g.has_edge(v as usize, u as u32)), "symmetric");
+        }
+    }
+
     #[test]
     fn quadrants_split_the_draws_at_the_thresholds() {
         let (a, b, c) = (100, 200, 300);
@@ -223,7 +309,7 @@ mod tests {
 
     #[test]
     fn kron_is_skewed_symmetric_and_clean() {
-        let spec = GraphSpec { kind: GraphKind::Kron, scale: 12, degree: 16, seed: 3 };
+        let spec = GraphSpec { kind: GraphKind::Kron, scale: 12, degree: 16, seed: 3, dbg: false };
         let g = build(&spec, true, &|| false).unwrap();
         assert_eq!(g.n, 4096);
         let mut maxdeg = 0;
@@ -249,7 +335,7 @@ mod tests {
 
     #[test]
     fn uniform_has_flat_degrees() {
-        let spec = GraphSpec { kind: GraphKind::Uniform, scale: 12, degree: 8, seed: 3 };
+        let spec = GraphSpec { kind: GraphKind::Uniform, scale: 12, degree: 8, seed: 3, dbg: false };
         let g = build(&spec, false, &|| false).unwrap();
         let maxdeg = (0..g.n).map(|u| g.degree(u)).max().unwrap();
         assert!(maxdeg < 50, "{maxdeg}");
