@@ -140,7 +140,8 @@ pub mod sssp {
     use super::*;
     const G: [PDef; 4] = graph_params("19");
     pub const DESC: &str = "GAP delta-stepping single-source shortest paths (weights 1..255)";
-    pub const PARAMS: &[PDef] = &[G[0], G[1], G[2], G[3], size("delta", "2", "bucket width of delta-stepping"), size("roots", "1", "sources (each a full SSSP)")];
+    pub const PARAMS: &[PDef] =
+        &[G[0], G[1], G[2], G[3], size("delta", "2", "bucket width of delta-stepping"), size("roots", "1", "sources (each a full SSSP)")];
 }
 
 pub const INF: u32 = u32::MAX;
