@@ -67,8 +67,9 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     # Two threads, and two processes, for the Fig. 8 and Fig. 9 sections.
     lines += ["[[workloads]]", 'name = "gups"', 'params = { footprint = "128M", threads = 2 }',
               'configs = ["4k-mt", "ideal-mt", "pcc-mt"]']
-    lines += ["[[mixes]]", 'programs = ["gups:footprint=128M@0", "gups:footprint=64M@1"]',
-              'configs = ["4k-mp", "ideal-mp", "pcc-mp", "pcc-mp-bias"]']
+    for label in ("pr+sssp", "pr+stream"):
+        lines += ["[[mixes]]", f'label = "{label}"', 'programs = ["gups:footprint=128M@0", "gups:footprint=64M@1"]',
+                  'configs = ["4k-mp", "ideal-mp", "pcc-mp", "pcc-mp-bias"]']
     (d / "sweep.toml").write_text("\n".join(lines) + "\n")
     spec = sweep.load_spec(d / "sweep.toml")
     assert {p.workload for p in spec.points} == {"gups", "mix"}
