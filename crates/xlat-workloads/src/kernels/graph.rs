@@ -38,6 +38,8 @@ pub struct GraphSpec {
 }
 
 impl GraphSpec {
+    /// The spec `p` gives; `kind_param`: the kernel takes `graph` (Graph500's BFS is Kronecker
+    /// only). Every graph kernel takes `order`.
     pub fn from_params(p: &Params, kind_param: bool) -> Result<GraphSpec, WorkloadError> {
         let scale = p.range("scale", 1, 31)? as u32;
         let degree = p.range("degree", 1, 1024)?;
@@ -45,7 +47,7 @@ impl GraphSpec {
         if (degree << scale) > (1u64 << 34) {
             return Err(p.bad("degree", "degree x 2^scale must be at most 2^34 edges"));
         }
-        let dbg = kind_param && p.str("order") == "dbg";
+        let dbg = p.str("order") == "dbg";
         Ok(GraphSpec { kind, scale, degree, seed: p.seed(), dbg })
     }
     pub fn n(&self) -> u64 {

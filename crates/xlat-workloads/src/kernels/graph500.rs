@@ -18,6 +18,7 @@ pub const PARAMS: &[PDef] = &[
     size("scale", "19", "log2 of the vertex count (Graph500 SCALE)"),
     size("degree", "16", "edge factor (Graph500 edgefactor)"),
     size("roots", "1", "BFS runs from distinct random roots (Graph500 runs 64)"),
+    super::graph::graph_params("19")[3],
 ];
 
 pub struct Bfs {
