@@ -347,3 +347,41 @@ fn a_bias_beyond_the_programs_is_an_error() {
     let e = Machine::new(&c, 1, regions(), 1).err().expect("one program").to_string();
     assert!(e.contains("pcc.bias names program 1, but the run has 1 program"), "{e}");
 }
+
+/// The acceptance test: a promotion the PCC chose removes the region's 4 KB entries
+/// from every core's TLBs (two threads of one process on two cores), and the walks after it
+/// end at the 2 MB leaf: each core's TLBs then hold the region as a 2 MB entry.
+#[test]
+fn a_pcc_promotion_leaves_no_4k_entry_on_any_core_and_the_next_walks_end_at_2m() {
+    let c = cfg(&[
+        ("system.cores", "2"),
+        ("os.promotion", "pcc"),
+        ("os.promotion_first", "20000"),
+        ("os.promotion_interval", "1000000"),
+        ("pcc.promote_per_read", "1"),
+        ("os.khugepaged_pages", "0"),
+    ]);
+    let hot = (BASE >> 21) + HOT;
+    let in_hot = |m: &Machine, size: xlat_core::addr::PageSize| -> Vec<usize> {
+        (0..2)
+            .map(|core| {
+                m.xl.mmus[core].tlbs.iter().flat_map(|l| l.entries()).filter(|(k, _)| k.size() == size && (k.vpn() << size.shift()) >> 21 == hot).count()
+            })
+            .collect()
+    };
+    // Before the read-out both cores hold 4 KB entries of the hot region.
+    let mut m = Machine::new(&c, 2, regions(), 1).unwrap();
+    m.prefault().unwrap();
+    let mut src = VecSource::new(vec![refs(9_000, 7), refs(9_000, 8)], regions());
+    m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+    assert!(in_hot(&m, xlat_core::addr::PageSize::Size4K).iter().all(|&n| n > 0), "{:?}", in_hot(&m, xlat_core::addr::PageSize::Size4K));
+    // The same run past the read-out (20,000 references): the hot region went first.
+    let mut m = Machine::new(&c, 2, regions(), 1).unwrap();
+    m.prefault().unwrap();
+    let mut src = VecSource::new(vec![refs(10_500, 7), refs(10_500, 8)], regions());
+    m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+    assert_eq!(m.stats().f("promotions"), 1.0);
+    assert_eq!(in_hot(&m, xlat_core::addr::PageSize::Size4K), vec![0, 0], "no 4 KB entry of the region on any core");
+    let huge = in_hot(&m, xlat_core::addr::PageSize::Size2M);
+    assert!(huge.iter().all(|&n| n >= 1), "each core holds the region as a 2 MB entry, filled by a walk: {huge:?}");
+}
