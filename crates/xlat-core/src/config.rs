@@ -537,6 +537,10 @@ component! {
         l4_entries: u64; "l4.entries"; Some(Limit::Int(PWC)); "{} entries for L4 prefixes (bits 47:39, pointing to an L3 node)";
         l3_entries: u64; "l3.entries"; Some(Limit::Int(PWC)); "{} entries for L3 prefixes (bits 47:30, pointing to an L2 node)";
         l2_entries: u64; "l2.entries"; Some(Limit::Int(PWC)); "{} entries for L2 prefixes (bits 47:21, pointing to an L1 node)";
+        l5_ways: u64; "l5.ways"; Some(Limit::Int(PWC)); "{} associativity of the L5 prefix table (0: fully associative)";
+        l4_ways: u64; "l4.ways"; Some(Limit::Int(PWC)); "{} associativity of the L4 prefix table (0: fully associative)";
+        l3_ways: u64; "l3.ways"; Some(Limit::Int(PWC)); "{} associativity of the L3 prefix table (0: fully associative; a flattened root's table always is)";
+        l2_ways: u64; "l2.ways"; Some(Limit::Int(PWC)); "{} associativity of the L2 prefix table (0: fully associative, as Intel's; ChampSim's are set-associative, indexed by the low bits of the prefix)";
         flat_entries: u64; "flat.entries"; Some(Limit::Int(PWC)); "{} entries for the 18-bit prefix (bits 47:30) of a flattened L4+L3 root (format fpt or fpt-l4l3; the flattening paper's FPT uses the 24-entry structure)";
     }
 }
@@ -688,8 +692,8 @@ config! {
         cache_l1d: CacheParams = CacheParams { size_kb: 32, ways: 8, latency: 4, policy: Policy::Lru, energy_nj: 0.05 }; "cache.l1d"; "L1 data cache";
         cache_l2: CacheParams = CacheParams { size_kb: 256, ways: 8, latency: 12, policy: Policy::Lru, energy_nj: 0.12 }; "cache.l2"; "private L2 cache";
         cache_llc: CacheParams = CacheParams { size_kb: 16384, ways: 8, latency: 42, policy: Policy::Lru, energy_nj: 0.6 }; "cache.llc"; "shared last-level cache";
-        pwc: PwcParams = PwcParams { l5_entries: 0, l4_entries: 4, l3_entries: 4, l2_entries: 24, flat_entries: 24 }; "pwc"; "page-walk cache";
-        virt_host_pwc: PwcParams = PwcParams { l5_entries: 0, l4_entries: 4, l3_entries: 4, l2_entries: 24, flat_entries: 24 }; "virt.host_pwc"; "host page-walk cache (vPWC, of guest-physical prefixes in 2D walks)";
+        pwc: PwcParams = PwcParams { l5_entries: 0, l4_entries: 4, l3_entries: 4, l2_entries: 24, l5_ways: 0, l4_ways: 0, l3_ways: 0, l2_ways: 0, flat_entries: 24 }; "pwc"; "page-walk cache";
+        virt_host_pwc: PwcParams = PwcParams { l5_entries: 0, l4_entries: 4, l3_entries: 4, l2_entries: 24, l5_ways: 0, l4_ways: 0, l3_ways: 0, l2_ways: 0, flat_entries: 24 }; "virt.host_pwc"; "host page-walk cache (vPWC, of guest-physical prefixes in 2D walks)";
     }
 }
 
@@ -897,13 +901,18 @@ impl Config {
         if self.core_freq_ghz <= 0.0 {
             return Err(invalid("core.freq_ghz", "must be positive".into()));
         }
-        for (key, n) in [
-            ("pwc.l2.entries", self.pwc.l2_entries),
-            ("pwc.l3.entries", self.pwc.l3_entries),
-            ("pwc.l4.entries", self.pwc.l4_entries),
-            ("pwc.l5.entries", self.pwc.l5_entries),
+        for (key, n, w) in [
+            ("pwc.l2.entries", self.pwc.l2_entries, self.pwc.l2_ways),
+            ("pwc.l3.entries", self.pwc.l3_entries, self.pwc.l3_ways),
+            ("pwc.l4.entries", self.pwc.l4_entries, self.pwc.l4_ways),
+            ("pwc.l5.entries", self.pwc.l5_entries, self.pwc.l5_ways),
+            ("virt.host_pwc.l2.entries", self.virt_host_pwc.l2_entries, self.virt_host_pwc.l2_ways),
+            ("virt.host_pwc.l3.entries", self.virt_host_pwc.l3_entries, self.virt_host_pwc.l3_ways),
+            ("virt.host_pwc.l4.entries", self.virt_host_pwc.l4_entries, self.virt_host_pwc.l4_ways),
+            ("virt.host_pwc.l5.entries", self.virt_host_pwc.l5_entries, self.virt_host_pwc.l5_ways),
         ] {
-            geometry(key, n, n, true)?;
+            // (0 ways: fully associative.)
+            geometry(key, n, if w == 0 { n } else { w }, true)?;
         }
         if self.pt_nf_threshold > 512 {
             return Err(invalid("pt.nf_threshold", "a 1 GB region holds at most 512 2 MB pages".into()));
@@ -1083,16 +1092,6 @@ impl Config {
         if self.virt_switch_interval_cycles == 0 {
             return Err(invalid("virt.switch_interval_cycles", "must be at least 1".into()));
         }
-        for (key, n) in [
-            ("virt.host_pwc.l2.entries", self.virt_host_pwc.l2_entries),
-            ("virt.host_pwc.l3.entries", self.virt_host_pwc.l3_entries),
-            ("virt.host_pwc.l4.entries", self.virt_host_pwc.l4_entries),
-            ("virt.host_pwc.l5.entries", self.virt_host_pwc.l5_entries),
-        ] {
-            if n > 4096 {
-                return Err(invalid(key, format!("{n} entries is more than the 4096 supported")));
-            }
-        }
         if self.virt_host_pt_format == PtFormat::Radix4 && self.virt_host_pwc.l5_entries > 0 {
             return Err(invalid("virt.host_pwc.l5.entries", "a 4-level host table has no L5 level; set virt.host_pt.format=radix5 or 0 entries".into()));
         }
@@ -1178,6 +1177,10 @@ mod tests {
         let e = Config::from_pairs([("cache.llc.policy", "plru")]).unwrap_err().to_string();
         assert_eq!(e, "config key 'cache.llc.policy': 'plru' is not one of lru|srrip|random|fifo|ptp|csalt-d|csalt-cd|dip");
         assert!(Config::from_pairs([("pwc.l5.entries", "2")]).is_err());
+        // Set-associative PWC levels: entries a multiple of the ways, a power-of-two sets.
+        assert!(Config::from_pairs([("pwc.l2.entries", "32"), ("pwc.l2.ways", "8")]).is_ok());
+        assert!(Config::from_pairs([("pwc.l2.entries", "32"), ("pwc.l2.ways", "5")]).is_err());
+        assert!(Config::from_pairs([("virt.host_pwc.l3.entries", "24"), ("virt.host_pwc.l3.ways", "2")]).is_err());
         assert!(Config::from_pairs([("pwc.l5.entries", "2"), ("pt.format", "radix5")]).is_ok());
     }
 

@@ -205,7 +205,7 @@ fn pwc_longest_prefix_matches_model() {
 }
 
 fn check_pwc(sizes: [u64; 6]) {
-    let mut pwc = Pwc::new(sizes, 1);
+    let mut pwc = Pwc::new(sizes, [0; 6], 1);
     let mut model: Vec<VecDeque<(u64, u32)>> = vec![VecDeque::new(); 6];
     let mut rng = Rng(21);
     for step in 0..100_000 {

@@ -119,6 +119,15 @@ impl Mmu {
             pwc_entries[5] = 0;
         }
         let v = cfg.virt_enabled;
+        let ways = |p: &crate::config::PwcParams| [0, 0, p.l2_ways, p.l3_ways, p.l4_ways, p.l5_ways];
+        let mut pwc_ways = ways(&cfg.pwc);
+        let mut vpwc_ways = ways(&cfg.virt_host_pwc);
+        if matches!(cfg.pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
+            pwc_ways[3] = 0;
+        }
+        if matches!(cfg.virt_host_pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
+            vpwc_ways[3] = 0;
+        }
         let mut vpwc_entries = if v {
             [0, 0, cfg.virt_host_pwc.l2_entries, cfg.virt_host_pwc.l3_entries, cfg.virt_host_pwc.l4_entries, cfg.virt_host_pwc.l5_entries]
         } else {
@@ -143,8 +152,8 @@ impl Mmu {
             tlbs: [dtlb, itlb, stlb, l2i],
             data_path: [TlbId::L1d, TlbId::L2],
             fetch_path: [TlbId::L1i, if cfg.tlb_l2i_entries > 0 { TlbId::L2i } else { TlbId::L2 }],
-            pwc: Pwc::new(pwc_entries, s + 7),
-            vpwc: Pwc::new(vpwc_entries, s + 9),
+            pwc: Pwc::new(pwc_entries, pwc_ways, s + 7),
+            vpwc: Pwc::new(vpwc_entries, vpwc_ways, s + 9),
             ntlb,
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),

@@ -203,7 +203,9 @@ pub struct Pwc {
 /// searched with vector compares; large ones (design-space sweeps) are hash-indexed so a
 /// lookup stays O(1).
 enum PwcTable {
-    Scan(SetAssoc<u64, NodeId>),
+    /// `sets` sets (a power of two; 1 for a fully-associative table), by the low bits of the
+    /// prefix.
+    Scan(SetAssoc<u64, NodeId>, u64),
     Hashed(FaLru),
 }
 
@@ -211,30 +213,43 @@ enum PwcTable {
 const PWC_SCAN_MAX: usize = 64;
 
 impl PwcTable {
-    fn new(entries: usize) -> PwcTable {
-        if entries <= PWC_SCAN_MAX {
-            PwcTable::Scan(SetAssoc::new(1, entries, Policy::Lru, 0))
+    /// `ways` 0 (or `entries`): fully associative.
+    fn new(entries: usize, ways: usize) -> PwcTable {
+        if ways > 0 && ways < entries {
+            let sets = entries / ways;
+            PwcTable::Scan(SetAssoc::new(sets, ways, Policy::Lru, 0), sets as u64 - 1)
+        } else if entries <= PWC_SCAN_MAX {
+            PwcTable::Scan(SetAssoc::new(1, entries, Policy::Lru, 0), 0)
         } else {
             PwcTable::Hashed(FaLru::new(entries))
         }
     }
 
+    /// The set of a key: the low bits of its VA prefix.
+    #[inline(always)]
+    fn set(key: u64, mask: u64) -> usize {
+        (key & mask) as usize
+    }
+
     #[inline]
     fn lookup(&mut self, key: u64) -> Option<NodeId> {
         match self {
-            PwcTable::Scan(a) => a.lookup(0, key).map(|slot| *a.val(slot)),
+            PwcTable::Scan(a, m) => a.lookup(Self::set(key, *m), key).map(|slot| *a.val(slot)),
             PwcTable::Hashed(t) => t.lookup(key),
         }
     }
 
     fn fill(&mut self, key: u64, val: NodeId) {
         match self {
-            PwcTable::Scan(a) => match a.probe(0, key) {
-                Some(slot) => *a.val_mut(slot) = val,
-                None => {
-                    a.insert(0, key, val, LineKind::PageTable);
+            PwcTable::Scan(a, m) => {
+                let set = Self::set(key, *m);
+                match a.probe(set, key) {
+                    Some(slot) => *a.val_mut(slot) = val,
+                    None => {
+                        a.insert(set, key, val, LineKind::PageTable);
+                    }
                 }
-            },
+            }
             PwcTable::Hashed(t) => t.fill(key, val),
         }
     }
@@ -242,9 +257,10 @@ impl PwcTable {
     #[inline]
     fn fill_absent(&mut self, key: u64, val: NodeId) {
         match self {
-            PwcTable::Scan(a) => {
-                debug_assert!(a.probe(0, key).is_none(), "page-walk cache fill of a cached prefix");
-                a.insert(0, key, val, LineKind::PageTable);
+            PwcTable::Scan(a, m) => {
+                let set = Self::set(key, *m);
+                debug_assert!(a.probe(set, key).is_none(), "page-walk cache fill of a cached prefix");
+                a.insert(set, key, val, LineKind::PageTable);
             }
             PwcTable::Hashed(t) => t.fill_absent(key, val),
         }
@@ -253,7 +269,7 @@ impl PwcTable {
     /// Valid entries: (key, node).
     fn valid(&self) -> Vec<(u64, NodeId)> {
         match self {
-            PwcTable::Scan(a) => a.slots().filter(|&s| a.key(s) != u64::INVALID).map(|s| (a.key(s), *a.val(s))).collect(),
+            PwcTable::Scan(a, _) => a.slots().filter(|&s| a.key(s) != u64::INVALID).map(|s| (a.key(s), *a.val(s))).collect(),
             PwcTable::Hashed(t) => t.valid().map(|(i, k)| (k, t.vals[i])).collect(),
         }
     }
@@ -261,7 +277,7 @@ impl PwcTable {
     /// Drop every entry whose key satisfies `pred`; returns how many.
     fn invalidate_where(&mut self, mut pred: impl FnMut(u64) -> bool) -> usize {
         match self {
-            PwcTable::Scan(a) => a.invalidate_where(|k, _| pred(k)),
+            PwcTable::Scan(a, _) => a.invalidate_where(|k, _| pred(k)),
             PwcTable::Hashed(t) => {
                 let hit: Vec<usize> = t.valid().filter(|&(_, k)| pred(k)).map(|(i, _)| i).collect();
                 for &i in &hit {
@@ -286,11 +302,11 @@ pub struct PwcHit {
 const PWC_CTX_SHIFT: u32 = 40;
 
 impl Pwc {
-    /// `entries[l]` entries for level `l` (index 0 and 1 unused: leaf entries are
-    /// translations, cached by the TLBs).
-    pub fn new(entries: [u64; 6], _seed: u64) -> Pwc {
-        let mk = |n: u64| (n > 0).then(|| PwcTable::new(n as usize));
-        Pwc { tables: [None, None, mk(entries[2]), mk(entries[3]), mk(entries[4]), mk(entries[5])] }
+    /// `entries[l]` entries for level `l` in `ways[l]` ways (0: fully associative; index 0
+    /// and 1 unused: leaf entries are translations, cached by the TLBs).
+    pub fn new(entries: [u64; 6], ways: [u64; 6], _seed: u64) -> Pwc {
+        let mk = |l: usize| (entries[l] > 0).then(|| PwcTable::new(entries[l] as usize, ways[l] as usize));
+        Pwc { tables: [None, None, mk(2), mk(3), mk(4), mk(5)] }
     }
 
     #[inline]
@@ -435,5 +451,42 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A set-associative level (ChampSim's PSCL2 is 4 sets x 8 ways) against per-set LRU
+    /// lists indexed by the prefix's low bits: a prefix only competes with those of its set.
+    #[test]
+    fn set_associative_level_matches_per_set_lru_lists() {
+        for (entries, ways) in [(32usize, 8usize), (8, 4), (4, 1)] {
+            let sets = entries / ways;
+            let mut t = PwcTable::new(entries, ways);
+            let mut model: Vec<Vec<u64>> = vec![Vec::new(); sets]; // front = MRU
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            for step in 0..20_000u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let key = x % (3 * entries as u64);
+                let set = &mut model[key as usize % sets];
+                let hit = set.iter().position(|&k| k == key);
+                assert_eq!(t.lookup(key).is_some(), hit.is_some(), "{entries}x{ways} step {step}");
+                match hit {
+                    Some(i) => {
+                        set.remove(i);
+                    }
+                    None => {
+                        t.fill_absent(key, step);
+                        set.truncate(ways - 1);
+                    }
+                }
+                set.insert(0, key);
+            }
+        }
+        // Two prefixes of one set evict each other in a direct-mapped table; another set's stay.
+        let mut t = PwcTable::new(4, 1);
+        t.fill_absent(1, 10);
+        t.fill_absent(2, 20);
+        t.fill_absent(5, 50);
+        assert_eq!((t.lookup(1), t.lookup(5), t.lookup(2)), (None, Some(50), Some(20)));
     }
 }
