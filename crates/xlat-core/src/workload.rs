@@ -88,6 +88,15 @@ impl Ref {
         Ref { va, inst_delta, size: op as u8, flags: Self::OS_CALL, arg: pages }
     }
 
+    /// The `instructions` a stream runs after its last memory reference (a trace's trailing
+    /// instructions without memory operands): they dispatch, retire and count as the stream's
+    /// instructions. Carried as a zero-cycle sleep, whose wait for everything older to retire
+    /// is what the end of a run does anyway.
+    #[inline]
+    pub fn tail(instructions: u32) -> Ref {
+        Ref::os_call(crate::os::OsOp::Sleep, 0, 0, instructions)
+    }
+
     /// Whether this is an OS call rather than a memory access.
     #[inline(always)]
     pub fn is_os_call(&self) -> bool {

@@ -91,6 +91,10 @@ impl Decoder for ChampSimDecoder {
                     self.refill()?;
                 }
                 if self.pos == self.len {
+                    // (Instructions after the last memory operand count too.)
+                    if self.pending > 0 {
+                        out.push(Ref::tail(std::mem::take(&mut self.pending)));
+                    }
                     return Ok(());
                 }
                 if self.len - self.pos < REC {

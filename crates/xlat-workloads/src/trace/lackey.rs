@@ -77,6 +77,10 @@ impl Decoder for LackeyDecoder {
                 .map_err(|e| corrupt(&self.path, self.offset, format!("cannot read lackey trace: {e}")))?;
             if n == 0 {
                 self.eof = true;
+                // (Instructions after the last data access count too.)
+                if self.pending > 0 {
+                    out.push(Ref::tail(std::mem::take(&mut self.pending)));
+                }
                 break;
             }
             let at = self.offset;

@@ -179,6 +179,13 @@ fn champsim_raw_gz_xz() {
     xz.write_all(&raw).unwrap();
     let xz = xz.finish().unwrap();
     check(&decode_all(None, &xz).unwrap());
+    // Instructions after the last memory operand end the stream as a tail: counted, no access.
+    let mut tailed = raw.clone();
+    tailed.extend_from_slice(&champsim_record(0x400010, [0; 4], [0; 2], false));
+    tailed.extend_from_slice(&champsim_record(0x400014, [0; 4], [0; 2], true));
+    let t = decode_all(None, &tailed).unwrap();
+    assert_eq!(t.len(), 6);
+    assert_eq!((t[5], t.iter().map(|r| r.inst_delta as u64).sum::<u64>()), (Ref::tail(2), 6));
     // Fetches on request: one per instruction, carrying the delta.
     let f = decode_all(FormatSpec::parse("champsim+fetch"), &raw).unwrap();
     assert_eq!(f.iter().filter(|r| r.kind() == RefKind::Fetch).count(), 4);
@@ -279,6 +286,10 @@ fn lackey_parses_and_counts_instructions() {
     );
     let f = decode_all(FormatSpec::parse("lackey+fetch"), LACKEY.as_bytes()).unwrap();
     assert_eq!(f.iter().filter(|r| r.kind() == RefKind::Fetch).count(), 4);
+    // An instruction after the last data access is a tail of one instruction.
+    let tailed = format!("{LACKEY}I  04222cb0,3\n");
+    let t = decode_all(None, tailed.as_bytes()).unwrap();
+    assert_eq!((t.len(), t[t.len() - 1]), (got.len() + 1, Ref::tail(1)));
     let bad = format!("{LACKEY} X 1234,8\n");
     let e = decode_bytes(None, bad.as_bytes()).unwrap_err();
     match e {
