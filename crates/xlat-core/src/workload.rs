@@ -91,10 +91,11 @@ impl Ref {
     /// The `instructions` a stream runs after its last memory reference (a trace's trailing
     /// instructions without memory operands): they dispatch, retire and count as the stream's
     /// instructions. Carried as a zero-cycle sleep, whose wait for everything older to retire
-    /// is what the end of a run does anyway.
+    /// is what the end of a run does anyway. (One page: the native trace format, which `xlat
+    /// trace` writes, holds OS calls of at least one.)
     #[inline]
     pub fn tail(instructions: u32) -> Ref {
-        Ref::os_call(crate::os::OsOp::Sleep, 0, 0, instructions)
+        Ref::os_call(crate::os::OsOp::Sleep, 0, 1, instructions)
     }
 
     /// Whether this is an OS call rather than a memory access.
