@@ -513,9 +513,9 @@ impl<H: Levels> Memory<H> {
                             self.issue = self.w.dispatch(4, 0);
                             self.issue
                         } else {
-                            self.walkers.acquire(self.issue, self.lat) + self.lat
+                            self.walkers.acquire(self.issue, self.lat, self.w.now()) + self.lat
                         };
-                        let start = if served == 0 { t } else { self.mshrs.acquire(t, LAT[served]) };
+                        let start = if served == 0 { t } else { self.mshrs.acquire(t, LAT[served], self.w.now()) };
                         self.w.complete(if write { t + 1 } else { start + LAT[served] });
                     }
                 }

@@ -106,6 +106,9 @@ pub struct CoreMem {
     /// L1D misses in flight (`core.mshrs`) and page walks (`core.walkers`).
     pub mshrs: Units,
     pub walkers: Units,
+    /// The cycles of the last walk (without faults): how long a walk about to start will
+    /// probably hold its walker.
+    last_walk: u64,
     /// Lines on their way to this core (by line), and walks not yet done (by 4 KB page of
     /// the translated address's frame): see [`InFlight`].
     fills: InFlight,
@@ -126,6 +129,7 @@ impl CoreMem {
                 .with_prefetcher(cfg.cache_l2_prefetcher != Prefetcher::None),
             mshrs: Units::new(cfg.core_mshrs),
             walkers: Units::new(cfg.core_walkers),
+            last_walk: 0,
             fills: InFlight::default(),
             walks: InFlight::default(),
             pf_l1d: Prefetch::new(cfg.cache_l1d_prefetcher, cfg.cache_l1d_prefetch_degree),
@@ -536,10 +540,9 @@ impl MemorySide {
     #[inline(always)]
     pub fn read_pte(&mut self, c: usize, line: u64, table: Table, at: u64) -> u64 {
         let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.walk_entry, at);
-        // (Walk reads take no MSHR: MSHRs are booked in the order references are simulated,
-        // not in time order, and a walk read waiting behind a data miss booked far ahead made
-        // walks, then the walker queue, then data misses later still, run away.)
-        let lat = self.arrival(c, line, served, at, lat, false) - at;
+        // Walk reads that enter at the L1D miss through its MSHRs, as data misses do.
+        let mshr = self.walk_entry == Entry::L1d;
+        let lat = self.arrival(c, line, served, at, lat, mshr) - at;
         let x = &mut self.ctxs[c];
         let k = &mut x.counters;
         k.walk_steps += 1;
@@ -569,12 +572,26 @@ impl MemorySide {
         served.count([&mut k.served_l1, &mut k.served_l2, &mut k.served_llc, &mut k.served_dram]);
     }
 
-    /// The timing of a walk on core `c` that wanted to start at `t` and took `lat` cycles,
-    /// `fault_cycles` of them in the OS: it waits for a free walker. Returns when it is done.
+    /// When a walk on core `c` that wants to start at `t` gets a walker: the first cycle one
+    /// is free for as long as the core's last walk took (its reads are timed from there; its
+    /// own length is known only at its end).
     #[inline(always)]
-    pub fn walk_done(&mut self, c: usize, t: u64, lat: u64, fault_cycles: u64) -> u64 {
+    pub fn walk_start(&mut self, c: usize, t: u64) -> u64 {
         let k = self.core_of(c);
-        let start = self.cores[k].walkers.acquire(t, lat - fault_cycles);
+        let floor = self.ctxs[c].window.now();
+        let core = &mut self.cores[k];
+        core.walkers.start(t, core.last_walk.max(1), floor)
+    }
+
+    /// The timing of a walk on core `c` that wanted to start at `t`, started at `start`
+    /// ([`MemorySide::walk_start`]) and took `lat` cycles, `fault_cycles` of them in the OS: it
+    /// holds its walker meanwhile. Returns when it is done.
+    #[inline(always)]
+    pub fn walk_done(&mut self, c: usize, t: u64, start: u64, lat: u64, fault_cycles: u64) -> u64 {
+        let k = self.core_of(c);
+        let core = &mut self.cores[k];
+        core.walkers.book(start, lat - fault_cycles);
+        core.last_walk = lat - fault_cycles;
         let done = start + lat;
         let x = &mut self.ctxs[c];
         // Walk latency as the papers report it: the walk itself, not the wait for a walker.
@@ -628,7 +645,9 @@ impl MemorySide {
         if served == Served::L1 {
             return t + lat;
         }
-        let start = if mshr { core.mshrs.acquire(t, lat) } else { t };
+        // (The context running goes first because its clock is the smallest: no request of
+        // this core's contexts comes before it.)
+        let start = if mshr { core.mshrs.acquire(t, lat, self.ctxs[c].window.now()) } else { t };
         if self.inflight {
             core.fills.put(line, t, start + lat);
         }
@@ -823,7 +842,8 @@ pub struct Direct<'a> {
     issue: u64,
     /// When the translation is known (so far).
     t: u64,
-    /// The walk's cycles so far, and of those the OS's.
+    /// When the walk got its walker; its cycles so far, and of those the OS's.
+    walk_start: u64,
     lat: u64,
     fault_cycles: u64,
     /// When the current group of parallel L3 TLB reads began.
@@ -836,7 +856,7 @@ pub struct Direct<'a> {
 
 impl<'a> Direct<'a> {
     pub fn new(mem: &'a mut MemorySide) -> Direct<'a> {
-        Direct { mem, c: 0, kind: RefKind::Load, issue: 0, t: 0, lat: 0, fault_cycles: 0, tlb_start: 0, looked_up: false, walked: false }
+        Direct { mem, c: 0, kind: RefKind::Load, issue: 0, t: 0, walk_start: 0, lat: 0, fault_cycles: 0, tlb_start: 0, looked_up: false, walked: false }
     }
 }
 
@@ -851,6 +871,7 @@ impl MemPort for Direct<'_> {
         self.walked = false;
         self.issue = self.mem.ctxs[c].window.dispatch(delta, producer);
         self.t = self.issue;
+        self.walk_start = self.issue;
     }
 
     #[inline(always)]
@@ -861,6 +882,7 @@ impl MemPort for Direct<'_> {
     #[inline(always)]
     fn walk_begin(&mut self) {
         (self.lat, self.fault_cycles) = (0, 0);
+        self.walk_start = self.mem.walk_start(self.c, self.t);
         if self.looked_up {
             self.mem.ctxs[self.c].lookup_walks += 1;
         }
@@ -873,11 +895,11 @@ impl MemPort for Direct<'_> {
 
     #[inline(always)]
     fn read_pte(&mut self, line: u64, table: Table) {
-        self.lat += self.mem.read_pte(self.c, line, table, self.t + self.lat);
+        self.lat += self.mem.read_pte(self.c, line, table, self.walk_start + self.lat);
     }
 
     fn pte_prefetch(&mut self, line: u64) {
-        self.mem.pte_prefetch(self.c, line, self.t + self.lat);
+        self.mem.pte_prefetch(self.c, line, self.walk_start + self.lat);
     }
 
     #[inline(always)]
@@ -888,7 +910,7 @@ impl MemPort for Direct<'_> {
 
     #[inline(always)]
     fn walk_end(&mut self) {
-        self.t = self.mem.walk_done(self.c, self.t, self.lat, self.fault_cycles);
+        self.t = self.mem.walk_done(self.c, self.t, self.walk_start, self.lat, self.fault_cycles);
         self.walked = true;
     }
 
@@ -904,7 +926,7 @@ impl MemPort for Direct<'_> {
     }
 
     fn tlb_write(&mut self, line: u64) {
-        self.mem.write_tlb_line(self.c, line, self.t + self.lat);
+        self.mem.write_tlb_line(self.c, line, self.walk_start + self.lat);
     }
 
     fn os_delay(&mut self, cost: u64) {

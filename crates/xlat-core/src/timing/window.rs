@@ -13,35 +13,123 @@
 //!
 //! The module is named `timing` rather than `core` so it cannot shadow Rust's `core` crate.
 
-/// A pool of identical units (MSHRs, page walkers): each holds the cycle it is free again.
+use std::collections::VecDeque;
+
+/// A pool of `n` identical units (MSHRs, page walkers), booked as a calendar: how many are
+/// busy over time, as a step function. Requests do not arrive in time order (a reference that
+/// waited for its producer books a miss far ahead; the next, independent one wants a unit
+/// now), so a request takes the first stretch from its cycle on where fewer than `n` units are
+/// busy for its whole duration, and may use a gap before a later booking. (Booking each unit
+/// until its latest request ends made an earlier request wait behind later ones, which made a
+/// perfect TLB slower than page walks on graph kernels.) Requests never come before the
+/// dispatch clock of the contexts that share the units, so the steps behind it are dropped.
 pub struct Units {
-    free_at: Vec<u64>,
+    n: u32,
+    /// `(cycle, busy units from it until the next step)`, in increasing cycle order; none busy
+    /// before the first step, and the last step's count is 0. Adjacent counts differ.
+    steps: VecDeque<(u64, u32)>,
 }
 
 impl Units {
+    /// More steps than this means the floor has not moved for a long time (it cannot happen
+    /// with a window of a few hundred references); the oldest are then forgotten.
+    const MAX_STEPS: usize = 4096;
+
     pub fn new(n: u64) -> Units {
-        Units { free_at: vec![0; n as usize] }
+        Units { n: n.clamp(1, u32::MAX as u64) as u32, steps: VecDeque::new() }
     }
 
-    /// Reserve a unit for an operation that wants to start at `t` and lasts `dur` cycles.
-    /// Returns the cycle it actually starts (later than `t` if every unit is busy).
+    /// Reserve a unit for an operation that wants to start at `t` and lasts `dur` cycles, when
+    /// no request will come before `floor`. Returns the cycle it actually starts (later than
+    /// `t` if `n` units are busy at some point of `[t, t + dur)`).
     #[inline]
-    pub fn acquire(&mut self, t: u64, dur: u64) -> u64 {
-        let (mut best, mut best_t) = (0, u64::MAX);
-        for (i, &f) in self.free_at.iter().enumerate() {
-            if f <= t {
-                best = i;
-                best_t = f;
-                break;
-            }
-            if f < best_t {
-                best = i;
-                best_t = f;
-            }
-        }
-        let start = t.max(best_t);
-        self.free_at[best] = start + dur;
+    pub fn acquire(&mut self, t: u64, dur: u64, floor: u64) -> u64 {
+        let start = self.start(t, dur, floor);
+        self.book(start, dur);
         start
+    }
+
+    /// When an operation that wants to start at `t` and lasts about `dur` cycles would start,
+    /// without booking it (a walk learns its start before its reads, its length after).
+    #[inline]
+    pub fn start(&mut self, t: u64, dur: u64, floor: u64) -> u64 {
+        self.forget_before(floor.min(t));
+        if dur == 0 {
+            return t;
+        }
+        self.first_fit(t, dur)
+    }
+
+    /// One more unit busy for `dur` cycles from `s` (where [`Units::start`] said, or anywhere:
+    /// more than `n` may then be busy at once, which later requests wait out).
+    #[inline]
+    pub fn book(&mut self, s: u64, dur: u64) {
+        if dur > 0 {
+            self.mark(s, s + dur);
+        }
+    }
+
+    /// The first cycle `s >= t` with fewer than `n` units busy throughout `[s, s + dur)`.
+    #[inline]
+    fn first_fit(&self, t: u64, dur: u64) -> u64 {
+        let steps = &self.steps;
+        let mut i = steps.partition_point(|&(c, _)| c <= t);
+        let (mut seg, mut busy) = (t, if i == 0 { 0 } else { steps[i - 1].1 });
+        let mut run: Option<u64> = None;
+        loop {
+            let end = steps.get(i).map_or(u64::MAX, |&(c, _)| c);
+            if busy < self.n {
+                let r = *run.get_or_insert(seg);
+                if end - r >= dur {
+                    return r;
+                }
+            } else {
+                run = None;
+            }
+            // (The last step's count is 0, so the loop returns at the latest there.)
+            (seg, busy) = steps[i];
+            i += 1;
+        }
+    }
+
+    /// One more unit busy over `[s, e)`.
+    fn mark(&mut self, s: u64, e: u64) {
+        let a = self.split(s);
+        let b = self.split(e);
+        for j in a..b {
+            self.steps[j].1 += 1;
+        }
+        if self.steps[b].1 == self.steps[b - 1].1 {
+            self.steps.remove(b);
+        }
+        if a > 0 && self.steps[a].1 == self.steps[a - 1].1 {
+            self.steps.remove(a);
+        }
+        if self.steps.len() > Self::MAX_STEPS {
+            self.steps.pop_front();
+        }
+    }
+
+    /// The index of a step at cycle `c`, made if there was none (with the count in force).
+    fn split(&mut self, c: u64) -> usize {
+        let i = self.steps.partition_point(|&(x, _)| x < c);
+        if self.steps.get(i).is_some_and(|&(x, _)| x == c) {
+            return i;
+        }
+        let busy = if i == 0 { 0 } else { self.steps[i - 1].1 };
+        self.steps.insert(i, (c, busy));
+        i
+    }
+
+    /// Drop the steps that end at or before `floor`.
+    #[inline]
+    fn forget_before(&mut self, floor: u64) {
+        while self.steps.len() >= 2 && self.steps[1].0 <= floor {
+            self.steps.pop_front();
+        }
+        if self.steps.len() == 1 && self.steps[0].0 <= floor {
+            self.steps.clear();
+        }
     }
 }
 
@@ -269,10 +357,57 @@ mod tests {
     #[test]
     fn units_limit_concurrency() {
         let mut u = Units::new(2);
-        assert_eq!(u.acquire(0, 100), 0);
-        assert_eq!(u.acquire(0, 100), 0);
-        assert_eq!(u.acquire(0, 100), 100);
-        assert_eq!(u.acquire(150, 10), 150);
+        assert_eq!(u.acquire(0, 100, 0), 0);
+        assert_eq!(u.acquire(0, 100, 0), 0);
+        assert_eq!(u.acquire(0, 100, 0), 100);
+        assert_eq!(u.acquire(150, 10, 0), 150);
+    }
+
+    /// A request may use the gap before a later booking, but only if it fits.
+    #[test]
+    fn units_fill_gaps_before_later_bookings() {
+        let mut u = Units::new(1);
+        assert_eq!(u.acquire(1000, 100, 0), 1000);
+        assert_eq!(u.acquire(0, 100, 0), 0, "free before 1000");
+        assert_eq!(u.acquire(50, 901, 0), 1100, "901 cycles do not fit between 100 and 1000");
+        assert_eq!(u.acquire(60, 900, 0), 100, "900 do, from 100");
+        // Nothing comes before the floor: what ended before it is gone.
+        assert_eq!(u.acquire(2500, 10, 2400), 2500);
+        assert_eq!(u.steps.len(), 2);
+    }
+
+    /// The calendar against a reference model (every booking kept; a start is the first of
+    /// the request's cycle and the ends after it where fewer than `n` bookings overlap the
+    /// whole duration), on random requests that run ahead and come back.
+    #[test]
+    fn units_match_a_list_of_bookings() {
+        for n in [1u64, 2, 3, 10] {
+            let mut u = Units::new(n);
+            let mut booked: Vec<(u64, u64)> = Vec::new();
+            let mut x = 11u64 + n;
+            let mut floor = 0u64;
+            for _ in 0..1_500 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                floor += x % 40;
+                let t = floor + (x >> 8) % 600;
+                let dur = (x >> 20) % 300;
+                let busy = |s: u64| {
+                    // Most bookings overlapping any point of [s, s + dur): check at s and at
+                    // every booking start inside.
+                    let pts = std::iter::once(s).chain(booked.iter().map(|b| b.0).filter(|&p| p > s && p < s + dur));
+                    pts.map(|p| booked.iter().filter(|b| b.0 <= p && p < b.1).count() as u64).max().unwrap_or(0)
+                };
+                let want =
+                    if dur == 0 { t } else { std::iter::once(t).chain(booked.iter().map(|b| b.1).filter(|&e| e > t)).filter(|&s| busy(s) < n).min().unwrap() };
+                assert_eq!(u.acquire(t, dur, floor), want, "n={n} t={t} dur={dur}");
+                if dur > 0 {
+                    booked.push((want, want + dur));
+                }
+                booked.retain(|b| b.1 > floor);
+            }
+        }
     }
 
     /// The in-flight ring keeps FIFO order across wrap-around and growth (many references
