@@ -13,8 +13,6 @@
 //!
 //! The module is named `timing` rather than `core` so it cannot shadow Rust's `core` crate.
 
-use std::collections::VecDeque;
-
 /// A pool of `n` identical units (MSHRs, page walkers), booked as a calendar: how many are
 /// busy over time, as a step function. Requests do not arrive in time order (a reference that
 /// waited for its producer books a miss far ahead; the next, independent one wants a unit
@@ -25,9 +23,13 @@ use std::collections::VecDeque;
 /// dispatch clock of the contexts that share the units, so the steps behind it are dropped.
 pub struct Units {
     n: u32,
-    /// `(cycle, busy units from it until the next step)`, in increasing cycle order; none busy
-    /// before the first step, and the last step's count is 0. Adjacent counts differ.
-    steps: VecDeque<(u64, u32)>,
+    /// `(cycle, busy units from it until the next step)`, in increasing cycle order, from
+    /// `head` on (the steps before it are forgotten, and dropped now and then); none busy before
+    /// the first step, and the last step's count is 0. Adjacent counts differ.
+    steps: Vec<(u64, u32)>,
+    head: usize,
+    /// Where the last search ended.
+    hint: usize,
 }
 
 impl Units {
@@ -36,7 +38,7 @@ impl Units {
     const MAX_STEPS: usize = 4096;
 
     pub fn new(n: u64) -> Units {
-        Units { n: n.clamp(1, u32::MAX as u64) as u32, steps: VecDeque::new() }
+        Units { n: n.clamp(1, u32::MAX as u64) as u32, steps: Vec::new(), head: 0, hint: 0 }
     }
 
     /// Reserve a unit for an operation that wants to start at `t` and lasts `dur` cycles, when
@@ -69,15 +71,41 @@ impl Units {
         }
     }
 
+    /// The index of the first step from `from` on that comes after cycle `c` (or at it, with
+    /// `at`). Searched from where the last search ended: successive requests come at nearby
+    /// cycles, so this is a step or two where a binary search would be six.
+    #[inline]
+    fn after(&mut self, from: usize, c: u64, at: bool) -> usize {
+        let before = |x: u64| x < c || !at && x == c;
+        let mut i = self.hint.clamp(from, self.steps.len());
+        while i > from && !before(self.steps[i - 1].0) {
+            i -= 1;
+        }
+        while i < self.steps.len() && before(self.steps[i].0) {
+            i += 1;
+        }
+        self.hint = i;
+        i
+    }
+
+    /// The busy count in force just before step `i`.
+    #[inline]
+    fn busy_before(&self, i: usize) -> u32 {
+        if i == self.head {
+            0
+        } else {
+            self.steps[i - 1].1
+        }
+    }
+
     /// The first cycle `s >= t` with fewer than `n` units busy throughout `[s, s + dur)`.
     #[inline]
-    fn first_fit(&self, t: u64, dur: u64) -> u64 {
-        let steps = &self.steps;
-        let mut i = steps.partition_point(|&(c, _)| c <= t);
-        let (mut seg, mut busy) = (t, if i == 0 { 0 } else { steps[i - 1].1 });
+    fn first_fit(&mut self, t: u64, dur: u64) -> u64 {
+        let mut i = self.after(self.head, t, false);
+        let (mut seg, mut busy) = (t, self.busy_before(i));
         let mut run: Option<u64> = None;
         loop {
-            let end = steps.get(i).map_or(u64::MAX, |&(c, _)| c);
+            let end = self.steps.get(i).map_or(u64::MAX, |&(c, _)| c);
             if busy < self.n {
                 let r = *run.get_or_insert(seg);
                 if end - r >= dur {
@@ -87,49 +115,62 @@ impl Units {
                 run = None;
             }
             // (The last step's count is 0, so the loop returns at the latest there.)
-            (seg, busy) = steps[i];
+            (seg, busy) = self.steps[i];
             i += 1;
         }
     }
 
     /// One more unit busy over `[s, e)`.
     fn mark(&mut self, s: u64, e: u64) {
-        let a = self.split(s);
-        let b = self.split(e);
+        let a = self.split(self.head, s);
+        let b = self.split(a, e);
         for j in a..b {
             self.steps[j].1 += 1;
         }
         if self.steps[b].1 == self.steps[b - 1].1 {
             self.steps.remove(b);
         }
-        if a > 0 && self.steps[a].1 == self.steps[a - 1].1 {
+        if a > self.head && self.steps[a].1 == self.steps[a - 1].1 {
             self.steps.remove(a);
         }
-        if self.steps.len() > Self::MAX_STEPS {
-            self.steps.pop_front();
+        if self.steps.len() - self.head > Self::MAX_STEPS {
+            self.head += 1;
         }
     }
 
-    /// The index of a step at cycle `c`, made if there was none (with the count in force).
-    fn split(&mut self, c: u64) -> usize {
-        let i = self.steps.partition_point(|&(x, _)| x < c);
+    /// The index of a step at cycle `c` (from `from` on), made if there was none (with the
+    /// count in force).
+    fn split(&mut self, from: usize, c: u64) -> usize {
+        let i = self.after(from, c, true);
         if self.steps.get(i).is_some_and(|&(x, _)| x == c) {
             return i;
         }
-        let busy = if i == 0 { 0 } else { self.steps[i - 1].1 };
+        let busy = self.busy_before(i);
         self.steps.insert(i, (c, busy));
         i
     }
 
-    /// Drop the steps that end at or before `floor`.
+    /// Forget the steps that end at or before `floor`.
     #[inline]
     fn forget_before(&mut self, floor: u64) {
-        while self.steps.len() >= 2 && self.steps[1].0 <= floor {
-            self.steps.pop_front();
+        let len = self.steps.len();
+        while len - self.head >= 2 && self.steps[self.head + 1].0 <= floor {
+            self.head += 1;
         }
-        if self.steps.len() == 1 && self.steps[0].0 <= floor {
-            self.steps.clear();
+        if len - self.head == 1 && self.steps[self.head].0 <= floor {
+            self.head = len;
         }
+        // (Drop them once they are as many as the live ones: amortized, and no ring.)
+        if self.head >= 64 && self.head * 2 >= len {
+            self.steps.drain(..self.head);
+            self.hint = self.hint.saturating_sub(self.head);
+            self.head = 0;
+        }
+    }
+
+    #[cfg(test)]
+    fn live(&self) -> &[(u64, u32)] {
+        &self.steps[self.head..]
     }
 }
 
@@ -373,7 +414,7 @@ mod tests {
         assert_eq!(u.acquire(60, 900, 0), 100, "900 do, from 100");
         // Nothing comes before the floor: what ended before it is gone.
         assert_eq!(u.acquire(2500, 10, 2400), 2500);
-        assert_eq!(u.steps.len(), 2);
+        assert_eq!(u.live().len(), 2);
     }
 
     /// The calendar against a reference model (every booking kept; a start is the first of
