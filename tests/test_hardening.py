@@ -229,6 +229,25 @@ def test_a_champsim_trace_prefaults_its_pages_and_fetches_on_request(tmp_path):
         xlat.simulate("skylake", trace=str(fifo), prefault=True)
 
 
+def test_a_maps_sidecar_makes_the_touched_mappings_the_regions(tmp_path):
+    # 300 pages touched inside a 4 MB mapping; an untouched mapping beside it.
+    t = tmp_path / "t.champsim"
+    t.write_bytes(b"".join(_champsim_record(0x7F00_0000_0000 + 4096 * i) for i in range(300)))
+    pages = xlat.simulate("skylake", trace=str(t), prefault=True)
+    (tmp_path / "t.champsim.maps").write_text(
+        "7f0000000000-7f0000400000 rw-p 00000000 00:00 0\n"
+        "7f0000400000-7f0000800000 rw-p 00000000 00:00 0 [untouched]\n")
+    maps = xlat.simulate("skylake", trace=str(t), prefault=True)
+    assert (pages["faults"], maps["faults"]) == (0, 0)
+    assert (pages["mapped_bytes"], maps["mapped_bytes"]) == (300 * 4096, 4 << 20)
+    # A bad sidecar is one line naming it and the line.
+    (tmp_path / "t.champsim.maps").write_text("7f0000000000 rw-p\n")
+    with pytest.raises(xlat.TraceError, match=r"t\.champsim\.maps.*line 1: no START-END range"):
+        xlat.simulate("skylake", trace=str(t), prefault=True)
+    p = run_xlat("run", "-q", "--trace", str(t), "--prefault")
+    assert_one_line_error(p, "line 1: no START-END range")
+
+
 def test_a_kernel_recorded_for_champsim_replays_in_the_same_cycles(tmp_path):
     out = tmp_path / "chase.champsim.xz"
     p = run_xlat("record", "-w", "chase:footprint=16M,limit=5000", "-o", str(out), "--format", "champsim")

@@ -627,6 +627,26 @@ def _unblock_fifo(fifo: str) -> None:
     os.close(fd)
 
 
+def _sample_maps(proc: subprocess.Popen, maps: dict[str, str], period_s: float = 0.02) -> None:
+    """Read /proc/PID/maps of the traced process every `period_s` until it exits, keeping
+    every mapping seen (keyed by its range and file), so one that grew or went away early is
+    still there for the regions of a prefaulted run (docs/workloads.md). valgrind runs the
+    program in its own process, so its own mappings are listed too; the reader keeps only
+    mappings the trace touches."""
+    path = f"/proc/{proc.pid}/maps"
+    while proc.poll() is None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return  # gone, or not Linux: the trace still works, prefaulting uses its pages
+        for line in text.splitlines():
+            fields = line.split()
+            if len(fields) >= 5:
+                maps.setdefault(f"{fields[0]} {' '.join(fields[5:])}", line)
+        time.sleep(period_s)
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     program = list(args.program)
     if program and program[0] == "--":
@@ -648,6 +668,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
         # converter would wait in open() forever, so a watcher unblocks it when valgrind exits.
         watcher = threading.Thread(target=lambda: (proc.wait(), _unblock_fifo(fifo)), daemon=True)
         watcher.start()
+        # The program's mappings, for --prefault (FILE.maps beside the trace; not for a device).
+        maps: dict[str, str] = {}
+        sampler = threading.Thread(target=_sample_maps, args=(proc, maps), daemon=True)
+        sampler.start()
         try:
             # The trace describes what was traced, not the FIFO it came through.
             desc = shlex.join(program)
@@ -665,8 +689,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
                     proc.kill()
                     proc.wait()
             watcher.join(timeout=5)
+            sampler.join(timeout=5)
         if args.refs is None and proc.returncode not in (0, None) and n == 0:
             raise CliError(f"valgrind exited with status {proc.returncode} before producing a trace")
+        if maps and not is_stream_target(args.output):
+            (out.parent / (out.name + ".maps")).write_text("".join(f"{line}\n" for line in maps.values()))
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
     # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).
     print(f"xlat: wrote {n:,} references to {_written(written)}{note}", file=sys.stderr)

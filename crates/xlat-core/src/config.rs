@@ -6,6 +6,7 @@ use std::fmt;
 use thiserror::Error;
 
 pub use crate::os::frag::Fragmentation;
+pub use crate::os::phys::FrameOrder;
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum ConfigError {
@@ -436,6 +437,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("ptp.detector_mpki", Limit::Real(1e6)),
     ("ptp.detector_epoch", Limit::Int(INTERVAL)),
     ("asap.levels", Limit::IntRange(1, 3)),
+    ("champsim.first_touch_cycles", Limit::Int(1 << 20)),
     ("pcc.entries", Limit::Int(65536)),
     ("pcc.entries_1g", Limit::Int(65536)),
     ("pcc.counter_bits", Limit::IntRange(1, 16)),
@@ -605,6 +607,9 @@ config! {
     ptp_detector_epoch: u64 = 100000; "ptp.detector_epoch"; "detector: epoch length in instructions";
     ptp_per_context: bool = false; "ptp.per_context"; "shared caches protect only the page-table lines of cores in a TLB-miss phase (else any core's phase protects all)";
     asap_enabled: bool = false; "asap.enabled"; "ASAP (Margaritov et al., MICRO'19), a comparator of the flattening paper: the OS lays each region's page-table nodes out contiguously in virtual-address order, so on an L2 TLB miss the MMU computes the addresses of the last levels' entries and prefetches their lines while the walk starts (native radix tables)";
+    champsim_pscl_reread: bool = false; "champsim.pscl_reread"; "validation only (docs/timing.md): after a page-walk-cache hit, read one more entry, as ChampSim's walker does (native radix tables)";
+    champsim_private_pte_lines: bool = false; "champsim.private_pte_lines"; "validation only (docs/timing.md): every page-table entry in a page of its own, as ChampSim's virtual memory places them, so neighbouring pages' entries never share a cache line (native radix tables)";
+    champsim_first_touch_cycles: u64 = 0; "champsim.first_touch_cycles"; "validation only (docs/timing.md): cycles the walk spends on each first use of a page-table entry and of a data page, as ChampSim charges its minor-fault penalty inside the walk; 0 = off (native radix tables)";
     asap_levels: u64 = 2; "asap.levels"; "page-table levels ASAP prefetches, from the leaves up: 1 = the PTE, 2 = the PTE and the PMD entry";
     pcc_enabled: bool = false; "pcc.enabled"; "Promotion Candidate Cache (the PCC paper, Manocha et al., MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates; os.promotion=pcc turns it on with the OS daemon that promotes from it, this key alone leaves it to be read by a program";
     pcc_entries: u64 = 128; "pcc.entries"; "2 MB PCC entries per core, fully associative, tagged by VA >> 21 and context (the paper's Tab. 2: 128 entries, 768 B)";
@@ -668,6 +673,7 @@ config! {
     os_fault_cycles: u64 = 2000; "os.fault_cycles"; "cycles charged per page fault (Linux minor anonymous fault, ~1 us)";
     phys_size_gb: u64 = 64; "phys.size_gb"; "simulated physical memory in GB";
     phys_fragmentation: Fragmentation = Fragmentation::None; "phys.fragmentation"; "state of physical memory before the run: none, pinned:X (one unmovable page in X of the free 2 MB blocks, the PCC paper's method), lowhalf (2 MB pages only for the lower half of each address space, the flattening paper's 50 %), aged:SEED (allocate/free churn down to phys.aged_target)";
+    phys_frame_order: FrameOrder = FrameOrder::Ascending; "phys.frame_order"; "order in which 4 KB frames are handed out, to data and page tables alike (in a VM, guest and host): ascending (a buddy allocator on fresh memory) or shuffled:SEED (uniformly at random over all of memory, as ChampSim's virtual memory; leaves few 2 MB blocks whole)";
     phys_aged_target: f64 = 0.2; "phys.aged_target"; "fragmentation=aged: fraction of the free 2 MB blocks still whole after aging";
     phys_available_gb: f64 = 0.0; "phys.available_gb"; "before fragmenting, take memory away (as memhog) until this many GB are free; the PCC artifact leaves footprint + 3 GB (0: keep all)";
     phys_pcp_batch: u64 = 63; "phys.pcp_batch"; "4 KB frames a CPU's free list takes from or returns to the buddy allocator at once (Linux pcp batch; 0: no per-CPU lists)";
@@ -825,6 +831,19 @@ impl Config {
         for (key, p) in [("cache.l2.policy", self.cache_l2.policy), ("cache.llc.policy", self.cache_llc.policy)] {
             if matches!(p, Policy::CsaltD | Policy::CsaltCd) && !self.pomtlb_enabled {
                 return Err(invalid(key, "CSALT partitions between data and POM-TLB lines: it needs pomtlb.enabled=true".into()));
+            }
+        }
+        let champsim = [
+            ("champsim.pscl_reread", self.champsim_pscl_reread),
+            ("champsim.private_pte_lines", self.champsim_private_pte_lines),
+            ("champsim.first_touch_cycles", self.champsim_first_touch_cycles > 0),
+        ];
+        if let Some((key, _)) = champsim.iter().find(|(_, on)| *on) {
+            if self.virt_enabled || !matches!(self.pt_format, PtFormat::Radix4 | PtFormat::Radix5) {
+                return Err(invalid(
+                    key,
+                    "ChampSim's walk behaviours are modelled on native radix page tables (pt.format=radix4 or radix5, virt.enabled=false)".into(),
+                ));
             }
         }
         if self.asap_enabled && (self.virt_enabled || !matches!(self.pt_format, PtFormat::Radix4 | PtFormat::Radix5)) {
@@ -1182,6 +1201,21 @@ mod tests {
         assert!(Config::from_pairs([("pwc.l2.entries", "32"), ("pwc.l2.ways", "5")]).is_err());
         assert!(Config::from_pairs([("virt.host_pwc.l3.entries", "24"), ("virt.host_pwc.l3.ways", "2")]).is_err());
         assert!(Config::from_pairs([("pwc.l5.entries", "2"), ("pt.format", "radix5")]).is_ok());
+    }
+
+    /// ChampSim's walk behaviours are validation knobs for native radix tables: each one names
+    /// itself when set on a machine it does not describe.
+    #[test]
+    fn champsim_walk_knobs_need_native_radix_tables() {
+        for (key, on) in [("champsim.pscl_reread", "true"), ("champsim.private_pte_lines", "true"), ("champsim.first_touch_cycles", "200")] {
+            assert!(Config::from_pairs([(key, on)]).is_ok(), "{key}");
+            let e = Config::from_pairs([(key, on), ("pt.format", "fpt")]).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("config key '{key}'")), "{e}");
+            assert!(Config::from_pairs([(key, on), ("virt.enabled", "true")]).is_err(), "{key}");
+        }
+        assert_eq!(Config::from_pairs([("phys.frame_order", "shuffled:1")]).unwrap().phys_frame_order, FrameOrder::Shuffled(1));
+        let e = Config::from_pairs([("phys.frame_order", "random")]).unwrap_err().to_string();
+        assert!(e.contains("ascending or shuffled:SEED"), "{e}");
     }
 
     #[test]

@@ -144,6 +144,11 @@ impl Machine {
             nested_tlb_data: cfg.virt_nested_tlb_data,
             coalesce: crate::translate::coalesce::group_sizes(cfg),
             asap: if cfg.asap_enabled { cfg.asap_levels as u8 } else { 0 },
+            champsim: crate::translate::walker::ChampSimWalks {
+                reread: cfg.champsim_pscl_reread,
+                private_lines: cfg.champsim_private_pte_lines,
+                first_touch: cfg.champsim_first_touch_cycles,
+            },
         };
         // Every program's processes; one program runs in each of `virt.vms` VMs.
         let copies = cfg.os_processes * if cfg.virt_enabled && programs.len() == 1 { cfg.virt_vms } else { 1 };

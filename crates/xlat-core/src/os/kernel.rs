@@ -287,7 +287,9 @@ impl Os {
     pub fn new(cfg: &Config) -> Os {
         let layout = cfg.pt_layout();
         let (top, va_bits) = if layout.top() == 5 { (5, 56) } else { (4, 47) };
-        let phys = PhysMem::new(cfg.phys_size_gb << 30).with_pcp(cfg.system_cores as usize, cfg.phys_pcp_batch, cfg.phys_pcp_high);
+        let phys = PhysMem::new(cfg.phys_size_gb << 30)
+            .with_pcp(cfg.system_cores as usize, cfg.phys_pcp_batch, cfg.phys_pcp_high)
+            .with_frame_order(cfg.phys_frame_order);
         let thp = matches!(cfg.page_policy(), PagePolicy::Thp | PagePolicy::Madvise);
         let compaction = thp && (cfg.os_thp_defrag != ThpDefrag::Never || cfg.os_khugepaged_defrag);
         let names: Vec<String> = cfg.os_madvise_regions.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();

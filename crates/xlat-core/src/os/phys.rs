@@ -4,7 +4,10 @@
 //! contiguity, and their contents live in `pt`.
 
 use crate::addr::Frame;
+use crate::config::ConfigValue;
+use crate::os::frag::Rng;
 use std::collections::VecDeque;
+use std::fmt;
 
 /// Largest block order: 2^18 frames = 1 GB.
 pub const MAX_ORDER: u8 = 18;
@@ -35,7 +38,51 @@ pub struct PhysMem {
     pcp_high: usize,
     /// The CPU whose per-CPU list order-0 allocations and frees use.
     pub cpu: usize,
+    /// `phys.frame_order=shuffled:SEED`: 4 KB frames are drawn at random from all of memory.
+    shuffle: Option<Rng>,
 }
+
+/// The order in which 4 KB frames are handed out (`phys.frame_order`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameOrder {
+    /// As a buddy allocator on a freshly booted machine: ascending from the lowest free block.
+    Ascending,
+    /// Uniformly at random over the free frames of all of memory, from a seed, as ChampSim's
+    /// virtual memory hands out its shuffled page list (`virtual_memory.randomization`):
+    /// neighbouring pages land in unrelated cache sets and DRAM rows. Scatters 4 KB pages
+    /// over every 2 MB block, so few stay whole for huge pages.
+    Shuffled(u64),
+}
+
+impl ConfigValue for FrameOrder {
+    fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        if s == "ascending" {
+            return Some(FrameOrder::Ascending);
+        }
+        u64::parse(s.strip_prefix("shuffled:")?).map(FrameOrder::Shuffled)
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+    fn expected() -> String {
+        "ascending or shuffled:SEED (e.g. shuffled:1)".into()
+    }
+}
+
+impl fmt::Display for FrameOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameOrder::Ascending => f.write_str("ascending"),
+            FrameOrder::Shuffled(s) => write!(f, "shuffled:{s}"),
+        }
+    }
+}
+
+/// Random draws before a shuffled allocation gives up and takes the buddy allocator's next
+/// frame (only when memory is nearly full: with half of it free, 40 misses in a row happen
+/// once in 10^12 draws).
+const SHUFFLE_TRIES: u32 = 40;
 
 impl PhysMem {
     /// `bytes` of memory, all free, except the first 1 MB (firmware and legacy regions, as
@@ -55,6 +102,7 @@ impl PhysMem {
             pcp_batch: 0,
             pcp_high: 0,
             cpu: 0,
+            shuffle: None,
         };
         // Every block starts allocated; freeing them below builds the lists.
         for (b, u) in p.used_2m.iter_mut().enumerate() {
@@ -90,6 +138,16 @@ impl PhysMem {
         self.pcp = vec![VecDeque::new(); cpus.max(1)];
         self.pcp_batch = batch as usize;
         self.pcp_high = (high as usize).max(batch as usize);
+        self
+    }
+
+    /// Hand out 4 KB frames in `order` (see [`FrameOrder`]). Shuffled frames bypass the
+    /// per-CPU lists, whose point is to hand out neighbours.
+    pub fn with_frame_order(mut self, order: FrameOrder) -> PhysMem {
+        self.shuffle = match order {
+            FrameOrder::Ascending => None,
+            FrameOrder::Shuffled(seed) => Some(Rng::new(seed)),
+        };
         self
     }
 
@@ -266,6 +324,12 @@ impl PhysMem {
     /// on. When the buddy allocator is empty, the other CPUs' lists are drained first (as
     /// Linux's slow path does).
     pub fn alloc_page(&mut self) -> Option<Frame> {
+        if let Some(mut rng) = self.shuffle.take() {
+            let frames = self.frames;
+            let hit = (0..SHUFFLE_TRIES).map(|_| Frame(rng.below(frames))).find(|&f| self.alloc_at(f, 0));
+            self.shuffle = Some(rng);
+            return hit.or_else(|| self.alloc(0));
+        }
         if self.pcp_batch == 0 {
             return self.alloc(0);
         }
@@ -288,7 +352,7 @@ impl PhysMem {
 
     /// Free one 4 KB frame to CPU `self.cpu`'s list (or straight to the buddy allocator).
     pub fn free_page(&mut self, frame: Frame) {
-        if self.pcp_batch == 0 {
+        if self.pcp_batch == 0 || self.shuffle.is_some() {
             return self.free(frame, 0);
         }
         let cpu = self.cpu.min(self.pcp.len() - 1);
@@ -355,6 +419,49 @@ mod tests {
         let before = p.free_frames();
         p.free(Frame(1000), 0);
         assert_eq!(p.free_frames(), before + 1);
+    }
+
+    /// Shuffled frames: the same seed gives the same frames, neighbours are not handed out
+    /// together, every frame still comes out once, and a nearly full memory is used up to
+    /// the last frame (the fallback after random misses) and then reports exhaustion.
+    #[test]
+    fn shuffled_frames_are_seeded_distinct_and_exhaust_cleanly() {
+        let take = |seed, n| {
+            let mut p = PhysMem::new(64 << 20).with_pcp(1, 63, 378).with_frame_order(FrameOrder::Shuffled(seed));
+            (0..n).map(|_| p.alloc_page().unwrap().0).collect::<Vec<_>>()
+        };
+        let a = take(1, 100);
+        assert_eq!(a, take(1, 100), "a seed fixes the order");
+        assert_ne!(a, take(2, 100));
+        let neighbours = a.windows(2).filter(|w| w[1] == w[0] + 1).count();
+        assert!(neighbours < 3, "{neighbours} of 99 consecutive allocations were neighbours");
+        let spread = a.iter().map(|f| f >> 9).collect::<std::collections::BTreeSet<_>>().len();
+        assert!(spread > 25, "100 frames fell in only {spread} of 32 2 MB blocks");
+
+        let mut p = PhysMem::new(2 << 20).with_frame_order(FrameOrder::Shuffled(7));
+        let mut seen = vec![false; 512];
+        let mut n = 0;
+        while let Some(f) = p.alloc_page() {
+            assert!(f.0 >= 256 && !seen[f.0 as usize], "frame {} handed out twice or reserved", f.0);
+            seen[f.0 as usize] = true;
+            n += 1;
+        }
+        assert_eq!(n, 256, "every free frame, then None");
+        for f in 256..512 {
+            p.free_page(Frame(f));
+        }
+        assert_eq!(p.free_frames(), 256, "frees go straight back to the buddy allocator");
+        assert_eq!(p.free_blocks(8), 1, "and merge");
+    }
+
+    #[test]
+    fn frame_order_parses_and_shows() {
+        assert_eq!(FrameOrder::parse("ascending"), Some(FrameOrder::Ascending));
+        assert_eq!(FrameOrder::parse(" shuffled:42 "), Some(FrameOrder::Shuffled(42)));
+        for bad in ["shuffled", "shuffled:", "shuffled:x", "random", ""] {
+            assert_eq!(FrameOrder::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(FrameOrder::Shuffled(42).show(), "shuffled:42");
     }
 
     /// Random alloc/free against a model that tracks owned frames: no frame is handed out

@@ -54,6 +54,40 @@ pub struct WalkParams {
     pub coalesce: crate::translate::coalesce::GroupSizes,
     /// ASAP: page-table levels whose entries a native walk prefetches as it starts (0: off).
     pub asap: u8,
+    /// ChampSim's walk behaviours, to compare timing alone with it (validation only).
+    pub champsim: ChampSimWalks,
+}
+
+/// ChampSim's page-walk behaviours (`champsim.*` keys), which xlat reproduces only to compare
+/// its timing with ChampSim's on the same traces (docs/timing.md, "Calibration"); native radix
+/// tables only. All off by default: they are not how hardware walks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChampSimWalks {
+    /// After a page-walk-cache hit, read one more entry: ChampSim's PTW starts at the level of
+    /// the entry the paging-structure cache returned, reading the table it points to at that
+    /// entry's index, before going down (`ptw.cc`, `handle_read`).
+    pub reread: bool,
+    /// Each entry in a page of its own: ChampSim's virtual memory gives every (level, address
+    /// prefix) a fresh page (`vmem.cc`, `get_pte_pa`), so neighbouring pages' PTEs never share
+    /// a cache line. The lines are spread by a hash over a physical range above memory.
+    pub private_lines: bool,
+    /// Cycles each first use of a page-table entry (its accessed bit still clear) adds to the
+    /// walk, and once more for the data page at its leaf: ChampSim's minor-fault penalty, which
+    /// it charges for each new page-table entry and each new page inside the walk.
+    pub first_touch: u64,
+}
+
+/// Where ChampSim keeps the level-`level` entry for `va` ([`ChampSimWalks::private_lines`]):
+/// a page of its own per (level, prefix above the entry's index bits), hashed into 2^32 pages
+/// at 1 PB, at entry `index` within it (the entry's own index, but for the re-read).
+#[cold]
+fn champsim_entry_addr(level: u8, va: VirtAddr, index: u64) -> u64 {
+    let key = va.0 >> (12 + 9 * (level as u32 - 1));
+    let mut z = key ^ ((level as u64) << 56) ^ 0x9e37_79b9_7f4a_7c15;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (1 << 50) | ((z & 0xffff_ffff) << 12) | ((index & 511) << 3)
 }
 
 /// What one walk found.
@@ -112,6 +146,9 @@ impl<P: MemPort> Walker<'_, P> {
             self.asap_prefetch(pt, va, level, node);
         }
         self.port.delay(self.p.pwc_latency);
+        if self.p.champsim.reread && level < self.p.top {
+            self.champsim_reread(pt, va, level, node);
+        }
         match self.walk_table::<NATIVE>(pt, va, ctx, level, node, write, |_, a| Some(a >> 6)) {
             Found::Leaf(e, size, group) => Walked::Leaf(TlbEntry { frame: (e & PTE_PFN_MASK) >> 12, dirty: e & PTE_D != 0, group }, size),
             _ => Walked::Fault,
@@ -210,6 +247,18 @@ impl<P: MemPort> Walker<'_, P> {
         }
     }
 
+    /// ChampSim's extra read after a page-walk-cache hit ([`ChampSimWalks::reread`]): the node
+    /// the hit points to, at the index the hit entry's own level gives.
+    #[cold]
+    fn champsim_reread(&mut self, pt: &PageTables, va: VirtAddr, level: u8, node: NodeId) {
+        let idx = (va.0 >> (12 + 9 * level as u32)) & 511;
+        let addr = if self.p.champsim.private_lines { champsim_entry_addr(level, va, idx) } else { pt.node(node).entry_addr(idx as usize).0 };
+        self.port.read_pte(addr >> 6, Table::Native);
+        if self.miss {
+            self.mmu.counters.miss_walk_steps += 1;
+        }
+    }
+
     /// Probe the page-walk cache of table `D` (the vPWC for the host table, the PWC
     /// otherwise) for `va` and count its hits per level; returns where the walk starts.
     #[inline(always)]
@@ -270,7 +319,10 @@ impl<P: MemPort> Walker<'_, P> {
         };
         loop {
             let (idx, entry_level) = pt.index_at(node, level, va);
-            let addr = pt.node(node).entry_addr(idx).0;
+            let mut addr = pt.node(node).entry_addr(idx).0;
+            if D == NATIVE && self.p.champsim.private_lines {
+                addr = champsim_entry_addr(entry_level, va, idx as u64);
+            }
             let Some(line) = line_of(self, addr) else {
                 return Found::HostMissing(addr);
             };
@@ -299,6 +351,10 @@ impl<P: MemPort> Walker<'_, P> {
                 set |= PTE_D;
             }
             if e & set != set {
+                if D == NATIVE && self.p.champsim.first_touch > 0 && e & PTE_A == 0 {
+                    // (The leaf's first use is also its data page's: ChampSim charges both.)
+                    self.port.delay(self.p.champsim.first_touch * if leaf.is_some() { 2 } else { 1 });
+                }
                 pt.set_bits(node, idx, set);
             }
             if let Some(size) = leaf {
@@ -417,7 +473,17 @@ mod tests {
 
     /// The walker's parameters in these tests: a 3-cycle PWC probe, 4 levels, ASAP's `asap`.
     fn params(asap: u8) -> WalkParams {
-        WalkParams { pwc_latency: 3, nested_latency: 1, top: 4, host_top: 4, ntlb: false, nested_tlb_data: false, coalesce: 0, asap }
+        WalkParams {
+            pwc_latency: 3,
+            nested_latency: 1,
+            top: 4,
+            host_top: 4,
+            ntlb: false,
+            nested_tlb_data: false,
+            coalesce: 0,
+            asap,
+            champsim: ChampSimWalks::default(),
+        }
     }
 
     /// The line of the entry for `va` at each level of the 4-level table at `root`, top first.
@@ -520,5 +586,69 @@ mod tests {
         let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
         w.walk(&mut pt, root, va, false);
         assert_eq!(w.port.0[..2], [Call::Prefetch(path[3]), Call::Delay(3)]);
+    }
+
+    /// ChampSim's walk behaviours (validation only): with `reread`, a walk starting below a
+    /// page-walk-cache hit first reads the node it starts at once more, at the index of the
+    /// hit's own level; with `private_lines`, the leaf entries of neighbouring pages fall in
+    /// different lines (they share one without it), above all of memory; with `first_touch`,
+    /// the first walk through each entry spends the penalty per entry whose accessed bit it
+    /// sets, twice at the leaf (the PTE and the page), and the next walk nothing.
+    #[test]
+    fn champsim_walk_behaviours_are_opt_in_and_do_what_champsim_does() {
+        // (The first of eight PTEs in a line, so that its neighbour shares it.)
+        let va = VirtAddr(0x7f12_3450_0000);
+        let next = VirtAddr(va.0 + 4096);
+        let (mut pt, root) = table_mapping(&[va, next]);
+        let cfg = Config::default();
+        let mut mechs = Mechs::new(Vec::new(), 1);
+
+        let mut p = params(0);
+        p.champsim.reread = true;
+        let mut mmu = Mmu::new(&cfg, 1);
+        let mut port = FakePort::default();
+        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
+        w.walk(&mut pt, root, va, false);
+        assert_eq!(w.port.0.len(), 5, "a cold walk starts at the root: no re-read");
+        w.port.0.clear();
+        w.walk(&mut pt, root, next, false);
+        // The PWC's L2 entry points at the leaf node: it is read at the L2 index, then at the L1 one.
+        let leaf_node = (2..=4).rev().fold(root, |n, level| pt.node(n).children[next.index(level)]);
+        let reread = pt.node(leaf_node).entry_addr(next.index(2)).0 >> 6;
+        assert_eq!(w.port.0, vec![Call::Delay(3), Call::Pte(reread, Table::Native), Call::Pte(entry_lines(&pt, root, next)[3], Table::Native)]);
+        assert_eq!(w.mmu.counters.miss_walk_steps, 4 + 2);
+
+        let lines = |p: &WalkParams, pt: &mut PageTables| {
+            let mut mmu = Mmu::new(&cfg, 1);
+            let mut mechs = Mechs::new(Vec::new(), 1);
+            let mut port = FakePort::default();
+            let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p, c: 0, miss: true };
+            w.walk(pt, root, va, false);
+            w.walk(pt, root, next, false);
+            port.0.iter().filter_map(|c| if let Call::Pte(l, _) = c { Some(*l) } else { None }).collect::<Vec<_>>()
+        };
+        let shared = lines(&params(0), &mut pt);
+        assert_eq!(shared[3], shared[4], "radix: neighbouring PTEs share a line");
+        let mut p = params(0);
+        p.champsim.private_lines = true;
+        let private = lines(&p, &mut pt);
+        assert_ne!(private[3], private[4], "ChampSim: each PTE in a page of its own");
+        assert!(private.iter().all(|&l| l >> (50 - 6) == 1), "above memory: {private:x?}");
+
+        let (mut pt, root) = table_mapping(&[va, next]);
+        let mut p = params(0);
+        p.champsim.first_touch = 200;
+        let mut mmu = Mmu::new(&cfg, 1);
+        let mut port = FakePort::default();
+        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
+        let delays = |calls: &[Call]| calls.iter().map(|c| if let Call::Delay(d) = c { *d } else { 0 }).sum::<u64>();
+        w.walk(&mut pt, root, va, false);
+        assert_eq!(delays(&w.port.0), 3 + 200 * (3 + 2), "four new entries, the leaf twice");
+        w.port.0.clear();
+        w.walk(&mut pt, root, next, false);
+        assert_eq!(delays(&w.port.0), 3 + 400, "a new page in a known region: its PTE and the page");
+        w.port.0.clear();
+        w.walk(&mut pt, root, va, false);
+        assert_eq!(delays(&w.port.0), 3, "nothing new");
     }
 }

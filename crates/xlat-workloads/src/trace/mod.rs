@@ -6,6 +6,7 @@
 mod champsim;
 mod champsim_writer;
 mod lackey;
+pub mod maps;
 mod native;
 
 use std::fs::File;
@@ -276,7 +277,9 @@ impl TraceSource {
     /// be prefaulted: each file is read once more beforehand (so it must be a regular file,
     /// not a pipe), and every run of touched 4 KB pages becomes a region, runs less than
     /// [`REGION_GAP`] apart merged (as a program's mappings lie: a heap, a stack, libraries).
-    /// A trace with regions of its own (native) keeps them.
+    /// Where a trace file has a mappings sidecar (`FILE.maps`, written by `xlat trace`), the
+    /// regions are instead the mappings it touched ([`maps::regions`]). A trace with regions
+    /// of its own (native, from `xlat record`) keeps them.
     pub fn regions_from_pages(&mut self, paths: &[String], forced: Option<FormatSpec>) -> Result<(), SourceError> {
         if !self.regions.is_empty() {
             return Ok(());
@@ -306,7 +309,21 @@ impl TraceSource {
                 }
             }
         }
-        self.regions = regions_of_pages(pages);
+        let mut mappings = Vec::new();
+        let mut sidecars = 0;
+        for p in paths {
+            let side = maps::sidecar_path(p);
+            let text = match std::fs::read_to_string(&side) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(SourceError::Io { path: side, what: e.to_string() }),
+            };
+            mappings.extend(maps::parse(&text).map_err(|what| SourceError::Io { path: side, what })?);
+            sidecars += 1;
+        }
+        pages.sort_unstable();
+        pages.dedup();
+        self.regions = if sidecars == 0 { regions_of_pages(pages) } else { maps::regions(mappings, &pages, regions_of_pages) };
         Ok(())
     }
 }

@@ -1,0 +1,205 @@
+"""Run xlat and a locally built ChampSim on the same traces, and tabulate both.
+
+    .venv/bin/python calibration/run.py --champsim DIR [--only gups,chase] [--jobs 2]
+    .venv/bin/python calibration/run.py              # xlat only, against champsim.json
+
+DIR holds ChampSim binaries built from its public source with the configurations in
+``calibration/champsim/`` (``champsim_base``, ``champsim_stlb4``, ``champsim_pwc4``,
+``champsim_page2m``; see README.md). This script only runs them: it records each trace of
+``traces.toml`` with ``xlat record --format champsim`` (or ``xlat trace`` for a real program)
+into ``results/calibration/``, runs every machine change in both simulators over the same
+instructions, stores ChampSim's numbers in ``calibration/champsim.json`` (the data the table's
+ChampSim columns come from) and prints the side-by-side table of docs/timing.md.
+
+Without ``--champsim`` the ChampSim columns come from ``champsim.json``, so anyone can rerun
+the xlat side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+XLAT = [str(Path(sys.executable).parent / "xlat")]
+
+# The machine changes: xlat's --set keys for each ChampSim configuration (calibration/champsim/).
+CHANGES: dict[str, dict[str, str]] = {
+    "base": {},
+    # STLB 128 -> 512 sets of 12 ways.
+    "stlb4": {"tlb.l2.entries": "6144"},
+    # PSCL4/3/2 ways x4: 1x16, 2x16, 4x32.
+    "pwc4": {"pwc.l4.entries": "16", "pwc.l4.ways": "16", "pwc.l3.entries": "32", "pwc.l3.ways": "16", "pwc.l2.entries": "128", "pwc.l2.ways": "32"},
+    # Every page 2 MB (ChampSim: page_size 2 MB, three levels). xlat maps each region's
+    # aligned 2 MB stretches with 2 MB pages (the regions are the trace's, --prefault).
+    "page2m": {"os.page_policy": "ideal"},
+}
+
+# ChampSim's walk behaviours, which xlat reproduces for this comparison only (docs/timing.md):
+# the "xlat+cs" columns run with them.
+CHAMPSIM_WALKS = {"champsim.pscl_reread": "true", "champsim.private_pte_lines": "true", "champsim.first_touch_cycles": "200"}
+
+LINE = {
+    "ipc": re.compile(r"CPU 0 cumulative IPC: ([\d.]+) instructions: (\d+) cycles: (\d+)"),
+    "stlb": re.compile(r"cpu0_STLB TOTAL\s+ACCESS:\s+(\d+) HIT:\s+(\d+) MISS:\s+(\d+)"),
+    "stlb_lat": re.compile(r"cpu0_STLB AVERAGE MISS LATENCY: ([\d.]+) cycles"),
+    "ptw_reads": re.compile(r"cpu0_L1D TRANSLATION\s+ACCESS:\s+(\d+)"),
+}
+
+
+def parse_champsim(text: str) -> dict[str, float]:
+    """ChampSim's region-of-interest numbers from its standard output."""
+    out: dict[str, float] = {}
+    m = LINE["ipc"].search(text)
+    if not m:
+        raise ValueError("no 'CPU 0 cumulative IPC' line: did ChampSim finish?")
+    out["ipc"], out["instructions"], out["cycles"] = float(m[1]), int(m[2]), int(m[3])
+    m = LINE["stlb"].search(text)
+    out["walks"] = int(m[3]) if m else 0
+    m = LINE["stlb_lat"].search(text)
+    out["walk_latency"] = float(m[1]) if m else 0.0
+    m = LINE["ptw_reads"].search(text)
+    out["pte_reads_per_walk"] = int(m[1]) / out["walks"] if m and out["walks"] else 0.0
+    return out
+
+
+def record(t: dict, traces: Path) -> Path:
+    path = traces / f"{t['name']}.champsim.xz"
+    if path.exists():
+        return path
+    if "workload" in t:
+        cmd = [*XLAT, "record", "-w", t["workload"], "-o", str(path), "--refs", str(t["refs"]), "--format", "champsim"]
+    else:
+        # A real program: traced under valgrind, then written as ChampSim records.
+        native = traces / f"{t['name']}.xtr"
+        if not native.exists():
+            subprocess.run(
+                ["setarch", "-R", *XLAT, "trace", "-o", str(native), "--refs", str(t["refs"]), "--", *t["program"]], check=True, stdout=subprocess.DEVNULL
+            )
+        cmd = [*XLAT, "record", "-w", f"trace:{native}", "-o", str(path), "--format", "champsim"]
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    return path
+
+
+def xlat_run(trace: Path, change: str, warmup: int, champsim_walks: bool = False) -> dict[str, float]:
+    import xlat
+
+    keys = {**CHANGES[change], **(CHAMPSIM_WALKS if champsim_walks else {})}
+    r = xlat.simulate(str(HERE / "xlat.toml"), trace=str(trace), trace_format="champsim", prefault=True, warmup_instructions=warmup, **keys)
+    walks = r["walks"]
+    return {
+        "ipc": r["ipc"],
+        "instructions": r["instructions"],
+        "cycles": r["cycles"],
+        "refs": r["refs"],
+        "walks": walks,
+        # As ChampSim's STLB miss latency: the wait for a walker and the walk.
+        "walk_latency": (r["walk_cycles"] + r["walker_wait_cycles"]) / walks if walks else 0.0,
+        "pte_reads_per_walk": r["walk_steps_per_walk"] if walks else 0.0,
+    }
+
+
+def champsim_run(binaries: Path, trace: Path, change: str, warmup: int, instructions: int, outdir: Path) -> dict[str, float]:
+    out = outdir / f"{trace.name.split('.')[0]}.{change}.out"
+    if not out.exists():
+        exe = binaries / f"champsim_{change}"
+        p = subprocess.run([str(exe), "--hide-heartbeat", "-w", str(warmup), "-i", str(instructions), str(trace)], capture_output=True, text=True, check=False)
+        if p.returncode != 0:
+            raise RuntimeError(f"{exe} failed on {trace}: {p.stderr.strip()[-300:]}")
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(p.stdout)
+        tmp.replace(out)
+    return parse_champsim(out.read_text())
+
+
+def pct(a: float, b: float) -> str:
+    return f"{100 * (a / b - 1):+.1f} %" if b else "—"
+
+
+SIMS = ("champsim", "xlat+cs", "xlat")
+
+
+def row(name: str, sims: dict[str, dict[str, dict[str, float]]]) -> str:
+    """One trace's line of the table (see :func:`table`)."""
+    base = {k: sims[k]["base"] for k in SIMS}
+    # The same references in both: xlat's count, scaled to each run's instructions.
+    refs = {k: base["xlat"]["refs"] * base[k]["instructions"] / base["xlat"]["instructions"] for k in SIMS}
+    cells = [
+        [f"{base[k]['ipc']:.3f}" for k in SIMS],
+        [f"{base[k]['cycles'] / refs[k]:.1f}" for k in SIMS],
+        [f"{base[k]['walk_latency']:.0f}" for k in SIMS],
+        [f"{base[k]['pte_reads_per_walk']:.2f}" for k in SIMS],
+        *([pct(sims[k][ch]["ipc"], base[k]["ipc"]) if ch in sims[k] else "—" for k in SIMS] for ch in ("page2m", "stlb4", "pwc4")),
+    ]
+    return f"| {name} | " + " | ".join(" / ".join(c) for c in cells) + " |"
+
+
+def table(rows: dict[str, dict[str, dict[str, dict[str, float]]]]) -> str:
+    """Markdown: per trace, the base machine's IPC, cycles per reference, walk latency (STLB miss
+    to fill) and entries read per walk, then each change's speed-up, in ChampSim / xlat with
+    ChampSim's walk behaviours / xlat."""
+    cols = ["IPC", "cycles/ref", "walk latency", "reads/walk", "2 MB pages", "STLB x4", "PWC x4"]
+    lines = ["| trace | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    lines += [row(name, sims) for name, sims in rows.items() if all("base" in sims.get(k, {}) for k in SIMS)]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--champsim", type=Path, metavar="DIR", help="directory of the ChampSim binaries (champsim_base, ...)")
+    ap.add_argument("--only", help="comma-separated trace names (default: all of traces.toml)")
+    ap.add_argument("--changes", default=",".join(CHANGES), help="comma-separated machine changes (default: all)")
+    ap.add_argument("--jobs", "-j", type=int, default=2, help="ChampSim runs at once (default 2)")
+    ap.add_argument("--results", type=Path, default=ROOT / "results" / "calibration", help="traces and ChampSim outputs")
+    args = ap.parse_args()
+
+    spec = tomllib.loads((HERE / "traces.toml").read_text())
+    warmup = int(spec["warmup_instructions"])
+    traces = [t for t in spec["trace"] if not args.only or t["name"] in args.only.split(",")]
+    changes = [c for c in args.changes.split(",") if c]
+    args.results.mkdir(parents=True, exist_ok=True)
+    store = HERE / "champsim.json"
+    champ: dict = json.loads(store.read_text()) if store.exists() else {}
+
+    rows: dict = {}
+    paths = {t["name"]: record(t, args.results) for t in traces}
+    for t in traces:
+        name = t["name"]
+        rows[name] = {
+            "xlat": {ch: xlat_run(paths[name], ch, warmup) for ch in changes},
+            "xlat+cs": {ch: xlat_run(paths[name], ch, warmup, champsim_walks=True) for ch in changes},
+            "champsim": champ.get(name, {}),
+        }
+        print(f"xlat: {name} done", file=sys.stderr)
+    (args.results / "xlat.json").write_text(json.dumps({n: {k: r[k] for k in ("xlat", "xlat+cs")} for n, r in rows.items()}, indent=1))
+    if args.champsim:
+        jobs = [(t["name"], ch) for t in traces for ch in changes]
+        with ThreadPoolExecutor(args.jobs) as pool:
+            futs = {
+                job: pool.submit(champsim_run, args.champsim, paths[job[0]], job[1], warmup, int(rows[job[0]]["xlat"]["base"]["instructions"]), args.results)
+                for job in jobs
+            }
+            for (name, ch), f in futs.items():
+                champ.setdefault(name, {})[ch] = f.result()
+                rows[name]["champsim"] = champ[name]
+                print(f"ChampSim: {name} {ch} done", file=sys.stderr)
+        tmp = store.with_suffix(".tmp")
+        tmp.write_text(json.dumps(champ, indent=1, sort_keys=True) + "\n")
+        tmp.replace(store)
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+//! A trace's mappings sidecar: `TRACE.maps`, the traced program's `/proc/PID/maps` lines
+//! (`xlat trace` samples the file while the program runs and keeps every mapping it saw).
+//! With `--prefault`, a trace's regions are the mappings it touched, so a region ends where
+//! the program's mapping ends rather than where its touched pages happen to stop.
+
+use xlat_core::Region;
+
+/// One mapping: `[start, end)` and its name (the mapped file, `[heap]`, `[stack]`, or
+/// empty for anonymous memory).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub name: String,
+}
+
+/// The sidecar of the trace file `trace`.
+pub fn sidecar_path(trace: &str) -> String {
+    format!("{trace}.maps")
+}
+
+/// Parse `/proc/PID/maps` text: `START-END PERMS OFFSET DEV INODE [PATH]` per line, blank
+/// lines allowed. Else the first bad line's number and what is wrong with it.
+pub fn parse(text: &str) -> Result<Vec<Mapping>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |what: &str| format!("line {}: {what} (expected START-END PERMS OFFSET DEV INODE [PATH], as in /proc/PID/maps)", i + 1);
+        let mut fields = line.split_whitespace();
+        let range = fields.next().ok_or_else(|| bad("empty"))?;
+        let (s, e) = range.split_once('-').ok_or_else(|| bad("no START-END range"))?;
+        let hex = |x: &str| u64::from_str_radix(x, 16).map_err(|_| bad(&format!("'{x}' is not a hexadecimal address")));
+        let (start, end) = (hex(s)?, hex(e)?);
+        if start >= end || start % 4096 != 0 || end % 4096 != 0 {
+            return Err(bad("the range is empty or not page-aligned"));
+        }
+        if fields.by_ref().take(4).count() != 4 {
+            return Err(bad("fewer than five fields"));
+        }
+        let name = fields.collect::<Vec<_>>().join(" ");
+        out.push(Mapping { start, end, name });
+    }
+    Ok(out)
+}
+
+/// Regions for a trace that touched `pages` (4 KB page numbers, sorted, distinct): every
+/// mapping that holds a touched page (overlapping mappings, e.g. a heap seen at two sizes,
+/// become one); touched pages outside every mapping (one mapped and unmapped between two
+/// samples) get regions of their own from `uncovered`.
+pub fn regions(mut maps: Vec<Mapping>, pages: &[u64], uncovered: impl FnOnce(Vec<u64>) -> Vec<Region>) -> Vec<Region> {
+    maps.sort_by_key(|m| (m.start, m.end));
+    let mut merged: Vec<Mapping> = Vec::new();
+    for m in maps {
+        match merged.last_mut() {
+            Some(l) if m.start < l.end => {
+                l.end = l.end.max(m.end);
+                if l.name.is_empty() {
+                    l.name = m.name;
+                }
+            }
+            _ => merged.push(m),
+        }
+    }
+    let mut out = Vec::new();
+    let mut outside = Vec::new();
+    let mut next = 0; // pages are sorted: each mapping's pages follow the previous one's
+    for (k, m) in merged.iter().enumerate() {
+        let (lo, hi) = (m.start >> 12, m.end >> 12);
+        let mut touched = false;
+        while next < pages.len() && pages[next] < hi {
+            if pages[next] >= lo {
+                touched = true;
+            } else {
+                outside.push(pages[next]);
+            }
+            next += 1;
+        }
+        if touched {
+            let name = if m.name.is_empty() { format!("anon{k}") } else { m.name.clone() };
+            out.push(Region { name, start: m.start, len: m.end - m.start });
+        }
+    }
+    outside.extend_from_slice(&pages[next..]);
+    if !outside.is_empty() {
+        // (regions_of_pages names them pagesN; they lie between or beyond the mappings.)
+        let extra: Vec<Region> = uncovered(outside);
+        out.extend(extra.into_iter().filter(|r| !out_overlaps(&merged, r)));
+        out.sort_by_key(|r| r.start);
+    }
+    out
+}
+
+/// Whether `r` overlaps a mapping (a run of uncovered pages merged across a gap may reach
+/// into one; it is then left out, its pages kept by the mapping's region or dropped with it).
+fn out_overlaps(maps: &[Mapping], r: &Region) -> bool {
+    maps.iter().any(|m| m.start < r.start + r.len && r.start < m.end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAPS: &str = "\
+00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/dbus-daemon
+00e03000-00e24000 rw-p 00000000 00:00 0           [heap]
+00e24000-011f7000 rw-p 00000000 00:00 0           [heap]
+7f0000000000-7f0000100000 rw-p 00000000 00:00 0
+7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0   [stack]
+";
+
+    #[test]
+    fn parses_proc_maps_lines() {
+        let m = parse(MAPS).unwrap();
+        assert_eq!(m.len(), 5);
+        assert_eq!(m[0], Mapping { start: 0x400000, end: 0x452000, name: "/usr/bin/dbus-daemon".into() });
+        assert_eq!(m[3].name, "");
+        assert_eq!(m[4].name, "[stack]");
+    }
+
+    #[test]
+    fn bad_lines_name_the_line() {
+        for (text, what) in [
+            ("zz-1000 r--p 0 0:0 0\n", "line 1: 'zz' is not a hexadecimal"),
+            ("\n1000 r--p 0 0:0 0\n", "line 2: no START-END"),
+            ("2000-1000 r--p 0 0:0 0\n", "line 1: the range is empty"),
+            ("1000-2001 r--p 0 0:0 0\n", "line 1: the range is empty or not page-aligned"),
+            ("1000-2000 r--p 0\n", "line 1: fewer than five fields"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.starts_with(what), "{text:?}: {e}");
+        }
+    }
+
+    /// A mapping the trace never touched is left out; two samples of a growing heap become
+    /// one region; a page outside every mapping still gets a region.
+    #[test]
+    fn regions_are_the_touched_mappings() {
+        let mut maps = parse(MAPS).unwrap();
+        maps.push(Mapping { start: 0xe03000, end: 0x1000000, name: "[heap]".into() }); // an earlier sample
+        let pages = vec![0x400, 0xe10, 0x1100, 0x7ffc00000, 0x9000000];
+        let r = regions(maps, &pages, crate::trace::regions_of_pages);
+        let spans: Vec<(&str, u64, u64)> = r.iter().map(|r| (r.name.as_str(), r.start, r.len)).collect();
+        let want: Vec<(&str, u64, u64)> = vec![
+            ("/usr/bin/dbus-daemon", 0x40_0000, 0x5_2000),
+            ("[heap]", 0xe0_3000, 0x11f_7000 - 0xe0_3000),
+            ("pages0", 0x900_0000 << 12, 4096),
+            ("[stack]", 0x7ffc_0000_0000, 0x2_1000),
+        ];
+        assert_eq!(spans, want);
+    }
+}
