@@ -87,7 +87,10 @@ def record(t: dict, traces: Path) -> Path:
             subprocess.run(
                 ["setarch", "-R", *XLAT, "trace", "-o", str(native), "--refs", str(t["refs"]), "--", *t["program"]], check=True, stdout=subprocess.DEVNULL
             )
-        cmd = [*XLAT, "record", "-w", f"trace:{native}", "-o", str(path), "--format", "champsim"]
+        from xlat import _core
+
+        _core.convert_trace([str(native)], None, str(path), None, None, "champsim")
+        return path
     subprocess.run(cmd, check=True, cwd=ROOT)
     return path
 

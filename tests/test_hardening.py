@@ -258,6 +258,15 @@ def test_a_kernel_recorded_for_champsim_replays_in_the_same_cycles(tmp_path):
     assert (replay["refs"], replay["cycles"]) == (kernel["refs"], kernel["cycles"])
     with pytest.raises(xlat.TraceError, match="cannot record format 'lackey'"):
         xlat._core.record("gups", str(tmp_path / "x"), 10, 1, "lackey")
+    # A native trace converted to ChampSim's format replays as the ChampSim recording does.
+    native = tmp_path / "chase.xtr"
+    xlat._core.record("chase:footprint=16M,limit=5000", str(native), None, 1)
+    converted = tmp_path / "converted.champsim"
+    assert xlat._core.convert_trace([str(native)], None, str(converted), None, None, "champsim") == kernel["refs"]
+    again = xlat.simulate("skylake", trace=str(converted))
+    assert (again["refs"], again["cycles"]) == (kernel["refs"], kernel["cycles"])
+    with pytest.raises(xlat.TraceError, match="cannot record format 'lackey'"):
+        xlat._core.convert_trace([str(native)], None, str(tmp_path / "y"), None, None, "lackey")
 
 
 # --- stop when asked: Ctrl-C and SIGTERM within a second, exit 130/143, nothing left behind ----

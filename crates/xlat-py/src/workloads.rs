@@ -86,28 +86,43 @@ fn workload_params(py: Python<'_>, spec: String, seed: u64) -> PyResult<Py<PyDic
 #[pyfunction]
 #[pyo3(signature = (workload, path, refs=None, seed=1, format=None))]
 fn record(py: Python<'_>, workload: String, path: String, refs: Option<u64>, seed: u64, format: Option<String>) -> PyResult<u64> {
-    let fmt = match format.as_deref() {
-        None | Some("native") => wl::trace::Format::Native,
-        Some("champsim") => wl::trace::Format::ChampSim,
-        Some(f) => return Err(TraceError::new_err(format!("cannot record format '{f}': xlat records native or champsim traces"))),
-    };
+    let fmt = out_format_of(format.as_deref())?;
     interruptible(py, move |stop| {
         let (desc, mut src) = wl::open_until(&workload, seed, stop.clone()).map_err(workload_err)?;
         wl::trace::record_as(&mut *src, Path::new(&path), fmt, refs, &desc.spec(), &stop).map_err(source_err)
     })
 }
 
-/// Convert traces (native, ChampSim, lackey; `fmt` forces one) to native trace files.
+/// Convert traces (native, ChampSim, lackey; `fmt` forces one) to native trace files, or to
+/// ChampSim's with `out_format="champsim"`.
 #[pyfunction]
-#[pyo3(signature = (paths, fmt, out, refs=None, desc=None))]
-fn convert_trace(py: Python<'_>, paths: Vec<String>, fmt: Option<String>, out: String, refs: Option<u64>, desc: Option<String>) -> PyResult<u64> {
+#[pyo3(signature = (paths, fmt, out, refs=None, desc=None, out_format=None))]
+fn convert_trace(
+    py: Python<'_>,
+    paths: Vec<String>,
+    fmt: Option<String>,
+    out: String,
+    refs: Option<u64>,
+    desc: Option<String>,
+    out_format: Option<String>,
+) -> PyResult<u64> {
+    let to = out_format_of(out_format.as_deref())?;
     interruptible(py, move |stop| {
         let spec = match fmt.as_deref() {
             None => None,
             Some(f) => Some(wl::trace::FormatSpec::parse(f).ok_or_else(|| workload_err(wl::WorkloadError::UnknownFormat(f.to_string())))?),
         };
-        wl::trace::convert_until(&paths, spec, Path::new(&out), refs, desc.as_deref(), &stop).map_err(source_err)
+        wl::trace::convert_until(&paths, spec, Path::new(&out), to, refs, desc.as_deref(), &stop).map_err(source_err)
     })
+}
+
+/// The trace format xlat writes: native (the default) or ChampSim's.
+fn out_format_of(format: Option<&str>) -> PyResult<wl::trace::Format> {
+    match format {
+        None | Some("native") => Ok(wl::trace::Format::Native),
+        Some("champsim") => Ok(wl::trace::Format::ChampSim),
+        Some(f) => Err(TraceError::new_err(format!("cannot record format '{f}': xlat records native or champsim traces"))),
+    }
 }
 
 /// Convert valgrind lackey output (a file or a FIFO) to one native trace described by `desc`

@@ -555,22 +555,24 @@ pub fn lackey_to_native_until(input: &Path, out: &Path, desc: Option<&str>, stop
 
 /// Convert any readable traces to native files (one per input stream, as [`record`]).
 pub fn convert(paths: &[String], format: Option<FormatSpec>, out: &Path, max_refs: Option<u64>) -> Result<u64, SourceError> {
-    convert_until(paths, format, out, max_refs, None, &AtomicBool::new(false))
+    convert_until(paths, format, out, Format::Native, max_refs, None, &AtomicBool::new(false))
 }
 
-/// As [`convert`], with `desc` as the new files' description (default: the inputs' own),
-/// stopping once `stop` is set (checked once per batch).
+/// As [`convert`], writing `out_format` (native or ChampSim, as [`record_as`]), with `desc` as
+/// the new files' description (default: the inputs' own), stopping once `stop` is set
+/// (checked once per batch).
 pub fn convert_until(
     paths: &[String],
     format: Option<FormatSpec>,
     out: &Path,
+    out_format: Format,
     max_refs: Option<u64>,
     desc: Option<&str>,
     stop: &AtomicBool,
 ) -> Result<u64, SourceError> {
     let mut src = TraceSource::open(paths, format)?;
     let desc = desc.map(str::to_string).unwrap_or_else(|| src.desc().spec());
-    record_until(&mut src, out, max_refs, &desc, stop)
+    record_as(&mut src, out, out_format, max_refs, &desc, stop)
 }
 
 /// Decode an in-memory trace completely; for fuzzing and tests. Returns the reference count.
