@@ -107,8 +107,9 @@ def xlat_run(trace: Path, change: str, warmup: int, champsim_walks: bool = False
         "cycles": r["cycles"],
         "refs": r["refs"],
         "walks": walks,
-        # As ChampSim's STLB miss latency: the wait for a walker and the walk.
-        "walk_latency": (r["walk_cycles"] + r["walker_wait_cycles"]) / walks if walks else 0.0,
+        # As ChampSim's STLB miss latency, which starts when the walk gets a PTW MSHR: the walk
+        # from when it has its walker, without the wait for one.
+        "walk_latency": r["walk_cycles_per_walk"] if walks else 0.0,
         "pte_reads_per_walk": r["walk_steps_per_walk"] if walks else 0.0,
     }
 
