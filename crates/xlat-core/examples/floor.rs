@@ -490,7 +490,7 @@ struct Memory<H> {
 
 impl<H: Levels> Memory<H> {
     fn new(h: H, timing: bool) -> Self {
-        Memory { h, timing, w: Window::new(4, 224), walkers: Units::new(2), mshrs: Units::new(10), issue: 0, lat: 0 }
+        Memory { h, timing, w: Window::new(4, 224, 0), walkers: Units::new(2), mshrs: Units::new(10), issue: 0, lat: 0 }
     }
 
     fn replay(&mut self, steps: &[Step]) {

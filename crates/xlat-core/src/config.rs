@@ -400,6 +400,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("core.width", Limit::Int(1024)),
     ("core.rob", Limit::Int(1 << 16)),
     ("core.mshrs", Limit::Int(4096)),
+    ("core.store_buffer", Limit::Int(4096)),
     ("system.threads_per_core", Limit::Int(8)),
     ("core.walkers", Limit::Int(4096)),
     ("tlb.l1d.entries", Limit::Int(ENTRIES)),
@@ -554,6 +555,7 @@ config! {
     core_width: u64 = 4; "core.width"; "instructions dispatched per cycle";
     core_rob: u64 = 224; "core.rob"; "reorder-buffer entries: how far dispatch may run ahead of the oldest unfinished instruction";
     core_mshrs: u64 = 10; "core.mshrs"; "L1D misses in flight at once";
+    core_store_buffer: u64 = 56; "core.store_buffer"; "store-buffer entries: a store retires into one once translated and holds it until it commits, in order, with its line there; a full buffer holds the next store's retirement (0: unlimited)";
     core_walkers: u64 = 2; "core.walkers"; "page walks in flight at once";
     core_inflight: bool = true; "core.inflight"; "in-flight state: a reference waits for work in flight that it needs (the fill of its line: an MSHR merge; the walk of its 4 KB page: a TLB-miss merge) (false: caches and TLBs serve a line or translation the moment its access is simulated; for ablation)";
     tlb_l1d_entries: u64 = 64; "tlb.l1d.entries"; "L1 DTLB entries for 4 KB pages (all sizes if tlb.l1d.unified)";

@@ -192,6 +192,8 @@ pub static ENTRIES: &[Entry] = &[
     e(Core, "[core<N>.]fetches", Counter, "references", "References that are instruction fetches (they use the L1 ITLB and the L1I)."),
     e(Core, "rob_stall_cycles", Counter, "cycles",
         "Cycles dispatch waited for the reorder buffer (`core.rob` entries) to free an entry, summed over cores (there is no per-core form)."),
+    e(Core, "store_buffer_stall_cycles", Counter, "cycles",
+        "Cycles retirement waited for a store-buffer entry (`core.store_buffer` entries, freed as stores commit in order once their lines are there), beyond what it waited for older instructions anyway; summed over cores (there is no per-core form)."),
     e(Core, "[core<N>.]translation_cycles", Counter, "cycles",
         "Summed over references: cycles from a reference's issue to its translation being known: the L2 TLB latency after an L1 TLB miss, waiting for a walker, the walk, fault handling (with `tlb.perfect=true`, only the OS's fault work). An L1 TLB hit adds 0. Counted by the memory side."),
     e(Core, "[core<N>.]inflight.walk_merges", Counter, "references",

@@ -70,11 +70,11 @@ pub struct ContextMem {
 
 impl ContextMem {
     fn new(cfg: &Config) -> ContextMem {
-        // SMT: the contexts of a core split its dispatch width and reorder buffer evenly (as
-        // Intel's cores partition the ROB statically).
+        // SMT: the contexts of a core split its dispatch width, reorder buffer and store
+        // buffer evenly (as Intel's cores partition the ROB and store buffer statically).
         let n = cfg.system_threads_per_core.max(1);
         ContextMem {
-            window: Window::new((cfg.core_width / n).max(1), (cfg.core_rob / n).max(1)),
+            window: Window::new((cfg.core_width / n).max(1), (cfg.core_rob / n).max(1), cfg.core_store_buffer.div_ceil(n)),
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
             tlb_lines: TlbLineCounters::default(),
@@ -106,9 +106,6 @@ pub struct CoreMem {
     /// L1D misses in flight (`core.mshrs`) and page walks (`core.walkers`).
     pub mshrs: Units,
     pub walkers: Units,
-    /// The cycles of the last walk (without faults): how long a walk about to start will
-    /// probably hold its walker.
-    last_walk: u64,
     /// Lines on their way to this core (by line), and walks not yet done (by 4 KB page of
     /// the translated address's frame): see [`InFlight`].
     fills: InFlight,
@@ -129,7 +126,6 @@ impl CoreMem {
                 .with_prefetcher(cfg.cache_l2_prefetcher != Prefetcher::None),
             mshrs: Units::new(cfg.core_mshrs),
             walkers: Units::new(cfg.core_walkers),
-            last_walk: 0,
             fills: InFlight::default(),
             walks: InFlight::default(),
             pf_l1d: Prefetch::new(cfg.cache_l1d_prefetcher, cfg.cache_l1d_prefetch_degree),
@@ -573,14 +569,14 @@ impl MemorySide {
     }
 
     /// When a walk on core `c` that wants to start at `t` gets a walker: the first cycle one
-    /// is free for as long as the core's last walk took (its reads are timed from there; its
-    /// own length is known only at its end).
+    /// is free (its reads are timed from there; its own length, which it books with
+    /// [`MemorySide::walk_done`], is known only at its end).
     #[inline(always)]
     pub fn walk_start(&mut self, c: usize, t: u64) -> u64 {
         let k = self.core_of(c);
         let floor = self.ctxs[c].window.now();
         let core = &mut self.cores[k];
-        core.walkers.start(t, core.last_walk.max(1), floor)
+        core.walkers.start(t, floor)
     }
 
     /// The timing of a walk on core `c` that wanted to start at `t`, started at `start`
@@ -591,7 +587,6 @@ impl MemorySide {
         let k = self.core_of(c);
         let core = &mut self.cores[k];
         core.walkers.book(start, lat - fault_cycles);
-        core.last_walk = lat - fault_cycles;
         let done = start + lat;
         let x = &mut self.ctxs[c];
         // Walk latency as the papers report it: the walk itself, not the wait for a walker.
@@ -619,10 +614,13 @@ impl MemorySide {
         let k = &mut x.counters;
         k.translation_cycles += t - issue;
         served.count([&mut k.data_l1, &mut k.data_l2, &mut k.data_llc, &mut k.data_dram]);
-        // Stores retire into the store buffer once translated; their misses do not hold
-        // up retirement (but do occupy an MSHR).
-        let complete = if write { t + 1 } else { arrival };
-        x.window.complete(complete);
+        // Stores retire into the store buffer once translated; their misses occupy an MSHR
+        // and their entry, not the reorder buffer.
+        if write {
+            x.window.complete_store(t, arrival);
+        } else {
+            x.window.complete(arrival);
+        }
     }
 
     /// When the line of an access by core `c` at `t`, served by `served` in `lat` cycles,
@@ -728,6 +726,7 @@ impl MemorySide {
             x.base_instr = x.window.instructions();
             x.base_cycles = x.window.cycles();
             x.window.rob_stall_cycles = 0;
+            x.window.store_buffer_stall_cycles = 0;
         }
         for core in &mut self.cores {
             for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
