@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import time
 
 import pytest
 
@@ -105,7 +104,6 @@ def _tiny_study(tmp_path):
 
 @needs_sim
 def test_report_renders_from_a_tiny_sweep(tmp_path):
-    t0 = time.monotonic()
     d = _tiny_study(tmp_path)
     root = tmp_path / "results"
     res = study.run(str(d), workers=2, root=root, progress=False)
@@ -149,4 +147,3 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     assert rows["speedup_ptp_llc2x"].split(" | ")[4] == "—"
     assert "not in this sweep (runnable now" in status["speedup_ptp_llc2x"]
     assert (res.report.parent / "speedup_llc.png").is_file()
-    assert time.monotonic() - t0 < 90
