@@ -14,8 +14,8 @@
 //! reference carries the latency the functional caches gave it (4 cycles: an L1 hit).
 //!
 //! With 10 MSHRs the window must stay within 20 % of the reference (it runs about +12 %), and
-//! without an MSHR limit within 2 %. Requiring an MSHR free for a miss's whole duration, the rule
-//! before, ran +78 %: an early request waited behind every later booking.
+//! without an MSHR limit within 2 %. (Requiring an MSHR free for a miss's whole duration, the rule
+//! before, made an early request wait behind every later booking, far beyond this bound.)
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

@@ -21,9 +21,8 @@
 /// than `n` are busy for a while, and the requests that come in that stretch wait it out. In
 /// time order the later request would have waited instead; it cannot, being booked already,
 /// so its wait falls on those that come after it. (Requiring a unit free for the request's
-/// whole duration made an earlier request wait behind every later booking: on a BFS slice that
-/// ran +72 % against a cycle-stepped out-of-order reference, this rule +8 %, and it made a
-/// perfect TLB slower than page walks.) Requests never come before the dispatch clock of the
+/// whole duration made an earlier request wait behind every later booking, and a perfect TLB
+/// slower than page walks: docs/timing.md.) Requests never come before the dispatch clock of the
 /// contexts that share the units, so the steps behind it are dropped.
 pub struct Units {
     n: u32,
