@@ -13,9 +13,9 @@
 //! neighbour's state (nearby lines, mostly LLC hits), now and then the stores of a visit. Each
 //! reference carries the latency the functional caches gave it (4 cycles: an L1 hit).
 //!
-//! With 10 MSHRs the window must stay within 20 % of the reference (it runs about +12 %), and
-//! without an MSHR limit within 2 %. (Requiring an MSHR free for a miss's whole duration, the rule
-//! before, made an early request wait behind every later booking, far beyond this bound.)
+//! With 10 MSHRs the window must stay within 5 % of the reference (it runs -0.3 to +2.6 %), and
+//! without an MSHR limit within 2 %. (A pool that made a request wait for every booking in force,
+//! those of requests later in time included, ran +11 to +12 % here: docs/timing.md.)
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -199,7 +199,7 @@ fn window(refs: &[R], mshrs: u64) -> u64 {
 fn the_window_tracks_a_cycle_stepped_reference_on_a_bfs_like_stream() {
     for seed in 1..=3 {
         let refs = bfs_like(20_000, seed);
-        for (mshrs, tolerance) in [(10u64, 0.20), (100_000, 0.02)] {
+        for (mshrs, tolerance) in [(10u64, 0.05), (100_000, 0.02)] {
             let (want, got) = (reference(&refs, mshrs as usize) as f64, window(&refs, mshrs) as f64);
             let err = got / want - 1.0;
             println!("seed {seed}, {mshrs} MSHRs: window {got} cycles, reference {want} ({:+.1} %)", 100.0 * err);

@@ -586,7 +586,7 @@ impl MemorySide {
     pub fn walk_done(&mut self, c: usize, t: u64, start: u64, lat: u64, fault_cycles: u64) -> u64 {
         let k = self.core_of(c);
         let core = &mut self.cores[k];
-        core.walkers.book(start, lat - fault_cycles);
+        core.walkers.book(t, start, lat - fault_cycles);
         let done = start + lat;
         let x = &mut self.ctxs[c];
         // Walk latency as the papers report it: the walk itself, not the wait for a walker.
