@@ -120,7 +120,8 @@ def champsim_run(binaries: Path, trace: Path, change: str, warmup: int, instruct
         exe = binaries / f"champsim_{change}"
         p = subprocess.run([str(exe), "--hide-heartbeat", "-w", str(warmup), "-i", str(instructions), str(trace)], capture_output=True, text=True, check=False)
         if p.returncode != 0:
-            raise RuntimeError(f"{exe} failed on {trace}: {p.stderr.strip()[-300:]}")
+            why = p.stderr.strip()[-300:] or (f"killed by signal {-p.returncode}" if p.returncode < 0 else f"exit status {p.returncode}")
+            raise RuntimeError(f"{exe.name} failed on {trace.name}: {why}")
         tmp = out.with_suffix(".tmp")
         tmp.write_text(p.stdout)
         tmp.replace(out)
@@ -195,7 +196,12 @@ def main() -> int:
                 for job in jobs
             }
             for (name, ch), f in futs.items():
-                champ.setdefault(name, {})[ch] = f.result()
+                try:
+                    champ.setdefault(name, {})[ch] = f.result()
+                except RuntimeError as e:
+                    # (One line, and the other runs go on: the table shows what ran.)
+                    print(f"ChampSim: {name} {ch}: {e}", file=sys.stderr)
+                    continue
                 rows[name]["champsim"] = champ[name]
                 print(f"ChampSim: {name} {ch} done", file=sys.stderr)
         tmp = store.with_suffix(".tmp")
