@@ -95,10 +95,10 @@ def record(t: dict, traces: Path) -> Path:
     return path
 
 
-def xlat_run(trace: Path, change: str, warmup: int, champsim_walks: bool = False) -> dict[str, float]:
+def xlat_run(trace: Path, change: str, warmup: int, champsim_walks: bool = False, extra: dict[str, str] | None = None) -> dict[str, float]:
     import xlat
 
-    keys = {**CHANGES[change], **(CHAMPSIM_WALKS if champsim_walks else {})}
+    keys = {**CHANGES[change], **(CHAMPSIM_WALKS if champsim_walks else {}), **(extra or {})}
     r = xlat.simulate(str(HERE / "xlat.toml"), trace=str(trace), trace_format="champsim", prefault=True, warmup_instructions=warmup, **keys)
     walks = r["walks"]
     return {
@@ -167,7 +167,16 @@ def main() -> int:
     ap.add_argument("--changes", default=",".join(CHANGES), help="comma-separated machine changes (default: all)")
     ap.add_argument("--jobs", "-j", type=int, default=2, help="ChampSim runs at once (default 2)")
     ap.add_argument("--results", type=Path, default=ROOT / "results" / "calibration", help="traces and ChampSim outputs")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an xlat config key for both xlat columns, over calibration/xlat.toml (repeatable; "
+                         "to test a cause, e.g. --set dram.latency_ns=82)")
     args = ap.parse_args()
+    extra = {}
+    for kv in args.set:
+        key, eq, value = kv.partition("=")
+        if not eq or not key:
+            ap.error(f"--set {kv!r}: expected KEY=VALUE")
+        extra[key] = value
 
     spec = tomllib.loads((HERE / "traces.toml").read_text())
     warmup = int(spec["warmup_instructions"])
@@ -182,8 +191,8 @@ def main() -> int:
     for t in traces:
         name = t["name"]
         rows[name] = {
-            "xlat": {ch: xlat_run(paths[name], ch, warmup) for ch in changes},
-            "xlat+cs": {ch: xlat_run(paths[name], ch, warmup, champsim_walks=True) for ch in changes},
+            "xlat": {ch: xlat_run(paths[name], ch, warmup, extra=extra) for ch in changes},
+            "xlat+cs": {ch: xlat_run(paths[name], ch, warmup, champsim_walks=True, extra=extra) for ch in changes},
             "champsim": champ.get(name, {}),
         }
         print(f"xlat: {name} done", file=sys.stderr)
