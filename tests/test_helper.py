@@ -1,6 +1,6 @@
-"""Helper threads (PT-Baker's mechanism, in simulation): a stream beside the program's own, in
-its address space on the next core, touching every N-th page of its regions. The shape of
-PT-Baker's result in a small test: the main thread's page-walk reads move from DRAM to the
+"""PT-Baker's helper thread in simulation (`ptbaker.*`): a stream beside the program's own, in
+its address space on the next core, touching every 8th page of its largest region. The shape
+of PT-Baker's result in a small test: the main thread's page-walk reads move from DRAM to the
 shared cache."""
 from __future__ import annotations
 
@@ -24,9 +24,13 @@ def main_thread(r) -> dict:
     return {k[len(p):]: v for k, v in st.items() if k.startswith(p) and (p or not k.startswith("core"))}
 
 
-def run(helper: str = "") -> dict:
-    r = xlat.simulate("skylake4", MAIN + helper, refs=2_000_000, warmup=500_000, prefault=True, **SMALL_LLC)
+def run(**helper) -> dict:
+    r = xlat.simulate("skylake4", MAIN, refs=2_000_000, warmup=500_000, prefault=True, **SMALL_LLC, **helper)
     return main_thread(r)
+
+
+KERNEL = {"ptbaker.mode": "kernel"}
+USER = {"ptbaker.mode": "user"}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +43,7 @@ def dram_share(m: dict) -> float:
 
 
 def test_a_kernel_helper_reading_page_table_entries_keeps_them_in_the_cache(alone):
-    helped = run(",helper=8,helper_mode=pte")
+    helped = run(**KERNEL)
     assert dram_share(alone) > 0.1, "without a helper, walks read PTEs from DRAM"
     assert dram_share(helped) < 0.01, "with it, they hit in the caches"
     assert helped["walk_cycles_per_walk"] < 0.7 * alone["walk_cycles_per_walk"]
@@ -48,30 +52,52 @@ def test_a_kernel_helper_reading_page_table_entries_keeps_them_in_the_cache(alon
 
 def test_a_user_helper_touching_pages_helps_less(alone):
     # Its touches walk too (bringing the PTE lines in) but also bring a data line each.
-    helped = run(",helper=8")
+    helped = run(**USER)
     assert dram_share(helped) < 0.85 * dram_share(alone)
     assert helped["pte_served.llc"] / helped["walk_steps"] > alone["pte_served.llc"] / alone["walk_steps"]
 
 
 def test_the_helper_is_a_thread_of_the_program():
-    r = xlat.simulate("skylake4", MAIN + ",helper=8", refs=200_000, prefault=True)
+    r = xlat.simulate("skylake4", MAIN, refs=200_000, prefault=True, **USER)
     assert r["core1.refs"] > 0 and r["pt.nodes.l4"] == 1, "one address space, two cores"
-    with pytest.raises(xlat.SimulationError, match="the machine has 1 cores"):
-        xlat.simulate("skylake", MAIN + ",helper=8", refs=1000)
+    with pytest.raises(xlat.XlatError, match="the helper needs context 1 but the machine has 1"):
+        xlat.simulate("skylake", MAIN, refs=1000, **USER)
+
+
+def test_a_helper_on_the_sibling_keeps_page_table_entries_in_the_shared_l2():
+    # Two threads per core: the helper on the main thread's sibling shares its L2 (the
+    # thesis's option B); on the next core it shares only the LLC.
+    def served(placement: str) -> dict:
+        r = xlat.simulate("skylake4", MAIN, refs=300_000, prefault=True, **SMALL_LLC, **KERNEL,
+                          **{"system.threads_per_core": 2, "ptbaker.placement": placement})
+        return main_thread(r)
+
+    sib, other = served("smt"), served("core")
+    assert sib["refs"] == other["refs"] == 300_000, "the program's own references, the helper's apart"
+    assert sib["pte_served.l2"] > 2 * other["pte_served.l2"]
+
+
+def test_pressure_runs_stressors_on_cores_of_their_own():
+    r = xlat.simulate("skylake4", MAIN, refs=300_000, prefault=True, **SMALL_LLC, pressure="stream2")
+    assert r["core0.refs"] == 300_000, "--refs counts the program's references, not the stressors'"
+    assert r["core1.refs"] > 0 and r["core2.refs"] > 0 and "core3.refs" not in r.stats, "core 3 idles"
+    assert r["pt.nodes.l4"] == 3, "each stressor in an address space of its own"
+    with pytest.raises(xlat.XlatError, match="needs 3 more core"):
+        xlat.simulate("skylake", MAIN, refs=1000, pressure="stream3")
 
 
 def test_a_helper_running_ahead_of_a_sequential_thread_prefetches_its_page_tables():
     # One load per page, in page order, over 4 GB: a new PTE line every 8 pages, from DRAM.
     # A helper that passes over all the regions cannot keep up; one that follows the thread
-    # 256 pages ahead (helper_ahead) has each PTE line in the cache before the walk needs it.
+    # 256 pages ahead (ptbaker.ahead) has each PTE line in the cache before the walk needs it.
     # (MSHRs unlimited: with the preset's 10, the walk reads that miss the L1D wait for MSHRs
     # the thread's own data misses hold, and the walk gets 22 % shorter rather than 62 %.)
-    def run(helper=""):
-        r = xlat.simulate("skylake4", "tlbthrash:pages=1M,touches=4M" + helper, refs=1_000_000, warmup=300_000,
-                          prefault=True, **SMALL_LLC, **{"core.mshrs": 1000})
+    def run(**helper):
+        r = xlat.simulate("skylake4", "tlbthrash:pages=1M,touches=4M", refs=1_000_000, warmup=300_000,
+                          prefault=True, **SMALL_LLC, **{"core.mshrs": 1000}, **helper)
         return main_thread(r)
 
-    alone, cyclic, ahead = run(), run(",helper=8,helper_mode=pte"), run(",helper=8,helper_mode=pte,helper_ahead=256")
+    alone, cyclic, ahead = run(), run(**KERNEL), run(**KERNEL, **{"ptbaker.ahead": 256})
     assert dram_share(alone) == pytest.approx(1 / 8, abs=0.01)
     assert dram_share(ahead) < 0.01 < 0.5 * dram_share(alone) < dram_share(cyclic)
     assert ahead["walk_cycles_per_walk"] < 0.4 * alone["walk_cycles_per_walk"]

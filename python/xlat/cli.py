@@ -606,8 +606,7 @@ def _written(files: list[Path]) -> str:
 
 def cmd_record(args: argparse.Namespace) -> int:
     params = _core.workload_params(args.workload, args.seed)["params"]
-    # (A helper thread is one more stream.)
-    streams = int(params.get("threads", "1")) + (1 if int(params.get("helper", "0")) > 0 else 0)
+    streams = int(params.get("threads", "1"))
     if streams > 1 and is_stream_target(args.output):
         raise CliError(f"{args.workload} records {streams} streams, one file each (stem.N.ext): "
                        f"give a file name, not the device or FIFO '{args.output}'")

@@ -182,6 +182,30 @@ config_enum!(
     LlcFill { Inclusive = "inclusive", Victim = "victim" }
 );
 config_enum!(
+    /// PT-Baker's helper thread (the PT-Baker thesis, `xlat-workloads/src/helper.rs`): none,
+    /// a user-space one that loads a byte of every `stride_pages`-th page (each load walks on
+    /// its core, bringing the page's page-table entries and a data line into the caches), or
+    /// the kernel one that reads only the pages' page-table entries.
+    PtBakerMode { Off = "off", User = "user", Kernel = "kernel" }
+);
+config_enum!(
+    /// Where PT-Baker's helper runs: on the next core, sharing the LLC with the program
+    /// (the thesis's default), or on the SMT sibling of the program's last thread, sharing
+    /// its core's private caches too.
+    PtBakerPlacement { Core = "core", Smt = "smt" }
+);
+config_enum!(
+    /// Which of the program's regions PT-Baker's helper sweeps: the largest (the thesis sweeps
+    /// the one region that causes most TLB misses) or all of them, one after another.
+    PtBakerRegions { Largest = "largest", All = "all" }
+);
+config_enum!(
+    /// Memory pressure beside the program (the PT-Baker thesis's stress-ng setups): none, one
+    /// cache stressor, or two or three stream stressors, each a program of its own on a core
+    /// of its own, sharing the LLC.
+    Pressure { None = "none", Cache1 = "cache1", Stream2 = "stream2", Stream3 = "stream3" }
+);
+config_enum!(
     /// A cache's hardware data prefetcher (`memory/prefetcher.rs`).
     Prefetcher { None = "none", Stride = "stride", Stream = "stream" }
 );
@@ -403,6 +427,10 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("core.store_buffer", Limit::Int(4096)),
     ("system.threads_per_core", Limit::Int(8)),
     ("core.walkers", Limit::Int(4096)),
+    ("ptbaker.stride_pages", Limit::Int(1 << 30)),
+    ("ptbaker.nops", Limit::Int(u32::MAX as u64 - 1)),
+    ("ptbaker.sleep_cycles", Limit::Int(u32::MAX as u64)),
+    ("ptbaker.ahead", Limit::Int(1 << 30)),
     ("tlb.l1d.entries", Limit::Int(ENTRIES)),
     ("tlb.l1d.ways", Limit::Int(WAYS)),
     ("tlb.l1d.entries_2m", Limit::Int(ENTRIES)),
@@ -603,6 +631,14 @@ config! {
     cache_llc_ways_per_core: u64 = 0; "cache.llc.ways_per_core"; "way partitioning of the LLC (as Intel's Cache Allocation Technology): core c fills only ways c*n .. c*n+n-1, modulo the ways (they overlap when cores x n exceeds them), and hits in any; with n = ways / cores and programs that share no memory, each core has an LLC of its own. LRU or FIFO only; 0: shared";
     cache_llc_inclusive: bool = false; "cache.llc.inclusive"; "LLC evictions back-invalidate private caches";
     cache_llc_fill: LlcFill = LlcFill::Inclusive; "cache.llc.fill"; "what fills the LLC: every line fetched from DRAM (inclusive), or only lines evicted from an L2, clean or dirty (victim, as Zen's L3: an LLC hit moves the line to the L2, so the two hold different lines, unless another core's L2 put it there: a line likely shared stays, as in AMD's mostly exclusive L3; and a line another core's L2 holds is served from there, through the L3's shadow tags, at the LLC's latency)";
+    ptbaker_mode: PtBakerMode = PtBakerMode::Off; "ptbaker.mode"; "PT-Baker's helper thread, one more thread of the program that sweeps its largest region for as long as the program runs: off, user (a load of the first byte of every stride_pages-th page: it misses its own TLB and walks, bringing the page-table entries into the caches, and a data line with them) or kernel (a software walk in the kernel reading only the pages' page-table entries, one line per 8 pages at stride 8, no data)";
+    ptbaker_placement: PtBakerPlacement = PtBakerPlacement::Core; "ptbaker.placement"; "where the helper runs: core (the next core, sharing the LLC: the thesis's default) or smt (the SMT sibling of the program's last thread: needs system.threads_per_core=2 and a free sibling)";
+    ptbaker_stride_pages: u64 = 8; "ptbaker.stride_pages"; "pages between the helper's touches (the thesis's 8: one touch per line of page-table entries; 512: one per leaf table)";
+    ptbaker_nops: u64 = 0; "ptbaker.nops"; "idle instructions the helper executes after each touch (the thesis's NOP throttle)";
+    ptbaker_sleep_cycles: u64 = 0; "ptbaker.sleep_cycles"; "cycles the helper sleeps after each pass over its region, its core idle (the thesis's sleep throttle)";
+    ptbaker_ahead: u64 = 0; "ptbaker.ahead"; "an xlat variant: the helper follows the program's first thread, touching the N pages beyond its position (and waiting when that far ahead) instead of sweeping cyclically; 0 = cyclic passes, as the thesis";
+    ptbaker_regions: PtBakerRegions = PtBakerRegions::Largest; "ptbaker.regions"; "what the helper sweeps: largest (the program's largest region, as the thesis sweeps one dominant region) or all (every region, one after another)";
+    pressure: Pressure = Pressure::None; "pressure"; "memory pressure beside the program, as the thesis's stress-ng runs: none, cache1 (one cache stressor: random reads and writes over a buffer the LLC's size), stream2 or stream3 (two or three STREAM-triad stressors over arrays 4x the LLC); each a program of its own on the next free core, sharing the LLC";
     ptp_mode: PtpMode = PtpMode::Always; "ptp.mode"; "caches with policy=ptp: prioritize page-table lines always, or only in TLB-miss phases (detector)";
     ptp_probability: f64 = 0.99; "ptp.probability"; "probability that a victim is the LRU non-page-table line (the paper's 99 %)";
     ptp_detector_mpki: f64 = 5.0; "ptp.detector_mpki"; "detector: a core is in a TLB-miss phase when its L2 TLB MPKI over the last epoch is at least this (the paper gives no threshold)";
@@ -879,6 +915,12 @@ impl Config {
             if !matches!(self.cache_llc.policy, Policy::Lru | Policy::Fifo) {
                 return Err(invalid("cache.llc.ways_per_core", format!("way partitioning needs cache.llc.policy lru or fifo, not {}", self.cache_llc.policy)));
             }
+        }
+        if self.ptbaker_stride_pages == 0 {
+            return Err(invalid("ptbaker.stride_pages", "must be at least 1".into()));
+        }
+        if self.ptbaker_mode != PtBakerMode::Off && self.ptbaker_placement == PtBakerPlacement::Smt && self.system_threads_per_core < 2 {
+            return Err(invalid("ptbaker.placement", "smt needs system.threads_per_core=2 (a sibling for the helper)".into()));
         }
         if self.cache_llc_fill == LlcFill::Victim && self.cache_llc_inclusive {
             return Err(invalid("cache.llc.fill", "a victim LLC cannot be inclusive (cache.llc.inclusive=true): it holds only what the L2s evicted".into()));

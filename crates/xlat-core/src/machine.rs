@@ -338,7 +338,11 @@ pub(crate) fn run_loop<P: MemPort>(
     let mut pos = vec![0usize; total];
     let paced = src.paced();
     let mut ended = vec![false; n];
+    // References simulated, and those that count toward the warm-up and the limit (not a
+    // helper's or a co-runner's: `RefSource::counted`).
     let mut done: u64 = 0;
+    let mut measured: u64 = 0;
+    let counted: Vec<u64> = (0..total).map(|s| u64::from(src.counted(s))).collect();
     let by_instructions = opts.warmup_instructions > 0;
     let mut warm = opts.warmup == 0 && !by_instructions;
     // (Warming up by instructions, the limit is known once the warm-up ends.)
@@ -356,7 +360,7 @@ pub(crate) fn run_loop<P: MemPort>(
     }
     // One prefetch pipeline per core: each runs ahead in its own stream.
     let mut rings: Vec<PrefetchRing> = (0..n).map(|_| PrefetchRing::new()).collect();
-    'run: while done < limit {
+    'run: while measured < limit {
         // The core with the smallest local clock goes next (ties: lowest id).
         let mut c = usize::MAX;
         let mut best = u64::MAX;
@@ -393,7 +397,8 @@ pub(crate) fn run_loop<P: MemPort>(
         }
         // One core: run the batch in a tight loop. Several (or vCPU slices): one reference,
         // then re-pick.
-        let left = usize::try_from(limit - done).unwrap_or(usize::MAX);
+        let left = usize::try_from(limit - measured).unwrap_or(usize::MAX);
+        let add = counted[s];
         let end = if n == 1 && k == 1 { batches[s].len().min(pos[s].saturating_add(left)) } else { pos[s] + 1 };
         while pos[s] < end {
             if xl.virt {
@@ -409,6 +414,7 @@ pub(crate) fn run_loop<P: MemPort>(
                 return Err(e);
             }
             done += 1;
+            measured += add;
             if done & (crate::os::sched::EVENT_CHECK - 1) == 0 {
                 if paced {
                     for &s in &xl.sched.vcpus.lane {
@@ -426,10 +432,10 @@ pub(crate) fn run_loop<P: MemPort>(
                 }
             }
             // (After warm-up, one predictable branch.)
-            if !warm && (if by_instructions { warmup_left <= u64::from(r.inst_delta) } else { done == opts.warmup }) {
+            if !warm && add == 1 && (if by_instructions { warmup_left <= u64::from(r.inst_delta) } else { measured == opts.warmup }) {
                 if by_instructions {
-                    limit = opts.max_refs.map_or(u64::MAX, |m| done.saturating_add(m));
-                    warm_at = done;
+                    limit = opts.max_refs.map_or(u64::MAX, |m| measured.saturating_add(m));
+                    warm_at = measured;
                 }
                 xl.reset_stats();
                 port.reset_stats();
@@ -439,7 +445,7 @@ pub(crate) fn run_loop<P: MemPort>(
                     next_mark = instructions(port) + opts.interval;
                 }
             }
-            if !warm {
+            if !warm && add == 1 {
                 warmup_left -= u64::from(r.inst_delta);
             }
             if port.recorded() >= chunk {
@@ -451,17 +457,17 @@ pub(crate) fn run_loop<P: MemPort>(
                     return Err(SimError::Interrupted);
                 }
             }
-            if done >= limit {
+            if measured >= limit {
                 break 'run;
             }
         }
     }
     // A run that measured nothing must not look like one that measured a quiet workload.
-    if done <= warm_at && opts.max_refs != Some(0) {
+    if measured <= warm_at && opts.max_refs != Some(0) {
         return Err(if by_instructions {
-            SimError::WarmupInstructionsTooLong { instructions: opts.warmup_instructions, done }
+            SimError::WarmupInstructionsTooLong { instructions: opts.warmup_instructions, done: measured }
         } else if opts.warmup > 0 {
-            SimError::WarmupTooLong { warmup: opts.warmup, done }
+            SimError::WarmupTooLong { warmup: opts.warmup, done: measured }
         } else {
             SimError::NoReferences
         });

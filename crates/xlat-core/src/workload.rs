@@ -185,6 +185,13 @@ pub trait RefSource: Send {
         vec![Program { name: String::new(), regions: self.regions(), streams: (0..self.streams()).collect() }]
     }
 
+    /// Whether `stream`'s references count toward a run's warm-up and its limit (`--warmup`,
+    /// `--refs`, and a warm-up in instructions). A helper thread's or a co-runner's do not:
+    /// the run measures the program's own work. Default: every stream counts.
+    fn counted(&self, _stream: usize) -> bool {
+        true
+    }
+
     /// Whether the source paces some stream by another's progress ([`RefSource::observe`]).
     fn paced(&self) -> bool {
         false

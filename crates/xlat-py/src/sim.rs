@@ -111,6 +111,8 @@ fn simulate<'py>(
             if let Some(path) = &shootdowns {
                 src = Box::new(xlat_workloads::shootdowns::WithShootdowns::open(src, std::path::Path::new(path)).map_err(workload_err)?);
             }
+            // PT-Baker's helper and memory pressure, when the config asks for them.
+            let src = xlat_workloads::pressure::beside(src, &cfg, seed, stop.clone()).map_err(workload_err)?;
             Ok((desc, src))
         };
         let (desc, mut src) = open()?;

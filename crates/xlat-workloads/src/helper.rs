@@ -43,6 +43,9 @@ pub struct HelperSource {
     ahead: u64,
     main_va: u64,
     next: u64,
+    /// The helper's stream (its hardware context); the streams between the program's and it
+    /// are idle contexts.
+    at: usize,
 }
 
 /// Touches per batch when paced: the first thread's position is re-read this often.
@@ -69,7 +72,25 @@ impl HelperSource {
             ahead: 0,
             main_va: start,
             next: start,
+            at: n,
         }
+    }
+
+    /// Sweep only the largest of the program's regions (the thesis sweeps the one region that
+    /// causes most TLB misses).
+    pub fn largest_region(mut self) -> HelperSource {
+        if let Some(r) = self.regions.iter().max_by_key(|r| r.len).cloned() {
+            (self.main_va, self.next) = (r.start, r.start);
+            self.regions = vec![r];
+        }
+        self
+    }
+
+    /// Run on stream `at` (at least the program's stream count) instead of the one after the
+    /// program's: the contexts between are left idle.
+    pub fn at(mut self, at: usize) -> HelperSource {
+        self.at = at.max(self.ended.len());
+        self
     }
 
     /// Follow the program's first thread `ahead` pages ahead instead of passing over the
@@ -140,7 +161,7 @@ impl HelperSource {
 
 impl RefSource for HelperSource {
     fn streams(&self) -> usize {
-        self.ended.len() + 1
+        self.at + 1
     }
 
     fn regions(&self) -> Vec<Region> {
@@ -151,6 +172,11 @@ impl RefSource for HelperSource {
         self.ahead > 0
     }
 
+    fn counted(&self, stream: usize) -> bool {
+        // (The run measures the program's work, not the helper's.)
+        stream < self.ended.len() && self.inner.counted(stream)
+    }
+
     fn observe(&mut self, stream: usize, va: u64) {
         if stream == 0 {
             self.main_va = va;
@@ -159,7 +185,7 @@ impl RefSource for HelperSource {
 
     fn programs(&self) -> Vec<Program> {
         // (One program: the helper is a thread of it, in its address space.)
-        vec![Program { name: String::new(), regions: self.inner.regions(), streams: (0..self.streams()).collect() }]
+        vec![Program { name: String::new(), regions: self.inner.regions(), streams: (0..self.ended.len()).chain([self.at]).collect() }]
     }
 
     fn next_batch(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {
@@ -170,7 +196,11 @@ impl RefSource for HelperSource {
             }
             return Ok(());
         }
-        self.helper_batch(out);
+        if stream == self.at {
+            self.helper_batch(out);
+        } else {
+            out.clear(); // an idle context between the program's and the helper's
+        }
         Ok(())
     }
 }
@@ -223,6 +253,21 @@ mod tests {
         h.observe(0, 0x10_5000);
         h.next_batch(1, &mut out).unwrap();
         assert_eq!(out.iter().map(|r| (r.va - 0x10_0000) / PAGE).collect::<Vec<_>>(), [8, 9, 9, 9, 9, 9, 9, 9], "up to the region's end");
+    }
+
+    #[test]
+    fn the_helper_may_sweep_the_largest_region_from_a_context_further_on() {
+        let mut h = HelperSource::new(main_stream(1), 4, 0, 0, HelperMode::Touch).largest_region().at(2);
+        assert_eq!(h.streams(), 3);
+        assert_eq!(h.programs()[0].streams, vec![0, 2], "context 1 is idle");
+        let mut out = Vec::with_capacity(4);
+        h.next_batch(1, &mut out).unwrap();
+        assert!(out.is_empty());
+        h.next_batch(2, &mut out).unwrap();
+        // Region a only (10 pages): pages 0, 4, 8, then 0 again.
+        assert_eq!(out.iter().map(|r| (r.va - 0x10_0000) / PAGE).collect::<Vec<_>>(), [0, 4, 8]);
+        h.next_batch(2, &mut out).unwrap();
+        assert_eq!((out[0].va - 0x10_0000) / PAGE, 0);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod helper;
 pub mod kernels;
 pub mod mix;
 pub mod params;
+pub mod pressure;
 pub mod recorder;
 pub mod reuse;
 pub mod rng;
@@ -170,21 +171,7 @@ pub fn open_until(spec: &str, seed: u64, stop: Arc<AtomicBool>) -> Result<(Workl
     let src = source::KernelSource::spawn(e.name, streams, regions, p.limit(), stop, move |rec: &mut recorder::BatchRecorder| {
         k.run(rec);
     });
-    let step = p.u64("helper");
-    if step == 0 {
-        return Ok((desc_of(&p), Box::new(src)));
-    }
-    let idle = |k: &str| {
-        u32::try_from(p.u64(k)).map_err(|_| WorkloadError::BadValue {
-            workload: e.name.into(),
-            param: k.into(),
-            value: p.u64(k).to_string(),
-            why: "at most 4294967295".into(),
-        })
-    };
-    let mode = if p.str("helper_mode") == "pte" { helper::HelperMode::Pte } else { helper::HelperMode::Touch };
-    let h = helper::HelperSource::new(Box::new(src), step, idle("helper_idle")?, idle("helper_sleep")?, mode).with_ahead(p.u64("helper_ahead"));
-    Ok((desc_of(&p), Box::new(h)))
+    Ok((desc_of(&p), Box::new(src)))
 }
 
 /// Run a kernel in the calling thread without recording (for benchmarks and the

@@ -34,11 +34,6 @@ pub const COMMON: &[PDef] = &[
     size("seed", "0", "random seed of the kernel's choices (inputs, keys, roots); unless given, the run's seed (--seed)"),
     size("threads", "1", "simulated threads; each emits one reference stream (work is split deterministically)"),
     size("limit", "0", "stop after this many references in total over all streams (0 = run to completion)"),
-    size("helper", "0", "a helper thread, one more stream (on the next core), touching the first byte of every N-th page of the workload's regions cyclically while the workload runs, as PT-Baker's helper keeps its page tables warm (0 = none)"),
-    size("helper_idle", "0", "helper: idle instructions between touches (PT-Baker's throttle)"),
-    size("helper_sleep", "0", "helper: cycles it sleeps after each pass over the regions (its core idles)"),
-    size("helper_ahead", "0", "helper: follow the first thread instead, touching the N pages beyond its position (PT-Baker's run-ahead; 0 = cyclic passes over the regions)"),
-    choice("helper_mode", "touch", "helper: touch = a user-space load per page (it walks on a TLB miss), pte = a software walk in the kernel reading the page's page-table entries only (PT-Baker's kernel helper)", &["touch", "pte"]),
 ];
 
 #[derive(Clone, Debug)]

@@ -141,6 +141,10 @@ impl RefSource for WithShootdowns {
         self.inner.paced()
     }
 
+    fn counted(&self, stream: usize) -> bool {
+        self.inner.counted(stream)
+    }
+
     fn observe(&mut self, stream: usize, va: u64) {
         self.inner.observe(stream, va);
     }
