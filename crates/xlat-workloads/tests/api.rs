@@ -150,6 +150,7 @@ fn every_kernel_runs_small_and_stays_in_its_regions() {
         "kvstore:keys=64K,ops=64K,index=btree",
         "canneal:elements=10K,swaps=1K,steps=4",
         "btree:n=64K,lookups=8K",
+        "liblinear:instances=4K,epochs=1,threads=2",
     ];
     for spec in small {
         let (_, mut s) = open(spec, 1).unwrap();

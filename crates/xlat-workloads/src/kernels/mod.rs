@@ -17,6 +17,7 @@ pub mod graph500;
 pub mod gups;
 pub mod hashjoin;
 pub mod kvstore;
+pub mod liblinear;
 pub mod random;
 pub mod stream;
 pub mod thrash;
@@ -85,6 +86,7 @@ kernels! {
     "btree" => BTree(btree::BTree, btree),
     "tlbthrash" => Thrash(thrash::Thrash, thrash),
     "churn" => Churn(churn::Churn, churn),
+    "liblinear" => LibLinear(liblinear::LibLinear, liblinear),
 }
 
 // The four GAP kernels share a module but each needs its own DESC/PARAMS path.
