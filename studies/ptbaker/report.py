@@ -1,0 +1,147 @@
+"""Report of the PT-Baker study (seed 000): see sweep.toml and paper.toml beside this file.
+
+``render(df, out_dir, quick)`` takes the main thread's statistics of each point (core 0's: the
+helper and the co-runners run on other cores, or on core 0's sibling for ``smt``), computes
+where its walk references were served (L2 / L3 / DRAM, the thesis's breakdown: page-walk-cache
+hits are no memory reference) and each helper's speed-up over no helper in the same
+environment, draws the figures and returns the report body with the xlat numbers for
+paper.toml's entries. Config labels are ``mode@env`` or ``mode@env@throttle``.
+
+Speed-up is the thesis's: execution time of the same work. Every point runs the same number of
+the main thread's references, so it is the baseline's cycles over the helper run's (core 0's
+clock: the main thread's time).
+"""
+import math
+
+from xlat import report
+
+MODES = ["off", "user", "kernel"]
+ENVS = ["native", "cache1", "stream2", "vm", "smt"]
+WORKLOADS = {"bfs": "graph500 BFS", "liblinear": "LibLinear", "gups": "GUPS", "hashjoin": "hashjoin",
+             "canneal": "canneal", "bc": "GAP BC"}
+
+
+def _tidy(df):
+    """One row per point: mode, env, throttle, workload and the main thread's metrics."""
+    import pandas as pd
+
+    def main(stat):
+        """Core 0's value where the run had several cores, else the machine's."""
+        own = f"stat.core0.{stat}"
+        whole = f"stat.{stat}"
+        a = pd.to_numeric(df[own], errors="coerce") if own in df.columns else pd.Series([math.nan] * len(df), index=df.index)
+        b = pd.to_numeric(df[whole], errors="coerce") if whole in df.columns else pd.Series([math.nan] * len(df), index=df.index)
+        return a.fillna(b).values
+
+    parts = df["config_label"].astype(str).str.split(" ").str[0].str.split("@")
+    throttle = []
+    for (_, r), p in zip(df.iterrows(), parts):
+        t = ""
+        if len(p) > 2:
+            key = "set.ptbaker.nops" if p[2] == "nops" else "set.ptbaker.sleep_cycles"
+            t = f"{p[2]}={r.get(key)}"
+        throttle.append(t)
+    out = pd.DataFrame({"mode": parts.str[0].values, "env": parts.str[1].values, "throttle": throttle,
+                        "workload": df["workload"].astype(str).values})
+    for k in ("cycles", "instructions", "walks", "walk_cycles_per_walk", "pte_served.l2", "pte_served.llc", "pte_served.dram"):
+        out[k] = main(k)
+    served = out["pte_served.l2"] + out["pte_served.llc"] + out["pte_served.dram"]
+    for lvl, k in (("l2", "pte_served.l2"), ("l3", "pte_served.llc"), ("dram", "pte_served.dram")):
+        out[lvl] = out[k] / served
+    out["walk_refs_pki"] = served / out["instructions"] * 1000
+    return out
+
+
+def _get(t, mode, env, workload, metric, throttle=""):
+    sel = t[(t["mode"] == mode) & (t["env"] == env) & (t["workload"] == workload) & (t["throttle"] == throttle)]
+    return float(sel[metric].mean()) if len(sel) else math.nan
+
+
+def _speedups(t):
+    """Every helper point's speed-up and DRAM-walk-reference cut against no helper, same env."""
+    import pandas as pd
+
+    rows = []
+    for _, r in t[t["mode"] != "off"].iterrows():
+        base = _get(t, "off", r["env"], r["workload"], "cycles")
+        dram0 = _get(t, "off", r["env"], r["workload"], "pte_served.dram")
+        rows.append({"workload": r["workload"], "env": r["env"], "mode": r["mode"], "throttle": r["throttle"] or "—",
+                     "speedup": _ratio(base, r["cycles"]), "dram_cut": 1 - _ratio(r["pte_served.dram"], dram0),
+                     "dram": r["dram"], "walk": r["walk_cycles_per_walk"]})
+    return pd.DataFrame(rows)
+
+
+def _best(s, workload=None, mode=None, envs=None):
+    sel = s
+    if workload:
+        sel = sel[sel["workload"] == workload]
+    if mode:
+        sel = sel[sel["mode"] == mode]
+    if envs:
+        sel = sel[sel["env"].isin(envs)]
+    return float(sel["speedup"].max()) if len(sel) else math.nan
+
+
+def _ratio(a, b):
+    return a / b if b and not math.isnan(b) else math.nan
+
+
+def _mean(xs):
+    xs = [x for x in xs if not math.isnan(x)]
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def render(df, out_dir, quick):
+
+    t = _tidy(df)
+    s = _speedups(t)
+    workloads = [w for w in WORKLOADS if w in set(t["workload"])]
+    values = {}
+    for env in ("native", "cache1", "stream2", "vm"):
+        shares = [_get(t, "off", env, w, "dram") for w in workloads]
+        values[f"{env}_dram_avg"] = _mean(shares)
+        if env == "native":
+            values["native_dram_max"] = max((x for x in shares if not math.isnan(x)), default=math.nan)
+    for lvl in ("l2", "l3", "dram"):
+        values[f"liblinear_{lvl}"] = _get(t, "off", "native", "liblinear", lvl)
+    values["liblinear_vm_walk_refs"] = _ratio(_get(t, "off", "vm", "liblinear", "walk_refs_pki"), _get(t, "off", "native", "liblinear", "walk_refs_pki"))
+    for mode in ("user", "kernel"):
+        cut = s[(s["mode"] == mode)]["dram_cut"]
+        values[f"dram_cut_{mode}_max"] = float(cut.max()) if len(cut) else math.nan
+    native = ["native"]
+    values["bfs_user"] = _best(s, "bfs", "user", native)
+    values["bfs_kernel"] = _best(s, "bfs", "kernel", native)
+    values["liblinear_user"] = _best(s, "liblinear", "user", native)
+    values["liblinear_kernel"] = _best(s, "liblinear", "kernel", native)
+    values["hashjoin_kernel"] = _best(s, "hashjoin", "kernel", native)
+    values["canneal_kernel"] = _best(s, "canneal", "kernel", native)
+    values["pressure_user_max"] = _best(s, mode="user", envs=["cache1", "stream2"])
+    values["pressure_kernel_max"] = _best(s, mode="kernel", envs=["cache1", "stream2"])
+    values["vm_user_max"] = _best(s, mode="user", envs=["vm"])
+
+    body = []
+    # Where the main thread's walk references were served, without a helper.
+    base = t[t["mode"] == "off"].groupby(["env", "workload"], sort=False)[["l2", "l3", "dram", "walk_refs_pki", "walk_cycles_per_walk"]].mean().reset_index()
+    if len(base):
+        fig = report.bar_figure(base[base["env"] == "native"], x="workload", y="dram", path=out_dir / "dram_share.png",
+                                title="Walk references served from DRAM, no helper, native",
+                                ylabel="share of walk references (L2 + L3 + DRAM)")
+        body += ["## Where walk references are served (Figs. 3.2, 3.3)", "",
+                 "The main thread's walk references by where they were served, without a helper, in each environment.", ""]
+        body += [report.figure_md(fig, out_dir, "Share of the main thread's walk references served from DRAM, no helper"), ""]
+        body += [report.markdown_table(base, headers=["env", "workload", "L2", "L3", "DRAM", "walk refs per 1000 instr.", "cycles per walk"]), ""]
+    if len(s):
+        plain = s[s["throttle"] == "—"]
+        fig = report.bar_figure(plain, x="workload", y="speedup", hue="mode", path=out_dir / "speedup.png",
+                                title="Speed-up of the helpers over none, per environment (mean over environments)",
+                                ylabel="speed-up")
+        body += [report.figure_md(fig, out_dir, "Speed-up over no helper (mean over the environments run)"), ""]
+        body += ["## Speed-ups and DRAM walk references removed (Figs. 6.1-6.11)", "",
+                 ("Each helper point against no helper in the same environment: speed-up (the baseline's cycles over "
+                  "the helper run's for the same main-thread work), the share of DRAM walk references it removed, the "
+                  "share left, and cycles per walk."), "",
+                 report.markdown_table(s, headers=["workload", "env", "mode", "throttle", "speed-up", "DRAM refs cut",
+                                                  "DRAM share", "cycles per walk"]), ""]
+    if quick:
+        body += ["Quick mode: three workloads, 1 M references per point; the numbers are indicative only.", ""]
+    return "\n".join(body), values
