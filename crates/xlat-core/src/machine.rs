@@ -172,7 +172,7 @@ impl Machine {
             sched.add(crate::os::sched::Work::Mech(i), clock, period, first);
         }
         let checker = crate::translate::check::Checker::from_config(cfg);
-        let xl = Translator { cfg: cfg.clone(), mmus, contexts, os, vms, sched, mechs, checker, walk, virt: cfg.virt_enabled };
+        let xl = Translator { cfg: cfg.clone(), mmus, contexts, os, vms, sched, mechs, checker, walk, virt: cfg.virt_enabled, pte_lines: Vec::new() };
         Ok(Machine { xl, mem: MemorySide::new(cfg, streams, seed), interval: 0, marks: Vec::new(), host_times: None })
     }
 

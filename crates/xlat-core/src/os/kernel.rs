@@ -929,9 +929,7 @@ impl Os {
     pub fn pte_lines(&self, space: usize, va: VirtAddr, out: &mut Vec<u64>) -> Result<(), SimError> {
         self.check_va(va)?;
         self.check_space(space)?;
-        let mut path = Vec::with_capacity(5);
-        self.pt.path(self.spaces[space].root, va, &mut path);
-        out.extend(path.iter().map(|pa| pa.0 >> 6));
+        self.pt.path_with(self.spaces[space].root, va, |pa| out.push(pa.0 >> 6));
         Ok(())
     }
 

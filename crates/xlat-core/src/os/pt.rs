@@ -662,11 +662,16 @@ impl PageTables {
     /// The physical addresses of the entries a walk of `va` reads, from the root down to the
     /// leaf or the first entry that is not present (what a software walk loads).
     pub fn path(&self, root: NodeId, va: VirtAddr, out: &mut Vec<PhysAddr>) {
+        self.path_with(root, va, |pa| out.push(pa));
+    }
+
+    /// [`PageTables::path`], each entry's address handed to `f` (no list to allocate).
+    pub fn path_with(&self, root: NodeId, va: VirtAddr, mut f: impl FnMut(PhysAddr)) {
         let mut node = root;
         loop {
             let n = &self.nodes[node as usize];
             let idx = n.index(va);
-            out.push(n.entry_addr(idx));
+            f(n.entry_addr(idx));
             match self.classify(node, idx) {
                 (_, EntryKind::Pointer(child)) => node = child,
                 _ => return,

@@ -524,14 +524,19 @@ impl Translator {
             return Err(SimError::NotInVm { op: crate::os::OsOp::ReadPtes.name(), va: r.va });
         }
         let space = self.contexts[c].space;
-        let mut lines = Vec::with_capacity(5);
-        self.os.pte_lines(space, VirtAddr(r.va), &mut lines)?;
-        self.os.counters.pte_reads += lines.len() as u64;
-        for (i, &line) in lines.iter().enumerate() {
-            port.dispatch(c, if i == 0 { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, u8::from(i > 0));
-            port.data(line);
+        // (A scratch list kept across calls: a helper makes one call per touch.)
+        let mut lines = std::mem::take(&mut self.pte_lines);
+        lines.clear();
+        let found = self.os.pte_lines(space, VirtAddr(r.va), &mut lines);
+        if found.is_ok() {
+            self.os.counters.pte_reads += lines.len() as u64;
+            for (i, &line) in lines.iter().enumerate() {
+                port.dispatch(c, if i == 0 { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, u8::from(i > 0));
+                port.data(line);
+            }
         }
-        Ok(())
+        self.pte_lines = lines;
+        found
     }
 
     /// Core `c` asks the OS (the host's, virtualized) to do `f`; it pays for the work and

@@ -45,6 +45,8 @@ pub struct Translator {
     pub(crate) walk: WalkParams,
     /// Virtualized (2D walks).
     pub(crate) virt: bool,
+    /// Scratch for a kernel software walk's entry lines (`OsOp::ReadPtes`).
+    pub(crate) pte_lines: Vec<u64>,
 }
 
 /// Tell the mechanisms what the last fill of core `c`'s TLB level `id` pushed out, if anything.

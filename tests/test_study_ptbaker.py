@@ -1,0 +1,74 @@
+"""The PT-Baker study (studies/ptbaker, seed 000): its spec runs every workload with no helper,
+the user-level and the kernel-level one, natively, under both kinds of pressure and in a VM,
+the SMT placement and the throttles (the kernel helper natively and under pressure: not in a VM yet), each label saying what its keys set; its report renders
+from a tiny sweep with an xlat value for every paper number."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xlat import results, study, sweep
+from xlat_testutil import REPO, has_core, paper_numbers_without_value, study_copy
+
+STUDY = REPO / "studies" / "ptbaker"
+needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reason="engine has no simulate() yet")
+
+
+def test_each_label_says_what_its_keys_set():
+    for quick, n in ((False, 83), (True, 15)):
+        spec = sweep.load_spec(STUDY / "sweep.toml", quick=quick)
+        assert len(spec.points) == n
+        for p in spec.points:
+            s = dict(p.config.overrides)
+            mode, env, *throttle = p.config.label.split(" ")[0].split("@")
+            assert p.config.base == "zen3"
+            assert s.get("ptbaker.mode", "off") == mode, p.config.label
+            assert s.get("pressure", "none") == (env if env in ("cache1", "stream2") else "none")
+            assert s.get("virt.enabled", False) == (env == "vm")
+            assert s.get("system.threads_per_core", 1) == (2 if env == "smt" else 1)
+            assert s.get("ptbaker.placement", "core") == ("smt" if env == "smt" and mode != "off" else "core")
+            assert throttle == [] or (p.workload == "liblinear" and f"ptbaker.{'nops' if throttle == ['nops'] else 'sleep_cycles'}" in s)
+        if not quick:
+            # Every workload in every environment, with and without each helper.
+            for env in ("native", "cache1", "stream2", "vm"):
+                for mode in ("off", "user", "kernel") if env != "vm" else ("off", "user"):
+                    assert {p.workload for p in spec.points if p.config.label == f"{mode}@{env}"} == \
+                        {"bfs", "liblinear", "gups", "hashjoin", "canneal", "bc"}
+
+
+@needs_sim
+def test_report_renders_from_a_tiny_sweep(tmp_path):
+    d, real = study_copy(STUDY, tmp_path)
+    # A 256 KB LLC so that tiny inputs still read page-table entries from DRAM.
+    lines = ['refs = 20000', 'warmup = 5000', 'prefault = true', 'seeds = [1]']
+    for c in real["configs"]:
+        sets = {**c.get("set", {}), "cache.llc.size_kb": 256}
+        body = ", ".join(f'"{k}" = {json.dumps(v)}' for k, v in sets.items())
+        lines += ["[[configs]]", 'preset = "zen3"', f'label = "{c["label"]}"', f"set = {{ {body} }}"]
+        if "workloads" in c:
+            lines.append(f"workloads = {json.dumps(c['workloads'])}")
+    small = {"bfs": 'scale = 12', "liblinear": 'instances = "4K", epochs = 8', "gups": 'footprint = "64M"',
+             "hashjoin": 'build = "16K", probe = "64K"', "canneal": 'elements = "16K", swaps = 2000', "bc": 'scale = 11'}
+    for w in real["workloads"]:
+        lines += ["[[workloads]]", f'name = "{w["name"]}"', f"params = {{ {small[w['name']]} }}"]
+        if w["name"] == "liblinear":
+            lines.append('warmup = "20K"')  # past the first shuffle
+    (d / "sweep.toml").write_text("\n".join(lines) + "\n")
+
+    res = study.run(str(d), workers=2, root=tmp_path / "results", progress=False)
+    assert res.sweep.failed == 0
+    text = res.report.read_text()
+    assert paper_numbers_without_value(text, STUDY / "paper.toml") == set()
+    assert (res.report.parent / "speedup.png").is_file() and (res.report.parent / "dram_share.png").is_file()
+    df = results.load(d.name, root=tmp_path / "results")
+    helped = df[~df["config_label"].str.startswith("off@")]
+    assert len(helped) == 56
+    # The kernel helper reads page-table entries; its throttles make it read fewer.
+    reads = dict(zip(df["config_label"] + "/" + df["workload"], df["stat.os.pte_reads"]))
+    kernel = [k for k in reads if k.startswith("kernel@") and "@nops" not in k and "@sleep" not in k]
+    assert len(kernel) == 21 and all(reads[k] > 0 for k in kernel)
+    plain = reads["kernel@native/liblinear"]
+    assert reads["kernel@native@nops ptbaker.nops=512/liblinear"] < reads["kernel@native@nops ptbaker.nops=64/liblinear"] < plain
+    assert reads["kernel@native@sleep ptbaker.sleep_cycles=1000000/liblinear"] \
+        < reads["kernel@native@sleep ptbaker.sleep_cycles=100000/liblinear"] < plain
