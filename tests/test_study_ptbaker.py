@@ -1,6 +1,6 @@
 """The PT-Baker study (studies/ptbaker, seed 000): its spec runs every workload with no helper,
 the user-level and the kernel-level one, natively, under both kinds of pressure and in a VM,
-the SMT placement and the throttles (the kernel helper natively and under pressure: not in a VM yet), each label saying what its keys set; its report renders
+the SMT placement and the throttles, each label saying what its keys set; its report renders
 from a tiny sweep with an xlat value for every paper number."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reaso
 
 
 def test_each_label_says_what_its_keys_set():
-    for quick, n in ((False, 83), (True, 15)):
+    for quick, n in ((False, 89), (True, 15)):
         spec = sweep.load_spec(STUDY / "sweep.toml", quick=quick)
         assert len(spec.points) == n
         for p in spec.points:
@@ -32,7 +32,7 @@ def test_each_label_says_what_its_keys_set():
         if not quick:
             # Every workload in every environment, with and without each helper.
             for env in ("native", "cache1", "stream2", "vm"):
-                for mode in ("off", "user", "kernel") if env != "vm" else ("off", "user"):
+                for mode in ("off", "user", "kernel"):
                     assert {p.workload for p in spec.points if p.config.label == f"{mode}@{env}"} == \
                         {"bfs", "liblinear", "gups", "hashjoin", "canneal", "bc"}
 
@@ -63,11 +63,11 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     assert (res.report.parent / "speedup.png").is_file() and (res.report.parent / "dram_share.png").is_file()
     df = results.load(d.name, root=tmp_path / "results")
     helped = df[~df["config_label"].str.startswith("off@")]
-    assert len(helped) == 56
+    assert len(helped) == 62
     # The kernel helper reads page-table entries; its throttles make it read fewer.
     reads = dict(zip(df["config_label"] + "/" + df["workload"], df["stat.os.pte_reads"]))
     kernel = [k for k in reads if k.startswith("kernel@") and "@nops" not in k and "@sleep" not in k]
-    assert len(kernel) == 21 and all(reads[k] > 0 for k in kernel)
+    assert len(kernel) == 27 and all(reads[k] > 0 for k in kernel)
     plain = reads["kernel@native/liblinear"]
     assert reads["kernel@native@nops ptbaker.nops=512/liblinear"] < reads["kernel@native@nops ptbaker.nops=64/liblinear"] < plain
     assert reads["kernel@native@sleep ptbaker.sleep_cycles=1000000/liblinear"] \

@@ -17,8 +17,6 @@ pub enum SimError {
     TooManyStreams { streams: usize, cores: u64 },
     #[error("OS call with unknown operation {code} at {va:#x} (known: 1 unmap, 2 protect, 3 unprotect, 4 migrate, 5 read-ptes, 6 sleep)")]
     BadOsCall { code: u8, va: u64 },
-    #[error("OS call {op} at {va:#x}: not modelled in a VM (a software walk of a guest table reads guest-physical addresses)")]
-    NotInVm { op: &'static str, va: u64 },
     #[error("bad mix: {why}")]
     BadMix { why: String },
     #[error("the workload has no streams")]

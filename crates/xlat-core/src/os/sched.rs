@@ -518,18 +518,23 @@ impl Translator {
 
     /// A software walk in the kernel ([`crate::os::OsOp::ReadPtes`]): one dependent load of
     /// each level's entry line, through the core's caches (the kernel's direct map needs no
-    /// translation). Native tables only: a guest's entries would need their gPAs translated.
+    /// translation). In a VM the guest kernel walks its own table: each entry's guest-physical
+    /// address reaches memory through the host's table (the guest's direct map is taken to hit
+    /// in the TLBs, as 1 GB pages do), and an entry on a page the host has not mapped yet costs
+    /// an EPT violation first.
     fn read_ptes<P: MemPort>(&mut self, c: usize, r: crate::workload::Ref, port: &mut P) -> Result<(), SimError> {
-        if self.virt {
-            return Err(SimError::NotInVm { op: crate::os::OsOp::ReadPtes.name(), va: r.va });
-        }
-        let space = self.contexts[c].space;
+        let HwContext { space, vm, core, .. } = self.contexts[c];
         // (A scratch list kept across calls: a helper makes one call per touch.)
         let mut lines = std::mem::take(&mut self.pte_lines);
         lines.clear();
-        let found = self.os.pte_lines(space, VirtAddr(r.va), &mut lines);
+        let found = if self.virt {
+            self.guest_pte_lines(c, core, vm, space, VirtAddr(r.va), &mut lines, port)
+        } else {
+            self.os.pte_lines(space, VirtAddr(r.va), &mut lines)
+        };
         if found.is_ok() {
-            self.os.counters.pte_reads += lines.len() as u64;
+            let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
+            os.counters.pte_reads += lines.len() as u64;
             for (i, &line) in lines.iter().enumerate() {
                 port.dispatch(c, if i == 0 { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, u8::from(i > 0));
                 port.data(line);
@@ -537,6 +542,41 @@ impl Translator {
         }
         self.pte_lines = lines;
         found
+    }
+
+    /// The host-physical lines of a guest table's entries for `va` (see [`Translator::read_ptes`]).
+    #[allow(clippy::too_many_arguments)]
+    fn guest_pte_lines<P: MemPort>(
+        &mut self,
+        c: usize,
+        core: usize,
+        vm: usize,
+        space: usize,
+        va: VirtAddr,
+        lines: &mut Vec<u64>,
+        port: &mut P,
+    ) -> Result<(), SimError> {
+        let gb = self.cfg.virt_guest_mem_gb;
+        self.vms[vm].os.pte_lines(space, va, lines).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
+        let hspace = self.vms[vm].space;
+        for line in lines.iter_mut() {
+            let gpa = VirtAddr(*line << 6);
+            let (frame, size) = match self.os.translate(hspace, gpa) {
+                Some(m) => m,
+                None => {
+                    let hgb = self.cfg.phys_size_gb;
+                    self.os.fault_on(c, hspace, gpa, false).map_err(|e| crate::os::virt::host_error(vm, hgb, gpa.0, e))?;
+                    let cost = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
+                    let v = &mut self.mmus[core].vcounters;
+                    v.ept_violations += 1;
+                    v.ept_fault_cycles += cost;
+                    stall(port, c, cost);
+                    self.os.translate(hspace, gpa).expect("the host's fault handler mapped the page")
+                }
+            };
+            *line = (frame.addr().0 + gpa.offset(size)) >> 6;
+        }
+        Ok(())
     }
 
     /// Core `c` asks the OS (the host's, virtualized) to do `f`; it pays for the work and
