@@ -225,7 +225,8 @@ impl Machine {
     }
 
     /// Run `src` to its end or to `opts.max_refs`. `progress(refs_done)` is called every
-    /// [`PROGRESS_EVERY`] references; returning false interrupts the run.
+    /// [`PROGRESS_EVERY`] references with the references that count toward the limit
+    /// ([`RefSource::counted`]); returning false interrupts the run.
     #[inline(never)] // one call per run; keeps it a unit in profiles
     pub fn run(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
         self.host_times = None;
@@ -453,7 +454,7 @@ pub(crate) fn run_loop<P: MemPort>(
             }
             if done >= next_progress {
                 next_progress += PROGRESS_EVERY;
-                if !progress(done) {
+                if !progress(measured) {
                     return Err(SimError::Interrupted);
                 }
             }
