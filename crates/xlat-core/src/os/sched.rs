@@ -523,15 +523,11 @@ impl Translator {
     /// in the TLBs, as 1 GB pages do), and an entry on a page the host has not mapped yet costs
     /// an EPT violation first.
     fn read_ptes<P: MemPort>(&mut self, c: usize, r: crate::workload::Ref, port: &mut P) -> Result<(), SimError> {
-        let HwContext { space, vm, core, .. } = self.contexts[c];
+        let HwContext { space, vm, .. } = self.contexts[c];
         // (A scratch list kept across calls: a helper makes one call per touch.)
         let mut lines = std::mem::take(&mut self.pte_lines);
         lines.clear();
-        let found = if self.virt {
-            self.guest_pte_lines(c, core, vm, space, VirtAddr(r.va), &mut lines, port)
-        } else {
-            self.os.pte_lines(space, VirtAddr(r.va), &mut lines)
-        };
+        let found = if self.virt { self.guest_pte_lines(c, VirtAddr(r.va), &mut lines, port) } else { self.os.pte_lines(space, VirtAddr(r.va), &mut lines) };
         if found.is_ok() {
             let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
             os.counters.pte_reads += lines.len() as u64;
@@ -545,17 +541,8 @@ impl Translator {
     }
 
     /// The host-physical lines of a guest table's entries for `va` (see [`Translator::read_ptes`]).
-    #[allow(clippy::too_many_arguments)]
-    fn guest_pte_lines<P: MemPort>(
-        &mut self,
-        c: usize,
-        core: usize,
-        vm: usize,
-        space: usize,
-        va: VirtAddr,
-        lines: &mut Vec<u64>,
-        port: &mut P,
-    ) -> Result<(), SimError> {
+    fn guest_pte_lines<P: MemPort>(&mut self, c: usize, va: VirtAddr, lines: &mut Vec<u64>, port: &mut P) -> Result<(), SimError> {
+        let HwContext { space, vm, .. } = self.contexts[c];
         let gb = self.cfg.virt_guest_mem_gb;
         self.vms[vm].os.pte_lines(space, va, lines).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
         let hspace = self.vms[vm].space;
@@ -564,12 +551,7 @@ impl Translator {
             let (frame, size) = match self.os.translate(hspace, gpa) {
                 Some(m) => m,
                 None => {
-                    let hgb = self.cfg.phys_size_gb;
-                    self.os.fault_on(c, hspace, gpa, false).map_err(|e| crate::os::virt::host_error(vm, hgb, gpa.0, e))?;
-                    let cost = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
-                    let v = &mut self.mmus[core].vcounters;
-                    v.ept_violations += 1;
-                    v.ept_fault_cycles += cost;
+                    let cost = self.ept_violation(c, gpa, false, port)?;
                     stall(port, c, cost);
                     self.os.translate(hspace, gpa).expect("the host's fault handler mapped the page")
                 }

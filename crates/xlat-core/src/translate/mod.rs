@@ -237,20 +237,25 @@ impl Translator {
                     self.mmus[core].counters.faults += 1;
                     cost
                 }
-                Walked::HostFault { gpa, data } => {
-                    let (hspace, gb) = (self.vms[vm].space, self.cfg.phys_size_gb);
-                    self.os.fault_on(c, hspace, VirtAddr(gpa), write && data).map_err(|e| crate::os::virt::host_error(vm, gb, gpa, e))?;
-                    let cost = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
-                    let v = &mut self.mmus[core].vcounters;
-                    v.ept_violations += 1;
-                    v.ept_fault_cycles += cost;
-                    cost
-                }
+                Walked::HostFault { gpa, data } => self.ept_violation(c, VirtAddr(gpa), write && data, port)?,
             };
             self.mmus[core].counters.fault_cycles += cost;
             port.fault(cost);
         }
         unreachable!("the walk of {:#x} keeps faulting after the OS mapped its pages", va.0)
+    }
+
+    /// Context `c`'s VM touched guest-physical `gpa`, which its host table does not map: the
+    /// host maps it (an EPT violation, counted on the core). Returns its cost in cycles.
+    pub(crate) fn ept_violation<P: MemPort>(&mut self, c: usize, gpa: VirtAddr, write: bool, port: &mut P) -> Result<u64, SimError> {
+        let HwContext { core, vm, .. } = self.contexts[c];
+        let (hspace, gb) = (self.vms[vm].space, self.cfg.phys_size_gb);
+        self.os.fault_on(c, hspace, gpa, write).map_err(|e| crate::os::virt::host_error(vm, gb, gpa.0, e))?;
+        let cost = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
+        let v = &mut self.mmus[core].vcounters;
+        v.ept_violations += 1;
+        v.ept_fault_cycles += cost;
+        Ok(cost)
     }
 
     /// A perfect TLB: translate functionally, faulting in the OS (the guest's and the
@@ -286,13 +291,7 @@ impl Translator {
         let (hframe, hsize) = match self.os.translate(hspace, gpa) {
             Some(m) => m,
             None => {
-                let gb = self.cfg.phys_size_gb;
-                self.os.fault_on(c, hspace, gpa, write).map_err(|e| crate::os::virt::host_error(vm, gb, gpa.0, e))?;
-                let ept = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
-                let v = &mut self.mmus[core].vcounters;
-                v.ept_violations += 1;
-                v.ept_fault_cycles += ept;
-                cost += ept;
+                cost += self.ept_violation(c, gpa, write, port)?;
                 self.os.translate(hspace, gpa).expect("the host's fault handler mapped the page")
             }
         };
