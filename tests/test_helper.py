@@ -57,6 +57,23 @@ def test_a_user_helper_touching_pages_helps_less(alone):
     assert helped["pte_served.llc"] / helped["walk_steps"] > alone["pte_served.llc"] / alone["walk_steps"]
 
 
+def test_a_prefetching_user_helper_works_only_where_prefetches_walk():
+    # Its prefetches walk on a TLB miss (as on Zen 3) and wait for no data; where prefetches
+    # start no walks, every one of them misses the helper's TLBs and is dropped.
+    # (Short runs: a helper that waits for nothing makes many references per main-thread one.)
+    def short(**helper) -> tuple[float, dict]:
+        r = xlat.simulate("skylake4", MAIN, refs=300_000, warmup=200_000, prefault=True, **SMALL_LLC, **helper)
+        return dram_share(main_thread(r)), r.stats
+
+    base, _ = short()
+    helped, st = short(**{"ptbaker.mode": "user-prefetch"})
+    assert st["core1.prefetches"] > 0 and st["core1.prefetches.dropped"] == 0
+    assert helped < 0.85 * base
+    dropped, st = short(**{"ptbaker.mode": "user-prefetch", "tlb.prefetch_walks": False})
+    assert st["core1.prefetches.dropped"] == st["core1.prefetches"] > 0
+    assert dropped == pytest.approx(base, rel=0.05)
+
+
 def test_the_helper_is_a_thread_of_the_program():
     r = xlat.simulate("skylake4", MAIN, refs=200_000, prefault=True, **USER)
     assert r["core1.refs"] > 0 and r["pt.nodes.l4"] == 1, "one address space, two cores"

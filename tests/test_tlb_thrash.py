@@ -42,3 +42,21 @@ def test_smt_threads_do_not_share_tlb_entries_on_zen3():
     assert alone == pytest.approx(64 * 17 / 2112) and both == 1.0
     # Competitively shared entries would have let each thread use the other's.
     assert l2_misses_per_touch(2, **{"tlb.thread_tagged": False}) < alone
+
+
+def test_prefetches_start_walks_on_zen3():
+    # The thesis's Fig. 4.3: 4224 pages = 2 x 2112, loads over the first half, then with a
+    # prefetch over the other half after each load. On Zen 3 prefetches walk and fill the TLBs
+    # (tlb.prefetch_walks in the preset): 4224 pages thrash the 2048-entry L2 DTLB and every
+    # load and prefetch walks. Where prefetches start no walks, they are dropped and the loads
+    # walk as often as alone.
+    def walks_per_load(prefetch: int, **over) -> tuple[float, float]:
+        per_load = 2 if prefetch else 1
+        r = xlat.simulate("zen3", f"tlbthrash:pages=2112,prefetch={prefetch},touches={13 * 2112}",
+                          warmup=3 * 2112 * per_load, prefault=True, **over)
+        return r["walks"] / r["loads"], r["prefetches.dropped"] / max(r["prefetches"], 1)
+
+    alone, _ = walks_per_load(0)
+    assert alone == pytest.approx(64 * 17 / 2112)
+    assert walks_per_load(2112) == (2.0, 0.0)
+    assert walks_per_load(2112, **{"tlb.prefetch_walks": False}) == (pytest.approx(alone), 1.0)

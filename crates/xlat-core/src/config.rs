@@ -186,7 +186,7 @@ config_enum!(
     /// a user-space one that loads a byte of every `stride_pages`-th page (each load walks on
     /// its core, bringing the page's page-table entries and a data line into the caches), or
     /// the kernel one that reads only the pages' page-table entries.
-    PtBakerMode { Off = "off", User = "user", Kernel = "kernel" }
+    PtBakerMode { Off = "off", User = "user", UserPrefetch = "user-prefetch", Kernel = "kernel" }
 );
 config_enum!(
     /// Where PT-Baker's helper runs: on the next core, sharing the LLC with the program
@@ -621,6 +621,7 @@ config! {
     tlb_l2_coalescing: Coalescing = Coalescing::Inherit; "tlb.l2.coalescing"; "PTE coalescing in the L2 TLB: none|16k|32k, or inherit (tlb.coalescing)";
     tlb_set_index: TlbSetIndex = TlbSetIndex::Vpn; "tlb.set_index"; "how the L1 and L2 TLBs pick a translation's set: vpn (the page number's low bits) or vpn_xor_vm (the page number xor the VM ID: the POM-TLB's hash, so a POM-TLB set's translations share one private-TLB set, as TCAT-cotagless needs)";
     tlb_thread_tagged: bool = false; "tlb.thread_tagged"; "SMT (system.threads_per_core > 1): TLB and page-walk-cache entries carry the hardware thread that filled them, so a core's threads never use each other's entries, even in one address space (AMD Zen; PT-Baker §4.4.5.1); false: competitively shared, a thread hits what its sibling filled";
+    tlb_prefetch_walks: bool = true; "tlb.prefetch_walks"; "a software prefetch that misses the TLBs walks and fills them, as a load does (Zen 3: PT-Baker Fig. 4.3); false: it is dropped";
     tlb_perfect: bool = false; "tlb.perfect"; "every translation hits the L1 TLB: no walks (measures what translation costs)";
     pwc_latency: u64 = 1; "pwc.latency"; "page-walk cache lookup cycles (all levels in parallel)";
     walker_port: WalkerPort = WalkerPort::L1d; "walker.port"; "cache level where page-walk reads enter (l1d as on Intel, l2 as on AMD)";
@@ -631,7 +632,7 @@ config! {
     cache_llc_ways_per_core: u64 = 0; "cache.llc.ways_per_core"; "way partitioning of the LLC (as Intel's Cache Allocation Technology): core c fills only ways c*n .. c*n+n-1, modulo the ways (they overlap when cores x n exceeds them), and hits in any; with n = ways / cores and programs that share no memory, each core has an LLC of its own. LRU or FIFO only; 0: shared";
     cache_llc_inclusive: bool = false; "cache.llc.inclusive"; "LLC evictions back-invalidate private caches";
     cache_llc_fill: LlcFill = LlcFill::Inclusive; "cache.llc.fill"; "what fills the LLC: every line fetched from DRAM (inclusive), or only lines evicted from an L2, clean or dirty (victim, as Zen's L3: an LLC hit moves the line to the L2, so the two hold different lines, unless another core's L2 put it there: a line likely shared stays, as in AMD's mostly exclusive L3; and a line another core's L2 holds is served from there, through the L3's shadow tags, at the LLC's latency)";
-    ptbaker_mode: PtBakerMode = PtBakerMode::Off; "ptbaker.mode"; "PT-Baker's helper thread, one more thread of the program that sweeps its largest region for as long as the program runs: off, user (a load of the first byte of every stride_pages-th page: it misses its own TLB and walks, bringing the page-table entries into the caches, and a data line with them) or kernel (a software walk in the kernel reading only the pages' page-table entries, one line per 8 pages at stride 8, no data)";
+    ptbaker_mode: PtBakerMode = PtBakerMode::Off; "ptbaker.mode"; "PT-Baker's helper thread, one more thread of the program that sweeps its largest region for as long as the program runs: off, user (a load of the first byte of every stride_pages-th page: it misses its own TLB and walks, bringing the page-table entries into the caches, and a data line with them), user-prefetch (a software prefetch instead of the load: it waits for no data, and walks only if tlb.prefetch_walks) or kernel (a software walk in the kernel reading only the pages' page-table entries, one line per 8 pages at stride 8, no data)";
     ptbaker_placement: PtBakerPlacement = PtBakerPlacement::Core; "ptbaker.placement"; "where the helper runs: core (the next core, sharing the LLC: the thesis's default) or smt (the SMT sibling of the program's last thread: needs system.threads_per_core=2 and a free sibling)";
     ptbaker_stride_pages: u64 = 8; "ptbaker.stride_pages"; "pages between the helper's touches (the thesis's 8: one touch per line of page-table entries; 512: one per leaf table)";
     ptbaker_nops: u64 = 0; "ptbaker.nops"; "idle instructions the helper executes after each touch (the thesis's NOP throttle)";

@@ -122,6 +122,8 @@ counters! {
         loads: "loads",
         stores: "stores",
         fetches: "fetches",
+        prefetches: "prefetches",
+        prefetches_dropped: "prefetches.dropped",
         dirty_walks: "tlb.dirty_walks",
         walks: "walks",
         walk_retries: "walks.retries",

@@ -6,7 +6,8 @@
 
 use thiserror::Error;
 
-/// Kind of a memory reference, stored in the low two bits of [`Ref::flags`].
+/// Kind of a memory reference, stored in the low two bits of [`Ref::flags`] (a prefetch: a
+/// load with [`Ref::PREFETCH`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum RefKind {
@@ -14,6 +15,11 @@ pub enum RefKind {
     Store = 1,
     /// Instruction fetch: translated through the ITLB and served by L1I.
     Fetch = 2,
+    /// A software prefetch (`prefetcht0`): a load into L1D that nothing waits for, so it
+    /// retires once translated. A prefetch that misses the TLBs walks only on a core whose
+    /// prefetches start walks (`tlb.prefetch_walks`), and one of an unmapped page is dropped:
+    /// prefetches never fault.
+    Prefetch = 3,
 }
 
 /// One memory reference of one stream (hardware thread).
@@ -31,7 +37,8 @@ pub struct Ref {
     pub inst_delta: u32,
     /// Access size in bytes (1..=64).
     pub size: u8,
-    /// Bits 0-1: [`RefKind`], or 3 for an OS call ([`Ref::os_call`]); bit 2: [`Ref::DEPENDENT`].
+    /// Bits 0-1: [`RefKind`], or 3 for an OS call ([`Ref::os_call`]); bit 2: [`Ref::DEPENDENT`];
+    /// bit 3: [`Ref::PREFETCH`].
     pub flags: u8,
     /// An OS call's pages (4 KB each, from `va`: [`Ref::pages`]); a dependent memory
     /// access's producer, in memory references back (0 or 1: the previous one, see
@@ -44,6 +51,8 @@ impl Ref {
     /// same stream loaded (pointer chasing): it cannot issue before that one completes. The
     /// producer is the previous memory reference unless [`Ref::after`] names another.
     pub const DEPENDENT: u8 = 1 << 2;
+    /// A load that is a software prefetch ([`RefKind::Prefetch`]).
+    pub const PREFETCH: u8 = 1 << 3;
     /// The farthest producer a reference may name, in memory references back.
     pub const MAX_PRODUCER: u8 = u8::MAX;
     const KIND_MASK: u8 = 0b11;
@@ -52,7 +61,8 @@ impl Ref {
 
     #[inline]
     pub fn new(va: u64, kind: RefKind, size: u8, inst_delta: u32, dependent: bool) -> Ref {
-        Ref { va, inst_delta, size, flags: kind as u8 | if dependent { Self::DEPENDENT } else { 0 }, arg: 0 }
+        let kind = if kind == RefKind::Prefetch { Self::PREFETCH } else { kind as u8 };
+        Ref { va, inst_delta, size, flags: kind | if dependent { Self::DEPENDENT } else { 0 }, arg: 0 }
     }
 
     /// This memory access, dependent on the one `k` memory references back (1: the previous;
@@ -109,6 +119,12 @@ impl Ref {
         Ref::new(va, RefKind::Load, 8, inst_delta, false)
     }
 
+    /// A software prefetch of the line of `va` ([`RefKind::Prefetch`]).
+    #[inline]
+    pub fn prefetch(va: u64, inst_delta: u32) -> Ref {
+        Ref::new(va, RefKind::Prefetch, 1, inst_delta, false)
+    }
+
     #[inline]
     pub fn store(va: u64, inst_delta: u32) -> Ref {
         Ref::new(va, RefKind::Store, 8, inst_delta, false)
@@ -117,9 +133,10 @@ impl Ref {
     /// What a memory access does (an OS call reads as a fetch: check [`Ref::is_os_call`]).
     #[inline]
     pub fn kind(&self) -> RefKind {
-        match self.flags & Self::KIND_MASK {
+        match self.flags & (Self::KIND_MASK | Self::PREFETCH) {
             0 => RefKind::Load,
             1 => RefKind::Store,
+            Self::PREFETCH => RefKind::Prefetch,
             _ => RefKind::Fetch,
         }
     }
@@ -274,6 +291,14 @@ mod tests {
         assert!(!Ref::load(0, 1).is_dependent());
         assert_eq!((r.producer(), Ref::load(0, 1).producer(), Ref::load(0, 1).after(7).producer()), (1, 0, 7));
         assert_eq!(Ref::os_call(crate::os::OsOp::Unmap, 0, 300, 1).pages(), 300);
+        // Every kind survives the packing; a prefetch is neither an OS call nor a fetch.
+        for k in [RefKind::Load, RefKind::Store, RefKind::Fetch, RefKind::Prefetch] {
+            for dep in [false, true] {
+                let r = Ref::new(0x40, k, 8, 1, dep);
+                assert_eq!((r.kind(), r.is_dependent(), r.is_os_call()), (k, dep, false));
+            }
+        }
+        assert_eq!(Ref::os_call(crate::os::OsOp::Sleep, 0, 1, 1).kind(), RefKind::Fetch);
     }
 
     #[test]

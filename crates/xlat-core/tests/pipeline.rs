@@ -12,8 +12,8 @@ fn cfg(pairs: &[(&str, &str)]) -> Config {
     Config::from_pairs(pairs.iter().copied()).unwrap()
 }
 
-/// Loads and stores: random over `footprint` (walks, dirty walks), with runs of
-/// neighbouring references (TLB and cache hits) and dependent loads.
+/// Loads, stores and software prefetches: random over `footprint` (walks, dirty walks), with
+/// runs of neighbouring references (TLB and cache hits) and dependent loads.
 fn mixed_refs(n: usize, footprint: u64, seed: u64) -> Vec<Ref> {
     let mut r = Rng(seed);
     let mut out = Vec::with_capacity(n);
@@ -25,9 +25,10 @@ fn mixed_refs(n: usize, footprint: u64, seed: u64) -> Vec<Ref> {
             va = BASE + (va - BASE + 64 * r.below(80)) % footprint;
         }
         let delta = r.below(6) as u32;
-        out.push(match r.below(5) {
+        out.push(match r.below(6) {
             0 | 1 => Ref::store(va, delta),
             2 => Ref::new(va, xlat_core::RefKind::Load, 8, delta, true),
+            3 => Ref::prefetch(va, delta),
             _ => Ref::load(va, delta),
         });
     }
@@ -57,7 +58,7 @@ fn two_host_threads_give_one_threads_statistics() {
         &[("pt.format", "fpt")],
         &[("pt.format", "radix5"), ("cache.llc.policy", "srrip"), ("tlb.l2.policy", "fifo")],
         &[("cache.llc.inclusive", "true"), ("cache.l1d.policy", "random")],
-        &[("walker.port", "l2"), ("dram.bandwidth_gbps", "2")],
+        &[("walker.port", "l2"), ("dram.bandwidth_gbps", "2"), ("tlb.prefetch_walks", "false")],
         &[("os.page_policy", "thp"), ("tlb.l2.ways", "6")],
         &[("cache.l2.policy", "ptp"), ("cache.llc.policy", "ptp"), ("ptp.mode", "always")],
         &[("os.page_policy", "freebsd"), ("os.reservation_promote", "false"), ("tlb.coalescing", "16k"), ("tlb.l2i.entries", "512")],

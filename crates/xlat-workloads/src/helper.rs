@@ -2,7 +2,8 @@
 //! touches every `step`-th page of the program's regions, cyclically, for as long as the
 //! program runs: PT-Baker's helper, which keeps the program's page-table entries in the
 //! shared cache so that its walks hit there. `touch` mode loads a byte of each page (a
-//! user-space helper: it misses its own TLB and walks, bringing the entries in); `pte` mode
+//! user-space helper: it misses its own TLB and walks, bringing the entries in); `prefetch`
+//! mode prefetches it instead (it waits for no data, and walks where prefetches do); `pte` mode
 //! reads only the page's page-table entries, as a software walk in the kernel does (an OS
 //! call, see `xlat_core::os::OsOp::ReadPtes`).
 //!
@@ -22,6 +23,7 @@ const PAGE: u64 = 4096;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HelperMode {
     Touch,
+    Prefetch,
     Pte,
 }
 
@@ -103,6 +105,7 @@ impl HelperSource {
     fn touch(&self, va: u64, delta: u32) -> Ref {
         match self.mode {
             HelperMode::Touch => Ref::load(va, delta),
+            HelperMode::Prefetch => Ref::prefetch(va, delta),
             HelperMode::Pte => Ref::os_call(OsOp::ReadPtes, va, 1, delta),
         }
     }

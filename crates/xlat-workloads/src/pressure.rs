@@ -55,7 +55,11 @@ pub fn beside(src: Box<dyn RefSource>, cfg: &Config, seed: u64, stop: Arc<Atomic
                 cfg.system_cores
             )));
         }
-        let mode = if cfg.ptbaker_mode == PtBakerMode::Kernel { HelperMode::Pte } else { HelperMode::Touch };
+        let mode = match cfg.ptbaker_mode {
+            PtBakerMode::Kernel => HelperMode::Pte,
+            PtBakerMode::UserPrefetch => HelperMode::Prefetch,
+            _ => HelperMode::Touch,
+        };
         // (Both within u32: LIMITS.)
         let mut h = HelperSource::new(src, cfg.ptbaker_stride_pages, cfg.ptbaker_nops as u32, cfg.ptbaker_sleep_cycles as u32, mode)
             .with_ahead(cfg.ptbaker_ahead)

@@ -37,6 +37,12 @@ pub trait Recorder {
         self.push(Ref::new(va, RefKind::Load, size, delta, true))
     }
 
+    /// A software prefetch of the line of `va` (`prefetcht0`: nothing waits for it).
+    #[inline(always)]
+    fn prefetch(&mut self, va: u64, delta: u32) {
+        self.push(Ref::prefetch(va, delta))
+    }
+
     #[inline(always)]
     fn store(&mut self, va: u64, size: u8, delta: u32) {
         self.push(Ref::new(va, RefKind::Store, size, delta, false))

@@ -72,6 +72,8 @@ pub(crate) enum Op {
     /// The OS read-modify-wrote and flushed this line (TCAT), with TLB sharers on this many
     /// other cores; the core stalls for it.
     RewriteLine { line: u64, sharers: u32, flush: bool },
+    /// The reference dispatched last does nothing more (a dropped prefetch).
+    Dropped,
     /// Warm-up ends here: statistics restart.
     Reset,
 }
@@ -204,6 +206,13 @@ impl MemPort for Recorder {
         }
     }
 
+    fn dropped(&mut self) {
+        if !self.dispatched {
+            self.ops.push(Op::Dispatch { delta: self.delta, kind: self.kind, producer: self.producer, l2: self.l2 });
+        }
+        self.ops.push(Op::Dropped);
+    }
+
     fn reset_stats(&mut self) {
         self.ops.push(Op::Reset);
     }
@@ -316,6 +325,7 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
                 let cycles = port.rewrite_line(C, line, sharers, flush).unwrap_or(0);
                 port.stall(C, cycles);
             }
+            Op::Dropped => port.dropped(),
             Op::Reset => port.reset_stats(),
         }
     }

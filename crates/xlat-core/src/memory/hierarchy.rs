@@ -607,7 +607,7 @@ impl MemorySide {
         let write = kind == RefKind::Store;
         let (lat, served) = self.access(c, line, LineKind::Data, write, entry, t);
         let arrival = self.arrival(c, line, served, t, lat, true);
-        if self.prefetching && entry == Entry::L1d {
+        if self.prefetching && entry == Entry::L1d && kind != RefKind::Prefetch {
             self.prefetch_after(c, line, served, t);
         }
         let x = &mut self.ctxs[c];
@@ -616,8 +616,11 @@ impl MemorySide {
         served.count([&mut k.data_l1, &mut k.data_l2, &mut k.data_llc, &mut k.data_dram]);
         // Stores retire into the store buffer once translated; their misses occupy an MSHR
         // and their entry, not the reorder buffer.
+        // A software prefetch's fill holds an MSHR, but nothing waits for it.
         if write {
             x.window.complete_store(t, arrival);
+        } else if kind == RefKind::Prefetch {
+            x.window.complete(t);
         } else {
             x.window.complete(arrival);
         }
@@ -939,6 +942,10 @@ impl MemPort for Direct<'_> {
             self.t = self.mem.translated(self.c, line >> 6, self.issue, self.t, self.walked);
         }
         self.mem.finish_ref(self.c, self.kind, line, self.issue, self.t);
+    }
+
+    fn dropped(&mut self) {
+        self.mem.ctxs[self.c].window.complete(self.t);
     }
 
     fn reset_stats(&mut self) {

@@ -56,6 +56,9 @@ pub trait MemPort {
     fn os_delay(&mut self, cost: u64);
     /// The reference accesses its data in cache line `line` (physical) and completes.
     fn data(&mut self, line: u64);
+    /// The reference does nothing more: a prefetch dropped at a TLB miss or an unmapped page
+    /// retires as it issues, touching no memory.
+    fn dropped(&mut self);
     /// Warm-up is over: the memory side's statistics restart.
     fn reset_stats(&mut self);
     /// Core `c` loses `cycles` to OS work outside its references (a shootdown interrupt, a

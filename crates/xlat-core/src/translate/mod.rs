@@ -74,7 +74,13 @@ impl Translator {
         if self.mechs.hooks.reference {
             self.mechs.on_reference(core, va, self.contexts[c].ctx);
         }
-        let (frame, size) = self.translate(c, va, kind, port)?;
+        let Some((frame, size)) = self.translate(c, va, kind, port)? else {
+            // A prefetch that would have had to walk where prefetches do not, or to fault.
+            let k = &mut self.mmus[core].counters;
+            (k.refs, k.prefetches, k.prefetches_dropped) = (k.refs + 1, k.prefetches + 1, k.prefetches_dropped + 1);
+            port.dropped();
+            return Ok(());
+        };
         if self.checker.every != 0 && self.checker.due() {
             self.check_translation(c, va, frame, size)?;
         }
@@ -84,6 +90,7 @@ impl Translator {
             RefKind::Load => k.loads += 1,
             RefKind::Store => k.stores += 1,
             RefKind::Fetch => k.fetches += 1,
+            RefKind::Prefetch => k.prefetches += 1,
         }
         port.data(((frame << 12) + va.offset(size)) >> 6);
         if self.mechs.epochs && self.mechs.epoch_due(c, port.instructions(c)) {
@@ -97,12 +104,16 @@ impl Translator {
     }
 
     /// Translate `va` for core `c`: look it up along the core's TLB path (L1 then L2), then
-    /// walk. Returns the page's first frame and its size.
+    /// walk. Returns the page's first frame and its size; nothing for a prefetch that is
+    /// dropped instead ([`RefKind::Prefetch`]).
     #[inline]
-    fn translate<P: MemPort>(&mut self, c: usize, va: VirtAddr, kind: RefKind, port: &mut P) -> Result<(u64, PageSize), SimError> {
+    fn translate<P: MemPort>(&mut self, c: usize, va: VirtAddr, kind: RefKind, port: &mut P) -> Result<Option<(u64, PageSize)>, SimError> {
         let write = kind == RefKind::Store;
         if self.cfg.tlb_perfect {
-            return self.translate_perfect(c, va, write, port);
+            if kind == RefKind::Prefetch && !self.mapped(c, va) {
+                return Ok(None);
+            }
+            return self.translate_perfect(c, va, write, port).map(Some);
         }
         let HwContext { core, ctx, .. } = self.contexts[c];
         let mmu = &mut self.mmus[core];
@@ -133,7 +144,7 @@ impl Translator {
                     if d > 0 && self.mechs.hooks.tlb_fill {
                         self.mechs.on_tlb_fill(core, va, size, ctx, FillFrom::Level);
                     }
-                    return Ok((e.frame, size));
+                    return Ok(Some((e.frame, size)));
                 }
                 Some(_) => {
                     // A store through a clean translation: the hardware walks to set the
@@ -167,8 +178,12 @@ impl Translator {
                 if self.mechs.hooks.tlb_fill {
                     self.mechs.on_tlb_fill(core, va, size, ctx, FillFrom::L3);
                 }
-                return Ok((e.frame, size));
+                return Ok(Some((e.frame, size)));
             }
+        }
+        // A prefetch walks only where prefetches start walks, and never to fault.
+        if kind == RefKind::Prefetch && !(self.cfg.tlb_prefetch_walks && self.mapped(c, va)) {
+            return Ok(None);
         }
         port.walk_begin();
         let (e, size) = self.walk(c, va, write, present, port)?;
@@ -194,7 +209,20 @@ impl Translator {
         if self.mechs.hooks.tlb_fill {
             self.mechs.on_tlb_fill(core, va, size, ctx, FillFrom::Walk);
         }
-        Ok((e.frame, size))
+        Ok(Some((e.frame, size)))
+    }
+
+    /// Whether context `c`'s address space maps `va` (in a VM: the guest maps it, and the
+    /// host the guest-physical page), so that a walk for it would not fault.
+    fn mapped(&self, c: usize, va: VirtAddr) -> bool {
+        let HwContext { space, vm, .. } = self.contexts[c];
+        if !self.virt {
+            return self.os.translate(space, va).is_some();
+        }
+        let Some((gframe, gsize)) = self.vms[vm].os.translate(space, va) else {
+            return false;
+        };
+        self.os.translate(self.vms[vm].space, VirtAddr(gframe.addr().0 + va.offset(gsize))).is_some()
     }
 
     /// A page walk for `va` on core `c`, natively or 2D; on a fault the OS (the guest's, or

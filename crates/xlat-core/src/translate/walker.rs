@@ -446,6 +446,9 @@ mod tests {
         fn data(&mut self, _: u64) {
             unreachable!()
         }
+        fn dropped(&mut self) {
+            unreachable!()
+        }
         fn reset_stats(&mut self) {}
         fn stall(&mut self, _: usize, _: u64) {}
         fn os_call(&mut self, _: usize, _: u32, _: u64) {

@@ -7,7 +7,8 @@
 //! stores as destination operands, up to 2; more start another instruction). Instruction
 //! addresses cycle through 4 KB of code (a taken branch closes each lap), so ChampSim's
 //! instruction side stays warm and out of the comparison. Instruction fetches and OS calls
-//! have no ChampSim record: their instructions are written without operands.
+//! have no ChampSim record: their instructions are written without operands. A software
+//! prefetch has none either (ChampSim's format cannot say one): it is written as a load.
 //!
 //! Dependences become registers, the only way ChampSim has to say them: an instruction with
 //! loads writes one register, taken in turn from a pool of 23 general registers (ChampSim's

@@ -3,7 +3,7 @@
 //! ```text
 //! offset  size  field
 //! 0       8     magic "XLATTRC\0"
-//! 8       2     version (u16 LE), currently 3
+//! 8       2     version (u16 LE), currently 4
 //! 10      4     header_len (u32 LE): bytes from offset 0 to the record stream
 //! 14      4     stream index (u32 LE)
 //! 18      4     stream count (u32 LE)
@@ -17,7 +17,8 @@
 //! Record (inside the zstd stream): a tag byte — bits 0-1 kind (0 load, 1 store, 2 fetch,
 //! 3 OS call), bit 2 dependent, bit 3 "size byte follows" (else size 8), bit 4 "inst_delta
 //! varint follows" (else 1), bit 5 (version 3 on, with bit 2) "producer byte follows" (else
-//! the producer is the previous memory reference), bits 6-7 zero — then the address as a
+//! the producer is the previous memory reference), bit 6 (version 4 on, with kind 0) a software
+//! prefetch rather than a load, bit 7 zero — then the address as a
 //! zig-zag LEB128 varint of `va - previous va` (wrapping), then the optional size byte, then
 //! the optional producer byte (2..=255 memory references back, `Ref::producer`), then the
 //! optional LEB128 inst_delta. An OS call (version 2 on; the program changes its mappings, see
@@ -36,7 +37,7 @@ use xlat_core::{Ref, Region, SourceError};
 use super::{corrupt, io_err, read_up_to, Decoder, Input};
 
 pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 const END: u8 = 0xFF;
 const FIXED: usize = 14;
 const MAX_HEADER: u32 = 64 << 20;
@@ -148,6 +149,9 @@ impl NativeWriter {
         for r in refs {
             let size = r.size;
             let mut tag = r.flags & 0b111;
+            if r.kind() == xlat_core::RefKind::Prefetch {
+                tag |= 1 << 6;
+            }
             if size != 8 || r.is_os_call() {
                 tag |= 1 << 3;
             }
@@ -335,7 +339,12 @@ impl Decoder for NativeDecoder {
             }
             let os_call = tag & 0b11 == 3;
             let far = tag & 0x20 != 0;
-            if tag & 0xC0 != 0 || os_call && (self.version < 2 || tag & 0x2C != 0x08) || far && (self.version < 3 || tag & 0x04 == 0) {
+            let prefetch = tag & 0x40 != 0;
+            if tag & 0x80 != 0
+                || prefetch && (self.version < 4 || tag & 0b11 != 0)
+                || os_call && (self.version < 2 || tag & 0x2C != 0x08)
+                || far && (self.version < 3 || tag & 0x04 == 0)
+            {
                 return Err(self.err(start, &format!("bad record tag {tag:#04x}")));
             }
             let z = varint(b, &mut at).ok_or_else(|| self.err(start, "truncated or overlong address"))?;
@@ -376,7 +385,7 @@ impl Decoder for NativeDecoder {
             self.prev = va;
             self.pos = at;
             self.count += 1;
-            out.push(Ref { va, inst_delta: delta, size, flags: tag & 0b111, arg });
+            out.push(Ref { va, inst_delta: delta, size, flags: tag & 0b111 | if prefetch { Ref::PREFETCH } else { 0 }, arg });
         }
         Ok(())
     }

@@ -22,7 +22,7 @@ fn random_refs(n: usize, seed: u64) -> Vec<Ref> {
                 2 => r.next_u64(),
                 _ => va.wrapping_add(r.below(1 << 30)),
             };
-            let kind = [RefKind::Load, RefKind::Store, RefKind::Fetch][r.below(3) as usize];
+            let kind = [RefKind::Load, RefKind::Store, RefKind::Fetch, RefKind::Prefetch][r.below(4) as usize];
             let size = if i % 3 == 0 { 8 } else { 1 + r.below(64) as u8 };
             let delta = match r.below(4) {
                 0 => 1,
@@ -87,8 +87,13 @@ fn native_roundtrip_with_header() {
 #[test]
 fn native_traces_carry_os_calls() {
     use xlat_core::os::OsOp;
-    // (Without producers further back than the previous reference, which version 1 lacks too.)
-    let mut refs: Vec<Ref> = random_refs(1000, 3).into_iter().map(|r| if r.producer() > 1 { Ref { arg: 0, ..r } } else { r }).collect();
+    // (Without producers further back than the previous reference and prefetches, which
+    // version 1 lacks too.)
+    let mut refs: Vec<Ref> = random_refs(1000, 3)
+        .into_iter()
+        .map(|r| if r.producer() > 1 { Ref { arg: 0, ..r } } else { r })
+        .map(|r| if r.kind() == RefKind::Prefetch { Ref { flags: r.flags & !Ref::PREFETCH, ..r } } else { r })
+        .collect();
     refs.insert(10, Ref::os_call(OsOp::Unmap, 0x7f00_0000_3000, 16, 1));
     refs.insert(500, Ref::os_call(OsOp::Migrate, 0x7f00_0010_0000, 65535, 40));
     refs.push(Ref::os_call(OsOp::Protect, 0x7f00_0020_0000, 1, 7));
@@ -480,4 +485,21 @@ fn native_producers_round_trip_and_need_version_3() {
     v2[8] = 2;
     let e = decode_bytes(None, &v2).unwrap_err().to_string();
     assert!(e.contains("bad record tag 0x24"), "{e}");
+}
+
+/// Version 4 marks a software prefetch (tag bit 6, on a load's kind); a version-3 file with
+/// that bit is corrupt.
+#[test]
+fn native_prefetches_round_trip_and_need_version_4() {
+    let refs = vec![Ref::load(0x1000, 1), Ref::prefetch(0x9000, 3), Ref::store(0x2000, 1)];
+    let p = tmp("pf.xtr");
+    write_native(&p, &refs, &NativeHeader::default());
+    let (_, mut src) = crate::open_trace(&[p.to_string_lossy().into()], None).unwrap();
+    let got = read_all(&mut *src, 0, 16).unwrap();
+    assert_eq!(got, refs);
+    assert_eq!(got[1].kind(), RefKind::Prefetch);
+    let mut v3 = std::fs::read(&p).unwrap();
+    v3[8] = 3;
+    let e = decode_bytes(None, &v3).unwrap_err().to_string();
+    assert!(e.contains("bad record tag 0x58"), "{e}");
 }
