@@ -191,9 +191,9 @@ pub static ENTRIES: &[Entry] = &[
     e(Core, "[core<N>.]stores", Counter, "references", "References that are stores."),
     e(Core, "[core<N>.]fetches", Counter, "references", "References that are instruction fetches (they use the L1 ITLB and the L1I)."),
     e(Core, "[core<N>.]prefetches", Counter, "references",
-        "References that are software prefetches (`prefetcht0`: loads into the L1D that retire once translated; PT-Baker's `ptbaker.mode=user-prefetch`)."),
+        "References that are software prefetches (`prefetcht0`: loads into the L1D that retire once translated; PT-Baker's `ptbaker.mode=user-prefetch`), those dropped not included."),
     e(Core, "[core<N>.]prefetches.dropped", Counter, "references",
-        "Software prefetches dropped without touching memory: they missed the TLBs where prefetches start no walks (`tlb.prefetch_walks=false`), or their page is not mapped (a prefetch never faults)."),
+        "Software prefetches dropped without touching memory (not in `refs` or `prefetches`): they missed the TLBs where prefetches start no walks (`tlb.prefetch_walks=false`), or their page is not mapped (a prefetch never faults)."),
     e(Core, "rob_stall_cycles", Counter, "cycles",
         "Cycles dispatch waited for the reorder buffer (`core.rob` entries) to free an entry, summed over cores (there is no per-core form)."),
     e(Core, "store_buffer_stall_cycles", Counter, "cycles",
@@ -415,6 +415,12 @@ pub static ENTRIES: &[Entry] = &[
     e(Vms, "[core<N>.]vcpu_switches", Counter, "switches", "Switches of the core to another vCPU of the VM (vCPU overcommit, `virt.vcpus_per_core` > 1: every `virt.vcpu_slice_cycles`, or when a vCPU's stream ends).").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]vm_switches", Counter, "switches", "Switches of the core to another VM (`virt.vms` > 1, every `virt.switch_interval_cycles`).").only("`virt.enabled=true`"),
     // ---- mechanisms (each mechanism's `emit_stats`, under its own prefix) --------------------
+    e(Mechanisms, "ptbaker.touches", Counter, "touches",
+        "Touches of PT-Baker's helper thread: its loads or prefetches (`ptbaker.mode=user`, `user-prefetch`) or its software walks (`kernel`: read-ptes calls, which read `os.pte_reads` lines), after warm-up.")
+    .only("`ptbaker.mode` other than `off`"),
+    e(Mechanisms, "ptbaker.passes", Float, "passes",
+        "`ptbaker.touches` over the touches of one pass over the helper's regions: passes it made, the last one partial (0 with `ptbaker.ahead`, which follows a thread instead).")
+    .only("`ptbaker.mode` other than `off`"),
     e(Mechanisms, "[core<N>.]ptp.epochs", Counter, "epochs",
         "Epochs of the PTP phase detector that ended on the core (every `ptp.detector_epoch` instructions; `ptp.mode=detector` with a cache whose policy is `ptp`, else 0)."),
     e(Mechanisms, "[core<N>.]ptp.active_epochs", Counter, "epochs",

@@ -172,7 +172,21 @@ impl Machine {
             sched.add(crate::os::sched::Work::Mech(i), clock, period, first);
         }
         let checker = crate::translate::check::Checker::from_config(cfg);
-        let xl = Translator { cfg: cfg.clone(), mmus, contexts, os, vms, sched, mechs, checker, walk, virt: cfg.virt_enabled, pte_lines: Vec::new() };
+        let xl = Translator {
+            cfg: cfg.clone(),
+            mmus,
+            contexts,
+            os,
+            vms,
+            sched,
+            mechs,
+            checker,
+            walk,
+            virt: cfg.virt_enabled,
+            pte_lines: Vec::new(),
+            helper: None,
+            helper_touches: 0,
+        };
         Ok(Machine { xl, mem: MemorySide::new(cfg, streams, seed), interval: 0, marks: Vec::new(), host_times: None })
     }
 
@@ -344,6 +358,8 @@ pub(crate) fn run_loop<P: MemPort>(
     let mut done: u64 = 0;
     let mut measured: u64 = 0;
     let counted: Vec<u64> = (0..total).map(|s| u64::from(src.counted(s))).collect();
+    xl.helper = src.helper();
+    let helper = xl.helper.map_or(usize::MAX, |h| h.stream);
     let by_instructions = opts.warmup_instructions > 0;
     let mut warm = opts.warmup == 0 && !by_instructions;
     // (Warming up by instructions, the limit is known once the warm-up ends.)
@@ -416,6 +432,9 @@ pub(crate) fn run_loop<P: MemPort>(
             }
             done += 1;
             measured += add;
+            if s == helper && !(r.is_os_call() && r.size == crate::os::OsOp::Sleep as u8) {
+                xl.helper_touches += 1;
+            }
             if done & (crate::os::sched::EVENT_CHECK - 1) == 0 {
                 if paced {
                     for &s in &xl.sched.vcpus.lane {

@@ -188,6 +188,15 @@ pub enum SourceError {
     Workload { name: String, what: String },
 }
 
+/// A helper thread among a source's streams ([`RefSource::helper`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Helper {
+    /// Its stream: every reference of it but a sleep is a touch.
+    pub stream: usize,
+    /// Touches per pass over its regions (0: it does not pass over them, it follows a thread).
+    pub pass: u64,
+}
+
 /// A producer of one or more reference streams (one per simulated hardware thread).
 pub trait RefSource: Send {
     /// Number of streams; stream `i` runs on core `i` of the machine.
@@ -218,6 +227,12 @@ pub trait RefSource: Send {
     /// address `stream` referenced last (simulated time's position in that stream, which its
     /// batches run ahead of).
     fn observe(&mut self, _stream: usize, _va: u64) {}
+
+    /// PT-Baker's helper thread, if the source runs one: the engine counts its touches
+    /// (`ptbaker.touches`, `ptbaker.passes`).
+    fn helper(&self) -> Option<Helper> {
+        None
+    }
 
     /// Replace the contents of `out` with the next references of `stream` (at most
     /// `out.capacity()`, at least one unless the stream has ended). Leaving `out` empty

@@ -43,18 +43,42 @@ fn run(name: &str, pairs: &[(&str, &str)], cores: usize, prefault: bool) -> Stat
     let cfg = Config::from_pairs(all.iter().copied()).unwrap_or_else(|e| panic!("{name}: {e}"));
     let footprint = 64 * MB;
     let regions = vec![xlat_core::Region { name: "data".into(), start: BASE, len: footprint }];
-    // ("mix": two programs, one stream each, in address spaces of their own.)
+    // ("mix": two programs, one stream each, in address spaces of their own; "helper": the
+    // last stream is a PT-Baker helper's.)
     let src = || {
-        if name == "mix" {
+        let inner = if name == "mix" {
             let prog = |i: usize| xlat_core::Program { name: format!("p{i}"), regions: regions.clone(), streams: vec![i] };
             VecSource::with_programs(streams(cores, 20_000, footprint), vec![prog(0), prog(1)])
         } else {
             VecSource::new(streams(cores, 20_000, footprint), regions.clone())
-        }
+        };
+        let helper = (name == "helper").then_some(xlat_core::Helper { stream: cores - 1, pass: 2048 });
+        WithHelper(inner, helper)
     };
     let profile = (cfg.os_promotion == xlat_core::config::Promotion::Oracle)
         .then(|| xlat_core::profile_walks(&cfg, &mut src(), RunOptions::default(), prefault, 1, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}")));
     xlat_core::simulate_with(&cfg, &mut src(), profile.as_ref(), RunOptions::default(), prefault, 1, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// A source whose helper thread is `.1`.
+struct WithHelper(VecSource, Option<xlat_core::Helper>);
+
+impl xlat_core::RefSource for WithHelper {
+    fn streams(&self) -> usize {
+        self.0.streams()
+    }
+    fn regions(&self) -> Vec<xlat_core::Region> {
+        self.0.regions()
+    }
+    fn programs(&self) -> Vec<xlat_core::Program> {
+        self.0.programs()
+    }
+    fn helper(&self) -> Option<xlat_core::Helper> {
+        self.1
+    }
+    fn next_batch(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), xlat_core::SourceError> {
+        self.0.next_batch(stream, out)
+    }
 }
 
 fn has_key(key: &str) -> bool {
@@ -138,6 +162,7 @@ fn cases() -> Vec<Case> {
         v.push(("hawkeye", vec![("os.promotion", "hawkeye"), ("hawkeye.window_refs", "1000"), ("os.promotion_interval", "1000")], 2, false));
         v.push(("oracle", vec![("os.promotion", "oracle"), ("os.promotion_first", "1000")], 1, true));
         v.push(("mix", vec![("os.promotion", "pcc"), ("os.promotion_interval", "2000")], 2, true));
+        v.push(("helper", vec![], 2, true));
     }
     v
 }

@@ -180,6 +180,12 @@ impl RefSource for HelperSource {
         stream < self.ended.len() && self.inner.counted(stream)
     }
 
+    fn helper(&self) -> Option<xlat_core::Helper> {
+        let span = self.step * PAGE;
+        let pass = if self.ahead > 0 { 0 } else { self.regions.iter().map(|r| r.len.div_ceil(span)).sum() };
+        Some(xlat_core::Helper { stream: self.at, pass })
+    }
+
     fn observe(&mut self, stream: usize, va: u64) {
         if stream == 0 {
             self.main_va = va;

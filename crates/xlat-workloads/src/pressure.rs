@@ -158,6 +158,10 @@ impl RefSource for Beside {
         stream < self.live.len() && self.main.counted(stream)
     }
 
+    fn helper(&self) -> Option<xlat_core::Helper> {
+        self.main.helper()
+    }
+
     fn observe(&mut self, stream: usize, va: u64) {
         if stream < self.live.len() {
             self.main.observe(stream, va);

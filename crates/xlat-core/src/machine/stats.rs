@@ -100,6 +100,10 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             derived_virt(&mut s, "", &sum, &vsum);
         }
         s.int("rob_stall_cycles", rob_stalls);
+        if let Some(h) = xl.helper {
+            s.int("ptbaker.touches", xl.helper_touches);
+            s.float("ptbaker.passes", if h.pass > 0 { xl.helper_touches as f64 / h.pass as f64 } else { 0.0 });
+        }
         s.int("store_buffer_stall_cycles", sb_stalls);
         let pom = xl.mechs.pomtlb().is_some();
         let prefetcher = [crate::config::Prefetcher::None, xl.cfg.cache_l1d_prefetcher, xl.cfg.cache_l2_prefetcher];

@@ -47,6 +47,9 @@ pub struct Translator {
     pub(crate) virt: bool,
     /// Scratch for a kernel software walk's entry lines (`OsOp::ReadPtes`).
     pub(crate) pte_lines: Vec<u64>,
+    /// PT-Baker's helper thread of the run, if any, and its touches since warm-up.
+    pub(crate) helper: Option<crate::workload::Helper>,
+    pub(crate) helper_touches: u64,
 }
 
 /// Tell the mechanisms what the last fill of core `c`'s TLB level `id` pushed out, if anything.
@@ -76,8 +79,7 @@ impl Translator {
         }
         let Some((frame, size)) = self.translate(c, va, kind, port)? else {
             // A prefetch that would have had to walk where prefetches do not, or to fault.
-            let k = &mut self.mmus[core].counters;
-            (k.refs, k.prefetches, k.prefetches_dropped) = (k.refs + 1, k.prefetches + 1, k.prefetches_dropped + 1);
+            self.mmus[core].counters.prefetches_dropped += 1;
             port.dropped();
             return Ok(());
         };
@@ -349,6 +351,7 @@ impl Translator {
         }
         self.mechs.reset_stats();
         self.checker.reset_stats();
+        self.helper_touches = 0;
     }
 
     /// Invalidate the translations `what` names on core `c`: in its TLBs and page-walk cache
