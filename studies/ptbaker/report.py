@@ -25,13 +25,14 @@ def _tidy(df):
     """One row per point: mode, env, throttle, workload and the main thread's metrics."""
     import pandas as pd
 
+    def col(name):
+        return pd.to_numeric(df[name], errors="coerce") if name in df.columns else pd.Series([math.nan] * len(df), index=df.index)
+
     def main(stat):
-        """Core 0's value where the run had several cores, else the machine's."""
-        own = f"stat.core0.{stat}"
-        whole = f"stat.{stat}"
-        a = pd.to_numeric(df[own], errors="coerce") if own in df.columns else pd.Series([math.nan] * len(df), index=df.index)
-        b = pd.to_numeric(df[whole], errors="coerce") if whole in df.columns else pd.Series([math.nan] * len(df), index=df.index)
-        return a.fillna(b).values
+        """The main thread's value: its hardware context's with SMT (core 0 also runs the
+        helper on the sibling), else core 0's where the run had several cores, else the
+        machine's."""
+        return col(f"stat.ctx0.{stat}").fillna(col(f"stat.core0.{stat}")).fillna(col(f"stat.{stat}")).values
 
     parts = df["config_label"].astype(str).str.split(" ").str[0].str.split("@")
     throttle = []
@@ -43,7 +44,7 @@ def _tidy(df):
         throttle.append(t)
     out = pd.DataFrame({"mode": parts.str[0].values, "env": parts.str[1].values, "throttle": throttle,
                         "workload": df["workload"].astype(str).values})
-    for k in ("cycles", "instructions", "walks", "walk_cycles_per_walk", "pte_served.l2", "pte_served.llc", "pte_served.dram"):
+    for k in ("cycles", "instructions", "walk_cycles_per_walk", "pte_served.l2", "pte_served.llc", "pte_served.dram"):
         out[k] = main(k)
     served = out["pte_served.l2"] + out["pte_served.llc"] + out["pte_served.dram"]
     for lvl, k in (("l2", "pte_served.l2"), ("l3", "pte_served.llc"), ("dram", "pte_served.dram")):

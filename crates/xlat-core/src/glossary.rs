@@ -194,6 +194,10 @@ pub static ENTRIES: &[Entry] = &[
         "References that are software prefetches (`prefetcht0`: loads into the L1D that retire once translated; PT-Baker's `ptbaker.mode=user-prefetch`), those dropped not included."),
     e(Core, "[core<N>.]prefetches.dropped", Counter, "references",
         "Software prefetches dropped without touching memory (not in `refs` or `prefetches`): they missed the TLBs where prefetches start no walks (`tlb.prefetch_walks=false`), or their page is not mapped (a prefetch never faults)."),
+    e(Core, "ctx<N>.instructions", Counter, "instructions", "Instructions hardware context N dispatched (a core's `instructions` sum its threads').")
+        .only("SMT (`system.threads_per_core` > 1)"),
+    e(Core, "ctx<N>.cycles", Counter, "cycles", "Hardware context N's clock at the end (its last retirement if later).").only("SMT (`system.threads_per_core` > 1)"),
+    e(Core, "ctx<N>.ipc", Ratio, "instructions/cycle", "`ctx<N>.instructions` / `ctx<N>.cycles`.").only("SMT (`system.threads_per_core` > 1)"),
     e(Core, "rob_stall_cycles", Counter, "cycles",
         "Cycles dispatch waited for the reorder buffer (`core.rob` entries) to free an entry, summed over cores (there is no per-core form)."),
     e(Core, "store_buffer_stall_cycles", Counter, "cycles",
@@ -389,6 +393,14 @@ pub static ENTRIES: &[Entry] = &[
     e(Vms, "[core<N>.]walk_steps.<side>", Counter, "PTE reads", "`walk_steps` split by table: guest entries, and host (EPT) entries read by host walks.").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]walk_steps_per_walk.<side>", Ratio, "reads/walk", "`walk_steps.miss.<side>` / `walks`: guest or host entries a TLB miss's 2D walk reads.").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]walk_steps.miss.<side>", Counter, "PTE reads", "The part of `walk_steps.<side>` read by TLB-miss walks (`walk_steps.miss` split by table).").only("`virt.enabled=true`"),
+    e(Served, "ctx<N>.pte_served.<where>", Counter, "PTE reads",
+        "`pte_served.<where>` of hardware context N's walks alone (a core's sum its threads': PT-Baker's helper on the sibling walks too).")
+    .only("SMT (`system.threads_per_core` > 1)"),
+    e(Served, "ctx<N>.data_served.<where>", Counter, "references", "`data_served.<where>` of hardware context N's references alone.")
+        .only("SMT (`system.threads_per_core` > 1)"),
+    e(Walks, "ctx<N>.walk_cycles", Counter, "cycles", "`walk_cycles` of hardware context N's walks alone.").only("SMT (`system.threads_per_core` > 1)"),
+    e(Walks, "ctx<N>.walk_cycles_per_walk", Ratio, "cycles", "`ctx<N>.walk_cycles` per walk of the context (dirty-bit walks included).")
+        .only("SMT (`system.threads_per_core` > 1)"),
     e(Vms, "[core<N>.]pte_served.<side>.<where>", Counter, "PTE reads", "`pte_served.<where>` split by table.").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]tlb.nested.hits", Counter, "lookups",
         "Nested TLB lookups (a guest entry's gPA, and the final data gPA with `virt.nested_tlb_data`) that found a usable gPA -> hPA translation.")

@@ -163,6 +163,7 @@ fn cases() -> Vec<Case> {
         v.push(("oracle", vec![("os.promotion", "oracle"), ("os.promotion_first", "1000")], 1, true));
         v.push(("mix", vec![("os.promotion", "pcc"), ("os.promotion_interval", "2000")], 2, true));
         v.push(("helper", vec![], 2, true));
+        v.push(("smt", vec![("system.threads_per_core", "2")], 2, true));
     }
     v
 }

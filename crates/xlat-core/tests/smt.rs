@@ -82,3 +82,18 @@ fn streams_beyond_the_contexts_are_refused() {
     let e = xlat_core::simulate(&c, &mut src, RunOptions::default(), false, 1, &mut |_| true).unwrap_err();
     assert!(e.to_string().contains("3 streams but the machine has 2"), "{e}");
 }
+
+/// A core's statistics sum its threads'; `ctx<N>.` keeps each thread's own (PT-Baker's main
+/// thread beside a helper on its sibling).
+#[test]
+fn each_thread_has_its_own_memory_side_statistics() {
+    let s = run(&cfg(&[("tlb.thread_tagged", "true")]), same_pages());
+    for k in ["instructions", "pte_served.l1", "pte_served.l2", "pte_served.llc", "pte_served.dram", "data_served.l1", "data_served.dram", "walk_cycles"] {
+        assert_eq!(s.f(&format!("ctx0.{k}")) + s.f(&format!("ctx1.{k}")), s.f(k), "{k}");
+    }
+    // Thread 1 starts long after thread 0; each walked every page once.
+    assert!(s.f("ctx1.cycles") > s.f("ctx0.cycles") + 100_000.0);
+    assert_eq!(s.f("ctx0.walk_cycles") / s.f("ctx0.walk_cycles_per_walk"), PAGES as f64);
+    // One core: no per-context statistics.
+    assert!(run(&cfg(&[("system.threads_per_core", "1")]), vec![same_pages().remove(0)]).get("ctx0.cycles").is_none());
+}

@@ -99,6 +99,9 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             vsum.emit("", &mut s);
             derived_virt(&mut s, "", &sum, &vsum);
         }
+        if mem.ctxs.len() > xl.mmus.len() {
+            emit_contexts(&mut s, mem);
+        }
         s.int("rob_stall_cycles", rob_stalls);
         if let Some(h) = xl.helper {
             s.int("ptbaker.touches", xl.helper_touches);
@@ -222,4 +225,25 @@ fn emit_tlb_lines(s: &mut Stats, mem: &MemorySide) {
     // (Integers too, so that `--interval` series carry the occupancy over time.)
     s.int("cache.l2.tlbe.lines", tlb);
     s.int("cache.llc.tlbe.lines", llc_tlb);
+}
+
+/// SMT: what each hardware context did on the memory side (`ctx<N>.`), which a core's
+/// statistics sum over its threads (PT-Baker's helper on the main thread's sibling).
+fn emit_contexts(s: &mut Stats, mem: &MemorySide) {
+    for (c, x) in mem.ctxs.iter().enumerate() {
+        let (p, k) = (format!("ctx{c}."), &x.counters);
+        s.int(format!("{p}instructions"), x.instructions());
+        s.int(format!("{p}cycles"), x.cycles());
+        s.ratio(format!("{p}ipc"), x.instructions(), x.cycles());
+        s.int(format!("{p}walk_cycles"), k.walk_cycles);
+        // (Every walk the memory side timed is in one bucket of the histogram.)
+        let timed = [k.hist_0, k.hist_1, k.hist_2, k.hist_3, k.hist_4, k.hist_5, k.hist_6, k.hist_7, k.hist_8, k.hist_9].iter().sum();
+        s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, timed);
+        for (what, v) in [("l1", k.pte_l1), ("l2", k.pte_l2), ("llc", k.pte_llc), ("dram", k.pte_dram)] {
+            s.int(format!("{p}pte_served.{what}"), v);
+        }
+        for (what, v) in [("l1", k.data_l1), ("l2", k.data_l2), ("llc", k.data_llc), ("dram", k.data_dram)] {
+            s.int(format!("{p}data_served.{what}"), v);
+        }
+    }
 }
