@@ -283,11 +283,19 @@ pub static ENTRIES: &[Entry] = &[
     e(Walks, "[core<N>.]walker_wait_cycles", Counter, "cycles",
         "Cycles walks waited for a free page walker (`core.walkers` in flight per core), counted by the memory side; not part of `walk_cycles`."),
     // ---- where served ----------------------------------------------------------------------
+    e(Walks, "ctx<N>.walk_cycles", Counter, "cycles", "`walk_cycles` of hardware context N's walks alone.").only("SMT (`system.threads_per_core` > 1)"),
+    e(Walks, "ctx<N>.walk_cycles_per_walk", Ratio, "cycles", "`ctx<N>.walk_cycles` per walk of the context (dirty-bit walks included).")
+        .only("SMT (`system.threads_per_core` > 1)"),
     e(Served, "[core<N>.]pte_served.<where>", Counter, "PTE reads",
         "Page-table-entry reads by walks served at that level. Reads enter at `walker.port` (`l1d`: the L1D; `l2`: the L2, so `pte_served.l1` stays 0). In a VM, guest and host reads (see `pte_served.<side>.*`)."),
     e(Served, "[core<N>.]data_served.<where>", Counter, "accesses",
         "The references' data accesses (one per reference, after its translation) served at that level: loads and stores enter at the L1D, fetches at the L1I."),
     // ---- caches ----------------------------------------------------------------------------
+    e(Served, "ctx<N>.pte_served.<where>", Counter, "PTE reads",
+        "`pte_served.<where>` of hardware context N's walks alone (a core's sum its threads': PT-Baker's helper on the sibling walks too).")
+    .only("SMT (`system.threads_per_core` > 1)"),
+    e(Served, "ctx<N>.data_served.<where>", Counter, "references", "`data_served.<where>` of hardware context N's references alone.")
+        .only("SMT (`system.threads_per_core` > 1)"),
     e(Caches, "cache.<cache>.accesses", Counter, "lookups",
         "Demand lookups: L1I the fetches' data; L1D loads, stores and (with `walker.port=l1d`) PTE reads; L2 the L1 misses (and PTE reads with `walker.port=l2`); LLC the L2 misses of every core."),
     e(Caches, "cache.<cache>.hits", Counter, "lookups", "`accesses` - `misses`."),
@@ -393,14 +401,6 @@ pub static ENTRIES: &[Entry] = &[
     e(Vms, "[core<N>.]walk_steps.<side>", Counter, "PTE reads", "`walk_steps` split by table: guest entries, and host (EPT) entries read by host walks.").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]walk_steps_per_walk.<side>", Ratio, "reads/walk", "`walk_steps.miss.<side>` / `walks`: guest or host entries a TLB miss's 2D walk reads.").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]walk_steps.miss.<side>", Counter, "PTE reads", "The part of `walk_steps.<side>` read by TLB-miss walks (`walk_steps.miss` split by table).").only("`virt.enabled=true`"),
-    e(Served, "ctx<N>.pte_served.<where>", Counter, "PTE reads",
-        "`pte_served.<where>` of hardware context N's walks alone (a core's sum its threads': PT-Baker's helper on the sibling walks too).")
-    .only("SMT (`system.threads_per_core` > 1)"),
-    e(Served, "ctx<N>.data_served.<where>", Counter, "references", "`data_served.<where>` of hardware context N's references alone.")
-        .only("SMT (`system.threads_per_core` > 1)"),
-    e(Walks, "ctx<N>.walk_cycles", Counter, "cycles", "`walk_cycles` of hardware context N's walks alone.").only("SMT (`system.threads_per_core` > 1)"),
-    e(Walks, "ctx<N>.walk_cycles_per_walk", Ratio, "cycles", "`ctx<N>.walk_cycles` per walk of the context (dirty-bit walks included).")
-        .only("SMT (`system.threads_per_core` > 1)"),
     e(Vms, "[core<N>.]pte_served.<side>.<where>", Counter, "PTE reads", "`pte_served.<where>` split by table.").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]tlb.nested.hits", Counter, "lookups",
         "Nested TLB lookups (a guest entry's gPA, and the final data gPA with `virt.nested_tlb_data`) that found a usable gPA -> hPA translation.")
