@@ -14,6 +14,10 @@ as the native runs leave out everything before their region of interest. The end
 rate (N / total time) is kept too and is what "vs baseline" compares, because the
 baseline was measured that way.
 
+`trace_champsim` runs a ChampSim trace (xz) of GUPS three times through the trace cache (the first
+run decodes it into a native copy, later ones read the copy), once without the cache, and the
+same references from the GUPS kernel: the goal is later runs within 10 % of the kernel's.
+
 `floor_gups_8g` runs `crates/xlat-core/examples/floor.rs`: the leanest exact model of the
 engine_gups_8g run, in the engine's two halves on two threads, for how fast the engine could
 be on this host at all (about 2 GB of memory).
@@ -87,6 +91,38 @@ def case(name: str, quick: bool) -> dict:
             _core.record("gups:footprint=8G", path, int(20e6 * scale), 1)
             n, dt = min((_core.drain(trace=[path]) for _ in range(3)), key=lambda r: r[1])
             out = {"refs": n, "seconds": dt, "refs_per_s": n / dt, "trace_bytes": os.path.getsize(path)}
+    elif name == "trace_champsim":
+        # A ChampSim trace (xz) of GUPS: its first run (decoded into the trace cache), its
+        # second (reads the native copy), a run with the cache off, and the same references
+        # from the kernel itself, all on the engine (one sample each: the first run is first
+        # only once).
+        refs = int(5e6 * scale)
+        workload = "gups:footprint=8G"
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "gups.champsim.xz")
+            _core.record(workload, path, refs, 1, "champsim")
+            os.environ["XLAT_CACHE_DIR"] = os.path.join(d, "cache")
+            xlat.tracecache.configure()
+            secs = {}
+            for label in ("first", "second", "third"):
+                t = time.perf_counter()
+                r = xlat.simulate("skylake", trace=[path], refs=refs)
+                secs[label] = time.perf_counter() - t
+            os.environ["XLAT_CACHE_DIR"] = "off"
+            xlat.tracecache.configure()
+            t = time.perf_counter()
+            off = xlat.simulate("skylake", trace=[path], refs=refs)
+            secs["uncached"] = time.perf_counter() - t
+            t = time.perf_counter()
+            kernel = xlat.simulate("skylake", workload, refs=refs)
+            secs["kernel"] = time.perf_counter() - t
+            assert r.stats == off.stats, "a run on the cached copy differs from one on the trace"
+            assert kernel.stats["refs"] == refs
+            later = min(secs["second"], secs["third"])
+            out = {"workload": f"{workload} as a ChampSim .xz trace", "refs": refs, "refs_per_s": refs / later,
+                   "first_run_refs_per_s": refs / secs["first"], "uncached_refs_per_s": refs / secs["uncached"],
+                   "kernel_refs_per_s": refs / secs["kernel"], "later_vs_kernel": secs["kernel"] / later,
+                   "trace_bytes": os.path.getsize(path)}
     elif name == "floor_gups_8g":
         # The leanest exact model of the engine_gups_8g run (crates/xlat-core/examples/floor.rs):
         # how fast the engine could be here at all.
@@ -112,7 +148,8 @@ def case(name: str, quick: bool) -> dict:
     return out
 
 
-CASES = ["engine_gups_8g", "engine_bfs", "engine_mix4", "native_gups_8g", "native_bfs", "gen_gups", "gen_random", "decode_native", "floor_gups_8g"]
+CASES = ["engine_gups_8g", "engine_bfs", "engine_mix4", "native_gups_8g", "native_bfs", "gen_gups", "gen_random", "decode_native",
+         "trace_champsim", "floor_gups_8g"]
 
 
 def main() -> int:
@@ -157,6 +194,10 @@ def main() -> int:
     # scale, not a ratio; docs/performance.md compares like with like.)
     print(f"floor_gups_8g: the leanest exact model of the same GUPS run (floor example) makes {floor['refs_per_s'] / 1e6:.1f} M refs/s "
           f"on two threads (translation {floor['translation_ns_per_ref']:.0f} ns/ref, memory side {floor['memory_ns_per_ref']:.0f} ns/ref)")
+    tc = results["trace_champsim"]
+    print(f"trace_champsim: a ChampSim .xz trace of GUPS, {tc['refs'] / 1e6:.0f} M refs: first run {tc['first_run_refs_per_s'] / 1e6:.2f} M refs/s "
+          f"(decodes it into the trace cache), later runs {tc['refs_per_s'] / 1e6:.2f} M refs/s, {tc['later_vs_kernel']:.2f}x the kernel's "
+          f"{tc['kernel_refs_per_s'] / 1e6:.2f} M; without the cache {tc['uncached_refs_per_s'] / 1e6:.2f} M refs/s")
     for eng in ("engine_gups_8g", "engine_bfs"):
         r = results[eng]
         print(f"{eng}: {r['slowdown_vs_native']:.0f}x slower than native; end to end {r['end_to_end_refs_per_s'] / 1e6:.2f} M refs/s "

@@ -8,13 +8,14 @@ See ``xlat.simulate`` and ``xlat.Result`` (``xlat.run_mix`` for mixes of program
 weighted speedup); presets and config files are handled by
 ``xlat.config``; the command line is ``xlat --help``.
 """
-from . import _core
+from . import _core, tracecache
 from ._core import ConfigError, SimulationError, TraceError, WorkloadError, XlatError
 from .api import ArgumentError, Result, simulate
 from .config import presets
 from .mixes import MixResult, run_mix, weighted_speedup
 
 __version__ = _core.version()
+tracecache.configure()
 
 
 def resolve_config(config=None, **overrides):

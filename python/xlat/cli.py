@@ -350,6 +350,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.weighted_speedup:
         return _run_weighted_speedup(args)
 
+    _cache_traces(traces, args.trace_format)
     desc = args.workload or ("mix" if args.mix else os.path.basename(traces[0]))
     if args.json:
         # Open the temporary output before the run: an unwritable destination fails now, not
@@ -369,6 +370,52 @@ def cmd_run(args: argparse.Namespace) -> int:
         # A window shorter than asked for is easy to miss in a table and skews comparisons.
         print(f"xlat: warning: the workload ended after {done:,} of the {args.refs:,} references "
               f"asked for (raise its size parameter; see 'xlat workloads')", file=sys.stderr)
+    return 0
+
+
+def _cache_traces(traces: Sequence[str], trace_format: str | None) -> None:
+    """Decode traces in slow formats into the trace cache now (the run reads the copies), and
+    say so when it is the first time: that run pays for the decoding once."""
+    from . import tracecache
+
+    for t in traces:
+        start = time.monotonic()
+        got = tracecache.ensure(t, trace_format)
+        if got is not None and got[1]:
+            e = got[0]
+            print(f"xlat: {t}: decoded once into the trace cache ({human_count(e['refs'])} references, "
+                  f"{time.monotonic() - start:.1f} s); later runs read the native copy", file=sys.stderr)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from . import tracecache
+
+    where = tracecache.directory()
+    if where is None:
+        print("the trace cache is off (XLAT_CACHE_DIR=off)")
+        return 0
+    if args.clear:
+        files, size = tracecache.clear()
+        print(f"removed {files} file{'s' if files != 1 else ''} ({human_bytes(size)}) from {where}")
+        return 0
+    for t in args.add or []:
+        if not os.path.exists(t):
+            raise CliError(f"trace file '{t}' does not exist")
+        start = time.monotonic()
+        got = tracecache.ensure(t, args.trace_format)
+        if got is None:
+            print(f"{t}: a native trace (or not a regular file): runs read it as it is")
+        elif got[1]:
+            print(f"{t}: decoded into the cache ({human_count(got[0]['refs'])} references, {time.monotonic() - start:.1f} s)")
+        else:
+            print(f"{t}: in the cache already")
+    entries = tracecache.entries()
+    total = sum(e["bytes"] for e in entries)
+    print(f"trace cache {where}: {len(entries)} cop{'ies' if len(entries) != 1 else 'y'}, {human_bytes(total)}")
+    rows = [(e["key"][:12], e["format"], human_count(e["refs"]), human_bytes(e["source_bytes"]), human_bytes(e["bytes"]),
+             time.strftime("%Y-%m-%d %H:%M", time.localtime(e["created"])), e["source"]) for e in entries]
+    if rows:
+        print_table(rows, header=("key", "format", "refs", "source size", "copy size", "made", "made from"), indent="  ")
     return 0
 
 
@@ -909,6 +956,16 @@ def build_parser() -> Parser:
     ru.add_argument("--threshold", type=float, default=1024, help="class threshold (default 1024, the paper's)")
     ru.add_argument("--output", "-o", metavar="DIR", help="write DIR/pages.csv and DIR/reuse.png")
     ru.set_defaults(func=cmd_reuse)
+
+    ca = sub.add_parser("cache", help="the trace cache: native copies of slow traces (list, --add, --clear)",
+                        description="Traces in slow formats (xz or gzip, ChampSim, lackey) are decoded once into "
+                                    "native copies here; later runs on the same bytes read the copy. The directory is "
+                                    "$XLAT_CACHE_DIR (off: no cache), else ~/.cache/xlat/traces.")
+    ca.add_argument("--add", action="append", metavar="FILE", help="decode a trace into the cache now")
+    ca.add_argument("--trace-format", choices=("champsim", "lackey", "champsim+fetch", "lackey+fetch"), default=None,
+                    help="--add: read it as this format (default: from the file)")
+    ca.add_argument("--clear", action="store_true", help="remove every copy")
+    ca.set_defaults(func=cmd_cache)
 
     t = sub.add_parser("trace", help="trace a Linux program under valgrind into a trace file",
                        description="Run PROGRAM under valgrind's lackey tool and convert its memory "

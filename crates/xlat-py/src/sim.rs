@@ -104,7 +104,7 @@ fn simulate<'py>(
             let (desc, mut src) = match (&workload, &trace, &mix) {
                 // (An interrupt stops the kernels at once, while they build their input too.)
                 (Some(w), None, None) => xlat_workloads::open_until(w, seed, stop.clone()).map_err(workload_err)?,
-                (None, Some(t), None) => xlat_workloads::open_trace_with(t, trace_format.as_deref(), prefault).map_err(workload_err)?,
+                (None, Some(t), None) => xlat_workloads::open_trace_until(t, trace_format.as_deref(), prefault, &stop).map_err(workload_err)?,
                 (None, None, Some(m)) => xlat_workloads::open_mix_with(m, seed, stop.clone(), prefault).map_err(workload_err)?,
                 _ => unreachable!("checked above"),
             };

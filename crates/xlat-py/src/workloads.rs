@@ -133,6 +133,60 @@ fn lackey_to_native(py: Python<'_>, input: String, out: String, desc: Option<Str
     interruptible(py, move |stop| wl::trace::lackey_to_native_until(Path::new(&input), Path::new(&out), desc.as_deref(), &stop).map_err(source_err))
 }
 
+/// Turn the trace cache on (native copies of slow traces kept in `dir`) or off (`None`) for
+/// this process (`xlat_workloads::trace::cache`).
+#[pyfunction]
+#[pyo3(signature = (dir=None))]
+fn set_trace_cache(dir: Option<String>) {
+    wl::trace::cache::set_dir(dir.map(std::path::PathBuf::from));
+}
+
+fn entry_dict<'py>(py: Python<'py>, e: &wl::trace::cache::Entry) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("key", &e.key)?;
+    d.set_item("copy", e.copy.to_string_lossy().into_owned())?;
+    d.set_item("source", &e.source)?;
+    d.set_item("format", &e.format)?;
+    d.set_item("source_bytes", e.source_bytes)?;
+    d.set_item("refs", e.refs)?;
+    d.set_item("bytes", e.bytes)?;
+    d.set_item("created", e.created)?;
+    Ok(d)
+}
+
+/// The trace cache's copy of `path` (read as `format`, or as its content says), made now if
+/// there is none: `(entry, made)`, or `None` when the cache is off, the file is no regular
+/// file, or it is a native trace already.
+#[pyfunction]
+#[pyo3(signature = (path, format=None))]
+fn cache_trace<'py>(py: Python<'py>, path: String, format: Option<String>) -> PyResult<Option<(Bound<'py, PyDict>, bool)>> {
+    let got = interruptible(py, move |stop| {
+        let spec = match format.as_deref() {
+            None => None,
+            Some(f) => Some(wl::trace::FormatSpec::parse(f).ok_or_else(|| workload_err(wl::WorkloadError::UnknownFormat(f.to_string())))?),
+        };
+        wl::trace::cache::ensure(&path, spec, &stop).map_err(source_err)
+    })?;
+    got.map(|(e, made)| Ok((entry_dict(py, &e)?, made))).transpose()
+}
+
+/// Every complete entry of the trace cache in `dir`, oldest first.
+#[pyfunction]
+fn trace_cache_entries<'py>(py: Python<'py>, dir: String) -> PyResult<Bound<'py, PyList>> {
+    let entries = wl::trace::cache::entries(Path::new(&dir)).map_err(source_err)?;
+    let out = PyList::empty(py);
+    for e in &entries {
+        out.append(entry_dict(py, e)?)?;
+    }
+    Ok(out)
+}
+
+/// Remove the trace cache's files from `dir`: `(files, bytes)` removed.
+#[pyfunction]
+fn trace_cache_clear(dir: String) -> PyResult<(u64, u64)> {
+    wl::trace::cache::clear(Path::new(&dir)).map_err(source_err)
+}
+
 /// Reuse distances of every 4 KB page of a workload or trace (`xlat_workloads::reuse`):
 /// columns `{page, accesses, d4k, d2m, d1g}`, NaN where a page or region was used once.
 /// `distinct`: stack distances (distinct pages in between) instead of references.
@@ -185,5 +239,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert_trace, m)?)?;
     m.add_function(wrap_pyfunction!(lackey_to_native, m)?)?;
     m.add_function(wrap_pyfunction!(reuse, m)?)?;
+    m.add_function(wrap_pyfunction!(set_trace_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_cache_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_cache_clear, m)?)?;
     Ok(())
 }

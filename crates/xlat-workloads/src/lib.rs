@@ -204,6 +204,17 @@ pub fn open_trace(paths: &[String], format: Option<&str>) -> Result<(WorkloadDes
 /// the pages it touches (read once beforehand: [`trace::TraceSource::regions_from_pages`]), so
 /// that it can be prefaulted.
 pub fn open_trace_with(paths: &[String], format: Option<&str>, page_regions: bool) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
+    open_trace_until(paths, format, page_regions, &AtomicBool::new(false))
+}
+
+/// As [`open_trace_with`]; making a trace's cached native copy ([`trace::cache`]) stops once
+/// `stop` is set.
+pub fn open_trace_until(
+    paths: &[String],
+    format: Option<&str>,
+    page_regions: bool,
+    stop: &AtomicBool,
+) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
     let fmt = match format {
         None => None,
         Some(f) => Some(trace::FormatSpec::parse(f).ok_or_else(|| WorkloadError::UnknownFormat(f.to_string()))?),
@@ -212,7 +223,7 @@ pub fn open_trace_with(paths: &[String], format: Option<&str>, page_regions: boo
         // (Before opening: opening a pipe would wait for its writer.)
         trace::readable_twice(paths).map_err(WorkloadError::Trace)?;
     }
-    let mut src = trace::TraceSource::open(paths, fmt).map_err(WorkloadError::Trace)?;
+    let mut src = trace::TraceSource::open_until(paths, fmt, stop).map_err(WorkloadError::Trace)?;
     if page_regions {
         src.regions_from_pages(paths, fmt).map_err(WorkloadError::Trace)?;
     }

@@ -3,6 +3,7 @@
 //! Every reader streams through its file (never loading it whole) and reports a bad file
 //! as one [`SourceError::Corrupt`] naming the file and the byte offset, never a panic.
 
+pub mod cache;
 mod champsim;
 mod champsim_writer;
 mod lackey;
@@ -206,7 +207,7 @@ pub(crate) fn open_decoder(path: &str, input: Input, forced: Option<FormatSpec>)
     }
 }
 
-fn open_file(path: &str) -> Result<Input, SourceError> {
+pub(crate) fn open_file(path: &str) -> Result<Input, SourceError> {
     let f = File::open(path).map_err(|e| io_err(path, e))?;
     if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
         return Err(SourceError::Io { path: path.to_string(), what: "is a directory".into() });
@@ -217,6 +218,8 @@ fn open_file(path: &str) -> Result<Input, SourceError> {
 /// Recorded traces as a [`RefSource`]: stream `i` reads `paths[i]`.
 pub struct TraceSource {
     decs: Vec<Box<dyn Decoder>>,
+    /// Stream `i`'s native copy in the trace cache, where it reads one.
+    copies: Vec<Option<PathBuf>>,
     /// References decoded beyond what the last batch could hold.
     carry: Vec<Vec<Ref>>,
     pending_err: Vec<Option<SourceError>>,
@@ -226,17 +229,45 @@ pub struct TraceSource {
 }
 
 impl TraceSource {
+    /// Open `paths`, one per stream; a trace in another format than native reads its cached
+    /// native copy when the trace cache is on ([`cache::set_dir`]), made now if there is none.
     pub fn open(paths: &[String], forced: Option<FormatSpec>) -> Result<TraceSource, SourceError> {
+        Self::open_until(paths, forced, &AtomicBool::new(false))
+    }
+
+    /// As [`TraceSource::open`]; making a cached copy stops once `stop` is set.
+    pub fn open_until(paths: &[String], forced: Option<FormatSpec>, stop: &AtomicBool) -> Result<TraceSource, SourceError> {
+        Self::open_inner(paths, forced, cache::dir().as_deref(), stop)
+    }
+
+    /// As [`TraceSource::open`], reading every file itself (never the trace cache).
+    pub fn open_direct(paths: &[String], forced: Option<FormatSpec>) -> Result<TraceSource, SourceError> {
+        Self::open_inner(paths, forced, None, &AtomicBool::new(false))
+    }
+
+    fn open_inner(paths: &[String], forced: Option<FormatSpec>, cache_dir: Option<&Path>, stop: &AtomicBool) -> Result<TraceSource, SourceError> {
         if paths.is_empty() {
             return Err(SourceError::Io { path: String::new(), what: "no trace files given".into() });
         }
         let mut decs = Vec::new();
+        let mut copies = Vec::new();
         let mut regions: Vec<Region> = Vec::new();
         let mut formats = Vec::new();
         let mut workload = String::new();
         for p in paths {
             let input = open_file(p)?;
-            let (d, f, hdr) = open_decoder(p, input, forced)?;
+            let (mut d, f, hdr) = open_decoder(p, input, forced)?;
+            let mut copy = None;
+            let regular = std::fs::metadata(p).map(|m| m.is_file()).unwrap_or(false);
+            if let (Some(dir), true, false) = (cache_dir, regular, f == Format::Native) {
+                // (The copy is read as native, under the original's name and format: its
+                // references, and so the run's description and statistics, are the same.)
+                let spec = FormatSpec { format: f, fetch: forced.is_some_and(|s| s.fetch) };
+                let (entry, _) = cache::native_copy(dir, p, spec, stop)?;
+                let cp = entry.copy.to_string_lossy().into_owned();
+                d = open_decoder(&cp, open_file(&cp)?, Some(FormatSpec { format: Format::Native, fetch: false }))?.0;
+                copy = Some(entry.copy);
+            }
             if let Some(h) = hdr {
                 for r in h.regions {
                     if !regions.contains(&r) {
@@ -248,6 +279,7 @@ impl TraceSource {
                 }
             }
             decs.push(d);
+            copies.push(copy);
             formats.push(f.name());
         }
         formats.dedup();
@@ -261,6 +293,7 @@ impl TraceSource {
         let n = decs.len();
         Ok(TraceSource {
             decs,
+            copies,
             carry: vec![Vec::new(); n],
             pending_err: vec![None; n],
             done: vec![false; n],
@@ -286,8 +319,15 @@ impl TraceSource {
         }
         readable_twice(paths)?;
         let mut pages: Vec<u64> = Vec::new();
-        for p in paths {
-            let (mut dec, _, _) = open_decoder(p, open_file(p)?, forced)?;
+        for (i, p) in paths.iter().enumerate() {
+            // (The cached copy holds the same references, faster.)
+            let (mut dec, _, _) = match self.copies.get(i).and_then(Option::as_ref) {
+                Some(c) => {
+                    let c = c.to_string_lossy().into_owned();
+                    open_decoder(&c, open_file(&c)?, None)?
+                }
+                None => open_decoder(p, open_file(p)?, forced)?,
+            };
             let mut buf = Vec::with_capacity(BATCH);
             let mut last = u64::MAX;
             loop {
@@ -570,7 +610,7 @@ pub fn convert_until(
     desc: Option<&str>,
     stop: &AtomicBool,
 ) -> Result<u64, SourceError> {
-    let mut src = TraceSource::open(paths, format)?;
+    let mut src = TraceSource::open_direct(paths, format)?;
     let desc = desc.map(str::to_string).unwrap_or_else(|| src.desc().spec());
     record_as(&mut src, out, out_format, max_refs, &desc, stop)
 }

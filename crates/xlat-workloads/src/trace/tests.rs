@@ -503,3 +503,119 @@ fn native_prefetches_round_trip_and_need_version_4() {
     let e = decode_bytes(None, &v3).unwrap_err().to_string();
     assert!(e.contains("bad record tag 0x58"), "{e}");
 }
+
+/// Names in a trace-cache directory.
+fn cache_files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).map(|rd| rd.map(|d| d.unwrap().file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// References a ChampSim trace holds in few records: at most 3 instructions apart.
+fn close_refs(n: usize, seed: u64) -> Vec<Ref> {
+    random_refs(n, seed).into_iter().map(|r| Ref::new((r.va & ((1 << 46) - 1)) | 0x1000, r.kind(), r.size, r.inst_delta % 4, false)).collect()
+}
+
+/// Every reference of stream 0.
+fn drain(src: &mut TraceSource) -> Vec<Ref> {
+    let (mut all, mut b) = (Vec::new(), Vec::with_capacity(4096));
+    loop {
+        src.next_batch(0, &mut b).unwrap();
+        if b.is_empty() {
+            return all;
+        }
+        all.extend_from_slice(&b);
+    }
+}
+
+fn open_cached(paths: &[String], forced: Option<FormatSpec>, dir: &Path) -> TraceSource {
+    TraceSource::open_inner(paths, forced, Some(dir), &AtomicBool::new(false)).unwrap()
+}
+
+#[test]
+fn the_trace_cache_serves_the_same_references_from_a_native_copy() {
+    // A ChampSim trace (xz) and a lackey log (gzip), each read directly and through the cache.
+    let cs = tmp("t.champsim.xz");
+    let mut w = ChampSimWriter::create(&cs).unwrap();
+    w.write(&close_refs(20_000, 11)).unwrap();
+    w.finish().unwrap();
+    let lk = tmp("t.lackey.gz");
+    let mut gz = flate2::write::GzEncoder::new(File::create(&lk).unwrap(), flate2::Compression::fast());
+    for _ in 0..500 {
+        gz.write_all(LACKEY.as_bytes()).unwrap();
+    }
+    gz.finish().unwrap();
+    let dir = tmp("cache");
+    for (path, forced) in [(&cs, None), (&cs, FormatSpec::parse("champsim+fetch")), (&lk, None), (&lk, FormatSpec::parse("lackey+fetch"))] {
+        let p = vec![path.to_string_lossy().into_owned()];
+        let mut direct = TraceSource::open_direct(&p, forced).unwrap();
+        let mut cached = open_cached(&p, forced, &dir);
+        assert!(cached.copies[0].is_some(), "{p:?} {forced:?} read its copy");
+        assert_eq!(cached.desc(), direct.desc(), "the copy is described as the original");
+        let (a, b) = (drain(&mut direct), drain(&mut cached));
+        assert!(a.len() >= 3000);
+        assert_eq!(a, b, "{p:?} {forced:?}");
+        // Regions from pages read the copy and agree.
+        let (mut d2, mut c2) = (TraceSource::open_direct(&p, forced).unwrap(), open_cached(&p, forced, &dir));
+        d2.regions_from_pages(&p, forced).unwrap();
+        c2.regions_from_pages(&p, forced).unwrap();
+        assert_eq!(d2.regions(), c2.regions());
+    }
+    // One copy per (content, format read as): +fetch is a copy of its own.
+    let entries = cache::entries(&dir).unwrap();
+    assert_eq!(entries.len(), 4);
+    assert_eq!(entries.iter().map(|e| e.format.as_str()).filter(|f| f.ends_with("+fetch")).count(), 2);
+    assert!(entries.iter().all(|e| e.refs > 0 && e.bytes == std::fs::metadata(&e.copy).unwrap().len()));
+    // A second lookup serves the copy; a native trace needs none.
+    let cs_s = cs.to_string_lossy().into_owned();
+    let (e, made) = cache::native_copy(&dir, &cs_s, FormatSpec { format: Format::ChampSim, fetch: false }, &AtomicBool::new(false)).unwrap();
+    assert!(!made);
+    let native = open_cached(&[e.copy.to_string_lossy().into_owned()], None, &dir);
+    assert!(native.copies[0].is_none());
+    assert_eq!(cache_files(&dir).len(), 8, "{:?}", cache_files(&dir));
+}
+
+#[test]
+fn the_trace_cache_never_serves_a_stale_or_partial_copy() {
+    let cs = tmp("s.champsim");
+    let write = |seed| {
+        let mut w = ChampSimWriter::create(&cs).unwrap();
+        w.write(&close_refs(5000, seed)).unwrap();
+        w.finish().unwrap();
+    };
+    write(1);
+    let dir = tmp("cache");
+    let p = vec![cs.to_string_lossy().into_owned()];
+    let champsim = FormatSpec { format: Format::ChampSim, fetch: false };
+    let never = AtomicBool::new(false);
+    let (first, made) = cache::native_copy(&dir, &p[0], champsim, &never).unwrap();
+    assert!(made);
+    // The same name with other content: another key, so the old copy is not served.
+    write(2);
+    let mut cached = open_cached(&p, None, &dir);
+    assert_ne!(cached.copies[0].as_deref(), Some(first.copy.as_path()));
+    assert_eq!(drain(&mut cached), drain(&mut TraceSource::open_direct(&p, None).unwrap()));
+    // A copy whose size is not its entry's (cut short, or being replaced) is made again.
+    let (e, _) = cache::native_copy(&dir, &p[0], champsim, &never).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&e.copy).unwrap();
+    f.set_len(e.bytes / 2).unwrap();
+    let (again, made) = cache::native_copy(&dir, &p[0], champsim, &never).unwrap();
+    assert!(made);
+    assert_eq!(again.bytes, e.bytes);
+    // A corrupt input fails naming the input, and leaves nothing behind; so does an interrupt.
+    let before = cache_files(&dir);
+    let bad = tmp("bad.champsim");
+    std::fs::write(&bad, &std::fs::read(&cs).unwrap()[..64 * 100 + 17]).unwrap();
+    let bad_s = bad.to_string_lossy().into_owned();
+    let err = TraceSource::open_inner(std::slice::from_ref(&bad_s), None, Some(&dir), &never).err().unwrap().to_string();
+    assert!(err.contains(&bad_s), "{err}");
+    write(3);
+    let err = cache::native_copy(&dir, &p[0], champsim, &AtomicBool::new(true)).err().unwrap().to_string();
+    assert!(err.contains("interrupted"), "{err}");
+    assert_eq!(cache_files(&dir), before);
+    // Clearing removes the cache's files and only those.
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let (files, bytes) = cache::clear(&dir).unwrap();
+    assert_eq!((files as usize, bytes > 0), (before.len(), true));
+    assert_eq!(cache_files(&dir), vec!["notes.txt".to_string()]);
+}
