@@ -19,7 +19,7 @@ def test_a_champsim_trace_is_decoded_once_and_runs_alike(tmp_path):
     cache = tmp_path / "cache"
     first = _run(trace, tmp_path / "a.json", cache)
     assert first.returncode == 0, first.stderr
-    assert "decoded once into the trace cache" in first.stderr
+    assert "1 copy" in run_xlat("cache", env={"XLAT_CACHE_DIR": str(cache)}).stdout
     second = _run(trace, tmp_path / "b.json", cache)
     assert second.returncode == 0 and second.stderr == "", second.stderr
     off = _run(trace, tmp_path / "c.json", "off")

@@ -375,13 +375,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _cache_traces(traces: Sequence[str], trace_format: str | None) -> None:
     """Decode traces in slow formats into the trace cache now (the run reads the copies), and
-    say so when it is the first time: that run pays for the decoding once."""
+    say so when that took a while: the first run pays for the decoding, once."""
     from . import tracecache
 
     for t in traces:
         start = time.monotonic()
         got = tracecache.ensure(t, trace_format)
-        if got is not None and got[1]:
+        if got is not None and got[1] and time.monotonic() - start >= 1.0:
             e = got[0]
             print(f"xlat: {t}: decoded once into the trace cache ({human_count(e['refs'])} references, "
                   f"{time.monotonic() - start:.1f} s); later runs read the native copy", file=sys.stderr)
