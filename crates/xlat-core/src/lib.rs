@@ -18,6 +18,7 @@ pub mod machine;
 pub mod mech;
 pub mod memory;
 pub mod microbench;
+pub mod mrc;
 pub mod os;
 pub mod stats;
 pub mod timing;
@@ -64,7 +65,27 @@ pub fn simulate_with(
     if cfg.os_promotion == config::Promotion::Oracle && profile.is_none() {
         return Err(SimError::OracleNeedsProfile);
     }
-    Ok(run_machine(cfg, src, profile, opts, prefault, seed, progress)?.stats())
+    Ok(run_machine(cfg, src, profile, None, opts, prefault, seed, progress)?.stats())
+}
+
+/// [`simulate`], profiling `structures` (see [`translate::CURVES`]) for one-pass
+/// miss-ratio curves up to `cap` ways ([`mrc`]): the run's statistics and the curves.
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_curves(
+    cfg: &Config,
+    src: &mut dyn RefSource,
+    structures: &[String],
+    cap: usize,
+    opts: RunOptions,
+    prefault: bool,
+    seed: u64,
+    progress: &mut dyn FnMut(u64) -> bool,
+) -> Result<(Stats, Vec<translate::Curve>), SimError> {
+    if cfg.os_promotion == config::Promotion::Oracle {
+        return Err(SimError::OracleNeedsProfile);
+    }
+    let m = run_machine(cfg, src, None, Some((structures, cap)), opts, prefault, seed, progress)?;
+    Ok((m.stats(), m.curves()))
 }
 
 /// The first run of the hindsight oracle (`os.promotion=oracle`): `cfg`'s machine without
@@ -80,15 +101,17 @@ pub fn profile_walks(
     // (The oracle without a profile watches and never promotes.)
     let mut watching = cfg.clone();
     watching.os_promotion = config::Promotion::Oracle;
-    let m = run_machine(&watching, src, None, opts, prefault, seed, progress)?;
+    let m = run_machine(&watching, src, None, None, opts, prefault, seed, progress)?;
     Ok(m.xl.mechs.oracle().expect("os.promotion=oracle builds the oracle").profile())
 }
 
 /// Build the machine for `src` (its oracle acting on `profile`, if given), prefault, run.
+#[allow(clippy::too_many_arguments)]
 fn run_machine(
     cfg: &Config,
     src: &mut dyn RefSource,
     profile: Option<&mech::oracle::WalkProfile>,
+    curves: Option<(&[String], usize)>,
     opts: RunOptions,
     prefault: bool,
     seed: u64,
@@ -97,6 +120,10 @@ fn run_machine(
     let mut m = Machine::with_programs(cfg, src.streams(), src.programs(), seed)?;
     if let (Some(o), Some(p)) = (m.xl.mechs.oracle_mut(), profile) {
         o.set_profile(p.clone());
+    }
+    // (Before prefaulting: the stacks see whatever the structures see.)
+    if let Some((structures, cap)) = curves {
+        m.profile(structures, cap)?;
     }
     if prefault {
         m.prefault()?;

@@ -231,6 +231,17 @@ impl Machine {
         self.xl.step(c, r, &mut Direct::new(&mut self.mem))
     }
 
+    /// Profile translation structures from now on for one-pass miss-ratio curves (see
+    /// [`Translator::profile`]); [`Self::curves`] has them after the run.
+    pub fn profile(&mut self, structures: &[String], cap: usize) -> Result<(), SimError> {
+        self.xl.profile(structures, cap)
+    }
+
+    /// The miss-ratio curves of the structures [`Self::profile`] named, since warm-up.
+    pub fn curves(&self) -> Vec<crate::translate::Curve> {
+        self.xl.curves()
+    }
+
     /// Zero every statistic, keeping all state (caches, TLBs, page tables): the end of
     /// warm-up.
     pub fn reset_stats(&mut self) {

@@ -335,10 +335,103 @@ impl Translator {
     }
 }
 
+/// One structure's miss-ratio curve over every core ([`Translator::curves`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Curve {
+    /// Its name, as its statistics have it: `tlb.l2`, `pwc.l2`.
+    pub structure: String,
+    /// (sets, ways) of each array as configured (a TLB level may have several, e.g. one
+    /// for 1 GB pages); the curve varies the ways of each, keeping the sets.
+    pub arrays: Vec<(usize, usize)>,
+    /// Whether the curve is exact for LRU arrays (see [`crate::translate::pwc::PwcProfile`]
+    /// for the upper page-walk-cache levels).
+    pub exact: bool,
+    /// Lookups by stack depth, summed over cores.
+    pub depths: crate::mrc::Depths,
+}
+
+/// The structures [`Translator::profile`] knows.
+pub const CURVES: &[&str] = &["tlb.l1d", "tlb.l1i", "tlb.l2", "tlb.l2i", "pwc.l2", "pwc.l3", "pwc.l4", "pwc.l5"];
+
 impl Translator {
+    /// Profile `structures` (names from [`CURVES`]; `pwc` for every page-walk-cache level
+    /// the machine has) on every core from now on, for miss-ratio curves up to `cap` ways
+    /// ([`crate::mrc`]). A structure the machine does not have is an error.
+    pub fn profile(&mut self, structures: &[String], cap: usize) -> Result<(), SimError> {
+        let bad = |name: &str, why: String| SimError::BadCurve { name: name.to_string(), why };
+        if !(1..=4096).contains(&cap) {
+            return Err(bad("", format!("ways up to {cap}: give 1 to 4096")));
+        }
+        for name in structures {
+            let mmu0 = &self.mmus[0];
+            if name == "pwc" {
+                if !(2..=5).any(|l| mmu0.pwc.geometry(l).is_some()) {
+                    return Err(bad(name, "this machine has no page-walk cache".into()));
+                }
+                for mmu in &mut self.mmus {
+                    (2..=5).for_each(|l| mmu.pwc.profile(l, cap));
+                }
+            } else if let Some(l) = name.strip_prefix("pwc.l").and_then(|l| l.parse::<u8>().ok()).filter(|l| (2..=5).contains(l)) {
+                if mmu0.pwc.geometry(l).is_none() {
+                    return Err(bad(name, format!("this machine's page-walk cache has no level {l} (pwc.l{l}.entries = 0)")));
+                }
+                for mmu in &mut self.mmus {
+                    mmu.pwc.profile(l, cap);
+                }
+            } else if let Some(id) = mmu::TlbId::ALL.into_iter().find(|t| name.strip_prefix("tlb.") == Some(t.name())) {
+                if mmu0.tlbs[id as usize].geometry().is_empty() {
+                    return Err(bad(name, "this machine has no such TLB level".into()));
+                }
+                for mmu in &mut self.mmus {
+                    mmu.tlbs[id as usize].profile(cap);
+                }
+            } else {
+                return Err(bad(name, format!("known: {}, pwc", CURVES.join(", "))));
+            }
+        }
+        Ok(())
+    }
+
+    /// The miss-ratio curves of the structures being profiled, summed over cores: TLB levels,
+    /// then page-walk-cache levels from the lowest.
+    pub fn curves(&self) -> Vec<Curve> {
+        let mut out: Vec<Curve> = Vec::new();
+        let mut add =
+            |structure: String, arrays: Vec<(usize, usize)>, exact: bool, d: &crate::mrc::Depths| match out.iter_mut().find(|c| c.structure == structure) {
+                Some(c) => c.depths.add(d),
+                None => out.push(Curve { structure, arrays, exact, depths: d.clone() }),
+            };
+        for mmu in &self.mmus {
+            for id in mmu::TlbId::ALL {
+                let t = &mmu.tlbs[id as usize];
+                if let Some(p) = t.profiled() {
+                    add(format!("tlb.{}", id.name()), t.geometry(), true, &p.depths);
+                }
+            }
+            if let Some(p) = mmu.pwc.profiled() {
+                // (Exact for the lowest level the machine has, profiled or not.)
+                let lowest = (2..=5u8).find(|&l| mmu.pwc.geometry(l).is_some());
+                for l in 2..=5u8 {
+                    if let (Some(st), Some(g)) = (&p.levels[l as usize], mmu.pwc.geometry(l)) {
+                        add(format!("pwc.l{l}"), vec![g], Some(l) == lowest, st.depths());
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Zero the translation side's statistics (TLB, walk and OS counters), keeping its state.
     pub fn reset_stats(&mut self) {
         for mmu in &mut self.mmus {
+            if let Some(p) = mmu.pwc.profiled_mut() {
+                p.levels.iter_mut().flatten().for_each(|st| st.depths_mut().reset());
+            }
+            for t in &mut mmu.tlbs {
+                if let Some(p) = t.profiled_mut() {
+                    p.depths.reset();
+                }
+            }
             mmu.counters = CoreCounters::default();
             mmu.vcounters = VirtCounters::default();
             for t in &mut mmu.tlbs {

@@ -5,6 +5,7 @@ use crate::addr::VirtAddr;
 use crate::assoc::{Key, SetAssoc};
 use crate::config::Policy;
 use crate::memory::repl::LineKind;
+use crate::mrc::{StackKey, StackProfile};
 use crate::os::pt::{NodeId, NO_NODE};
 use crate::translate::tlb::{Ctx, Invalidate, TlbKey};
 
@@ -197,6 +198,18 @@ impl FaLru {
 pub struct Pwc {
     /// Index `l` caches entries of level-`l` nodes (tag = VA >> (12 + 9(l-1))).
     tables: [Option<PwcTable>; 6],
+    /// The miss-ratio-curve profile, when one was asked for ([`Pwc::profile`]).
+    prof: Option<Box<PwcProfile>>,
+}
+
+/// The page-walk cache's one-pass miss-ratio curves ([`crate::mrc`]): a recency stack per
+/// level, with the level's sets. Exact for the lowest level; an upper level is filled only
+/// when every level below it missed, so its contents depend on theirs and its curve is
+/// approximate where they hit (a hit below refreshes an upper entry only in the larger
+/// tables that hold it).
+pub struct PwcProfile {
+    /// Index `l`: level `l`'s stacks (and depth histogram), if the PWC has that level.
+    pub levels: [Option<StackProfile>; 6],
 }
 
 /// One PWC level, exact LRU either way: real sizes (a few dozen entries) are one set
@@ -306,7 +319,7 @@ impl Pwc {
     /// and 1 unused: leaf entries are translations, cached by the TLBs).
     pub fn new(entries: [u64; 6], ways: [u64; 6], _seed: u64) -> Pwc {
         let mk = |l: usize| (entries[l] > 0).then(|| PwcTable::new(entries[l] as usize, ways[l] as usize));
-        Pwc { tables: [None, None, mk(2), mk(3), mk(4), mk(5)] }
+        Pwc { tables: [None, None, mk(2), mk(3), mk(4), mk(5)], prof: None }
     }
 
     #[inline]
@@ -330,7 +343,63 @@ impl Pwc {
             }
             level -= 1;
         }
+        if self.prof.is_some() {
+            self.profile_lookup(va, ctx, top, hits);
+        }
         best
+    }
+
+    /// Profile level `level` (if the PWC has it) from now on for its miss-ratio curve, up to
+    /// `cap` ways per set.
+    pub fn profile(&mut self, level: u8, cap: usize) {
+        let Some((sets, _)) = self.geometry(level) else { return };
+        let p = self.prof.get_or_insert_with(|| Box::new(PwcProfile { levels: Default::default() }));
+        p.levels[level as usize] = Some(StackProfile::new(sets, cap));
+    }
+
+    /// (sets, ways) of level `level`, if the PWC has it.
+    pub fn geometry(&self, level: u8) -> Option<(usize, usize)> {
+        self.tables[level as usize].as_ref().map(|t| match t {
+            PwcTable::Scan(a, _) => (a.sets(), a.ways()),
+            PwcTable::Hashed(f) => (1, f.keys.len()),
+        })
+    }
+
+    /// The profile, if [`Self::profile`] started one.
+    pub fn profiled(&self) -> Option<&PwcProfile> {
+        self.prof.as_deref()
+    }
+
+    pub fn profiled_mut(&mut self) -> Option<&mut PwcProfile> {
+        self.prof.as_deref_mut()
+    }
+
+    /// Each level's depth counted; a level that hit refreshes its entry.
+    #[cold]
+    #[inline(never)]
+    fn profile_lookup(&mut self, va: VirtAddr, ctx: Ctx, top: u8, hits: &[bool; 6]) {
+        let p = self.prof.as_deref_mut().expect("profiled");
+        for level in 2..=top as usize {
+            if let Some(st) = &mut p.levels[level] {
+                let key = Self::key(va, level as u8, ctx);
+                let set = st.set_of(key);
+                let d = st.depth(set, StackKey::from(key));
+                st.depths_mut().count(d);
+                if hits[level] {
+                    st.touch_at(set, StackKey::from(key), d);
+                }
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn profile_fill(&mut self, va: VirtAddr, ctx: Ctx, level: u8) {
+        let p = self.prof.as_deref_mut().expect("profiled");
+        if let Some(st) = &mut p.levels[level as usize] {
+            let key = Self::key(va, level, ctx);
+            st.touch(st.set_of(key), StackKey::from(key));
+        }
     }
 
     #[inline]
@@ -358,6 +427,9 @@ impl Pwc {
         if let Some(t) = &mut self.tables[level as usize] {
             t.fill(Self::key(va, level, ctx), child);
         }
+        if self.prof.is_some() {
+            self.profile_fill(va, ctx, level);
+        }
     }
 
     /// [`Self::fill`] by a walk: the walk reads only levels below its longest PWC hit, so
@@ -366,6 +438,9 @@ impl Pwc {
     pub fn fill_missed(&mut self, va: VirtAddr, ctx: Ctx, level: u8, child: NodeId) {
         if let Some(t) = &mut self.tables[level as usize] {
             t.fill_absent(Self::key(va, level, ctx), child);
+        }
+        if self.prof.is_some() {
+            self.profile_fill(va, ctx, level);
         }
     }
 
@@ -386,6 +461,13 @@ impl Pwc {
     /// Drop cached upper-level entries covering the invalidated range (a shootdown must
     /// clear paging-structure caches too, as INVLPG does).
     pub fn invalidate(&mut self, what: Invalidate) -> usize {
+        if let Some(p) = &mut self.prof {
+            for (level, st) in p.levels.iter_mut().enumerate() {
+                let Some(st) = st else { continue };
+                let shift = 12 + 9 * (level as u32 - 1);
+                st.remove_where(|k| what.covers((k >> PWC_CTX_SHIFT) as Ctx, (k as u64) & ((1 << PWC_CTX_SHIFT) - 1), shift));
+            }
+        }
         let mut n = 0;
         for (level, t) in self.tables.iter_mut().enumerate() {
             let Some(t) = t else { continue };

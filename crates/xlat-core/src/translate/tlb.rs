@@ -14,6 +14,7 @@ use crate::assoc::{Key, SetAssoc};
 use crate::config::{Policy, TlbSetIndex};
 
 use crate::memory::repl::LineKind;
+use crate::mrc::{Depths, StackKey, StackProfile};
 
 /// Address-space context of a translation: PCID in the low 12 bits, VPID above (0 natively).
 /// Host-side structures of a VM (nested TLB, vPWC) use the VM's VPID with PCID 0.
@@ -164,7 +165,17 @@ impl TlbArray {
     /// The set of page number `vpn` of context `ctx` (see [`TlbSetIndex`]).
     #[inline]
     fn set_of_vpn(&self, vpn: u64, ctx: Ctx) -> usize {
-        self.arr.set_of(vpn ^ (u64::from((ctx & SPACE_MASK) >> VPID_SHIFT) & self.vm_mask))
+        self.arr.set_of(self.index_of(vpn, ctx))
+    }
+
+    /// The value whose low bits are the set of page number `vpn` of context `ctx`.
+    #[inline]
+    fn index_of(&self, vpn: u64, ctx: Ctx) -> u64 {
+        vpn ^ (u64::from((ctx & SPACE_MASK) >> VPID_SHIFT) & self.vm_mask)
+    }
+
+    pub fn ways(&self) -> usize {
+        self.arr.ways()
     }
 
     #[inline]
@@ -435,12 +446,35 @@ pub struct TlbLevel {
     /// holds 2 MB pages and not 1 GB ones).
     smash_1g: bool,
     pub stats: TlbStats,
+    /// The miss-ratio-curve profile, when one was asked for ([`Self::profile`]).
+    prof: Option<Box<TlbProfile>>,
+}
+
+/// A TLB level's one-pass miss-ratio curve ([`crate::mrc`]): one recency stack per array,
+/// with the array's sets, and one histogram for the level. A lookup's depth is the least of
+/// its probes' (a level hits if any array does), so `depths.misses(w)` is the level's
+/// misses with `w` ways in each array. Exact for LRU arrays; with coalescing, the group's
+/// and its pages' entries compete as in the level, but which one a hit refreshes may differ.
+pub struct TlbProfile {
+    stacks: Vec<StackProfile>,
+    pub depths: Depths,
+}
+
+/// A TLB key as a stack key.
+#[inline]
+fn stack_key(k: TlbKey) -> StackKey {
+    (StackKey::from(k.ctx) << 64) | StackKey::from(k.tag)
+}
+
+#[inline]
+fn tlb_key(k: StackKey) -> TlbKey {
+    TlbKey::from_parts(k as u64, (k >> 64) as Ctx)
 }
 
 impl TlbLevel {
     /// `arrays`: (entries, ways, sizes held). Arrays with zero entries are left out.
     pub fn new(arrays: &[(u64, u64, &[PageSize])], policy: Policy, seed: u64) -> TlbLevel {
-        let mut lvl = TlbLevel { arrays: Vec::new(), holder: [None; 3], group_holder: None, smash_1g: false, stats: TlbStats::default() };
+        let mut lvl = TlbLevel { arrays: Vec::new(), holder: [None; 3], group_holder: None, smash_1g: false, stats: TlbStats::default(), prof: None };
         for (i, &(entries, ways, sizes)) in arrays.iter().filter(|a| a.0 > 0).enumerate() {
             lvl.arrays.push(TlbArray::new(entries, ways, policy, seed.wrapping_add(i as u64)));
             for &s in sizes {
@@ -513,6 +547,15 @@ impl TlbLevel {
     /// returns the 4 KB page's frame, with `group` set).
     #[inline]
     pub fn lookup(&mut self, va: VirtAddr, ctx: Ctx) -> Option<(TlbEntry, PageSize)> {
+        let found = self.lookup_unprofiled(va, ctx);
+        if self.prof.is_some() {
+            self.profile_lookup(va, ctx, found);
+        }
+        found
+    }
+
+    #[inline]
+    fn lookup_unprofiled(&mut self, va: VirtAddr, ctx: Ctx) -> Option<(TlbEntry, PageSize)> {
         if let Some(a) = self.group_holder {
             let arr = &mut self.arrays[a as usize];
             if let Some(slot) = arr.lookup_group(va, ctx) {
@@ -551,6 +594,15 @@ impl TlbLevel {
     /// page-size code cached.
     #[inline]
     pub fn insert(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
+        let code = self.insert_unprofiled(va, size, ctx, e);
+        if self.prof.is_some() {
+            self.profile_fill(va, ctx, code);
+        }
+        code
+    }
+
+    #[inline]
+    fn insert_unprofiled(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
         if let (PageSize::Size4K, Some(g)) = (size, self.group_holder) {
             if self.arrays[g as usize].insert_or_drop_group(va, ctx, e) {
                 return GROUP;
@@ -566,6 +618,15 @@ impl TlbLevel {
     /// [`Self::insert`] after a lookup of `va` missed (see [`TlbArray::insert_absent`]).
     #[inline]
     pub fn insert_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
+        let code = self.insert_absent_unprofiled(va, size, ctx, e);
+        if self.prof.is_some() {
+            self.profile_fill(va, ctx, code);
+        }
+        code
+    }
+
+    #[inline]
+    fn insert_absent_unprofiled(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
         // (Without coalescing no translation has a group: one test.)
         if e.group != 0 && self.insert_group_absent(va, size, ctx, e) {
             return GROUP;
@@ -606,6 +667,12 @@ impl TlbLevel {
     }
 
     pub fn invalidate(&mut self, what: Invalidate) -> usize {
+        if let Some(p) = &mut self.prof {
+            for (st, a) in p.stacks.iter_mut().zip(&self.arrays) {
+                let g = a.group_shift;
+                st.remove_where(|k| what.matches(&tlb_key(k), g));
+            }
+        }
         self.arrays
             .iter_mut()
             .map(|a| {
@@ -618,6 +685,11 @@ impl TlbLevel {
     /// Drop the entries whose key `pred` names, in every array (TCAT-cotag's search by
     /// co-tag); returns how many.
     pub fn invalidate_keys(&mut self, mut pred: impl FnMut(&TlbKey) -> bool) -> usize {
+        if let Some(p) = &mut self.prof {
+            for st in &mut p.stacks {
+                st.remove_where(|k| pred(&tlb_key(k)));
+            }
+        }
         self.arrays.iter_mut().map(|a| a.invalidate_where(&mut pred)).sum()
     }
 
@@ -628,11 +700,88 @@ impl TlbLevel {
         let Some(a) = self.holder[size as usize] else { return 0 };
         let arr = &mut self.arrays[a as usize];
         let set = arr.arr.set_of(h);
+        if let Some(p) = &mut self.prof {
+            // (The profile's stacks have the array's sets: every associativity loses the set.)
+            p.stacks[a as usize].clear_set(set);
+        }
         arr.invalidate_set(set)
     }
 
     pub fn occupancy(&self) -> usize {
         self.arrays.iter().map(|a| a.occupancy()).sum()
+    }
+
+    /// Profile this level from now on for its miss-ratio curve ([`TlbProfile`]): up to `cap`
+    /// ways in each array, with the arrays' own sets.
+    pub fn profile(&mut self, cap: usize) {
+        let stacks = self.arrays.iter().map(|a| StackProfile::new(a.sets(), cap)).collect();
+        self.prof = Some(Box::new(TlbProfile { stacks, depths: Depths::new(cap) }));
+    }
+
+    /// (sets, ways) of each array, in order.
+    pub fn geometry(&self) -> Vec<(usize, usize)> {
+        self.arrays.iter().map(|a| (a.sets(), a.ways())).collect()
+    }
+
+    /// The profile, if [`Self::profile`] started one.
+    pub fn profiled(&self) -> Option<&TlbProfile> {
+        self.prof.as_deref()
+    }
+
+    pub fn profiled_mut(&mut self) -> Option<&mut TlbProfile> {
+        self.prof.as_deref_mut()
+    }
+
+    /// (array, set index value, key) of each probe of a lookup of `va`, in lookup order:
+    /// the coalesced group's, then each page size's.
+    fn probes(&self, va: VirtAddr, ctx: Ctx) -> ([(usize, u64, TlbKey); 4], usize) {
+        let mut out = [(0, 0, TlbKey::INVALID); 4];
+        let mut n = 0;
+        if let Some(a) = self.group_holder {
+            let arr = &self.arrays[a as usize];
+            out[n] = (a as usize, arr.index_of(va.0 >> (12 + arr.group_shift), ctx), TlbKey::group(va, arr.group_shift, ctx));
+            n += 1;
+        }
+        for size in PageSize::ALL {
+            if let Some(a) = self.holder[size as usize] {
+                out[n] = (a as usize, self.arrays[a as usize].index_of(va.vpn(size), ctx), TlbKey::new(va, size, ctx));
+                n += 1;
+            }
+        }
+        (out, n)
+    }
+
+    /// A lookup's depth (the least of its probes') counted; a hit refreshes the entry hit.
+    #[cold]
+    #[inline(never)]
+    fn profile_lookup(&mut self, va: VirtAddr, ctx: Ctx, found: Option<(TlbEntry, PageSize)>) {
+        let (probes, n) = self.probes(va, ctx);
+        let p = self.prof.as_deref_mut().expect("profiled");
+        let mut depth = usize::MAX;
+        for &(a, index, key) in &probes[..n] {
+            let st = &p.stacks[a];
+            depth = depth.min(st.depth(st.set_of(index), stack_key(key)));
+        }
+        p.depths.count(depth);
+        if let Some((e, size)) = found {
+            let hit = if e.group != 0 { probes[0] } else { *probes[..n].iter().find(|pr| pr.2.code() == size as usize).expect("the size hit is probed") };
+            let st = &mut p.stacks[hit.0];
+            st.touch(st.set_of(hit.1), stack_key(hit.2));
+        }
+    }
+
+    /// A fill of `va`'s translation, cached as page-size code `code`, refreshes its entry.
+    #[cold]
+    #[inline(never)]
+    fn profile_fill(&mut self, va: VirtAddr, ctx: Ctx, code: usize) {
+        let (probes, n) = self.probes(va, ctx);
+        let p = self.prof.as_deref_mut().expect("profiled");
+        // (A size the level holds no array for, and does not smash, was not cached.)
+        let filled = if code == GROUP { probes[..n].first().filter(|pr| pr.2.code() == GROUP) } else { probes[..n].iter().find(|pr| pr.2.code() == code) };
+        if let Some(&(a, index, key)) = filled {
+            let st = &mut p.stacks[a];
+            st.touch(st.set_of(index), stack_key(key));
+        }
     }
 
     /// Every valid entry of every array (for checks, not the hot path).
