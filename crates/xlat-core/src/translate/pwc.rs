@@ -379,8 +379,8 @@ impl Pwc {
     #[inline(never)]
     fn profile_lookup(&mut self, va: VirtAddr, ctx: Ctx, top: u8, hits: &[bool; 6]) {
         let p = self.prof.as_deref_mut().expect("profiled");
-        for level in 2..=top as usize {
-            if let Some(st) = &mut p.levels[level] {
+        for (level, st) in p.levels.iter_mut().enumerate().take(top as usize + 1).skip(2) {
+            if let Some(st) = st {
                 let key = Self::key(va, level as u8, ctx);
                 let set = st.set_of(key);
                 let d = st.depth(set, StackKey::from(key));
