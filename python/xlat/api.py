@@ -103,6 +103,8 @@ class Result:
         seed, refs, warmup, warmup_instructions, prefault, trace, trace_format, interval,
             shootdowns: how the run was asked for (``interval``: instructions per interval of the statistics over time, None
             if off; ``shootdowns``: the shootdown trace injected, None if none).
+        curves: one-pass miss-ratio curves (:class:`xlat.mrc.Curve`) of the structures
+            ``simulate(curves=...)`` named; empty otherwise.
         series: the statistics over time, one dict per interval (empty without an interval):
             the change of every integer statistic in that interval plus the ratios of
             :func:`interval_ratios`. The intervals add up to the run's totals.
@@ -124,6 +126,7 @@ class Result:
     shootdowns: str | None = None
     warmup_instructions: int | None = None
     series: list[dict[str, int | float]] = field(default_factory=list)
+    curves: list[Any] = field(default_factory=list)
     config_name: str = "dict"
     config_hash: str = ""
     xlat_version: str = field(default_factory=_core.version)
@@ -160,6 +163,8 @@ class Result:
         }
         if self.interval or self.series:
             doc["series"] = [{k: _json_safe(v) for k, v in iv.items()} for iv in self.series]
+        if self.curves:
+            doc["curves"] = [c.to_dict() for c in self.curves]
         return doc
 
     def to_json(self, path: str | os.PathLike | None = None, indent: int | None = 2) -> str:
@@ -189,6 +194,7 @@ class Result:
             # Ratios are recomputed from the counts (the same values, and present even in a
             # document that kept only the counts).
             series=[interval_ratios({k: v for k, v in iv.items() if v is not None}) for iv in doc.get("series") or []],
+            curves=[_curve(c) for c in doc.get("curves") or []],
             config_name=doc.get("config_name", "dict"),
             config_hash=doc.get("config_hash", ""),
             xlat_version=doc.get("xlat_version", ""),
@@ -314,6 +320,8 @@ def simulate(
     mix: str | Sequence[str] | None = None,
     shootdowns: str | os.PathLike | None = None,
     warmup_instructions: int | str | None = None,
+    curves: Sequence[str] | None = None,
+    curve_ways: int = 64,
     **overrides: Any,
 ) -> Result:
     """Simulate one workload (or trace, or mix of programs) on one machine.
@@ -352,6 +360,10 @@ def simulate(
         shootdowns: a shootdown trace (a text file, one ``instructions stream op [va [pages]]``
             record per line; see docs/workloads.md) whose page-table changes are injected into
             the workload, trace or mix when each stream reaches the instruction count.
+        curves: translation structures to profile for one-pass miss-ratio curves
+            (``"tlb.l1d"``, ``"tlb.l2"``, ``"pwc.l2"``, ``"pwc"`` for every page-walk-cache
+            level): ``Result.curves`` then holds each one's misses at every associativity
+            from 1 to ``curve_ways``, the sets as configured (:mod:`xlat.mrc`).
         **overrides: config keys applied last, as ``**{"tlb.l2.entries": 2048}`` or
             ``tlb__l2__entries=2048``.
 
@@ -390,6 +402,10 @@ def simulate(
         raise _core.WorkloadError("give one of a workload, a trace and a mix, not several")
     if workload is None and not traces and mix_spec is None:
         raise _core.WorkloadError("give a workload (see `xlat workloads`), a trace or a mix")
+    if curves is not None and (isinstance(curves, str) or not all(isinstance(c, str) for c in curves)):
+        raise ArgumentError(f"curves: expected a list of structure names such as ['tlb.l2', 'pwc'], got {curves!r}")
+    if isinstance(curve_ways, bool) or not isinstance(curve_ways, int) or not 1 <= curve_ways <= 4096:
+        raise ArgumentError(f"curve_ways: expected an integer from 1 to 4096, got {curve_ways!r}")
     out = _core.simulate(
         list(resolved.items()),
         workload=workload,
@@ -405,7 +421,11 @@ def simulate(
         mix=mix_spec,
         shootdowns=sd_path,
         warmup_instructions=n_warm_i,
+        curves=list(curves) if curves is not None else None,
+        curve_ways=curve_ways,
     )
+    from .mrc import Curve
+
     return Result(
         stats=_undefined_as_nan(out["stats"]),
         config=_config.typed(resolved),
@@ -420,9 +440,16 @@ def simulate(
         shootdowns=sd_path,
         warmup_instructions=n_warm_i or None,
         series=[interval_ratios(iv) for iv in out.get("series") or []],
+        curves=[Curve.from_dict(c) for c in out.get("curves") or []],
         config_name=_label(config, len(over)),
         config_hash=_config.config_hash(resolved),
     )
+
+
+def _curve(d: Mapping[str, Any]) -> Any:
+    from .mrc import Curve
+
+    return Curve.from_dict(d)
 
 
 def _count(name: str, value: Any) -> int:

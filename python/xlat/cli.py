@@ -419,6 +419,51 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mrc(args: argparse.Namespace) -> int:
+    from .api import simulate
+
+    traces = [t for part in (args.trace or []) for t in part.split(",") if t]
+    if bool(args.workload) == bool(traces):
+        raise CliError("give one of --workload and --trace")
+    for t in traces:
+        if not os.path.exists(t):
+            raise CliError(f"trace file '{t}' does not exist")
+    structures = [s for part in args.structure or ["tlb.l1d,tlb.l2,pwc"] for s in part.split(",") if s]
+    _config.resolve(args.config, args.sets)
+    for out in (args.plot, args.json):
+        # (Before the run: a destination that cannot be written fails now, not after it.)
+        if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+            raise CliError(f"cannot write '{out}': its directory does not exist")
+    _cache_traces(traces, args.trace_format)
+    desc = args.workload or os.path.basename(traces[0])
+    out_json = atomic_path(args.json) if args.json else contextlib.nullcontext(None)
+    with out_json as tmp, ProgressBar(desc) as bar:
+        r = simulate(args.config, args.workload, refs=args.refs, seed=args.seed, warmup=args.warmup, prefault=args.prefault,
+                     trace=traces or None, trace_format=args.trace_format, progress=bar, curves=structures,
+                     curve_ways=args.max_ways, **dict(args.sets))
+        if tmp is not None:
+            r.to_json(tmp)
+    instructions = r.stats.get("instructions") or 0
+    print(f"miss-ratio curves of {desc} on {r.config_name} [config {r.config_hash}]: one run, "
+          f"{human_count(r.stats.get('refs', 0))} references, {human_count(instructions)} instructions")
+    for c in r.curves:
+        geometry = " + ".join(f"{s} set{'s' if s != 1 else ''} x {w} ways" for s, w in c.arrays)
+        print(f"\n{c.structure}: {geometry} as configured, {human_count(c.lookups)} lookups"
+              + ("" if c.exact else " (approximate: an upper page-walk-cache level is filled only when the levels below miss)"))
+        shown = sorted({w for w in range(1, c.max_ways + 1) if w & (w - 1) == 0} | {c.ways, c.max_ways} - {0})
+        rows = [(f"{w}" + (" *" if w == c.ways else ""), f"{c.entries(w):,}", f"{c.misses(w):,}",
+                 f"{c.misses(w) / c.lookups:.4f}" if c.lookups else "-",
+                 f"{1000 * c.misses(w) / instructions:.3f}" if instructions else "-") for w in shown if w <= c.max_ways]
+        print_table(rows, header=("ways", "entries", "misses", "miss ratio", "MPKI"), indent="  ")
+    print("\n* = as configured; every associativity from 1 to", args.max_ways, "is in --json")
+    if args.plot:
+        from .mrc import plot
+
+        plot(r.curves, args.plot, instructions or None, title=f"{desc} on {r.config_name}")
+        print(f"figure written to {args.plot}")
+    return 0
+
+
 def _run_weighted_speedup(args: argparse.Namespace) -> int:
     """`xlat run --mix ... --weighted-speedup`: the mix, each program alone, and the sum."""
     from .mixes import run_mix
@@ -956,6 +1001,26 @@ def build_parser() -> Parser:
     ru.add_argument("--threshold", type=float, default=1024, help="class threshold (default 1024, the paper's)")
     ru.add_argument("--output", "-o", metavar="DIR", help="write DIR/pages.csv and DIR/reuse.png")
     ru.set_defaults(func=cmd_reuse)
+
+    mr = sub.add_parser("mrc", help="miss-ratio curves of TLBs and page-walk caches, every associativity from one run",
+                        description="Profile translation structures in one run with Mattson's stack algorithm: "
+                                    "each one's misses at every associativity (the sets as configured), exactly "
+                                    "what separate runs would count (docs/performance.md).")
+    mr.add_argument("--config", "-c", default="skylake", metavar="PRESET_OR_PATH", help="preset or TOML file (default: skylake)")
+    mr.add_argument("--workload", "-w", metavar="NAME[:key=value,...]")
+    mr.add_argument("--trace", action="append", metavar="FILE[,FILE2...]")
+    mr.add_argument("--trace-format", choices=("native", "champsim", "lackey", "champsim+fetch", "lackey+fetch"))
+    mr.add_argument("--structure", "-s", action="append", metavar="NAME[,NAME...]",
+                    help="tlb.l1d, tlb.l1i, tlb.l2, tlb.l2i, pwc.l2 .. pwc.l5, or pwc for every level (default tlb.l1d,tlb.l2,pwc)")
+    mr.add_argument("--max-ways", type=int_at_least(1), default=64, metavar="W", help="the curve's deepest associativity (default 64)")
+    mr.add_argument("--refs", "-n", type=count_arg, metavar="N", help="references after warm-up (default: all)")
+    mr.add_argument("--warmup", type=count_arg, default=0, metavar="N", help="references simulated first, not counted")
+    add_set_option(mr)
+    mr.add_argument("--seed", type=seed_arg, default=1, help="random seed (default 1)")
+    mr.add_argument("--prefault", action="store_true", help="map the whole footprint before the run")
+    mr.add_argument("--plot", metavar="PNG", help="one panel per structure: MPKI against entries")
+    mr.add_argument("--json", metavar="PATH", help="also write the run and its curves as JSON")
+    mr.set_defaults(func=cmd_mrc)
 
     ca = sub.add_parser("cache", help="the trace cache: native copies of slow traces (list, --add, --clear)",
                         description="Traces in slow formats (xz or gzip, ChampSim, lackey) are decoded once into "

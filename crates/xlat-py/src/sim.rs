@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 use xlat_core::{Config, RunOptions, SimError, StatValue};
 
 use crate::errors::{ConfigError, SimulationError, TraceError, WorkloadError, XlatError};
@@ -71,7 +71,7 @@ fn stats_dict<'py>(py: Python<'py>, entries: Vec<(String, StatValue)>) -> PyResu
 /// change of every integer statistic. `shootdowns`: a shootdown trace to inject
 /// (`xlat_workloads::shootdowns`).
 #[pyfunction]
-#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0, interval=0, mix=None, shootdowns=None, warmup_instructions=0))]
+#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0, interval=0, mix=None, shootdowns=None, warmup_instructions=0, curves=None, curve_ways=64))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -89,6 +89,8 @@ fn simulate<'py>(
     mix: Option<String>,
     shootdowns: Option<String>,
     warmup_instructions: u64,
+    curves: Option<Vec<String>>,
+    curve_ways: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg = build_config(&config)?;
     if [workload.is_some(), trace.is_some(), mix.is_some()].iter().filter(|&&b| b).count() != 1 {
@@ -99,7 +101,7 @@ fn simulate<'py>(
     let total = if warmup_instructions > 0 { None } else { refs.map(|r| r.saturating_add(warmup)) };
     // Opening the workload (a kernel may build its input for many seconds) and the run both
     // happen on a thread that Ctrl-C and SIGTERM stop (see `interrupt`).
-    let (desc, stats) = interruptible(py, move |stop| {
+    let (desc, stats, made_curves) = interruptible(py, move |stop| {
         let open = || -> PyResult<(xlat_workloads::WorkloadDesc, Box<dyn xlat_core::RefSource>)> {
             let (desc, mut src) = match (&workload, &trace, &mix) {
                 // (An interrupt stops the kernels at once, while they build their input too.)
@@ -137,7 +139,14 @@ fn simulate<'py>(
             })
         };
         // The hindsight oracle ranks regions by a first run of the same workload.
-        let result = if cfg.os_promotion == xlat_core::config::Promotion::Oracle {
+        let mut made_curves = Vec::new();
+        let result = if let Some(names) = &curves {
+            // (One-pass miss-ratio curves of the structures named: `xlat mrc`.)
+            xlat_core::simulate_curves(&cfg, src.as_mut(), names, curve_ways, opts, prefault, seed, &mut report).map(|(s, c)| {
+                made_curves = c;
+                s
+            })
+        } else if cfg.os_promotion == xlat_core::config::Promotion::Oracle {
             match xlat_core::profile_walks(&cfg, src.as_mut(), opts, prefault, seed, &mut report) {
                 Ok(profile) => {
                     drop(src);
@@ -159,7 +168,7 @@ fn simulate<'py>(
                 Err(TraceError::new_err(format!("{}: {e} (read as {}: is that its format? see --trace-format)", param("paths"), param("format"))))
             }
             Err(e) => Err(sim_err(e)),
-            Ok(s) => Ok((desc, s)),
+            Ok(s) => Ok((desc, s, made_curves)),
         }
     })?;
     let out = PyDict::new(py);
@@ -174,6 +183,18 @@ fn simulate<'py>(
     }
     wl.set_item("params", params)?;
     out.set_item("workload", wl)?;
+    if !made_curves.is_empty() {
+        let list = PyList::empty(py);
+        for c in &made_curves {
+            let d = PyDict::new(py);
+            d.set_item("structure", &c.structure)?;
+            d.set_item("arrays", c.arrays.clone())?;
+            d.set_item("exact", c.exact)?;
+            d.set_item("depths", c.depths.counts().to_vec())?;
+            list.append(d)?;
+        }
+        out.set_item("curves", list)?;
+    }
     Ok(out)
 }
 
