@@ -18,6 +18,10 @@ baseline was measured that way.
 run decodes it into a native copy, later ones read the copy), once without the cache, and the
 same references from the GUPS kernel: the goal is later runs within 10 % of the kernel's.
 
+`mrc_tlb_l2` runs the L2 TLB's one-pass miss-ratio curve (`xlat mrc`) against the eight runs
+at 4, 8, ..., 32 ways it replaces, and checks that they count the same misses; its rate is
+references per second of answers (eight per reference).
+
 `floor_gups_8g` runs `crates/xlat-core/examples/floor.rs`: the leanest exact model of the
 engine_gups_8g run, in the engine's two halves on two threads, for how fast the engine could
 be on this host at all (about 2 GB of memory).
@@ -123,6 +127,25 @@ def case(name: str, quick: bool) -> dict:
                    "first_run_refs_per_s": refs / secs["first"], "uncached_refs_per_s": refs / secs["uncached"],
                    "kernel_refs_per_s": refs / secs["kernel"], "later_vs_kernel": secs["kernel"] / later,
                    "trace_bytes": os.path.getsize(path)}
+    elif name == "mrc_tlb_l2":
+        # The L2 TLB at eight sizes (the same 128 sets, 4..32 ways) on random reads over 8 GB:
+        # one run with its miss-ratio curve against the eight runs it replaces, which must
+        # count the same misses.
+        refs = int(4e6 * scale)
+        workload = "random:footprint=8G"
+        ways = list(range(4, 33, 4))
+        t = time.perf_counter()
+        r = xlat.simulate("skylake", workload, refs=refs, prefault=True, curves=["tlb.l2"], curve_ways=max(ways))
+        one = time.perf_counter() - t
+        curve = r.curves[0]
+        sets = curve.arrays[0][0]
+        t = time.perf_counter()
+        for w in ways:
+            s = xlat.simulate("skylake", workload, refs=refs, prefault=True, **{"tlb.l2.entries": sets * w, "tlb.l2.ways": w})
+            assert s["tlb.l2.misses"] == curve.misses(w), (w, s["tlb.l2.misses"], curve.misses(w))
+        separate = time.perf_counter() - t
+        out = {"workload": workload, "refs": refs, "sizes": len(ways), "refs_per_s": refs * len(ways) / one,
+               "curve_seconds": one, "separate_seconds": separate, "speedup": separate / one}
     elif name == "floor_gups_8g":
         # The leanest exact model of the engine_gups_8g run (crates/xlat-core/examples/floor.rs):
         # how fast the engine could be here at all.
@@ -149,7 +172,7 @@ def case(name: str, quick: bool) -> dict:
 
 
 CASES = ["engine_gups_8g", "engine_bfs", "engine_mix4", "native_gups_8g", "native_bfs", "gen_gups", "gen_random", "decode_native",
-         "trace_champsim", "floor_gups_8g"]
+         "trace_champsim", "mrc_tlb_l2", "floor_gups_8g"]
 
 
 def main() -> int:
@@ -198,6 +221,10 @@ def main() -> int:
     print(f"trace_champsim: a ChampSim .xz trace of GUPS, {tc['refs'] / 1e6:.0f} M refs: first run {tc['first_run_refs_per_s'] / 1e6:.2f} M refs/s "
           f"(decodes it into the trace cache), later runs {tc['refs_per_s'] / 1e6:.2f} M refs/s, {tc['later_vs_kernel']:.2f}x the kernel's "
           f"{tc['kernel_refs_per_s'] / 1e6:.2f} M; without the cache {tc['uncached_refs_per_s'] / 1e6:.2f} M refs/s")
+    mc = results["mrc_tlb_l2"]
+    print(f"mrc_tlb_l2: the L2 TLB at {mc['sizes']} sizes on {mc['workload']}, {mc['refs'] / 1e6:.0f} M refs: one run with its "
+          f"miss-ratio curve {mc['curve_seconds']:.1f} s, the {mc['sizes']} runs it replaces {mc['separate_seconds']:.1f} s "
+          f"({mc['speedup']:.1f}x; the same counts)")
     for eng in ("engine_gups_8g", "engine_bfs"):
         r = results[eng]
         print(f"{eng}: {r['slowdown_vs_native']:.0f}x slower than native; end to end {r['end_to_end_refs_per_s'] / 1e6:.2f} M refs/s "
