@@ -15,10 +15,11 @@ WL = "random:footprint=256M"
 
 
 def test_a_curve_point_is_a_separate_runs_count():
-    r = xlat.simulate("skylake", WL, refs="60k", warmup="10k", curves=["tlb.l2", "pwc.l2"], curve_ways=24)
-    l2, pwc = (next(c for c in r.curves if c.structure == s) for s in ("tlb.l2", "pwc.l2"))
-    assert l2.exact and pwc.exact and l2.max_ways == 24
+    r = xlat.simulate("skylake", WL, refs="60k", warmup="10k", curves=["tlb.l2", "pwc.l2", "cache.l2"], curve_ways=24)
+    l2, pwc, cl2 = (next(c for c in r.curves if c.structure == s) for s in ("tlb.l2", "pwc.l2", "cache.l2"))
+    assert l2.exact and pwc.exact and cl2.exact and l2.max_ways == 24
     assert l2.misses(l2.ways) == r["tlb.l2.misses"] and pwc.misses(pwc.ways) == r["pwc.l2.misses"]
+    assert cl2.misses(cl2.ways) == r["cache.l2.misses"]
     sets = l2.arrays[0][0]
     # (One structure at a time: the page-walk cache sees the L2 TLB's misses.)
     small_l2 = xlat.simulate("skylake", WL, refs="60k", warmup="10k", **{"tlb.l2.entries": sets * 4, "tlb.l2.ways": 4})

@@ -419,6 +419,14 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+# Why a curve is approximate, by structure family (docs/performance.md).
+_INEXACT = {
+    "pwc.l": "an upper page-walk-cache level is filled only when the levels below miss",
+    "cache": "write-backs, prefetches or victims reached it, or it is not LRU",
+    "tlb.l": "its replacement is not LRU",
+}
+
+
 def cmd_mrc(args: argparse.Namespace) -> int:
     from .api import simulate
 
@@ -449,7 +457,7 @@ def cmd_mrc(args: argparse.Namespace) -> int:
     for c in r.curves:
         geometry = " + ".join(f"{s} set{'s' if s != 1 else ''} x {w} ways" for s, w in c.arrays)
         print(f"\n{c.structure}: {geometry} as configured, {human_count(c.lookups)} lookups"
-              + ("" if c.exact else " (approximate: an upper page-walk-cache level is filled only when the levels below miss)"))
+              + ("" if c.exact else " (approximate: " + _INEXACT.get(c.structure[:5], "its input depends on its size") + ")"))
         shown = sorted({w for w in range(1, c.max_ways + 1) if w & (w - 1) == 0} | {c.ways, c.max_ways} - {0})
         rows = [(f"{w}" + (" *" if w == c.ways else ""), f"{c.entries(w):,}", f"{c.misses(w):,}",
                  f"{c.misses(w) / c.lookups:.4f}" if c.lookups else "-",
@@ -1011,7 +1019,8 @@ def build_parser() -> Parser:
     mr.add_argument("--trace", action="append", metavar="FILE[,FILE2...]")
     mr.add_argument("--trace-format", choices=("native", "champsim", "lackey", "champsim+fetch", "lackey+fetch"))
     mr.add_argument("--structure", "-s", action="append", metavar="NAME[,NAME...]",
-                    help="tlb.l1d, tlb.l1i, tlb.l2, tlb.l2i, pwc.l2 .. pwc.l5, or pwc for every level (default tlb.l1d,tlb.l2,pwc)")
+                    help="tlb.l1d, tlb.l1i, tlb.l2, tlb.l2i, pwc.l2 .. pwc.l5 (pwc: every level), cache.l1d, cache.l1i, "
+                         "cache.l2, cache.llc (default tlb.l1d,tlb.l2,pwc)")
     mr.add_argument("--max-ways", type=int_at_least(1), default=64, metavar="W", help="the curve's deepest associativity (default 64)")
     mr.add_argument("--refs", "-n", type=count_arg, metavar="N", help="references after warm-up (default: all)")
     mr.add_argument("--warmup", type=count_arg, default=0, metavar="N", help="references simulated first, not counted")

@@ -17,11 +17,13 @@ class Curve:
     """One structure's curve, summed over cores.
 
     Attributes:
-        structure: ``tlb.l1d``, ``tlb.l2``, ``pwc.l2`` ... (its statistics' prefix).
+        structure: ``tlb.l1d``, ``tlb.l2``, ``pwc.l2``, ``cache.l1d`` ... (its statistics'
+            prefix).
         arrays: ``(sets, ways)`` of each of its arrays as configured; the curve varies the
             ways of each, keeping the sets (a TLB level's 1 GB array too).
-        exact: whether every point equals a separate run's count (an upper page-walk-cache
-            level is filled only when the levels below missed: approximate where they hit).
+        exact: whether every point equals a separate run's count (not for an upper
+            page-walk-cache level, filled only when the levels below missed; a cache that
+            write-backs, prefetches or victims reached; a policy other than LRU).
         depths: ``depths[d]`` lookups whose entry was at stack depth ``d`` of its set (the
             last: deeper than the curve goes, or absent).
     """

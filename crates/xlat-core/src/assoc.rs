@@ -660,6 +660,16 @@ impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
         }
     }
 
+    /// Whether its replacement is LRU (one-pass miss-ratio curves are exact only for LRU).
+    pub fn is_lru(&self) -> bool {
+        match &self.policy {
+            AnyPolicy::Ordered(p) => p.refreshes_on_hit(),
+            AnyPolicy::OrderedWide(p) => p.refreshes_on_hit(),
+            AnyPolicy::Stamped(p) => p.refreshes_on_hit(),
+            _ => false,
+        }
+    }
+
     pub fn policy(&self) -> &AnyPolicy {
         &self.policy
     }

@@ -80,7 +80,7 @@ pub fn simulate_curves(
     prefault: bool,
     seed: u64,
     progress: &mut dyn FnMut(u64) -> bool,
-) -> Result<(Stats, Vec<translate::Curve>), SimError> {
+) -> Result<(Stats, Vec<mrc::Curve>), SimError> {
     if cfg.os_promotion == config::Promotion::Oracle {
         return Err(SimError::OracleNeedsProfile);
     }

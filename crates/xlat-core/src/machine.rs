@@ -234,12 +234,23 @@ impl Machine {
     /// Profile translation structures from now on for one-pass miss-ratio curves (see
     /// [`Translator::profile`]); [`Self::curves`] has them after the run.
     pub fn profile(&mut self, structures: &[String], cap: usize) -> Result<(), SimError> {
-        self.xl.profile(structures, cap)
+        let (caches, translation): (Vec<String>, Vec<String>) = structures.iter().cloned().partition(|n| n.starts_with("cache."));
+        self.xl.profile(&translation, cap)?;
+        for name in &caches {
+            if !self.mem.profile(name, cap) {
+                let known = crate::translate::CURVES.join(", ");
+                return Err(SimError::BadCurve { name: name.clone(), why: format!("known: {known}, pwc") });
+            }
+        }
+        Ok(())
     }
 
-    /// The miss-ratio curves of the structures [`Self::profile`] named, since warm-up.
-    pub fn curves(&self) -> Vec<crate::translate::Curve> {
-        self.xl.curves()
+    /// The miss-ratio curves of the structures [`Self::profile`] named, since warm-up:
+    /// TLBs, page-walk caches, then data caches.
+    pub fn curves(&self) -> Vec<crate::mrc::Curve> {
+        let mut c = self.xl.curves();
+        c.extend(self.mem.curves());
+        c
     }
 
     /// Zero every statistic, keeping all state (caches, TLBs, page tables): the end of

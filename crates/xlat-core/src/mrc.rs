@@ -226,6 +226,32 @@ impl StackProfile {
     }
 }
 
+/// One structure's miss-ratio curve over every core ([`crate::Machine::curves`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Curve {
+    /// Its name, as its statistics have it: `tlb.l2`, `pwc.l2`, `cache.l1d`.
+    pub structure: String,
+    /// (sets, ways) of each array as configured (a TLB level may have several, e.g. one
+    /// for 1 GB pages); the curve varies the ways of each, keeping the sets.
+    pub arrays: Vec<(usize, usize)>,
+    /// Whether every point is what a separate run at that size counts (LRU, and an input that
+    /// does not depend on the structure's own size: see docs/performance.md).
+    pub exact: bool,
+    /// Lookups by stack depth, summed over cores.
+    pub depths: Depths,
+}
+
+/// Add `d` to the curve named `structure` in `out` (another core's), or start it.
+pub fn merge(out: &mut Vec<Curve>, structure: String, arrays: Vec<(usize, usize)>, exact: bool, d: &Depths) {
+    match out.iter_mut().find(|c| c.structure == structure) {
+        Some(c) => {
+            c.depths.add(d);
+            c.exact &= exact;
+        }
+        None => out.push(Curve { structure, arrays, exact, depths: d.clone() }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,13 +45,19 @@ fn misses(c: &Config, refs: &[Ref], warmup: u64, stat: &str) -> f64 {
 /// separate runs: `close(curve, run)` must hold at every size tried.
 fn check(refs: &[Ref], close: impl Fn(u64, f64) -> bool) {
     let base = Config::default();
-    let structures: Vec<String> = ["tlb.l1d", "tlb.l2", "pwc"].map(String::from).to_vec();
+    let structures: Vec<String> = ["tlb.l1d", "tlb.l2", "pwc", "cache.l1d", "cache.l2"].map(String::from).to_vec();
     let mut src = VecSource::new(vec![refs.to_vec()], region(GB));
     let opts = RunOptions { warmup: 5_000, threads: 1, ..Default::default() };
     let (stats, curves) = xlat_core::simulate_curves(&base, &mut src, &structures, 32, opts, true, 1, &mut |_| true).unwrap();
     let curve = |name: &str| curves.iter().find(|c| c.structure == name).unwrap_or_else(|| panic!("no curve {name}: {curves:?}"));
     // At the configured size the curve is the run's own count, always.
-    for (name, stat) in [("tlb.l1d", "tlb.l1d.misses"), ("tlb.l2", "tlb.l2.misses"), ("pwc.l2", "pwc.l2.misses")] {
+    for (name, stat) in [
+        ("tlb.l1d", "tlb.l1d.misses"),
+        ("tlb.l2", "tlb.l2.misses"),
+        ("pwc.l2", "pwc.l2.misses"),
+        ("cache.l1d", "cache.l1d.misses"),
+        ("cache.l2", "cache.l2.misses"),
+    ] {
         let c = curve(name);
         let (_, ways) = c.arrays[0];
         assert_eq!(c.depths.misses(ways) as f64, stats.get(stat).unwrap().as_f64(), "{name} at its own {ways} ways");
@@ -75,6 +81,23 @@ fn check(refs: &[Ref], close: impl Fn(u64, f64) -> bool) {
         let (one, run) = (curve("pwc.l2").depths.misses(w), misses(&c, refs, 5_000, "pwc.l2.misses"));
         assert!(close(one, run), "pwc.l2 at {w} entries: curve {one}, run {run}");
     }
+    // Caches: sizes in KB of `sets` sets of 64-byte lines.
+    for name in ["cache.l1d", "cache.l2"] {
+        let (sets, _) = curve(name).arrays[0];
+        let exact = curve(name).exact;
+        for w in [1usize, 2, 4, 16, 32] {
+            let kb = (sets * w * 64 / 1024).to_string();
+            let c = cfg(&[
+                (if name == "cache.l1d" { "cache.l1d.size_kb" } else { "cache.l2.size_kb" }, kb),
+                (if name == "cache.l1d" { "cache.l1d.ways" } else { "cache.l2.ways" }, w.to_string()),
+            ]);
+            let (one, run) = (curve(name).depths.misses(w), misses(&c, refs, 5_000, &format!("{name}.misses")));
+            assert!(!exact || close(one, run), "{name} at {w} ways: curve {one}, run {run}");
+        }
+    }
+    // An L1D's input never depends on its size; an L2's does once write-backs reach it.
+    let stores = refs.iter().any(|r| r.kind() == RefKind::Store);
+    assert!(curve("cache.l1d").exact && curve("cache.l2").exact != stores);
 }
 
 /// Loads, with shootdowns (mprotect) among them: the curves are exact at every size.

@@ -5,6 +5,7 @@ use crate::assoc::SetAssoc;
 use crate::config::Policy;
 use crate::memory::csalt::Csalt;
 use crate::memory::repl::{AnyPolicy, LineKind};
+use crate::mrc::{StackKey, StackProfile};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct LineMeta {
@@ -44,6 +45,18 @@ pub struct Cache {
     /// Way partitioning: per owner (core), the ways it may fill (bit per way); empty: every
     /// owner fills any way.
     way_masks: Vec<u64>,
+    /// The miss-ratio-curve profile, when one was asked for ([`Cache::profile`]).
+    prof: Option<Box<CacheProfile>>,
+}
+
+/// A cache's one-pass miss-ratio curve ([`crate::mrc`]): a recency stack per set, demand
+/// accesses counted at their depth. Exact for an LRU cache whose every insertion is a demand
+/// miss's fill; a write-back absorbed from the level above (which marks a present line dirty
+/// without refreshing it), a prefetcher's fill or a victim taken make it approximate, and
+/// `inexact` says so.
+pub struct CacheProfile {
+    pub stack: StackProfile,
+    pub inexact: bool,
 }
 
 impl Cache {
@@ -58,7 +71,49 @@ impl Cache {
             observed,
             prefetched: false,
             way_masks: Vec::new(),
+            prof: None,
         }
+    }
+
+    /// Profile it from now on for its miss-ratio curve, up to `cap` ways per set.
+    pub fn profile(&mut self, cap: usize) {
+        self.prof = Some(Box::new(CacheProfile { stack: StackProfile::new(self.arr.sets(), cap), inexact: !self.arr.is_lru() || !self.way_masks.is_empty() }));
+    }
+
+    /// The profile, if [`Self::profile`] started one.
+    pub fn profiled(&self) -> Option<&CacheProfile> {
+        self.prof.as_deref()
+    }
+
+    pub fn profiled_mut(&mut self) -> Option<&mut CacheProfile> {
+        self.prof.as_deref_mut()
+    }
+
+    /// (sets, ways).
+    pub fn geometry(&self) -> (usize, usize) {
+        (self.arr.sets(), self.arr.ways())
+    }
+
+    /// A demand access at its depth; a hit refreshes the line (a miss's fill will insert it).
+    #[cold]
+    #[inline(never)]
+    fn profile_access(&mut self, line: u64, hit: bool) {
+        let p = self.prof.as_deref_mut().expect("profiled");
+        let set = p.stack.set_of(line);
+        let d = p.stack.depth(set, StackKey::from(line));
+        p.stack.depths_mut().count(d);
+        if hit {
+            p.stack.touch_at(set, StackKey::from(line), d);
+        }
+    }
+
+    /// `line` was inserted (`demand`: a demand miss's fill; else the curve is approximate).
+    #[cold]
+    #[inline(never)]
+    fn profile_fill(&mut self, line: u64, demand: bool) {
+        let p = self.prof.as_deref_mut().expect("profiled");
+        p.inexact |= !demand;
+        p.stack.touch(p.stack.set_of(line), StackKey::from(line));
     }
 
     /// Partition its ways among `owners` owners (cores), `n` ways each: owner `c` fills ways
@@ -112,7 +167,11 @@ impl Cache {
         if self.observed {
             self.arr.observe(set, line, line, kind);
         }
-        match self.arr.lookup_inlined(set, line) {
+        let found = self.arr.lookup_inlined(set, line);
+        if self.prof.is_some() {
+            self.profile_access(line, found.is_some());
+        }
+        match found {
             Some(slot) => {
                 if write {
                     self.arr.val_mut(slot).dirty = true;
@@ -179,12 +238,18 @@ impl Cache {
     /// Install `line` (absent) and return the victim, if any.
     #[inline]
     pub fn fill(&mut self, line: u64, kind: LineKind, dirty: bool, owner: u8) -> Option<Victim> {
+        if self.prof.is_some() {
+            self.profile_fill(line, true);
+        }
         self.install(line, kind, LineMeta { dirty, prefetched: false }, owner)
     }
 
     /// Install data `line` (absent) for a prefetcher and return the victim, if any.
     pub fn fill_prefetch(&mut self, line: u64, dirty: bool, owner: u8) -> Option<Victim> {
         self.counters.prefetches += 1;
+        if self.prof.is_some() {
+            self.profile_fill(line, false);
+        }
         self.install(line, LineKind::Data, LineMeta { dirty, prefetched: true }, owner)
     }
 
@@ -202,6 +267,11 @@ impl Cache {
     #[inline]
     pub fn write_back(&mut self, line: u64, kind: LineKind, owner: u8) -> Option<Victim> {
         self.counters.writebacks += 1;
+        if let Some(p) = &mut self.prof {
+            // (A present line is marked dirty without a refresh: no stack says that for
+            // every size. The fill below, of an absent one, is counted as a demand fill.)
+            p.inexact = true;
+        }
         let set = self.arr.set_of(line);
         match self.arr.probe_inlined(set, line) {
             Some(slot) => {
@@ -215,6 +285,9 @@ impl Cache {
     /// Take a clean line the level above evicted (a victim cache): install it if absent.
     #[inline]
     pub fn take_victim(&mut self, line: u64, kind: LineKind, owner: u8) -> Option<Victim> {
+        if let Some(p) = &mut self.prof {
+            p.inexact = true;
+        }
         let set = self.arr.set_of(line);
         match self.arr.probe_inlined(set, line) {
             Some(_) => None,
@@ -231,6 +304,9 @@ impl Cache {
     #[inline]
     pub fn invalidate(&mut self, line: u64) -> Option<bool> {
         let set = self.arr.set_of(line);
+        if let Some(p) = &mut self.prof {
+            p.stack.remove(p.stack.set_of(line), StackKey::from(line));
+        }
         let slot = self.arr.probe(set, line)?;
         self.arr.invalidate_slot(slot).map(|e| e.val.dirty)
     }
@@ -259,6 +335,7 @@ mod tests {
             observed: false,
             prefetched: false,
             way_masks: Vec::new(),
+            prof: None,
         };
         assert!(!c.access(0, LineKind::Data, false));
         assert!(c.fill(0, LineKind::Data, false, 0).is_none());

@@ -718,7 +718,48 @@ impl MemorySide {
     }
 
     /// Zero every statistic of the memory side, keeping its state (the end of warm-up).
+    /// Profile the caches named (`cache.l1d`, `cache.l1i`, `cache.l2` on every core,
+    /// `cache.llc`) from now on for one-pass miss-ratio curves up to `cap` ways; false for a
+    /// name that is none of them.
+    pub fn profile(&mut self, name: &str, cap: usize) -> bool {
+        match name {
+            "cache.llc" => self.llc.profile(cap),
+            "cache.l1d" | "cache.l1i" | "cache.l2" => {
+                for core in &mut self.cores {
+                    match name {
+                        "cache.l1d" => core.l1d.profile(cap),
+                        "cache.l1i" => core.l1i.profile(cap),
+                        _ => core.l2.profile(cap),
+                    }
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// The caches' miss-ratio curves (see [`Self::profile`]), summed over cores.
+    pub fn curves(&self) -> Vec<crate::mrc::Curve> {
+        let mut out = Vec::new();
+        for core in &self.cores {
+            for (name, c) in [("cache.l1d", &core.l1d), ("cache.l1i", &core.l1i), ("cache.l2", &core.l2)] {
+                if let Some(p) = c.profiled() {
+                    crate::mrc::merge(&mut out, name.to_string(), vec![c.geometry()], !p.inexact, p.stack.depths());
+                }
+            }
+        }
+        if let Some(p) = self.llc.profiled() {
+            crate::mrc::merge(&mut out, "cache.llc".to_string(), vec![self.llc.geometry()], !p.inexact, p.stack.depths());
+        }
+        out
+    }
+
     pub fn reset_stats(&mut self) {
+        for c in self.cores.iter_mut().flat_map(|c| [&mut c.l1d, &mut c.l1i, &mut c.l2]).chain([&mut self.llc]) {
+            if let Some(p) = c.profiled_mut() {
+                p.stack.depths_mut().reset();
+            }
+        }
         for x in &mut self.ctxs {
             x.counters = CoreCounters::default();
             x.vcounters = VirtCounters::default();

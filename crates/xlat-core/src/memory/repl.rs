@@ -125,6 +125,11 @@ pub struct Stamped {
 }
 
 impl Stamped {
+    /// Whether hits move a way to the front (LRU) or not (FIFO).
+    pub fn refreshes_on_hit(&self) -> bool {
+        self.refresh_on_hit
+    }
+
     pub fn lru() -> Stamped {
         Stamped { clock: Clock::default(), refresh_on_hit: true }
     }

@@ -335,23 +335,11 @@ impl Translator {
     }
 }
 
-/// One structure's miss-ratio curve over every core ([`Translator::curves`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Curve {
-    /// Its name, as its statistics have it: `tlb.l2`, `pwc.l2`.
-    pub structure: String,
-    /// (sets, ways) of each array as configured (a TLB level may have several, e.g. one
-    /// for 1 GB pages); the curve varies the ways of each, keeping the sets.
-    pub arrays: Vec<(usize, usize)>,
-    /// Whether the curve is exact for LRU arrays (see [`crate::translate::pwc::PwcProfile`]
-    /// for the upper page-walk-cache levels).
-    pub exact: bool,
-    /// Lookups by stack depth, summed over cores.
-    pub depths: crate::mrc::Depths,
-}
+pub use crate::mrc::Curve;
 
 /// The structures [`Translator::profile`] knows.
-pub const CURVES: &[&str] = &["tlb.l1d", "tlb.l1i", "tlb.l2", "tlb.l2i", "pwc.l2", "pwc.l3", "pwc.l4", "pwc.l5"];
+pub const CURVES: &[&str] =
+    &["tlb.l1d", "tlb.l1i", "tlb.l2", "tlb.l2i", "pwc.l2", "pwc.l3", "pwc.l4", "pwc.l5", "cache.l1d", "cache.l1i", "cache.l2", "cache.llc"];
 
 impl Translator {
     /// Profile `structures` (names from [`CURVES`]; `pwc` for every page-walk-cache level
@@ -397,15 +385,12 @@ impl Translator {
     pub fn curves(&self) -> Vec<Curve> {
         let mut out: Vec<Curve> = Vec::new();
         let mut add =
-            |structure: String, arrays: Vec<(usize, usize)>, exact: bool, d: &crate::mrc::Depths| match out.iter_mut().find(|c| c.structure == structure) {
-                Some(c) => c.depths.add(d),
-                None => out.push(Curve { structure, arrays, exact, depths: d.clone() }),
-            };
+            |structure: String, arrays: Vec<(usize, usize)>, exact: bool, d: &crate::mrc::Depths| crate::mrc::merge(&mut out, structure, arrays, exact, d);
         for mmu in &self.mmus {
             for id in mmu::TlbId::ALL {
                 let t = &mmu.tlbs[id as usize];
                 if let Some(p) = t.profiled() {
-                    add(format!("tlb.{}", id.name()), t.geometry(), true, &p.depths);
+                    add(format!("tlb.{}", id.name()), t.geometry(), t.is_lru(), &p.depths);
                 }
             }
             if let Some(p) = mmu.pwc.profiled() {
@@ -413,6 +398,7 @@ impl Translator {
                 let lowest = (2..=5u8).find(|&l| mmu.pwc.geometry(l).is_some());
                 for l in 2..=5u8 {
                     if let (Some(st), Some(g)) = (&p.levels[l as usize], mmu.pwc.geometry(l)) {
+                        // (PWC levels are LRU.)
                         add(format!("pwc.l{l}"), vec![g], Some(l) == lowest, st.depths());
                     }
                 }

@@ -718,6 +718,11 @@ impl TlbLevel {
         self.prof = Some(Box::new(TlbProfile { stacks, depths: Depths::new(cap) }));
     }
 
+    /// Whether every array replaces LRU.
+    pub fn is_lru(&self) -> bool {
+        self.arrays.iter().all(|a| a.arr.is_lru())
+    }
+
     /// (sets, ways) of each array, in order.
     pub fn geometry(&self) -> Vec<(usize, usize)> {
         self.arrays.iter().map(|a| (a.sets(), a.ways())).collect()
