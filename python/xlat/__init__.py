@@ -8,7 +8,7 @@ See ``xlat.simulate`` and ``xlat.Result`` (``xlat.run_mix`` for mixes of program
 weighted speedup); presets and config files are handled by
 ``xlat.config``; the command line is ``xlat --help``.
 """
-from . import _core, tracecache
+from . import _core, mrc, tracecache
 from ._core import ConfigError, SimulationError, TraceError, WorkloadError, XlatError
 from .api import ArgumentError, Result, simulate
 from .config import presets
@@ -47,4 +47,5 @@ __all__ = [
     "simulate",
     "weighted_speedup",
     "workloads",
+    "mrc",
 ]

@@ -404,8 +404,8 @@ def simulate(
         raise _core.WorkloadError("give a workload (see `xlat workloads`), a trace or a mix")
     if curves is not None and (isinstance(curves, str) or not all(isinstance(c, str) for c in curves)):
         raise ArgumentError(f"curves: expected a list of structure names such as ['tlb.l2', 'pwc'], got {curves!r}")
-    if isinstance(curve_ways, bool) or not isinstance(curve_ways, int) or not 1 <= curve_ways <= 4096:
-        raise ArgumentError(f"curve_ways: expected an integer from 1 to 4096, got {curve_ways!r}")
+    if isinstance(curve_ways, bool) or not isinstance(curve_ways, int) or not 1 <= curve_ways <= 65536:
+        raise ArgumentError(f"curve_ways: expected an integer from 1 to 65536, got {curve_ways!r}")
     out = _core.simulate(
         list(resolved.items()),
         workload=workload,

@@ -237,6 +237,22 @@ impl Machine {
         let (caches, translation): (Vec<String>, Vec<String>) = structures.iter().cloned().partition(|n| n.starts_with("cache."));
         self.xl.profile(&translation, cap)?;
         for name in &caches {
+            // (A cache's stacks are lists, one per set: the LLC's can be large.)
+            let sets = match name.as_str() {
+                "cache.llc" => self.mem.llc.geometry().0,
+                "cache.l1d" => self.mem.cores[0].l1d.geometry().0,
+                "cache.l1i" => self.mem.cores[0].l1i.geometry().0,
+                _ => self.mem.cores[0].l2.geometry().0,
+            };
+            let bytes = crate::mrc::list_bytes(sets, cap);
+            if bytes > crate::mrc::MAX_LIST_BYTES {
+                let why = format!(
+                    "{sets} sets x {cap} ways of stacks would take {} MB of host memory (at most {} MB): ask for fewer ways",
+                    bytes >> 20,
+                    crate::mrc::MAX_LIST_BYTES >> 20
+                );
+                return Err(SimError::BadCurve { name: name.clone(), why });
+            }
             if !self.mem.profile(name, cap) {
                 let known = crate::translate::CURVES.join(", ");
                 return Err(SimError::BadCurve { name: name.clone(), why: format!("known: {known}, pwc") });

@@ -31,6 +31,137 @@ pub struct StackProfile {
     lens: Vec<u32>,
     /// `hist[d]`: demand references found at depth `d`; `hist[cap]`: deeper, or not found.
     hist: Depths,
+    /// One set deeper than [`LINEAR_MAX`] (a large fully-associative structure): the stack
+    /// as last-use times in a counting tree instead of a list, O(log n) per reference.
+    deep: Option<Box<DeepStack>>,
+}
+
+/// Deepest stack kept as a list (a reference scans and shifts it: O(depth)).
+const LINEAR_MAX: usize = 256;
+
+/// The deepest curve a profile makes ([`StackProfile::new`]'s `cap`).
+pub const MAX_CAP: usize = 1 << 16;
+
+/// Host memory of a profile's stacks kept as lists, in bytes (a deep one-set stack grows
+/// with the keys it sees instead).
+pub fn list_bytes(sets: usize, cap: usize) -> u64 {
+    if sets == 1 && cap > LINEAR_MAX {
+        0
+    } else {
+        (sets as u64) * (cap as u64) * std::mem::size_of::<StackKey>() as u64
+    }
+}
+
+/// Most host memory the stacks kept as lists of one structure may take.
+pub const MAX_LIST_BYTES: u64 = 1 << 30;
+
+/// One recency stack as last-use times: a key's depth is the number of keys and holes used
+/// since it (a Fenwick tree counts them). A hole keeps the time of the key it replaced, so it
+/// stays where that key was in the order.
+#[derive(Clone, Debug)]
+struct DeepStack {
+    /// Last-use time of every key in the stack.
+    last: std::collections::HashMap<StackKey, u64>,
+    /// Times of the holes.
+    holes: std::collections::BTreeSet<u64>,
+    /// Fenwick tree over times: 1 where a key or a hole was last used.
+    tree: Vec<u32>,
+    /// Keys and holes in the stack.
+    marks: u64,
+    /// The next time.
+    now: u64,
+}
+
+impl DeepStack {
+    fn new() -> DeepStack {
+        DeepStack { last: Default::default(), holes: Default::default(), tree: vec![0; 1 << 12], marks: 0, now: 0 }
+    }
+
+    fn add(&mut self, t: u64, v: i32) {
+        let mut i = t as usize + 1;
+        while i <= self.tree.len() {
+            self.tree[i - 1] = self.tree[i - 1].wrapping_add_signed(v);
+            i += i & i.wrapping_neg();
+        }
+        self.marks = self.marks.wrapping_add_signed(v as i64);
+    }
+
+    /// Marks at times `<= t`.
+    fn prefix(&self, t: u64) -> u64 {
+        let (mut i, mut n) = (t as usize + 1, 0u64);
+        while i > 0 {
+            n += u64::from(self.tree[i - 1]);
+            i &= i - 1;
+        }
+        n
+    }
+
+    /// Depth of `key` (`None`: not in the stack).
+    fn depth(&self, key: StackKey) -> Option<usize> {
+        self.last.get(&key).map(|&t| (self.marks - self.prefix(t)) as usize)
+    }
+
+    /// A time for the next use, renumbering the marks when the tree is full.
+    fn tick(&mut self) -> u64 {
+        if self.now as usize >= self.tree.len() {
+            let mut all: Vec<(u64, Option<StackKey>)> = self.last.iter().map(|(&k, &t)| (t, Some(k))).chain(self.holes.iter().map(|&t| (t, None))).collect();
+            all.sort_unstable_by_key(|m| m.0);
+            let size = (2 * all.len() + 1024).next_power_of_two();
+            self.tree = vec![0; size];
+            self.holes.clear();
+            self.marks = 0;
+            for (i, (_, k)) in all.into_iter().enumerate() {
+                match k {
+                    Some(k) => {
+                        self.last.insert(k, i as u64);
+                    }
+                    None => {
+                        self.holes.insert(i as u64);
+                    }
+                }
+                self.add(i as u64, 1);
+            }
+            self.now = self.marks;
+        }
+        self.now += 1;
+        self.now - 1
+    }
+
+    /// `key` becomes the most recent (see [`StackProfile::touch_at`] for the holes' rule).
+    fn touch(&mut self, key: StackKey) {
+        let t = self.tick();
+        match self.last.get(&key).copied() {
+            Some(old) => {
+                // The topmost hole above the key takes its place.
+                if let Some(&h) = self.holes.range(old + 1..).next_back() {
+                    self.holes.remove(&h);
+                    self.add(h, -1);
+                    self.holes.insert(old);
+                } else {
+                    self.add(old, -1);
+                }
+            }
+            None => {
+                // A miss fills the topmost hole, if any.
+                if let Some(h) = self.holes.iter().next_back().copied() {
+                    self.holes.remove(&h);
+                    self.add(h, -1);
+                }
+            }
+        }
+        self.last.insert(key, t);
+        self.add(t, 1);
+    }
+
+    fn remove(&mut self, key: StackKey) {
+        if let Some(t) = self.last.remove(&key) {
+            self.holes.insert(t);
+        }
+    }
+
+    fn clear(&mut self) {
+        *self = DeepStack::new();
+    }
 }
 
 /// A histogram of stack depths: `[d]` demand references found at depth `d`, the last entry
@@ -89,7 +220,10 @@ impl StackProfile {
     /// `sets` (a power of two) stacks of up to `cap` keys.
     pub fn new(sets: usize, cap: usize) -> StackProfile {
         assert!(sets.is_power_of_two() && cap > 0);
-        StackProfile { sets, cap, keys: vec![HOLE; sets * cap], lens: vec![0; sets], hist: Depths::new(cap) }
+        if sets == 1 && cap > LINEAR_MAX {
+            return StackProfile { sets, cap, keys: Vec::new(), lens: vec![0], hist: Depths::new(cap), deep: Some(Box::new(DeepStack::new())) };
+        }
+        StackProfile { sets, cap, keys: vec![HOLE; sets * cap], lens: vec![0; sets], hist: Depths::new(cap), deep: None }
     }
 
     pub fn sets(&self) -> usize {
@@ -114,6 +248,9 @@ impl StackProfile {
     /// Depth of `key` in `set`'s stack (`cap` when it is not there).
     #[inline]
     pub fn depth(&self, set: usize, key: StackKey) -> usize {
+        if let Some(d) = &self.deep {
+            return d.depth(key).map_or(self.cap, |d| d.min(self.cap));
+        }
         self.stack(set).iter().position(|&k| k == key).unwrap_or(self.cap)
     }
 
@@ -125,6 +262,10 @@ impl StackProfile {
 
     /// [`Self::touch`] of a key known to be at depth `d` (`cap`: not in the stack).
     pub fn touch_at(&mut self, set: usize, key: StackKey, d: usize) {
+        if let Some(deep) = &mut self.deep {
+            deep.touch(key);
+            return;
+        }
         let len = self.lens[set] as usize;
         let base = set * self.cap;
         let s = &mut self.keys[base..base + self.cap];
@@ -170,6 +311,10 @@ impl StackProfile {
 
     /// `key` was invalidated: its place becomes a hole.
     pub fn remove(&mut self, set: usize, key: StackKey) {
+        if let Some(deep) = &mut self.deep {
+            deep.remove(key);
+            return;
+        }
         let d = self.depth(set, key);
         if d < self.cap {
             self.keys[set * self.cap + d] = HOLE;
@@ -179,6 +324,11 @@ impl StackProfile {
 
     /// Invalidate every key `pred` names, in every set.
     pub fn remove_where(&mut self, mut pred: impl FnMut(StackKey) -> bool) {
+        if let Some(deep) = &mut self.deep {
+            let gone: Vec<StackKey> = deep.last.keys().copied().filter(|&k| pred(k)).collect();
+            gone.into_iter().for_each(|k| deep.remove(k));
+            return;
+        }
         for set in 0..self.sets {
             let len = self.lens[set] as usize;
             for k in &mut self.keys[set * self.cap..][..len] {
@@ -192,11 +342,17 @@ impl StackProfile {
 
     /// Every way of `set` emptied.
     pub fn clear_set(&mut self, set: usize) {
+        if let Some(deep) = &mut self.deep {
+            deep.clear();
+        }
         self.lens[set] = 0;
     }
 
     /// Every way of every set emptied.
     pub fn clear(&mut self) {
+        if let Some(deep) = &mut self.deep {
+            deep.clear();
+        }
         self.lens.fill(0);
     }
 
@@ -292,7 +448,9 @@ mod tests {
     /// invalidations of single keys, of key ranges, and whole flushes mixed in.
     #[test]
     fn one_pass_equals_an_lru_model_per_associativity() {
-        for (sets, cap, keys, seed) in [(1, 8, 12, 1u64), (1, 16, 40, 2), (4, 6, 30, 3), (8, 4, 100, 4), (2, 32, 70, 5)] {
+        // (The last two: one set deeper than LINEAR_MAX, kept as a tree of last-use times, and
+        // small enough a tree that it renumbers its times many times over.)
+        for (sets, cap, keys, seed) in [(1, 8, 12, 1u64), (1, 16, 40, 2), (4, 6, 30, 3), (8, 4, 100, 4), (2, 32, 70, 5), (1, 300, 420, 6), (1, 400, 380, 7)] {
             let mut seed = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
             let mut prof = StackProfile::new(sets, cap);
             let mut models: Vec<Lru> = (1..=cap).map(|w| Lru { ways: w, sets: vec![Vec::new(); sets], misses: 0 }).collect();

@@ -125,3 +125,20 @@ fn a_structure_the_machine_lacks_is_one_error() {
         assert!(e.contains(name) && e.contains(needle), "{e}");
     }
 }
+
+/// A curve deeper than the stacks kept as lists (a tree of last-use times, one set): the
+/// page-walk cache's L2 level up to 600 entries, against separate runs (with stores: the
+/// PWC's input, walks, does not depend on its size).
+#[test]
+fn a_deep_curve_equals_separate_runs() {
+    let refs = stream(60_000, 9);
+    let mut src = VecSource::new(vec![refs.clone()], region(GB));
+    let opts = RunOptions { warmup: 5_000, threads: 1, ..Default::default() };
+    let (_, curves) = xlat_core::simulate_curves(&Config::default(), &mut src, &["pwc.l2".to_string()], 600, opts, true, 1, &mut |_| true).unwrap();
+    let c = &curves[0];
+    for n in [24usize, 100, 257, 400, 512, 600] {
+        let run = misses(&cfg(&[("pwc.l2.entries", n.to_string())]), &refs, 5_000, "pwc.l2.misses");
+        assert_eq!(c.depths.misses(n) as f64, run, "pwc.l2 at {n} entries");
+    }
+    assert!(c.depths.misses(600) < c.depths.misses(24));
+}

@@ -347,8 +347,8 @@ impl Translator {
     /// ([`crate::mrc`]). A structure the machine does not have is an error.
     pub fn profile(&mut self, structures: &[String], cap: usize) -> Result<(), SimError> {
         let bad = |name: &str, why: String| SimError::BadCurve { name: name.to_string(), why };
-        if !(1..=4096).contains(&cap) {
-            return Err(bad("", format!("ways up to {cap}: give 1 to 4096")));
+        if !(1..=crate::mrc::MAX_CAP).contains(&cap) {
+            return Err(bad("", format!("ways up to {cap}: give 1 to {}", crate::mrc::MAX_CAP)));
         }
         for name in structures {
             let mmu0 = &self.mmus[0];
