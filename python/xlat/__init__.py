@@ -41,11 +41,11 @@ __all__ = [
     "WorkloadError",
     "XlatError",
     "__version__",
+    "mrc",
     "presets",
     "resolve_config",
     "run_mix",
     "simulate",
     "weighted_speedup",
     "workloads",
-    "mrc",
 ]
