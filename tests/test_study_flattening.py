@@ -42,7 +42,7 @@ def test_spec_and_paper_numbers_fit_together():
     mc += [f"{c}-mc-{lp}" for lp in ("lp50", "lp100") for c in ("baseline", "ptp", "fpt", "fpt+ptp")] + ["alone-mc"]
     for spec in (full, quick):
         labels = list(dict.fromkeys(p.config.label for p in spec.points))
-        assert labels == native + llc + virt + lp + mc
+        assert labels == native[:4] + ["pwc-size"] + native[4:] + llc + virt + lp + mc
         assert all(p.prefault for p in spec.points)
         wls = lambda label, spec=spec: {p.workload for p in spec.points if p.config.label == label}
         assert all(wls(c) >= {"gups", "random", "bfs", "pagerank", "hashjoin", "xsbench"} for c in native)
@@ -52,7 +52,11 @@ def test_spec_and_paper_numbers_fit_together():
         assert all(wls(c) == {"gups", "random", "hashjoin", "xsbench"} for c in lp + llc)
         # Two four-program mixes on each 4-core machine, and their six distinct programs alone.
         assert all(wls(c) == {"mix"} for c in mc)
-        assert len(spec.points) == 5 * 8 + 8 * 4 + 7 * 5 + 6 * 4 + 12 * 2 + 6
+        # §7.1's PWC sweep: one point per workload, its curves up to 8,192 entries.
+        pwc = [p for p in spec.points if p.config.label == "pwc-size"]
+        assert {p.workload for p in pwc} == {"gups", "random"}
+        assert all(p.curves == ("pwc.l2", "pwc.l3") and p.curve_ways == 8192 for p in pwc)
+        assert len(spec.points) == 5 * 8 + 2 + 8 * 4 + 7 * 5 + 6 * 4 + 12 * 2 + 6
     # The virtualized machines measure a shorter window after the same warm-up.
     assert {p.refs for p in full.points if p.config.label.startswith("2d")} == {10_000_000}
     assert {p.warmup for p in full.points if p.config.label.startswith("2d")} == {20_000_000}
@@ -90,6 +94,8 @@ def _tiny_study(tmp_path):
             lines.append(f"set = {{ {sets} }}")
         if "-mc" in c["label"]:
             lines.append('workloads = ["mix"]')
+        if "curves" in c:
+            lines += [f"curves = {json.dumps(c['curves'])}", "curve_ways = 1024", 'workloads = ["gups", "random"]']
     for name, params in [("gups", 'footprint = "8G"'), ("random", 'footprint = "64M"'), ("bfs", "scale = 10")]:
         lines += ["[[workloads]]", f'name = "{name}"', f"params = {{ {params} }}"]
     # A two-program mix on the 4-core machines, and each program alone.

@@ -336,6 +336,19 @@ def series_of(value) -> list[dict]:
     return [interval_ratios({k: v for k, v in iv.items() if v is not None}) for iv in json.loads(value)]
 
 
+def curves_of(value) -> list:
+    """A row's ``curves`` cell back as ``Result.curves`` (:class:`xlat.mrc.Curve`), for a
+    point whose config asked for miss-ratio curves (``curves = [...]`` in the sweep spec); a
+    row without one gives ``[]``."""
+    import json
+
+    from .mrc import Curve
+
+    if not isinstance(value, (str, bytes)) or not value:
+        return []
+    return [Curve.from_dict(c) for c in json.loads(value)]
+
+
 def series_frame(df, keys: Sequence[str] = ("point_id", "config_label", "workload", "params", "seed")):
     """The statistics over time of a results frame's points, long: one row per (point,
     interval), with ``keys`` of the point, ``interval`` (0, 1, ...), ``end_instructions`` (from

@@ -119,6 +119,8 @@ class Point:
     prefault: bool
     interval: int = 0                      # statistics over time (instructions); 0: off
     shootdowns: str | None = None          # a shootdown trace to inject (its absolute path)
+    curves: tuple[str, ...] = ()           # structures profiled for miss-ratio curves (xlat mrc)
+    curve_ways: int = 0                    # ... up to this many ways
 
     @property
     def workload_spec(self) -> str:
@@ -137,6 +139,9 @@ class Point:
             opts["interval"] = self.interval
         if self.shootdowns:
             opts["shootdowns"] = self.shootdowns
+        if self.curves:
+            opts["curves"] = list(self.curves)
+            opts["curve_ways"] = self.curve_ways
         return opts
 
 
@@ -155,7 +160,7 @@ class Spec:
 _TOP_KEYS = {"name", "description", "configs", "workloads", "mixes", "mix", "seeds", "seed", "refs", "warmup",
              "prefault", "interval", "shootdowns", "quick", "slurm"}
 _RUN_KEYS = ("refs", "warmup", "prefault", "interval", "shootdowns")
-_CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", *_RUN_KEYS}
+_CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", "curves", "curve_ways", *_RUN_KEYS}
 _WORKLOAD_KEYS = {"name", "params", "zip", "configs", *_RUN_KEYS, "seeds", "seed"}
 _MIX_KEYS = {"label", "programs", "configs", *_RUN_KEYS, "seeds", "seed"}
 
@@ -266,7 +271,7 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
             for refs, warmup, prefault, interval, shootdowns in itertools.product(*(run[k] for k in _RUN_KEYS)):
                 opts = _run_options(refs, warmup, prefault, interval, where) + (_shootdowns(shootdowns, base_dir, where),)
                 for seed in seeds:
-                    p = Point(cfg, wl["name"], wl["params"], seed, *opts)
+                    p = Point(cfg, wl["name"], wl["params"], seed, *opts, *c.get("curves", ((), 0)))
                     if p not in seen:  # a value listed twice is one point
                         seen.add(p)
                         points.append(p)
@@ -419,6 +424,16 @@ def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[dict]:
             if not isinstance(only, list) or not only or not all(isinstance(n, str) and n for n in only):
                 raise SpecError(f"{what}: 'workloads' must be a non-empty list of workload names")
         run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
+        curves = e.get("curves", [])
+        if isinstance(curves, str):
+            curves = [curves]
+        if not isinstance(curves, list) or not all(isinstance(n, str) and n for n in curves):
+            raise SpecError(f"{what}: 'curves' must be a list of structure names (e.g. [\"pwc.l2\"], see xlat mrc)")
+        curve_ways = e.get("curve_ways", 64 if curves else 0)
+        if isinstance(curve_ways, bool) or not isinstance(curve_ways, int) or not (0 < curve_ways <= 65536 or not curves):
+            raise SpecError(f"{what}: 'curve_ways' must be an integer from 1 to 65536")
+        if "curve_ways" in e and not curves:
+            raise SpecError(f"{what}: 'curve_ways' without 'curves'")
         grid = _grid(e.get("set"), e.get("zip"), f"{what}: 'set'")
         # With a label of its own, a config names only the overrides that vary in its grid.
         varying = {k for k, v in [*_flat(e.get("set") or {}).items(), *_flat(e.get("zip") or {}).items()]
@@ -428,7 +443,8 @@ def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[dict]:
             shown = [(k, v) for k, v in overrides if (k in varying or not label)]
             text = " ".join(f"{k}={_value_text(v)}" for k, v in shown)
             out.append({"choice": ConfigChoice(base, overrides, f"{base_label} {text}".strip()),
-                        "workloads": only, "run": run, "what": what, "name": base_label})
+                        "workloads": only, "run": run, "what": what, "name": base_label,
+                        "curves": (tuple(curves), curve_ways)})
     return out
 
 
@@ -712,6 +728,10 @@ def run_task(config: dict, workload: str, options: dict, meta: dict, simulate: C
         series = res.series if hasattr(res, "series") else res.get("series")
         if series:
             row["series"] = _results.series_text(series)
+        curves = res.curves if hasattr(res, "curves") else res.get("curves")
+        if curves:
+            # (JSON text, as the series: read it with xlat.results.curves_of.)
+            row["curves"] = _json([c.to_dict() if hasattr(c, "to_dict") else c for c in curves])
         row["workload_resolved"] = _json(wl) if wl is not None else None
         row["status"], row["error"] = "ok", None
     except Exception as e:  # noqa: BLE001 - recorded, not raised: one point must not stop a sweep

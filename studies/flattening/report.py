@@ -34,7 +34,7 @@ LP = "large pages"
 MC = "four-program mixes on 4 cores"
 
 # What each configuration label needs beyond today's engine (for the coverage list).
-NEEDS = {"baseline": [], "ptp": [], "fpt": [FPT], "fpt+ptp": [FPT], "asap": []}
+NEEDS = {"baseline": [], "ptp": [], "fpt": [FPT], "fpt+ptp": [FPT], "asap": [], "pwc-size": []}
 for _c in ORDER:
     if _c.startswith("2d"):
         NEEDS[_c] = [VIRT] + ([FPT] if ("hf" in _c or "gf" in _c) else [])
@@ -133,6 +133,15 @@ class Data:
         if is_mix is not None:
             df = df[~is_mix]
         self.points = _tidy(df)
+        # One-pass miss-ratio curves of the points that asked for them ({(config, wl): [Curve]}).
+        from xlat.results import curves_of
+
+        self.curves = {}
+        if "curves" in df.columns:
+            for (cfg, wl), cell in zip(zip(self.points["config"], self.points["wl"]), df["curves"]):
+                got = curves_of(cell)
+                if got:
+                    self.curves.setdefault((cfg, wl), got)
         p = self.points
         present = list(dict.fromkeys(p["config"]))
         self.configs = [c for c in ORDER if c in present] + [c for c in present if c not in ORDER]
@@ -322,6 +331,66 @@ def _workload(d, config, name, metric):
     return float(sel[metric].mean()) if len(sel) else math.nan
 
 
+def _pwc_curve(d, wl_name, structure="pwc.l2"):
+    """The pwc-size point's curve of `structure` for the workload named `wl_name`, or None."""
+    for (cfg, wl), curves in d.curves.items():
+        if cfg == "pwc-size" and _base(wl) == wl_name:
+            return next((c for c in curves if c.structure == structure), None)
+    return None
+
+
+def _pwc_entries_for(d, wl_name, ratio):
+    """The fewest L2-PWC entries within `ratio` of its lookups of the fewest misses the curve
+    reaches (past them, more entries remove only compulsory misses' worth: the knee)."""
+    c = _pwc_curve(d, wl_name)
+    if c is None or not c.lookups:
+        return math.nan
+    floor = c.misses(c.max_ways)
+    return next(float(c.entries(w)) for w in range(1, c.max_ways + 1) if c.misses(w) - floor <= ratio * c.lookups)
+
+
+def pwc_table(d: Data):
+    """§7.1's page-walk-cache sweep from the pwc-size points' one-pass curves."""
+    wls = [w for w in ("gups", "random") if _pwc_curve(d, w) is not None]
+    if not wls:
+        return ""
+    sizes = [s for s in (1, 4, 24, 64, 256, 1024, 2048, 3072, 4096, 8192)]
+    rows = []
+    for n in sizes:
+        row = [f"{n:,}" + (" (skylake)" if n == 24 else "")]
+        for w in wls:
+            c = _pwc_curve(d, w)
+            row.append(f"{c.misses(n) / c.lookups:.3f}" if n <= c.max_ways and c.lookups else "—")
+        rows.append(row)
+    l3 = []
+    for w in wls:
+        c3 = _pwc_curve(d, w, "pwc.l3")
+        if c3 is not None and c3.lookups:
+            l3.append(f"{w}: " + ", ".join(f"{n} entries {c3.misses(n) / c3.lookups:.3f}" for n in (1, 4, 16) if n <= c3.max_ways))
+    fpt = {w: _workload(d, "fpt", w, "apw") for w in wls} if d.has("fpt") else {}
+    text = [
+        "One run per workload on the baseline machine (config `pwc-size`, `curves = [\"pwc.l2\", \"pwc.l3\"]` in "
+        "sweep.toml) gives the L2 PWC's misses at every size from 1 to 8,192 entries (fully associative, LRU): "
+        "Mattson's stack algorithm (`xlat mrc`, docs/performance.md), each value what a separate run with that "
+        "many entries counts, instead of one run per size. L2-PWC misses per lookup:",
+        "",
+        report.markdown_table(rows, columns=["L2 PWC entries"] + wls),
+        "",
+        "A walk that hits the L2 PWC reads one PTE, as every FPT walk does; one that misses reads at least two, so "
+        "accesses per walk are at least 1 + the miss ratio above. The paper: matching FPT's single access needs "
+        "about 4,096 entries (8 GB / 2 MB); xlat: "
+        + ", ".join(f"{w} {_pwc_entries_for(d, w, 0.01):,.0f}" for w in wls)
+        + " entries (the fewest within 1 % of lookups of the curve's lowest misses)"
+        + ("; FPT's accesses per walk in this run: " + ", ".join(f"{w} {v:.2f}" for w, v in fpt.items() if not math.isnan(v)) if fpt else "")
+        + ".",
+    ]
+    if l3:
+        text += ["", "The L3 PWC (approximate: an upper level is filled only when the levels below miss), misses per "
+                 "lookup at 1, 4 (skylake) and 16 entries, where the paper's performance moves -1.5 % to +2.4 %: "
+                 + "; ".join(l3) + "."]
+    return "\n".join(text)
+
+
 def _delta_pp(d, config, metric):
     base = d.per_workload(reference(config), metric)
     other = d.per_workload(config, metric)
@@ -332,6 +401,7 @@ def _delta_pp(d, config, metric):
 RECIPES = {
     "apw_base_mean": (["baseline"], None, lambda d: amean(d.per_workload("baseline", "apw").values())),
     "apw_base_random": (["baseline"], "random", lambda d: _workload(d, "baseline", "random", "apw")),
+    "pwc_l2_entries_for_fpt": (["pwc-size"], "gups", lambda d: _pwc_entries_for(d, "gups", 0.01)),
     "apw_base_gups": (["baseline"], "gups", lambda d: _workload(d, "baseline", "gups", "apw")),
     "apw_fpt_mean": (["fpt"], None, lambda d: amean(d.per_workload("fpt", "apw").values())),
     "apw_fpt_max": (["fpt"], None, lambda d: max(d.per_workload("fpt", "apw").values(), default=math.nan)),
@@ -808,6 +878,13 @@ def _causes(d: Data, vals):
             f"{head}. The mix decides the mean: our uniformly scattered 6-8 GB kernels ({mix}) skip only "
             f"the L4 level most of the time, the others average {amean(rest):.2f}. The paper's set has more "
             "programs with locality (SPEC, BioBench, liblinear) where the PSCs skip 2.2-2.9 levels.")
+    x = v("pwc_l2_entries_for_fpt")
+    g = _pwc_curve(d, "gups")
+    if x is not None and g is not None:
+        c["pwc_l2_entries_for_fpt"] = (
+            f"From one run's curve (config pwc-size, up to {g.max_ways:,} entries): GUPS touches 4,096 2 MB regions "
+            "at random, so an L2 PWC keeps missing until it holds all of them; "
+            + ("as the paper says." if abs(x - 4096) <= 512 else "the short window here leaves compulsory misses that hide the knee."))
     for w in ("random", "gups"):
         x = v(f"apw_base_{w}")
         if x is None:
@@ -1255,6 +1332,9 @@ def render(df, out_dir, quick):
         body += ["## Virtualized (Fig. 12, §4.1, §7.2)", "", vt, ""]
     if lt:
         body += ["## Large pages (Fig. 4, 9, §8)", "", lt, ""]
+    pt = pwc_table(d)
+    if pt:
+        body += ["## Page-walk-cache size (§7.1): one-pass curves", "", pt, ""]
     mt = mc_table(d)
     if mt:
         body += ["## Multicore: four-program mixes (Fig. 11, §7.1)", "", mt, ""]
