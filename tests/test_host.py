@@ -27,10 +27,15 @@ def test_quick_probe_reports_emits_a_loadable_preset_and_compares(tmp_path):
     out = p.stdout
     assert "L1 DTLB reach" in out and "hypervisor:" in out and "perf counters:" in out
     assert "physical contiguity" in out  # measured, or one line saying why not
+    # The prefetch test gives a verdict (or says it cannot) with its four times; its rule is
+    # unit-tested in xlat_host::prefetch_walks.
+    assert "prefetch-triggers-walk: " in out and "after loading them" in out
     assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
     data = json.loads(js.read_text())
     assert {c["mode"] for c in data["curves"]} == {"4k", "thp"}
     assert all(len(c["ns"]) == 2 for c in data["curves"])
+    pw = data["prefetch_walks"]
+    assert pw["walks"] in (True, False, None) and pw["load_ns"] > 0 and pw["rounds"] == 7
     run = xlat_cli("run", "--config", str(preset), "--workload", "gups", "--refs", "20k")
     assert "on mine" in run.stdout
     shown = xlat_cli("config", "show", str(preset)).stdout

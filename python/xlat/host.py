@@ -59,6 +59,7 @@ class Probe:
     contiguity: dict[str, Any] | None
     contiguity_note: str | None
     seconds: float
+    prefetch: dict[str, Any] | None = None  # the prefetch-triggers-walk test
 
     def curve(self, mode: str) -> Curve | None:
         return next((c for c in self.curves if c.mode == mode), None)
@@ -100,7 +101,10 @@ def run_probe(quick: bool = False, modes: Sequence[str] = ("4k", "thp"), **overr
         contig = _core.contiguity(min(params["max_pages"], 16384), "4k")
     except HostError as e:
         note = str(e)
-    return Probe(_core.machine(), curves, params, contig, note, time.monotonic() - t0)
+    # Do prefetches walk? A chase of 512 pages (past the L1 DTLB, within the L2 DTLB of every
+    # CPU the probe has met), 8,192 other pages (past every L2 DTLB) to prefetch or load.
+    pw = _core.probe_prefetch_walks(512, 8192, 7 if quick else 31)
+    return Probe(_core.machine(), curves, params, contig, note, time.monotonic() - t0, pw)
 
 
 def levels(steps: Sequence[dict]) -> dict[str, Any]:
@@ -171,6 +175,15 @@ def report_lines(p: Probe) -> list[str]:
                 line += (": 2 MB pages did not extend the L1 DTLB reach"
                          + (", as when the host backs guest memory with 4 KB pages (the TLB then holds 4 KB pieces)" if hv else ""))
             out.append(line)
+    if p.prefetch is not None:
+        f = p.prefetch
+        verdict = {True: "software prefetches start page walks (a prefetching PT-Baker helper works here)",
+                   False: "software prefetches that miss the TLB are dropped (a PT-Baker helper must load)",
+                   None: "inconclusive (rerun on a quieter machine)"}[f["walks"]]
+        out.append(f"  prefetch-triggers-walk: {verdict}: a {f['chase_pages']}-page chase from the L2 DTLB costs "
+                   f"{f['own_lines_ns']:.1f} ns per access after prefetching {f['other_pages']:,} lines of its own pages, "
+                   f"{f['prefetch_ns']:.1f} ns after prefetching one line of {f['other_pages']:,} other pages, "
+                   f"{f['load_ns']:.1f} ns after loading them (median of {f['rounds']} rounds)")
     if p.contiguity is not None:
         c = p.contiguity
         out.append(f"  physical contiguity of a {c['pages']:,}-page 4 KB buffer: {c['adjacent']:.0%} of neighbours adjacent, "
@@ -182,7 +195,7 @@ def report_lines(p: Probe) -> list[str]:
 
 def to_json(p: Probe) -> dict[str, Any]:
     return {"machine": p.machine, "cpu_model": cpu_model(), "params": p.params, "seconds": p.seconds,
-            "contiguity": p.contiguity, "contiguity_note": p.contiguity_note,
+            "contiguity": p.contiguity, "contiguity_note": p.contiguity_note, "prefetch_walks": p.prefetch,
             "curves": [{"mode": c.mode, "pages": c.pages, "ns": c.ns, "median": c.median, "huge_bytes": c.huge_bytes,
                         "steps": c.steps, "rep_steps": c.rep_steps} for c in p.curves]}
 

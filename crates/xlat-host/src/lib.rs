@@ -19,6 +19,7 @@ pub mod daemon;
 pub mod ffi;
 pub mod knee;
 pub mod mem;
+pub mod prefetch_walks;
 pub mod probe;
 pub mod rng;
 pub mod sys;

@@ -41,6 +41,25 @@ fn probe_measure(py: Python<'_>, min_pages: usize, max_pages: usize, per_octave:
     Ok(out.unbind())
 }
 
+/// Whether software prefetches start page walks (xlat_host::prefetch_walks): {chase_pages,
+/// other_pages, rounds, quiet_ns, own_lines_ns, prefetch_ns, load_ns, walks (True, False or
+/// None: inconclusive)}.
+#[pyfunction]
+#[pyo3(signature = (chase_pages=512, other_pages=8192, rounds=31, seed=1))]
+fn probe_prefetch_walks(py: Python<'_>, chase_pages: usize, other_pages: usize, rounds: u32, seed: u64) -> PyResult<Py<PyDict>> {
+    let r = py.allow_threads(|| xlat_host::prefetch_walks::measure(chase_pages, other_pages, rounds, seed)).map_err(host_err)?;
+    let d = PyDict::new(py);
+    d.set_item("chase_pages", r.chase_pages)?;
+    d.set_item("other_pages", r.other_pages)?;
+    d.set_item("rounds", r.rounds)?;
+    d.set_item("quiet_ns", r.quiet_ns)?;
+    d.set_item("own_lines_ns", r.own_lines_ns)?;
+    d.set_item("prefetch_ns", r.prefetch_ns)?;
+    d.set_item("load_ns", r.load_ns)?;
+    d.set_item("walks", r.walks)?;
+    Ok(d.unbind())
+}
+
 /// The steps of a curve (see xlat_host::knee): [{knee, top, fits, overflows, before, after, reach}].
 #[pyfunction]
 #[pyo3(signature = (xs, ys, min_rise=0.15, min_step=0.8))]
@@ -247,6 +266,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Daemon>()?;
     m.add_function(wrap_pyfunction!(probe_measure, m)?)?;
     m.add_function(wrap_pyfunction!(probe_steps, m)?)?;
+    m.add_function(wrap_pyfunction!(probe_prefetch_walks, m)?)?;
     m.add_function(wrap_pyfunction!(machine, m)?)?;
     m.add_function(wrap_pyfunction!(contiguity, m)?)?;
     m.add_function(wrap_pyfunction!(bake_start, m)?)?;
