@@ -369,10 +369,10 @@ def pwc_table(d: Data):
             l3.append(f"{w}: " + ", ".join(f"{n} entries {c3.misses(n) / c3.lookups:.3f}" for n in (1, 4, 16) if n <= c3.max_ways))
     fpt = {w: _workload(d, "fpt", w, "apw") for w in wls} if d.has("fpt") else {}
     text = [
-        "One run per workload on the baseline machine (config `pwc-size`, `curves = [\"pwc.l2\", \"pwc.l3\"]` in "
+        ("One run per workload on the baseline machine (config `pwc-size`, `curves = [\"pwc.l2\", \"pwc.l3\"]` in "
         "sweep.toml) gives the L2 PWC's misses at every size from 1 to 8,192 entries (fully associative, LRU): "
         "Mattson's stack algorithm (`xlat mrc`, docs/performance.md), each value what a separate run with that "
-        "many entries counts, instead of one run per size. L2-PWC misses per lookup:",
+        "many entries counts, instead of one run per size. L2-PWC misses per lookup:"),
         "",
         report.markdown_table(rows, columns=["L2 PWC entries"] + wls),
         "",
