@@ -545,7 +545,7 @@ impl TlbLevel {
     /// observes, 4 KB entries of a coalesced group go unused and age out), then every page
     /// size. On a hit return the translation of `va`'s page and its size (a coalesced entry
     /// returns the 4 KB page's frame, with `group` set).
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, va: VirtAddr, ctx: Ctx) -> Option<(TlbEntry, PageSize)> {
         let found = self.lookup_unprofiled(va, ctx);
         if self.prof.is_some() {
@@ -592,7 +592,7 @@ impl TlbLevel {
     /// otherwise a coalesced entry covering the page is stale (a store walked and set the
     /// page's D bit: the coalescing paper's §2.4 destroys it) and goes. Returns the
     /// page-size code cached.
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
         let code = self.insert_unprofiled(va, size, ctx, e);
         if self.prof.is_some() {
@@ -616,7 +616,7 @@ impl TlbLevel {
     }
 
     /// [`Self::insert`] after a lookup of `va` missed (see [`TlbArray::insert_absent`]).
-    #[inline]
+    #[inline(always)]
     pub fn insert_absent(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx, e: TlbEntry) -> usize {
         let code = self.insert_absent_unprofiled(va, size, ctx, e);
         if self.prof.is_some() {
