@@ -98,8 +98,8 @@ def case(name: str, quick: bool) -> dict:
     elif name == "trace_champsim":
         # A ChampSim trace (xz) of GUPS: its first run (decoded into the trace cache), its
         # second (reads the native copy), a run with the cache off, and the same references
-        # from the kernel itself, all on the engine (one sample each: the first run is first
-        # only once).
+        # from the kernel itself, all on the engine (the first run is first only once; the
+        # later runs and the kernel are best of two).
         refs = int(5e6 * scale)
         workload = "gups:footprint=8G"
         with tempfile.TemporaryDirectory() as d:
@@ -117,9 +117,12 @@ def case(name: str, quick: bool) -> dict:
             t = time.perf_counter()
             off = xlat.simulate("skylake", trace=[path], refs=refs)
             secs["uncached"] = time.perf_counter() - t
-            t = time.perf_counter()
-            kernel = xlat.simulate("skylake", workload, refs=refs)
-            secs["kernel"] = time.perf_counter() - t
+            # (Best of two, as the later trace runs: one busy moment of this shared host
+            # moves a single sample by 20 %.)
+            for _ in range(2):
+                t = time.perf_counter()
+                kernel = xlat.simulate("skylake", workload, refs=refs)
+                secs["kernel"] = min(secs.get("kernel", math.inf), time.perf_counter() - t)
             assert r.stats == off.stats, "a run on the cached copy differs from one on the trace"
             assert kernel.stats["refs"] == refs
             later = min(secs["second"], secs["third"])
