@@ -21,6 +21,8 @@ step run --config skylake --workload gups --refs "$refs"
 step run --config skylake --workload gups --prefault --warmup "$warmup" --refs "$refs"
 step run --config skylake --workload gups --prefault --warmup "$warmup" --refs "$refs" --set tlb.perfect=true
 step run --config "$here/my-machine.toml" --workload gups --prefault --warmup "$warmup" --refs "$refs" --json "$out/mine.json"
+# One run, every size: the L2 TLB's and the L2 page-walk cache's misses at 1..64 ways.
+step mrc --config skylake --workload gups --prefault --refs "$refs" -s tlb.l2,pwc.l2
 step explain walks tlb.l2.mpki                 # what a statistic counts
 
 # A sweep: 2 machines x 2 PWC sizes, stored (and resumable) under $out/results/pwc-sweep.
