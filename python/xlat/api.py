@@ -322,6 +322,7 @@ def simulate(
     warmup_instructions: int | str | None = None,
     curves: Sequence[str] | None = None,
     curve_ways: int = 64,
+    sample: str | Sequence[int | str] | None = None,
     **overrides: Any,
 ) -> Result:
     """Simulate one workload (or trace, or mix of programs) on one machine.
@@ -364,6 +365,12 @@ def simulate(
             (``"tlb.l1d"``, ``"tlb.l2"``, ``"pwc.l2"``, ``"pwc"`` for every page-walk-cache
             level): ``Result.curves`` then holds each one's misses at every associativity
             from 1 to ``curve_ways``, the sets as configured (:mod:`xlat.mrc`).
+        sample: a sampled run: ``"PERIOD:WARM:UNIT"`` (counts such as ``"10M:1M:100k"``) or a
+            tuple. Of every PERIOD references, the first PERIOD - WARM - UNIT are skipped, WARM
+            simulated unmeasured and UNIT measured; ``refs`` and ``warmup`` place the stretch
+            sampled (the warm-up is skipped). The statistics are the measured units' sums,
+            with ``sample.units`` and the 95 % confidence half-widths ``ipc.ci95`` and
+            ``tlb.l2.mpki.ci95`` (:mod:`xlat.sampling`). Off by default.
         **overrides: config keys applied last, as ``**{"tlb.l2.entries": 2048}`` or
             ``tlb__l2__entries=2048``.
 
@@ -406,6 +413,13 @@ def simulate(
         raise ArgumentError(f"curves: expected a list of structure names such as ['tlb.l2', 'pwc'], got {curves!r}")
     if isinstance(curve_ways, bool) or not isinstance(curve_ways, int) or not 1 <= curve_ways <= 65536:
         raise ArgumentError(f"curve_ways: expected an integer from 1 to 65536, got {curve_ways!r}")
+    plan = None
+    if sample is not None:
+        from .sampling import parse_plan
+
+        plan = parse_plan(sample)
+        if n_interval or curves or mix_spec is not None or n_warm_i:
+            raise ArgumentError("sample: not with interval, curves, a mix or warmup_instructions")
     out = _core.simulate(
         list(resolved.items()),
         workload=workload,
@@ -423,11 +437,17 @@ def simulate(
         warmup_instructions=n_warm_i,
         curves=list(curves) if curves is not None else None,
         curve_ways=curve_ways,
+        sample=plan,
     )
+    stats = out["stats"]
+    if plan is not None:
+        from .sampling import estimate
+
+        stats = estimate(out["sample"], plan)
     from .mrc import Curve
 
     return Result(
-        stats=_undefined_as_nan(out["stats"]),
+        stats=_undefined_as_nan(stats),
         config=_config.typed(resolved),
         workload=dict(out.get("workload") or {"name": workload, "params": {}}),
         seed=seed,

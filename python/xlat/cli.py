@@ -344,7 +344,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             args.config, args.workload, refs=args.refs, seed=args.seed, warmup=args.warmup,
             prefault=args.prefault, trace=traces or None, trace_format=args.trace_format,
             progress=progress, host_threads=args.host_threads, interval=args.interval, mix=args.mix,
-            shootdowns=args.shootdowns, warmup_instructions=args.warmup_instructions, **dict(args.sets),
+            shootdowns=args.shootdowns, warmup_instructions=args.warmup_instructions, sample=args.sample,
+            **dict(args.sets),
         )
 
     if args.weighted_speedup:
@@ -364,6 +365,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             result = run(bar)
     if not args.quiet:
         print_result(result, all_stats=args.all_stats)
+        if args.sample:
+            st = result.stats
+            print(f"sampled: {st['sample.units']} units of {human_count(st['sample.unit_refs'])} references "
+                  f"(each after {human_count(st['sample.warm_refs'])} warming) every {human_count(st['sample.period'])}; "
+                  f"IPC {st['ipc']:.4f} ± {st['ipc.ci95']:.4f} (95 %), L2 TLB MPKI {st['tlb.l2.mpki']:.2f} ± "
+                  f"{st['tlb.l2.mpki.ci95']:.2f}; {human_count(st['sample.simulated_refs'])} references simulated, "
+                  f"{human_count(st['sample.skipped_refs'])} skipped")
+        # (A sampled run's statistics are its units': the window check below does not apply.)
+        if args.sample:
+            return 0
     # (The run counts OS calls in a stream as references too.)
     done = result.stats.get("refs", 0) + result.stats.get("os.calls", 0)
     if args.refs is not None and done < args.refs:
@@ -942,6 +953,9 @@ def build_parser() -> Parser:
     r.add_argument("--interval", type=count_arg, default=None, metavar="N",
                    help="statistics over time: also show what changed in every N instructions "
                         "after warm-up (1M, 1e6; runs on one host thread)")
+    r.add_argument("--sample", metavar="PERIOD:WARM:UNIT",
+                   help="a sampled run: of every PERIOD references skip all but WARM (simulated, not measured) "
+                        "and UNIT (measured); statistics from the units with 95 %% confidence intervals (10M:500k:200k)")
     r.add_argument("--json", metavar="PATH",
                    help="also write {xlat_version, config, workload, run, stats[, series]} as JSON (atomically)")
     r.add_argument("--all-stats", action="store_true", help="print every statistic instead of the summary")

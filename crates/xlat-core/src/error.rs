@@ -19,6 +19,8 @@ pub enum SimError {
     BadOsCall { code: u8, va: u64 },
     #[error("bad mix: {why}")]
     BadMix { why: String },
+    #[error("bad sampling: {0}")]
+    BadSample(String),
     #[error("no miss-ratio curve for '{name}': {why}")]
     BadCurve { name: String, why: String },
     #[error("the workload has no streams")]

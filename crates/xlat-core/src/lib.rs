@@ -20,6 +20,7 @@ pub mod memory;
 pub mod microbench;
 pub mod mrc;
 pub mod os;
+pub mod sample;
 pub mod stats;
 pub mod timing;
 pub mod translate;
@@ -86,6 +87,28 @@ pub fn simulate_curves(
     }
     let m = run_machine(cfg, src, None, Some((structures, cap)), opts, prefault, seed, progress)?;
     Ok((m.stats(), m.curves()))
+}
+
+/// A sampled run of `src` (see [`sample`]): each measured unit's statistics, and how many
+/// references were skipped and simulated.
+pub fn simulate_sampled(
+    cfg: &Config,
+    src: &mut dyn RefSource,
+    s: sample::Sample,
+    opts: RunOptions,
+    prefault: bool,
+    seed: u64,
+    progress: &mut dyn FnMut(u64) -> bool,
+) -> Result<sample::Sampled, SimError> {
+    s.check()?;
+    if cfg.os_promotion == config::Promotion::Oracle {
+        return Err(SimError::OracleNeedsProfile);
+    }
+    let mut m = Machine::with_programs(cfg, src.streams(), src.programs(), seed)?;
+    if prefault {
+        m.prefault()?;
+    }
+    sample::run(&mut m, src, s, opts, progress)
 }
 
 /// The first run of the hindsight oracle (`os.promotion=oracle`): `cfg`'s machine without

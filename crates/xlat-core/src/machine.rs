@@ -45,7 +45,7 @@ pub struct RunOptions {
 
 /// How often the progress callback runs, in references.
 pub const PROGRESS_EVERY: u64 = 1 << 16;
-const BATCH: usize = 4096;
+pub(crate) const BATCH: usize = 4096;
 
 pub struct Machine {
     pub xl: Translator,

@@ -71,7 +71,7 @@ fn stats_dict<'py>(py: Python<'py>, entries: Vec<(String, StatValue)>) -> PyResu
 /// change of every integer statistic. `shootdowns`: a shootdown trace to inject
 /// (`xlat_workloads::shootdowns`).
 #[pyfunction]
-#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0, interval=0, mix=None, shootdowns=None, warmup_instructions=0, curves=None, curve_ways=64))]
+#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0, interval=0, mix=None, shootdowns=None, warmup_instructions=0, curves=None, curve_ways=64, sample=None))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -91,6 +91,7 @@ fn simulate<'py>(
     warmup_instructions: u64,
     curves: Option<Vec<String>>,
     curve_ways: usize,
+    sample: Option<(u64, u64, u64)>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg = build_config(&config)?;
     if [workload.is_some(), trace.is_some(), mix.is_some()].iter().filter(|&&b| b).count() != 1 {
@@ -101,7 +102,7 @@ fn simulate<'py>(
     let total = if warmup_instructions > 0 { None } else { refs.map(|r| r.saturating_add(warmup)) };
     // Opening the workload (a kernel may build its input for many seconds) and the run both
     // happen on a thread that Ctrl-C and SIGTERM stop (see `interrupt`).
-    let (desc, stats, made_curves) = interruptible(py, move |stop| {
+    let (desc, stats, made_curves, sampled) = interruptible(py, move |stop| {
         let open = || -> PyResult<(xlat_workloads::WorkloadDesc, Box<dyn xlat_core::RefSource>)> {
             let (desc, mut src) = match (&workload, &trace, &mix) {
                 // (An interrupt stops the kernels at once, while they build their input too.)
@@ -140,7 +141,16 @@ fn simulate<'py>(
         };
         // The hindsight oracle ranks regions by a first run of the same workload.
         let mut made_curves = Vec::new();
-        let result = if let Some(names) = &curves {
+        let mut sampled = None;
+        let result = if let Some((period, warm, unit)) = sample {
+            // (A sampled run: its units' statistics, summed and estimated in Python.)
+            let s = xlat_core::sample::Sample { period, warm, unit };
+            xlat_core::simulate_sampled(&cfg, src.as_mut(), s, opts, prefault, seed, &mut report).map(|r| {
+                let total = r.units.iter().fold(xlat_core::Stats::default(), |acc, u| add_counts(&acc, u));
+                sampled = Some(r);
+                total
+            })
+        } else if let Some(names) = &curves {
             // (One-pass miss-ratio curves of the structures named: `xlat mrc`.)
             xlat_core::simulate_curves(&cfg, src.as_mut(), names, curve_ways, opts, prefault, seed, &mut report).map(|(s, c)| {
                 made_curves = c;
@@ -168,7 +178,7 @@ fn simulate<'py>(
                 Err(TraceError::new_err(format!("{}: {e} (read as {}: is that its format? see --trace-format)", param("paths"), param("format"))))
             }
             Err(e) => Err(sim_err(e)),
-            Ok(s) => Ok((desc, s, made_curves)),
+            Ok(s) => Ok((desc, s, made_curves, sampled)),
         }
     })?;
     let out = PyDict::new(py);
@@ -183,6 +193,14 @@ fn simulate<'py>(
     }
     wl.set_item("params", params)?;
     out.set_item("workload", wl)?;
+    if let Some(r) = sampled {
+        let d = PyDict::new(py);
+        let units = r.units.into_iter().map(|u| stats_dict(py, u.entries)).collect::<PyResult<Vec<_>>>()?;
+        d.set_item("units", units)?;
+        d.set_item("skipped", r.skipped)?;
+        d.set_item("simulated", r.simulated)?;
+        out.set_item("sample", d)?;
+    }
     if !made_curves.is_empty() {
         let list = PyList::empty(py);
         for c in &made_curves {
@@ -196,6 +214,22 @@ fn simulate<'py>(
         out.set_item("curves", list)?;
     }
     Ok(out)
+}
+
+/// `a` plus `b`, counter by counter (integer statistics; floats are left out).
+fn add_counts(a: &xlat_core::Stats, b: &xlat_core::Stats) -> xlat_core::Stats {
+    use xlat_core::StatValue;
+    let mut out = xlat_core::Stats::default();
+    for (name, v) in &b.entries {
+        if let StatValue::Int(x) = v {
+            let prev = match a.get(name) {
+                Some(StatValue::Int(p)) => p,
+                _ => 0,
+            };
+            out.int(name.clone(), prev + x);
+        }
+    }
+    out
 }
 
 /// Run a kernel natively (no recording, no simulation): `{"refs", "seconds", "checksum"}`.

@@ -1136,6 +1136,21 @@ impl Os {
         self.pt.translate(sp.root, sp.top, va).map(|m| (m.frame, m.size))
     }
 
+    /// What a store to `va` does to the page tables, without a walk's timing: the leaf's
+    /// accessed and dirty bits set (a sampled run's skipped stores, [`crate::sample`]).
+    /// Returns false if the page is not mapped (nothing changes).
+    pub fn touch_store(&mut self, space: usize, va: VirtAddr) -> bool {
+        let sp = &self.spaces[space];
+        let (root, top) = (sp.root, sp.top);
+        let Some(m) = self.pt.translate(root, top, va) else { return false };
+        let Some((node, idx)) = self.pt.leaf_location(root, top, va, m.size) else { return false };
+        let bits = crate::os::pt::PTE_A | crate::os::pt::PTE_D;
+        if self.pt.entry(node, idx) & bits != bits {
+            self.pt.set_bits(node, idx, bits);
+        }
+        true
+    }
+
     /// OS and physical-memory statistics (glossary: `promotions`, `demotions`,
     /// `shootdowns`, `shootdown_cycles`; `os.*` details; `phys.*` free-block histograms at
     /// the start of the run and now).
