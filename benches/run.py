@@ -22,6 +22,9 @@ same references from the GUPS kernel: the goal is later runs within 10 % of the 
 at 4, 8, ..., 32 ways it replaces, and checks that they count the same misses; its rate is
 references per second of answers (eight per reference).
 
+`sampled_gups_8g` runs 40 M references of GUPS 8 GB sampled (`sample="4M:500k:100k"`) and in
+full: the speedup, and the sampled IPC with its 95 % half-width beside the full run's.
+
 `floor_gups_8g` runs `crates/xlat-core/examples/floor.rs`: the leanest exact model of the
 engine_gups_8g run, in the engine's two halves on two threads, for how fast the engine could
 be on this host at all (about 2 GB of memory).
@@ -149,6 +152,21 @@ def case(name: str, quick: bool) -> dict:
         separate = time.perf_counter() - t
         out = {"workload": workload, "refs": refs, "sizes": len(ways), "refs_per_s": refs * len(ways) / one,
                "curve_seconds": one, "separate_seconds": separate, "speedup": separate / one}
+    elif name == "sampled_gups_8g":
+        # A sampled run (simulate(sample=...)) against the full run of the same 40 M references:
+        # time, and the IPC error beside the sample's 95 % confidence half-width.
+        refs = int(40e6 * scale)
+        workload = "gups:footprint=8G,updates=128M"
+        plan = "4M:500k:100k" if not quick else "800k:100k:20k"
+        t = time.perf_counter()
+        s = xlat.simulate("skylake", workload, refs=refs, warmup="5M", prefault=True, sample=plan)
+        sampled = time.perf_counter() - t
+        t = time.perf_counter()
+        f = xlat.simulate("skylake", workload, refs=refs, warmup="5M", prefault=True)
+        full = time.perf_counter() - t
+        out = {"workload": workload, "refs": refs, "plan": plan, "refs_per_s": refs / sampled, "full_refs_per_s": refs / full,
+               "speedup": full / sampled, "ipc_full": f["ipc"], "ipc_sampled": s["ipc"], "ipc_ci95": s["ipc.ci95"],
+               "units": s["sample.units"]}
     elif name == "floor_gups_8g":
         # The leanest exact model of the engine_gups_8g run (crates/xlat-core/examples/floor.rs):
         # how fast the engine could be here at all.
@@ -175,7 +193,7 @@ def case(name: str, quick: bool) -> dict:
 
 
 CASES = ["engine_gups_8g", "engine_bfs", "engine_mix4", "native_gups_8g", "native_bfs", "gen_gups", "gen_random", "decode_native",
-         "trace_champsim", "mrc_tlb_l2", "floor_gups_8g"]
+         "trace_champsim", "mrc_tlb_l2", "sampled_gups_8g", "floor_gups_8g"]
 
 
 def main() -> int:
@@ -230,6 +248,9 @@ def main() -> int:
     print(f"mrc_tlb_l2: the L2 TLB at {mc['sizes']} sizes on {mc['workload']}, {mc['refs'] / 1e6:.0f} M refs: one run with its "
           f"miss-ratio curve {mc['curve_seconds']:.1f} s, the {mc['sizes']} runs it replaces {mc['separate_seconds']:.1f} s "
           f"({mc['speedup']:.1f}x; the same counts)")
+    sg = results["sampled_gups_8g"]
+    print(f"sampled_gups_8g: {sg['refs'] / 1e6:.0f} M refs of {sg['workload']} sampled {sg['plan']}: {sg['speedup']:.1f}x faster than "
+          f"the full run; IPC {sg['ipc_sampled']:.4f} ± {sg['ipc_ci95']:.4f} ({sg['units']} units) vs {sg['ipc_full']:.4f} full")
     for eng in ("engine_gups_8g", "engine_bfs"):
         r = results[eng]
         print(f"{eng}: {r['slowdown_vs_native']:.0f}x slower than native; end to end {r['end_to_end_refs_per_s'] / 1e6:.2f} M refs/s "
