@@ -39,6 +39,9 @@ def test_the_ratio_estimator():
     for bad in ("10M:1M", "1M:1M:1", "x:1:1", "10:0:0"):
         with pytest.raises(xlat.XlatError, match="sample"):
             parse_plan(bad)
+    # A workload that ends before a unit is measured says so instead of returning nothing.
+    with pytest.raises(xlat.SimulationError, match="ended before a first measured unit"):
+        xlat.simulate("skylake", "gups:footprint=1G,updates=1M", refs="10M", sample="5M:0:1k")
 
 
 def test_xlat_run_sample_prints_the_interval_and_bad_plans_are_one_line():

@@ -60,6 +60,11 @@ def estimate(sampled: Mapping[str, Any], plan: tuple[int, int, int]) -> dict[str
     from .api import interval_ratios
 
     units = list(sampled["units"])
+    if not units:
+        from ._core import SimulationError
+
+        raise SimulationError(f"sample: the workload ended before a first measured unit ({sampled['skipped']:,} references "
+                              f"skipped, {sampled['simulated']:,} simulated): give it more references, or a shorter period")
     total: dict[str, Any] = {}
     for u in units:
         for k, v in u.items():
