@@ -20,6 +20,8 @@ def test_a_plan_that_skips_nothing_is_the_full_run():
     for name in ("refs", "instructions", "cycles", "walks", "tlb.l2.misses"):
         assert s[name] == full[name], name
     assert s["ipc"] == pytest.approx(full["ipc"]) and s["ipc.ci95"] > 0
+    # States are taken at the end, not summed.
+    assert s["pt_bytes"] == full["pt_bytes"] > 0 and s["phys.free_bytes"] == full["phys.free_bytes"]
 
 
 def test_a_sampled_estimate_brackets_the_full_run():

@@ -53,6 +53,8 @@ pub struct Sampled {
     /// References dropped unsimulated, and simulated (warm and measured).
     pub skipped: u64,
     pub simulated: u64,
+    /// Every statistic at the end (for the states a run reports, such as memory in use).
+    pub last: Stats,
 }
 
 /// Pages a skipped store already dirtied, a bit each in a bitmap per 1 GB region of an
@@ -249,6 +251,7 @@ pub fn run(m: &mut Machine, src: &mut dyn RefSource, s: Sample, opts: RunOptions
             return Err(SimError::Interrupted);
         }
     }
+    out.last = m.stats();
     Ok(out)
 }
 

@@ -199,6 +199,7 @@ fn simulate<'py>(
         d.set_item("units", units)?;
         d.set_item("skipped", r.skipped)?;
         d.set_item("simulated", r.simulated)?;
+        d.set_item("last", stats_dict(py, r.last.entries)?)?;
         out.set_item("sample", d)?;
     }
     if !made_curves.is_empty() {
