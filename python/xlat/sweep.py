@@ -429,11 +429,11 @@ def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[dict]:
             curves = [curves]
         if not isinstance(curves, list) or not all(isinstance(n, str) and n for n in curves):
             raise SpecError(f"{what}: 'curves' must be a list of structure names (e.g. [\"pwc.l2\"], see xlat mrc)")
-        curve_ways = e.get("curve_ways", 64 if curves else 0)
-        if isinstance(curve_ways, bool) or not isinstance(curve_ways, int) or not (0 < curve_ways <= 65536 or not curves):
-            raise SpecError(f"{what}: 'curve_ways' must be an integer from 1 to 65536")
         if "curve_ways" in e and not curves:
             raise SpecError(f"{what}: 'curve_ways' without 'curves'")
+        curve_ways = e.get("curve_ways", 64) if curves else 0
+        if curves and (isinstance(curve_ways, bool) or not isinstance(curve_ways, int) or not 0 < curve_ways <= 65536):
+            raise SpecError(f"{what}: 'curve_ways' must be an integer from 1 to 65536")
         grid = _grid(e.get("set"), e.get("zip"), f"{what}: 'set'")
         # With a label of its own, a config names only the overrides that vary in its grid.
         varying = {k for k, v in [*_flat(e.get("set") or {}).items(), *_flat(e.get("zip") or {}).items()]
