@@ -228,6 +228,15 @@ config_enum!(
     HostPagePolicy { Never = "never", Ideal = "ideal", Thp = "thp" }
 );
 config_enum!(
+    /// The order in which a CPU's free list hands out a batch of frames it took from the buddy
+    /// allocator (ascending addresses).
+    PcpOrder { Fifo = "fifo", Lifo = "lifo" }
+);
+config_enum!(
+    /// How `--prefault` leaves each page it maps.
+    PrefaultAs { Read = "read", Write = "write" }
+);
+config_enum!(
     /// Linux THP `defrag`: when a huge-page fault that finds no free 2 MB block compacts.
     ThpDefrag { Always = "always", Madvise = "madvise", Never = "never" }
 );
@@ -709,6 +718,7 @@ config! {
     os_timeslice_cycles: u64 = 8_000_000; "os.timeslice_cycles"; "os.processes > 1: cycles a process runs before the core switches to the next (4 ms at 2 GHz, a tick at HZ=250)";
     os_pcid: bool = true; "os.pcid"; "TLB and PWC entries are tagged by address space (PCID); false: every context switch flushes them";
     os_switch_cycles: u64 = 4000; "os.switch_cycles"; "direct cost of a context switch in cycles (~2 us, of the order lmbench lat_ctx reports)";
+    os_prefault_as: PrefaultAs = PrefaultAs::Read; "os.prefault_as"; "how --prefault maps the footprint, page by page in address order: read (each page as a read fault leaves it: clean and not yet accessed) or write (as a program's initialization loop writing every page leaves it: accessed and dirty, so a coalescing group or a FreeBSD reservation is uniform at once)";
     os_fault_cycles: u64 = 2000; "os.fault_cycles"; "cycles charged per page fault (Linux minor anonymous fault, ~1 us)";
     phys_size_gb: u64 = 64; "phys.size_gb"; "simulated physical memory in GB";
     phys_fragmentation: Fragmentation = Fragmentation::None; "phys.fragmentation"; "state of physical memory before the run: none, pinned:X (one unmovable page in X of the free 2 MB blocks, the PCC paper's method), lowhalf (2 MB pages only for the lower half of each address space, the flattening paper's 50 %), aged:SEED (allocate/free churn down to phys.aged_target)";
@@ -716,6 +726,7 @@ config! {
     phys_aged_target: f64 = 0.2; "phys.aged_target"; "fragmentation=aged: fraction of the free 2 MB blocks still whole after aging";
     phys_available_gb: f64 = 0.0; "phys.available_gb"; "before fragmenting, take memory away (as memhog) until this many GB are free; the PCC artifact leaves footprint + 3 GB (0: keep all)";
     phys_pcp_batch: u64 = 63; "phys.pcp_batch"; "4 KB frames a CPU's free list takes from or returns to the buddy allocator at once (Linux pcp batch; 0: no per-CPU lists)";
+    phys_pcp_order: PcpOrder = PcpOrder::Fifo; "phys.pcp_order"; "order in which a CPU's free list hands out the frames of a batch it took from the buddy allocator (in ascending order): fifo (Linux's per-CPU lists: the first taken first, so pages faulted in address order get ascending frames, contiguous by chance) or lifo (a stack, as FreeBSD's per-domain page cache buckets: the last taken first, descending frames that no coalescing group can use; the coalescing paper's FreeBSD without reservations)";
     phys_pcp_high: u64 = 378; "phys.pcp_high"; "a CPU's free list longer than this returns a batch to the buddy allocator (Linux pcp high = 6 x batch)";
     virt_enabled: bool = false; "virt.enabled"; "run the workload in virtual machines: a guest OS builds gVA->gPA tables in each VM's guest-physical memory, the host builds gPA->hPA (EPT) tables, and every TLB miss is a 2D walk";
     virt_vms: u64 = 1; "virt.vms"; "VMs, each running a copy of the workload in its own guest OS (os.processes processes each); every core time-slices its stream among them";

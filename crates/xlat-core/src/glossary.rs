@@ -346,6 +346,11 @@ pub static ENTRIES: &[Entry] = &[
     e(Os, "[host.]pt_bytes", Counter, "bytes", "Bytes of page-table memory at the end of the run (4 KB per node, 2 MB per flattened node): the sum of `pt_bytes.<ptlevel>`."),
     e(Os, "[host.]pt_bytes.<ptlevel>", Counter, "bytes", "Bytes of the nodes whose top level is that level (`l5` as for `pt.nodes.l5`)."),
     e(Os, "[host.]pt.flat_nodes", Counter, "nodes", "Flattened (2 MB) nodes at the end of the run (`pt.format=fpt*`)."),
+    e(Os, "pt.coalescable.16k", Ratio, "fraction",
+        "Of the aligned groups of 4 leaf entries that all map 4 KB pages at the end of the run, the share PTE coalescing could cache as one 16 KB entry: frames contiguous and 16 KB-aligned, attributes (A and D included) identical. The contiguity the allocator made, whether or not the TLBs used it (the coalescing paper's T-C measures it through L2 DTLB hits).")
+        .only("`tlb.coalescing` (or a `tlb.<level>.coalescing`) other than `none`, natively"),
+    e(Os, "pt.coalescable.32k", Ratio, "fraction", "The same for aligned groups of 8 entries (32 KB).")
+        .only("`tlb.coalescing` (or a `tlb.<level>.coalescing`) other than `none`, natively"),
     e(Os, "[host.]pt.flatten_fallbacks", Counter, "nodes",
         "Flattened nodes the layout asked for that were built as two 4 KB levels because no 2 MB block was free. Since the tables were created (prefaulting and warm-up included)."),
     e(Os, "[host.]pt.unflattened", Counter, "nodes",

@@ -228,8 +228,15 @@ impl CoreCounters {
 }
 
 /// Page tables, mapped memory and OS statistics of `oses` (summed), under prefix `p`.
-pub(crate) fn emit_os(s: &mut Stats, p: &str, oses: &[&Os], top: u8) {
+pub(crate) fn emit_os(s: &mut Stats, p: &str, oses: &[&Os], top: u8, coalescing: bool) {
     let sum = |f: &dyn Fn(&Os) -> u64| oses.iter().map(|os| f(os)).sum::<u64>();
+    if coalescing {
+        // (A scan of every leaf node, once per run: the contiguity the allocator made.)
+        for (shift, name) in [(2, "16k"), (3, "32k")] {
+            let (groups, ok) = oses.iter().map(|os| os.pt.leaf_groups(shift)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+            s.ratio(format!("{p}pt.coalescable.{name}"), ok, groups);
+        }
+    }
     s.int(format!("{p}pt.nodes"), sum(&|os| os.pt.total_nodes()));
     let mut bytes = 0;
     for level in 1..=top {

@@ -4,7 +4,7 @@
 //! functional walk of the page tables.
 
 use xlat_core::addr::{PageSize, VirtAddr};
-use xlat_core::os::pt::PTE_D;
+use xlat_core::os::pt::{PTE_A, PTE_D};
 use xlat_core::os::OsOp;
 use xlat_core::translate::mmu::TlbId;
 use xlat_core::{Config, Machine, Ref, Region, RunOptions, Stats, VecSource};
@@ -534,6 +534,12 @@ fn bad_os_keys_are_one_line_errors() {
     }
 }
 
+/// The leaf mapping `va` in space 0.
+fn leaf(m: &Machine, va: u64) -> xlat_core::os::pt::Mapping {
+    let sp = &m.xl.os.spaces[0];
+    m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(va)).expect("mapped")
+}
+
 /// Share of the 16 KB-aligned groups of 4 pages of `[start, start + len)` whose frames are
 /// contiguous and 16 KB-aligned: what PTE coalescing (seeds/002) can use.
 fn coalescable_16k(m: &Machine, space: usize, start: u64, len: u64) -> f64 {
@@ -573,6 +579,46 @@ fn contiguity_comes_by_chance_from_the_buddy_allocator_and_by_design_from_reserv
     assert!(seq > 0.1 && seq < 1.0, "sequential first touch: some contiguity, broken by page-table pages: {seq}");
     assert!(rnd < 0.05, "random first touch: hardly any: {rnd}");
     assert_eq!(resv, 1.0, "a reservation places every page at its offset");
+}
+
+#[test]
+fn prefaulting_as_writes_maps_in_address_order_and_leaves_pages_accessed_and_dirty() {
+    // The coalescing study's model of a program's initialization: every page written once,
+    // in address order. Linux's per-CPU lists hand out ascending frames (contiguity by
+    // chance, broken where a page-table page is taken); a LIFO list, as FreeBSD's page cache,
+    // descending ones (none); reservations place every page (all of it).
+    let len = 8 * MB;
+    let prefaulted = |pairs: &[(&str, &str)]| {
+        let mut pairs = pairs.to_vec();
+        pairs.push(("os.prefault_as", "write"));
+        let mut m = Machine::new(&cfg(&pairs), 1, vec![region("heap", BASE, len)], 1).unwrap();
+        m.prefault().unwrap();
+        m
+    };
+    let linux = prefaulted(&[]);
+    let share = coalescable_16k(&linux, 0, BASE, len);
+    assert!(share > 0.1 && share < 1.0, "{share}");
+    // The page tables' own count (statistic pt.coalescable.16k) agrees: every group of the
+    // region is whole and uniformly accessed and dirty, so only contiguity decides.
+    let (groups, ok) = linux.xl.os.pt.leaf_groups(2);
+    assert_eq!((groups, ok as f64 / groups as f64), (len / (16 << 10), share));
+    assert!(linux.xl.os.pt.leaf_groups(3).1 * 2 <= ok, "a 32 KB group is two 16 KB ones");
+    assert_eq!(coalescable_16k(&prefaulted(&[("phys.pcp_order", "lifo")]), 0, BASE, len), 0.0);
+    let resv = prefaulted(&[("os.page_policy", "freebsd"), ("os.reservation_promote", "false")]);
+    assert_eq!(coalescable_16k(&resv, 0, BASE, len), 1.0);
+    // Every leaf accessed and dirty: 4 KB ones, and the 2 MB pages full reservations become.
+    let sup = prefaulted(&[("os.page_policy", "freebsd")]);
+    for (m, size) in [(&linux, PageSize::Size4K), (&resv, PageSize::Size4K), (&sup, PageSize::Size2M)] {
+        for va in (BASE..BASE + len).step_by(64 * 1024) {
+            let found = leaf(m, va);
+            assert_eq!(found.size, size);
+            assert_eq!(found.entry & (PTE_A | PTE_D), PTE_A | PTE_D, "{va:#x}");
+        }
+    }
+    // By default prefaulted pages are clean and not accessed.
+    let mut m = Machine::new(&cfg(&[]), 1, vec![region("heap", BASE, len)], 1).unwrap();
+    m.prefault().unwrap();
+    assert_eq!(leaf(&m, BASE).entry & (PTE_A | PTE_D), 0);
 }
 
 #[test]

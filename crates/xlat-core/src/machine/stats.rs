@@ -146,10 +146,11 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             // Bare names: the guests' (the application's) tables and memory; `host.`: the
             // hypervisor's EPTs and the machine's memory.
             let guests: Vec<&Os> = xl.vms.iter().map(|v| &v.os).collect();
-            emit_os(&mut s, "", &guests, top);
-            emit_os(&mut s, "host.", &[&xl.os], host_top);
+            emit_os(&mut s, "", &guests, top, false);
+            emit_os(&mut s, "host.", &[&xl.os], host_top, false);
         } else {
-            emit_os(&mut s, "", &[&xl.os], top);
+            let coalescing = crate::translate::coalesce::group_sizes(&xl.cfg) != 0;
+            emit_os(&mut s, "", &[&xl.os], top, coalescing);
         }
         xl.mechs.emit_stats(&mut s);
         xl.checker.emit(&mut s);

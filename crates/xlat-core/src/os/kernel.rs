@@ -30,7 +30,7 @@
 //!   populated reservation is broken (its unpopulated frames freed).
 
 use crate::addr::{Frame, PageSize, VirtAddr};
-use crate::config::{Config, Fragmentation, PagePolicy, PtFormat, ThpDefrag};
+use crate::config::{Config, Fragmentation, PagePolicy, PrefaultAs, PtFormat, ThpDefrag};
 use crate::error::SimError;
 use crate::os::frag::{self, Rng};
 use crate::os::phys::{PhysMem, MAX_ORDER, ORDER_2M};
@@ -260,6 +260,8 @@ pub struct Os {
     max_ptes_none: u64,
     huge_1g: bool,
     resv_promote: bool,
+    /// `os.prefault_as=write`: prefaulted pages are left accessed and dirty.
+    prefault_write: bool,
     copy_cycles: u64,
     fragmentation: Fragmentation,
     aged_target: f64,
@@ -288,7 +290,7 @@ impl Os {
         let layout = cfg.pt_layout();
         let (top, va_bits) = if layout.top() == 5 { (5, 56) } else { (4, 47) };
         let phys = PhysMem::new(cfg.phys_size_gb << 30)
-            .with_pcp(cfg.system_cores as usize, cfg.phys_pcp_batch, cfg.phys_pcp_high)
+            .with_pcp(cfg.system_cores as usize, cfg.phys_pcp_batch, cfg.phys_pcp_high, cfg.phys_pcp_order)
             .with_frame_order(cfg.phys_frame_order);
         let thp = matches!(cfg.page_policy(), PagePolicy::Thp | PagePolicy::Madvise);
         let compaction = thp && (cfg.os_thp_defrag != ThpDefrag::Never || cfg.os_khugepaged_defrag);
@@ -314,6 +316,7 @@ impl Os {
             max_ptes_none: cfg.os_khugepaged_max_ptes_none,
             huge_1g: cfg.os_huge_1g,
             resv_promote: cfg.os_reservation_promote,
+            prefault_write: cfg.os_prefault_as == PrefaultAs::Write,
             copy_cycles: cfg.os_page_copy_cycles,
             fragmentation: cfg.phys_fragmentation,
             aged_target: cfg.phys_aged_target,
@@ -1079,9 +1082,10 @@ impl Os {
     // ---- prefault, translate, statistics ---------------------------------------------------
 
     /// Map every page of every region before the run (as MAP_POPULATE would, and as the
-    /// flattening paper's syscall-emulation runs do), through the page-size policy. Pages
-    /// are mapped clean and not accessed, so the first walks set A (and D on stores) as
-    /// hardware would.
+    /// flattening paper's syscall-emulation runs do), through the page-size policy, in address
+    /// order. Pages are mapped clean and not accessed, so the first walks set A (and D on
+    /// stores) as hardware would; with `os.prefault_as=write`, accessed and dirty, as a
+    /// program's initialization writing each page in turn leaves them.
     pub fn prefault(&mut self, space: usize) -> Result<(), SimError> {
         let regions = self.spaces[space].regions.clone();
         for r in regions {
@@ -1091,14 +1095,21 @@ impl Os {
     }
 
     /// Map every page overlapping `[start, end)` of `space` that is not mapped yet, through
-    /// the page-size policy, clean and not accessed (see [`Os::prefault`]).
+    /// the page-size policy (see [`Os::prefault`]).
     pub fn prefault_range(&mut self, space: usize, start: u64, end: u64) -> Result<(), SimError> {
         let mut va = start & !0xfff;
         while va < end {
             self.check_va(VirtAddr(va))?;
             match self.translate(space, VirtAddr(va)) {
                 Some((_, size)) => va = (va & !(size.bytes() - 1)) + size.bytes(),
-                None => self.fault_inner(space, VirtAddr(va), false)?,
+                None => {
+                    self.fault_inner(space, VirtAddr(va), self.prefault_write)?;
+                    if self.prefault_write {
+                        // (Before the next fault: a reservation's promotion reads every
+                        // PTE's A bit at its last fault.)
+                        self.touch_store(space, VirtAddr(va));
+                    }
+                }
             }
         }
         Ok(())

@@ -4,7 +4,7 @@
 //! contiguity, and their contents live in `pt`.
 
 use crate::addr::Frame;
-use crate::config::ConfigValue;
+use crate::config::{ConfigValue, PcpOrder};
 use crate::os::frag::Rng;
 use std::collections::VecDeque;
 use std::fmt;
@@ -36,6 +36,8 @@ pub struct PhysMem {
     pcp: Vec<VecDeque<u32>>,
     pcp_batch: usize,
     pcp_high: usize,
+    /// `phys.pcp_order=lifo`: a refill's frames are handed out last taken first.
+    pcp_lifo: bool,
     /// The CPU whose per-CPU list order-0 allocations and frees use.
     pub cpu: usize,
     /// `phys.frame_order=shuffled:SEED`: 4 KB frames are drawn at random from all of memory.
@@ -101,6 +103,7 @@ impl PhysMem {
             pcp: Vec::new(),
             pcp_batch: 0,
             pcp_high: 0,
+            pcp_lifo: false,
             cpu: 0,
             shuffle: None,
         };
@@ -134,8 +137,9 @@ impl PhysMem {
     /// are handed out in ascending order from a fresh block), a freed frame goes to the
     /// head of the list (the next allocation reuses it), and a list longer than `high`
     /// returns `batch` frames from its tail. `batch == 0` turns the lists off.
-    pub fn with_pcp(mut self, cpus: usize, batch: u64, high: u64) -> PhysMem {
+    pub fn with_pcp(mut self, cpus: usize, batch: u64, high: u64, order: PcpOrder) -> PhysMem {
         self.pcp = vec![VecDeque::new(); cpus.max(1)];
+        self.pcp_lifo = order == PcpOrder::Lifo;
         self.pcp_batch = batch as usize;
         self.pcp_high = (high as usize).max(batch as usize);
         self
@@ -335,9 +339,11 @@ impl PhysMem {
         }
         let cpu = self.cpu.min(self.pcp.len() - 1);
         if self.pcp[cpu].is_empty() {
-            // rmqueue_bulk: the first frame taken ends up at the head.
+            // rmqueue_bulk: the first frame taken ends up at the head (lifo: at the tail, as
+            // a stack of them).
             for _ in 0..self.pcp_batch {
                 match self.alloc(0) {
+                    Some(f) if self.pcp_lifo => self.pcp[cpu].push_back(f.0 as u32),
                     Some(f) => self.pcp[cpu].push_front(f.0 as u32),
                     None => break,
                 }
@@ -427,7 +433,7 @@ mod tests {
     #[test]
     fn shuffled_frames_are_seeded_distinct_and_exhaust_cleanly() {
         let take = |seed, n| {
-            let mut p = PhysMem::new(64 << 20).with_pcp(1, 63, 378).with_frame_order(FrameOrder::Shuffled(seed));
+            let mut p = PhysMem::new(64 << 20).with_pcp(1, 63, 378, PcpOrder::Fifo).with_frame_order(FrameOrder::Shuffled(seed));
             (0..n).map(|_| p.alloc_page().unwrap().0).collect::<Vec<_>>()
         };
         let a = take(1, 100);
@@ -524,7 +530,7 @@ mod tests {
 
     #[test]
     fn used_counts_follow_every_operation() {
-        let mut p = PhysMem::new(32 << 20).with_pcp(2, 7, 20);
+        let mut p = PhysMem::new(32 << 20).with_pcp(2, 7, 20, PcpOrder::Fifo);
         check_used(&p);
         let mut held = Vec::new();
         let mut x = 99u64;
@@ -556,8 +562,20 @@ mod tests {
     }
 
     #[test]
+    fn a_lifo_per_cpu_list_hands_a_batch_out_descending() {
+        // FreeBSD's page cache as a stack: the batch's last frame goes first, so pages faulted
+        // in address order get descending frames and no two neighbours are contiguous upward.
+        let mut p = PhysMem::new(64 << 20).with_pcp(1, 63, 378, PcpOrder::Lifo);
+        let a: Vec<u64> = (0..63).map(|_| p.alloc_page().unwrap().0).collect();
+        assert!(a.windows(2).all(|w| w[1] + 1 == w[0]), "descending: {a:?}");
+        assert_eq!(p.pcp_frames(), 0);
+        // The next batch is the next 63 frames, again last first.
+        assert_eq!(p.alloc_page().unwrap().0, a[0] + 63);
+    }
+
+    #[test]
     fn per_cpu_lists_hand_out_ascending_frames_and_reuse_the_last_freed() {
-        let mut p = PhysMem::new(64 << 20).with_pcp(2, 63, 378);
+        let mut p = PhysMem::new(64 << 20).with_pcp(2, 63, 378, PcpOrder::Fifo);
         let a: Vec<u64> = (0..10).map(|_| p.alloc_page().unwrap().0).collect();
         assert!(a.windows(2).all(|w| w[1] == w[0] + 1), "a fresh batch is contiguous: {a:?}");
         assert_eq!(p.pcp_frames(), 53);

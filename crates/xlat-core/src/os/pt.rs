@@ -514,6 +514,27 @@ impl PageTables {
         *self.entry_mut(id, idx) |= bits;
     }
 
+    /// The aligned groups of `2^shift` entries of level-1 nodes whose entries all map 4 KB
+    /// pages: how many there are, and how many PTE coalescing could cache as one entry
+    /// ([`crate::translate::coalesce::coalescable`]): the contiguity the OS made.
+    pub fn leaf_groups(&self, shift: u32) -> (u64, u64) {
+        let n = 1usize << shift;
+        let (mut groups, mut coalescable) = (0, 0);
+        for id in 0..self.nodes.len() as NodeId {
+            if self.nodes[id as usize].low() != 1 {
+                continue;
+            }
+            let entries = self.entries(id);
+            for first in (0..entries.len()).step_by(n) {
+                if entries[first..first + n].iter().all(|&e| e & (PTE_P | PTE_PS) == PTE_P) {
+                    groups += 1;
+                    coalescable += crate::translate::coalesce::coalescable(entries, first, shift) as u64;
+                }
+            }
+        }
+        (groups, coalescable)
+    }
+
     /// Nodes whose top level is `level` (1..=5).
     pub fn nodes_at(&self, level: u8) -> u64 {
         self.per_level[level as usize]
