@@ -372,12 +372,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                   f"IPC {st['ipc']:.4f} ± {st['ipc.ci95']:.4f} (95 %), L2 TLB MPKI {st['tlb.l2.mpki']:.2f} ± "
                   f"{st['tlb.l2.mpki.ci95']:.2f}; {human_count(st['sample.simulated_refs'])} references simulated, "
                   f"{human_count(st['sample.skipped_refs'])} skipped")
-    # (The run counts OS calls in a stream as references too; a sampled run covered what it
+    # (The run counts OS calls in a stream, made or ignored, as references too; a sampled run covered what it
     # skipped and simulated, while its statistics are its units'.)
     if args.sample:
         done = result.stats["sample.skipped_refs"] + result.stats["sample.simulated_refs"]
     else:
-        done = result.stats.get("refs", 0) + result.stats.get("os.calls", 0)
+        done = result.stats.get("refs", 0) + result.stats.get("os.calls", 0) + result.stats.get("os.ignored_calls", 0)
     if args.refs is not None and done < args.refs:
         # A window shorter than asked for is easy to miss in a table and skews comparisons.
         print(f"xlat: warning: the workload ended after {done:,} of the {args.refs:,} references "

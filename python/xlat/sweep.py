@@ -965,11 +965,12 @@ def short_points(df):
         return df.iloc[0:0]
     asked = df["refs"].astype("float")
     ok = (df["status"] == "ok") & asked.notna()
-    # (A stream's OS calls count towards `refs` as it runs; `stat.refs` counts memory
-    # references only.)
+    # (A stream's OS calls, made or ignored, count towards `refs` as it runs; `stat.refs`
+    # counts memory references only.)
     measured = df["stat.refs"].astype("float")
-    if "stat.os.calls" in df:
-        measured = measured + df["stat.os.calls"].astype("float").fillna(0)
+    for calls in ("stat.os.calls", "stat.os.ignored_calls"):
+        if calls in df:
+            measured = measured + df[calls].astype("float").fillna(0)
     return df[ok & (measured < asked)]
 
 

@@ -13,6 +13,7 @@ from xlat import report
 PAPER_NAME = {"xsbench": "XSBench", "canneal": "Canneal", "pagerank": "GraphChi", "liblinear": "BlockSVM"}
 SIZES = ("4k", "coalesced", "2m", "1g")
 COLUMNS = ["L-nothp", "L-thp", "F5-noresv", "F5-reserv", "F5-super", "F2-noresv", "F2-reserv", "F2-super"]
+# (The T-A..T-F tables are for the paper's programs; the jemalloc heap has its own section.)
 
 
 def _id(config):
@@ -40,6 +41,8 @@ def _tidy(df):
     off = (t["l2_hit"] == 0) & (t["l2_miss"] == 0)
     t.loc[off, "l2_miss"] = (num("stat.walks") / ki).values[off.values]
     t["cycles"] = num("stat.cycles").values
+    t["huge_coverage"] = (100 * num("stat.huge_coverage")).values
+    t["os.calls"] = (num("stat.os.calls") / ki).values
     for size in ("16k", "32k"):
         col = f"stat.pt.coalescable.{size}"
         t[f"groups.{size}"] = (100 * pd.to_numeric(df[col], errors="coerce")).values if col in df.columns else math.nan
@@ -120,7 +123,8 @@ def render(df, out_dir, quick):
             for mode in ("reserv", "super"):
                 cut = _cut(base, _get(t, f"{cpu}-{mode}", w, "l1d"))
                 key = f"l1d_reduction_{cpu.lower()}_{mode}_{w}"
-                values[key] = cut
+                if key in paper:
+                    values[key] = cut
                 row.append(_cell(cut, paper.get(key), 1))
         rows.append(row)
     body += ["## L1 DTLB misses (T-A)", "",
@@ -142,8 +146,10 @@ def render(df, out_dir, quick):
         f2 = _get(t, "F2-reserv", w, "l2_miss.4k")
         z3 = _get(t, "Z3-32k-reserv", w, "l2_miss.4k")
         key = f"misses_4k_32k_over_16k_{w}"
-        values[key] = f2 / f5 if f5 else math.nan
-        rows.append([f"{PAPER_NAME[w]} ({w})", _cell(f5), _cell(f2), _cell(values[key], paper.get(key), 2), _cell(z3),
+        ratio = f2 / f5 if f5 else math.nan
+        if key in paper:
+            values[key] = ratio
+        rows.append([f"{PAPER_NAME[w]} ({w})", _cell(f5), _cell(f2), _cell(ratio, paper.get(key), 2), _cell(z3),
                      _cell(z3 / f5 if f5 else math.nan, None, 2),
                      _cell(_get(t, "F5-reserv", w, "l2_miss")), _cell(_get(t, "Z3-32k-reserv", w, "l2_miss"))])
     body += ["## 16 KB against 32 KB groups (T-B)", "",
@@ -184,18 +190,55 @@ def render(df, out_dir, quick):
              "instructions, and the cycles saved. Not in the paper, which cannot turn coalescing off."), "",
              report.markdown_table(rows, columns=["workload", "L2 misses, off", "L2 misses, 16 KB", "walks cut %", "cycles cut %"]), ""]
 
+    # --- MADV_FREE and superpages (nomdv) ---------------------------------------------------
+    rows = []
+    for w in workloads + (["churn"] if "churn" in set(t["workload"]) else []):
+        name = f"{PAPER_NAME[w]} ({w})" if w in PAPER_NAME else f"jemalloc heap ({w})"
+        row = [name]
+        for cpu in ("F5", "F2"):
+            sup, nom = _get(t, f"{cpu}-super", w, "l1d"), _get(t, f"{cpu}-nomdv", w, "l1d")
+            row += [_cell(sup), _cell(nom)]
+            if w == "churn":
+                key = f"nomdv_l1d_cut_{cpu.lower()}"
+                values[key] = _cut(sup, nom)
+                row.append(_cell(values[key], paper.get(key), 1))
+            else:
+                key = f"nomdv_over_super_l1d_{w}"
+                ratio = nom / sup if sup else math.nan
+                if cpu == "F5" and key in paper:
+                    values[key] = ratio
+                row.append(_cell(ratio, paper.get(key) if cpu == "F5" else None, 3))
+        huge = (_get(t, "F5-super", w, "l2_hit.2m.pct"), _get(t, "F5-nomdv", w, "l2_hit.2m.pct"))
+        if w == "churn":
+            values["nomdv_huge_share_f5"] = huge[1]
+        row += [_cell(huge[0], None, 1), _cell(huge[1], paper.get("nomdv_huge_share_f5") if w == "churn" else None, 1),
+                _cell(_get(t, "F5-super", w, "os.calls"), None, 3)]
+        rows.append(row)
+    body += ["## MADV_FREE and superpages (nomdv)", "",
+             ("jemalloc returns freed memory with madvise(MADV_FREE); FreeBSD then clears the range's A "
+              "and D bits and demotes every 2 MB page the range covers in part, and nothing promotes it "
+              "again (the pages stay mapped, so no fault comes). nomdv is super with the calls ignored "
+              "(`os.madv_free=false`). The kernels of the paper's programs free nothing, so nomdv is super "
+              "for them, as in the paper (its ratio in parentheses); the jemalloc heap (`churn` with "
+              "`free=madv_free`, 64 KB chunks) shows the mechanism, beside the paper's Clang (its cut and "
+              "2 MB share in parentheses). L1 DTLB misses per 1000 instructions."), "",
+             report.markdown_table(rows, columns=["workload", "F5-super", "F5-nomdv", "F5 nomdv cut % / ratio", "F2-super", "F2-nomdv",
+                                                  "F2 nomdv cut % / ratio", "2 MB % of L2 hits, F5-super", "F5-nomdv",
+                                                  "madvise calls PKI, F5-super"]), ""]
+
     # --- Every T2 row, per workload ---------------------------------------------------------
     body += ["## The T2 counters", "",
              "Per 1000 instructions; shares of L2 DTLB hits and misses by entry size in %.", ""]
     labels = list(dict.fromkeys(t["setup"]))
-    for w in workloads:
+    for w in workloads + (["churn"] if "churn" in set(t["workload"]) else []):
         rows = []
         for name, col, digits in [("L1 DTLB misses", "l1d", 3), ("L2 DTLB hits", "l2_hit", 3)] + \
                 [(f"L2 DTLB {s} hits %", f"l2_hit.{s}.pct", 1) for s in ("2m", "coalesced", "4k")] + \
                 [("L2 DTLB misses", "l2_miss", 3)] + [(f"L2 DTLB {s} misses %", f"l2_miss.{s}.pct", 1) for s in ("2m", "coalesced", "4k")] + \
-                [("IPC", "ipc", 3)]:
+                [("2 MB pages, % of mapped memory", "huge_coverage", 1), ("IPC", "ipc", 3)]:
             rows.append([name] + [_cell(_get(t, c, w, col), None, digits) for c in labels])
-        body += [f"### {PAPER_NAME[w]} ({w})", "", report.markdown_table(rows, columns=["counter"] + labels), ""]
+        title = f"{PAPER_NAME[w]} ({w})" if w in PAPER_NAME else f"jemalloc heap ({w})"
+        body += [f"### {title}", "", report.markdown_table(rows, columns=["counter"] + labels), ""]
 
     if quick:
         body += ["Quick mode: smaller inputs, 2 M references per point; the numbers are indicative only."]

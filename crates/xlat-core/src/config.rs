@@ -718,6 +718,7 @@ config! {
     os_timeslice_cycles: u64 = 8_000_000; "os.timeslice_cycles"; "os.processes > 1: cycles a process runs before the core switches to the next (4 ms at 2 GHz, a tick at HZ=250)";
     os_pcid: bool = true; "os.pcid"; "TLB and PWC entries are tagged by address space (PCID); false: every context switch flushes them";
     os_switch_cycles: u64 = 4000; "os.switch_cycles"; "direct cost of a context switch in cycles (~2 us, of the order lmbench lat_ctx reports)";
+    os_madv_free: bool = true; "os.madv_free"; "the OS honours a program's madvise(MADV_FREE) (OS-call op madv-free, the churn kernel's free=madv_free): clear the range's A and D bits, demote 2 MB pages it covers in part, shoot it down; false ignores the calls, as jemalloc told not to make them (the coalescing paper's nomdv)";
     os_prefault_as: PrefaultAs = PrefaultAs::Read; "os.prefault_as"; "how --prefault maps the footprint, page by page in address order: read (each page as a read fault leaves it: clean and not yet accessed) or write (as a program's initialization loop writing every page leaves it: accessed and dirty, so a coalescing group or a FreeBSD reservation is uniform at once)";
     os_fault_cycles: u64 = 2000; "os.fault_cycles"; "cycles charged per page fault (Linux minor anonymous fault, ~1 us)";
     phys_size_gb: u64 = 64; "phys.size_gb"; "simulated physical memory in GB";

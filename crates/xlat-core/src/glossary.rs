@@ -396,6 +396,8 @@ pub static ENTRIES: &[Entry] = &[
         "Changes to its mappings a program asked for: OS-call records in its stream (munmap, mprotect, page migration; `churn` and traces that carry them), each charged `os.call_cycles` plus its shootdown."),
     e(Os, "[host.]os.unmapped_pages", Counter, "pages", "4 KB pages the programs' unmap calls removed (a 2 MB page counts 512)."),
     e(Os, "[host.]os.protected_pages", Counter, "pages", "4 KB pages whose write permission the programs' protect and unprotect calls changed."),
+    e(Os, "[host.]os.freed_pages", Counter, "pages", "4 KB pages whose A and D bits the programs' madv-free calls (madvise MADV_FREE) cleared (a 2 MB page counts 512); 0 with `os.madv_free=false`, which ignores the calls."),
+    e(Os, "[host.]os.ignored_calls", Counter, "calls", "madv-free calls in the streams that made no system call because `os.madv_free=false` (jemalloc told not to make them): not in `os.calls`."),
     e(Os, "[host.]os.pte_reads", Counter, "PTE reads",
         "Page-table entries loaded by software walks in the kernel (read-ptes OS calls, as PT-Baker's kernel-mode helper makes): one dependent load per level, through the core's caches as data."),
     e(Os, "[host.]os.freed_pt_nodes", Counter, "nodes", "Level-1 page-table nodes freed because an unmap call emptied them (their page-walk-cache entries leave with the shootdown)."),

@@ -456,9 +456,9 @@ fn shootdowns_leave_no_stale_translation_anywhere() {
                         .map(|_| {
                             let va = pick(&mut r);
                             // The programs change their own mappings too (munmap, mprotect,
-                            // migration of up to 2.3 MB): OS calls in the streams.
+                            // migration, MADV_FREE of up to 2.3 MB): OS calls in the streams.
                             if r.below(100) == 0 {
-                                let op = OsOp::ALL[r.below(4) as usize];
+                                let op = [OsOp::Unmap, OsOp::Protect, OsOp::Unprotect, OsOp::Migrate, OsOp::Free][r.below(5) as usize];
                                 return Ref::os_call(op, va, 1 + r.below(600) as u16, 3);
                             }
                             if r.below(3) == 0 {
@@ -619,6 +619,36 @@ fn prefaulting_as_writes_maps_in_address_order_and_leaves_pages_accessed_and_dir
     let mut m = Machine::new(&cfg(&[]), 1, vec![region("heap", BASE, len)], 1).unwrap();
     m.prefault().unwrap();
     assert_eq!(leaf(&m, BASE).entry & (PTE_A | PTE_D), 0);
+}
+
+#[test]
+fn madv_free_leaves_pages_mapped_but_clean_and_demotes_a_superpage_it_covers_in_part() {
+    // FreeBSD's MADV_FREE for jemalloc (seeds/002 §3.4): A and D cleared in the range, a 2 MB
+    // page the range covers in part demoted, one it covers whole kept; os.madv_free=false
+    // (nomdv) ignores the call.
+    for honour in [true, false] {
+        let c = cfg(&[("os.page_policy", "freebsd"), ("os.madv_free", if honour { "true" } else { "false" })]);
+        let mut m = Machine::new(&c, 1, vec![region("heap", BASE, 4 * MB)], 1).unwrap();
+        for p in 0..1024 {
+            touch(&mut m, 0, BASE + p * 4096, true);
+        }
+        assert!([BASE, BASE + 2 * MB].iter().all(|&va| leaf(&m, va).size == PageSize::Size2M), "both reservations promoted");
+        let calls = vec![Ref::os_call(OsOp::Free, BASE + 64 * 1024, 16, 30), Ref::os_call(OsOp::Free, BASE + 2 * MB, 512, 30)];
+        m.run(&mut VecSource::new(vec![calls], vec![]), RunOptions::default(), &mut |_| true).unwrap();
+        check_no_stale(&m);
+        let s = m.stats();
+        let ad = |va: u64| leaf(&m, va).entry & (PTE_A | PTE_D);
+        if honour {
+            assert_eq!(leaf(&m, BASE).size, PageSize::Size4K, "demoted: the range covers part of it");
+            assert_eq!((ad(BASE + 64 * 1024), ad(BASE + 124 * 1024)), (0, 0), "the freed pages are clean and not accessed");
+            assert_eq!((ad(BASE + 60 * 1024), ad(BASE + 128 * 1024)), (PTE_A | PTE_D, PTE_A | PTE_D), "its neighbours are not");
+            assert_eq!((leaf(&m, BASE + 2 * MB).size, ad(BASE + 2 * MB)), (PageSize::Size2M, 0), "covered whole: kept, cleaned");
+            assert_eq!((s.f("os.freed_pages"), s.f("os.calls"), s.f("demotions")), (16.0 + 512.0, 2.0, 1.0));
+        } else {
+            assert!([BASE, BASE + 2 * MB].iter().all(|&va| leaf(&m, va).size == PageSize::Size2M && ad(va) == PTE_A | PTE_D));
+            assert_eq!((s.f("os.freed_pages"), s.f("os.calls"), s.f("os.ignored_calls")), (0.0, 0.0, 2.0));
+        }
+    }
 }
 
 #[test]

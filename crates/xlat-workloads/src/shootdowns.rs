@@ -11,7 +11,7 @@
 //! ```
 //!
 //! When stream `stream` has executed `instructions` instructions (its references'
-//! `inst_delta` summed), it makes the OS call `op` (`unmap`, `protect`, `unprotect` or
+//! `inst_delta` summed), it makes the OS call `op` (`unmap`, `protect`, `unprotect`, `madv-free` or
 //! `migrate`) on `pages` 4 KB pages (default 1) from `va`. Without a `va` (or with `-`) the
 //! call names the page the stream referenced last, a page it has mapped, as a program's
 //! munmap or mprotect of memory it uses would. The thesis's records also say how many cores
@@ -38,7 +38,7 @@ pub struct Event {
 }
 
 /// The ops a record may name: those that change mappings.
-const OPS: [OsOp; 4] = [OsOp::Unmap, OsOp::Protect, OsOp::Unprotect, OsOp::Migrate];
+const OPS: [OsOp; 5] = [OsOp::Unmap, OsOp::Protect, OsOp::Unprotect, OsOp::Migrate, OsOp::Free];
 
 /// Parse a shootdown trace's text; `path` names it in errors (`path:line: what`).
 pub fn parse(path: &str, text: &str) -> Result<Vec<Event>, WorkloadError> {
@@ -224,7 +224,7 @@ mod tests {
         for (text, want) in [
             ("100 0\n", "sd.txt:1: expected 'instructions stream op [va [pages]]', got 2 fields"),
             ("x 0 unmap\n", "sd.txt:1: bad instruction count 'x'"),
-            ("\n1 0 sleep\n", "sd.txt:2: unknown op 'sleep' (known: unmap, protect, unprotect, migrate)"),
+            ("\n1 0 sleep\n", "sd.txt:2: unknown op 'sleep' (known: unmap, protect, unprotect, migrate, madv-free)"),
             ("1 0 unmap 0xzz\n", "sd.txt:1: bad address '0xzz' (hex with 0x, or decimal)"),
             ("1 0 unmap 0x1000 0\n", "sd.txt:1: bad page count '0' (1 to 65535)"),
             ("1 -1 unmap\n", "sd.txt:1: bad stream '-1' (a number from 0)"),

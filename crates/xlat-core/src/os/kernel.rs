@@ -89,10 +89,16 @@ pub enum OsOp {
     ReadPtes = 5,
     /// The thread sleeps (nanosleep): its core idles for `va` cycles; nothing changes.
     Sleep = 6,
+    /// madvise(MADV_FREE), as FreeBSD does it for jemalloc: the pages stay mapped but their
+    /// A and D bits are cleared (their contents may be dropped under pressure, which is not
+    /// modelled), a 2 MB page the range covers only in part is demoted, and the range's
+    /// translations are shot down. `os.madv_free=false` ignores it (jemalloc told not to call
+    /// it: the coalescing paper's nomdv).
+    Free = 7,
 }
 
 impl OsOp {
-    pub const ALL: [OsOp; 6] = [OsOp::Unmap, OsOp::Protect, OsOp::Unprotect, OsOp::Migrate, OsOp::ReadPtes, OsOp::Sleep];
+    pub const ALL: [OsOp; 7] = [OsOp::Unmap, OsOp::Protect, OsOp::Unprotect, OsOp::Migrate, OsOp::ReadPtes, OsOp::Sleep, OsOp::Free];
 
     pub fn from_code(code: u8) -> Option<OsOp> {
         OsOp::ALL.into_iter().find(|o| *o as u8 == code)
@@ -106,6 +112,7 @@ impl OsOp {
             OsOp::Migrate => "migrate",
             OsOp::ReadPtes => "read-ptes",
             OsOp::Sleep => "sleep",
+            OsOp::Free => "madv-free",
         }
     }
 }
@@ -144,6 +151,10 @@ pub struct OsCounters {
     pub calls: u64,
     pub unmapped_pages: u64,
     pub protected_pages: u64,
+    /// 4 KB pages whose A and D bits an MADV_FREE cleared.
+    pub freed_pages: u64,
+    /// MADV_FREE calls in the streams ignored (`os.madv_free=false`).
+    pub ignored_calls: u64,
     /// Page-table nodes freed because an unmap emptied them.
     pub freed_pt_nodes: u64,
     /// Entries loaded by software walks (read-ptes calls).
@@ -175,6 +186,8 @@ impl OsCounters {
             calls,
             unmapped_pages,
             protected_pages,
+            freed_pages,
+            ignored_calls,
             freed_pt_nodes,
             pte_reads,
         } = *o;
@@ -200,6 +213,8 @@ impl OsCounters {
         self.calls += calls;
         self.unmapped_pages += unmapped_pages;
         self.protected_pages += protected_pages;
+        self.freed_pages += freed_pages;
+        self.ignored_calls += ignored_calls;
         self.freed_pt_nodes += freed_pt_nodes;
         self.pte_reads += pte_reads;
     }
@@ -912,6 +927,12 @@ impl Os {
                         self.migrate_page(space, base, frame)?;
                     }
                 }
+                OsOp::Free => {
+                    // (A huge page the range covers whole keeps its size, as FreeBSD's
+                    // pmap_advise keeps it.)
+                    self.clear_accessed_dirty(space, base, size);
+                    self.counters.freed_pages += size.frames();
+                }
                 OsOp::ReadPtes | OsOp::Sleep => unreachable!("neither changes a mapping (Translator::os_call does them)"),
             }
             changed += size.frames();
@@ -959,6 +980,15 @@ impl Os {
                 sp.huge_bytes -= size.bytes();
                 self.phys.free(frame, if size == PageSize::Size2M { ORDER_2M } else { MAX_ORDER });
             }
+        }
+    }
+
+    /// Clear the A and D bits of the leaf mapping `base` (no shootdown).
+    fn clear_accessed_dirty(&mut self, space: usize, base: u64, size: PageSize) {
+        let (root, top) = (self.spaces[space].root, self.spaces[space].top);
+        if let Some((node, idx)) = self.pt.leaf_location(root, top, VirtAddr(base), size) {
+            let e = self.pt.entry(node, idx);
+            self.pt.write_entry(node, idx, e & !(PTE_A | PTE_D));
         }
     }
 
@@ -1198,6 +1228,8 @@ impl Os {
         s.int(format!("{p}os.calls"), k.calls);
         s.int(format!("{p}os.unmapped_pages"), k.unmapped_pages);
         s.int(format!("{p}os.protected_pages"), k.protected_pages);
+        s.int(format!("{p}os.freed_pages"), k.freed_pages);
+        s.int(format!("{p}os.ignored_calls"), k.ignored_calls);
         s.int(format!("{p}os.freed_pt_nodes"), k.freed_pt_nodes);
         s.int(format!("{p}os.pte_reads"), k.pte_reads);
         s.int(format!("{p}os.reserved_bytes"), sum(&|os| os.reserved_frames()) << 12);

@@ -505,6 +505,13 @@ impl Translator {
             port.os_call(c, r.inst_delta, r.va);
             return Ok(());
         }
+        if op == crate::os::OsOp::Free && !self.cfg.os_madv_free {
+            // (jemalloc told not to call it: its bookkeeping runs, no system call.)
+            let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
+            os.counters.ignored_calls += 1;
+            port.os_call(c, r.inst_delta, 0);
+            return Ok(());
+        }
         let start = r.va & !0xfff;
         let end = start.saturating_add(r.pages() as u64 * 4096);
         let scope = if self.virt { Scope::Guest(vm) } else { Scope::Native };

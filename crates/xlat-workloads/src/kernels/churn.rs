@@ -1,6 +1,8 @@
 //! A heap that gives memory back to the OS: an allocator hands out fixed-size chunks of an
-//! arena, the program writes and reads them, and freed chunks go back to the OS (munmap or
-//! MADV_DONTNEED), so the next allocation of a chunk faults its pages in again. Every free is
+//! arena, the program writes and reads them, and freed chunks go back to the OS: with munmap
+//! (`free=munmap`), so the next allocation of a chunk faults its pages in again, or, as
+//! jemalloc on FreeBSD does, with madvise(MADV_FREE) (`free=madv_free`), which leaves them
+//! mapped but clean and not accessed. Every free is
 //! an OS call whose TLB shootdown reaches every core running the program: shootdowns come
 //! from the workload, as in programs that churn their mappings (allocators purging, garbage
 //! collectors, JITs), rather than from a knob.
@@ -12,7 +14,7 @@ use std::collections::VecDeque;
 
 use xlat_core::os::OsOp;
 
-use crate::params::{float, size, PDef, Params};
+use crate::params::{choice, float, size, PDef, Params};
 use crate::recorder::{interleave, static_split, Recorder};
 use crate::rng::{derive, Rng};
 use crate::vas::{Arr, Vas};
@@ -28,6 +30,12 @@ pub const PARAMS: &[PDef] = &[
     size("ops", "64K", "allocations (split over threads)"),
     size("reads", "64", "8-byte reads of random live chunks after each allocation"),
     float("live", "0.5", "fraction of a thread's chunks allocated at once; past it the oldest is freed"),
+    choice(
+        "free",
+        "munmap",
+        "how a chunk goes back to the OS: munmap, or madv_free (jemalloc's madvise(MADV_FREE): it stays mapped, clean)",
+        &["munmap", "madv_free"],
+    ),
 ];
 
 /// Allocator bookkeeping before a chunk's first write (a free-list pop).
@@ -48,6 +56,8 @@ pub struct Churn {
     live: f64,
     threads: usize,
     seed: u64,
+    /// The OS call that frees a chunk.
+    free_op: OsOp,
     /// Chunks freed (OS calls made), for tests.
     pub frees: u64,
 }
@@ -72,7 +82,8 @@ impl KernelImpl for Churn {
         }
         let mut vas = Vas::new();
         let arena = vas.array("arena", chunks, chunk);
-        Ok(Churn { vas, arena, chunks, chunk, ops: p.u64("ops"), reads: p.u64("reads"), live, threads, seed: p.seed(), frees: 0 })
+        let free_op = if p.str("free") == "madv_free" { OsOp::Free } else { OsOp::Unmap };
+        Ok(Churn { vas, arena, chunks, chunk, ops: p.u64("ops"), reads: p.u64("reads"), live, threads, seed: p.seed(), free_op, frees: 0 })
     }
     fn vas(&self) -> &Vas {
         &self.vas
@@ -114,7 +125,7 @@ impl KernelImpl for Churn {
                 // Past the live limit, the oldest chunk goes back to the OS.
                 if live[t].len() > max_live[t] {
                     let old = live[t].pop_front().expect("live is over its limit");
-                    rec.os_call(OsOp::Unmap, arena.at(old), chunk, FREE_DELTA);
+                    rec.os_call(self.free_op, arena.at(old), chunk, FREE_DELTA);
                     free[t].push(old);
                     frees += 1;
                 }
@@ -143,6 +154,13 @@ mod tests {
         assert_eq!(stores, 40);
         let accesses: Vec<Vec<Ref>> = s.iter().map(|st| st.iter().filter(|r| !r.is_os_call()).copied().collect()).collect();
         assert_in_regions(&k.vas, &accesses);
+    }
+
+    #[test]
+    fn jemalloc_frees_with_madv_free() {
+        let (_, s, _) = run_recorded::<Churn>("churn", PARAMS, "footprint=64K,chunk=8K,ops=20,reads=2,free=madv_free");
+        let calls: Vec<&Ref> = s[0].iter().filter(|r| r.is_os_call()).collect();
+        assert!(calls.len() == 16 && calls.iter().all(|r| r.size == OsOp::Free as u8 && r.pages() == 2));
     }
 
     #[test]

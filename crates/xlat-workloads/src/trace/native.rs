@@ -23,7 +23,7 @@
 //! the optional producer byte (2..=255 memory references back, `Ref::producer`), then the
 //! optional LEB128 inst_delta. An OS call (version 2 on; the program changes its mappings, see
 //! `xlat_core::os::OsOp`) has bit 3 set and its size byte is the operation (1 unmap,
-//! 2 protect, 3 unprotect, 4 migrate), followed by the LEB128 page count (1..=65535) before
+//! 2 protect, 3 unprotect, 4 migrate, 5 read-ptes, 6 sleep, 7 madv-free), followed by the LEB128 page count (1..=65535) before
 //! the optional inst_delta. The tag 0xFF ends the stream and is followed by the LEB128 record count, so
 //! truncation is always detected. Version policy: the version only grows; a reader accepts
 //! every version up to its own and rejects newer ones with a clear error.
