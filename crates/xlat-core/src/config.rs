@@ -500,6 +500,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("os.khugepaged_pages", Limit::Int(1 << 30)),
     ("os.khugepaged_interval_cycles", Limit::Int(INTERVAL)),
     ("os.khugepaged_max_ptes_none", Limit::Int(511)),
+    ("os.reservation_promote_at", Limit::Int(512)),
     ("os.page_copy_cycles", Limit::Int(COST)),
     ("os.shootdown_initiator_cycles", Limit::Int(COST)),
     ("os.shootdown_remote_cycles", Limit::Int(COST)),
@@ -702,6 +703,7 @@ config! {
     os_khugepaged_defrag: bool = true; "os.khugepaged_defrag"; "khugepaged compacts memory when no free 2 MB block exists (Linux khugepaged/defrag, default on)";
     os_huge_1g: bool = false; "os.huge_1g"; "page_policy=ideal: map the 1 GB-aligned whole gigabytes of a region with 1 GB pages (as hugetlbfs with 1 GB pages)";
     os_reservation_promote: bool = true; "os.reservation_promote"; "page_policy=freebsd: promote a fully populated reservation to a 2 MB page (false: reservations only, the coalescing paper's 'reserv')";
+    os_reservation_promote_at: u64 = 512; "os.reservation_promote_at"; "page_policy=freebsd with os.reservation_promote: a reservation is promoted to a 2 MB page once this many of its 512 pages are populated, the rest zeroed (FreeBSD: 512, all of them; Quicksilver promotes at 64, the threshold the coalescing paper's §3.8 suggests revisiting); below 512 only where the 2 MB region lies inside one workload region";
     os_page_copy_cycles: u64 = 400; "os.page_copy_cycles"; "cycles to copy or zero one 4 KB page (~200 ns at ~20 GB/s): a 2 MB fault zeroes 511 pages more than a 4 KB one, a collapse or compaction copies";
     os_shootdown_initiator_cycles: u64 = 8000; "os.shootdown_initiator_cycles"; "cycles the core changing a mapping spends on an IPI shootdown (send, local flush, wait for acks): ~4 us at 2 GHz; native Skylake measures 7,666-22,922 cycles (the CSALT/TCAT thesis, Tab. 6.3)";
     os_shootdown_remote_cycles: u64 = 2000; "os.shootdown_remote_cycles"; "cycles each other core running the address space loses to the shootdown interrupt (entry, invalidation, ack; ~1 us, an assumption)";
@@ -1074,6 +1076,9 @@ impl Config {
         }
         if self.os_khugepaged_interval_cycles == 0 {
             return Err(invalid("os.khugepaged_interval_cycles", "must be at least 1"));
+        }
+        if self.os_reservation_promote_at == 0 {
+            return Err(invalid("os.reservation_promote_at", "must be between 1 and 512"));
         }
         if self.os_khugepaged_max_ptes_none > 511 {
             return Err(invalid("os.khugepaged_max_ptes_none", "must be at most 511"));

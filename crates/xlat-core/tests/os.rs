@@ -652,6 +652,27 @@ fn madv_free_leaves_pages_mapped_but_clean_and_demotes_a_superpage_it_covers_in_
 }
 
 #[test]
+fn a_lower_promotion_threshold_promotes_a_reservation_early_where_the_region_covers_it() {
+    // Quicksilver's 64 of 512 (seeds/002 §3.8): the 64th fault promotes, zeroing the other 448
+    // pages; FreeBSD's 512 waits; a region smaller than 2 MB is never promoted early.
+    for (at, promoted) in [("64", true), ("512", false)] {
+        let c = cfg(&[("os.page_policy", "freebsd"), ("os.reservation_promote_at", at)]);
+        let mut m = Machine::new(&c, 1, vec![region("heap", BASE, 4 * MB), region("small", BASE + 8 * MB, MB)], 1).unwrap();
+        for p in 0..64 {
+            touch(&mut m, 0, BASE + p * 4096, true);
+            touch(&mut m, 0, BASE + 8 * MB + p * 4096, true);
+        }
+        let size = |va: u64| m.xl.os.translate(0, VirtAddr(va)).map(|(_, s)| s);
+        assert_eq!(size(BASE + 300 * 4096), if promoted { Some(PageSize::Size2M) } else { None }, "at {at}");
+        assert_eq!(size(BASE + 8 * MB), Some(PageSize::Size4K), "a 1 MB region is never promoted early");
+        assert_eq!(m.stats().f("promotions"), if promoted { 1.0 } else { 0.0 });
+        check_no_stale(&m);
+    }
+    let e = Config::from_pairs([("os.reservation_promote_at", "0")]).unwrap_err().to_string();
+    assert!(e.contains("os.reservation_promote_at"), "{e}");
+}
+
+#[test]
 fn page_walk_caches_skip_to_a_2m_leaf() {
     // Two 2 MB pages in one 1 GB region: the second walk hits the L3 PWC (VA[47:30] -> the
     // L2 node) and reads only the 2 MB leaf entry; no L2 PWC entry exists for a leaf.

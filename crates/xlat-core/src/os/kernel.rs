@@ -275,6 +275,8 @@ pub struct Os {
     max_ptes_none: u64,
     huge_1g: bool,
     resv_promote: bool,
+    /// Populated pages at which a reservation is promoted (`os.reservation_promote_at`).
+    resv_promote_at: u16,
     /// `os.prefault_as=write`: prefaulted pages are left accessed and dirty.
     prefault_write: bool,
     copy_cycles: u64,
@@ -331,6 +333,7 @@ impl Os {
             max_ptes_none: cfg.os_khugepaged_max_ptes_none,
             huge_1g: cfg.os_huge_1g,
             resv_promote: cfg.os_reservation_promote,
+            resv_promote_at: cfg.os_reservation_promote_at.clamp(1, ENTRIES as u64) as u16,
             prefault_write: cfg.os_prefault_as == PrefaultAs::Write,
             copy_cycles: cfg.os_page_copy_cycles,
             fragmentation: cfg.phys_fragmentation,
@@ -587,10 +590,15 @@ impl Os {
         r.set(i, true);
         r.count += 1;
         r.last_use = clock;
-        let (frame, full) = (Frame(r.base + i as u64), r.count == ENTRIES as u16);
+        let (frame, count) = (Frame(r.base + i as u64), r.count);
         self.map_4k_frame(space, va.0 & !0xfff, frame, dirty)?;
-        if full && self.resv_promote {
-            self.promote_reservation(space, va2m, false);
+        if self.resv_promote && count >= self.resv_promote_at {
+            // (Early, the rest of the block is zeroed and mapped too: only where the mapping
+            // covers the whole 2 MB region.)
+            let full = count == ENTRIES as u16;
+            if full || self.eligible(space, va2m, MB2) {
+                self.promote_reservation(space, va2m, !full);
+            }
         }
         Ok(())
     }
