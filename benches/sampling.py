@@ -1,6 +1,7 @@
 """Sampled runs against full runs of the same references: docs/performance.md's table.
 
-Usage: .venv/bin/python benches/sampling.py [--quick]   (about 10 minutes; --quick: seconds)
+Usage: .venv/bin/python benches/sampling.py [--quick] [--only PREFIX]   (about 10 minutes;
+--quick: seconds; --only: the rows whose workload starts with PREFIX, e.g. gups)
 
 Each row runs `xlat.simulate` on `skylake` with `--prefault`, once with `sample=PLAN` and once
 in full, and prints the wall times, the speedup, IPC and L2 TLB MPKI with the sample's 95 %
@@ -15,7 +16,7 @@ import time
 import xlat
 
 CASES = [
-    ("gups:footprint=8G,updates=1200M", "1G", "20M", "20M:1M:200k"),
+    ("gups:footprint=8G,updates=1200M", "1G", "20M", "40M:1M:200k"),
     ("random:footprint=8G,reads=256M", "200M", "20M", "10M:500k:100k"),
     ("bfs:scale=22", "200M", "20M", "10M:500k:100k"),
 ]
@@ -23,7 +24,10 @@ QUICK = [("gups:footprint=1G,updates=8M", "4M", "1M", "400k:100k:40k")]
 
 
 def main() -> int:
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[:-1] else ""
     for wl, refs, warm, plan in QUICK if "--quick" in sys.argv else CASES:
+        if not wl.startswith(only):
+            continue
         t = time.perf_counter()
         xlat.simulate("skylake", wl, refs=1, prefault=True)
         setup = time.perf_counter() - t

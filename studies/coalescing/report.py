@@ -68,9 +68,24 @@ def _cell(x, paper=None, digits=3):
     return text if paper is None else f"{text} ({paper})"
 
 
-def render(df, out_dir, quick):
-    from xlat import report as _r  # noqa: F401  (the module the study runner expects)
+def _paired(values, paper, key, x, digits):
+    """The cell of xlat's `x` with the paper's value for `key` beside it, if it has one (and
+    then `x` is xlat's value for that entry)."""
+    if key in paper:
+        values[key] = x
+    return _cell(x, paper.get(key), digits)
 
+
+def _bars(t, col, path, title, ylabel, caption):
+    """A bar figure of `col` per paper column, one bar per workload; its Markdown lines."""
+    points = t[t["setup"].isin(COLUMNS)]
+    if not len(points):
+        return []
+    fig = report.bar_figure(points, x="setup", y=col, hue="workload", path=path, title=title, xlabel="configuration", ylabel=ylabel)
+    return [report.figure_md(fig, path.parent, caption), ""]
+
+
+def render(df, out_dir, quick):
     t = _tidy(df)
     workloads = [w for w in PAPER_NAME if w in set(t["workload"])]
     paper = {e["id"]: e["paper"] for e in report.load_paper(__file__.replace("report.py", "paper.toml"))}
@@ -82,11 +97,7 @@ def render(df, out_dir, quick):
     for w in workloads:
         row = [f"{PAPER_NAME[w]} ({w})"]
         for c in COLUMNS:
-            x = _get(t, c, w, "l2_hit.coalesced.pct")
-            key = f"coalesced_share_{_id(c)}_{w}"
-            if key in paper:
-                values[key] = x
-            row.append(_cell(x, paper.get(key), 1))
+            row.append(_paired(values, paper, f"coalesced_share_{_id(c)}_{w}", _get(t, c, w, "l2_hit.coalesced.pct"), 1))
         rows.append(row)
     body += ["## Contiguity by chance and by design (T-C)", "",
              ("Share (%) of L2 DTLB hits served by coalesced entries (16 KB on zen3, 32 KB on zenplus); "
@@ -107,11 +118,8 @@ def render(df, out_dir, quick):
              "(statistic `pt.coalescable.16k`, `.32k` on zenplus): the share (%) of aligned groups of "
              "4 KB pages that coalescing could cache as one entry, whether the TLBs needed them or not."), "",
              report.markdown_table(rows, columns=["workload"] + COLUMNS), ""]
-    share = t[t["setup"].isin(COLUMNS)].copy()
-    if len(share):
-        fig = report.bar_figure(share, x="setup", y="l2_hit.coalesced.pct", hue="workload", path=out_dir / "coalesced_share.png",
-                                title="Coalesced share of L2 DTLB hits", xlabel="configuration", ylabel="% of L2 DTLB hits")
-        body += [report.figure_md(fig, out_dir, "Share of L2 DTLB hits served by coalesced entries, per configuration and workload"), ""]
+    body += _bars(t, "l2_hit.coalesced.pct", out_dir / "coalesced_share.png", "Coalesced share of L2 DTLB hits", "% of L2 DTLB hits",
+                  "Share of L2 DTLB hits served by coalesced entries, per configuration and workload")
 
     # --- T-A: L1 DTLB misses and what reservations and promotion cut ------------------------
     rows = []
@@ -122,10 +130,7 @@ def render(df, out_dir, quick):
             row.append(_cell(base))
             for mode in ("reserv", "super"):
                 cut = _cut(base, _get(t, f"{cpu}-{mode}", w, "l1d"))
-                key = f"l1d_reduction_{cpu.lower()}_{mode}_{w}"
-                if key in paper:
-                    values[key] = cut
-                row.append(_cell(cut, paper.get(key), 1))
+                row.append(_paired(values, paper, f"l1d_reduction_{cpu.lower()}_{mode}_{w}", cut, 1))
         rows.append(row)
     body += ["## L1 DTLB misses (T-A)", "",
              ("L1 DTLB misses per 1000 instructions without reservations (noresv), and the percentage "
@@ -133,11 +138,7 @@ def render(df, out_dir, quick):
              "CPU; the paper's cut in parentheses."), "",
              report.markdown_table(rows, columns=["workload", "F5 noresv", "F5 reserv cut %", "F5 super cut %",
                                                   "F2 noresv", "F2 reserv cut %", "F2 super cut %"]), ""]
-    l1 = t[t["setup"].isin(COLUMNS)].copy()
-    if len(l1):
-        fig = report.bar_figure(l1, x="setup", y="l1d", hue="workload", path=out_dir / "l1d_misses.png",
-                                title="L1 DTLB misses", xlabel="configuration", ylabel="per 1000 instructions")
-        body += [report.figure_md(fig, out_dir, "L1 DTLB misses per 1000 instructions"), ""]
+    body += _bars(t, "l1d", out_dir / "l1d_misses.png", "L1 DTLB misses", "per 1000 instructions", "L1 DTLB misses per 1000 instructions")
 
     # --- T-B: 16 KB vs 32 KB, across CPUs (the paper's) and on one geometry (the ablation) ---
     rows = []
@@ -145,11 +146,8 @@ def render(df, out_dir, quick):
         f5 = _get(t, "F5-reserv", w, "l2_miss.4k")
         f2 = _get(t, "F2-reserv", w, "l2_miss.4k")
         z3 = _get(t, "Z3-32k-reserv", w, "l2_miss.4k")
-        key = f"misses_4k_32k_over_16k_{w}"
-        ratio = f2 / f5 if f5 else math.nan
-        if key in paper:
-            values[key] = ratio
-        rows.append([f"{PAPER_NAME[w]} ({w})", _cell(f5), _cell(f2), _cell(ratio, paper.get(key), 2), _cell(z3),
+        ratio = _paired(values, paper, f"misses_4k_32k_over_16k_{w}", f2 / f5 if f5 else math.nan, 2)
+        rows.append([f"{PAPER_NAME[w]} ({w})", _cell(f5), _cell(f2), ratio, _cell(z3),
                      _cell(z3 / f5 if f5 else math.nan, None, 2),
                      _cell(_get(t, "F5-reserv", w, "l2_miss")), _cell(_get(t, "Z3-32k-reserv", w, "l2_miss"))])
     body += ["## 16 KB against 32 KB groups (T-B)", "",
@@ -166,11 +164,7 @@ def render(df, out_dir, quick):
         ref = _get(t, "F5-super", w, "cycles")
         row = [f"{PAPER_NAME[w]} ({w})"]
         for c in COLUMNS:
-            x = _get(t, c, w, "cycles") / ref if ref else math.nan
-            key = f"cycles_{_id(c)}_{w}"
-            if key in paper:
-                values[key] = x
-            row.append(_cell(x, paper.get(key), 3))
+            row.append(_paired(values, paper, f"cycles_{_id(c)}_{w}", _get(t, c, w, "cycles") / ref if ref else math.nan, 3))
         rows.append(row)
     body += ["## Cycles (T-F)", "",
              ("Cycles normalized to F5-super (the paper's user-space unhalted cycles, normalized the same "
