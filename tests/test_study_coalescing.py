@@ -29,13 +29,13 @@ def test_spec_pairs_each_column_with_its_cpu_and_allocator():
             assert s["tlb.coalescing"] == want, label
             # Linux's per-CPU lists hand out ascending frames, FreeBSD's page cache a stack.
             assert s.get("phys.pcp_order", "fifo") == ("fifo" if cpu == "L" else "lifo"), label
-            policy = s.get("os.page_policy", "never")
             # nomdv: super with jemalloc's MADV_FREE calls ignored.
             assert s.get("os.madv_free", True) == (not label.endswith("nomdv")), label
+            resv = s.get("os.reservations", "none")
             if "reserv" in label or "super" in label or "nomdv" in label:
-                assert policy == "freebsd" and s.get("os.reservation_promote", True) == ("reserv" not in label), label
+                assert resv == ("reserv" if "reserv" in label else "super") and "os.page_policy" not in s, label
             else:
-                assert policy == ("thp" if label == "L-thp" else "never"), label
+                assert resv == "none" and s.get("os.page_policy", "never") == ("thp" if label == "L-thp" else "never"), label
         assert len(by_label) == 13
 
 

@@ -233,6 +233,10 @@ config_enum!(
     PcpOrder { Fifo = "fifo", Lifo = "lifo" }
 );
 config_enum!(
+    /// FreeBSD's reservations, as the coalescing paper names its kernels.
+    Reservations { None = "none", Reserv = "reserv", Super = "super" }
+);
+config_enum!(
     /// How `--prefault` leaves each page it maps.
     PrefaultAs { Read = "read", Write = "write" }
 );
@@ -702,6 +706,7 @@ config! {
     os_khugepaged_max_ptes_none: u64 = 511; "os.khugepaged_max_ptes_none"; "khugepaged collapses a 2 MB region only if at most this many of its 4 KB pages are unmapped (Linux default 511)";
     os_khugepaged_defrag: bool = true; "os.khugepaged_defrag"; "khugepaged compacts memory when no free 2 MB block exists (Linux khugepaged/defrag, default on)";
     os_huge_1g: bool = false; "os.huge_1g"; "page_policy=ideal: map the 1 GB-aligned whole gigabytes of a region with 1 GB pages (as hugetlbfs with 1 GB pages)";
+    os_reservations: Reservations = Reservations::None; "os.reservations"; "the coalescing paper's FreeBSD kernels: reserv (os.page_policy=freebsd with os.reservation_promote=false: reservations, no 2 MB pages) or super (with promotion); none leaves it to os.page_policy (whose never is the paper's noresv). Needs os.page_policy never or freebsd";
     os_reservation_promote: bool = true; "os.reservation_promote"; "page_policy=freebsd: promote a fully populated reservation to a 2 MB page (false: reservations only, the coalescing paper's 'reserv')";
     os_reservation_promote_at: u64 = 512; "os.reservation_promote_at"; "page_policy=freebsd with os.reservation_promote: a reservation is promoted to a 2 MB page once this many of its 512 pages are populated, the rest zeroed (FreeBSD: 512, all of them; Quicksilver promotes at 64, the threshold the coalescing paper's §3.8 suggests revisiting); below 512 only where the 2 MB region lies inside one workload region";
     os_page_copy_cycles: u64 = 400; "os.page_copy_cycles"; "cycles to copy or zero one 4 KB page (~200 ns at ~20 GB/s): a 2 MB fault zeroes 511 pages more than a 4 KB one, a collapse or compaction copies";
@@ -1083,6 +1088,17 @@ impl Config {
         if self.os_khugepaged_max_ptes_none > 511 {
             return Err(invalid("os.khugepaged_max_ptes_none", "must be at most 511"));
         }
+        if self.os_reservations != Reservations::None
+            && (!matches!(self.os_page_policy, PagePolicy::Never | PagePolicy::FreeBsd) || self.os_promotion == Promotion::Thp)
+        {
+            return Err(invalid(
+                "os.reservations",
+                &format!(
+                    "{} is FreeBSD's reservation allocator, which sets the fault-time policy: it cannot run with os.page_policy={} or os.promotion=thp",
+                    self.os_reservations, self.os_page_policy
+                ),
+            ));
+        }
         match self.os_promotion {
             Promotion::None => {}
             Promotion::Thp => {
@@ -1190,8 +1206,20 @@ impl Config {
     pub fn page_policy(&self) -> PagePolicy {
         if self.os_promotion == Promotion::Thp {
             PagePolicy::Thp
+        } else if self.os_reservations != Reservations::None {
+            PagePolicy::FreeBsd
         } else {
             self.os_page_policy
+        }
+    }
+
+    /// Whether a full FreeBSD reservation is promoted to a 2 MB page: `os.reservations`
+    /// (reserv: no, super: yes), or `os.reservation_promote` when it is none.
+    pub fn reservation_promote(&self) -> bool {
+        match self.os_reservations {
+            Reservations::None => self.os_reservation_promote,
+            Reservations::Reserv => false,
+            Reservations::Super => true,
         }
     }
 
@@ -1267,6 +1295,21 @@ mod tests {
 
     /// ChampSim's walk behaviours are validation knobs for native radix tables: each one names
     /// itself when set on a machine it does not describe.
+    #[test]
+    fn os_reservations_names_the_papers_freebsd_kernels() {
+        let c = |pairs: &[(&str, &str)]| Config::from_pairs(pairs.iter().copied());
+        let reserv = c(&[("os.reservations", "reserv")]).unwrap();
+        assert_eq!((reserv.page_policy(), reserv.reservation_promote()), (PagePolicy::FreeBsd, false));
+        let sup = c(&[("os.reservations", "super"), ("os.page_policy", "freebsd")]).unwrap();
+        assert_eq!((sup.page_policy(), sup.reservation_promote()), (PagePolicy::FreeBsd, true));
+        let none = c(&[("os.page_policy", "freebsd"), ("os.reservation_promote", "false")]).unwrap();
+        assert_eq!((none.page_policy(), none.reservation_promote()), (PagePolicy::FreeBsd, false));
+        for bad in [&[("os.reservations", "super"), ("os.page_policy", "thp")][..], &[("os.reservations", "reserv"), ("os.promotion", "thp")]] {
+            let e = c(bad).unwrap_err().to_string();
+            assert!(e.contains("os.reservations") && !e.contains('\n'), "{e}");
+        }
+    }
+
     #[test]
     fn champsim_walk_knobs_need_native_radix_tables() {
         for (key, on) in [("champsim.pscl_reread", "true"), ("champsim.private_pte_lines", "true"), ("champsim.first_touch_cycles", "200")] {

@@ -332,7 +332,7 @@ impl Os {
             khugepaged_pages: cfg.os_khugepaged_pages,
             max_ptes_none: cfg.os_khugepaged_max_ptes_none,
             huge_1g: cfg.os_huge_1g,
-            resv_promote: cfg.os_reservation_promote,
+            resv_promote: cfg.reservation_promote(),
             resv_promote_at: cfg.os_reservation_promote_at.clamp(1, ENTRIES as u64) as u16,
             prefault_write: cfg.os_prefault_as == PrefaultAs::Write,
             copy_cycles: cfg.os_page_copy_cycles,

@@ -58,8 +58,9 @@ pub fn host_config(cfg: &Config) -> Config {
         HostPagePolicy::Ideal => PagePolicy::Ideal,
         HostPagePolicy::Thp => PagePolicy::Thp,
     };
-    // (os.promotion describes the guest's OS.)
+    // (os.promotion and os.reservations describe the guest's OS.)
     h.os_promotion = crate::config::Promotion::None;
+    h.os_reservations = crate::config::Reservations::None;
     h.os_huge_1g = false;
     h.phys_fragmentation = Fragmentation::None;
     h.phys_available_gb = 0.0;
