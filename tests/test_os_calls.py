@@ -75,5 +75,5 @@ def test_a_bad_shootdown_trace_is_one_line(tmp_path):
     with pytest.raises(xlat.TraceError, match=r"bad.txt:2: unknown op 'explode'"):
         xlat.simulate("skylake", "gups", refs=1000, shootdowns=bad)
     p = run_xlat("run", "-w", "gups", "-n", "1K", "--shootdowns", str(bad))
-    assert p.returncode != 0 and p.stderr.strip().endswith("bad.txt:2: unknown op 'explode' (known: unmap, protect, unprotect, migrate)")
+    assert p.returncode != 0 and p.stderr.strip().endswith("bad.txt:2: unknown op 'explode' (known: unmap, protect, unprotect, migrate, madv-free)")
     assert len(p.stderr.strip().splitlines()) == 1
