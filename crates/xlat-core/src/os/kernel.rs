@@ -874,7 +874,7 @@ impl Os {
             Some((_, PageSize::Size4K)) => {}
         }
         let page = va.0 & !0xfff;
-        self.set_writable(space, page, PageSize::Size4K, writable);
+        self.update_leaf(space, page, PageSize::Size4K, |e| if writable { e | PTE_RW } else { e & !PTE_RW });
         self.flush(space, vec![(page, page + 4096)], 1);
         Ok(true)
     }
@@ -927,7 +927,7 @@ impl Os {
                 }
                 OsOp::Protect | OsOp::Unprotect => {
                     // (A huge page the range covers whole keeps its size.)
-                    self.set_writable(space, base, size, op == OsOp::Unprotect);
+                    self.update_leaf(space, base, size, |e| if op == OsOp::Unprotect { e | PTE_RW } else { e & !PTE_RW });
                     self.counters.protected_pages += size.frames();
                 }
                 OsOp::Migrate => {
@@ -938,7 +938,7 @@ impl Os {
                 OsOp::Free => {
                     // (A huge page the range covers whole keeps its size, as FreeBSD's
                     // pmap_advise keeps it.)
-                    self.clear_accessed_dirty(space, base, size);
+                    self.update_leaf(space, base, size, |e| e & !(PTE_A | PTE_D));
                     self.counters.freed_pages += size.frames();
                 }
                 OsOp::ReadPtes | OsOp::Sleep => unreachable!("neither changes a mapping (Translator::os_call does them)"),
@@ -991,21 +991,13 @@ impl Os {
         }
     }
 
-    /// Clear the A and D bits of the leaf mapping `base` (no shootdown).
-    fn clear_accessed_dirty(&mut self, space: usize, base: u64, size: PageSize) {
+    /// Rewrite the leaf entry mapping `base` as `f` says (no shootdown): mprotect's RW bit,
+    /// MADV_FREE's A and D bits.
+    fn update_leaf(&mut self, space: usize, base: u64, size: PageSize, f: impl FnOnce(u64) -> u64) {
         let (root, top) = (self.spaces[space].root, self.spaces[space].top);
         if let Some((node, idx)) = self.pt.leaf_location(root, top, VirtAddr(base), size) {
             let e = self.pt.entry(node, idx);
-            self.pt.write_entry(node, idx, e & !(PTE_A | PTE_D));
-        }
-    }
-
-    /// Set or clear the RW bit of the leaf mapping `base` (no shootdown).
-    fn set_writable(&mut self, space: usize, base: u64, size: PageSize, writable: bool) {
-        let (root, top) = (self.spaces[space].root, self.spaces[space].top);
-        if let Some((node, idx)) = self.pt.leaf_location(root, top, VirtAddr(base), size) {
-            let e = self.pt.entry(node, idx);
-            self.pt.write_entry(node, idx, if writable { e | PTE_RW } else { e & !PTE_RW });
+            self.pt.write_entry(node, idx, f(e));
         }
     }
 
