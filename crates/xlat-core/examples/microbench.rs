@@ -50,7 +50,7 @@ fn real_main() -> Result<(), String> {
     let group = 1u64 << xlat_core::translate::coalesce::group_shift(cfg.coalescing("l1d")).max(2);
     let trace = Trace::parse(&text, group as u32).map_err(|e| e.to_string())?;
     let pages = mb * 256;
-    let mut m = Machine::new(&cfg, 1, vec![Region { name: "region".into(), start: BASE, len: pages * 4096 }], 1).map_err(|e| e.to_string())?;
+    let mut m = Machine::new(&cfg, 1, vec![Region { name: "region".into(), start: BASE, len: pages * 4096, file: None }], 1).map_err(|e| e.to_string())?;
     m.prefault().map_err(|e| e.to_string())?;
     if protect {
         for p in 0..pages {

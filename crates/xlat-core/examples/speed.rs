@@ -17,7 +17,7 @@ impl RefSource for Gups {
         1
     }
     fn regions(&self) -> Vec<Region> {
-        vec![Region { name: "table".into(), start: self.base, len: self.words * 8 }]
+        vec![Region { name: "table".into(), start: self.base, len: self.words * 8, file: None }]
     }
     fn next_batch(&mut self, _s: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {
         out.clear();

@@ -237,6 +237,10 @@ config_enum!(
     Reservations { None = "none", Reserv = "reserv", Super = "super" }
 );
 config_enum!(
+    /// Whether pages a file fault maps around the faulting one get their accessed bit at once.
+    PresetA { Auto = "auto", On = "on", Off = "off" }
+);
+config_enum!(
     /// How `--prefault` leaves each page it maps.
     PrefaultAs { Read = "read", Write = "write" }
 );
@@ -505,6 +509,8 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("os.khugepaged_interval_cycles", Limit::Int(INTERVAL)),
     ("os.khugepaged_max_ptes_none", Limit::Int(511)),
     ("os.reservation_promote_at", Limit::Int(512)),
+    ("os.readahead_pages", Limit::Int(512)),
+    ("os.fault_around_pages", Limit::Int(512)),
     ("os.page_copy_cycles", Limit::Int(COST)),
     ("os.shootdown_initiator_cycles", Limit::Int(COST)),
     ("os.shootdown_remote_cycles", Limit::Int(COST)),
@@ -726,6 +732,9 @@ config! {
     os_pcid: bool = true; "os.pcid"; "TLB and PWC entries are tagged by address space (PCID); false: every context switch flushes them";
     os_switch_cycles: u64 = 4000; "os.switch_cycles"; "direct cost of a context switch in cycles (~2 us, of the order lmbench lat_ctx reports)";
     os_madv_free: bool = true; "os.madv_free"; "the OS honours a program's madvise(MADV_FREE) (OS-call op madv-free, the churn kernel's free=madv_free): clear the range's A and D bits, demote 2 MB pages it covers in part, shoot it down; false ignores the calls, as jemalloc told not to make them (the coalescing paper's nomdv)";
+    os_readahead_pages: u64 = 32; "os.readahead_pages"; "a fault on a page of a file that is not in the page cache reads the aligned cluster of this many pages around it (a power of two; Linux's read-around is 128 KB, 32 pages; 1 reads the page alone)";
+    os_fault_around_pages: u64 = 16; "os.fault_around_pages"; "a fault on a file page also maps the cached pages of the aligned cluster of this many pages around it that the mapping covers (a power of two; Linux's fault_around_bytes is 64 KB, 16 pages; FreeBSD prefaults a similar window; 1 maps the faulting page alone)";
+    os_preset_a: PresetA = PresetA::Auto; "os.preset_a"; "pages a file fault maps around the faulting one (os.fault_around_pages) get the accessed bit at once: on, off, or auto (on for the Linux policies, whose x86 fault-around maps pages young; off for page_policy=freebsd, which maps them with A clear, so a group of them cannot coalesce until each page is touched; on is the coalescing paper's §3.8 proposal)";
     os_prefault_as: PrefaultAs = PrefaultAs::Read; "os.prefault_as"; "how --prefault maps the footprint, page by page in address order: read (each page as a read fault leaves it: clean and not yet accessed) or write (as a program's initialization loop writing every page leaves it: accessed and dirty, so a coalescing group or a FreeBSD reservation is uniform at once)";
     os_fault_cycles: u64 = 2000; "os.fault_cycles"; "cycles charged per page fault (Linux minor anonymous fault, ~1 us)";
     phys_size_gb: u64 = 64; "phys.size_gb"; "simulated physical memory in GB";
@@ -1081,6 +1090,11 @@ impl Config {
         }
         if self.os_khugepaged_interval_cycles == 0 {
             return Err(invalid("os.khugepaged_interval_cycles", "must be at least 1"));
+        }
+        for (key, v) in [("os.readahead_pages", self.os_readahead_pages), ("os.fault_around_pages", self.os_fault_around_pages)] {
+            if !v.is_power_of_two() {
+                return Err(invalid(key, "must be a power of two between 1 and 512"));
+            }
         }
         if self.os_reservation_promote_at == 0 {
             return Err(invalid("os.reservation_promote_at", "must be between 1 and 512"));

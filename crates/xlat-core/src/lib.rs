@@ -30,7 +30,7 @@ pub use config::{Config, ConfigError};
 pub use error::SimError;
 pub use machine::{Machine, RunOptions};
 pub use stats::{StatValue, Stats};
-pub use workload::{Helper, Program, Ref, RefKind, RefSource, Region, SourceError, VecSource};
+pub use workload::{FileMap, Helper, Program, Ref, RefKind, RefSource, Region, SourceError, VecSource};
 
 /// Version of the engine, reported in every result.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -155,6 +155,26 @@ pub struct Region {
     pub name: String,
     pub start: u64,
     pub len: u64,
+    /// The file it maps (then `name` is the file's path: regions naming the same file share
+    /// its page cache), or `None` for anonymous memory.
+    pub file: Option<FileMap>,
+}
+
+/// How a region maps a file (a program's text or read-only data, a shared library's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMap {
+    /// Offset in the file of the region's first byte (a multiple of 4 KB).
+    pub offset: u64,
+    /// The file's size in bytes: its page cache ends there (pages of the mapping beyond it
+    /// are anonymous, as the zero-filled tail of a data segment), and FreeBSD reserves only
+    /// whole 2 MB pieces of files larger than 2 MB.
+    pub size: u64,
+    /// Mapped executable (code); else its entries carry NX.
+    pub exec: bool,
+    /// A private writable mapping (a data segment): the program works on its own copies of
+    /// the pages, which are anonymous memory except that Linux maps no transparent huge page
+    /// in a file's mapping.
+    pub writable: bool,
 }
 
 impl Region {

@@ -33,7 +33,7 @@ fn machine(extra: &[(&str, &str)], prefault: bool) -> Machine {
     ];
     pairs.extend_from_slice(extra);
     let cfg = Config::from_pairs(pairs).unwrap();
-    let regions = vec![Region { name: "r".into(), start: BASE, len: PAGES * 4096 }];
+    let regions = vec![Region { name: "r".into(), start: BASE, len: PAGES * 4096, file: None }];
     let mut m = Machine::new(&cfg, 1, regions, 1).unwrap();
     if prefault {
         m.prefault().unwrap();
@@ -418,7 +418,7 @@ fn a_coalesced_entry_never_translates_a_page_it_does_not_map() {
 fn every_level_inherits_the_machine_wide_key_unless_it_sets_its_own() {
     let shifts = |pairs: &[(&str, &str)]| {
         let cfg = Config::from_pairs(pairs.iter().copied()).unwrap();
-        let m = Machine::new(&cfg, 1, vec![Region { name: "r".into(), start: BASE, len: 1 << 20 }], 1).unwrap();
+        let m = Machine::new(&cfg, 1, vec![Region { name: "r".into(), start: BASE, len: 1 << 20, file: None }], 1).unwrap();
         TlbId::ALL.map(|id| m.xl.mmus[0].tlb(id).group_shift())
     };
     // (L1 DTLB, L1 ITLB, L2, L2 ITLB; the last is empty without tlb.l2i.entries.)
@@ -448,7 +448,7 @@ fn a_separate_l2_itlb_serves_fetches_and_only_fetches() {
         ("os.reservation_promote", "false"),
     ])
     .unwrap();
-    let mut m = Machine::new(&cfg, 1, vec![Region { name: "r".into(), start: BASE, len: 64 * 4096 }], 1).unwrap();
+    let mut m = Machine::new(&cfg, 1, vec![Region { name: "r".into(), start: BASE, len: 64 * 4096, file: None }], 1).unwrap();
     m.prefault().unwrap();
     let code = |p: u64| BASE + p * 4096;
     // 32 code pages (more than the 8-entry L1 ITLB holds, with 16 KB groups: 8 groups), then
@@ -482,7 +482,7 @@ fn the_microbenchmark_language_drives_the_model() {
     let (k4, c) = (K4, GROUP);
     // 8 MB: 512 subregions (the default region of the paper's microbenchmark).
     let cfg = Config::from_pairs([("os.page_policy", "freebsd"), ("os.reservation_promote", "false"), ("tlb.coalescing", "16k")]).unwrap();
-    let mut m = Machine::new(&cfg, 1, vec![Region { name: "r".into(), start: BASE, len: 8 << 20 }], 1).unwrap();
+    let mut m = Machine::new(&cfg, 1, vec![Region { name: "r".into(), start: BASE, len: 8 << 20, file: None }], 1).unwrap();
     m.prefault().unwrap();
     let r = Sub { base: BASE, pages: 2048, group: 4 };
     let s = bench(&mut m, r, &Trace::parse("r0: r1: r2: r3:", 4).unwrap(), Repeats::default()).unwrap();
@@ -493,7 +493,8 @@ fn the_microbenchmark_language_drives_the_model() {
     let small = |extra: &[(&str, &str)]| {
         let mut pairs = vec![("os.page_policy", "freebsd"), ("os.reservation_promote", "false"), ("tlb.coalescing", "16k")];
         pairs.extend_from_slice(extra);
-        let mut m = Machine::new(&Config::from_pairs(pairs).unwrap(), 1, vec![Region { name: "r".into(), start: BASE, len: 16 * 4096 }], 1).unwrap();
+        let mut m =
+            Machine::new(&Config::from_pairs(pairs).unwrap(), 1, vec![Region { name: "r".into(), start: BASE, len: 16 * 4096, file: None }], 1).unwrap();
         m.prefault().unwrap();
         m
     };

@@ -42,7 +42,7 @@ fn run(name: &str, pairs: &[(&str, &str)], cores: usize, prefault: bool) -> Stat
     all.extend_from_slice(pairs);
     let cfg = Config::from_pairs(all.iter().copied()).unwrap_or_else(|e| panic!("{name}: {e}"));
     let footprint = 64 * MB;
-    let regions = vec![xlat_core::Region { name: "data".into(), start: BASE, len: footprint }];
+    let regions = vec![xlat_core::Region { name: "data".into(), start: BASE, len: footprint, file: None }];
     // ("mix": two programs, one stream each, in address spaces of their own; "helper": the
     // last stream is a PT-Baker helper's.)
     let src = || {

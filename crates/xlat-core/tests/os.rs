@@ -20,7 +20,7 @@ fn cfg(pairs: &[(&str, &str)]) -> Config {
 }
 
 fn region(name: &str, start: u64, len: u64) -> Region {
-    Region { name: name.into(), start, len }
+    Region { name: name.into(), start, len, file: None }
 }
 
 struct Rng(u64);

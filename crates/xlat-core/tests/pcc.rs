@@ -23,7 +23,7 @@ fn cfg(extra: &[(&str, &str)]) -> Config {
 }
 
 fn regions() -> Vec<Region> {
-    vec![Region { name: "data".into(), start: BASE, len: REGIONS * MB2 }]
+    vec![Region { name: "data".into(), start: BASE, len: REGIONS * MB2, file: None }]
 }
 
 /// `n` random loads over the regions, 70 % of them into region `HOT`.

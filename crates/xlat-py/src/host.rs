@@ -238,7 +238,7 @@ fn probe_trace(py: Python<'_>, path: String, pages: usize, refs: u64) -> PyResul
         // Where the simulated process has the buffer (any page-aligned address would do).
         const BASE: u64 = 0x10_0000_0000;
         let (offsets, next) = xlat_host::chase::layout(pages, 1);
-        let region = SimRegion { name: "chase".into(), start: BASE, len: (pages * xlat_host::PAGE) as u64 };
+        let region = SimRegion { name: "chase".into(), start: BASE, len: (pages * xlat_host::PAGE) as u64, file: None };
         let hdr = NativeHeader { stream: 0, streams: 1, regions: vec![region], desc: format!("xlat probe chase, {pages} pages") };
         let err = |e: xlat_core::SourceError| HostError::new_err(e.to_string());
         let mut w = NativeWriter::create(std::path::Path::new(&path), &hdr).map_err(err)?;

@@ -220,7 +220,10 @@ mod tests {
     use xlat_core::VecSource;
 
     fn main_stream(n: usize) -> Box<dyn RefSource> {
-        let regions = vec![Region { name: "a".into(), start: 0x10_0000, len: 10 * PAGE }, Region { name: "b".into(), start: 0x80_0000, len: 3 * PAGE }];
+        let regions = vec![
+            Region { name: "a".into(), start: 0x10_0000, len: 10 * PAGE, file: None },
+            Region { name: "b".into(), start: 0x80_0000, len: 3 * PAGE, file: None },
+        ];
         Box::new(VecSource::new(vec![(0..n).map(|i| Ref::load(0x10_0000 + i as u64 * 8, 1)).collect()], regions))
     }
 

@@ -200,7 +200,10 @@ mod tests {
     const PAGE: u64 = 4096;
 
     fn program(n: usize) -> Box<dyn RefSource> {
-        let regions = vec![Region { name: "small".into(), start: 0x10_0000, len: 4 * PAGE }, Region { name: "big".into(), start: 0x100_0000, len: 64 * PAGE }];
+        let regions = vec![
+            Region { name: "small".into(), start: 0x10_0000, len: 4 * PAGE, file: None },
+            Region { name: "big".into(), start: 0x100_0000, len: 64 * PAGE, file: None },
+        ];
         Box::new(VecSource::new(vec![(0..n).map(|i| Ref::load(0x10_0000 + i as u64 * 8, 1)).collect()], regions))
     }
 

@@ -198,7 +198,7 @@ mod tests {
     use xlat_core::VecSource;
 
     fn region() -> Vec<Region> {
-        vec![Region { name: "heap".into(), start: 0x1000_0000, len: 1 << 20 }]
+        vec![Region { name: "heap".into(), start: 0x1000_0000, len: 1 << 20, file: None }]
     }
 
     fn drain(src: &mut dyn RefSource, stream: usize) -> Vec<Ref> {

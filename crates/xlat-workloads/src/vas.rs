@@ -61,7 +61,7 @@ impl Vas {
         let start = align_up(self.next, align);
         let len = align_up(bytes, PAGE);
         self.next = start + len + PAGE;
-        self.regions.push(Region { name: name.to_string(), start, len });
+        self.regions.push(Region { name: name.to_string(), start, len, file: None });
         Arr { base: start, elem }
     }
 

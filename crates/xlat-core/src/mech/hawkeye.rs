@@ -264,7 +264,7 @@ mod tests {
     }
 
     fn region(start: u64, len: u64) -> crate::Region {
-        crate::Region { name: String::new(), start, len }
+        crate::Region { name: String::new(), start, len, file: None }
     }
 
     /// Touch `pages` distinct pages of 2 MB region `r` (of BASE).

@@ -1176,7 +1176,7 @@ mod tests {
     /// touches, once per workload region.
     #[test]
     fn footprint_in_2m_regions() {
-        let r = |start: u64, len: u64| crate::Region { name: String::new(), start, len };
+        let r = |start: u64, len: u64| crate::Region { name: String::new(), start, len, file: None };
         assert_eq!(crate::mech::footprint_2m(&[r(0, MB2), r(3 * MB2 + 4096, MB2), r(8 * MB2, 1), r(9 * MB2, 0)]), 1 + 2 + 1);
     }
 

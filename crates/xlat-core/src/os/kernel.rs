@@ -30,11 +30,12 @@
 //!   populated reservation is broken (its unpopulated frames freed).
 
 use crate::addr::{Frame, PageSize, VirtAddr};
-use crate::config::{Config, Fragmentation, PagePolicy, PrefaultAs, PtFormat, ThpDefrag};
+use crate::config::{Config, Fragmentation, PagePolicy, PrefaultAs, PresetA, PtFormat, ThpDefrag};
 use crate::error::SimError;
 use crate::os::frag::{self, Rng};
+use crate::os::pagecache::{PageCache, PIECE};
 use crate::os::phys::{PhysMem, MAX_ORDER, ORDER_2M};
-use crate::os::pt::{NodeId, PageTables, ENTRIES, PTE_A, PTE_D, PTE_P, PTE_PFN_MASK, PTE_RW, PTE_US};
+use crate::os::pt::{NodeId, PageTables, ENTRIES, PTE_A, PTE_D, PTE_NX, PTE_P, PTE_PFN_MASK, PTE_RW, PTE_US};
 use crate::stats::Stats;
 use crate::translate::tlb::Ctx;
 use crate::workload::Region;
@@ -57,6 +58,10 @@ pub struct AddressSpace {
     pub huge_limit: u64,
     /// Per region: it called madvise(MADV_HUGEPAGE) (`os.madvise_regions`).
     madvised: Vec<bool>,
+    /// Per region: the page-cache file it maps read-only, if it does.
+    files: Vec<Option<u32>>,
+    /// Some region maps a file read-only (else faults skip the search for one).
+    has_files: bool,
 }
 
 /// Translations that must leave every TLB and page-walk cache.
@@ -159,6 +164,10 @@ pub struct OsCounters {
     pub freed_pt_nodes: u64,
     /// Entries loaded by software walks (read-ptes calls).
     pub pte_reads: u64,
+    /// File pages read into the page cache (each read once, then shared by every mapping).
+    pub page_cache_reads: u64,
+    /// File pages mapped around a faulting one (`os.fault_around_pages`).
+    pub fault_around: u64,
 }
 
 impl OsCounters {
@@ -190,6 +199,8 @@ impl OsCounters {
             ignored_calls,
             freed_pt_nodes,
             pte_reads,
+            page_cache_reads,
+            fault_around,
         } = *o;
         self.faults += faults;
         self.huge_faults += huge_faults;
@@ -217,6 +228,8 @@ impl OsCounters {
         self.ignored_calls += ignored_calls;
         self.freed_pt_nodes += freed_pt_nodes;
         self.pte_reads += pte_reads;
+        self.page_cache_reads += page_cache_reads;
+        self.fault_around += fault_around;
     }
 }
 
@@ -300,6 +313,13 @@ pub struct Os {
     compact_skipped: u64,
     /// Layout of every page table this OS builds (`pt.format`).
     layout: crate::os::pt::Layout,
+    /// Files mapped read-only, and their cached pages.
+    page_cache: PageCache,
+    /// `os.readahead_pages`, `os.fault_around_pages`.
+    readahead: u64,
+    fault_around: u64,
+    /// Pages mapped around a faulting file page are accessed at once (`os.preset_a`).
+    preset_a: bool,
 }
 
 impl Os {
@@ -347,6 +367,14 @@ impl Os {
             khugepaged_cursor: (0, 0),
             compact_defer_shift: 0,
             compact_skipped: 0,
+            page_cache: PageCache::default(),
+            readahead: cfg.os_readahead_pages,
+            fault_around: cfg.os_fault_around_pages,
+            preset_a: match cfg.os_preset_a {
+                PresetA::On => true,
+                PresetA::Off => false,
+                PresetA::Auto => cfg.page_policy() != PagePolicy::FreeBsd,
+            },
         }
     }
 
@@ -400,7 +428,15 @@ impl Os {
         let ctx = self.spaces.len() as Ctx + 1;
         let huge_limit = if self.fragmentation == Fragmentation::LowHalf { lowhalf_limit(&regions).0 } else { u64::MAX };
         let madvised = regions.iter().map(|r| self.madvise_all || self.madvise_names.contains(&r.name)).collect();
-        self.spaces.push(AddressSpace { root, top: self.top, ctx, regions, mapped_bytes: 0, huge_bytes: 0, huge_limit, madvised });
+        let files: Vec<Option<u32>> = regions
+            .iter()
+            .map(|r| match r.file {
+                Some(f) if !f.writable => Some(self.page_cache.open(&r.name, f.size)),
+                _ => None,
+            })
+            .collect();
+        let has_files = files.iter().any(Option::is_some);
+        self.spaces.push(AddressSpace { root, top: self.top, ctx, regions, mapped_bytes: 0, huge_bytes: 0, huge_limit, madvised, files, has_files });
         Ok(self.spaces.len() - 1)
     }
 
@@ -435,6 +471,11 @@ impl Os {
     }
 
     fn fault_inner(&mut self, space: usize, va: VirtAddr, write: bool) -> Result<(), SimError> {
+        if self.spaces[space].has_files {
+            if let Some(r) = self.file_region(space, va.0) {
+                return self.file_fault(space, va, r);
+            }
+        }
         let dirty = if write { PTE_D } else { 0 };
         let va2m = va.0 & !(MB2 - 1);
         match self.policy {
@@ -479,7 +520,17 @@ impl Os {
         if va + size > sp.huge_limit || (va + size - 1) >> self.va_bits != 0 {
             return false;
         }
-        sp.regions.is_empty() || sp.regions.iter().any(|r| r.start <= va && va + size <= r.end())
+        sp.regions.is_empty() || sp.regions.iter().any(|r| r.start <= va && va + size <= r.end() && self.anonymous_huge(r))
+    }
+
+    /// A region whose memory may be mapped with anonymous huge pages: anonymous memory, or a
+    /// private writable mapping of a file (its pages are the program's copies), except under
+    /// Linux THP, which leaves every file mapping alone (seed 002 §3.2).
+    fn anonymous_huge(&self, r: &Region) -> bool {
+        match r.file {
+            None => true,
+            Some(f) => f.writable && !matches!(self.policy, PagePolicy::Thp | PagePolicy::Madvise),
+        }
     }
 
     fn madvised(&self, space: usize, va2m: u64) -> bool {
@@ -554,12 +605,18 @@ impl Os {
     }
 
     fn map_4k_frame(&mut self, space: usize, page: u64, frame: Frame, extra: u64) -> Result<(), SimError> {
+        self.map_leaf_4k(space, page, frame, PTE_RW | PTE_US | extra)?;
+        self.rmap_add(frame, space, page);
+        Ok(())
+    }
+
+    /// Map one 4 KB page with entry bits `flags` (P is added).
+    fn map_leaf_4k(&mut self, space: usize, page: u64, frame: Frame, flags: u64) -> Result<(), SimError> {
         self.ensure_headroom();
         let sp = &mut self.spaces[space];
-        let effect = self.pt.map(&mut self.phys, sp.root, sp.top, VirtAddr(page), frame, PageSize::Size4K, PTE_RW | PTE_US | extra)?;
+        let effect = self.pt.map(&mut self.phys, sp.root, sp.top, VirtAddr(page), frame, PageSize::Size4K, flags)?;
         sp.mapped_bytes += 4096;
         self.restructured(space, effect);
-        self.rmap_add(frame, space, page);
         Ok(())
     }
 
@@ -655,6 +712,158 @@ impl Os {
     /// Frames held by reservations but not yet populated.
     pub fn reserved_frames(&self) -> u64 {
         self.reservations.values().map(|r| ENTRIES as u64 - r.count as u64).sum()
+    }
+
+    // ---- file mappings and the page cache --------------------------------------------------
+
+    /// The region of `space` holding `va` if it maps a file read-only.
+    fn file_region(&self, space: usize, va: u64) -> Option<usize> {
+        let sp = &self.spaces[space];
+        sp.regions.iter().zip(&sp.files).position(|(r, f)| f.is_some() && r.start <= va && va < r.end())
+    }
+
+    /// A fault on a page of a file mapped read-only (region `ri`): the page comes from the
+    /// page cache (read there first, with its read-around cluster, if missing) and is mapped
+    /// with the mapping's rights; the cached pages around it that the mapping covers are
+    /// mapped too (fault-around), accessed or not as `os.preset_a` says. Under FreeBSD with
+    /// promotion, a whole 2 MB piece of the file that is cached in its reservation and lies in
+    /// phase with the mapping becomes one 2 MB mapping. Pages of the mapping beyond the end
+    /// of the file are anonymous.
+    fn file_fault(&mut self, space: usize, va: VirtAddr, ri: usize) -> Result<(), SimError> {
+        let sp = &self.spaces[space];
+        let (r, file) = (&sp.regions[ri], sp.files[ri].expect("a file region"));
+        let map = r.file.expect("a file region");
+        let (start, end) = (r.start, r.end());
+        let page = va.0 & !0xfff;
+        let index = (page - start + map.offset) >> 12;
+        let pages = self.page_cache.pages(file);
+        if index >= pages {
+            return self.map_4k(space, va, 0);
+        }
+        let flags = PTE_US | if map.exec { 0 } else { PTE_NX };
+        let va2m = page & !(MB2 - 1);
+        if self.file_superpage(space, ri, va2m, flags)? {
+            return Ok(());
+        }
+        self.read_cluster(file, index, va.0)?;
+        let frame = self.page_cache.frame(file, index).expect("read just now");
+        self.map_leaf_4k(space, page, frame, flags)?;
+        // Fault-around: the window is aligned in the address space and stays in the mapping
+        // and in the 2 MB region (one page-table node), as Linux's do_fault_around.
+        let window = self.fault_around * 4096;
+        let lo = (page & !(window - 1)).max(start).max(va2m);
+        let hi = ((page & !(window - 1)) + window).min(end).min(va2m + MB2);
+        let around = flags | if self.preset_a { PTE_A } else { 0 };
+        let mut q = lo;
+        while q < hi {
+            let i = (q - start + map.offset) >> 12;
+            if q != page && i < pages && self.translate(space, VirtAddr(q)).is_none() {
+                if let Some(f) = self.page_cache.frame(file, i) {
+                    self.map_leaf_4k(space, q, f, around)?;
+                    self.counters.fault_around += 1;
+                }
+            }
+            q += 4096;
+        }
+        if self.policy == PagePolicy::FreeBsd && self.resv_promote {
+            self.promote_file(space, ri, va2m);
+        }
+        Ok(())
+    }
+
+    /// Read the pages of `file` around `index` into the page cache, if `index` is missing:
+    /// the cluster of `os.readahead_pages` centred on it (Linux's mmap read-around), each
+    /// page in its own frame, in file order.
+    fn read_cluster(&mut self, file: u32, index: u64, va: u64) -> Result<(), SimError> {
+        if self.page_cache.frame(file, index).is_some() {
+            return Ok(());
+        }
+        let first = index.saturating_sub(self.readahead / 2);
+        let last = (first + self.readahead).min(self.page_cache.pages(file));
+        for i in first..last {
+            if self.page_cache.frame(file, i).is_none() {
+                let f = self.file_frame(file, i, va)?;
+                self.page_cache.insert(file, i, f);
+                self.counters.page_cache_reads += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// A frame for page `index` of `file`: under FreeBSD from the reservation of its 2 MB
+    /// piece when the piece may have one (reserving it first), else from the allocator.
+    fn file_frame(&mut self, file: u32, index: u64, va: u64) -> Result<Frame, SimError> {
+        if self.policy == PagePolicy::FreeBsd && self.page_cache.reservable(file, index / PIECE) {
+            if self.page_cache.reservation(file, index / PIECE).is_none() {
+                match self.phys.alloc(ORDER_2M) {
+                    Some(b) => {
+                        self.page_cache.reserve(file, index / PIECE, b.0);
+                        self.counters.reservations += 1;
+                    }
+                    None => self.counters.huge_alloc_failures += 1,
+                }
+            }
+            if let Some(f) = self.page_cache.take_reserved(file, index) {
+                return Ok(f);
+            }
+        }
+        self.alloc_data_frame(va)
+    }
+
+    /// Where region `ri` covers the 2 MB region `va2m` whole, in phase with a 2 MB piece of
+    /// its file (file offset ≡ address, mod 2 MB), and that piece is wholly cached in its
+    /// reservation: the piece's 2 MB block, as FreeBSD maps a superpage of a file at once.
+    fn file_piece(&self, space: usize, ri: usize, va2m: u64) -> Option<u64> {
+        let sp = &self.spaces[space];
+        let (r, file) = (&sp.regions[ri], sp.files[ri]?);
+        let offset = va2m.checked_sub(r.start)? + r.file?.offset;
+        if va2m + MB2 > r.end() || offset % MB2 != 0 {
+            return None;
+        }
+        let res = self.page_cache.reservation(file, offset / MB2)?;
+        (res.count as u64 == PIECE).then_some(res.base)
+    }
+
+    /// FreeBSD's fast path: map a file's complete, in-phase 2 MB piece with one 2 MB leaf when
+    /// nothing is mapped in the region yet (another process or mapping brought it in).
+    fn file_superpage(&mut self, space: usize, ri: usize, va2m: u64, flags: u64) -> Result<bool, SimError> {
+        if self.policy != PagePolicy::FreeBsd || !self.resv_promote || !self.none_at(space, va2m, PageSize::Size2M) {
+            return Ok(false);
+        }
+        let Some(base) = self.file_piece(space, ri, va2m) else { return Ok(false) };
+        self.ensure_headroom();
+        let sp = &mut self.spaces[space];
+        let effect = self.pt.map(&mut self.phys, sp.root, sp.top, VirtAddr(va2m), Frame(base), PageSize::Size2M, flags)?;
+        sp.mapped_bytes += MB2;
+        sp.huge_bytes += MB2;
+        self.restructured(space, effect);
+        self.counters.huge_faults += 1;
+        Ok(true)
+    }
+
+    /// Promote the 2 MB region `va2m` of file region `ri` in place once each of its 512
+    /// entries maps its page of a wholly cached, in-phase piece (pmap_promote_pde on a file
+    /// mapping; a mapping out of phase, the linker's `maxpagesize` pitfall, never promotes).
+    fn promote_file(&mut self, space: usize, ri: usize, va2m: u64) {
+        let Some(base) = self.file_piece(space, ri, va2m) else { return };
+        let sp = &self.spaces[space];
+        let (root, top) = (sp.root, sp.top);
+        let Some(entries) = self.pt.region_entries(root, top, VirtAddr(va2m)) else { return };
+        let (mut all_a, mut any_d) = (true, false);
+        for (i, &e) in entries.iter().enumerate() {
+            if e & PTE_P == 0 || (e & PTE_PFN_MASK) >> 12 != base + i as u64 {
+                return;
+            }
+            all_a &= e & PTE_A != 0;
+            any_d |= e & PTE_D != 0;
+        }
+        let flags = (entries[0] & (PTE_RW | PTE_US | PTE_NX)) | if all_a { PTE_A } else { 0 } | if any_d { PTE_D } else { 0 };
+        if self.pt.collapse_2m(&mut self.phys, root, top, VirtAddr(va2m), Frame(base), flags).is_none() {
+            return;
+        }
+        self.spaces[space].huge_bytes += MB2;
+        self.counters.promotions += 1;
+        self.flush(space, vec![(va2m, va2m + MB2)], ENTRIES as u64);
     }
 
     // ---- reverse map and compaction -------------------------------------------------------
@@ -817,8 +1026,10 @@ impl Os {
         let sp = &self.spaces[space];
         let (root, top) = (sp.root, sp.top);
         let Some((base, _)) = self.pt.split_2m(&mut self.phys, root, top, VirtAddr(va2m))? else { return Ok(false) };
-        for i in 0..ENTRIES as u64 {
-            self.rmap_add(Frame(base.0 + i), space, va2m + i * 4096);
+        if !self.cached_page(space, va2m, base) {
+            for i in 0..ENTRIES as u64 {
+                self.rmap_add(Frame(base.0 + i), space, va2m + i * 4096);
+            }
         }
         self.spaces[space].huge_bytes -= MB2;
         self.counters.demotions += 1;
@@ -836,7 +1047,7 @@ impl Os {
             return Ok(false);
         }
         let va2m = va.0 & !(MB2 - 1);
-        if self.reservations.contains_key(&(space, va2m >> 21)) {
+        if self.reservations.contains_key(&(space, va2m >> 21)) || self.file_region(space, va2m).is_some() {
             return Ok(true);
         }
         let Some((Frame(base), _)) = self.translate(space, VirtAddr(va2m)) else { return Ok(true) };
@@ -967,9 +1178,17 @@ impl Os {
 
     /// Unmap one whole page (no shootdown: the caller flushes) and free its memory.
     fn unmap_quiet(&mut self, space: usize, base: u64, frame: Frame, size: PageSize) {
+        let cached = self.spaces[space].has_files && self.cached_page(space, base, frame);
         let sp = &mut self.spaces[space];
         self.pt.unmap(sp.root, sp.top, VirtAddr(base), size);
         sp.mapped_bytes -= size.bytes();
+        if cached {
+            // (The page stays in the page cache.)
+            if size != PageSize::Size4K {
+                sp.huge_bytes -= size.bytes();
+            }
+            return;
+        }
         match size {
             PageSize::Size4K => {
                 let key = (space, base >> 21);
@@ -991,6 +1210,17 @@ impl Os {
         }
     }
 
+    /// `frame`, mapped at `base`, is a page-cache page (a read-only file mapping's, inside
+    /// the file): the page cache owns it, so unmapping or migrating the mapping leaves it.
+    fn cached_page(&self, space: usize, base: u64, frame: Frame) -> bool {
+        let Some(ri) = self.file_region(space, base) else { return false };
+        let sp = &self.spaces[space];
+        let (r, file) = (&sp.regions[ri], sp.files[ri].expect("a file region"));
+        let index = (base - r.start + r.file.expect("a file region").offset) >> 12;
+        self.page_cache.frame(file, index) == Some(frame)
+            || self.page_cache.reservation(file, index / PIECE).is_some_and(|res| res.base == frame.0 & !(PIECE - 1))
+    }
+
     /// Rewrite the leaf entry mapping `base` as `f` says (no shootdown): mprotect's RW bit,
     /// MADV_FREE's A and D bits.
     fn update_leaf(&mut self, space: usize, base: u64, size: PageSize, f: impl FnOnce(u64) -> u64) {
@@ -1005,7 +1235,7 @@ impl Os {
     /// with the same bits, free the old frame (no shootdown). False if no frame is free or
     /// the page belongs to a reservation (its frame is part of the reserved block).
     fn migrate_page(&mut self, space: usize, base: u64, old: Frame) -> Result<bool, SimError> {
-        if self.reservations.get(&(space, base >> 21)).is_some_and(|r| r.base == old.0 & !511) {
+        if self.reservations.get(&(space, base >> 21)).is_some_and(|r| r.base == old.0 & !511) || self.cached_page(space, base, old) {
             return Ok(false);
         }
         let Some(new) = self.phys.alloc_page() else { return Ok(false) };
@@ -1145,6 +1375,10 @@ impl Os {
     #[cold]
     #[inline(never)]
     fn prefault_written(&mut self, space: usize, va: VirtAddr) -> Result<(), SimError> {
+        if self.spaces[space].has_files && self.file_region(space, va.0).is_some() {
+            // (Nothing writes a read-only file mapping: its pages are read.)
+            return self.fault_inner(space, va, false);
+        }
         self.fault_inner(space, va, true)?;
         self.touch_store(space, va);
         Ok(())
@@ -1238,6 +1472,8 @@ impl Os {
         s.int(format!("{p}os.ignored_calls"), k.ignored_calls);
         s.int(format!("{p}os.freed_pt_nodes"), k.freed_pt_nodes);
         s.int(format!("{p}os.pte_reads"), k.pte_reads);
+        s.int(format!("{p}os.page_cache_reads"), k.page_cache_reads);
+        s.int(format!("{p}os.fault_around_pages"), k.fault_around);
         s.int(format!("{p}os.reserved_bytes"), sum(&|os| os.reserved_frames()) << 12);
         for o in 0..=MAX_ORDER {
             s.int(format!("{p}phys.free_blocks.order{o}"), sum(&|os| os.phys.free_blocks(o)));

@@ -6,6 +6,7 @@
 
 pub mod frag;
 pub mod kernel;
+pub mod pagecache;
 pub mod phys;
 pub mod pt;
 pub mod sched;

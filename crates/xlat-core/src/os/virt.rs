@@ -86,7 +86,7 @@ pub fn boot(cfg: &Config, vm_regions: &[&[Region]], seed: u64) -> Result<(Os, Ve
             let s = os.create_space(regions.to_vec())?;
             os.spaces[s].ctx = vpid | (p as Ctx + 1);
         }
-        let space = host.create_space(vec![Region { name: "guest-memory".into(), start: 0, len: guest_bytes }])?;
+        let space = host.create_space(vec![Region { name: "guest-memory".into(), start: 0, len: guest_bytes, file: None }])?;
         host.spaces[space].ctx = vpid;
         vms.push(Vm { os, space, ctx: vpid });
     }

@@ -25,7 +25,7 @@ impl Rng {
 
 /// One region of `len` bytes at [`BASE`].
 pub fn region(len: u64) -> Vec<Region> {
-    vec![Region { name: "data".into(), start: BASE, len }]
+    vec![Region { name: "data".into(), start: BASE, len, file: None }]
 }
 
 /// Run one stream on `cfg` and return the statistics.

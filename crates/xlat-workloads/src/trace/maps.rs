@@ -79,7 +79,7 @@ pub fn regions(mut maps: Vec<Mapping>, pages: &[u64], uncovered: impl FnOnce(Vec
         }
         if touched {
             let name = if m.name.is_empty() { format!("anon{k}") } else { m.name.clone() };
-            out.push(Region { name, start: m.start, len: m.end - m.start });
+            out.push(Region { name, start: m.start, len: m.end - m.start, file: None });
         }
     }
     outside.extend_from_slice(&pages[next..]);

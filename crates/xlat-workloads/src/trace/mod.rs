@@ -393,7 +393,7 @@ pub fn regions_of_pages(mut pages: Vec<u64>) -> Vec<Region> {
         let (start, end) = (p << 12, (p + 1) << 12);
         match out.last_mut() {
             Some(r) if start - r.end() < REGION_GAP => r.len = end - r.start,
-            _ => out.push(Region { name: format!("pages{}", out.len()), start, len: 4096 }),
+            _ => out.push(Region { name: format!("pages{}", out.len()), start, len: 4096, file: None }),
         }
     }
     out

@@ -107,7 +107,7 @@ impl NativeHeader {
                 return Err(corrupt(path, at as u64, "region end overflows"));
             }
             at += 16;
-            regions.push(Region { name, start, len });
+            regions.push(Region { name, start, len, file: None });
         }
         need(at, 4, "description length")?;
         let dl = u32_at(at) as usize;

@@ -69,7 +69,7 @@ fn native_roundtrip_with_header() {
     let hdr = NativeHeader {
         stream: 0,
         streams: 1,
-        regions: vec![Region { name: "table".into(), start: 0x7f00_0000_0000, len: 1 << 30 }],
+        regions: vec![Region { name: "table".into(), start: 0x7f00_0000_0000, len: 1 << 30, file: None }],
         desc: "gups:footprint=1G".into(),
     };
     write_native(&p, &refs, &hdr);
