@@ -285,6 +285,17 @@ def test_trace_a_real_program(tmp_path):
     # regions than the runs of touched pages it maps without them).
     maps = tmp_path / "true.xtr.maps"
     assert "/bin/true" in maps.read_text() or "/usr/bin/true" in maps.read_text()
+    # Its files' sizes and the executable's segments came too: the program's text is mapped
+    # through the page cache, and the executable can be relinked (loader.max_page_size).
+    assert "# file-size " in maps.read_text() and "# elf-load " in maps.read_text()
+    stats = json.loads((tmp_path / "r.json").read_text())["stats"]
+    assert stats["os.page_cache_reads"] > 0 and stats["tlb.l1i.accesses"] > 0
+    fetched = []
+    for size in ("4k", "2m"):
+        p = run_xlat("run", "--trace", str(trace), "-q", "--set", f"loader.max_page_size={size}", "--json", str(tmp_path / "l.json"))
+        assert p.returncode == 0, p.stderr
+        fetched.append(json.loads((tmp_path / "l.json").read_text())["stats"]["tlb.l1i.accesses"])
+    assert fetched[0] == fetched[1] == stats["tlb.l1i.accesses"], "relinking moves references, it drops none"
     mapped = []
     for sidecar in (True, False):
         if not sidecar:

@@ -758,6 +758,51 @@ def _sample_maps(proc: subprocess.Popen, maps: dict[str, str], period_s: float =
         time.sleep(period_s)
 
 
+def _elf_loads(path: str) -> list[tuple[int, int, int, int, int]]:
+    """The PT_LOAD program headers of the ELF64 little-endian file `path` as (offset, vaddr,
+    filesz, memsz, flags), or [] if it is not one (a script, another format)."""
+    import struct
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return []
+            phoff, = struct.unpack_from("<Q", head, 0x20)
+            phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+            if phentsize < 56 or phnum > 4096:
+                return []
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError:
+        return []
+    out = []
+    for i in range(len(table) // phentsize):
+        p_type, p_flags, p_offset, p_vaddr, _paddr, p_filesz, p_memsz, _align = struct.unpack_from("<IIQQQQQQ", table, i * phentsize)
+        if p_type == 1:  # PT_LOAD
+            out.append((p_offset, p_vaddr, p_filesz, p_memsz, p_flags))
+    return out
+
+
+def _maps_text(maps: dict[str, str], exe: str | None = None) -> str:
+    """The sidecar: the mappings seen, then each mapped file's size (`# file-size BYTES PATH`),
+    which the OS model needs for the page cache and FreeBSD's reservations, and the loadable
+    segments of the executable `exe` (`# elf-load OFFSET VADDR FILESZ MEMSZ FLAGS PATH`, hex),
+    which `loader.max_page_size` relinks (docs/workloads.md)."""
+    lines = [f"{line}\n" for line in maps.values()]
+    paths = sorted({" ".join(line.split()[5:]) for line in maps.values()})
+    for path in paths:
+        if path.startswith("/"):
+            try:
+                lines.append(f"# file-size {os.stat(path).st_size} {path}\n")
+            except OSError:
+                pass  # gone or unreadable: the reader takes the mapped extent
+    if exe is not None and exe in paths:
+        for off, vaddr, filesz, memsz, flags in _elf_loads(exe):
+            lines.append(f"# elf-load {off:x} {vaddr:x} {filesz:x} {memsz:x} {flags:x} {exe}\n")
+    return "".join(lines)
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     program = list(args.program)
     if program and program[0] == "--":
@@ -787,9 +832,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
             # The trace describes what was traced, not the FIFO it came through.
             desc = shlex.join(program)
             if args.refs is not None:
-                n = _core.convert_trace([fifo], "lackey", str(out), args.refs, desc)
+                fmt = "lackey" if args.no_fetch else "lackey+fetch"
+                n = _core.convert_trace([fifo], fmt, str(out), args.refs, desc)
             else:
-                n = _core.lackey_to_native(fifo, str(out), desc)
+                n = _core.lackey_to_native(fifo, str(out), desc, fetch=not args.no_fetch)
         finally:
             if proc.poll() is None:
                 # Stopped early (--refs reached, error or Ctrl-C): end the traced program.
@@ -804,7 +850,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
         if args.refs is None and proc.returncode not in (0, None) and n == 0:
             raise CliError(f"valgrind exited with status {proc.returncode} before producing a trace")
         if maps and not is_stream_target(args.output):
-            (out.parent / (out.name + ".maps")).write_text("".join(f"{line}\n" for line in maps.values()))
+            exe = os.path.realpath(shutil.which(program[0]) or program[0])
+            (out.parent / (out.name + ".maps")).write_text(_maps_text(maps, exe))
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
     # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).
     print(f"xlat: wrote {n:,} references to {_written(written)}{note}", file=sys.stderr)
@@ -1059,9 +1106,12 @@ def build_parser() -> Parser:
     t = sub.add_parser("trace", help="trace a Linux program under valgrind into a trace file",
                        description="Run PROGRAM under valgrind's lackey tool and convert its memory "
                                    "trace on the fly into xlat's trace format.",
-                       usage="xlat trace -o FILE [--refs N] -- PROGRAM [ARGS...]")
+                       usage="xlat trace -o FILE [--refs N] [--no-fetch] -- PROGRAM [ARGS...]")
     t.add_argument("--output", "-o", required=True, metavar="FILE")
     t.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
+    t.add_argument("--no-fetch", action="store_true",
+                   help="leave out instruction fetches (by default each instruction is a fetch of its address, "
+                        "for the ITLB and L1I)")
     t.add_argument("program", nargs=argparse.REMAINDER, metavar="PROGRAM ARGS")
     t.set_defaults(func=cmd_trace)
 

@@ -241,6 +241,24 @@ config_enum!(
     PresetA { Auto = "auto", On = "on", Off = "off" }
 );
 config_enum!(
+    /// The `max-page-size` a traced executable is relinked with (`as-linked`: as it was built).
+    MaxPageSize { AsLinked = "as-linked", K4 = "4k", K16 = "16k", K32 = "32k", M2 = "2m" }
+);
+
+impl MaxPageSize {
+    /// The size in bytes, or `None` for `as-linked`.
+    pub fn bytes(self) -> Option<u64> {
+        match self {
+            MaxPageSize::AsLinked => None,
+            MaxPageSize::K4 => Some(4 << 10),
+            MaxPageSize::K16 => Some(16 << 10),
+            MaxPageSize::K32 => Some(32 << 10),
+            MaxPageSize::M2 => Some(2 << 20),
+        }
+    }
+}
+
+config_enum!(
     /// How `--prefault` leaves each page it maps.
     PrefaultAs { Read = "read", Write = "write" }
 );
@@ -732,6 +750,7 @@ config! {
     os_pcid: bool = true; "os.pcid"; "TLB and PWC entries are tagged by address space (PCID); false: every context switch flushes them";
     os_switch_cycles: u64 = 4000; "os.switch_cycles"; "direct cost of a context switch in cycles (~2 us, of the order lmbench lat_ctx reports)";
     os_madv_free: bool = true; "os.madv_free"; "the OS honours a program's madvise(MADV_FREE) (OS-call op madv-free, the churn kernel's free=madv_free): clear the range's A and D bits, demote 2 MB pages it covers in part, shoot it down; false ignores the calls, as jemalloc told not to make them (the coalescing paper's nomdv)";
+    loader_max_page_size: MaxPageSize = MaxPageSize::AsLinked; "loader.max_page_size"; "lay a traced executable out as LLD would link it with this max-page-size (4k, 16k, 32k, 2m; segments packed in the file, each at align(dot, M) + dot % M): 4k puts every segment after a shared file page out of phase with the file, so that neither coalescing nor superpages can map its code (the coalescing paper's Fig. 1); as-linked keeps the layout the program was built with. Needs a trace from xlat trace (its FILE.maps records the executable's segments); kernels have no image and ignore it";
     os_readahead_pages: u64 = 32; "os.readahead_pages"; "a fault on a page of a file that is not in the page cache reads the aligned cluster of this many pages around it (a power of two; Linux's read-around is 128 KB, 32 pages; 1 reads the page alone)";
     os_fault_around_pages: u64 = 16; "os.fault_around_pages"; "a fault on a file page also maps the cached pages of the aligned cluster of this many pages around it that the mapping covers (a power of two; Linux's fault_around_bytes is 64 KB, 16 pages; FreeBSD prefaults a similar window; 1 maps the faulting page alone)";
     os_preset_a: PresetA = PresetA::Auto; "os.preset_a"; "pages a file fault maps around the faulting one (os.fault_around_pages) get the accessed bit at once: on, off, or auto (on for the Linux policies, whose x86 fault-around maps pages young; off for page_policy=freebsd, which maps them with A clear, so a group of them cannot coalesce until each page is touched; on is the coalescing paper's §3.8 proposal)";

@@ -126,11 +126,11 @@ fn out_format_of(format: Option<&str>) -> PyResult<wl::trace::Format> {
 }
 
 /// Convert valgrind lackey output (a file or a FIFO) to one native trace described by `desc`
-/// (default `lackey:INPUT`).
+/// (default `lackey:INPUT`); with `fetch`, each instruction is a fetch of its address too.
 #[pyfunction]
-#[pyo3(signature = (input, out, desc=None))]
-fn lackey_to_native(py: Python<'_>, input: String, out: String, desc: Option<String>) -> PyResult<u64> {
-    interruptible(py, move |stop| wl::trace::lackey_to_native_until(Path::new(&input), Path::new(&out), desc.as_deref(), &stop).map_err(source_err))
+#[pyo3(signature = (input, out, desc=None, fetch=false))]
+fn lackey_to_native(py: Python<'_>, input: String, out: String, desc: Option<String>, fetch: bool) -> PyResult<u64> {
+    interruptible(py, move |stop| wl::trace::lackey_to_native_until(Path::new(&input), Path::new(&out), desc.as_deref(), fetch, &stop).map_err(source_err))
 }
 
 /// Turn the trace cache on (native copies of slow traces kept in `dir`) or off (`None`) for

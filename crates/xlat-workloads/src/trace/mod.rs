@@ -9,6 +9,7 @@ mod champsim_writer;
 mod lackey;
 pub mod maps;
 mod native;
+pub mod relink;
 
 use std::fs::File;
 use std::io::{BufReader, Cursor, Read};
@@ -225,6 +226,13 @@ pub struct TraceSource {
     pending_err: Vec<Option<SourceError>>,
     done: Vec<bool>,
     regions: Vec<Region>,
+    /// The regions are every mapping of the traces' sidecars (`FILE.maps`), not yet narrowed
+    /// to the mappings the trace touches.
+    sidecar_regions: bool,
+    /// The sidecars' mappings and executable images (relinked by [`TraceSource::relink`]).
+    sidecar: Option<Sidecar>,
+    /// Where references into relinked images move.
+    moves: Vec<relink::Relink>,
     desc: WorkloadDesc,
 }
 
@@ -283,6 +291,16 @@ impl TraceSource {
             formats.push(f.name());
         }
         formats.dedup();
+        // A trace without regions of its own takes its sidecars' mappings: the OS then knows
+        // which are files (mapped through the page cache) and where huge pages may go.
+        let sidecar = sidecar_mappings(paths)?;
+        let mut sidecar_regions = false;
+        if regions.is_empty() {
+            if let Some(side) = &sidecar {
+                regions = maps::all_regions(side.mappings.clone());
+                sidecar_regions = true;
+            }
+        }
         let mut params = vec![("format".to_string(), formats.join("+")), ("paths".to_string(), paths.join(";"))];
         if forced.is_some_and(|f| f.fetch) {
             params.push(("fetch".into(), "true".into()));
@@ -298,12 +316,41 @@ impl TraceSource {
             pending_err: vec![None; n],
             done: vec![false; n],
             regions,
+            sidecar_regions,
+            sidecar,
+            moves: Vec::new(),
             desc: WorkloadDesc { name: "trace".into(), params },
         })
     }
 
     pub fn desc(&self) -> WorkloadDesc {
         self.desc.clone()
+    }
+
+    /// Lay the traced executable out as if linked with `max-page-size` `max_page`
+    /// (`loader.max_page_size`, [`relink`]): its mappings, its regions and, from now on, the
+    /// references into it move. Call before [`TraceSource::regions_from_pages`]. An error if
+    /// the trace has no sidecar recording the executable's segments, or the new layout would
+    /// overlap another mapping.
+    pub fn relink(&mut self, paths: &[String], max_page: u64) -> Result<(), SourceError> {
+        let side = maps::sidecar_path(&paths[0]);
+        let none = |what: &str| SourceError::Io {
+            path: side.clone(),
+            what: format!("loader.max_page_size needs {what}: trace the program with this version of xlat trace"),
+        };
+        let Some(sc) = self.sidecar.as_mut() else { return Err(none("the trace's mappings")) };
+        if sc.images.is_empty() {
+            return Err(none("the executable's loadable segments (# elf-load lines)"));
+        }
+        for im in &sc.images {
+            let (moved, r) = relink::relink(&sc.mappings, im, max_page).map_err(|what| SourceError::Io { path: side.clone(), what })?;
+            sc.mappings = moved;
+            self.moves.push(r);
+        }
+        if self.sidecar_regions {
+            self.regions = maps::all_regions(sc.mappings.clone());
+        }
+        Ok(())
     }
 
     /// Give a trace without regions (ChampSim, lackey) regions from its pages, so that it can
@@ -314,7 +361,7 @@ impl TraceSource {
     /// regions are instead the mappings it touched ([`maps::regions`]). A trace with regions
     /// of its own (native, from `xlat record`) keeps them.
     pub fn regions_from_pages(&mut self, paths: &[String], forced: Option<FormatSpec>) -> Result<(), SourceError> {
-        if !self.regions.is_empty() {
+        if !self.regions.is_empty() && !self.sidecar_regions {
             return Ok(());
         }
         readable_twice(paths)?;
@@ -336,6 +383,7 @@ impl TraceSource {
                 if buf.is_empty() {
                     break;
                 }
+                self.moves.iter().for_each(|m| m.apply(&mut buf));
                 for r in buf.iter().filter(|r| !r.is_os_call()) {
                     let page = r.va >> 12;
                     if page != last {
@@ -349,23 +397,43 @@ impl TraceSource {
                 }
             }
         }
-        let mut mappings = Vec::new();
-        let mut sidecars = 0;
-        for p in paths {
-            let side = maps::sidecar_path(p);
-            let text = match std::fs::read_to_string(&side) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(SourceError::Io { path: side, what: e.to_string() }),
-            };
-            mappings.extend(maps::parse(&text).map_err(|what| SourceError::Io { path: side, what })?);
-            sidecars += 1;
-        }
         pages.sort_unstable();
         pages.dedup();
-        self.regions = if sidecars == 0 { regions_of_pages(pages) } else { maps::regions(mappings, &pages, regions_of_pages) };
+        self.regions = match &self.sidecar {
+            None => regions_of_pages(pages),
+            Some(sc) => maps::regions(sc.mappings.clone(), &pages, regions_of_pages),
+        };
+        self.sidecar_regions = false;
         Ok(())
     }
+}
+
+/// What the sidecars of a trace's files say (`FILE.maps`, written by `xlat trace`).
+struct Sidecar {
+    mappings: Vec<maps::Mapping>,
+    /// The executable's loadable segments.
+    images: Vec<relink::Image>,
+}
+
+/// The mappings and executable images in the sidecars of `paths`, or `None` if no trace has
+/// one.
+fn sidecar_mappings(paths: &[String]) -> Result<Option<Sidecar>, SourceError> {
+    let mut mappings = Vec::new();
+    let mut images = Vec::new();
+    let mut sidecars = 0;
+    for p in paths {
+        let side = maps::sidecar_path(p);
+        let text = match std::fs::read_to_string(&side) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(SourceError::Io { path: side, what: e.to_string() }),
+        };
+        mappings.extend(maps::parse(&text).map_err(|what| SourceError::Io { path: side.clone(), what })?);
+        images.extend(relink::parse(&text).map_err(|what| SourceError::Io { path: side, what })?);
+        sidecars += 1;
+    }
+    images.dedup();
+    Ok((sidecars > 0).then_some(Sidecar { mappings, images }))
 }
 
 /// Every path is a regular file, which can be read twice (a pipe cannot): else the error
@@ -407,6 +475,15 @@ impl RefSource for TraceSource {
         self.regions.clone()
     }
     fn next_batch(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {
+        let r = self.next_raw(stream, out);
+        self.moves.iter().for_each(|m| m.apply(out));
+        r
+    }
+}
+
+impl TraceSource {
+    /// The next batch of `stream` as the trace holds it (before any relinking).
+    fn next_raw(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {
         out.clear();
         if stream >= self.decs.len() {
             return Err(SourceError::Io { path: String::new(), what: format!("no trace stream {stream}") });
@@ -561,17 +638,17 @@ pub fn record_as(src: &mut dyn RefSource, path: &Path, format: Format, max_refs:
 /// FIFO, so a program can be traced and converted on the fly:
 /// `valgrind --tool=lackey --trace-mem=yes --log-file=FIFO prog`.
 pub fn lackey_to_native(input: &Path, out: &Path) -> Result<u64, SourceError> {
-    lackey_to_native_until(input, out, None, &AtomicBool::new(false))
+    lackey_to_native_until(input, out, None, false, &AtomicBool::new(false))
 }
 
 /// As [`lackey_to_native`], with `desc` (e.g. the traced program and its arguments; default
 /// `lackey:INPUT`) as the trace's description, stopping once `stop` is set (checked once per
 /// batch).
-pub fn lackey_to_native_until(input: &Path, out: &Path, desc: Option<&str>, stop: &AtomicBool) -> Result<u64, SourceError> {
+pub fn lackey_to_native_until(input: &Path, out: &Path, desc: Option<&str>, fetch: bool, stop: &AtomicBool) -> Result<u64, SourceError> {
     let p = input.to_string_lossy().into_owned();
     let r = open_file(&p)?;
     let (r, _) = decompress(&p, r)?;
-    let mut dec = lackey::LackeyDecoder::new(&p, r, false);
+    let mut dec = lackey::LackeyDecoder::new(&p, r, fetch);
     let desc = desc.map(str::to_string).unwrap_or_else(|| format!("lackey:{p}"));
     let hdr = NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc };
     let mut w = NativeWriter::create(out, &hdr)?;

@@ -1,6 +1,7 @@
 use super::*;
 use crate::rng::Rng;
 use std::io::Write;
+use std::sync::atomic::AtomicBool;
 use xlat_core::RefKind;
 
 fn tmp(name: &str) -> PathBuf {
@@ -618,4 +619,42 @@ fn the_trace_cache_never_serves_a_stale_or_partial_copy() {
     let (files, bytes) = cache::clear(&dir).unwrap();
     assert_eq!((files as usize, bytes > 0), (before.len(), true));
     assert_eq!(cache_files(&dir), vec!["notes.txt".to_string()]);
+}
+
+/// A trace whose sidecar (as `xlat trace` writes it) names files and the executable's
+/// segments: its regions are file mappings even without prefaulting, and relinking with
+/// `max-page-size` 4 KB moves the code a page (and the references into it), while 2 MB puts
+/// it in phase with its file offset; a sidecar without segments cannot be relinked.
+#[test]
+fn sidecars_give_file_regions_and_relink_the_executable() {
+    let code = 0x20_7900u64; // in the code segment, which starts at 0x206800
+    let refs = vec![Ref::new(code, RefKind::Fetch, 4, 1, false), Ref::load(0x20_0010, 1), Ref::load(0x7f00_0000_0000, 1)];
+    let p = tmp("relink.xtr");
+    write_native(&p, &refs, &NativeHeader::default());
+    let side = format!("{}.maps", p.to_string_lossy());
+    let maps = "\
+00200000-00206000 r--p 00000000 08:02 7 /bin/prog
+00206000-00507000 r-xp 00006000 08:02 7 /bin/prog
+7f0000000000-7f0000100000 rw-p 00000000 00:00 0
+# file-size 3176448 /bin/prog
+";
+    std::fs::write(&side, maps).unwrap();
+    let paths = [p.to_string_lossy().into_owned()];
+    let (_, mut src) = crate::open_trace(&paths, None).unwrap();
+    let regions = src.regions();
+    assert_eq!(regions.len(), 3, "{regions:?}");
+    assert_eq!(regions[1].file, Some(xlat_core::FileMap { offset: 0x6000, size: 3176448, exec: true, writable: false }));
+    assert_eq!(read_all(&mut *src, 0, 10).unwrap(), refs, "as linked");
+    let e = crate::open_trace_until(&paths, None, false, Some(4096), &AtomicBool::new(false)).err().unwrap().to_string();
+    assert!(e.contains("needs the executable's loadable segments"), "{e}");
+    std::fs::write(&side, format!("{maps}# elf-load 0 200000 6800 6800 4 /bin/prog\n# elf-load 6800 206800 300000 300000 5 /bin/prog\n")).unwrap();
+    for (m, moved) in [(4096u64, 0x20_8900u64), (2 << 20, 0x40_7900)] {
+        let (_, mut src) = crate::open_trace_until(&paths, None, false, Some(m), &AtomicBool::new(false)).unwrap();
+        let got = read_all(&mut *src, 0, 10).unwrap();
+        assert_eq!(got[0].va, moved, "max-page-size {m:#x}");
+        assert_eq!((got[1].va, got[2].va), (0x20_0010, 0x7f00_0000_0000), "rodata and the heap stay");
+        let text = src.regions().into_iter().find(|r| r.file.is_some_and(|f| f.exec)).unwrap();
+        // 4 KB: a page further than the file offset (out of phase mod 16 KB); 2 MB: in phase.
+        assert_eq!(text.start - text.file.unwrap().offset, if m == 4096 { 0x20_1000 } else { 0x40_0000 });
+    }
 }
