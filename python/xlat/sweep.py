@@ -128,6 +128,8 @@ class Point:
         its programs, ``bfs@0,gups@1``, which ``simulate`` takes as ``mix=``)."""
         if self.workload == "mix":
             return dict(self.params)["programs"]
+        if self.workload == "trace":
+            return dict(self.params)["path"]
         if not self.params:
             return self.workload
         return self.workload + ":" + ",".join(f"{k}={_value_text(v)}" for k, v in self.params)
@@ -157,12 +159,13 @@ class Spec:
     description: str = ""
 
 
-_TOP_KEYS = {"name", "description", "configs", "workloads", "mixes", "mix", "seeds", "seed", "refs", "warmup",
+_TOP_KEYS = {"name", "description", "configs", "workloads", "mixes", "mix", "traces", "seeds", "seed", "refs", "warmup",
              "prefault", "interval", "shootdowns", "quick", "slurm"}
 _RUN_KEYS = ("refs", "warmup", "prefault", "interval", "shootdowns")
 _CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", "curves", "curve_ways", *_RUN_KEYS}
 _WORKLOAD_KEYS = {"name", "params", "zip", "configs", *_RUN_KEYS, "seeds", "seed"}
 _MIX_KEYS = {"label", "programs", "configs", *_RUN_KEYS, "seeds", "seed"}
+_TRACE_KEYS = {"label", "path", "format", "configs", *_RUN_KEYS, "seeds", "seed"}
 
 
 def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_overlay: Mapping | None = None) -> Spec:
@@ -200,6 +203,7 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
     quick_table = doc.pop("quick", None)
     full_workloads = doc.get("workloads")
     full_mixes = doc.get("mixes")
+    full_traces = doc.get("traces")
     if quick:
         for overlay in (quick_table, quick_overlay):
             if overlay is None:
@@ -222,11 +226,12 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         raise SpecError(f"{where}: 'slurm' must be a table of dask_jobqueue.SLURMCluster arguments")
 
     configs = _parse_configs(doc.get("configs"), base_dir, where)
-    if doc.get("workloads") is None and doc.get("mixes") is not None:
+    if doc.get("workloads") is None and (doc.get("mixes") is not None or doc.get("traces") is not None):
         workloads = []
     else:
         workloads = _parse_workloads(doc.get("workloads"), where)
     workloads += _parse_mixes(doc.get("mixes"), where)
+    workloads += _parse_traces(doc.get("traces"), base_dir, where)
     top_seeds = _seeds(doc, where)
     top_run = {k: _axis(doc.get(k), f"{where}: '{k}'") for k in _RUN_KEYS}
     if quick:
@@ -243,6 +248,8 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         names |= {wl["name"] for wl in _parse_workloads(full_workloads, where)}
     if full_mixes is not None:
         names.add("mix")
+    if full_traces is not None:
+        names.add("trace")
     # (A workload's `configs` names a config by its label, with or without its grid's values.)
     labels = {c["choice"].label for c in configs} | {c["name"] for c in configs}
     for wl in workloads:
@@ -489,6 +496,41 @@ def _known_keys(table: Mapping, known: set, what: str) -> None:
         raise SpecError(f"{what}: unknown key '{unknown[0]}' (known: {', '.join(sorted(known))})")
 
 
+def _parse_traces(raw: Any, base_dir: Path, where: str) -> list[dict]:
+    """``[[traces]]`` tables: ``path`` (a trace file, relative to the spec's folder; its
+    ``.maps`` sidecar comes along), an optional ``label`` (default: the file's name without
+    its extension), ``format`` (as ``xlat run --trace-format``), run options, seeds and
+    ``configs``. Each is a point whose workload is ``trace``, identified by the content of
+    the trace and its sidecar, not by where they lie."""
+    if raw is None:
+        return []
+    entries = raw if isinstance(raw, list) else [raw]
+    out = []
+    for i, e in enumerate(entries):
+        what = f"{where}: traces[{i}]"
+        if not isinstance(e, Mapping):
+            raise SpecError(f"{what}: expected a table with path = \"prog.xtr\"")
+        _known_keys(e, _TRACE_KEYS, what)
+        path = e.get("path")
+        if not isinstance(path, str) or not path:
+            raise SpecError(f"{what}: 'path' must be the path of a trace file")
+        full = Path(path) if os.path.isabs(path) else base_dir / path
+        if not full.is_file():
+            raise SpecError(f"{what}: trace '{path}' does not exist (looked for {full})")
+        label = e.get("label", full.name.split(".")[0])
+        if not isinstance(label, str) or not label:
+            raise SpecError(f"{what}: 'label' must be a non-empty string")
+        fmt = e.get("format")
+        if fmt is not None and (not isinstance(fmt, str) or not fmt):
+            raise SpecError(f"{what}: 'format' must be a trace format such as \"lackey\"")
+        params = [("label", label), ("path", str(full.resolve()))] + ([("format", fmt)] if fmt else [])
+        run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
+        seeds = _seeds(e, what) if ("seeds" in e or "seed" in e) else None
+        out.append({"name": "trace", "params": tuple(sorted(params)), "run": run, "seeds": seeds,
+                    "configs": _config_labels(e.get("configs"), what), "what": what})
+    return out
+
+
 def _parse_mixes(raw: Any, where: str) -> list[dict]:
     """``[[mixes]]`` tables: ``programs`` (a mix spec, or a list of programs ``"bfs@0"``), an
     optional ``label``, run options and ``configs`` (the labels of the configs it runs on;
@@ -592,6 +634,11 @@ def point_id(config_hash: str, point: Point, version: str) -> str:
     if point.shootdowns:
         # (The trace's content, not where this checkout keeps it, identifies the point.)
         key["shootdowns"] = _file_digest(point.shootdowns)
+    if point.workload == "trace":
+        path = dict(point.params)["path"]
+        side = path + ".maps"
+        key["params"] = [[k, v] for k, v in key["params"] if k != "path"]
+        key["trace"] = [_file_digest(path), _file_digest(side) if os.path.exists(side) else None]
     return hashlib.sha256(_json(key).encode()).hexdigest()[:20]
 
 
@@ -720,6 +767,9 @@ def run_task(config: dict, workload: str, options: dict, meta: dict, simulate: C
     try:
         if meta.get("workload") == "mix":
             res = sim(config, None, seed=meta["seed"], mix=workload, **options)
+        elif meta.get("workload") == "trace":
+            fmt = meta.get("param.format")
+            res = sim(config, None, seed=meta["seed"], trace=workload, **({"trace_format": fmt} if fmt else {}), **options)
         else:
             res = sim(config, workload, seed=meta["seed"], **options)
         stats = res.stats if hasattr(res, "stats") else res["stats"]
