@@ -8,7 +8,10 @@ A study is a directory ``studies/NAME/`` holding:
   and returns the report body as Markdown, or ``(markdown, values)`` where ``values`` maps
   paper-number ids to xlat numbers it computed itself;
 - ``paper.toml`` (``[[numbers]]``) or ``paper.csv``: the published numbers, each with the
-  recipe for xlat's counterpart (see ``xlat.report.load_paper``).
+  recipe for xlat's counterpart (see ``xlat.report.load_paper``);
+- optionally ``prepare.py``: defines ``traces(out_dir, quick)``, which makes the traces the study
+  runs (tracing programs on this machine, say, into ``out_dir``, reusing what is there) and
+  returns their ``[[traces]]`` tables (``xlat.sweep``), added to the spec's.
 
 The report is written to ``results/NAME/report.md`` (figures beside it), atomically, with the
 paper-vs-xlat table first. A point that failed is listed in the report, and the command then
@@ -87,8 +90,10 @@ class Study:
     render: Callable
     paper: list[dict]
     paper_file: Path | None
+    prepare: Callable | None = None
 
-    def spec(self, quick: bool) -> _sweep.Spec:
+    def spec(self, quick: bool, out_dir: Path | None = None) -> _sweep.Spec:
+        """The study's sweep; with a ``prepare.py``, its traces (made in ``out_dir``) too."""
         overlay = None
         qfile = self.dir / "quick.toml"
         if quick and qfile.is_file():
@@ -97,7 +102,24 @@ class Study:
                     overlay = tomllib.load(f)
             except tomllib.TOMLDecodeError as e:
                 raise StudyError(f"{qfile}: {e}") from None
-        spec = _sweep.load_spec(self.dir / "sweep.toml", quick=quick, quick_overlay=overlay)
+        if self.prepare is None:
+            spec = _sweep.load_spec(self.dir / "sweep.toml", quick=quick, quick_overlay=overlay)
+        else:
+            try:
+                with open(self.dir / "sweep.toml", "rb") as f:
+                    doc = tomllib.load(f)
+            except (OSError, tomllib.TOMLDecodeError) as e:
+                raise StudyError(f"{self.dir / 'sweep.toml'}: {e}") from None
+            out = Path(out_dir) if out_dir is not None else _results.Store(self.name).path
+            try:
+                traces = self.prepare(out, quick)
+            except _core.XlatError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the script's failure, in one line
+                raise StudyError(f"study '{self.name}': prepare.py failed: {_sweep.one_line(e)}") from None
+            if traces:
+                doc["traces"] = list(doc.get("traces", [])) + list(traces)
+            spec = _sweep.load_spec(doc, quick=quick, quick_overlay=overlay)
         spec.name = self.name
         return spec
 
@@ -121,7 +143,18 @@ def load(name: str) -> Study:
         raise StudyError(f"{script} defines no render(df, out_dir, quick)")
     paper_file = next((p for p in (d / "paper.toml", d / "paper.csv") if p.is_file()), None)
     paper = _report.load_paper(paper_file) if paper_file else []
-    return Study(study_name, d, render, paper, paper_file)
+    prepare = None
+    if (d / "prepare.py").is_file():
+        prep = importlib.util.spec_from_file_location(f"{mod_name}_prepare", d / "prepare.py")
+        pmod = importlib.util.module_from_spec(prep)
+        try:
+            prep.loader.exec_module(pmod)
+        except Exception as e:  # noqa: BLE001 - as for report.py
+            raise StudyError(f"{d / 'prepare.py'}: {_sweep.one_line(e)}") from None
+        prepare = getattr(pmod, "traces", None)
+        if not callable(prepare):
+            raise StudyError(f"{d / 'prepare.py'} defines no traces(out_dir, quick)")
+    return Study(study_name, d, render, paper, paper_file, prepare)
 
 
 @dataclass
@@ -136,7 +169,7 @@ def run(name: str, quick: bool = False, scheduler: str | None = None, workers: i
         log: Any = None) -> StudyResult:
     """Run a study's sweep (reusing finished points) and write ``results/NAME/report.md``."""
     study = load(name)
-    spec = study.spec(quick)
+    spec = study.spec(quick, _results.Store(study.name, root).path)
     res = _sweep.run(spec, scheduler=scheduler, workers=workers, slurm=slurm, root=root, progress=progress,
                      client=client, rerun_stale=rerun_stale, simulate=simulate, log=log)
     if res.interrupted:
@@ -193,7 +226,7 @@ def render_from_store(name: str, quick: bool = False, root: str | os.PathLike | 
     """Re-render a study's report from what its store holds for the current spec, without
     running anything (points not in the store are simply absent)."""
     study = load(name)
-    spec = study.spec(quick)
+    spec = study.spec(quick, _results.Store(study.name, root).path)
     store = _results.Store(study.name, root)
     tasks = _sweep.prepare(spec)
     df = _sweep._rows_for(store, [t.point_id for t in tasks])

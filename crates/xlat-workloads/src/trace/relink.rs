@@ -139,15 +139,24 @@ pub fn relink(maps: &[Mapping], image: &Image, m: u64) -> Result<(Vec<Mapping>, 
         .min_by_key(|mp| mp.start)
         .ok_or_else(|| format!("{}: the trace's mappings do not include its first segment", image.path))?;
     let bias = head.start.wrapping_sub(page(first.vaddr));
+    // A position-independent image (loaded at a bias) goes where the loader would put one
+    // whose segments ask for `m` alignment: at the next multiple of `m` (Linux and FreeBSD
+    // align a PIE's base to its largest p_align).
+    let new_bias = if bias == 0 { 0 } else { align_up(bias, m) };
     let old_lo = head.start;
     let last = segs.last().expect("not empty");
     let old_hi = align_up(bias.wrapping_add(last.vaddr + last.memsz), 4096);
     let new = lld_layout(segs, m);
     let new_last = new.last().expect("not empty");
-    let new_hi = align_up(bias.wrapping_add(new_last.vaddr + new_last.memsz), 4096);
+    let new_hi = align_up(new_bias.wrapping_add(new_last.vaddr + new_last.memsz), 4096);
     let size = new.iter().map(|s| s.offset + s.filesz).max().unwrap_or(0);
-    let mut moves: Vec<(u64, u64, i64)> =
-        segs.iter().zip(&new).map(|(o, n)| (bias.wrapping_add(o.vaddr), bias.wrapping_add(o.vaddr + o.memsz), n.vaddr.wrapping_sub(o.vaddr) as i64)).collect();
+    let mut moves: Vec<(u64, u64, i64)> = segs
+        .iter()
+        .zip(&new)
+        .map(|(o, n)| {
+            (bias.wrapping_add(o.vaddr), bias.wrapping_add(o.vaddr + o.memsz), new_bias.wrapping_add(n.vaddr).wrapping_sub(bias.wrapping_add(o.vaddr)) as i64)
+        })
+        .collect();
     let heap_delta = new_hi.wrapping_sub(old_hi) as i64;
     let mut out = Vec::new();
     for mp in maps {
@@ -163,8 +172,8 @@ pub fn relink(maps: &[Mapping], image: &Image, m: u64) -> Result<(Vec<Mapping>, 
         out.push(mp.clone());
     }
     for n in &new {
-        let start = page(bias.wrapping_add(n.vaddr));
-        let end = align_up(bias.wrapping_add(n.vaddr + n.memsz), 4096);
+        let start = page(new_bias.wrapping_add(n.vaddr));
+        let end = align_up(new_bias.wrapping_add(n.vaddr + n.memsz), 4096);
         let file = FileMap { offset: page(n.offset), size, exec: n.flags & PF_X != 0, writable: n.flags & PF_W != 0 };
         if let Some(c) = out.iter().find(|o| o.start < end && start < o.end && o.name != image.path) {
             let name = if c.name.is_empty() { "an anonymous mapping" } else { c.name.as_str() };
@@ -237,6 +246,25 @@ mod tests {
         crowded[3] = Mapping { start: 0x60_0000, end: 0x61_0000, name: "/lib/libc.so".into(), file: None };
         let e = relink(&crowded, &image, 2 << 20).unwrap_err();
         assert!(e.contains("would overlap /lib/libc.so"), "{e}");
+    }
+
+    /// A position-independent executable loaded at a bias that is not a multiple of the new
+    /// max-page-size moves whole to the next multiple (valgrind loads PIEs at 0x108000).
+    #[test]
+    fn a_pie_moves_to_an_aligned_base() {
+        let path = "/bin/pie".to_string();
+        let segs: Vec<Segment> = fig1().into_iter().map(|s| Segment { vaddr: s.vaddr - 0x20_0000, ..s }).collect();
+        let file = |offset: u64, exec: bool| Some(FileMap { offset, size: 0x30_7800, exec, writable: false });
+        let maps = vec![
+            Mapping { start: 0x10_8000, end: 0x10_e000, name: path.clone(), file: file(0, false) },
+            Mapping { start: 0x10_e000, end: 0x40_f000, name: path.clone(), file: file(0x6000, true) },
+        ];
+        let (out, r) = relink(&maps, &Image { path, segments: segs }, 2 << 20).unwrap();
+        let code = out.iter().find(|m| m.file.is_some_and(|f| f.exec)).unwrap();
+        assert_eq!((code.start, code.file.unwrap().offset), (0x40_6000, 0x6000), "base 2 MB, code at the next 2 MB");
+        let mut refs = vec![Ref::load(0x10_8010, 1), Ref::load(0x10_e900, 1)];
+        r.apply(&mut refs);
+        assert_eq!((refs[0].va, refs[1].va), (0x20_0010, 0x40_6900));
     }
 
     #[test]
