@@ -831,11 +831,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
         try:
             # The trace describes what was traced, not the FIFO it came through.
             desc = shlex.join(program)
-            if args.refs is not None:
-                fmt = "lackey" if args.no_fetch else "lackey+fetch"
-                n = _core.convert_trace([fifo], fmt, str(out), args.refs, desc)
-            else:
-                n = _core.lackey_to_native(fifo, str(out), desc, fetch=not args.no_fetch)
+            n = _core.lackey_to_native(fifo, str(out), desc, fetch=not args.no_fetch, skip=args.skip or 0,
+                                       refs=args.refs)
         finally:
             if proc.poll() is None:
                 # Stopped early (--refs reached, error or Ctrl-C): end the traced program.
@@ -1106,9 +1103,11 @@ def build_parser() -> Parser:
     t = sub.add_parser("trace", help="trace a Linux program under valgrind into a trace file",
                        description="Run PROGRAM under valgrind's lackey tool and convert its memory "
                                    "trace on the fly into xlat's trace format.",
-                       usage="xlat trace -o FILE [--refs N] [--no-fetch] -- PROGRAM [ARGS...]")
+                       usage="xlat trace -o FILE [--refs N] [--skip N] [--no-fetch] -- PROGRAM [ARGS...]")
     t.add_argument("--output", "-o", required=True, metavar="FILE")
     t.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
+    t.add_argument("--skip", type=count_arg, metavar="N",
+                   help="leave out the first N references (the program's start-up; they are traced, not written)")
     t.add_argument("--no-fetch", action="store_true",
                    help="leave out instruction fetches (by default each instruction is a fetch of its address, "
                         "for the ITLB and L1I)")

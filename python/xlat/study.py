@@ -102,24 +102,17 @@ class Study:
                     overlay = tomllib.load(f)
             except tomllib.TOMLDecodeError as e:
                 raise StudyError(f"{qfile}: {e}") from None
-        if self.prepare is None:
-            spec = _sweep.load_spec(self.dir / "sweep.toml", quick=quick, quick_overlay=overlay)
-        else:
-            try:
-                with open(self.dir / "sweep.toml", "rb") as f:
-                    doc = tomllib.load(f)
-            except (OSError, tomllib.TOMLDecodeError) as e:
-                raise StudyError(f"{self.dir / 'sweep.toml'}: {e}") from None
+        traces = None
+        if self.prepare is not None:
             out = Path(out_dir) if out_dir is not None else _results.Store(self.name).path
             try:
-                traces = self.prepare(out, quick)
+                # (Even none: configs may still name the traces as workloads.)
+                traces = list(self.prepare(out, quick) or [])
             except _core.XlatError:
                 raise
             except Exception as e:  # noqa: BLE001 - the script's failure, in one line
                 raise StudyError(f"study '{self.name}': prepare.py failed: {_sweep.one_line(e)}") from None
-            if traces:
-                doc["traces"] = list(doc.get("traces", [])) + list(traces)
-            spec = _sweep.load_spec(doc, quick=quick, quick_overlay=overlay)
+        spec = _sweep.load_spec(self.dir / "sweep.toml", quick=quick, quick_overlay=overlay, traces=traces)
         spec.name = self.name
         return spec
 

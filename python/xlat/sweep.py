@@ -168,11 +168,13 @@ _MIX_KEYS = {"label", "programs", "configs", *_RUN_KEYS, "seeds", "seed"}
 _TRACE_KEYS = {"label", "path", "format", "configs", *_RUN_KEYS, "seeds", "seed"}
 
 
-def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_overlay: Mapping | None = None) -> Spec:
+def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_overlay: Mapping | None = None,
+              traces: Sequence[Mapping] | None = None) -> Spec:
     """Parse a spec file (or an already-parsed mapping) into its grid of points.
 
     ``quick`` applies the spec's ``[quick]`` table over the top-level keys; ``quick_overlay``
-    (a study's ``quick.toml``) does the same from outside the file.
+    (a study's ``quick.toml``) does the same from outside the file. ``traces`` are more
+    ``[[traces]]`` tables (a study's prepared traces), added to the spec's.
     """
     source: Path | None = None
     if isinstance(spec, Mapping):
@@ -192,6 +194,8 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         base_dir = source.resolve().parent
     where = f"sweep spec '{source}'" if source else "sweep spec"
 
+    if traces is not None:
+        doc["traces"] = list(doc.get("traces") or []) + list(traces)
     if "mix" in doc:
         # (`[[mix]]` reads as well as `[[mixes]]`.)
         if "mixes" in doc:

@@ -126,11 +126,13 @@ fn out_format_of(format: Option<&str>) -> PyResult<wl::trace::Format> {
 }
 
 /// Convert valgrind lackey output (a file or a FIFO) to one native trace described by `desc`
-/// (default `lackey:INPUT`); with `fetch`, each instruction is a fetch of its address too.
+/// (default `lackey:INPUT`); with `fetch`, each instruction is a fetch of its address too;
+/// the first `skip` references are left out and at most `refs` written.
 #[pyfunction]
-#[pyo3(signature = (input, out, desc=None, fetch=false))]
-fn lackey_to_native(py: Python<'_>, input: String, out: String, desc: Option<String>, fetch: bool) -> PyResult<u64> {
-    interruptible(py, move |stop| wl::trace::lackey_to_native_until(Path::new(&input), Path::new(&out), desc.as_deref(), fetch, &stop).map_err(source_err))
+#[pyo3(signature = (input, out, desc=None, fetch=false, skip=0, refs=None))]
+fn lackey_to_native(py: Python<'_>, input: String, out: String, desc: Option<String>, fetch: bool, skip: u64, refs: Option<u64>) -> PyResult<u64> {
+    let opts = wl::trace::LackeyOptions { desc, fetch, skip, max: refs };
+    interruptible(py, move |stop| wl::trace::lackey_to_native_until(Path::new(&input), Path::new(&out), &opts, &stop).map_err(source_err))
 }
 
 /// Turn the trace cache on (native copies of slow traces kept in `dir`) or off (`None`) for

@@ -638,23 +638,37 @@ pub fn record_as(src: &mut dyn RefSource, path: &Path, format: Format, max_refs:
 /// FIFO, so a program can be traced and converted on the fly:
 /// `valgrind --tool=lackey --trace-mem=yes --log-file=FIFO prog`.
 pub fn lackey_to_native(input: &Path, out: &Path) -> Result<u64, SourceError> {
-    lackey_to_native_until(input, out, None, false, &AtomicBool::new(false))
+    lackey_to_native_until(input, out, &LackeyOptions::default(), &AtomicBool::new(false))
 }
 
-/// As [`lackey_to_native`], with `desc` (e.g. the traced program and its arguments; default
-/// `lackey:INPUT`) as the trace's description, stopping once `stop` is set (checked once per
-/// batch).
-pub fn lackey_to_native_until(input: &Path, out: &Path, desc: Option<&str>, fetch: bool, stop: &AtomicBool) -> Result<u64, SourceError> {
+/// What [`lackey_to_native_until`] keeps of a lackey log.
+#[derive(Clone, Debug, Default)]
+pub struct LackeyOptions {
+    /// The trace's description (default `lackey:INPUT`), e.g. the traced program and its
+    /// arguments.
+    pub desc: Option<String>,
+    /// Each instruction is also a fetch of its address.
+    pub fetch: bool,
+    /// References left out at the start (a program's start-up), before any is written.
+    pub skip: u64,
+    /// References written at most (then the conversion stops).
+    pub max: Option<u64>,
+}
+
+/// As [`lackey_to_native`], with `opts`, stopping once `stop` is set (checked once per
+/// batch). Returns the references written.
+pub fn lackey_to_native_until(input: &Path, out: &Path, opts: &LackeyOptions, stop: &AtomicBool) -> Result<u64, SourceError> {
     let p = input.to_string_lossy().into_owned();
     let r = open_file(&p)?;
     let (r, _) = decompress(&p, r)?;
-    let mut dec = lackey::LackeyDecoder::new(&p, r, fetch);
-    let desc = desc.map(str::to_string).unwrap_or_else(|| format!("lackey:{p}"));
+    let mut dec = lackey::LackeyDecoder::new(&p, r, opts.fetch);
+    let desc = opts.desc.clone().unwrap_or_else(|| format!("lackey:{p}"));
     let hdr = NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc };
     let mut w = NativeWriter::create(out, &hdr)?;
     let mut buf = Vec::with_capacity(BATCH);
+    let (mut skip, mut left) = (opts.skip, opts.max.unwrap_or(u64::MAX));
     let mut total = 0;
-    loop {
+    while left > 0 {
         if stop.load(Ordering::Relaxed) {
             return Err(interrupted(out));
         }
@@ -663,8 +677,12 @@ pub fn lackey_to_native_until(input: &Path, out: &Path, desc: Option<&str>, fetc
         if buf.is_empty() {
             break;
         }
-        w.write(&buf)?;
-        total += buf.len() as u64;
+        let from = (skip.min(buf.len() as u64)) as usize;
+        skip -= from as u64;
+        let take = ((buf.len() - from) as u64).min(left) as usize;
+        w.write(&buf[from..from + take])?;
+        total += take as u64;
+        left -= take as u64;
     }
     w.finish()?;
     Ok(total)

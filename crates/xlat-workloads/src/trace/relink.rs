@@ -8,8 +8,9 @@
 //! page lies one page further from its file offset than the one before: out of phase with the
 //! file for any coalescing or superpage size. With M ≥ the coalescing size it is in phase.
 //!
-//! The trace's references to the image move with their segment, and the brk heap that
-//! followed the image moves with its end; the program's other mappings stay where they were.
+//! The trace's references to the image move with their segment, and the mappings that
+//! followed the image (its brk heap, what the loader put beside it) move up by a multiple of
+//! 2 MB to make room; the program's other mappings stay where they were.
 
 use crate::trace::maps::Mapping;
 use xlat_core::{FileMap, Ref};
@@ -157,16 +158,31 @@ pub fn relink(maps: &[Mapping], image: &Image, m: u64) -> Result<(Vec<Mapping>, 
             (bias.wrapping_add(o.vaddr), bias.wrapping_add(o.vaddr + o.memsz), new_bias.wrapping_add(n.vaddr).wrapping_sub(bias.wrapping_add(o.vaddr)) as i64)
         })
         .collect();
-    let heap_delta = new_hi.wrapping_sub(old_hi) as i64;
+    let inside = |mp: &Mapping| mp.start < old_hi && old_lo < mp.end && (mp.name == image.path || mp.file.is_none() && old_lo <= mp.start && mp.end <= old_hi);
+    // The mappings right after the image (its brk heap, whatever the loader put next to it)
+    // make room for a larger one: they move up together by a multiple of 2 MB, which keeps
+    // each one's alignment, as far as the first gap that absorbs the move.
+    let shift = align_up(new_hi.saturating_sub(old_hi), 2 << 20);
+    let mut after: Vec<&Mapping> = maps.iter().filter(|mp| mp.start >= old_hi && !inside(mp)).collect();
+    after.sort_by_key(|mp| mp.start);
+    let (mut limit, mut moved_end) = (new_hi, old_hi);
+    for mp in after {
+        if shift == 0 || mp.start >= limit {
+            break;
+        }
+        moved_end = moved_end.max(mp.end);
+        limit = limit.max(mp.end + shift);
+    }
+    if moved_end > old_hi {
+        moves.push((old_hi, moved_end, shift as i64));
+    }
     let mut out = Vec::new();
     for mp in maps {
-        if mp.start < old_hi && old_lo < mp.end && (mp.name == image.path || mp.file.is_none() && old_lo <= mp.start && mp.end <= old_hi) {
+        if inside(mp) {
             continue; // the image's, with its zero-filled tail: replaced below
         }
-        if mp.start == old_hi && mp.file.is_none() && heap_delta != 0 {
-            // The brk heap (or the anonymous tail of the image) follows the image's end.
-            moves.push((mp.start, mp.end, heap_delta));
-            out.push(Mapping { start: mp.start.wrapping_add_signed(heap_delta), end: mp.end.wrapping_add_signed(heap_delta), ..mp.clone() });
+        if mp.start >= old_hi && mp.start < moved_end {
+            out.push(Mapping { start: mp.start + shift, end: mp.end + shift, ..mp.clone() });
             continue;
         }
         out.push(mp.clone());
@@ -236,16 +252,19 @@ mod tests {
         let code: Vec<&Mapping> = out.iter().filter(|m| m.file.is_some_and(|f| f.exec)).collect();
         assert_eq!((code.len(), code[0].start, code[0].file.unwrap().offset), (1, 0x20_7000, 0x6000));
         let heap = out.iter().find(|m| m.name == "[heap]").unwrap();
-        assert_eq!(heap.start, 0x50_a000, "two pages further, as the image's end");
+        assert_eq!(heap.start, 0x70_8000, "2 MB further: the image grew by two pages");
         let mut refs = vec![Ref::load(0x20_6900, 1), Ref::load(0x20_6100, 1), Ref::load(0x50_9000, 1), Ref::load(0x7f00_0000_0000, 1)];
         r.apply(&mut refs);
         let vas: Vec<u64> = refs.iter().map(|r| r.va).collect();
-        assert_eq!(vas, vec![0x20_7900, 0x20_6100, 0x50_b000, 0x7f00_0000_0000], "code moves a page, rodata stays, the heap follows");
-        // The 2 MB layout would run into a mapping 1 MB past the image.
+        assert_eq!(vas, vec![0x20_7900, 0x20_6100, 0x70_9000, 0x7f00_0000_0000], "code moves a page, rodata stays, the heap follows");
+        // With 2 MB the image grows by 2 MB and more: a library 1 MB past it moves 4 MB up,
+        // and the mapping far above stays.
         let mut crowded = maps.clone();
         crowded[3] = Mapping { start: 0x60_0000, end: 0x61_0000, name: "/lib/libc.so".into(), file: None };
-        let e = relink(&crowded, &image, 2 << 20).unwrap_err();
-        assert!(e.contains("would overlap /lib/libc.so"), "{e}");
+        let (out, _) = relink(&crowded, &image, 2 << 20).unwrap();
+        let libc = out.iter().find(|m| m.name == "/lib/libc.so").unwrap();
+        assert_eq!(libc.start, 0xa0_0000);
+        assert!(out.iter().any(|m| m.start == 0x7f00_0000_0000));
     }
 
     /// A position-independent executable loaded at a bias that is not a multiple of the new

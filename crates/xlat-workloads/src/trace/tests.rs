@@ -658,3 +658,17 @@ fn sidecars_give_file_regions_and_relink_the_executable() {
         assert_eq!(text.start - text.file.unwrap().offset, if m == 4096 { 0x20_1000 } else { 0x40_0000 });
     }
 }
+
+/// `xlat trace --skip N --refs M`: the first N references (a program's start-up) are left
+/// out, then at most M written; with fetches, each instruction is one.
+#[test]
+fn lackey_conversion_skips_and_stops() {
+    let log = tmp("skip.lackey");
+    std::fs::write(&log, "I  1000,4\n L 2000,8\nI  1004,4\n S 3000,8\nI  1008,4\n L 4000,8\n").unwrap();
+    let out = tmp("skip.xtr");
+    let opts = LackeyOptions { fetch: true, skip: 2, max: Some(3), ..Default::default() };
+    assert_eq!(lackey_to_native_until(&log, &out, &opts, &AtomicBool::new(false)).unwrap(), 3);
+    let (_, mut src) = crate::open_trace(&[out.to_string_lossy().into()], None).unwrap();
+    let vas: Vec<u64> = read_all(&mut *src, 0, 10).unwrap().iter().map(|r| r.va).collect();
+    assert_eq!(vas, vec![0x1004, 0x3000, 0x1008]);
+}
