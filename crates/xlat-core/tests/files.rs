@@ -118,8 +118,14 @@ fn freebsd_reserves_whole_pieces_of_large_files_only() {
 #[test]
 fn the_maxpagesize_phase_shift_kills_coalescing() {
     for (shift, want) in [(0u64, 1.0), (4096, 0.0), (16384, 1.0)] {
-        let cfg =
-            Config::from_pairs([("tlb.coalescing", "16k"), ("os.page_policy", "freebsd"), ("os.reservation_promote", "false"), ("os.preset_a", "on")]).unwrap();
+        let cfg = Config::from_pairs([
+            ("tlb.coalescing", "16k"),
+            ("os.page_policy", "freebsd"),
+            ("os.reservation_promote", "false"),
+            ("os.preset_a", "on"),
+            ("check.translations", "1"),
+        ])
+        .unwrap();
         let size = 4 * MB;
         let start = TEXT + 6 * 4096 + shift; // the code segment's first page in the file is page 6
         let regions = vec![text("/bin/clang", start, size - 6 * 4096, 6 * 4096, size)];
@@ -161,5 +167,77 @@ fn thp_leaves_file_mappings_alone() {
     for (va, want) in [(TEXT, PageSize::Size4K), (TEXT + 8 * MB, PageSize::Size4K), (TEXT + 16 * MB, PageSize::Size2M)] {
         os.fault(s, VirtAddr(va), true).unwrap();
         assert_eq!(os.translate(s, VirtAddr(va)).unwrap().1, want, "{va:#x}");
+    }
+}
+
+/// The exact 4 KB frame mapping `va`, whatever the size of the page holding it.
+fn frame4k(os: &Os, space: usize, va: u64) -> Option<u64> {
+    let (f, size) = os.translate(space, VirtAddr(va))?;
+    Some(f.0 + ((va & (size.bytes() - 1)) >> 12))
+}
+
+/// Random faults, unmaps, protects, MADV_FREEs and migrations in two processes that map one
+/// file and a heap each, under every policy: the processes always map a file page to the same
+/// frame, and no frame ever backs two anonymous pages or an anonymous page and a file page.
+#[test]
+fn random_operations_keep_the_page_cache_and_anonymous_memory_apart() {
+    use xlat_core::os::OsOp;
+    for policy in ["never", "thp", "freebsd"] {
+        let mut os = os(&[("os.page_policy", policy)]);
+        let file = text("/bin/big", TEXT, 6 * MB, 0, 6 * MB);
+        let heap = Region { name: "heap".into(), start: TEXT + 16 * MB, len: 4 * MB, file: None };
+        let spaces = [os.create_space(vec![file.clone(), heap.clone()]).unwrap(), os.create_space(vec![file, heap]).unwrap()];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..4000 {
+            let s = spaces[next(2) as usize];
+            let base = if next(2) == 0 { TEXT } else { TEXT + 16 * MB };
+            let pages = if base == TEXT { 1536 } else { 1024 };
+            let va = base + next(pages) * 4096;
+            match next(8) {
+                0..=3 => {
+                    if os.translate(s, VirtAddr(va)).is_none() {
+                        os.fault(s, VirtAddr(va), next(2) == 0).unwrap();
+                    }
+                }
+                4 => {
+                    os.unmap(s, VirtAddr(va)).unwrap();
+                }
+                5 => {
+                    os.call(s, OsOp::Free, va, va + 4 * 4096).unwrap();
+                }
+                6 => {
+                    os.call(s, OsOp::Migrate, va, va + 2 * 4096).unwrap();
+                }
+                _ => {
+                    os.call(s, OsOp::Protect, va, va + 4096).unwrap();
+                }
+            }
+            os.pending.clear();
+        }
+        let mut owner = std::collections::HashMap::new();
+        for p in 0..1536 {
+            let va = TEXT + p * 4096;
+            let (a, b) = (frame4k(&os, spaces[0], va), frame4k(&os, spaces[1], va));
+            if let (Some(a), Some(b)) = (a, b) {
+                assert_eq!(a, b, "{policy}: file page {p} in two frames");
+            }
+            for f in [a, b].into_iter().flatten() {
+                owner.insert(f, ("file", p));
+            }
+        }
+        for &s in &spaces {
+            for p in 0..1024 {
+                if let Some(f) = frame4k(&os, s, TEXT + 16 * MB + p * 4096) {
+                    let old = owner.insert(f, ("heap", s as u64 * 4096 + p));
+                    assert!(old.is_none(), "{policy}: frame {f:#x} backs heap page {p} of space {s} and {old:?}");
+                }
+            }
+        }
     }
 }
