@@ -259,6 +259,23 @@ impl MaxPageSize {
 }
 
 config_enum!(
+    /// Small reservations for files (the coalescing paper's §3.8 proposal).
+    SmallReservation { None = "none", K16 = "16k", K32 = "32k", K64 = "64k" }
+);
+
+impl SmallReservation {
+    /// 4 KB pages per reservation (1 for none).
+    pub fn pages(self) -> u64 {
+        match self {
+            SmallReservation::None => 1,
+            SmallReservation::K16 => 4,
+            SmallReservation::K32 => 8,
+            SmallReservation::K64 => 16,
+        }
+    }
+}
+
+config_enum!(
     /// How `--prefault` leaves each page it maps.
     PrefaultAs { Read = "read", Write = "write" }
 );
@@ -751,6 +768,7 @@ config! {
     os_switch_cycles: u64 = 4000; "os.switch_cycles"; "direct cost of a context switch in cycles (~2 us, of the order lmbench lat_ctx reports)";
     os_madv_free: bool = true; "os.madv_free"; "the OS honours a program's madvise(MADV_FREE) (OS-call op madv-free, the churn kernel's free=madv_free): clear the range's A and D bits, demote 2 MB pages it covers in part, shoot it down; false ignores the calls, as jemalloc told not to make them (the coalescing paper's nomdv)";
     loader_max_page_size: MaxPageSize = MaxPageSize::AsLinked; "loader.max_page_size"; "lay a traced executable out as LLD would link it with this max-page-size (4k, 16k, 32k, 2m; segments packed in the file, each at align(dot, M) + dot % M): 4k puts every segment after a shared file page out of phase with the file, so that neither coalescing nor superpages can map its code (the coalescing paper's Fig. 1); as-linked keeps the layout the program was built with. Needs a trace from xlat trace (its FILE.maps records the executable's segments); kernels have no image and ignore it";
+    os_small_reservation: SmallReservation = SmallReservation::None; "os.small_reservation"; "page_policy=freebsd: a file page that gets no 2 MB reservation (a file of 2 MB or less, a file's last partial piece) comes from an aligned reservation of this size for its chunk, where the chunk lies whole inside the file (16k, 32k, 64k: the coalescing paper's §3.8 proposal of smaller reservations; none: FreeBSD's single 2 MB size)";
     os_readahead_pages: u64 = 32; "os.readahead_pages"; "a fault on a page of a file that is not in the page cache reads the aligned cluster of this many pages around it (a power of two; Linux's read-around is 128 KB, 32 pages; 1 reads the page alone)";
     os_fault_around_pages: u64 = 16; "os.fault_around_pages"; "a fault on a file page also maps the cached pages of the aligned cluster of this many pages around it that the mapping covers (a power of two; Linux's fault_around_bytes is 64 KB, 16 pages; FreeBSD prefaults a similar window; 1 maps the faulting page alone)";
     os_preset_a: PresetA = PresetA::Auto; "os.preset_a"; "pages a file fault maps around the faulting one (os.fault_around_pages) get the accessed bit at once: on, off, or auto (on for the Linux policies, whose x86 fault-around maps pages young; off for page_policy=freebsd, which maps them with A clear, so a group of them cannot coalesce until each page is touched; on is the coalescing paper's §3.8 proposal)";

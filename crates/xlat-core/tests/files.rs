@@ -241,3 +241,21 @@ fn random_operations_keep_the_page_cache_and_anonymous_memory_apart() {
         }
     }
 }
+
+/// §3.8's small reservations: a 1 MB library (no 2 MB reservation under FreeBSD) gets its
+/// 16 KB chunks in aligned 16 KB blocks, so each group of 4 pages is contiguous and aligned
+/// wherever its mapping is in phase; without them, FreeBSD's last-frame-first page cache makes
+/// no group contiguous.
+#[test]
+fn small_reservations_make_small_files_coalescable() {
+    for (small, want) in [("16k", true), ("none", false)] {
+        let mut os = os(&[("os.page_policy", "freebsd"), ("os.small_reservation", small), ("phys.pcp_order", "lifo")]);
+        let s = os.create_space(vec![text("/lib/small.so", TEXT, MB, 0, MB)]).unwrap();
+        os.prefault(s).unwrap();
+        let aligned = (0..64u64).all(|g| {
+            (0..4).all(|i| frame(&os, s, TEXT + (4 * g + i) * 4096) == frame(&os, s, TEXT + 4 * g * 4096) + i) && frame(&os, s, TEXT + 4 * g * 4096) % 4 == 0
+        });
+        assert_eq!(aligned, want, "os.small_reservation={small}");
+        assert_eq!(os.counters.reservations, 0, "no 2 MB reservation for a 1 MB file");
+    }
+}

@@ -320,6 +320,8 @@ pub struct Os {
     fault_around: u64,
     /// Pages mapped around a faulting file page are accessed at once (`os.preset_a`).
     preset_a: bool,
+    /// Pages per small file reservation (`os.small_reservation`; 1: none).
+    small_reservation: u64,
 }
 
 impl Os {
@@ -375,6 +377,7 @@ impl Os {
                 PresetA::Off => false,
                 PresetA::Auto => cfg.page_policy() != PagePolicy::FreeBsd,
             },
+            small_reservation: cfg.os_small_reservation.pages(),
         }
     }
 
@@ -791,7 +794,8 @@ impl Os {
     }
 
     /// A frame for page `index` of `file`: under FreeBSD from the reservation of its 2 MB
-    /// piece when the piece may have one (reserving it first), else from the allocator.
+    /// piece when the piece may have one (reserving it first), else from a small reservation
+    /// of its chunk (`os.small_reservation`, if on), else from the allocator.
     fn file_frame(&mut self, file: u32, index: u64, va: u64) -> Result<Frame, SimError> {
         if self.policy == PagePolicy::FreeBsd && self.page_cache.reservable(file, index / PIECE) {
             if self.page_cache.reservation(file, index / PIECE).is_none() {
@@ -804,6 +808,12 @@ impl Os {
                 }
             }
             if let Some(f) = self.page_cache.take_reserved(file, index) {
+                return Ok(f);
+            }
+        }
+        if self.policy == PagePolicy::FreeBsd && self.small_reservation > 1 {
+            let (phys, chunk) = (&mut self.phys, self.small_reservation);
+            if let Some(f) = self.page_cache.take_small(file, index, chunk, || phys.alloc(chunk.trailing_zeros() as u8)) {
                 return Ok(f);
             }
         }

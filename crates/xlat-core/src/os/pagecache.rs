@@ -20,12 +20,14 @@ pub struct PieceReservation {
     pub count: u16,
 }
 
-/// One file: its size in pages, the frames of its cached pages, its reservations.
+/// One file: its size in pages, the frames of its cached pages, its reservations (2 MB ones
+/// by piece, small ones, `os.small_reservation`, by chunk).
 #[derive(Default)]
 struct File {
     pages: u64,
     frames: HashMap<u64, Frame>,
     pieces: HashMap<u64, PieceReservation>,
+    chunks: HashMap<u64, PieceReservation>,
 }
 
 /// Every file mapped so far, by path.
@@ -89,6 +91,23 @@ impl PageCache {
         Some(Frame(r.base + index % PIECE))
     }
 
+    /// The frame for page `index` from the small reservation of `chunk` pages holding it
+    /// (counted as populated), reserving the chunk's aligned block with `alloc` first if
+    /// needed; `None` if the chunk is not whole inside the file or no block is free.
+    pub fn take_small(&mut self, file: u32, index: u64, chunk: u64, alloc: impl FnOnce() -> Option<Frame>) -> Option<Frame> {
+        let f = &mut self.files[file as usize];
+        let c = index / chunk;
+        if (c + 1) * chunk > f.pages {
+            return None;
+        }
+        let r = match f.chunks.get_mut(&c) {
+            Some(r) => r,
+            None => f.chunks.entry(c).or_insert(PieceReservation { base: alloc()?.0, count: 0 }),
+        };
+        r.count += 1;
+        Some(Frame(r.base + index % chunk))
+    }
+
     /// Pages cached over all files.
     pub fn cached_pages(&self) -> u64 {
         self.files.iter().map(|f| f.frames.len() as u64).sum()
@@ -121,6 +140,18 @@ mod tests {
         assert!(pc.reservable(odd, 0) && pc.reservable(odd, 1));
         assert!(!pc.reservable(odd, 2), "the piece holding the last 1 MB + 4 KB");
         assert!(pc.reservable(exact, 0) && pc.reservable(exact, 1));
+    }
+
+    /// §3.8's small reservations: a whole 16 KB chunk of a small file gets an aligned block;
+    /// the file's last, partial chunk does not.
+    #[test]
+    fn small_reservations_cover_whole_chunks() {
+        let mut pc = PageCache::default();
+        let f = pc.open("lib", 10 * 4096);
+        assert_eq!(pc.take_small(f, 5, 4, || Some(Frame(64))), Some(Frame(65)));
+        assert_eq!(pc.take_small(f, 6, 4, || panic!("reserved already")), Some(Frame(66)));
+        assert_eq!(pc.take_small(f, 9, 4, || Some(Frame(128))), None, "pages 8..12 pass the end");
+        assert_eq!(pc.take_small(f, 0, 4, || None), None, "no block free");
     }
 
     #[test]
