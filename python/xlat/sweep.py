@@ -506,15 +506,8 @@ def _parse_traces(raw: Any, base_dir: Path, where: str) -> list[dict]:
     its extension), ``format`` (as ``xlat run --trace-format``), run options, seeds and
     ``configs``. Each is a point whose workload is ``trace``, identified by the content of
     the trace and its sidecar, not by where they lie."""
-    if raw is None:
-        return []
-    entries = raw if isinstance(raw, list) else [raw]
     out = []
-    for i, e in enumerate(entries):
-        what = f"{where}: traces[{i}]"
-        if not isinstance(e, Mapping):
-            raise SpecError(f"{what}: expected a table with path = \"prog.xtr\"")
-        _known_keys(e, _TRACE_KEYS, what)
+    for what, e in _tables(raw, "traces", _TRACE_KEYS, where, 'path = "prog.xtr"'):
         path = e.get("path")
         if not isinstance(path, str) or not path:
             raise SpecError(f"{what}: 'path' must be the path of a trace file")
@@ -528,26 +521,39 @@ def _parse_traces(raw: Any, base_dir: Path, where: str) -> list[dict]:
         if fmt is not None and (not isinstance(fmt, str) or not fmt):
             raise SpecError(f"{what}: 'format' must be a trace format such as \"lackey\"")
         params = [("label", label), ("path", str(full.resolve()))] + ([("format", fmt)] if fmt else [])
-        run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
-        seeds = _seeds(e, what) if ("seeds" in e or "seed" in e) else None
-        out.append({"name": "trace", "params": tuple(sorted(params)), "run": run, "seeds": seeds,
-                    "configs": _config_labels(e.get("configs"), what), "what": what})
+        out.append(_point_source("trace", tuple(sorted(params)), e, what))
     return out
+
+
+def _tables(raw: Any, kind: str, keys: set, where: str, example: str) -> list[tuple[str, Mapping]]:
+    """The tables of a spec's ``[[kind]]`` list (one table reads as a list of one), each with
+    the text naming it in errors; each must be a table of known keys."""
+    if raw is None:
+        return []
+    out = []
+    for i, e in enumerate(raw if isinstance(raw, list) else [raw]):
+        what = f"{where}: {kind}[{i}]"
+        if not isinstance(e, Mapping):
+            raise SpecError(f"{what}: expected a table with {example}")
+        _known_keys(e, keys, what)
+        out.append((what, e))
+    return out
+
+
+def _point_source(name: str, params: tuple, e: Mapping, what: str) -> dict:
+    """A mix's or trace's entry of the grid: its run options, seeds and configs from `e`."""
+    run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
+    seeds = _seeds(e, what) if ("seeds" in e or "seed" in e) else None
+    return {"name": name, "params": params, "run": run, "seeds": seeds, "configs": _config_labels(e.get("configs"), what),
+            "what": what}
 
 
 def _parse_mixes(raw: Any, where: str) -> list[dict]:
     """``[[mixes]]`` tables: ``programs`` (a mix spec, or a list of programs ``"bfs@0"``), an
     optional ``label``, run options and ``configs`` (the labels of the configs it runs on;
     default: every config). Each is a point whose workload is ``mix``."""
-    if raw is None:
-        return []
-    entries = raw if isinstance(raw, list) else [raw]
     out = []
-    for i, e in enumerate(entries):
-        what = f"{where}: mixes[{i}]"
-        if not isinstance(e, Mapping):
-            raise SpecError(f"{what}: expected a table with programs = [\"bfs@0\", \"gups@1\"]")
-        _known_keys(e, _MIX_KEYS, what)
+    for what, e in _tables(raw, "mixes", _MIX_KEYS, where, 'programs = ["bfs@0", "gups@1"]'):
         progs = e.get("programs")
         if isinstance(progs, list) and progs and all(isinstance(p, str) for p in progs):
             text = ",".join(p.strip() for p in progs)
@@ -566,11 +572,7 @@ def _parse_mixes(raw: Any, where: str) -> list[dict]:
         label = e.get("label", text)
         if not isinstance(label, str) or not label:
             raise SpecError(f"{what}: 'label' must be a non-empty string")
-        run = {k: _axis(e[k], f"{what}: '{k}'") for k in _RUN_KEYS if k in e}
-        seeds = _seeds(e, what) if ("seeds" in e or "seed" in e) else None
-        only = _config_labels(e.get("configs"), what)
-        out.append({"name": "mix", "params": (("label", label), ("programs", text)), "run": run, "seeds": seeds,
-                    "configs": only, "what": what})
+        out.append(_point_source("mix", (("label", label), ("programs", text)), e, what))
     return out
 
 

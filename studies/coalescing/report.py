@@ -86,6 +86,14 @@ def _paired(values, paper, key, x, digits):
     return _cell(x, paper.get(key), digits)
 
 
+def _paired_rows(t, names, columns, col, key, values, paper, digits):
+    """One row per workload (`names`: workload -> its row's name) of `col` per configuration,
+    each cell paired with the paper's value for `key` (formatted with `c`, the config's id,
+    and `w`, the workload)."""
+    return [[name] + [_paired(values, paper, key.format(c=_id(c), w=w), _get(t, c, w, col), digits) for c in columns]
+            for w, name in names.items()]
+
+
 def _bars(t, col, path, title, ylabel, caption):
     """A bar figure of `col` per paper column, one bar per workload; its Markdown lines."""
     points = t[t["setup"].isin(COLUMNS)]
@@ -103,12 +111,8 @@ def render(df, out_dir, quick):
     body = []
 
     # --- T-C: contiguity each allocator makes, seen as coalesced L2 DTLB hits ----------------
-    rows = []
-    for w in workloads:
-        row = [f"{PAPER_NAME[w]} ({w})"]
-        for c in COLUMNS:
-            row.append(_paired(values, paper, f"coalesced_share_{_id(c)}_{w}", _get(t, c, w, "l2_hit.coalesced.pct"), 1))
-        rows.append(row)
+    rows = _paired_rows(t, {w: f"{PAPER_NAME[w]} ({w})" for w in workloads}, COLUMNS, "l2_hit.coalesced.pct",
+                        "coalesced_share_{c}_{w}", values, paper, 1)
     body += ["## Contiguity by chance and by design (T-C)", "",
              ("Share (%) of L2 DTLB hits served by coalesced entries (16 KB on zen3, 32 KB on zenplus); "
              "the paper's value in parentheses where it has one. Linux's per-CPU lists hand out ascending "
@@ -266,13 +270,7 @@ def _code_section(t, programs, paper, values, out_dir):
     """T-E for the traced programs: L1 ITLB misses per configuration and what reservations
     cut, on the FreeBSD binaries (F5, F2: relinked with 2 MB) and the Linux ones (LB); then
     Fig. 1's phase shift (F5-reserv relinked with 4 KB) and A-bit presetting."""
-    rows = []
-    for w in programs:
-        row = [_program(w)]
-        for c in CODE_COLUMNS:
-            key = f"l1i_pki_{_id(c)}_{w}"
-            row.append(_paired(values, paper, key, _get(t, c, w, "l1i"), 3))
-        rows.append(row)
+    rows = _paired_rows(t, {w: _program(w) for w in programs}, CODE_COLUMNS, "l1i", "l1i_pki_{c}_{w}", values, paper, 3)
     body = ["## Code: L1 ITLB misses (T-E)", "",
             ("L1 ITLB misses per 1000 instructions of the programs traced here (prepare.py: GCC's cc1 "
              "stands for the paper's Clang, node for its Node.js; sqlite, Python and xz are the issue's). "
