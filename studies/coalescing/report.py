@@ -86,6 +86,14 @@ def _paired(values, paper, key, x, digits):
     return _cell(x, paper.get(key), digits)
 
 
+def _cuts(t, cpu, w, col, values, paper):
+    """The cells of the cut (%) reserv and super make in `col` against noresv on `cpu`, each
+    paired with the paper's `<col>_reduction_<cpu>_<mode>_<w>`."""
+    base = _get(t, f"{cpu}-noresv", w, col)
+    return [_paired(values, paper, f"{col}_reduction_{cpu.lower()}_{mode}_{w}", _cut(base, _get(t, f"{cpu}-{mode}", w, col)), 1)
+            for mode in ("reserv", "super")]
+
+
 def _paired_rows(t, names, columns, col, key, values, paper, digits):
     """One row per workload (`names`: workload -> its row's name) of `col` per configuration,
     each cell paired with the paper's value for `key` (formatted with `c`, the config's id,
@@ -140,11 +148,8 @@ def render(df, out_dir, quick):
     for w in workloads:
         row = [f"{PAPER_NAME[w]} ({w})"]
         for cpu in ("F5", "F2"):
-            base = _get(t, f"{cpu}-noresv", w, "l1d")
-            row.append(_cell(base))
-            for mode in ("reserv", "super"):
-                cut = _cut(base, _get(t, f"{cpu}-{mode}", w, "l1d"))
-                row.append(_paired(values, paper, f"l1d_reduction_{cpu.lower()}_{mode}_{w}", cut, 1))
+            row.append(_cell(_get(t, f"{cpu}-noresv", w, "l1d")))
+            row += _cuts(t, cpu, w, "l1d", values, paper)
         rows.append(row)
     body += ["## L1 DTLB misses (T-A)", "",
              ("L1 DTLB misses per 1000 instructions without reservations (noresv), and the percentage "
@@ -281,9 +286,7 @@ def _code_section(t, programs, paper, values, out_dir):
     for w in programs:
         row = [_program(w)]
         for cpu in ("F5", "F2", "LB"):
-            base = _get(t, f"{cpu}-noresv", w, "l1i")
-            for mode in ("reserv", "super"):
-                row.append(_paired(values, paper, f"l1i_reduction_{cpu.lower()}_{mode}_{w}", _cut(base, _get(t, f"{cpu}-{mode}", w, "l1i")), 1))
+            row += _cuts(t, cpu, w, "l1i", values, paper)
         rows.append(row)
     body += [("The cut (%) in L1 ITLB misses reservations (reserv) and reservations with promotion (super) "
               "make against noresv on the same CPU and binary."), "",
