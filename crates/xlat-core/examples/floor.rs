@@ -11,14 +11,16 @@
 //!   24 entries probed together (the longest hit decides where the walk starts), and a real
 //!   4-level table (entries with P, A, D and the child node's number, in 4 KB nodes) that
 //!   walks read and set A and D bits in, page-table entries prefetched 32 references ahead;
-//!   a store through a clean translation walks again. It counts the engine's walks and steps
-//!   exactly (12,071,819 walks, 2.23 steps per walk over 20 M references).
-//! - memory side: three LRU caches (L1D 32 KB 8-way, L2 256 KB 4-way, LLC 16 MB 16-way;
-//!   non-inclusive fills and write-backs as `MemorySide::access` does them) kept as bare key
-//!   arrays, a dirty mask and the engine's order word (`repl::Order`); LLC sets prefetched
-//!   ahead; then the same with the engine's timing window (`timing::Window`), then with the
+//!   a store through a clean translation walks again. It counts the engine's walks, dirty-bit
+//!   walks and steps exactly (9,992,530, 2,079,289 and 26,979,531 over 20 M references).
+//! - memory side: three LRU caches (L1D 32 KB, L2 256 KB and LLC 16 MB, 8-way; non-inclusive
+//!   fills and write-backs as `MemorySide::access` does them) kept as bare key arrays, a dirty
+//!   mask and the engine's order word (`repl::Order`); LLC sets prefetched ahead; then the same
+//!   with the engine's timing (`timing::Window`, `Units` for the walkers and MSHRs, `InFlight`
+//!   for lines and pages in flight, used as `memory::hierarchy` uses them), then with the
 //!   engine's own caches (`cache::Cache`) instead of the lean ones: same decisions, same
-//!   cycles.
+//!   cycles. The physical layout is not the engine's (data frames in page order, table
+//!   nodes apart), so its cycles differ from the engine's by a few in 100,000.
 //!
 //! No statistics beyond walks, steps and where accesses were served, no contexts in TLB
 //! keys, no line kinds or owners, no policies but LRU. Each half is timed alone (best of
@@ -27,7 +29,7 @@ use std::time::Instant;
 use xlat_core::config::Policy;
 use xlat_core::memory::cache::Cache;
 use xlat_core::memory::repl::{LineKind, Order, WideOrder};
-use xlat_core::timing::{Units, Window};
+use xlat_core::timing::{InFlight, Units, Window};
 
 /// One LRU cache: `W` ways per set.
 struct Lean<const W: usize> {
@@ -103,14 +105,14 @@ impl<const W: usize> Lean<W> {
 /// Where accesses were served: L1, L2, LLC, DRAM.
 struct Hierarchy {
     l1: Lean<8>,
-    l2: Lean<4>,
-    llc: Lean<16>,
+    l2: Lean<8>,
+    llc: Lean<8>,
     served: [u64; 4],
     dram_writes: u64,
 }
 
-/// Latencies of the `skylake` preset, in cycles (DRAM: 100 ns at 2 GHz).
-const LAT: [u64; 4] = [4, 12, 42, 42 + 200];
+/// Latencies of the `skylake` preset, in cycles (DRAM: 50 ns at 2 GHz beyond the LLC).
+const LAT: [u64; 4] = [4, 12, 42, 42 + 100];
 
 /// A three-level hierarchy as the run below drives it.
 trait Levels {
@@ -221,19 +223,28 @@ impl Levels for Engine {
 /// One step of the stream: a reference's walk reads (`pte`), or its data access.
 #[derive(Clone, Copy)]
 enum Step {
-    /// A reference that walks starts (its dispatch).
-    Walk,
+    /// A reference that walks is dispatched (`l2`: after an L2 TLB lookup; a store through
+    /// a clean L1 entry walks at once to set the D bit). `delta`: its instructions.
+    Walk {
+        delta: u32,
+        l2: bool,
+    },
     Pte(u64),
-    /// The data access; `bool`: a store.
+    /// The walk's end and the data access; `bool`: a store.
     Data(u64, bool),
     /// A reference the TLB translates (dispatch and data access).
-    Hit(u64, bool),
+    Hit {
+        line: u64,
+        write: bool,
+        delta: u32,
+        l2: bool,
+    },
 }
 
 fn line_of(s: Step) -> Option<u64> {
     match s {
-        Step::Pte(l) | Step::Data(l, _) | Step::Hit(l, _) => Some(l),
-        Step::Walk => None,
+        Step::Pte(l) | Step::Data(l, _) | Step::Hit { line: l, .. } => Some(l),
+        Step::Walk { .. } => None,
     }
 }
 
@@ -335,7 +346,10 @@ struct Front {
     pwc3: Assoc<4>,
     pwc2: Assoc<24>,
     nodes: Vec<[u64; 512]>,
+    /// Walks for TLB misses, and walks to set a clean translation's D bit (the engine's
+    /// `walks` and `tlb.dirty_walks`).
     walks: u64,
+    dirty_walks: u64,
     steps: u64,
 }
 
@@ -350,6 +364,7 @@ impl Front {
             pwc2: Assoc::new(1),
             nodes: vec![[0; 512]],
             walks: 0,
+            dirty_walks: 0,
             steps: 0,
         };
         for page in 0..bytes >> 12 {
@@ -378,25 +393,30 @@ impl Front {
         &self.nodes[node][(va >> 12) as usize & 511]
     }
 
-    /// Translate `va`, appending what the memory side must do to `out`.
+    /// Translate `va` (a reference `delta` instructions after the last), appending what the
+    /// memory side must do to `out`.
     #[inline(always)]
-    fn translate(&mut self, va: u64, write: bool, out: &mut Vec<Step>) {
+    fn translate(&mut self, va: u64, write: bool, delta: u32, out: &mut Vec<Step>) {
         let vpn = va >> 12;
         let off = (va & 4095) >> 6;
-        let missed = match self.l1.lookup(vpn) {
-            Some(e) if !write || e & D != 0 => return out.push(Step::Hit((e >> 12 << 6) + off, write)),
-            Some(_) => false,
+        let (missed, l2) = match self.l1.lookup(vpn) {
+            Some(e) if !write || e & D != 0 => return out.push(Step::Hit { line: (e >> 12 << 6) + off, write, delta, l2: false }),
+            Some(_) => (false, false),
             None => match self.l2.lookup(vpn) {
                 Some(e) if !write || e & D != 0 => {
                     self.l1.insert_absent(vpn, e);
-                    return out.push(Step::Hit((e >> 12 << 6) + off, write));
+                    return out.push(Step::Hit { line: (e >> 12 << 6) + off, write, delta, l2: true });
                 }
-                Some(_) => false,
-                None => true,
+                Some(_) => (false, true),
+                None => (true, true),
             },
         };
-        out.push(Step::Walk);
-        self.walks += 1;
+        out.push(Step::Walk { delta, l2 });
+        if missed {
+            self.walks += 1;
+        } else {
+            self.dirty_walks += 1;
+        }
         // Probe the page-walk caches; the longest prefix that hits decides where to start.
         let (mut level, mut node) = (4, 0usize);
         if let Some(n) = self.pwc4.lookup(va >> 39) {
@@ -452,6 +472,16 @@ fn gups(refs: u64) -> Vec<(u64, bool)> {
     out
 }
 
+/// The instructions from the previous reference: GUPS's load comes 4 after the last store,
+/// its store 1 after the load (as the `speed` example's stream).
+fn delta(write: bool) -> u32 {
+    if write {
+        1
+    } else {
+        4
+    }
+}
+
 /// Translate every reference; returns the seconds and the memory side's steps.
 fn translate_all(f: &mut Front, refs: &[(u64, bool)]) -> (f64, Vec<Step>) {
     let mut out = Vec::with_capacity(refs.len() * 4);
@@ -460,7 +490,7 @@ fn translate_all(f: &mut Front, refs: &[(u64, bool)]) -> (f64, Vec<Step>) {
         if let Some(&(ahead, _)) = refs.get(i + 32) {
             prefetch(f.leaf_entry(ahead));
         }
-        f.translate(va, write, &mut out);
+        f.translate(va, write, delta(write), &mut out);
     }
     (t0.elapsed().as_secs_f64(), out)
 }
@@ -476,21 +506,50 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
-/// The memory side: a hierarchy, and with `timing` the engine's window.
+/// The memory side: a hierarchy, and with `timing` the engine's timing: its window (4 wide,
+/// 224-entry ROB, 56-entry store buffer), two walkers and ten MSHRs (`timing::Units`, walk
+/// reads that miss the L1D holding one as data misses do), and the lines and pages still in
+/// flight (`timing::InFlight`), used as `memory::hierarchy` uses them.
 struct Memory<H> {
     h: H,
     timing: bool,
     w: Window,
     walkers: Units,
     mshrs: Units,
-    /// Of the reference that walks: its dispatch, and its walk's latency so far.
+    fills: InFlight,
+    walks: InFlight,
+    /// Of the reference that walks: its dispatch, when it wanted a walker, when it got one,
+    /// and its walk's latency so far.
     issue: u64,
+    t: u64,
+    start: u64,
     lat: u64,
 }
 
+/// L2 TLB and page-walk-cache latencies of the `skylake` preset.
+const L2_TLB: u64 = 9;
+const PWC: u64 = 1;
+
 impl<H: Levels> Memory<H> {
     fn new(h: H, timing: bool) -> Self {
-        Memory { h, timing, w: Window::new(4, 224, 0), walkers: Units::new(2), mshrs: Units::new(10), issue: 0, lat: 0 }
+        let (fills, walks) = (InFlight::default(), InFlight::default());
+        Memory { h, timing, w: Window::new(4, 224, 56), walkers: Units::new(2), mshrs: Units::new(10), fills, walks, issue: 0, t: 0, start: 0, lat: 0 }
+    }
+
+    /// When the line of an access at `t`, served at level `served`, arrives (the engine's
+    /// `MemorySide::arrival`).
+    #[inline(always)]
+    fn arrival(&mut self, line: u64, served: usize, t: u64) -> u64 {
+        let lat = LAT[served];
+        if let Some(ready) = self.fills.pending(line, t) {
+            return ready.max(t + lat);
+        }
+        if served == 0 {
+            return t + lat;
+        }
+        let start = self.mshrs.acquire(t, lat, self.w.now());
+        self.fills.put(line, t, start + lat);
+        start + lat
     }
 
     fn replay(&mut self, steps: &[Step]) {
@@ -498,27 +557,49 @@ impl<H: Levels> Memory<H> {
             if let Some(l) = steps.get(i + 8).copied().and_then(line_of) {
                 self.h.prefetch(l);
             }
-            match s {
-                Step::Walk => {
-                    if self.timing {
-                        self.issue = self.w.dispatch(4, 0) + 9;
-                    }
-                    self.lat = 1;
+            if !self.timing {
+                match s {
+                    Step::Pte(l) => _ = self.h.access(l, LineKind::PageTable, false),
+                    Step::Data(l, write) | Step::Hit { line: l, write, .. } => _ = self.h.access(l, LineKind::Data, write),
+                    Step::Walk { .. } => {}
                 }
-                Step::Pte(l) => self.lat += LAT[self.h.access(l, LineKind::PageTable, false)],
-                Step::Data(l, write) | Step::Hit(l, write) => {
-                    let served = self.h.access(l, LineKind::Data, write);
-                    if self.timing {
-                        let t = if let Step::Hit(..) = s {
-                            self.issue = self.w.dispatch(4, 0);
-                            self.issue
-                        } else {
-                            self.walkers.acquire(self.issue, self.lat, self.w.now()) + self.lat
-                        };
-                        let start = if served == 0 { t } else { self.mshrs.acquire(t, LAT[served], self.w.now()) };
-                        self.w.complete(if write { t + 1 } else { start + LAT[served] });
-                    }
+                continue;
+            }
+            let (line, write) = match s {
+                Step::Walk { delta, l2 } => {
+                    self.issue = self.w.dispatch(delta, 0);
+                    self.t = self.issue + if l2 { L2_TLB } else { 0 };
+                    self.start = self.walkers.start(self.t, self.w.now());
+                    self.lat = PWC;
+                    continue;
                 }
+                Step::Pte(l) => {
+                    let at = self.start + self.lat;
+                    let served = self.h.access(l, LineKind::PageTable, false);
+                    self.lat = self.arrival(l, served, at) - self.start;
+                    continue;
+                }
+                Step::Data(l, write) => {
+                    self.walkers.book(self.t, self.start, self.lat);
+                    self.t = self.start + self.lat;
+                    self.walks.put(l >> 6, self.issue, self.t);
+                    (l, write)
+                }
+                Step::Hit { line, write, delta, l2 } => {
+                    self.issue = self.w.dispatch(delta, 0);
+                    self.t = self.issue + if l2 { L2_TLB } else { 0 };
+                    if let Some(done) = self.walks.pending(line >> 6, self.t) {
+                        self.t = done;
+                    }
+                    (line, write)
+                }
+            };
+            let served = self.h.access(line, LineKind::Data, write);
+            let arrival = self.arrival(line, served, self.t);
+            if write {
+                self.w.complete_store(self.t, arrival);
+            } else {
+                self.w.complete(arrival);
             }
         }
     }
@@ -559,7 +640,7 @@ fn pipelined(refs: &[(u64, bool)], lean: impl FnOnce() -> Hierarchy + Send) -> (
                 if let Some(&(ahead, _)) = refs.get(c * 4096 + i + 32) {
                     prefetch(f.leaf_entry(ahead));
                 }
-                f.translate(va, write, &mut out);
+                f.translate(va, write, delta(write), &mut out);
             }
             full_tx.send(out).expect("replay alive");
         }
@@ -573,26 +654,27 @@ fn main() {
     let refs: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(20_000_000);
     let stream = gups(refs);
     // Translation: best of three, each on a fresh table (the host is shared).
-    let (mut best, mut steps, mut counts) = (f64::MAX, Vec::new(), (0, 0));
+    let (mut best, mut steps, mut counts) = (f64::MAX, Vec::new(), (0, 0, 0));
     for _ in 0..3 {
         let mut f = Front::new(8 << 30);
         let (dt, out) = translate_all(&mut f, &stream);
         if dt < best {
-            (best, steps, counts) = (dt, out, (f.walks, f.steps));
+            (best, steps, counts) = (dt, out, (f.walks, f.dirty_walks, f.steps));
         }
     }
     println!(
-        "{:<23} {refs} refs in {best:.3} s = {:.1} ns/ref ({:.1} M refs/s); {} walks, {:.2} steps/walk",
+        "{:<23} {refs} refs in {best:.3} s = {:.1} ns/ref ({:.1} M refs/s); {} walks and {} dirty-bit walks, {} steps",
         "lean translation",
         best * 1e9 / refs as f64,
         refs as f64 / best / 1e6,
         counts.0,
-        counts.1 as f64 / counts.0 as f64
+        counts.1,
+        counts.2
     );
-    let lean = || Hierarchy { l1: Lean::new(64), l2: Lean::new(1024), llc: Lean::new(16384), served: [0; 4], dram_writes: 0 };
+    let lean = || Hierarchy { l1: Lean::new(64), l2: Lean::new(512), llc: Lean::new(32768), served: [0; 4], dram_writes: 0 };
     let engine = || {
         let c = |kb, ways| Cache::new(kb, ways, 0, Policy::Lru, 0.0, 1);
-        Engine { l1: c(32, 8), l2: c(256, 4), llc: c(16384, 16), served: [0; 4] }
+        Engine { l1: c(32, 8), l2: c(256, 8), llc: c(16384, 8), served: [0; 4] }
     };
     // (What the timed runs found, to check that every model made the same decisions.)
     let mut outcomes = Vec::new();
