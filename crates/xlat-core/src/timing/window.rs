@@ -28,22 +28,24 @@
 /// the units, so the bookings that end before it are dropped.
 pub struct Units {
     n: u32,
-    /// `(cycle, busy units from it until the next step)`, in increasing cycle order, from
-    /// `head` on (the steps before it are forgotten, and dropped now and then); none busy before
-    /// the first step, and the last step's count is 0. Adjacent counts differ.
-    steps: Vec<(u64, u32)>,
-    head: usize,
-    /// Where the last search for a request's cycle ended.
-    hint: usize,
-    /// The first step after the start the last [`Units::start`] gave (where its booking goes).
-    guess: usize,
+    /// Busy units per cycle, for the cycles `[base, top)`: cycle `x` is cell `x & mask`. Every
+    /// other cell is 0, and so is every cycle from `top` on. (Per cycle rather than per change:
+    /// a booking is a few hundred cycles, so marking it is one vectorized loop, and the count
+    /// at a request's cycle is one load, where a list of changes needs searches.)
+    counts: Vec<u32>,
+    mask: u64,
+    base: u64,
+    top: u64,
+    /// The live bookings' ends, in order, from `ends_head` on: the only cycles after a
+    /// request's own where the count can fall, so the only ones a search tries.
+    ends: Vec<u64>,
+    ends_head: usize,
     /// `(r, a, b)`: every unit is busy over `[a, b)` for a request at `r`, as a search found.
     /// It stays so for any request at `r` or later: bookings only add to the count, and a later
     /// request counts every booking an earlier one does; and for an earlier one when no
     /// booking of a request later than it falls before `b` (the usual way requests a few
     /// cycles out of order meet: the later one booked the end of the queue). A queue of walks
-    /// waiting for a walker is dozens of steps long (bookings of requests a few cycles out of
-    /// order overlap a little, so the steps do not merge), and each request would otherwise
+    /// waiting for a walker is thousands of cycles long, and each request would otherwise
     /// scan it from its own cycle.
     busy_span: (u64, u64, u64),
     /// The live bookings (request cycle, start, end) by request cycle: those made for requests
@@ -57,17 +59,23 @@ pub struct Units {
 }
 
 impl Units {
-    /// More steps than this means the floor has not moved for a long time (it cannot happen
-    /// with a window of a few hundred references); the oldest are then forgotten.
-    const MAX_STEPS: usize = 4096;
+    /// The cycles the counts first cover; they grow to cover the furthest booking.
+    const FIRST_CAP: usize = 1 << 14;
+    /// Bookings further than this past the floor mean the floor has not moved for a long time
+    /// (it cannot happen with a window of a few hundred references and a store buffer); the
+    /// oldest cycles are then forgotten (a request there finds every unit free), so host
+    /// memory stays bounded (16 MB of counts).
+    const MAX_CAP: u64 = 1 << 22;
 
     pub fn new(n: u64) -> Units {
         Units {
             n: n.clamp(1, u32::MAX as u64) as u32,
-            steps: Vec::new(),
-            head: 0,
-            hint: 0,
-            guess: 0,
+            counts: vec![0; Self::FIRST_CAP],
+            mask: Self::FIRST_CAP as u64 - 1,
+            base: 0,
+            top: 0,
+            ends: Vec::new(),
+            ends_head: 0,
             busy_span: (u64::MAX, 0, 0),
             by_req: Vec::new(),
             later: Vec::new(),
@@ -89,12 +97,9 @@ impl Units {
     /// learns its start before its reads, its length after).
     #[inline]
     pub fn start(&mut self, t: u64, floor: u64) -> u64 {
-        let floor = floor.min(t);
-        self.forget_before(floor);
+        self.forget_before(floor.min(t));
         // Free counting every booking: free counting fewer (the usual case, at once).
-        let i = self.after(self.head, t, false);
-        if self.busy_before(i) < self.n {
-            self.guess = i;
+        if self.busy(t) < self.n {
             return t;
         }
         // The bookings of requests later than `t` still in force after it: from the end of
@@ -108,53 +113,17 @@ impl Units {
                 self.later.push((s, e));
             }
         }
-        // Skip what an earlier search found all busy (see `busy_span`).
+        // Skip what an earlier search found all busy (see `busy_span`): from it if `t` is in
+        // it, else (a request a few cycles before the last, as a store's walk to set a D bit
+        // comes before the walk of the load ahead of it) when the search gets there.
         let (req, from, to) = self.busy_span;
-        let valid = from <= t && t < to && (req <= t || self.later.iter().all(|&(s, _)| s >= to));
-        let x = if valid {
-            // (Where the last search ended, as likely as not at `to`.)
-            self.hint = self.guess;
-            to
-        } else {
-            t
-        };
-        let s = if self.later.is_empty() { self.first_free(x) } else { self.first_free_before_later(x) };
+        let holds = req <= t || self.later.iter().all(|&(s, _)| s >= to);
+        let valid = holds && from <= t && t < to;
+        let x = if valid { to } else { t };
+        let skip = if holds && t < from { (from, to) } else { (0, 0) };
+        let s = self.first_free(x, skip);
         self.busy_span = (t, if x == t { t } else { from }, s);
         s
-    }
-
-    /// [`Units::first_free`], not counting the bookings in `later`: the first cycle `s >= t`
-    /// where the steps' count minus the later bookings in force is below `n`. That count falls
-    /// only at a step or where a later booking starts, so those are the cycles to try; and only
-    /// where the steps' count is below `n` plus the number of later bookings, so the runs of
-    /// steps above that are skipped as [`Units::first_free`] does.
-    fn first_free_before_later(&mut self, t: u64) -> u64 {
-        let cap = self.n.saturating_add(self.later.len() as u32);
-        let mut i = self.after(self.head, t, false);
-        let mut x = t;
-        loop {
-            if self.busy_before(i) >= cap {
-                // (The last step's count is 0, so this ends at the latest there.)
-                while self.steps[i].1 >= cap {
-                    i += 1;
-                }
-                x = self.steps[i].0;
-                i += 1;
-            }
-            let later = self.later.iter().filter(|&&(s, e)| s <= x && x < e).count() as u32;
-            if self.busy_before(i).saturating_sub(later) < self.n {
-                self.guess = i;
-                return x;
-            }
-            // The next cycle to try: the next step, or a later booking's start, after `x`.
-            let step = self.steps.get(i).map_or(u64::MAX, |&(c, _)| c);
-            let start = self.later.iter().map(|&(s, _)| s).filter(|&s| s > x).min().unwrap_or(u64::MAX);
-            x = step.min(start);
-            debug_assert!(x != u64::MAX, "the last step's count is 0");
-            while i < self.steps.len() && self.steps[i].0 <= x {
-                i += 1;
-            }
-        }
     }
 
     /// One more unit busy for `dur` cycles from `s` (where [`Units::start`] said, or anywhere:
@@ -162,147 +131,140 @@ impl Units {
     #[inline]
     pub fn book(&mut self, t: u64, s: u64, dur: u64) {
         if dur > 0 {
-            self.mark(s, s + dur);
-            if self.by_req.last().is_none_or(|b| b.0 <= t) {
-                self.by_req.push((t, s, s + dur));
-            } else {
-                let at = self.by_req.partition_point(|b| b.0 <= t);
-                self.by_req.insert(at, (t, s, s + dur));
+            let e = s + dur;
+            self.mark(s, e);
+            let mut at = self.ends.len();
+            while at > self.ends_head && self.ends[at - 1] > e {
+                at -= 1;
             }
+            self.ends.insert(at, e);
+            // (From the end: a request out of order is mostly a few bookings behind.)
+            let mut at = self.by_req.len();
+            while at > 0 && self.by_req[at - 1].0 > t {
+                at -= 1;
+            }
+            self.by_req.insert(at, (t, s, e));
         }
     }
 
-    /// The index of the first step from `from` on that comes after cycle `c` (or at it, with
-    /// `at`). Searched from where the last such search ended: successive requests mostly come
-    /// at nearby cycles, so this is a step or two where a binary search would be six.
+    /// The units busy at cycle `x` (none before the floor: forgotten).
     #[inline]
-    fn after(&mut self, from: usize, c: u64, at: bool) -> usize {
-        let before = |x: u64| x < c || !at && x == c;
-        let mut i = self.hint.clamp(from, self.steps.len());
-        let near = i.saturating_sub(4).max(from);
-        while i > near && !before(self.steps[i - 1].0) {
-            i -= 1;
-        }
-        let i = if i == near && i > from && !before(self.steps[i - 1].0) {
-            from + self.steps[from..i].partition_point(|s| before(s.0))
-        } else {
-            self.ahead(i, c, at)
-        };
-        self.hint = i;
-        i
-    }
-
-    /// The index of the first step from `i` on that comes after cycle `c` (or at it, with
-    /// `at`): a few steps one by one, then by bisection (a booking's end can be dozens of
-    /// steps past its start).
-    #[inline]
-    fn ahead(&self, mut i: usize, c: u64, at: bool) -> usize {
-        let before = |x: u64| x < c || !at && x == c;
-        let near = (i + 4).min(self.steps.len());
-        while i < near && before(self.steps[i].0) {
-            i += 1;
-        }
-        if i == near {
-            i += self.steps[i..].partition_point(|s| before(s.0));
-        }
-        i
-    }
-
-    /// The index of the first step at or after cycle `c`: where the last [`Units::start`]
-    /// ended when the booking is where it said (the usual case), else by bisection.
-    #[inline]
-    fn at_or_after(&self, c: u64) -> usize {
-        let mut g = self.guess.clamp(self.head, self.steps.len());
-        if g > self.head && self.steps[g - 1].0 == c {
-            g -= 1;
-        }
-        if (g == self.head || self.steps[g - 1].0 < c) && self.steps.get(g).is_none_or(|x| x.0 >= c) {
-            return g;
-        }
-        self.head + self.steps[self.head..].partition_point(|x| x.0 < c)
-    }
-
-    /// The busy count in force just before step `i`.
-    #[inline]
-    fn busy_before(&self, i: usize) -> u32 {
-        if i == self.head {
+    fn busy(&self, x: u64) -> u32 {
+        if x >= self.top || x < self.base {
             0
         } else {
-            self.steps[i - 1].1
+            self.counts[(x & self.mask) as usize]
         }
     }
 
-    /// The first cycle `s >= t` with fewer than `n` units busy at `s`.
+    /// The first cycle `s >= t` with fewer than `n` units busy, not counting the bookings in
+    /// `later`: `t`, or the first booking's end after it where that holds, skipping
+    /// `[skip.0, skip.1)`, known to be all busy (and trying `skip.1` itself).
     #[inline]
-    fn first_free(&mut self, t: u64) -> u64 {
-        let mut i = self.after(self.head, t, false);
-        let (mut s, mut busy) = (t, self.busy_before(i));
-        // (The last step's count is 0, so the loop ends at the latest there.)
-        while busy >= self.n {
-            (s, busy) = self.steps[i];
+    fn first_free(&self, t: u64, skip: (u64, u64)) -> u64 {
+        let free = |x: u64| {
+            let later = self.later.iter().filter(|&&(s, e)| s <= x && x < e).count() as u32;
+            self.busy(x).saturating_sub(later) < self.n
+        };
+        if free(t) {
+            return t;
+        }
+        let live = &self.ends[self.ends_head..];
+        let mut i = live.partition_point(|&e| e <= t);
+        while i < live.len() {
+            let e = live[i];
+            if skip.0 <= e && e < skip.1 {
+                if free(skip.1) {
+                    return skip.1;
+                }
+                i += live[i..].partition_point(|&e| e <= skip.1);
+                continue;
+            }
+            if free(e) {
+                return e;
+            }
             i += 1;
         }
-        self.guess = i;
-        s
+        // (Not reached: every unit is free at the last end. Nothing is busy from `top` on.)
+        self.top.max(t)
     }
 
-    /// One more unit busy over `[s, e)`.
+    /// One unit more busy over `[s, e)` from the floor on, widening the counts to reach `e`.
+    #[inline]
     fn mark(&mut self, s: u64, e: u64) {
-        let a = self.at_or_after(s);
-        let a = self.split(a, s);
-        let b = self.ahead(a, e, true);
-        let b = self.split(b, e);
-        for j in a..b {
-            self.steps[j].1 += 1;
+        let mut x = s.max(self.base);
+        if x >= e {
+            return;
         }
-        if self.steps[b].1 == self.steps[b - 1].1 {
-            self.steps.remove(b);
+        if e - self.base > self.counts.len() as u64 {
+            self.grow(e);
         }
-        if a > self.head && self.steps[a].1 == self.steps[a - 1].1 {
-            self.steps.remove(a);
-        }
-        if self.steps.len() - self.head > Self::MAX_STEPS {
-            self.head += 1;
+        self.top = self.top.max(e);
+        while x < e {
+            let i = (x & self.mask) as usize;
+            let len = (e - x).min(self.counts.len() as u64 - i as u64) as usize;
+            self.counts[i..i + len].iter_mut().for_each(|c| *c += 1);
+            x += len as u64;
         }
     }
 
-    /// The index of a step at cycle `c`, given `i`, the first step at or after it; made if
-    /// there was none (with the count in force).
-    fn split(&mut self, i: usize, c: u64) -> usize {
-        if self.steps.get(i).is_some_and(|&(x, _)| x == c) {
-            return i;
+    /// Cover the cycles up to `e`: twice the cycles until they do, up to [`Units::MAX_CAP`];
+    /// beyond that, forget the cycles before `e - MAX_CAP`.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, e: u64) {
+        let want = e - self.base;
+        if want > Self::MAX_CAP {
+            self.forget_before(e - Self::MAX_CAP);
+            if e - self.base <= self.counts.len() as u64 {
+                return;
+            }
         }
-        let busy = self.busy_before(i);
-        self.steps.insert(i, (c, busy));
-        i
+        let cap = (e - self.base).next_power_of_two().max(self.counts.len() as u64 * 2);
+        let mut counts = vec![0; cap as usize];
+        let mask = cap - 1;
+        for x in self.base..self.top {
+            counts[(x & mask) as usize] = self.counts[(x & self.mask) as usize];
+        }
+        (self.counts, self.mask) = (counts, mask);
     }
 
-    /// Forget the steps that end at or before `floor`.
+    /// Forget the cycles before `floor` (no request comes before it).
     #[inline]
     fn forget_before(&mut self, floor: u64) {
-        let len = self.steps.len();
-        while len - self.head >= 2 && self.steps[self.head + 1].0 <= floor {
-            self.head += 1;
+        if floor <= self.base {
+            return;
         }
-        if len - self.head == 1 && self.steps[self.head].0 <= floor {
-            self.head = len;
+        // Their cells become the cycles after the last one covered: clear them.
+        let end = floor.min(self.top);
+        if end > self.base {
+            if end - self.base >= self.counts.len() as u64 {
+                self.counts.fill(0);
+            } else {
+                let mut x = self.base;
+                while x < end {
+                    let i = (x & self.mask) as usize;
+                    let len = (end - x).min(self.counts.len() as u64 - i as u64) as usize;
+                    self.counts[i..i + len].fill(0);
+                    x += len as u64;
+                }
+            }
+        }
+        self.base = floor;
+        self.top = self.top.max(floor);
+        while self.ends_head < self.ends.len() && self.ends[self.ends_head] <= floor {
+            self.ends_head += 1;
+        }
+        // (Drop the ends passed once they are as many as the live ones: amortized.)
+        if self.ends_head >= 64 && self.ends_head * 2 >= self.ends.len() {
+            self.ends.drain(..self.ends_head);
+            self.ends_head = 0;
         }
         // (Drop the bookings that ended once the list has doubled since: amortized.)
         if self.by_req.len() >= 2 * self.by_req_live.max(32) {
             self.by_req.retain(|b| b.2 > floor);
             self.by_req_live = self.by_req.len();
         }
-        // (Drop them once they are as many as the live ones: amortized, and no ring.)
-        if self.head >= 64 && self.head * 2 >= len {
-            self.steps.drain(..self.head);
-            self.hint = self.hint.saturating_sub(self.head);
-            self.head = 0;
-        }
-    }
-
-    #[cfg(test)]
-    fn live(&self) -> &[(u64, u32)] {
-        &self.steps[self.head..]
     }
 }
 
@@ -635,7 +597,7 @@ mod tests {
         assert_eq!(u.acquire(1050, 10, 0), 1100);
         // Nothing comes before the floor: what ended before it is gone.
         assert_eq!(u.acquire(2500, 10, 2400), 2500);
-        assert_eq!(u.live().len(), 2);
+        assert_eq!((u.base, u.busy(2400), u.busy(2505), u.busy(2510)), (2400, 0, 1, 0));
     }
 
     /// The pool against a reference model (every booking kept; a start is the first of the
@@ -645,7 +607,18 @@ mod tests {
     fn units_match_a_list_of_bookings() {
         // (Requests spread over 600 cycles, and over 30 arriving faster than they are served:
         // a deep queue met by requests a few cycles out of order, as walks meet the walkers.)
-        for (n, spread, pace) in [(1u64, 600, 40), (2, 600, 40), (3, 600, 40), (10, 600, 40), (1, 30, 8), (2, 30, 8), (10, 30, 2)] {
+        // (And bookings tens of thousands of cycles long and ahead, past the counts' first
+        // reach, which then grow.)
+        for (n, spread, pace, long) in [
+            (1u64, 600, 40, 300),
+            (2, 600, 40, 300),
+            (3, 600, 40, 300),
+            (10, 600, 40, 300),
+            (1, 30, 8, 300),
+            (2, 30, 8, 300),
+            (10, 30, 2, 300),
+            (2, 40_000, 900, 30_000),
+        ] {
             let mut u = Units::new(n);
             let mut booked: Vec<(u64, u64, u64)> = Vec::new();
             let mut x = 11u64 + n;
@@ -656,7 +629,7 @@ mod tests {
                 x ^= x << 17;
                 floor += x % pace;
                 let t = floor + (x >> 8) % spread;
-                let dur = (x >> 20) % 300;
+                let dur = (x >> 20) % long;
                 let prior: Vec<_> = booked.iter().filter(|b| b.0 <= t).collect();
                 let busy = |s: u64| prior.iter().filter(|b| b.1 <= s && s < b.2).count() as u64;
                 let want = std::iter::once(t).chain(prior.iter().map(|b| b.2).filter(|&e| e > t)).filter(|&s| busy(s) < n).min().unwrap();
@@ -667,6 +640,19 @@ mod tests {
                 booked.retain(|b| b.2 > floor);
             }
         }
+    }
+
+    /// A booking millions of cycles past the floor forgets the oldest cycles rather than
+    /// cover them all: the counts stay within their bound, and a request there finds the
+    /// units free.
+    #[test]
+    fn units_far_ahead_stay_bounded() {
+        let mut u = Units::new(1);
+        assert_eq!(u.acquire(0, 100, 0), 0);
+        assert_eq!(u.acquire(1 << 40, 100, 0), 1 << 40);
+        assert!(u.counts.len() as u64 <= Units::MAX_CAP);
+        assert_eq!(u.acquire(50, 10, 0), 50);
+        assert_eq!(u.acquire((1 << 40) + 50, 10, 0), (1 << 40) + 100);
     }
 
     /// The in-flight ring keeps FIFO order across wrap-around and growth (many references
