@@ -31,8 +31,10 @@ pub struct Units {
     /// Busy units per cycle, for the cycles `[base, top)`: cycle `x` is cell `x & mask`. Every
     /// other cell is 0, and so is every cycle from `top` on. (Per cycle rather than per change:
     /// a booking is a few hundred cycles, so marking it is one vectorized loop, and the count
-    /// at a request's cycle is one load, where a list of changes needs searches.)
-    counts: Vec<u32>,
+    /// at a request's cycle is one load, where a list of changes needs searches. Sixteen bits
+    /// suffice: a count saturates at 65,535 bookings in force at once, far above any pool's
+    /// `n` (at most 4,096) plus the later requests' bookings a request leaves out.)
+    counts: Vec<u16>,
     mask: u64,
     base: u64,
     top: u64,
@@ -64,7 +66,7 @@ impl Units {
     /// Bookings further than this past the floor mean the floor has not moved for a long time
     /// (it cannot happen with a window of a few hundred references and a store buffer); the
     /// oldest cycles are then forgotten (a request there finds every unit free), so host
-    /// memory stays bounded (16 MB of counts).
+    /// memory stays bounded (8 MB of counts).
     const MAX_CAP: u64 = 1 << 22;
 
     pub fn new(n: u64) -> Units {
@@ -153,7 +155,7 @@ impl Units {
         if x >= self.top || x < self.base {
             0
         } else {
-            self.counts[(x & self.mask) as usize]
+            u32::from(self.counts[(x & self.mask) as usize])
         }
     }
 
@@ -203,7 +205,7 @@ impl Units {
         while x < e {
             let i = (x & self.mask) as usize;
             let len = (e - x).min(self.counts.len() as u64 - i as u64) as usize;
-            self.counts[i..i + len].iter_mut().for_each(|c| *c += 1);
+            self.counts[i..i + len].iter_mut().for_each(|c| *c = c.saturating_add(1));
             x += len as u64;
         }
     }
