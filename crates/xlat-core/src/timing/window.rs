@@ -39,9 +39,12 @@ pub struct Units {
     base: u64,
     top: u64,
     /// The live bookings' ends, in order, from `ends_head` on: the only cycles after a
-    /// request's own where the count can fall, so the only ones a search tries.
+    /// request's own where the count can fall, so the only ones a search tries. Kept from the
+    /// first request that must wait on (`searched`): a pool that never fills, as the MSHRs on
+    /// most workloads, never needs them.
     ends: Vec<u64>,
     ends_head: usize,
+    searched: bool,
     /// `(r, a, b)`: every unit is busy over `[a, b)` for a request at `r`, as a search found.
     /// It stays so for any request at `r` or later: bookings only add to the count, and a later
     /// request counts every booking an earlier one does; and for an earlier one when no
@@ -78,6 +81,7 @@ impl Units {
             top: 0,
             ends: Vec::new(),
             ends_head: 0,
+            searched: false,
             busy_span: (u64::MAX, 0, 0),
             by_req: Vec::new(),
             later: Vec::new(),
@@ -103,6 +107,12 @@ impl Units {
         // Free counting every booking: free counting fewer (the usual case, at once).
         if self.busy(t) < self.n {
             return t;
+        }
+        if !self.searched {
+            self.searched = true;
+            let base = self.base;
+            self.ends.extend(self.by_req.iter().map(|b| b.2).filter(|&e| e > base));
+            self.ends.sort_unstable();
         }
         // The bookings of requests later than `t` still in force after it: from the end of
         // the list, which is in request order (a few, or none: most requests come in order).
@@ -135,11 +145,13 @@ impl Units {
         if dur > 0 {
             let e = s + dur;
             self.mark(s, e);
-            let mut at = self.ends.len();
-            while at > self.ends_head && self.ends[at - 1] > e {
-                at -= 1;
+            if self.searched {
+                let mut at = self.ends.len();
+                while at > self.ends_head && self.ends[at - 1] > e {
+                    at -= 1;
+                }
+                self.ends.insert(at, e);
             }
-            self.ends.insert(at, e);
             // (From the end: a request out of order is mostly a few bookings behind.)
             let mut at = self.by_req.len();
             while at > 0 && self.by_req[at - 1].0 > t {
