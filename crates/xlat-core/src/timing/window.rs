@@ -206,7 +206,7 @@ impl Units {
     /// One unit more busy over `[s, e)` from the floor on, widening the counts to reach `e`.
     #[inline]
     fn mark(&mut self, s: u64, e: u64) {
-        let mut x = s.max(self.base);
+        let x = s.max(self.base);
         if x >= e {
             return;
         }
@@ -214,11 +214,18 @@ impl Units {
             self.grow(e);
         }
         self.top = self.top.max(e);
-        while x < e {
-            let i = (x & self.mask) as usize;
-            let len = (e - x).min(self.counts.len() as u64 - i as u64) as usize;
-            self.counts[i..i + len].iter_mut().for_each(|c| *c = c.saturating_add(1));
-            x += len as u64;
+        self.each_run(x, e, |run| run.iter_mut().for_each(|c| *c = c.saturating_add(1)));
+    }
+
+    /// Apply `f` to the cells of the cycles `[a, b)` (within the ring's reach), one contiguous
+    /// run at a time: one, or two where the ring wraps.
+    #[inline]
+    fn each_run(&mut self, mut a: u64, b: u64, f: impl Fn(&mut [u16])) {
+        while a < b {
+            let i = (a & self.mask) as usize;
+            let len = (b - a).min(self.counts.len() as u64 - i as u64) as usize;
+            f(&mut self.counts[i..i + len]);
+            a += len as u64;
         }
     }
 
@@ -255,13 +262,7 @@ impl Units {
             if end - self.base >= self.counts.len() as u64 {
                 self.counts.fill(0);
             } else {
-                let mut x = self.base;
-                while x < end {
-                    let i = (x & self.mask) as usize;
-                    let len = (end - x).min(self.counts.len() as u64 - i as u64) as usize;
-                    self.counts[i..i + len].fill(0);
-                    x += len as u64;
-                }
+                self.each_run(self.base, end, |run| run.fill(0));
             }
         }
         self.base = floor;
