@@ -169,8 +169,30 @@ config_enum!(
 );
 config_enum!(
     /// Page-table format of an address space.
-    PtFormat { Radix4 = "radix4", Radix5 = "radix5", Fpt = "fpt", FptL3L2 = "fpt-l3l2", FptL4L3 = "fpt-l4l3" }
+    PtFormat { Radix4 = "radix4", Radix5 = "radix5", Fpt = "fpt", FptL3L2 = "fpt-l3l2", FptL4L3 = "fpt-l4l3", Fpt5 = "fpt5", Fpt1G = "fpt-1g" }
 );
+
+impl PtFormat {
+    /// Level of the root: 5 for the five-level formats.
+    pub fn top(self) -> u8 {
+        if matches!(self, PtFormat::Radix5 | PtFormat::Fpt5) {
+            5
+        } else {
+            4
+        }
+    }
+
+    /// The page-walk-cache level that caches a flattened root's entries (they are keyed by
+    /// the 18 VA bits the root consumes, as entries of one level lower are), if the root is
+    /// flattened: its size is `pwc.flat.entries` and it is fully associative.
+    pub fn flat_root_pwc_level(self) -> Option<usize> {
+        match self {
+            PtFormat::Fpt | PtFormat::FptL4L3 => Some(3),
+            PtFormat::Fpt5 => Some(4),
+            _ => None,
+        }
+    }
+}
 config_enum!(
     /// Which of CSALT's two partitions page-table lines belong to.
     CsaltPageTables { Data = "data", Translation = "translation" }
@@ -540,6 +562,8 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("dram.bandwidth_gbps", Limit::Real(1e6)),
     ("dram.energy_nj", Limit::Real(1e6)),
     ("pt.nf_threshold", Limit::Int(512)),
+    ("pt.late_flatten", Limit::Int(512)),
+    ("pt.recursive_slot", Limit::Int(511)),
     ("os.khugepaged_pages", Limit::Int(1 << 30)),
     ("os.khugepaged_interval_cycles", Limit::Int(INTERVAL)),
     ("os.khugepaged_max_ptes_none", Limit::Int(511)),
@@ -737,8 +761,10 @@ config! {
     dram_latency_ns: f64 = 50.0; "dram.latency_ns"; "DRAM access latency beyond the LLC, in ns";
     dram_bandwidth_gbps: f64 = 0.0; "dram.bandwidth_gbps"; "DRAM bandwidth in GB/s for the queue model (0: unlimited)";
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
-    pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format: radix4, radix5, fpt (L4+L3 and L2+L1 flattened into 2 MB nodes, with the FPT+NF rule), fpt-l3l2 (the paper's Linux prototype), fpt-l4l3 (flattened root only)";
+    pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format: radix4, radix5, fpt (L4+L3 and L2+L1 flattened into 2 MB nodes, with the FPT+NF rule), fpt-l3l2 (the paper's Linux prototype), fpt-l4l3 (flattened root only), fpt5 (five levels as L5+L4, L3+L2 and L1), fpt-1g (one 1 GB L4+L3+L2 root node and L1)";
     pt_nf_threshold: u64 = 32; "pt.nf_threshold"; "pt.format=fpt: a 1 GB region whose flattened L2+L1 node comes to hold this many 2 MB pages is unflattened below the root (FPT+NF; the paper's 32; 0: never)";
+    pt_late_flatten: u64 = 0; "pt.late_flatten"; "late flattening (flattening paper §6.2): a node built as 4 KB because no 2 MB block was free is merged with its children into a flattened node (copy, re-point the parent, free the old nodes) once it holds this many entries and a block is free, retried as the region grows (0: never; roots are never merged late)";
+    pt_recursive_slot: u64 = 0; "pt.recursive_slot"; "the OS maps each page table into itself through this root slot (flattening paper §3.5): a 4 KB root's entry points back at the root, a flattened root's sub-table becomes the glue table L4* (256-511, the kernel half, so no user address collides; 0: none)";
     os_page_policy: PagePolicy = PagePolicy::Never; "os.page_policy"; "page sizes the OS maps: never (4 KB only), ideal (every eligible 2 MB region in 2 MB pages), thp (Linux THP enabled=always), madvise (Linux THP enabled=madvise: os.madvise_regions only), freebsd (FreeBSD reservations, promoted in place when full)";
     os_madvise_regions: String = String::new(); "os.madvise_regions"; "page_policy=madvise: comma-separated names of the workload regions that call madvise(MADV_HUGEPAGE) ('*': all; empty: none, as a program that never calls it)";
     os_thp_defrag: ThpDefrag = ThpDefrag::Madvise; "os.thp_defrag"; "Linux THP defrag: a huge-page fault that finds no free 2 MB block compacts memory always, in madvised regions only (madvise, Linux's default) or never";
@@ -1043,13 +1069,19 @@ impl Config {
             // (0 ways: fully associative.)
             geometry(key, n, if w == 0 { n } else { w }, true)?;
         }
+        if self.pt_recursive_slot != 0 && self.pt_recursive_slot < 256 {
+            return Err(invalid("pt.recursive_slot", "must be 0 (none) or a kernel-half slot, 256-511".into()));
+        }
+        if self.pt_recursive_slot != 0 && self.pt_format == PtFormat::Fpt1G {
+            return Err(invalid("pt.recursive_slot", "a 1 GB root (pt.format=fpt-1g) has no 4 KB sub-tables to recurse through".into()));
+        }
         if self.pt_nf_threshold > 512 {
             return Err(invalid("pt.nf_threshold", "a 1 GB region holds at most 512 2 MB pages".into()));
         }
         geometry("pwc.flat.entries", self.pwc.flat_entries, self.pwc.flat_entries, true)?;
         geometry("virt.host_pwc.flat.entries", self.virt_host_pwc.flat_entries, self.virt_host_pwc.flat_entries, true)?;
         if self.pt_format != PtFormat::Radix5 && self.pwc.l5_entries > 0 {
-            return Err(invalid("pwc.l5.entries", "only pt.format=radix5 has an L5 level; set it or 0 entries".into()));
+            return Err(invalid("pwc.l5.entries", "only pt.format=radix5 has L5 entries; set it or 0 entries".into()));
         }
         for (key, v) in [
             ("cache.l1i.energy_nj", self.cache_l1i.energy_nj),
@@ -1240,8 +1272,8 @@ impl Config {
         if self.virt_switch_interval_cycles == 0 {
             return Err(invalid("virt.switch_interval_cycles", "must be at least 1".into()));
         }
-        if self.virt_host_pt_format == PtFormat::Radix4 && self.virt_host_pwc.l5_entries > 0 {
-            return Err(invalid("virt.host_pwc.l5.entries", "a 4-level host table has no L5 level; set virt.host_pt.format=radix5 or 0 entries".into()));
+        if self.virt_host_pt_format != PtFormat::Radix5 && self.virt_host_pwc.l5_entries > 0 {
+            return Err(invalid("virt.host_pwc.l5.entries", "only a radix5 host table has L5 entries; set virt.host_pt.format=radix5 or 0 entries".into()));
         }
         if self.tlb_nested_entries > 0 {
             let (e, w) = (self.tlb_nested_entries, self.tlb_nested_ways);
@@ -1293,6 +1325,8 @@ impl Config {
             PtFormat::Fpt => Layout::Fpt { nf: self.pt_nf_threshold as u16 },
             PtFormat::FptL3L2 => Layout::FptL3L2,
             PtFormat::FptL4L3 => Layout::FptL4L3,
+            PtFormat::Fpt5 => Layout::Fpt5,
+            PtFormat::Fpt1G => Layout::Fpt1G,
         }
     }
 

@@ -262,7 +262,7 @@ pub static ENTRIES: &[Entry] = &[
     e(Tlbs, "tlb.pdc.fills", Counter, "entries", "1 GB translations the L1 DTLBs evicted into their PDCs.").only("`tlb.pdc.entries` > 0"),
     e(Tlbs, "tlb.pdc.hit_rate", Ratio, "fraction", "`tlb.pdc.hits` / `tlb.pdc.lookups`.").only("`tlb.pdc.entries` > 0"),
     e(Pwcs, "[core<N>.]pwc.<level>.hits", Counter, "lookups",
-        "Walks whose probe of this page-walk-cache level matched (a walk probes every level; `l4` caches L4 entries, tagged by the virtual address above bit 39, `l3` L3 entries, above bit 30, `l2` L2 entries, above bit 21, `l5` L5 entries, above bit 48; with `pt.format=fpt` or `fpt-l4l3`, `l3` is the table of the flattened root's entries, `pwc.flat.entries`). 0 when the level has no entries (`l5`: except with `pt.format=radix5` and `pwc.l5.entries` > 0)."),
+        "Walks whose probe of this page-walk-cache level matched (a walk probes every level; `l4` caches L4 entries, tagged by the virtual address above bit 39, `l3` L3 entries, above bit 30, `l2` L2 entries, above bit 21, `l5` L5 entries, above bit 48; with `pt.format=fpt` or `fpt-l4l3`, `l3` is the table of the flattened root's entries, `pwc.flat.entries`, and with `fpt5` `l4` is). 0 when the level has no entries (`l5`: except with `pt.format=radix5` and `pwc.l5.entries` > 0)."),
     e(Pwcs, "[core<N>.]pwc.<level>.misses", Counter, "lookups",
         "Walks whose probe of this level missed. For a level that has entries, hits + misses = `walks` + `tlb.dirty_walks` + `walks.retries` (every walk probes)."),
     // ---- walks -----------------------------------------------------------------------------
@@ -343,16 +343,18 @@ pub static ENTRIES: &[Entry] = &[
     e(Os, "[host.]pt.nodes.<ptlevel>", Counter, "nodes",
         "Nodes whose top level is that level (a flattened L2+L1 node counts at l2, an L4+L3 root at l4). `l5` only with 5-level tables (`pt.format=radix5`; for `host.`, `virt.host_pt.format=radix5`).")
     ,
-    e(Os, "[host.]pt_bytes", Counter, "bytes", "Bytes of page-table memory at the end of the run (4 KB per node, 2 MB per flattened node): the sum of `pt_bytes.<ptlevel>`."),
+    e(Os, "[host.]pt_bytes", Counter, "bytes", "Bytes of page-table memory at the end of the run (4 KB per node, 2 MB per flattened node, 1 GB for a `fpt-1g` root): the sum of `pt_bytes.<ptlevel>`."),
     e(Os, "[host.]pt_bytes.<ptlevel>", Counter, "bytes", "Bytes of the nodes whose top level is that level (`l5` as for `pt.nodes.l5`)."),
-    e(Os, "[host.]pt.flat_nodes", Counter, "nodes", "Flattened (2 MB) nodes at the end of the run (`pt.format=fpt*`)."),
+    e(Os, "[host.]pt.flat_nodes", Counter, "nodes", "Flattened nodes (2 MB, or 1 GB for three merged levels) at the end of the run (`pt.format=fpt*`)."),
     e(Os, "pt.coalescable.16k", Ratio, "fraction",
         "Of the aligned groups of 4 leaf entries that all map 4 KB pages at the end of the run, the share PTE coalescing could cache as one 16 KB entry: frames contiguous and 16 KB-aligned, attributes (A and D included) identical. The contiguity the allocator made, whether or not the TLBs used it (the coalescing paper's T-C measures it through L2 DTLB hits).")
         .only("`tlb.coalescing` (or a `tlb.<level>.coalescing`) other than `none`, natively"),
     e(Os, "pt.coalescable.32k", Ratio, "fraction", "The same for aligned groups of 8 entries (32 KB).")
         .only("`tlb.coalescing` (or a `tlb.<level>.coalescing`) other than `none`, natively"),
     e(Os, "[host.]pt.flatten_fallbacks", Counter, "nodes",
-        "Flattened nodes the layout asked for that were built as two 4 KB levels because no 2 MB block was free. Since the tables were created (prefaulting and warm-up included)."),
+        "Flattened nodes the layout asked for that were built as 4 KB levels because no block of their size was free. Since the tables were created (prefaulting and warm-up included)."),
+    e(Os, "[host.]pt.late_flattened", Counter, "nodes",
+        "Fallen-back 4 KB nodes merged with their children into a flattened node later, once they held `pt.late_flatten` entries and a 2 MB block was free. Since the tables were created."),
     e(Os, "[host.]pt.unflattened", Counter, "nodes",
         "Flattened L2+L1 nodes turned back into 4 KB levels because they came to hold `pt.nf_threshold` 2 MB pages (FPT+NF). Since the tables were created."),
     e(Os, "[host.]mapped_bytes", Counter, "bytes", "Bytes mapped in every address space at the end of the run (in a VM, what the guests' processes mapped; `host.`: the guest-physical memory the host backs)."),
@@ -683,7 +685,7 @@ const SUMMARY: &str = r#"## The summary of `xlat run`
 | PTE reads served by | `pte_served.<where>` | where each page-table read was found (the PT-Baker thesis's key measurement); `data_served.*` the same for data |
 | L1D / L2 / LLC miss rate | `cache.<cache>.misses` / `cache.<cache>.accesses` | split by line kind in `cache.<cache>.data.*` and `cache.<cache>.pt.*` (page-table lines) |
 | page faults | `faults` | demand faults (guest faults in a VM) |
-| page-table memory | `pt_bytes` | what the OS built; per level `pt_bytes.<ptlevel>`, `pt.nodes.<ptlevel>`; `pt.flat_nodes`, `pt.flatten_fallbacks`, `pt.unflattened` for flattened tables |
+| page-table memory | `pt_bytes` | what the OS built; per level `pt_bytes.<ptlevel>`, `pt.nodes.<ptlevel>`; `pt.flat_nodes`, `pt.flatten_fallbacks`, `pt.unflattened`, `pt.late_flattened` for flattened tables |
 | huge-page coverage | `huge_coverage` | fraction of mapped bytes in 2 MB or 1 GB pages, with `promotions` and `demotions` |
 | TLB shootdowns | `shootdowns`, `shootdown_cycles` | shown when there were any |
 | free 2 MB blocks | `phys.start.free_2m_blocks`, `phys.free_2m_blocks` | physical contiguity before and after the run |

@@ -134,7 +134,7 @@ impl Machine {
                 HwContext { core: i / per, space, vm, ctx: ctx | thread }
             })
             .collect();
-        let levels = |f: PtFormat| if f == PtFormat::Radix5 { 5 } else { 4 };
+        let levels = |f: PtFormat| f.top();
         let walk = WalkParams {
             pwc_latency: cfg.pwc_latency,
             nested_latency: cfg.tlb_nested_latency,

@@ -249,6 +249,7 @@ pub(crate) fn emit_os(s: &mut Stats, p: &str, oses: &[&Os], top: u8, coalescing:
     s.int(format!("{p}pt.flat_nodes"), sum(&|os| os.pt.flat_nodes()));
     s.int(format!("{p}pt.flatten_fallbacks"), sum(&|os| os.pt.flatten_fallbacks));
     s.int(format!("{p}pt.unflattened"), sum(&|os| os.pt.unflattened));
+    s.int(format!("{p}pt.late_flattened"), sum(&|os| os.pt.late_flattened));
     let mapped = sum(&|os| os.spaces.iter().map(|sp| sp.mapped_bytes).sum());
     let huge = sum(&|os| os.spaces.iter().map(|sp| sp.huge_bytes).sum());
     s.int(format!("{p}mapped_bytes"), mapped);

@@ -6,7 +6,7 @@
 //! backed by transparent huge pages (asked for with `madvise`, which works when THP is in
 //! `madvise` or `always` mode). Purely a host-speed measure: no simulated state depends on it.
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::alloc::{alloc, alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
@@ -44,6 +44,20 @@ impl<T: Copy> HugeBuf<T> {
             // SAFETY: i < n and the allocation holds n elements.
             unsafe { raw.add(i).write(val) };
         }
+        HugeBuf { ptr, len: n, layout }
+    }
+}
+
+impl HugeBuf<u64> {
+    /// `n` zeros in memory the host maps on first touch (the allocator's zeroed pages, no
+    /// huge-page advice): an array that is mostly never touched, such as a 1 GB page-table
+    /// node's entries, costs only the pages used.
+    pub fn zeroed(n: usize) -> HugeBuf<u64> {
+        let bytes = n.checked_mul(8).expect("array size overflows").max(1);
+        let layout = Layout::from_size_align(bytes, 8).expect("array size overflows");
+        // SAFETY: the layout has a non-zero size; zero bits are a valid u64.
+        let raw = unsafe { alloc_zeroed(layout) } as *mut u64;
+        let Some(ptr) = NonNull::new(raw) else { handle_alloc_error(layout) };
         HugeBuf { ptr, len: n, layout }
     }
 }
@@ -97,6 +111,15 @@ mod tests {
         assert_eq!(b.as_ptr() as usize % HUGE_PAGE, 0);
         assert_eq!(b.len(), 1 << 20);
         assert!(b.iter().all(|&x| x == 1));
+    }
+
+    #[test]
+    fn zeroed_buffers_read_zero_and_take_writes() {
+        let mut z = HugeBuf::zeroed(1 << 27);
+        assert_eq!((z[0], z[(1 << 27) - 1]), (0, 0));
+        z[12345] = 9;
+        assert_eq!(z.iter().step_by(4096).sum::<u64>(), 0);
+        assert_eq!(z[12345], 9);
     }
 
     #[test]

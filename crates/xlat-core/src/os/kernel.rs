@@ -29,7 +29,7 @@
 //!   in place (no copy). When a 4 KB allocation fails, the least recently used partially
 //!   populated reservation is broken (its unpopulated frames freed).
 
-use crate::addr::{Frame, PageSize, VirtAddr};
+use crate::addr::{Frame, PageSize, PhysAddr, VirtAddr};
 use crate::config::{Config, Fragmentation, PagePolicy, PrefaultAs, PresetA, PtFormat, ThpDefrag};
 use crate::error::SimError;
 use crate::os::frag::{self, Rng};
@@ -313,6 +313,8 @@ pub struct Os {
     compact_skipped: u64,
     /// Layout of every page table this OS builds (`pt.format`).
     layout: crate::os::pt::Layout,
+    /// The root slot through which each table maps itself (`pt.recursive_slot`; 0: none).
+    recursive_slot: usize,
     /// Files mapped read-only, and their cached pages.
     page_cache: PageCache,
     /// `os.readahead_pages`, `os.fault_around_pages`.
@@ -334,10 +336,12 @@ impl Os {
         let thp = matches!(cfg.page_policy(), PagePolicy::Thp | PagePolicy::Madvise);
         let compaction = thp && (cfg.os_thp_defrag != ThpDefrag::Never || cfg.os_khugepaged_defrag);
         let names: Vec<String> = cfg.os_madvise_regions.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
+        let mut pt = PageTables::new();
+        pt.set_late_flatten(cfg.pt_late_flatten as u16);
         Os {
             movable_2m: if compaction { vec![0; phys.blocks_2m()] } else { Vec::new() },
             phys,
-            pt: PageTables::new(),
+            pt,
             spaces: Vec::new(),
             counters: OsCounters::default(),
             pending: Vec::new(),
@@ -347,6 +351,7 @@ impl Os {
             va_bits,
             format: cfg.pt_format,
             layout,
+            recursive_slot: cfg.pt_recursive_slot as usize,
             phys_gb: cfg.phys_size_gb,
             policy: cfg.page_policy(),
             defrag: cfg.os_thp_defrag,
@@ -428,6 +433,9 @@ impl Os {
     /// Create a process with the given regions; returns its index. PCIDs start at 1.
     pub fn create_space(&mut self, regions: Vec<Region>) -> Result<usize, SimError> {
         let root = self.pt.alloc_root(&mut self.phys, self.layout)?;
+        if self.recursive_slot != 0 {
+            self.pt.install_recursive(root, self.recursive_slot)?;
+        }
         let ctx = self.spaces.len() as Ctx + 1;
         let huge_limit = if self.fragmentation == Fragmentation::LowHalf { lowhalf_limit(&regions).0 } else { u64::MAX };
         let madvised = regions.iter().map(|r| self.madvise_all || self.madvise_names.contains(&r.name)).collect();
@@ -485,7 +493,7 @@ impl Os {
             PagePolicy::Never => self.map_4k(space, va, dirty),
             PagePolicy::Ideal => {
                 let va1g = va.0 & !(GB1 - 1);
-                if self.huge_1g && self.eligible(space, va1g, GB1) && self.none_at(space, va1g, PageSize::Size1G) {
+                if self.huge_1g && self.layout.holds_1g_leaves() && self.eligible(space, va1g, GB1) && self.none_at(space, va1g, PageSize::Size1G) {
                     if let Some(f) = self.phys.alloc(MAX_ORDER) {
                         return self.map_huge(space, va1g, f, PageSize::Size1G, dirty);
                     }
@@ -1412,12 +1420,33 @@ impl Os {
         out.push((n.frame.addr().0, n.entry_count() as u64 * 8));
         for i in 0..n.entry_count() {
             match self.pt.classify(node, i) {
-                (_, crate::os::pt::EntryKind::NotPresent) => {}
+                // (The recursive slot's targets are nodes, listed as such.)
+                (_, crate::os::pt::EntryKind::NotPresent | crate::os::pt::EntryKind::PageTables) => {}
                 // (A 2 MB page in a flattened node appears once per replica; callers dedup.)
                 (e, crate::os::pt::EntryKind::Leaf(size)) => out.push((e & PTE_PFN_MASK & !(size.bytes() - 1), size.bytes())),
                 (_, crate::os::pt::EntryKind::Pointer(child)) => self.collect_in_use(child, level.saturating_sub(1), out),
             }
         }
+    }
+
+    /// The virtual address through which this OS reaches the level-`level` page-table entry
+    /// that maps `va` in `space`, through the recursive slot (`pt.recursive_slot`): `None`
+    /// without a slot or if the path holds no such entry ([`PageTables::recursive_va`]).
+    pub fn page_table_va(&self, space: usize, va: VirtAddr, level: u8) -> Option<VirtAddr> {
+        let sp = self.spaces.get(space)?;
+        if self.recursive_slot == 0 {
+            return None;
+        }
+        self.pt.recursive_va(sp.root, self.recursive_slot, va, level, self.va_bits + 1)
+    }
+
+    /// The glue table L4* of `space`'s flattened root (`pt.recursive_slot` with a flattened
+    /// 4-level root): a CR3 value under which hardware without flattening support walks the
+    /// same table as an ordinary 4-level one (§3.5, the prototype's shim).
+    pub fn legacy_root(&self, space: usize) -> Option<PhysAddr> {
+        let sp = self.spaces.get(space)?;
+        let root = self.pt.node(sp.root);
+        (self.recursive_slot != 0 && root.span == 2 && sp.top == 4).then(|| PhysAddr((root.frame.0 + self.recursive_slot as u64) << 12))
     }
 
     /// The frame backing `va`, if mapped (functional).
@@ -1509,6 +1538,10 @@ impl Os {
             Layout::FptL4L3 => 1,
             Layout::Fpt { .. } => 1 + per(1 << 30),
             Layout::FptL3L2 => per(1 << 39),
+            Layout::Fpt5 => 1 + per(1 << 39),
+            // (Blocks kept free at random are rarely a whole 1 GB: the root usually falls
+            // back under fragmentation.)
+            Layout::Fpt1G => 512,
         }
     }
 }

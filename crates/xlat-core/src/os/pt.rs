@@ -35,6 +35,10 @@ pub enum PtError {
     OutOfMemory { level: u8 },
     #[error("virtual address {va:#x} is already mapped at level {level}")]
     AlreadyMapped { va: u64, level: u8 },
+    #[error("a {size} page at {va:#x} needs a level-{level} entry, which this page-table layout merges away")]
+    NoLeafLevel { va: u64, size: &'static str, level: u8 },
+    #[error("root slot {slot} cannot map the page tables: {why}")]
+    RecursiveSlot { slot: usize, why: &'static str },
 }
 
 /// How a tree's levels are laid out: which adjacent levels merge into one 2 MB node.
@@ -52,27 +56,43 @@ pub enum Layout {
     FptL4L3,
     /// L4 conventional, L3+L2 flattened, L1 conventional (9/18/9): the paper's Linux prototype.
     FptL3L2,
+    /// Five levels flattened as §3.6 suggests: L5+L4 and L3+L2 in 2 MB nodes, L1
+    /// conventional (18/18/9): 2 reads for a 2 MB page, 3 for a 4 KB page.
+    Fpt5,
+    /// Three levels merged (§3.2): one 1 GB root node of L4+L3+L2 (27 bits) whose entries are
+    /// 2 MB pages or pointers to 4 KB L1 nodes: 1 read for a 2 MB page, 2 for a 4 KB page.
+    Fpt1G,
 }
 
 impl Layout {
     /// Level of the root.
     pub fn top(self) -> u8 {
-        if self == Layout::Radix5 {
+        if matches!(self, Layout::Radix5 | Layout::Fpt5) {
             5
         } else {
             4
         }
     }
 
-    /// Whether a node whose top level is `level` is built flattened (merging `level` and
-    /// `level - 1`) when a 2 MB block is available.
-    pub fn flattens(self, level: u8) -> bool {
-        match self {
-            Layout::Radix4 | Layout::Radix5 => false,
-            Layout::Fpt { .. } => level == 4 || level == 2,
-            Layout::FptL4L3 => level == 4,
-            Layout::FptL3L2 => level == 3,
+    /// How many levels a node whose top level is `level` merges when the block it needs
+    /// (2 MB for two, 1 GB for three) is free: 1 for a conventional 4 KB node.
+    pub fn span(self, level: u8) -> u8 {
+        match (self, level) {
+            (Layout::Fpt { .. }, 4 | 2) | (Layout::FptL4L3, 4) | (Layout::FptL3L2, 3) | (Layout::Fpt5, 5 | 3) => 2,
+            (Layout::Fpt1G, 4) => 3,
+            _ => 1,
         }
+    }
+
+    /// Whether a node whose top level is `level` is built flattened when it can be.
+    pub fn flattens(self, level: u8) -> bool {
+        self.span(level) > 1
+    }
+
+    /// Whether a 1 GB page can be a single level-3 entry. Layouts that merge level 3 with
+    /// the level below it have no level-3 entry: their OS maps 2 MB pages instead.
+    pub fn holds_1g_leaves(self) -> bool {
+        !matches!(self, Layout::FptL3L2 | Layout::Fpt5 | Layout::Fpt1G)
     }
 }
 
@@ -81,13 +101,15 @@ pub struct Node {
     pub frame: Frame,
     /// Highest level the node covers: 1 = leaf PT, 2 = PD, 3 = PDPT, 4 = PML4, 5 = PML5.
     pub level: u8,
-    /// Levels merged into this node: 1 (4 KB, 512 entries) or 2 (flattened: 2 MB, 2^18
-    /// entries indexed by 18 VA bits).
+    /// Levels merged into this node: 1 (4 KB, 512 entries), 2 (flattened: 2 MB, 2^18
+    /// entries indexed by 18 VA bits) or 3 (1 GB, 2^27 entries, 27 bits).
     pub span: u8,
     /// The layout of the tree this node belongs to.
     pub layout: Layout,
     /// Flattened L2+L1 nodes: 2 MB data pages held as 512 replicated entries.
     pub huge_groups: u16,
+    /// A 4 KB node built where the layout wanted a flattened one (no block was free).
+    pub fell_back: bool,
     /// Lowest level covered, and the VA shift and mask that index the node: fixed by
     /// `level` and `span`, kept so that walks do not recompute them.
     low: u8,
@@ -99,7 +121,53 @@ pub struct Node {
     offset: u32,
     /// For each entry that points to a node, that node's id: lets the simulator find the
     /// child's storage without hashing the entry's PFN. Kept consistent with the entries.
-    pub children: Box<[NodeId]>,
+    pub children: Children,
+}
+
+/// The child node of each entry of a node (`NO_NODE` where there is none). Kept as id + 1 in
+/// zero-initialised memory: a 1 GB node's 2^27 slots then cost host memory only where used
+/// (the allocator maps zeroed pages on first touch), and a lookup is one load and one
+/// subtraction (0 - 1 wraps to `NO_NODE`).
+pub struct Children(Box<[u32]>);
+
+impl Children {
+    fn new(len: usize) -> Children {
+        Children(vec![0u32; len].into_boxed_slice())
+    }
+
+    fn none() -> Children {
+        Children(Box::new([]))
+    }
+
+    /// The child of entry `idx`, or `NO_NODE`.
+    #[inline(always)]
+    pub fn get(&self, idx: usize) -> NodeId {
+        self.0[idx].wrapping_sub(1)
+    }
+
+    #[inline]
+    fn set(&mut self, idx: usize, id: NodeId) {
+        self.0[idx] = id.wrapping_add(1);
+    }
+
+    /// Whether entry `idx` exists and points to a child node.
+    #[inline]
+    pub fn has(&self, idx: usize) -> bool {
+        self.0.get(idx).is_some_and(|&c| c != 0)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Every entry's child (`NO_NODE` where none), in entry order.
+    pub fn iter(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.0.iter().map(|c| c.wrapping_sub(1))
+    }
 }
 
 impl Node {
@@ -150,6 +218,9 @@ pub enum EntryKind {
     Leaf(PageSize),
     /// A pointer to the child node.
     Pointer(NodeId),
+    /// A pointer into the page tables themselves: the recursive slot or the glue table
+    /// ([`PageTables::install_recursive`]).
+    PageTables,
 }
 
 /// The size of the page an entry maps when it is a leaf: any present entry of a level-1
@@ -186,9 +257,14 @@ pub struct PageTables {
     pub flatten_fallbacks: u64,
     /// Flattened L2+L1 nodes turned back into 4 KB levels by the FPT+NF rule.
     pub unflattened: u64,
-    /// Ids of freed nodes, reused (with their zeroed storage) by the next allocations.
-    free_ids: Vec<NodeId>,
-    free_flat_ids: Vec<NodeId>,
+    /// Fallen-back nodes merged with their children once a block was free (late flattening).
+    pub late_flattened: u64,
+    /// A fallen-back node is flattened late when it comes to have this many children (0:
+    /// never; `pt.late_flatten`).
+    late_flatten_at: u16,
+    /// Ids of freed 4 KB and 2 MB nodes (by span), reused with their zeroed storage by the
+    /// next allocations. (A freed 1 GB node's storage is released instead.)
+    free_ids: [Vec<NodeId>; 3],
 }
 
 /// Entries per storage chunk: 512 nodes of 4 KB, or one flattened node.
@@ -228,24 +304,34 @@ impl PageTables {
     }
 
     /// A node whose top level is `level` in a tree of `layout`, flattened if the layout
-    /// says so and a 2 MB block is free.
+    /// says so and a block of its size (2 MB, or 1 GB for three levels) is free; otherwise a
+    /// 4 KB node, marked as fallen back (late flattening may merge it later).
     fn alloc_child(&mut self, phys: &mut PhysMem, level: u8, layout: Layout) -> Result<NodeId, PtError> {
-        if layout.flattens(level) {
-            match self.alloc(phys, level, 2, layout) {
+        let span = layout.span(level);
+        if span > 1 {
+            match self.alloc(phys, level, span, layout) {
                 Ok(id) => return Ok(id),
                 Err(_) => self.flatten_fallbacks += 1,
             }
         }
-        self.alloc(phys, level, 1, layout)
+        let id = self.alloc(phys, level, 1, layout)?;
+        self.nodes[id as usize].fell_back = span > 1;
+        Ok(id)
+    }
+
+    /// Flatten late (`pt.late_flatten`): a fallen-back node that comes to have `at` children
+    /// is merged with them into one node when a block is free (0: never).
+    pub fn set_late_flatten(&mut self, at: u16) {
+        self.late_flatten_at = at;
     }
 
     fn alloc(&mut self, phys: &mut PhysMem, level: u8, span: u8, layout: Layout) -> Result<NodeId, PtError> {
-        let frame = if span == 2 { phys.alloc(crate::os::phys::ORDER_2M) } else { phys.alloc_page() };
+        let frame = if span == 1 { phys.alloc_page() } else { phys.alloc(9 * (span - 1)) };
         let frame = frame.ok_or(PtError::OutOfMemory { level })?;
         let len = 1usize << (9 * span as u32);
         let has_children = level + 1 - span > 1;
-        let children = if has_children { vec![NO_NODE; len].into_boxed_slice() } else { Box::new([]) as Box<[NodeId]> };
-        let reuse = if span == 2 { self.free_flat_ids.pop() } else { self.free_ids.pop() };
+        let children = if has_children { Children::new(len) } else { Children::none() };
+        let reuse = if span < 3 { self.free_ids[span as usize].pop() } else { None };
         let id = match reuse {
             Some(id) => {
                 let n = &mut self.nodes[id as usize];
@@ -253,11 +339,16 @@ impl PageTables {
                 n.set_shape(level, span);
                 n.layout = layout;
                 n.huge_groups = 0;
+                n.fell_back = false;
                 n.children = children;
                 id
             }
             None => {
-                let (chunk, offset) = if span == 2 {
+                let (chunk, offset) = if span == 3 {
+                    // (Only the entries the OS writes are ever touched: a sparse 1 GB.)
+                    self.chunks.push(crate::host::hostmem::HugeBuf::zeroed(len));
+                    (self.chunks.len() - 1, 0)
+                } else if span == 2 {
                     self.chunks.push(crate::host::hostmem::HugeBuf::new(CHUNK, 0u64));
                     (self.chunks.len() - 1, 0)
                 } else {
@@ -270,8 +361,20 @@ impl PageTables {
                     self.chunk_used += ENTRIES;
                     (self.small_chunk.expect("set above"), off)
                 };
-                let mut n =
-                    Node { frame, level, span, layout, huge_groups: 0, low: 0, shift: 0, mask: 0, chunk: chunk as u32, offset: offset as u32, children };
+                let mut n = Node {
+                    frame,
+                    level,
+                    span,
+                    layout,
+                    huge_groups: 0,
+                    fell_back: false,
+                    low: 0,
+                    shift: 0,
+                    mask: 0,
+                    chunk: chunk as u32,
+                    offset: offset as u32,
+                    children,
+                };
                 n.set_shape(level, span);
                 self.nodes.push(n);
                 (self.nodes.len() - 1) as NodeId
@@ -279,7 +382,7 @@ impl PageTables {
         };
         self.per_level[level as usize] += 1;
         self.bytes_per_level[level as usize] += len as u64 * 8;
-        if span == 2 {
+        if span > 1 {
             self.flat_nodes += 1;
         }
         Ok(id)
@@ -348,7 +451,10 @@ impl PageTables {
             1 => EntryKind::Leaf(PageSize::Size4K),
             2 if e & PTE_PS != 0 => EntryKind::Leaf(PageSize::Size2M),
             3 if e & PTE_PS != 0 => EntryKind::Leaf(PageSize::Size1G),
-            _ => EntryKind::Pointer(n.children[idx]),
+            _ => match n.children.get(idx) {
+                NO_NODE => EntryKind::PageTables,
+                child => EntryKind::Pointer(child),
+            },
         };
         (e, kind)
     }
@@ -357,17 +463,22 @@ impl PageTables {
     /// physical memory. Its entries are cleared; its id is reused by a later allocation.
     pub fn free_node(&mut self, phys: &mut PhysMem, id: NodeId) {
         let n = &self.nodes[id as usize];
-        debug_assert!(n.children.iter().all(|&c| c == NO_NODE), "freeing a node that still has children");
+        debug_assert!(n.children.iter().all(|c| c == NO_NODE), "freeing a node that still has children");
         let (frame, level, span, chunk, offset, len) = (n.frame, n.level, n.span, n.chunk as usize, n.offset as usize, n.entry_count());
-        self.chunks[chunk][offset..offset + len].fill(0);
+        if span == 3 {
+            // Release the host memory; the id is not reused.
+            self.chunks[chunk] = crate::host::hostmem::HugeBuf::zeroed(0);
+            self.nodes[id as usize].children = Children::none();
+        } else {
+            self.chunks[chunk][offset..offset + len].fill(0);
+            self.free_ids[span as usize].push(id);
+        }
         self.per_level[level as usize] -= 1;
         self.bytes_per_level[level as usize] -= len as u64 * 8;
-        if span == 2 {
+        if span > 1 {
             self.flat_nodes -= 1;
-            self.free_flat_ids.push(id);
-            phys.free(frame, crate::os::phys::ORDER_2M);
+            phys.free(frame, 9 * (span - 1));
         } else {
-            self.free_ids.push(id);
             phys.free_page(frame);
         }
     }
@@ -385,7 +496,7 @@ impl PageTables {
                 return Some((node, parent));
             }
             let idx = n.index(va);
-            let child = n.children[idx];
+            let child = n.children.get(idx);
             if child == NO_NODE {
                 return None;
             }
@@ -421,7 +532,7 @@ impl PageTables {
         let n = &self.nodes[node as usize];
         if n.low() == size.leaf_level() {
             let idx = n.index(va);
-            return self.entry(node, idx) & PTE_P == 0 && n.children.get(idx).is_none_or(|&c| c == NO_NODE);
+            return self.entry(node, idx) & PTE_P == 0 && !n.children.has(idx);
         }
         // Flattened node below the leaf level: every entry of the range must be empty.
         let per = (size.bytes() / n.entry_span()) as usize;
@@ -446,7 +557,7 @@ impl PageTables {
         }
         let (_, parent) = self.descend(root, va, 1)?;
         let (pd, idx) = parent?;
-        self.nodes[pd as usize].children[idx] = NO_NODE;
+        self.nodes[pd as usize].children.set(idx, NO_NODE);
         *self.entry_mut(pd, idx) = leaf;
         self.free_node(phys, node);
         Some(old)
@@ -461,7 +572,7 @@ impl PageTables {
         if n.low() != 1 || n.span != 1 || self.entries(node).iter().any(|&e| e & PTE_P != 0) {
             return false;
         }
-        self.nodes[pd as usize].children[idx] = NO_NODE;
+        self.nodes[pd as usize].children.set(idx, NO_NODE);
         *self.entry_mut(pd, idx) = 0;
         self.free_node(phys, node);
         true
@@ -497,7 +608,7 @@ impl PageTables {
         }
         let cframe = self.nodes[child as usize].frame;
         *self.entry_mut(node, idx) = (cframe.0 << 12) | PTE_P | PTE_RW | PTE_US;
-        self.nodes[node as usize].children[idx] = child;
+        self.nodes[node as usize].children.set(idx, child);
         Ok(Some((Frame(base), e)))
     }
 
@@ -561,6 +672,30 @@ impl PageTables {
     // signature in step with the other walks over the tree. Bundling them would only add a type.
     #[allow(clippy::too_many_arguments)]
     pub fn map(&mut self, phys: &mut PhysMem, root: NodeId, _top: u8, va: VirtAddr, frame: Frame, size: PageSize, flags: u64) -> Result<MapEffect, PtError> {
+        let mut late = None;
+        let effect = self.map_entry(phys, root, va, frame, size, flags, &mut late)?;
+        if let (Some((parent, pidx, node)), None) = (late, effect.restructured) {
+            if let Some(range) = self.late_flatten(phys, parent, pidx, node, va)? {
+                return Ok(MapEffect { restructured: Some(range) });
+            }
+        }
+        Ok(effect)
+    }
+
+    /// [`Self::map`]'s walk down the tree and its write of the leaf; `late` is set to a
+    /// fallen-back node (with its parent entry) that this mapping gave its `late_flatten_at`-th
+    /// present entry.
+    #[allow(clippy::too_many_arguments)]
+    fn map_entry(
+        &mut self,
+        phys: &mut PhysMem,
+        root: NodeId,
+        va: VirtAddr,
+        frame: Frame,
+        size: PageSize,
+        flags: u64,
+        late: &mut Option<(NodeId, usize, NodeId)>,
+    ) -> Result<MapEffect, PtError> {
         let target = size.leaf_level();
         let mut node = root;
         let mut parent: Option<(NodeId, usize)> = None;
@@ -573,15 +708,18 @@ impl PageTables {
             if low <= target {
                 let leaf = (frame.0 << 12) | PTE_P | flags | if size == PageSize::Size4K { 0 } else { PTE_PS };
                 if low == target {
-                    let has_child = self.nodes[node as usize].children.get(idx).is_some_and(|&c| c != NO_NODE);
+                    let has_child = self.nodes[node as usize].children.has(idx);
                     if self.entry(node, idx) & PTE_P != 0 || has_child {
                         return Err(PtError::AlreadyMapped { va: va.0, level: target });
                     }
                     *self.entry_mut(node, idx) = leaf;
                     return Ok(MapEffect::default());
                 }
-                // A 2 MB page inside a flattened L2+L1 node: replicate it.
-                debug_assert!(target == 2 && low == 1);
+                // A 2 MB page inside a flattened L2+L1 node: replicate it. (A 1 GB page below
+                // level 3 has no entry of its own: the OS maps 2 MB pages there instead.)
+                if target != 2 || low != 1 {
+                    return Err(PtError::NoLeafLevel { va: va.0, size: size.name(), level: target });
+                }
                 let start = self.nodes[node as usize].index(VirtAddr(va.0 & !((2 << 20) - 1)));
                 if self.entries(node)[start..start + ENTRIES].iter().any(|&e| e & PTE_P != 0) {
                     return Err(PtError::AlreadyMapped { va: va.0, level: target });
@@ -602,22 +740,97 @@ impl PageTables {
             if e & PTE_P != 0 && e & PTE_PS != 0 {
                 return Err(PtError::AlreadyMapped { va: va.0, level });
             }
-            let child = self.nodes[node as usize].children[idx];
+            let child = self.nodes[node as usize].children.get(idx);
             let next = if child != NO_NODE {
                 child
             } else {
                 let c = self.alloc_child(phys, low - 1, layout)?;
                 let cn = &self.nodes[c as usize];
+                // (Only a root merges three levels: no entry points to a 1 GB node.)
+                debug_assert!(cn.span < 3);
                 let flat = if cn.span == 2 { PTE_FLAT } else { 0 };
                 let cframe = cn.frame;
                 // Upper-level entries are permissive; the leaf decides the rights.
                 *self.entry_mut(node, idx) = (cframe.0 << 12) | PTE_P | PTE_RW | PTE_US | flat;
-                self.nodes[node as usize].children[idx] = c;
+                self.nodes[node as usize].children.set(idx, c);
+                if let (true, Some((p, pidx))) = (self.nodes[node as usize].fell_back && self.late_flatten_at > 0, parent) {
+                    let present = self.entries(node).iter().filter(|&&e| e & PTE_P != 0).count();
+                    if present >= self.late_flatten_at as usize {
+                        *late = Some((p, pidx, node));
+                    }
+                }
                 c
             };
             parent = Some((node, idx));
             node = next;
         }
+    }
+
+    /// Late flattening (§6.2, the step the paper's prototype leaves out): merge the
+    /// fallen-back 4 KB node `old` (entry `pidx` of `parent`) and its children into a new
+    /// 2 MB node: allocate the block, copy the children's entries into it (a 2 MB leaf of an
+    /// L2 node becomes 512 replicas), re-point the parent entry with the flattened-size bit,
+    /// free the old nodes. Returns the VA range whose cached paging-structure entries went
+    /// stale; `None` (nothing changed) if no 2 MB block is free, if `old` holds a leaf that
+    /// cannot move down a level (a 1 GB page), or if FPT+NF would unflatten the result.
+    fn late_flatten(&mut self, phys: &mut PhysMem, parent: NodeId, pidx: usize, old: NodeId, va: VirtAddr) -> Result<Option<(u64, u64)>, PtError> {
+        let (level, low, layout) = {
+            let n = &self.nodes[old as usize];
+            (n.level, n.low(), n.layout)
+        };
+        debug_assert_eq!(layout.span(level), 2);
+        let mut huge = 0;
+        for i in 0..ENTRIES {
+            let e = self.entry(old, i);
+            if e & PTE_P != 0 && !self.nodes[old as usize].children.has(i) {
+                if low != 2 || e & PTE_PS == 0 {
+                    return Ok(None);
+                }
+                huge += 1;
+            }
+        }
+        if let Layout::Fpt { nf } = layout {
+            if nf > 0 && huge >= nf {
+                return Ok(None);
+            }
+        }
+        let Ok(new) = self.alloc(phys, level, 2, layout) else { return Ok(None) };
+        for i in 0..ENTRIES {
+            let e = self.entry(old, i);
+            if e & PTE_P == 0 {
+                continue;
+            }
+            let child = self.nodes[old as usize].children.get(i);
+            if child == NO_NODE {
+                // A 2 MB leaf: replicated in the flattened L2+L1 node.
+                for j in 0..ENTRIES {
+                    *self.entry_mut(new, i * ENTRIES + j) = e;
+                }
+                self.nodes[new as usize].huge_groups += 1;
+                continue;
+            }
+            let has_grandchildren = !self.nodes[child as usize].children.is_empty();
+            for j in 0..ENTRIES {
+                let ce = self.entry(child, j);
+                *self.entry_mut(new, i * ENTRIES + j) = ce;
+                if has_grandchildren && self.nodes[child as usize].children.has(j) {
+                    let grandchild = self.nodes[child as usize].children.get(j);
+                    self.nodes[new as usize].children.set(i * ENTRIES + j, grandchild);
+                    self.nodes[child as usize].children.set(j, NO_NODE);
+                }
+            }
+            self.nodes[old as usize].children.set(i, NO_NODE);
+            self.free_node(phys, child);
+        }
+        let f = self.nodes[new as usize].frame;
+        let pe = self.entry(parent, pidx);
+        *self.entry_mut(parent, pidx) = (pe & !PTE_PFN_MASK) | (f.0 << 12) | PTE_FLAT;
+        self.nodes[parent as usize].children.set(pidx, new);
+        self.free_node(phys, old);
+        self.late_flattened += 1;
+        let cover = self.nodes[new as usize].entry_span() << 18;
+        let base = va.0 & !(cover - 1);
+        Ok(Some((base, base + cover)))
     }
 
     /// FPT+NF: replace the flattened L2+L1 node `flat` (entry `pidx` of `parent`) by a 4 KB
@@ -637,13 +850,13 @@ impl PageTables {
                 }
                 let f = self.nodes[l1 as usize].frame;
                 *self.entry_mut(l2, g) = (f.0 << 12) | PTE_P | PTE_RW | PTE_US;
-                self.nodes[l2 as usize].children[g] = l1;
+                self.nodes[l2 as usize].children.set(g, l1);
             }
         }
         let f = self.nodes[l2 as usize].frame;
         let old = self.entry(parent, pidx);
         *self.entry_mut(parent, pidx) = (old & !(PTE_PFN_MASK | PTE_FLAT)) | (f.0 << 12);
-        self.nodes[parent as usize].children[pidx] = l2;
+        self.nodes[parent as usize].children.set(pidx, l2);
         self.free_node(phys, flat);
         self.unflattened += 1;
         let base = va.0 & !((1u64 << 30) - 1);
@@ -705,7 +918,8 @@ impl PageTables {
         loop {
             let idx = self.nodes[node as usize].index(va);
             match self.classify(node, idx) {
-                (_, EntryKind::NotPresent) => return None,
+                // (The recursive slot maps page tables, not data.)
+                (_, EntryKind::NotPresent | EntryKind::PageTables) => return None,
                 (e, EntryKind::Leaf(size)) => {
                     let mut frame = (e & PTE_PFN_MASK) >> 12;
                     if size != PageSize::Size4K {
@@ -743,7 +957,7 @@ impl PageTables {
             if n.low() <= 1 {
                 return node;
             }
-            let child = n.children[n.index(va)];
+            let child = n.children.get(n.index(va));
             if child == NO_NODE || n.low() == 2 {
                 return child;
             }
@@ -795,7 +1009,7 @@ impl PageTables {
             }
             return;
         }
-        for (i, &c) in n.children.iter().enumerate() {
+        for (i, c) in n.children.iter().enumerate() {
             if c == NO_NODE {
                 continue;
             }
@@ -820,23 +1034,90 @@ pub struct HwWalk {
 }
 
 impl PageTables {
+    /// Make the tree rooted at `root` map itself through root slot `slot` (§3.5), as an OS
+    /// that edits page tables through virtual addresses (Windows) does. A 4 KB root's entry
+    /// `slot` points back at the root (a recursive mapping). A flattened root's sub-table
+    /// `slot` (the 512 entries under top-level index `slot`) becomes the glue table L4*:
+    /// entry i points at sub-table i as a 4 KB node, so L4*[slot] is L4* itself and L4* is
+    /// also an ordinary 4-level view of the table for hardware without flattening. No memory
+    /// is allocated; the slot's VA range is given up. See [`Self::recursive_va`].
+    pub fn install_recursive(&mut self, root: NodeId, slot: usize) -> Result<(), PtError> {
+        let (frame, span) = (self.nodes[root as usize].frame, self.nodes[root as usize].span);
+        let entries: Vec<usize> = match span {
+            1 => vec![slot],
+            2 => (slot * ENTRIES..(slot + 1) * ENTRIES).collect(),
+            _ => return Err(PtError::RecursiveSlot { slot, why: "a 1 GB root has no 4 KB sub-tables to recurse through" }),
+        };
+        if slot >= ENTRIES {
+            return Err(PtError::RecursiveSlot { slot, why: "a root has 512 top-level slots" });
+        }
+        if entries.iter().any(|&i| self.entry(root, i) & PTE_P != 0 || self.nodes[root as usize].children.has(i)) {
+            return Err(PtError::RecursiveSlot { slot, why: "it already maps memory" });
+        }
+        // Kernel-only and writable (the OS's view); no size bit: each target is a 4 KB node.
+        for (k, &i) in entries.iter().enumerate() {
+            *self.entry_mut(root, i) = ((frame.0 + k as u64) << 12) | PTE_P | PTE_RW;
+        }
+        Ok(())
+    }
+
+    /// The virtual address through which the recursive mapping of [`Self::install_recursive`]
+    /// (root slot `slot`) reaches the level-`level` entry that maps `va`, in a `va_bits`
+    /// address space (48 or 57 bits); sign-extended. Built from the widths of the nodes on
+    /// the path: `k` recursions (the slot index, 9 bits each: through the root's own entry or
+    /// the glue table) then the path's indices down to the node holding the entry, whose
+    /// index times 8 is the offset; the hardware walk ends there because the bits left
+    /// equal that node's size (§3.5's rule). `None` if the path has no node holding a
+    /// level-`level` entry (not mapped yet, a large page above it, or a merged level) or if
+    /// no whole number of recursions fits.
+    pub fn recursive_va(&self, root: NodeId, slot: usize, va: VirtAddr, level: u8, va_bits: u32) -> Option<VirtAddr> {
+        let (node, _) = self.descend(root, va, level)?;
+        if self.nodes[node as usize].low() != level {
+            return None;
+        }
+        // The path's nodes, root first.
+        let mut path = vec![root];
+        while *path.last()? != node {
+            let n = &self.nodes[*path.last()? as usize];
+            path.push(n.children.get(n.index(va)));
+        }
+        let widths: Vec<u32> = path.iter().map(|&p| 9 * self.nodes[p as usize].span as u32).collect();
+        let used = widths.iter().sum::<u32>() + 3;
+        let rest = va_bits.checked_sub(used)?;
+        if rest == 0 || rest % 9 != 0 {
+            return None;
+        }
+        let mut bits = 0u64;
+        for _ in 0..rest / 9 {
+            bits = (bits << 9) | slot as u64;
+        }
+        for (i, &p) in path.iter().enumerate() {
+            let n = &self.nodes[p as usize];
+            bits = (bits << widths[i]) | n.index(va) as u64;
+        }
+        bits <<= 3;
+        let sign = 64 - va_bits;
+        Some(VirtAddr((((bits << sign) as i64) >> sign) as u64))
+    }
+
     /// A walk as the hardware of the flattening paper does it, driven only by what it reads
-    /// (§3.5): the root is flattened or not (`root_flat`, the size bit beside CR3); each
-    /// step indexes the current node with 9 bits, or 18 if the entry that led there has the
-    /// flattened-size bit; the walk ends at a leaf, or when the VA bits left equal the size
-    /// of the node the entry points to (a pointer met where a page of that size could be is
-    /// taken as that page). This is what makes recursive (self-referencing) mappings work:
-    /// it does not use the simulator's own knowledge of node levels, only entries and their
-    /// physical addresses. Functional and slow (it looks nodes up by address); for checking
-    /// recursive mappings, not for simulation.
-    pub fn hw_walk(&self, root: NodeId, root_flat: bool, va: VirtAddr, va_bits: u32) -> Option<HwWalk> {
-        self.walk_phys(self.nodes[root as usize].frame.addr().0, if root_flat { 18 } else { 9 }, va, va_bits)
+    /// (§3.5): the root's size (the size bit beside CR3) sets the first step's width; each
+    /// later step indexes the current node with 9 bits, or 18 if the entry that led there
+    /// has the flattened-size bit; the walk ends at a leaf, or when the VA bits left equal
+    /// the size of the node the entry points to (a pointer met where a page of that size
+    /// could be is taken as that page). This is what makes recursive (self-referencing)
+    /// mappings work: it does not use the simulator's own knowledge of node levels, only
+    /// entries and their physical addresses. Functional and slow (it looks nodes up by
+    /// address); for checking recursive mappings, not for simulation.
+    pub fn hw_walk(&self, root: NodeId, va: VirtAddr, va_bits: u32) -> Option<HwWalk> {
+        let n = &self.nodes[root as usize];
+        self.walk_phys(n.frame.addr().0, 9 * n.span as u32, va, va_bits)
     }
 
     /// [`Self::hw_walk`] from a conventional (4 KB) root at a physical address, as hardware
     /// without flattening support would walk (CR3 pointing at the glue table).
-    pub fn hw_walk_from(&self, root: PhysAddr, va: VirtAddr) -> Option<HwWalk> {
-        self.walk_phys(root.0, 9, va, 48)
+    pub fn hw_walk_from(&self, root: PhysAddr, va: VirtAddr, va_bits: u32) -> Option<HwWalk> {
+        self.walk_phys(root.0, 9, va, va_bits)
     }
 
     fn walk_phys(&self, mut base: u64, mut width: u32, va: VirtAddr, va_bits: u32) -> Option<HwWalk> {
@@ -918,7 +1199,7 @@ mod tests {
         for level in (2..=4).rev() {
             let idx = va.index(level);
             let e = pt.entry(node, idx);
-            let child = pt.node(node).children[idx];
+            let child = pt.node(node).children.get(idx);
             assert_eq!((e & PTE_PFN_MASK) >> 12, pt.node(child).frame.0, "level {level} entry PFN is the child's frame");
             node = child;
         }
@@ -951,18 +1232,18 @@ mod tests {
         let root_frame = pt.node(root).frame;
         pt.write_entry(root, r, (root_frame.0 << 12) | PTE_P | PTE_RW);
         // The ordinary walk still works (3 reads: L4, L3+L2, L1).
-        let w = pt.hw_walk(root, false, VirtAddr(page.0 + 0x123), 48).unwrap();
+        let w = pt.hw_walk(root, VirtAddr(page.0 + 0x123), 48).unwrap();
         assert_eq!((w.addr, w.steps), (PhysAddr(((page.0 >> 12) + 1000) * 4096 + 0x123), 3));
         // One recursion: the PTE of `page` inside its L1 node.
-        let l32 = pt.node(root).children[a as usize];
-        let l1 = pt.node(l32).children[(b << 9 | c) as usize];
-        let w = pt.hw_walk(root, false, va(r as u64, a, b, c, d * 8), 48).unwrap();
+        let l32 = pt.node(root).children.get(a as usize);
+        let l1 = pt.node(l32).children.get((b << 9 | c) as usize);
+        let w = pt.hw_walk(root, va(r as u64, a, b, c, d * 8), 48).unwrap();
         assert_eq!(w.addr, pt.node(l1).entry_addr(d as usize));
         assert_eq!((w.offset_bits, w.steps), (12, 3));
         assert_eq!((pt.read_phys(w.addr.0).unwrap() & PTE_PFN_MASK) >> 12, (page.0 >> 12) + 1000);
         // Two recursions: 27 bits in three 9-bit steps, then 21 bits into the L3+L2 node.
         let off = (b << 9 | c) * 8;
-        let w = pt.hw_walk(root, false, VirtAddr(((r as u64) << 39) | ((r as u64) << 30) | (a << 21) | off), 48).unwrap();
+        let w = pt.hw_walk(root, VirtAddr(((r as u64) << 39) | ((r as u64) << 30) | (a << 21) | off), 48).unwrap();
         assert_eq!((w.offset_bits, w.steps), (21, 3));
         assert_eq!(w.addr, pt.node(l32).entry_addr((b << 9 | c) as usize));
     }
@@ -986,22 +1267,161 @@ mod tests {
         }
         // Root entry (x, y): the L3-level entry of L4 index x, L3 index y.
         let (x, y) = (a, b);
-        let w = pt.hw_walk(root, true, VirtAddr((g << 39) | (g << 30) | (g << 21) | (x << 12) | (y * 8)), 48).unwrap();
+        let w = pt.hw_walk(root, VirtAddr((g << 39) | (g << 30) | (g << 21) | (x << 12) | (y * 8)), 48).unwrap();
         assert_eq!(w.addr, pt.node(root).entry_addr((x << 9 | y) as usize));
         assert_eq!(w.steps, 3, "the first read counts as two recursions");
         // The L1 node of (a, b, c): one recursion.
-        let l2 = pt.node(root).children[(a << 9 | b) as usize];
-        let l1 = pt.node(l2).children[c as usize];
-        let w = pt.hw_walk(root, true, VirtAddr((g << 39) | (a << 30) | (b << 21) | (c << 12) | (d * 8)), 48).unwrap();
+        let l2 = pt.node(root).children.get((a << 9 | b) as usize);
+        let l1 = pt.node(l2).children.get(c as usize);
+        let w = pt.hw_walk(root, VirtAddr((g << 39) | (a << 30) | (b << 21) | (c << 12) | (d * 8)), 48).unwrap();
         assert_eq!(w.addr, pt.node(l1).entry_addr(d as usize));
         // Legacy view: walking from L4* (a 4 KB root) translates like the flattened root.
         let l4star = PhysAddr((root_frame + g) << 12);
         for v in [page, other, VirtAddr(page.0 + 0xabc)] {
-            let flat = pt.hw_walk(root, true, v, 48).unwrap();
-            let legacy = pt.hw_walk_from(l4star, v).unwrap();
+            let flat = pt.hw_walk(root, v, 48).unwrap();
+            let legacy = pt.hw_walk_from(l4star, v, 48).unwrap();
             assert_eq!(flat.addr, legacy.addr);
             assert_eq!(legacy.steps, 4);
             assert_eq!(flat.steps, 3);
         }
+    }
+
+    /// Every layout that can recurse: the address [`PageTables::recursive_va`] gives for
+    /// each level's entry on a page's path is where the hardware walk of §3.5 lands, and
+    /// the ordinary walks are unchanged by the slot.
+    #[test]
+    fn recursive_addresses_reach_every_entry_on_every_layout() {
+        let slot = 300;
+        let pages = [va(1, 2, 3, 4, 0), va(1, 2, 3, 5, 0), va(7, 300, 9, 0, 0), va(100, 1, 511, 511, 0)];
+        for layout in [Layout::Radix4, Layout::Radix5, Layout::Fpt { nf: 32 }, Layout::FptL4L3, Layout::FptL3L2, Layout::Fpt5] {
+            let va_bits = if layout.top() == 5 { 57 } else { 48 };
+            let (_, mut pt, root) = table(layout, &pages.map(|p| p.0));
+            pt.install_recursive(root, slot).unwrap();
+            assert!(pt.install_recursive(root, slot).is_err(), "{layout:?}: the slot is taken now");
+            let mut reached = 0;
+            for &p in &pages {
+                let data = pt.hw_walk(root, VirtAddr(p.0 + 0x123), va_bits).unwrap();
+                assert_eq!(data.addr, PhysAddr(((p.0 >> 12) + 1000) * 4096 + 0x123), "{layout:?}");
+                for level in 1..=layout.top() {
+                    let Some(rva) = pt.recursive_va(root, slot, p, level, va_bits) else {
+                        // Only a level merged into a flattened node has no entry of its own.
+                        let (node, _) = pt.descend(root, p, level).unwrap();
+                        assert_ne!(pt.node(node).low(), level, "{layout:?} level {level}");
+                        continue;
+                    };
+                    let (node, _) = pt.descend(root, p, level).unwrap();
+                    let w = pt.hw_walk(root, rva, va_bits).unwrap();
+                    assert_eq!(w.addr, pt.node(node).entry_addr(pt.node(node).index(p)), "{layout:?} level {level}");
+                    assert!(rva.0 >> (va_bits - 1) == (1u64 << (65 - va_bits)) - 1, "{layout:?}: sign-extended kernel-half address");
+                    reached += 1;
+                }
+            }
+            assert!(reached >= pages.len() * 2, "{layout:?}");
+            assert_eq!(pt.translate(root, 4, VirtAddr(pages[0].0)).unwrap().frame, Frame((pages[0].0 >> 12) + 1000));
+        }
+    }
+
+    /// Late flattening (§6.2): an L2+L1 node that fell back to 4 KB levels (no free 2 MB
+    /// block) is merged once a block is free and it holds 3 entries: walks go from 3 reads
+    /// to 2, every translation (a 2 MB page too) is unchanged, and the old nodes are freed.
+    #[test]
+    fn late_flattening_merges_a_fallen_back_node_once_a_block_is_free() {
+        let mut phys = PhysMem::new(1 << 30);
+        let mut pt = PageTables::new();
+        pt.set_late_flatten(3);
+        let root = pt.alloc_root(&mut phys, Layout::Fpt { nf: 32 }).unwrap();
+        let mut held = Vec::new();
+        while let Some(f) = phys.alloc(crate::os::phys::ORDER_2M) {
+            held.push(f);
+        }
+        let mut pages = Vec::new();
+        while let Some(f) = phys.alloc_page() {
+            pages.push(f);
+        }
+        // Give one block back split: 4 KB frames are left, no 2 MB block.
+        phys.free(held.pop().unwrap(), crate::os::phys::ORDER_2M);
+        pages.push(phys.alloc_page().unwrap());
+        assert_eq!(phys.free_2m_blocks(), 0);
+        let (p1, p2, huge, p3) = (va(0, 1, 0, 7, 0), va(0, 1, 1, 0, 0), va(0, 1, 5, 0, 0), va(0, 1, 2, 3, 0));
+        for p in [p1, p2] {
+            let e = pt.map(&mut phys, root, 4, p, Frame((p.0 >> 12) + 1000), PageSize::Size4K, PTE_RW).unwrap();
+            assert_eq!(e, MapEffect::default());
+        }
+        let l2 = pt.node(root).children.get(1);
+        assert!(pt.node(l2).fell_back && pt.node(l2).span == 1, "no 2 MB block: 4 KB L2 and L1 nodes");
+        assert_eq!(pt.hw_walk(root, p1, 48).unwrap().steps, 3);
+        // A 2 MB page as a leaf of the fallen-back L2 node: 3 entries now, but no child added.
+        let e = pt.map(&mut phys, root, 4, huge, Frame(0x40000), PageSize::Size2M, PTE_RW).unwrap();
+        assert_eq!(e, MapEffect::default());
+        assert_eq!(pt.late_flattened, 0);
+        for f in held {
+            phys.free(f, crate::os::phys::ORDER_2M);
+        }
+        for f in pages {
+            phys.free_page(f);
+        }
+        let e = pt.map(&mut phys, root, 4, p3, Frame((p3.0 >> 12) + 1000), PageSize::Size4K, PTE_RW).unwrap();
+        assert_eq!(e.restructured, Some((1 << 30, 2 << 30)), "the 1 GB region's cached paging-structure entries are stale");
+        assert_eq!(pt.late_flattened, 1);
+        let flat = pt.node(root).children.get(1);
+        assert_eq!((pt.node(flat).span, pt.node(flat).huge_groups), (2, 1));
+        assert_ne!(pt.entry(root, 1) & PTE_FLAT, 0);
+        assert_eq!((pt.total_nodes(), pt.flat_nodes()), (2, 2), "the L2 and its three L1 nodes were freed");
+        for p in [p1, p2, p3] {
+            let w = pt.hw_walk(root, VirtAddr(p.0 + 0x45), 48).unwrap();
+            assert_eq!((w.addr, w.steps), (PhysAddr(((p.0 >> 12) + 1000) * 4096 + 0x45), 2));
+        }
+        let m = pt.translate(root, 4, VirtAddr(huge.0 + 0x12_3456)).unwrap();
+        assert_eq!((m.frame, m.size), (Frame(0x40000), PageSize::Size2M));
+        assert_eq!(pt.hw_walk(root, VirtAddr(huge.0 + 0x12_3456), 48).unwrap().steps, 2);
+    }
+
+    /// Late flattening in the paper's prototype layout (L4, L3+L2, L1): the fallen-back L3
+    /// node's L2 children are copied into the new L3+L2 node and their L1 nodes re-parented.
+    #[test]
+    fn late_flattening_of_the_prototypes_l3l2_node() {
+        let mut phys = PhysMem::new(1 << 30);
+        let mut pt = PageTables::new();
+        pt.set_late_flatten(2);
+        let root = pt.alloc_root(&mut phys, Layout::FptL3L2).unwrap();
+        let mut held = Vec::new();
+        while let Some(f) = phys.alloc(crate::os::phys::ORDER_2M) {
+            held.push(f);
+        }
+        let pages = [va(5, 1, 2, 3, 0), va(5, 2, 0, 0, 0), va(5, 9, 9, 9, 0)];
+        let _ = pt.map(&mut phys, root, 4, pages[0], Frame(1000), PageSize::Size4K, PTE_RW).unwrap();
+        assert_eq!(pt.hw_walk(root, pages[0], 48).unwrap().steps, 4, "fallen back: four 4 KB levels");
+        for f in held {
+            phys.free(f, crate::os::phys::ORDER_2M);
+        }
+        for (k, &p) in pages.iter().enumerate().skip(1) {
+            let _ = pt.map(&mut phys, root, 4, p, Frame(1000 + k as u64), PageSize::Size4K, PTE_RW).unwrap();
+        }
+        assert_eq!(pt.late_flattened, 1);
+        for (k, &p) in pages.iter().enumerate() {
+            let w = pt.hw_walk(root, VirtAddr(p.0 + 8), 48).unwrap();
+            assert_eq!((w.addr, w.steps), (PhysAddr((1000 + k as u64) * 4096 + 8), 3), "L4, L3+L2, L1");
+            assert_eq!(pt.translate(root, 4, p).unwrap().frame, Frame(1000 + k as u64));
+        }
+        assert_eq!((pt.nodes_at(3), pt.nodes_at(2), pt.nodes_at(1), pt.flat_nodes()), (1, 0, 3, 1));
+    }
+
+    /// §3.2's three-level merge: one 1 GB L4+L3+L2 root indexed by 27 bits; a 2 MB page is
+    /// one read, a 4 KB page two; no 1 GB leaf fits, and its storage is touched only where used.
+    #[test]
+    fn a_1gb_root_merges_three_levels() {
+        let mut phys = PhysMem::new(4 << 30);
+        let mut pt = PageTables::new();
+        let root = pt.alloc_root(&mut phys, Layout::Fpt1G).unwrap();
+        assert_eq!((pt.node(root).span, pt.node(root).low(), pt.bytes_at(4)), (3, 2, 1 << 30));
+        let (small, huge) = (va(3, 4, 5, 6, 0), va(9, 8, 7, 0, 0));
+        let _ = pt.map(&mut phys, root, 4, small, Frame(0x1234), PageSize::Size4K, PTE_RW).unwrap();
+        let _ = pt.map(&mut phys, root, 4, huge, Frame(0x40000), PageSize::Size2M, PTE_RW).unwrap();
+        assert_eq!(pt.hw_walk(root, small, 48).unwrap().steps, 2);
+        assert_eq!(pt.hw_walk(root, VirtAddr(huge.0 + 0x1000), 48).unwrap(), HwWalk { addr: PhysAddr((0x40000 << 12) + 0x1000), offset_bits: 21, steps: 1 });
+        let err = pt.map(&mut phys, root, 4, va(20, 0, 0, 0, 0), Frame(0x80000), PageSize::Size1G, PTE_RW).unwrap_err();
+        assert!(matches!(err, PtError::NoLeafLevel { level: 3, .. }), "{err}");
+        assert!(pt.install_recursive(root, 300).is_err());
+        assert_eq!(pt.total_nodes(), 2);
     }
 }

@@ -112,9 +112,6 @@ impl Mmu {
         // (tag = VA >> 12+9(level-1)). A flattened L4+L3 root's entries are keyed by
         // VA[47:30], like L3 entries, in the table the paper sizes separately.
         let mut pwc_entries = [0, 0, cfg.pwc.l2_entries, cfg.pwc.l3_entries, cfg.pwc.l4_entries, cfg.pwc.l5_entries];
-        if matches!(cfg.pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
-            pwc_entries[3] = cfg.pwc.flat_entries;
-        }
         if cfg.pt_format != PtFormat::Radix5 {
             pwc_entries[5] = 0;
         }
@@ -122,19 +119,16 @@ impl Mmu {
         let ways = |p: &crate::config::PwcParams| [0, 0, p.l2_ways, p.l3_ways, p.l4_ways, p.l5_ways];
         let mut pwc_ways = ways(&cfg.pwc);
         let mut vpwc_ways = ways(&cfg.virt_host_pwc);
-        if matches!(cfg.pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
-            pwc_ways[3] = 0;
-        }
-        if matches!(cfg.virt_host_pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
-            vpwc_ways[3] = 0;
+        if let Some(l) = cfg.pt_format.flat_root_pwc_level() {
+            (pwc_entries[l], pwc_ways[l]) = (cfg.pwc.flat_entries, 0);
         }
         let mut vpwc_entries = if v {
             [0, 0, cfg.virt_host_pwc.l2_entries, cfg.virt_host_pwc.l3_entries, cfg.virt_host_pwc.l4_entries, cfg.virt_host_pwc.l5_entries]
         } else {
             [0; 6]
         };
-        if v && matches!(cfg.virt_host_pt_format, PtFormat::Fpt | PtFormat::FptL4L3) {
-            vpwc_entries[3] = cfg.virt_host_pwc.flat_entries;
+        if let (true, Some(l)) = (v, cfg.virt_host_pt_format.flat_root_pwc_level()) {
+            (vpwc_entries[l], vpwc_ways[l]) = (cfg.virt_host_pwc.flat_entries, 0);
         }
         // Zen's L2 ITLB holds 4 KB and 2 MB pages; a 1 GB code page is cached as the 2 MB
         // piece holding the fetch (seeds/002 T1: "smashed").

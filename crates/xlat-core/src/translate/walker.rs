@@ -242,7 +242,7 @@ impl<P: MemPort> Walker<'_, P> {
             if entry_level <= 1 || e & PTE_P == 0 || leaf_size(entry_level, e).is_some() {
                 return;
             }
-            node = pt.node(node).children[idx];
+            node = pt.node(node).children.get(idx);
             level = entry_level - 1;
         }
     }
@@ -366,7 +366,7 @@ impl<P: MemPort> Walker<'_, P> {
                 }
                 return Found::Leaf(e | set, size, group);
             }
-            let child = pt.node(node).children[idx];
+            let child = pt.node(node).children.get(idx);
             debug_assert_ne!(child, NO_NODE);
             if D == HOST {
                 self.mmu.vpwc.fill_missed(va, ctx, entry_level, child);
@@ -496,7 +496,7 @@ mod tests {
             let idx = va.index(level);
             out.push(pt.node(node).entry_addr(idx).0 >> 6);
             if level > 1 {
-                node = pt.node(node).children[idx];
+                node = pt.node(node).children.get(idx);
             }
         }
         out
@@ -616,7 +616,7 @@ mod tests {
         w.port.0.clear();
         w.walk(&mut pt, root, next, false);
         // The PWC's L2 entry points at the leaf node: it is read at the L2 index, then at the L1 one.
-        let leaf_node = (2..=4).rev().fold(root, |n, level| pt.node(n).children[next.index(level)]);
+        let leaf_node = (2..=4).rev().fold(root, |n, level| pt.node(n).children.get(next.index(level)));
         let reread = pt.node(leaf_node).entry_addr(next.index(2)).0 >> 6;
         assert_eq!(w.port.0, vec![Call::Delay(3), Call::Pte(reread, Table::Native), Call::Pte(entry_lines(&pt, root, next)[3], Table::Native)]);
         assert_eq!(w.mmu.counters.miss_walk_steps, 4 + 2);
