@@ -34,7 +34,7 @@ def _report_module():
 def test_spec_and_paper_numbers_fit_together():
     full = sweep.load_spec(STUDY / "sweep.toml")
     quick = sweep.load_spec(STUDY / "sweep.toml", quick=True)
-    native = ["baseline", "ptp", "fpt", "fpt+ptp", "asap"]
+    native = ["baseline", "ptp", "fpt", "fpt+ptp", "asap", "ech", "csalt"]
     virt = ["2d", "2d-hf", "2d-gf", "2d-hf+gf", "2d-hf+ptp", "2d-gf+ptp", "2d-hf+gf+ptp"]
     lp = ["baseline-lp50", "fpt+ptp-lp50", "baseline-lp100", "fpt+ptp-lp100", "2d-lp50", "2d-hf+gf+ptp-lp50"]
     llc = [f"{c}-llc{x}x" for x in (2, 4, 8, 16) for c in ("baseline", "ptp")]
@@ -56,7 +56,7 @@ def test_spec_and_paper_numbers_fit_together():
         pwc = [p for p in spec.points if p.config.label == "pwc-size"]
         assert {p.workload for p in pwc} == {"gups", "random"}
         assert all(p.curves == ("pwc.l2", "pwc.l3") and p.curve_ways == 8192 for p in pwc)
-        assert len(spec.points) == 5 * 8 + 2 + 8 * 4 + 7 * 5 + 6 * 4 + 12 * 2 + 6
+        assert len(spec.points) == 7 * 8 + 2 + 8 * 4 + 7 * 5 + 6 * 4 + 12 * 2 + 6
     # The virtualized machines measure a shorter window after the same warm-up.
     assert {p.refs for p in full.points if p.config.label.startswith("2d")} == {10_000_000}
     assert {p.warmup for p in full.points if p.config.label.startswith("2d")} == {20_000_000}

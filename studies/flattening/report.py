@@ -23,7 +23,7 @@ from xlat import report
 HERE = Path(__file__).resolve().parent
 
 # Canonical order of the configurations (others follow in the order they appear).
-ORDER = ["baseline", "ptp", "fpt", "fpt+ptp", "asap",
+ORDER = ["baseline", "ptp", "fpt", "fpt+ptp", "asap", "ech", "csalt",
          "2d", "2d+ptp", "2d-hf", "2d-hf+ptp", "2d-gf", "2d-gf+ptp", "2d-hf+gf", "2d-hf+gf+ptp"]
 ORDER += [f"{c}-lp{p}" for p in (50, 100) for c in ("baseline", "ptp", "fpt", "fpt+ptp")]
 ORDER += [f"{c}-lp{p}" for p in (50, 100) for c in ("2d", "2d-hf+gf", "2d-hf+gf+ptp")]
@@ -34,7 +34,7 @@ LP = "large pages"
 MC = "four-program mixes on 4 cores"
 
 # What each configuration label needs beyond today's engine (for the coverage list).
-NEEDS = {"baseline": [], "ptp": [], "fpt": [FPT], "fpt+ptp": [FPT], "asap": [], "pwc-size": []}
+NEEDS = {"baseline": [], "ptp": [], "fpt": [FPT], "fpt+ptp": [FPT], "asap": [], "ech": [], "csalt": [], "pwc-size": []}
 for _c in ORDER:
     if _c.startswith("2d"):
         NEEDS[_c] = [VIRT] + ([FPT] if ("hf" in _c or "gf" in _c) else [])
@@ -72,6 +72,7 @@ METRICS = {
     "pte_llc": "stat.pte_served.llc",
     "pte_dram": "stat.pte_served.dram",
     "walk_steps": "stat.walk_steps",
+    "ech_table_reads": "stat.ech.table_reads",
     "refs_done": "stat.refs",
     "walker_wait": "stat.walker_wait_cycles",
     "cycles": "stat.cycles",
@@ -419,6 +420,11 @@ RECIPES = {
     "speedup_fpt": (["baseline", "fpt"], None, lambda d: _speedup(d, "fpt")),
     "speedup_fpt_ptp": (["baseline", "fpt+ptp"], None, lambda d: _speedup(d, "fpt+ptp")),
     "speedup_asap": (["baseline", "asap"], None, lambda d: _speedup(d, "asap")),
+    "speedup_ech": (["baseline", "ech"], None, lambda d: _speedup(d, "ech")),
+    "speedup_csalt": (["baseline", "csalt"], None, lambda d: _speedup(d, "csalt")),
+    "ech_table_reads_per_walk": (["ech"], None,
+                                 lambda d: amean([r / d.get("ech", w, "walks") for w, r in d.per_workload("ech", "ech_table_reads").items()
+                                                  if d.get("ech", w, "walks")])),
     "speedup_fpt_gups": (["baseline", "fpt"], "gups",
                          lambda d: (d.ratios("fpt", "baseline", "ipc").get("gups", math.nan) - 1) * 100),
     "speedup_fpt_ptp_lp50": (["baseline", "baseline-lp50", "fpt+ptp-lp50"], None,
@@ -439,6 +445,10 @@ RECIPES = {
     "energy_cache_ptp": (["baseline", "ptp"], None, lambda d: _energy(d, "ptp", "e_cache")),
     "energy_dram_ptp": (["baseline", "ptp"], None, lambda d: _energy(d, "ptp", "e_dram")),
     "energy_cache_fpt": (["baseline", "fpt"], None, lambda d: _energy(d, "fpt", "e_cache")),
+    "energy_cache_ech": (["baseline", "ech"], None, lambda d: _energy(d, "ech", "e_cache")),
+    "energy_cache_csalt": (["baseline", "csalt"], None, lambda d: _energy(d, "csalt", "e_cache")),
+    "energy_dram_csalt": (["baseline", "csalt"], None, lambda d: _energy(d, "csalt", "e_dram")),
+    "energy_dram_ech": (["baseline", "ech"], None, lambda d: _energy(d, "ech", "e_dram")),
     "energy_cache_fpt_ptp": (["baseline", "fpt+ptp"], None, lambda d: _energy(d, "fpt+ptp", "e_cache")),
     "energy_dram_fpt_ptp": (["baseline", "fpt+ptp"], None, lambda d: _energy(d, "fpt+ptp", "e_dram")),
     "energy_cache_2d_hfgf": (["2d", "2d-hf+gf"], None, lambda d: _energy(d, "2d-hf+gf", "e_cache")),
@@ -998,6 +1008,43 @@ def _causes(d: Data, vals):
             f"saves at most the upper levels' latency, which the PSCs mostly skip already: walk latency "
             f"{_top(lat, 3, reverse=False)} %, IPC {_top(sp, 3)} %. Where xlat is walker-bound (GUPS, random) "
             "that shows in IPC one for one, as for PTP and FPT.")
+    if v("speedup_ech") is not None:
+        sp = {w: (x - 1) * 100 for w, x in d.ratios("ech", "baseline", "ipc").items()}
+        apw = {w: x for w, x in d.per_workload("ech", "apw").items()}
+        c["speedup_ech"] = (
+            "ECH reads every way of the 4 KB table at once (3 lines) where the radix walk with PSCs reads 1-2.5 "
+            "entries one after another, and its cuckoo walk caches (16 2 MB and 2 1 GB regions) miss on large "
+            f"footprints, adding the walk tables' lines: {_top(apw, 3, fmt='{:.1f}')} reads per walk, IPC {_top(sp, 3)} %. "
+            "Parallel reads hide latency but cost cache bandwidth and capacity, which the paper's energy row shows.")
+    if v("speedup_csalt") is not None:
+        sp = {w: (x - 1) * 100 for w, x in d.ratios("csalt", "baseline", "ipc").items()}
+        c["speedup_csalt"] = (
+            "CSALT's POM-TLB answers most L2 TLB misses with one or two reads of its 16 MB table instead of a walk, "
+            "and CSALT-CD keeps its lines in L2/LLC by their criticality; with one process and no context switches "
+            f"(the paper's point: CSALT was built for them) the gain is what the POM-TLB saves: IPC {_top(sp, 3)} %.")
+    ecc = {w: (x - 1) * 100 for w, x in d.ratios("csalt", "baseline", "e_cache").items()}
+    if v("energy_cache_csalt") is not None and ecc:
+        c["energy_cache_csalt"] = (
+            "POM-TLB lookups add L2/LLC accesses (the paper: L3 accesses +5 %) where walks would have read L1D: "
+            f"{_top(ecc, 3)} %.")
+    edc = {w: (x - 1) * 100 for w, x in d.ratios("csalt", "baseline", "e_dram").items()}
+    if v("energy_dram_csalt") is not None and edc:
+        c["energy_dram_csalt"] = (
+            f"POM-TLB lines that stay cached replace page-table lines from DRAM: {_top(edc, 3)} %.")
+    if v("ech_table_reads_per_walk") is not None:
+        c["ech_table_reads_per_walk"] = (
+            "One line per way of the only size mapped (4 KB), as the paper's model has it; xlat also reads the "
+            "cuckoo walk tables on a walk-cache miss (`ech.cwt_reads`, not in this row), which the paper leaves out.")
+    ece = {w: (x - 1) * 100 for w, x in d.ratios("ech", "baseline", "e_cache").items()}
+    if v("energy_cache_ech") is not None and ece:
+        c["energy_cache_ech"] = (
+            "Every ECH walk reads 3 table lines through the L1D (and 3-6 walk-table lines on cache misses) where the "
+            f"radix walk reads 1-2.5: {_top(ece, 3)} % cache energy; the paper's +32 % counts no walk-table reads.")
+    edE = {w: (x - 1) * 100 for w, x in d.ratios("ech", "baseline", "e_dram").items()}
+    if v("energy_dram_ech") is not None and edE:
+        c["energy_dram_ech"] = (
+            "The hashed lines have no locality between neighbouring walks (a radix PTE line serves 8 pages, an ECH "
+            f"line too but 3 are fetched), so more of them come from DRAM: {_top(edE, 3)} %.")
     if v("walk_cycles_fpt_ptp") is not None:
         c["walk_cycles_fpt_ptp"] = (
             "Same ordering as the paper (baseline > PTP > FPT+PTP). GUPS/random still pay an LLC hit (42 cycles) "

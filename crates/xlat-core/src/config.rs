@@ -540,6 +540,12 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("ptp.detector_mpki", Limit::Real(1e6)),
     ("ptp.detector_epoch", Limit::Int(INTERVAL)),
     ("asap.levels", Limit::IntRange(1, 3)),
+    ("ech.ways", Limit::IntRange(1, 8)),
+    ("ech.slots", Limit::IntRange(64, 1 << 24)),
+    ("ech.load_factor", Limit::Real(1.0)),
+    ("ech.growth", Limit::IntRange(2, 16)),
+    ("ech.pmd_cwc.entries", Limit::Int(4096)),
+    ("ech.pud_cwc.entries", Limit::Int(4096)),
     ("champsim.first_touch_cycles", Limit::Int(1 << 20)),
     ("pcc.entries", Limit::Int(65536)),
     ("pcc.entries_1g", Limit::Int(65536)),
@@ -728,6 +734,13 @@ config! {
     champsim_pscl_reread: bool = false; "champsim.pscl_reread"; "validation only (docs/timing.md): after a page-walk-cache hit, read one more entry, as ChampSim's walker does (native radix tables)";
     champsim_private_pte_lines: bool = false; "champsim.private_pte_lines"; "validation only (docs/timing.md): every page-table entry in a page of its own, as ChampSim's virtual memory places them, so neighbouring pages' entries never share a cache line (native radix tables)";
     champsim_first_touch_cycles: u64 = 0; "champsim.first_touch_cycles"; "validation only (docs/timing.md): cycles the walk spends on each first use of a page-table entry and of a data page, as ChampSim charges its minor-fault penalty inside the walk; 0 = off (native radix tables)";
+    ech_enabled: bool = false; "ech.enabled"; "elastic cuckoo page tables (ECH; Skarlatos et al., ASPLOS'20), a comparator of the flattening paper: per page size a d-ary elastic cuckoo hash table of 8-entry lines, walked by reading every way a page could be in at once; cuckoo walk caches of which page sizes map a region say which tables to read (native, pt.format=radix4; the OS's radix tree stays its own record)";
+    ech_ways: u64 = 3; "ech.ways"; "ECH: ways (d) of each hashed table, read in parallel by a walk";
+    ech_slots: u64 = 16384; "ech.slots"; "ECH: lines per way of a new table (a power of two; the ECPT paper's initial 16 K)";
+    ech_load_factor: f64 = 0.6; "ech.load_factor"; "ECH: occupancy above which a table grows (elastic resizing; the ECPT paper's 0.6)";
+    ech_growth: u64 = 4; "ech.growth"; "ECH: how many times larger a grown table is (a power of two)";
+    ech_pmd_cwc_entries: u64 = 16; "ech.pmd_cwc.entries"; "ECH: entries of the cuckoo walk cache of 2 MB regions (fully associative; says whether a region holds 4 KB pages or a 2 MB page, and its way)";
+    ech_pud_cwc_entries: u64 = 2; "ech.pud_cwc.entries"; "ECH: entries of the cuckoo walk cache of 1 GB regions (which page sizes a region holds)";
     asap_levels: u64 = 2; "asap.levels"; "page-table levels ASAP prefetches, from the leaves up: 1 = the PTE, 2 = the PTE and the PMD entry";
     pcc_enabled: bool = false; "pcc.enabled"; "Promotion Candidate Cache (the PCC paper, Manocha et al., MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates; os.promotion=pcc turns it on with the OS daemon that promotes from it, this key alone leaves it to be read by a program";
     pcc_entries: u64 = 128; "pcc.entries"; "2 MB PCC entries per core, fully associative, tagged by VA >> 21 and context (the paper's Tab. 2: 128 entries, 768 B)";
@@ -861,6 +874,16 @@ impl Config {
         }
     }
 
+    /// ECH's table parameters, if `ech.enabled`.
+    pub fn ech_params(&self) -> Option<crate::os::ech::EchParams> {
+        self.ech_enabled.then_some(crate::os::ech::EchParams {
+            ways: self.ech_ways as usize,
+            slots: self.ech_slots as usize,
+            load_factor: self.ech_load_factor,
+            growth: self.ech_growth as usize,
+        })
+    }
+
     /// Some TLB level coalesces PTEs.
     pub fn coalescing_any(&self) -> bool {
         ["l1d", "l1i", "l2", "l2i"].iter().any(|n| !matches!(self.coalescing(n), Coalescing::None | Coalescing::Inherit))
@@ -978,6 +1001,20 @@ impl Config {
         }
         if self.asap_enabled && (self.virt_enabled || !matches!(self.pt_format, PtFormat::Radix4 | PtFormat::Radix5)) {
             return Err(invalid("asap.enabled", "ASAP is modelled on native radix page tables (pt.format=radix4 or radix5, virt.enabled=false)".into()));
+        }
+        if self.ech_enabled {
+            if self.virt_enabled || self.pt_format != PtFormat::Radix4 {
+                return Err(invalid("ech.enabled", "ECH replaces a native 4-level table (pt.format=radix4, virt.enabled=false)".into()));
+            }
+            if self.asap_enabled || self.pomtlb_enabled || self.coalescing_any() {
+                return Err(invalid("ech.enabled", "ECH is a page-table organization of its own: not with ASAP, the POM-TLB or PTE coalescing".into()));
+            }
+            if !self.ech_slots.is_power_of_two() || !self.ech_growth.is_power_of_two() {
+                return Err(invalid("ech.slots", "ech.slots and ech.growth must be powers of two".into()));
+            }
+            if self.ech_load_factor <= 0.0 || self.ech_load_factor.is_nan() {
+                return Err(invalid("ech.load_factor", "must be above 0".into()));
+            }
         }
         if self.asap_levels == 0 {
             return Err(invalid("asap.levels", "must be at least 1".into()));

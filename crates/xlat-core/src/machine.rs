@@ -144,6 +144,7 @@ impl Machine {
             nested_tlb_data: cfg.virt_nested_tlb_data,
             coalesce: crate::translate::coalesce::group_sizes(cfg),
             asap: if cfg.asap_enabled { cfg.asap_levels as u8 } else { 0 },
+            ech: cfg.ech_enabled,
             champsim: crate::translate::walker::ChampSimWalks {
                 reread: cfg.champsim_pscl_reread,
                 private_lines: cfg.champsim_private_pte_lines,

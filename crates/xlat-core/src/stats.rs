@@ -170,6 +170,19 @@ counters! {
 }
 
 counters! {
+    /// Per-core events of ECH walks (statistics `ech.*`, with `ech.enabled`).
+    pub struct EchCounters {
+        pmd_cwc_hits: "pmd_cwc.hits",
+        pmd_cwc_misses: "pmd_cwc.misses",
+        pud_cwc_hits: "pud_cwc.hits",
+        pud_cwc_misses: "pud_cwc.misses",
+        cwt_reads: "cwt_reads",
+        table_reads: "table_reads",
+        stale_cwc: "stale_cwc",
+    }
+}
+
+counters! {
     /// Per-core events of 2D (nested) walks and VMs; emitted only with virt.enabled.
     pub struct VirtCounters {
         guest_steps: "walk_steps.guest",

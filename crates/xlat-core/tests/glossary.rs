@@ -152,6 +152,9 @@ fn cases() -> Vec<Case> {
     if has_key("pcc.enabled") {
         v.push(("pcc", vec![("os.promotion", "pcc"), ("pcc.entries_1g", "8"), ("os.promotion_interval", "2000"), ("pcc.demotion", "true")], 2, false));
     }
+    if has_key("ech.enabled") {
+        v.push(("ech", vec![("ech.enabled", "true")], 1, true));
+    }
     if has_key("asap.enabled") {
         v.push(("asap", vec![("asap.enabled", "true")], 1, true));
     }

@@ -39,6 +39,9 @@ pub(crate) enum Op {
     /// The walk reads a page-table entry in this line, of the native, host or guest table,
     /// `lat` cycles after its previous step (page-walk-cache or nested-TLB probes).
     Pte { line: u64, table: Table, lat: u32 },
+    /// The walk reads page-table line `line` in a group of parallel reads (ECH's ways);
+    /// `first` starts the group, `lat` cycles after the walk's previous step.
+    PteGroup { line: u64, table: Table, first: bool, wait: bool, lat: u32 },
     /// The walk prefetches the page-table line `line` (ASAP), `lat` cycles after its previous
     /// step.
     PtePrefetch { line: u64, lat: u32 },
@@ -172,6 +175,11 @@ impl MemPort for Recorder {
         self.ops.push(Op::PtePrefetch { line, lat });
     }
 
+    fn read_pte_group(&mut self, line: u64, table: Table, first: bool, wait: bool) {
+        let lat = self.take_lat();
+        self.ops.push(Op::PteGroup { line, table, first, wait, lat });
+    }
+
     #[inline(always)]
     fn walk_end(&mut self) {
         // (The walk's `Op::End` rides on its data access.)
@@ -300,6 +308,10 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             Op::PtePrefetch { line, lat } => {
                 port.delay(lat as u64);
                 port.pte_prefetch(line);
+            }
+            Op::PteGroup { line, table, first, wait, lat } => {
+                port.delay(lat as u64);
+                port.read_pte_group(line, table, first, wait);
             }
             Op::End { line, lat } => {
                 port.delay(lat as u64);

@@ -140,6 +140,24 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             }
             a.emit("asap.", &mut s);
         }
+        if xl.cfg.ech_enabled {
+            let mut k = crate::stats::EchCounters::default();
+            for m in &xl.mmus {
+                k.add(&m.ech);
+            }
+            k.emit("ech.", &mut s);
+            let oses: Vec<&Os> = std::iter::once(&xl.os).chain(xl.vms.iter().map(|v| &v.os)).collect();
+            let spaces = || oses.iter().flat_map(|os| os.pt.ech_spaces());
+            s.int("ech.bytes", spaces().map(|e| e.bytes()).sum());
+            let st = spaces().map(|e| e.stats()).fold(crate::os::ech::CuckooStats::default(), |a, b| crate::os::ech::CuckooStats {
+                resizes: a.resizes + b.resizes,
+                kicks: a.kicks + b.kicks,
+                scattered_ways: a.scattered_ways + b.scattered_ways,
+            });
+            s.int("ech.resizes", st.resizes);
+            s.int("ech.kicks", st.kicks);
+            s.int("ech.scattered_ways", st.scattered_ways);
+        }
         emit_csalt(&mut s, mem);
         let (top, host_top) = (xl.walk.top, xl.walk.host_top);
         if virt {

@@ -891,6 +891,10 @@ pub struct Direct<'a> {
     fault_cycles: u64,
     /// When the current group of parallel L3 TLB reads began.
     tlb_start: u64,
+    /// When the walk's current group of parallel page-table reads was issued, and the
+    /// latency it waits for so far ([`MemPort::read_pte_group`]).
+    group_at: u64,
+    group_lat: u64,
     /// The reference looked an L3 TLB up.
     looked_up: bool,
     /// The reference walked.
@@ -899,7 +903,21 @@ pub struct Direct<'a> {
 
 impl<'a> Direct<'a> {
     pub fn new(mem: &'a mut MemorySide) -> Direct<'a> {
-        Direct { mem, c: 0, kind: RefKind::Load, issue: 0, t: 0, walk_start: 0, lat: 0, fault_cycles: 0, tlb_start: 0, looked_up: false, walked: false }
+        Direct {
+            mem,
+            c: 0,
+            kind: RefKind::Load,
+            issue: 0,
+            t: 0,
+            walk_start: 0,
+            lat: 0,
+            fault_cycles: 0,
+            tlb_start: 0,
+            group_at: 0,
+            group_lat: 0,
+            looked_up: false,
+            walked: false,
+        }
     }
 }
 
@@ -943,6 +961,17 @@ impl MemPort for Direct<'_> {
 
     fn pte_prefetch(&mut self, line: u64) {
         self.mem.pte_prefetch(self.c, line, self.walk_start + self.lat);
+    }
+
+    fn read_pte_group(&mut self, line: u64, table: Table, first: bool, wait: bool) {
+        if first {
+            (self.group_at, self.group_lat) = (self.walk_start + self.lat, 0);
+        }
+        let lat = self.mem.read_pte(self.c, line, table, self.group_at);
+        if wait && lat > self.group_lat {
+            self.lat += lat - self.group_lat;
+            self.group_lat = lat;
+        }
     }
 
     #[inline(always)]

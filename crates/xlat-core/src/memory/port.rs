@@ -40,6 +40,11 @@ pub trait MemPort {
     /// As the walk starts, the MMU prefetches the page-table line `line` (physical) off the
     /// walk's critical path (ASAP); the walk's own read of it, later, finds it in flight.
     fn pte_prefetch(&mut self, line: u64);
+    /// The walk reads page-table line `line` at the same time as the other reads of its group
+    /// (the ways of a hashed table, probed in parallel; `first` starts a group); it waits for
+    /// the slowest of the group's reads that `wait` (the one holding its entry, or all of
+    /// them when none does). Each read counts as a walk step.
+    fn read_pte_group(&mut self, line: u64, table: Table, first: bool, wait: bool);
     /// The OS's fault handler runs for `cost` cycles within the walk.
     fn fault(&mut self, cost: u64);
     /// The walk is done (it may have waited for a free walker).

@@ -338,6 +338,9 @@ impl Os {
         let names: Vec<String> = cfg.os_madvise_regions.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
         let mut pt = PageTables::new();
         pt.set_late_flatten(cfg.pt_late_flatten as u16);
+        if let Some(p) = cfg.ech_params() {
+            pt.enable_ech(p);
+        }
         Os {
             movable_2m: if compaction { vec![0; phys.blocks_2m()] } else { Vec::new() },
             phys,

@@ -4,6 +4,7 @@
 //! kernels. The hardware reaches it through [`crate::translate::Translator`]: faults, and
 //! the shootdowns it queues.
 
+pub mod ech;
 pub mod frag;
 pub mod kernel;
 pub mod pagecache;

@@ -110,6 +110,8 @@ pub struct Node {
     pub huge_groups: u16,
     /// A 4 KB node built where the layout wanted a flattened one (no block was free).
     pub fell_back: bool,
+    /// A root's elastic cuckoo page tables in [`PageTables`]' list (`NO_ECH`: none).
+    ech: u32,
     /// Lowest level covered, and the VA shift and mask that index the node: fixed by
     /// `level` and `span`, kept so that walks do not recompute them.
     low: u8,
@@ -262,9 +264,23 @@ pub struct PageTables {
     /// A fallen-back node is flattened late when it comes to have this many children (0:
     /// never; `pt.late_flatten`).
     late_flatten_at: u16,
+    /// ECH (`ech.enabled`): its parameters, and each root's hashed tables, mirroring the tree.
+    ech_params: Option<crate::os::ech::EchParams>,
+    ech: Vec<crate::os::ech::EchSpace>,
     /// Ids of freed 4 KB and 2 MB nodes (by span), reused with their zeroed storage by the
     /// next allocations. (A freed 1 GB node's storage is released instead.)
     free_ids: [Vec<NodeId>; 3],
+}
+
+const NO_ECH: u32 = u32::MAX;
+
+/// The index of a page size in ECH's per-size tables.
+fn ech_size(size: PageSize) -> usize {
+    match size {
+        PageSize::Size4K => 0,
+        PageSize::Size2M => 1,
+        PageSize::Size1G => 2,
+    }
 }
 
 /// Entries per storage chunk: 512 nodes of 4 KB, or one flattened node.
@@ -300,7 +316,34 @@ impl PageTables {
     /// The root of a new tree of `layout`. A flattened root falls back to 4 KB when no
     /// 2 MB block is free.
     pub fn alloc_root(&mut self, phys: &mut PhysMem, layout: Layout) -> Result<NodeId, PtError> {
-        self.alloc_child(phys, layout.top(), layout)
+        let root = self.alloc_child(phys, layout.top(), layout)?;
+        if let Some(p) = self.ech_params {
+            self.nodes[root as usize].ech = self.ech.len() as u32;
+            self.ech.push(crate::os::ech::EchSpace::new(phys, &p, root as u64));
+        }
+        Ok(root)
+    }
+
+    /// Give every root made from now on elastic cuckoo page tables (ECH), kept in step with
+    /// the tree by every mapping change.
+    pub fn enable_ech(&mut self, p: crate::os::ech::EchParams) {
+        self.ech_params = Some(p);
+    }
+
+    /// The elastic cuckoo page tables of the tree rooted at `root`, if it has them.
+    #[inline]
+    pub fn ech(&self, root: NodeId) -> Option<&crate::os::ech::EchSpace> {
+        self.ech.get(self.nodes[root as usize].ech as usize)
+    }
+
+    /// Every root's elastic cuckoo page tables.
+    pub fn ech_spaces(&self) -> &[crate::os::ech::EchSpace] {
+        &self.ech
+    }
+
+    fn ech_mut(&mut self, root: NodeId) -> Option<&mut crate::os::ech::EchSpace> {
+        let i = self.nodes[root as usize].ech as usize;
+        self.ech.get_mut(i)
     }
 
     /// A node whose top level is `level` in a tree of `layout`, flattened if the layout
@@ -340,6 +383,7 @@ impl PageTables {
                 n.layout = layout;
                 n.huge_groups = 0;
                 n.fell_back = false;
+                n.ech = NO_ECH;
                 n.children = children;
                 id
             }
@@ -368,6 +412,7 @@ impl PageTables {
                     layout,
                     huge_groups: 0,
                     fell_back: false,
+                    ech: NO_ECH,
                     low: 0,
                     shift: 0,
                     mask: 0,
@@ -544,6 +589,20 @@ impl PageTables {
     /// (a promotion). Returns the old 512 entries; a level-1 node that held them is freed.
     /// `None` (and nothing changed) if `va` is not mapped through level-1 entries.
     pub fn collapse_2m(&mut self, phys: &mut PhysMem, root: NodeId, top: u8, va: VirtAddr, frame: Frame, flags: u64) -> Option<Vec<u64>> {
+        let old = self.collapse_entries(phys, root, top, va, frame, flags)?;
+        let va2m = va.0 & !((2 << 20) - 1);
+        if let Some(e) = self.ech_mut(root) {
+            for (i, &pte) in old.iter().enumerate() {
+                if pte & PTE_P != 0 {
+                    e.unmapped(va2m + i as u64 * 4096, 0);
+                }
+            }
+            e.mapped(phys, va2m, 1);
+        }
+        Some(old)
+    }
+
+    fn collapse_entries(&mut self, phys: &mut PhysMem, root: NodeId, top: u8, va: VirtAddr, frame: Frame, flags: u64) -> Option<Vec<u64>> {
         let (node, start) = self.leaf_group(root, top, va)?;
         let old = self.entries(node)[start..start + ENTRIES].to_vec();
         let leaf = (frame.0 << 12) | PTE_P | PTE_PS | flags;
@@ -583,6 +642,18 @@ impl PageTables {
     /// a new level-1 node, or the flattened node's group rewritten. Returns the leaf's first
     /// frame and entry; `Ok(None)` if there is no 2 MB leaf there.
     pub fn split_2m(&mut self, phys: &mut PhysMem, root: NodeId, top: u8, va: VirtAddr) -> Result<Option<(Frame, u64)>, PtError> {
+        let split = self.split_entries(phys, root, top, va)?;
+        if let (Some(_), Some(e)) = (split, self.ech.get_mut(self.nodes[root as usize].ech as usize)) {
+            let va2m = va.0 & !((2 << 20) - 1);
+            e.unmapped(va2m, 1);
+            for i in 0..ENTRIES as u64 {
+                e.mapped(phys, va2m + i * 4096, 0);
+            }
+        }
+        Ok(split)
+    }
+
+    fn split_entries(&mut self, phys: &mut PhysMem, root: NodeId, top: u8, va: VirtAddr) -> Result<Option<(Frame, u64)>, PtError> {
         let Some((node, _)) = self.descend(root, va, 2) else { return Ok(None) };
         let (low, span) = (self.nodes[node as usize].low(), self.nodes[node as usize].span);
         let idx = self.nodes[node as usize].index(VirtAddr(va.0 & !((2 << 20) - 1)));
@@ -674,6 +745,9 @@ impl PageTables {
     pub fn map(&mut self, phys: &mut PhysMem, root: NodeId, _top: u8, va: VirtAddr, frame: Frame, size: PageSize, flags: u64) -> Result<MapEffect, PtError> {
         let mut late = None;
         let effect = self.map_entry(phys, root, va, frame, size, flags, &mut late)?;
+        if let Some(e) = self.ech_mut(root) {
+            e.mapped(phys, va.0 & !(size.bytes() - 1), ech_size(size));
+        }
         if let (Some((parent, pidx, node)), None) = (late, effect.restructured) {
             if let Some(range) = self.late_flatten(phys, parent, pidx, node, va)? {
                 return Ok(MapEffect { restructured: Some(range) });
@@ -865,7 +939,15 @@ impl PageTables {
 
     /// Remove the leaf mapping `va` of `size`; returns the frame it mapped. Emptied nodes
     /// are kept (as Linux keeps them until the VMA goes away).
-    pub fn unmap(&mut self, root: NodeId, _top: u8, va: VirtAddr, size: PageSize) -> Option<Frame> {
+    pub fn unmap(&mut self, root: NodeId, top: u8, va: VirtAddr, size: PageSize) -> Option<Frame> {
+        let frame = self.unmap_entry(root, top, va, size)?;
+        if let Some(e) = self.ech_mut(root) {
+            e.unmapped(va.0 & !(size.bytes() - 1), ech_size(size));
+        }
+        Some(frame)
+    }
+
+    fn unmap_entry(&mut self, root: NodeId, _top: u8, va: VirtAddr, size: PageSize) -> Option<Frame> {
         let (node, _) = self.descend(root, va, size.leaf_level())?;
         let n = &self.nodes[node as usize];
         let low = n.low();
@@ -931,6 +1013,19 @@ impl PageTables {
                     debug_assert_ne!(child, NO_NODE);
                     node = child;
                 }
+            }
+        }
+    }
+
+    /// The leaf that maps `va`, functionally: its node, index, entry and page size.
+    pub fn leaf_entry(&self, root: NodeId, va: VirtAddr) -> Option<(NodeId, usize, u64, PageSize)> {
+        let mut node = root;
+        loop {
+            let idx = self.nodes[node as usize].index(va);
+            match self.classify(node, idx) {
+                (e, EntryKind::Leaf(size)) => return Some((node, idx, e, size)),
+                (_, EntryKind::Pointer(child)) => node = child,
+                _ => return None,
             }
         }
     }

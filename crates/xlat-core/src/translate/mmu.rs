@@ -3,7 +3,7 @@
 
 use crate::addr::PageSize;
 use crate::config::{Config, Policy, PtFormat};
-use crate::stats::{CoreCounters, VirtCounters};
+use crate::stats::{CoreCounters, EchCounters, VirtCounters};
 use crate::translate::pwc::Pwc;
 use crate::translate::tlb::{Ctx, Invalidate, TlbLevel};
 
@@ -78,6 +78,11 @@ pub struct Mmu {
     /// page-walk-cache lookups, walks, faults); the memory side counts the rest.
     pub counters: CoreCounters,
     pub vcounters: VirtCounters,
+    /// ECH's cuckoo walk caches (`ech.enabled`): level 2 caches 2 MB regions (keyed like L2
+    /// entries, VA >> 21), level 3 1 GB regions; each value is a [`crate::translate::walker`]
+    /// region summary. Empty otherwise.
+    pub cwc: Pwc,
+    pub ech: EchCounters,
 }
 
 impl Mmu {
@@ -151,6 +156,12 @@ impl Mmu {
             ntlb,
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
+            cwc: if cfg.ech_enabled {
+                Pwc::new([0, 0, cfg.ech_pmd_cwc_entries, cfg.ech_pud_cwc_entries, 0, 0], [0; 6], s + 15)
+            } else {
+                Pwc::new([0; 6], [0; 6], 0)
+            },
+            ech: EchCounters::default(),
         }
     }
 
@@ -164,7 +175,7 @@ impl Mmu {
     /// INVLPG, INVPCID and INVVPID reach); returns how many entries went.
     pub fn invalidate(&mut self, what: Invalidate) -> usize {
         // (In the order of the levels: the count is a sum, the order only documents.)
-        self.tlbs.iter_mut().map(|t| t.invalidate(what)).sum::<usize>() + self.pwc.invalidate(what)
+        self.tlbs.iter_mut().map(|t| t.invalidate(what)).sum::<usize>() + self.pwc.invalidate(what) + self.cwc.invalidate(what)
     }
 
     /// Drop host-side translations of VMs (nested TLB and vPWC): the gPA ranges and contexts

@@ -420,6 +420,7 @@ impl Translator {
             }
             mmu.counters = CoreCounters::default();
             mmu.vcounters = VirtCounters::default();
+            mmu.ech = crate::stats::EchCounters::default();
             for t in &mut mmu.tlbs {
                 t.stats = TlbStats::default();
             }

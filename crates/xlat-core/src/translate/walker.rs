@@ -54,6 +54,8 @@ pub struct WalkParams {
     pub coalesce: crate::translate::coalesce::GroupSizes,
     /// ASAP: page-table levels whose entries a native walk prefetches as it starts (0: off).
     pub asap: u8,
+    /// Native walks read the elastic cuckoo page tables ([`crate::os::ech`]) instead.
+    pub ech: bool,
     /// ChampSim's walk behaviours, to compare timing alone with it (validation only).
     pub champsim: ChampSimWalks,
 }
@@ -88,6 +90,40 @@ fn champsim_entry_addr(level: u8, va: VirtAddr, index: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^= z >> 31;
     (1 << 50) | ((z & 0xffff_ffff) << 12) | ((index & 511) << 3)
+}
+
+/// The distinct lines an ECH walk reads (at most 3 sizes, a stale round and 2 walk tables, of 8 ways each).
+struct Lines {
+    buf: [u64; 64],
+    n: usize,
+}
+
+impl Default for Lines {
+    fn default() -> Lines {
+        Lines { buf: [0; 64], n: 0 }
+    }
+}
+
+impl Lines {
+    fn has(&self, line: u64) -> bool {
+        self.buf[..self.n].contains(&line)
+    }
+
+    fn push(&mut self, line: u64) {
+        if !self.has(line) && self.n < self.buf.len() {
+            self.buf[self.n] = line;
+            self.n += 1;
+        }
+    }
+}
+
+/// The index of a page size in ECH's per-size tables.
+fn size_index(size: PageSize) -> usize {
+    match size {
+        PageSize::Size4K => 0,
+        PageSize::Size2M => 1,
+        PageSize::Size1G => 2,
+    }
 }
 
 /// What one walk found.
@@ -140,6 +176,9 @@ impl<P: MemPort> Walker<'_, P> {
     /// Walk the native table at `root` for `va`.
     #[inline]
     pub fn walk(&mut self, pt: &mut PageTables, root: NodeId, va: VirtAddr, write: bool) -> Walked {
+        if self.p.ech {
+            return self.walk_ech(pt, root, va, write);
+        }
         let ctx = self.ctx;
         let (level, node) = self.pwc_start::<NATIVE>(va, ctx, self.p.top, root);
         if self.p.asap > 0 {
@@ -222,6 +261,106 @@ impl<P: MemPort> Walker<'_, P> {
             }
             _ => None,
         }
+    }
+
+    /// A walk of the elastic cuckoo page tables (ECH; the ECPT paper's §5): the cuckoo walk
+    /// caches say which page sizes map the VA's 2 MB region (PMD-CWC; for a 2 MB page, its
+    /// way too) or 1 GB region (PUD-CWC); without either, every size the process maps is
+    /// possible. The walk reads, all at once, one line per way of each possible size's table
+    /// (one line where the way is known), and for each cache that missed the lines its cuckoo
+    /// walk table entry can be in, whose contents fill the cache; it waits for the line that
+    /// holds the translation (all table reads on a fault). A cache entry gone stale (a page
+    /// size appeared, or the cuckoo moved an entry) costs a second round over every way of
+    /// the right size. The entry itself (frame, A/D bits) is the OS's radix leaf.
+    #[inline(never)]
+    fn walk_ech(&mut self, pt: &mut PageTables, root: NodeId, va: VirtAddr, write: bool) -> Walked {
+        use crate::os::ech::{cluster, SIZES};
+        let ctx = self.ctx;
+        let leaf = pt.leaf_entry(root, va);
+        let Some(ech) = pt.ech(root) else { return Walked::Fault };
+        let ways = ech.pages[0].ways();
+        let mut hits = [false; 6];
+        let cached = self.mmu.cwc.lookup(va, ctx, 3, &mut hits);
+        let k = &mut self.mmu.ech;
+        *if hits[2] { &mut k.pmd_cwc_hits } else { &mut k.pmd_cwc_misses } += 1;
+        *if hits[3] { &mut k.pud_cwc_hits } else { &mut k.pud_cwc_misses } += 1;
+        self.port.delay(self.p.pwc_latency);
+        // What to read: (size bits, known way per size + 1).
+        let (sizes, known) = match cached {
+            // (A 2 MB region's entry names its 2 MB page's way, a 1 GB region's its 1 GB page's.)
+            Some(h) if h.level == 1 => (h.node as u8 & 7, [0, (h.node >> 4) as usize & 15, 0]),
+            Some(h) => (h.node as u8 & 7, [0, 0, (h.node >> 4) as usize & 15]),
+            None => (ech.sizes(), [0; SIZES]),
+        };
+        let mut lines = Lines::default();
+        for (s, &way) in known.iter().enumerate() {
+            if sizes & (1 << s) == 0 {
+                continue;
+            }
+            let key = cluster(va.0, s);
+            match way {
+                0 => (0..ways).for_each(|w| lines.push(ech.pages[s].probe_line(key, w))),
+                w => lines.push(ech.pages[s].probe_line(key, w - 1)),
+            }
+        }
+        let target = leaf.and_then(|(_, _, _, size)| {
+            let s = size_index(size);
+            ech.pages[s].find(cluster(va.0, s)).map(|(slot, _)| (s, slot.line))
+        });
+        if let Some((s, line)) = target {
+            if !lines.has(line) {
+                // The cache said otherwise: the hardware misses, drops the region's entries
+                // and reads every way of the right size.
+                self.mmu.ech.stale_cwc += 1;
+                self.mmu.cwc.invalidate(crate::translate::tlb::Invalidate::Range { ctx, start: va.0 & !((1 << 30) - 1), end: (va.0 | ((1 << 30) - 1)) + 1 });
+                (0..ways).for_each(|w| lines.push(ech.pages[s].probe_line(cluster(va.0, s), w)));
+            }
+        }
+        let probes = lines.n;
+        // (A 1 GB region holding only 1 GB pages has no 2 MB regions' entries to fetch.)
+        let only_1g = hits[3] && sizes & 0b011 == 0;
+        let fetch_pmd = !(hits[2] || only_1g);
+        if fetch_pmd {
+            (0..ways).for_each(|w| lines.push(ech.pmd_cwt.probe_line(va.0 >> 21, w)));
+        }
+        if !hits[3] {
+            (0..ways).for_each(|w| lines.push(ech.pud_cwt.probe_line(va.0 >> 30, w)));
+        }
+        let n = lines.n;
+        let k = &mut self.mmu.ech;
+        k.table_reads += probes as u64;
+        k.cwt_reads += (n - probes) as u64;
+        if self.miss {
+            self.mmu.counters.miss_walk_steps += n as u64;
+        }
+        for (i, &line) in lines.buf[..n].iter().enumerate() {
+            let wait = match target {
+                Some((_, t)) => line == t,
+                None => i < probes,
+            };
+            self.port.read_pte_group(line, Table::Native, i == 0, wait);
+        }
+        // The caches that missed are filled from the walk tables.
+        if fetch_pmd {
+            let info = ech.pmd_info(va.0);
+            if info.0 != 0 {
+                let way = if info.count(1) > 0 { ech.pages[1].find(cluster(va.0, 1)).map_or(0, |(s, _)| s.way + 1) } else { 0 };
+                self.mmu.cwc.fill(va, ctx, 2, info.sizes() as u32 | (way as u32) << 4);
+            }
+        }
+        if !hits[3] {
+            let info = ech.pud_info(va.0);
+            if info.0 != 0 {
+                let way = if info.count(2) > 0 { ech.pages[2].find(cluster(va.0, 2)).map_or(0, |(s, _)| s.way + 1) } else { 0 };
+                self.mmu.cwc.fill(va, ctx, 3, info.sizes() as u32 | (way as u32) << 4);
+            }
+        }
+        let Some((node, idx, e, size)) = leaf else { return Walked::Fault };
+        let set = if write { PTE_A | PTE_D } else { PTE_A };
+        if e & set != set {
+            pt.set_bits(node, idx, set);
+        }
+        Walked::Leaf(TlbEntry { frame: (e & PTE_PFN_MASK) >> 12, dirty: (e | set) & PTE_D != 0, group: 0 }, size)
     }
 
     /// ASAP: with the page-table nodes laid out contiguously in virtual-address order (ASAP's
@@ -395,6 +534,7 @@ mod tests {
         Delay(u64),
         Pte(u64, Table),
         Prefetch(u64),
+        Group(u64, bool, bool),
     }
 
     /// A memory port that only writes down the walk's calls (the walker never dispatches or
@@ -418,6 +558,9 @@ mod tests {
         }
         fn read_pte(&mut self, line: u64, table: Table) {
             self.0.push(Call::Pte(line, table));
+        }
+        fn read_pte_group(&mut self, line: u64, _: Table, first: bool, wait: bool) {
+            self.0.push(Call::Group(line, first, wait));
         }
         fn pte_prefetch(&mut self, line: u64) {
             self.0.push(Call::Prefetch(line));
@@ -485,6 +628,7 @@ mod tests {
             nested_tlb_data: false,
             coalesce: 0,
             asap,
+            ech: false,
             champsim: ChampSimWalks::default(),
         }
     }
