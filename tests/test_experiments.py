@@ -662,6 +662,43 @@ def test_markdown_table_and_paper_comparison():
     assert "| cycles on a |  |  | 100.0 | 105.0 | +5 | +5.0% |  |" in md
 
 
+def test_bounds_and_ranges_are_compared_as_stated(tmp_path):
+    entries = report.load_paper(write(tmp_path / "paper.toml", """
+        [[numbers]]
+        id = "below"
+        paper = 1.5
+        kind = "upper"
+        [[numbers]]
+        id = "over"
+        paper = 1.5
+        kind = "upper"
+        [[numbers]]
+        id = "inside"
+        paper = 1.1
+        paper_hi = 1.8
+        kind = "range"
+        [[numbers]]
+        id = "under"
+        paper = 1.1
+        paper_hi = 1.8
+        kind = "range"
+        [[numbers]]
+        id = "atleast"
+        paper = 10
+        kind = "lower"
+    """))
+    values = {"below": 1.2, "over": 1.8, "inside": 1.5, "under": 0.8, "atleast": 7.0}
+    comp = report.paper_vs_xlat(entries, values=values).set_index("id")
+    assert comp["diff"].to_dict() == pytest.approx({"below": 0.0, "over": 0.3, "inside": 0.0, "under": -0.3, "atleast": -3.0})
+    assert comp["paper_text"].to_dict() == {"below": "< 1.5", "over": "< 1.5", "inside": "1.1–1.8", "under": "1.1–1.8", "atleast": "> 10"}
+    assert "| over |  |  | < 1.5 | 1.800 | +0.3 | +20.0% |  |" in report.paper_table(comp.reset_index())
+    for body, needle in [("kind = 'about'", "'kind' must be one of"), ("kind = 'range'", "a range needs 'paper_hi'"),
+                         ("kind = 'range'\npaper_hi = 1.0", "'paper_hi' must be a number above")]:
+        write(tmp_path / "bad.toml", f"[[numbers]]\nid = 'x'\npaper = 1.5\n{body}\n")
+        with pytest.raises(report.ReportError, match=needle):
+            report.load_paper(tmp_path / "bad.toml")
+
+
 def test_paper_file_formats(tmp_path):
     toml = write(tmp_path / "paper.toml", """
         [[numbers]]

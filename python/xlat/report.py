@@ -196,8 +196,12 @@ def _escape(text: str) -> str:
 
 #: Fields of one paper number. ``id`` and ``paper`` are required; ``metric``+``where`` (and
 #: optionally ``agg`` and ``relative_to``) say how to compute xlat's number from the results,
-#: unless the study's ``render`` supplies it by ``id``.
-PAPER_FIELDS = ("id", "what", "paper", "unit", "source", "metric", "where", "agg", "relative_to", "note")
+#: unless the study's ``render`` supplies it by ``id``. ``kind`` says what the paper states:
+#: a ``point`` value (the default), an ``upper`` bound ("< 1.5"), a ``lower`` bound, or a
+#: ``range`` from ``paper`` to ``paper_hi`` ("1.1-1.8"); xlat's difference is then its
+#: distance from the bound or range (0 within it).
+PAPER_FIELDS = ("id", "what", "paper", "paper_hi", "kind", "unit", "source", "metric", "where", "agg", "relative_to", "note")
+PAPER_KINDS = ("point", "upper", "lower", "range")
 
 
 def load_paper(path: str | os.PathLike) -> list[dict]:
@@ -227,8 +231,10 @@ def load_paper(path: str | os.PathLike) -> list[dict]:
                 del e[k]
             try:
                 e["paper"] = float(e["paper"])
+                if "paper_hi" in e:
+                    e["paper_hi"] = float(e["paper_hi"])
             except (KeyError, ValueError):
-                raise ReportError(f"{path}: entry {e.get('id')!r}: 'paper' must be a number") from None
+                raise ReportError(f"{path}: entry {e.get('id')!r}: 'paper' and 'paper_hi' must be numbers") from None
     else:
         raise ReportError(f"{path}: paper numbers must be in a .toml or .csv file")
     return [_check_entry(e, path, i) for i, e in enumerate(entries)]
@@ -257,7 +263,40 @@ def _check_entry(e: Any, path, i: int) -> dict:
     for k in ("where", "relative_to"):
         if k in e and not isinstance(e[k], Mapping):
             raise ReportError(f"{path}: number '{e['id']}': '{k}' must be a table of column = value")
+    kind = e.get("kind", "point")
+    if kind not in PAPER_KINDS:
+        raise ReportError(f"{path}: number '{e['id']}': 'kind' must be one of {', '.join(PAPER_KINDS)}")
+    if (kind == "range") != ("paper_hi" in e):
+        raise ReportError(f"{path}: number '{e['id']}': a range needs 'paper_hi' (and only a range has one)")
+    if kind == "range" and not (_is_number(e["paper_hi"]) and float(e["paper_hi"]) > float(e["paper"])):
+        raise ReportError(f"{path}: number '{e['id']}': 'paper_hi' must be a number above 'paper'")
     return dict(e)
+
+
+def paper_text(e: Mapping) -> str | float:
+    """How the paper states a number: the value, "< x", "> x" or "lo-hi"."""
+    kind, lo = e.get("kind", "point"), float(e["paper"])
+    if kind == "upper":
+        return f"< {lo:g}"
+    if kind == "lower":
+        return f"> {lo:g}"
+    if kind == "range":
+        return f"{lo:g}–{float(e['paper_hi']):g}"
+    return lo
+
+
+def _distance(e: Mapping, x: float) -> float:
+    """xlat's value less the paper's statement: the value, or the nearest end of a bound or
+    range that x is outside of (0 inside)."""
+    kind, lo = e.get("kind", "point"), float(e["paper"])
+    hi = float(e["paper_hi"]) if kind == "range" else lo
+    if kind == "upper":
+        return max(0.0, x - lo)
+    if kind == "lower":
+        return min(0.0, x - lo)
+    if kind == "range":
+        return 0.0 if lo <= x <= hi else (x - lo if x < lo else x - hi)
+    return x - lo
 
 
 def paper_vs_xlat(entries: Iterable[Mapping], df=None, values: Mapping[str, float] | None = None):
@@ -288,12 +327,12 @@ def paper_vs_xlat(entries: Iterable[Mapping], df=None, values: Mapping[str, floa
         except ReportError as err:
             note = _join(note, str(err))
         paper = float(e["paper"])
-        diff = None if x is None else x - paper
+        diff = None if x is None else _distance(e, x)
         rel = None if x is None or paper == 0 else diff / abs(paper)
         rows.append({"id": e["id"], "what": e.get("what", e["id"]), "source": e.get("source", ""),
-                     "unit": e.get("unit", ""), "paper": paper, "xlat": x, "diff": diff,
+                     "unit": e.get("unit", ""), "paper": paper, "paper_text": paper_text(e), "xlat": x, "diff": diff,
                      "rel_diff": rel, "note": note})
-    return pd.DataFrame(rows, columns=["id", "what", "source", "unit", "paper", "xlat", "diff", "rel_diff", "note"])
+    return pd.DataFrame(rows, columns=["id", "what", "source", "unit", "paper", "paper_text", "xlat", "diff", "rel_diff", "note"])
 
 
 def _join(a: str, b: str) -> str:
@@ -306,7 +345,7 @@ def paper_table(comparison, digits: int = 4) -> str:
     for r in comparison.to_dict("records"):
         rel = r["rel_diff"]
         rows.append([
-            r["what"], r["source"], r["unit"], r["paper"], r["xlat"],
+            r["what"], r["source"], r["unit"], r.get("paper_text", r["paper"]), r["xlat"],
             None if r["diff"] is None or _nan(r["diff"]) else (f"{r['diff']:+.{digits - 1}g}"),
             None if rel is None or _nan(rel) else f"{rel * 100:+.1f}%",
             r["note"],

@@ -109,3 +109,17 @@ fn ech_is_refused_where_it_is_not_modelled() {
     }
     assert!(Config::from_pairs([("ech.enabled", "true"), ("ech.slots", "1000")]).is_err());
 }
+
+#[test]
+fn two_host_threads_give_the_same_statistics() {
+    // The ECH walk's parallel read groups go through the translating thread's recording and
+    // the memory thread's replay like every other port operation.
+    let c = cfg(&[]);
+    let refs = random_refs(20_000, 2 * GB, 5);
+    let run = |threads| {
+        let mut src = xlat_core::VecSource::new(vec![refs.clone()], region(2 * GB));
+        let opts = xlat_core::RunOptions { threads, ..Default::default() };
+        xlat_core::simulate(&c, &mut src, opts, true, 1, &mut |_| true).unwrap()
+    };
+    assert_eq!(run(1), run(2));
+}
