@@ -1029,13 +1029,13 @@ def _causes(d: Data, vals):
         c["llc_data_miss_base"] = (("Close. " if abs(x - 80) < 5 else "")
                                    + "GUPS/random/hashjoin miss the LLC ~99 %; the graph kernels ~50-70 % "
                                      "(vertex arrays partly fit the 16 MB LLC).")
-    ec = {w: (x - 1) * 100 for w, x in d.ratios("ptp", "baseline", "e_cache").items()}
+    ec = d.gains("ptp", "baseline", "e_cache")
     if v("energy_cache_ptp") is not None and ec:
         c["energy_cache_ptp"] = (
             f"Larger cut, from PTE reads that now hit L2 and no longer access the LLC ({_top(ec, 3, reverse=False)} %). "
             "The preset's per-access energies (L1D 0.03, L2 0.1, LLC 0.6 nJ) are assumptions, not the paper's "
             "CACTI 22 nm values; with an LLC access 6x an L2 one, moving PTE hits from LLC to L2 dominates.")
-    ed = {w: (x - 1) * 100 for w, x in d.ratios("ptp", "baseline", "e_dram").items()}
+    ed = d.gains("ptp", "baseline", "e_dram")
     if v("energy_dram_ptp") is not None and ed:
         c["energy_dram_ptp"] = (
             f"Driven by the kernels whose leaf PTEs used to come from DRAM ({_top(ed, 3, reverse=False)} %); "
@@ -1050,7 +1050,7 @@ def _causes(d: Data, vals):
     rf = d.ratios("fpt", "baseline", "ipc")
     if v("speedup_fpt") is not None and rf:
         sp = {w: (x - 1) * 100 for w, x in rf.items()}
-        lat = {w: (x - 1) * 100 for w, x in d.ratios("fpt", "baseline", "walk_cycles").items()}
+        lat = d.gains("fpt", "baseline", "walk_cycles")
         c["speedup_fpt"] = (
             f"Larger, and again concentrated where walks bound the core ({_top(sp, 3)} %); the rest "
             f"{min(sp.values()):+.1f} to {sorted(sp.values())[max(0, len(sp) - 4)]:+.1f} %. FPT removes the upper-level "
@@ -1063,21 +1063,21 @@ def _causes(d: Data, vals):
             f"walk latency, which FPT cuts by {-(d.ratios('fpt', 'baseline', 'walk_cycles').get('gups', math.nan) - 1) * 100:.0f} % "
             "(2.49 -> 1 access, but the remaining leaf read still misses the LLC about half the time).")
     if v("speedup_fpt_ptp") is not None:
-        sp = {w: (x - 1) * 100 for w, x in d.ratios("fpt+ptp", "baseline", "ipc").items()}
+        sp = d.gains("fpt+ptp", "baseline", "ipc")
         c["speedup_fpt_ptp"] = (
             f"Same ordering as the paper (FPT+PTP > PTP > FPT), larger for the reasons of the PTP row: "
             f"{_top(sp, 3)} %. The two compose: FPT removes accesses, PTP makes the remaining leaf read an "
             "LLC or L2 hit.")
     if v("speedup_asap") is not None:
-        lat = {w: (x - 1) * 100 for w, x in d.ratios("asap", "baseline", "walk_cycles").items()}
-        sp = {w: (x - 1) * 100 for w, x in d.ratios("asap", "baseline", "ipc").items()}
+        lat = d.gains("asap", "baseline", "walk_cycles")
+        sp = d.gains("asap", "baseline", "ipc")
         c["speedup_asap"] = (
             "ASAP starts the PMD and PTE reads with the walk instead of after the levels above them, so a walk "
             f"saves at most the upper levels' latency, which the PSCs mostly skip already: walk latency "
             f"{_top(lat, 3, reverse=False)} %, IPC {_top(sp, 3)} %. Where xlat is walker-bound (GUPS, random) "
             "that shows in IPC one for one, as for PTP and FPT.")
     if v("speedup_ech") is not None:
-        sp = {w: (x - 1) * 100 for w, x in d.ratios("ech", "baseline", "ipc").items()}
+        sp = d.gains("ech", "baseline", "ipc")
         apw = {w: x for w, x in d.per_workload("ech", "apw").items()}
         c["speedup_ech"] = (
             "ECH reads every way of the 4 KB table at once (3 lines) where the radix walk with PSCs reads 1-2.5 "
@@ -1085,30 +1085,31 @@ def _causes(d: Data, vals):
             f"footprints, adding the walk tables' lines: {_top(apw, 3, fmt='{:.1f}')} reads per walk, IPC {_top(sp, 3)} %. "
             "Parallel reads hide latency but cost cache bandwidth and capacity, which the paper's energy row shows.")
     if v("speedup_csalt") is not None:
-        sp = {w: (x - 1) * 100 for w, x in d.ratios("csalt", "baseline", "ipc").items()}
+        sp = d.gains("csalt", "baseline", "ipc")
         c["speedup_csalt"] = (
             "CSALT's POM-TLB answers most L2 TLB misses with one or two reads of its 16 MB table instead of a walk, "
             "and CSALT-CD keeps its lines in L2/LLC by their criticality; with one process and no context switches "
             f"(the paper's point: CSALT was built for them) the gain is what the POM-TLB saves: IPC {_top(sp, 3)} %.")
-    ecc = {w: (x - 1) * 100 for w, x in d.ratios("csalt", "baseline", "e_cache").items()}
+    ecc = d.gains("csalt", "baseline", "e_cache")
     if v("energy_cache_csalt") is not None and ecc:
         c["energy_cache_csalt"] = (
             "POM-TLB lookups add L2/LLC accesses (the paper: L3 accesses +5 %) where walks would have read L1D: "
             f"{_top(ecc, 3)} %.")
-    edc = {w: (x - 1) * 100 for w, x in d.ratios("csalt", "baseline", "e_dram").items()}
+    edc = d.gains("csalt", "baseline", "e_dram")
     if v("energy_dram_csalt") is not None and edc:
         c["energy_dram_csalt"] = (
-            f"POM-TLB lines that stay cached replace page-table lines from DRAM: {_top(edc, 3)} %.")
+            "POM-TLB lines in L2/LLC trade places with page-table and data lines, and its misses read DRAM: "
+            f"{_top(edc, 3)} %; the paper measured -2.0 % where context switches make the POM-TLB pay off.")
     if v("ech_table_reads_per_walk") is not None:
         c["ech_table_reads_per_walk"] = (
             "One line per way of the only size mapped (4 KB), as the paper's model has it; xlat also reads the "
             "cuckoo walk tables on a walk-cache miss (`ech.cwt_reads`, not in this row), which the paper leaves out.")
-    ece = {w: (x - 1) * 100 for w, x in d.ratios("ech", "baseline", "e_cache").items()}
+    ece = d.gains("ech", "baseline", "e_cache")
     if v("energy_cache_ech") is not None and ece:
         c["energy_cache_ech"] = (
             "Every ECH walk reads 3 table lines through the L1D (and 3-6 walk-table lines on cache misses) where the "
             f"radix walk reads 1-2.5: {_top(ece, 3)} % cache energy; the paper's +32 % counts no walk-table reads.")
-    edE = {w: (x - 1) * 100 for w, x in d.ratios("ech", "baseline", "e_dram").items()}
+    edE = d.gains("ech", "baseline", "e_dram")
     if v("energy_dram_ech") is not None and edE:
         c["energy_dram_ech"] = (
             "The hashed lines have no locality between neighbouring walks (a radix PTE line serves 8 pages, an ECH "
@@ -1117,7 +1118,7 @@ def _causes(d: Data, vals):
         c["walk_cycles_fpt_ptp"] = (
             "Same ordering as the paper (baseline > PTP > FPT+PTP). GUPS/random still pay an LLC hit (42 cycles) "
             "or a DRAM access for most leaf reads: their 16 MB leaf level does not fit L2.")
-    ecf = {w: (x - 1) * 100 for w, x in d.ratios("fpt", "baseline", "cache_acc").items()}
+    ecf = d.gains("fpt", "baseline", "cache_acc")
     if v("cache_accesses_fpt") is not None and ecf:
         c["cache_accesses_fpt"] = (
             "Fewer PTE reads mean fewer L1D/L2 accesses: large on the kernels with 1.9-2.5 accesses per walk "
@@ -1170,7 +1171,7 @@ def _causes(d: Data, vals):
             "2 MB pages leave.")
     if v("energy_cache_fpt_ptp") is not None:
         c["energy_cache_fpt_ptp"] = "The FPT and PTP savings roughly add up (see their rows)."
-    edf = {w: (x - 1) * 100 for w, x in d.ratios("fpt+ptp", "baseline", "e_dram").items()}
+    edf = d.gains("fpt+ptp", "baseline", "e_dram")
     if v("energy_dram_fpt_ptp") is not None and edf:
         c["energy_dram_fpt_ptp"] = (
             "As PTP alone: FPT does not change which leaf PTEs come from DRAM, PTP does "
