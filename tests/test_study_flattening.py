@@ -37,7 +37,7 @@ def test_spec_and_paper_numbers_fit_together():
     native = ["baseline", "ptp", "fpt", "fpt+ptp", "asap", "ech", "csalt"]
     virt = ["2d", "2d-hf", "2d-gf", "2d-hf+gf", "2d-hf+ptp", "2d-gf+ptp", "2d-hf+gf+ptp", "2d+ptp"]
     pwc_l3 = ["pwc-l3-1", "pwc-l3-2", "pwc-l3-8", "pwc-l3-16", "ptp+pwc-l3-16"]
-    more = ["fpt-lp50", "fpt-nonf-lp50", "fpt-lp100", "fpt-nonf-lp100", "fpt-l3l2", "fpt-l3l2-lp50", "fpt-l3l2-lp100",
+    more = ["asap-lp50", "ech-lp50", "csalt-lp50", "fpt-lp50", "fpt-nonf-lp50", "fpt-lp100", "fpt-nonf-lp100", "fpt-l3l2", "fpt-l3l2-lp50", "fpt-l3l2-lp100",
             "2d-l3l2", "2d-l3l2-lp50", "2d-lp100", "2d-l3l2-lp100", "2d-hf+gf-lp100"]
     lp = ["baseline-lp50", "fpt+ptp-lp50", "baseline-lp100", "fpt+ptp-lp100", "2d-lp50", "2d-hf+gf+ptp-lp50"]
     llc = [f"{c}-llc{x}x" for x in (2, 4, 8, 16) for c in ("baseline", "ptp")]
@@ -62,7 +62,7 @@ def test_spec_and_paper_numbers_fit_together():
         assert all(p.curves == ("pwc.l2", "pwc.l3") and p.curve_ways == 8192 for p in pwc)
         # (Quick mode runs the native machines on six of the eight workloads.)
         native_wls = 6 if spec is quick else 8
-        assert len(spec.points) == 7 * native_wls + 2 + 5 + 8 * 4 + 8 * 5 + 6 * 4 + 12 * 4 + 12 * 2 + 6
+        assert len(spec.points) == 7 * native_wls + 2 + 5 + 8 * 4 + 8 * 5 + 6 * 4 + 15 * 4 + 12 * 2 + 6
     # The virtualized machines measure a shorter window after the same warm-up.
     assert {p.refs for p in full.points if p.config.label.startswith("2d")} == {10_000_000}
     assert {p.warmup for p in full.points if p.config.label.startswith("2d")} == {20_000_000}
