@@ -416,6 +416,7 @@ pub static ENTRIES: &[Entry] = &[
     e(Vms, "[core<N>.]walk_steps_per_walk.<side>", Ratio, "reads/walk", "`walk_steps.miss.<side>` / `walks`: guest or host entries a TLB miss's 2D walk reads.").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]walk_steps.miss.<side>", Counter, "PTE reads", "The part of `walk_steps.<side>` read by TLB-miss walks (`walk_steps.miss` split by table).").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]pte_served.<side>.<where>", Counter, "PTE reads", "`pte_served.<where>` split by table.").only("`virt.enabled=true`"),
+    e(Vms, "virt.guest_pt_host_pte_bytes", Counter, "bytes", "Bytes of host (EPT) leaf entries mapping the guests' page tables at the end of the run: 8 per host page that holds a guest page-table node (the flattening paper's 22 KB of host PTEs for graph500's 11 MB guest table).").only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]tlb.nested.hits", Counter, "lookups",
         "Nested TLB lookups (a guest entry's gPA, and the final data gPA with `virt.nested_tlb_data`) that found a usable gPA -> hPA translation.")
     .only("`virt.enabled=true`"),

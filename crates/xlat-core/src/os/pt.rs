@@ -1085,6 +1085,15 @@ impl PageTables {
         }
     }
 
+    /// Every node of the tree rooted at `root`: (physical address, bytes), root first.
+    pub fn tree_nodes(&self, root: NodeId, out: &mut Vec<(u64, u64)>) {
+        let n = &self.nodes[root as usize];
+        out.push((n.frame.addr().0, n.entry_count() as u64 * 8));
+        for c in n.children.iter().filter(|&c| c != NO_NODE) {
+            self.tree_nodes(c, out);
+        }
+    }
+
     /// Every 2 MB region mapped through level-1 entries (4 KB pages), ascending.
     pub fn regions_4k(&self, root: NodeId, out: &mut Vec<u64>) {
         self.collect_4k(root, 0, out);
