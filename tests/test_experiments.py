@@ -662,6 +662,17 @@ def test_markdown_table_and_paper_comparison():
     assert "| cycles on a |  |  | 100.0 | 105.0 | +5 | +5.0% |  |" in md
 
 
+def test_templates_fill_values_and_keep_sections_that_have_them():
+    t = "# {{title}}\n{{#virt}}\n## Virtualized\n{{virt}}\n{{/virt}}\n{{^virt}}\n(no VM ran)\n{{/virt}}\nIPC {{ipc}}\n"
+    assert report.fill(t, {"title": "T", "virt": "| a |", "ipc": 0.5}) == "# T\n## Virtualized\n| a |\nIPC 0.5\n"
+    assert report.fill(t, {"title": "T", "virt": "", "ipc": 1}) == "# T\n(no VM ran)\nIPC 1\n"
+    assert report.fill("a {{#x}}b{{/x}} c", {"x": 1}) == "a b c"  # inline sections keep their spacing
+    with pytest.raises(report.ReportError, match="no value for '{{ipc}}'"):
+        report.fill(t, {"title": "T", "virt": ""}, where="r.md.in")
+    with pytest.raises(report.ReportError, match="no value for section 'virt'"):
+        report.fill(t, {"title": "T", "ipc": 1})
+
+
 def test_bounds_and_ranges_are_compared_as_stated(tmp_path):
     entries = report.load_paper(write(tmp_path / "paper.toml", """
         [[numbers]]

@@ -90,7 +90,7 @@ def _tiny_study(tmp_path):
     """A copy of the study with the real machines and three small workloads."""
     d = tmp_path / "studies" / "flattening"
     d.mkdir(parents=True)
-    for f in ("report.py", "paper.toml"):
+    for f in ("report.py", "report.md.in", "paper.toml"):
         shutil.copy(STUDY / f, d / f)
     with open(STUDY / "sweep.toml", "rb") as f:
         real = tomllib.load(f)

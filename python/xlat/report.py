@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -190,6 +191,34 @@ def _cell(v, digits) -> str:
 
 def _escape(text: str) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+# -- templates ------------------------------------------------------------------------------
+
+# (A section whose opening tag ends its line is a block: the line break after its closing tag goes
+# with it.)
+_SECTION = re.compile(r"\{\{([#^])([\w.-]+)\}\}(\n)?(.*?)\{\{/\2\}\}(?(3)\n?)", re.DOTALL)
+_VALUE = re.compile(r"\{\{([\w.-]+)\}\}")
+
+
+def fill(template: str, values: Mapping[str, Any], where: str = "template") -> str:
+    """A report's Markdown from its template: ``{{name}}`` becomes ``values[name]``;
+    ``{{#name}}...{{/name}}`` is kept only when ``values[name]`` is truthy (a section whose
+    table or figure the run has), ``{{^name}}...{{/name}}`` only when it is not. A name the
+    template uses and ``values`` lacks is a :class:`ReportError` naming it, so prose never
+    refers to a number nobody computed."""
+    def section(m):
+        if m.group(2) not in values:
+            raise ReportError(f"{where}: no value for section '{m.group(2)}'")
+        shown = bool(values[m.group(2)]) == (m.group(1) == "#")
+        return fill(m.group(4), values, where) if shown else ""
+
+    def value(m):
+        if m.group(1) not in values:
+            raise ReportError(f"{where}: no value for '{{{{{m.group(1)}}}}}'")
+        return str(values[m.group(1)])
+
+    return _VALUE.sub(value, _SECTION.sub(section, template))
 
 
 # -- paper vs xlat --------------------------------------------------------------------------

@@ -1501,44 +1501,32 @@ def render(df, out_dir, quick):
     vals = compute(d, entries)
     values = {i: x for i, (x, _) in vals.items()}
 
-    body = ["## Paper vs xlat: status and likely causes", ""]
-    if quick:
-        body += [("*Quick mode: small inputs and 2 M references per point, so the graph kernels' page tables "
-                  "fit the LLC and several numbers are meaningless; the causes below were written from the "
-                  "full run.*"), ""]
-    body += [status_table(d, entries, vals), "", "## Coverage", "", coverage(d, vals), ""]
-
-    body += ["## Figures", ""]
-    for path, caption in figures(d, out_dir):
-        body += [report.figure_md(path, out_dir, caption), ""]
-
-    vt, lt = virt_table(d), lp_table(d)
-    if vt:
-        body += ["## Virtualized (Fig. 12, §4.1, §7.2)", "", vt, ""]
-    if lt:
-        body += ["## Large pages (Fig. 4, 9, §8)", "", lt, ""]
-    pt = pwc_table(d)
-    if pt:
-        body += ["## Page-walk-cache size (§7.1): one-pass curves", "", pt, ""]
-    mt = mc_table(d)
-    if mt:
-        body += ["## Multicore: four-program mixes (Fig. 11, §7.1)", "", mt, ""]
-
+    p = d.points
+    window = f"{p['refs_asked'].median() / 1e6:g} M references" if len(p) else "a few references"
     t1, t2 = workload_tables(d)
-    body += ["## Per workload", "", "Translation and performance (mean over seeds):", "", t1, "",
-             "Caches and energy (Δ: relative to the matching baseline, same references):", "", t2, ""]
-
-    body += ["## Workloads and their stand-ins", ""]
-    body.append(report.markdown_table(
-        [[w, PAPER_NAMES.get(w.split("(")[0], "")] for w in d.workloads], columns=["xlat workload", "paper (Tab. 2)"]))
-    body.append("")
-
-    body += ["## Sanity checks", ""]
-    for ok, text in sanity_checks(d):
-        body.append(f"- {'ok' if ok else 'note' if ok is None else '**CHECK**'}: {text}")
-    body.append("")
-    body += ["## Discussion", "", discussion(d, quick), ""]
-    return "\n".join(body), values
+    stand_ins = report.markdown_table([[w, PAPER_NAMES.get(w.split("(")[0], "")] for w in d.workloads],
+                                      columns=["xlat workload", "paper (Tab. 2)"])
+    checks = "\n".join(f"- {'ok' if ok else 'note' if ok is None else '**CHECK**'}: {text}" for ok, text in sanity_checks(d))
+    # The report's prose and layout are in report.md.in; what a run measured fills it.
+    parts = {
+        "quick": quick,
+        "quick_window": window,
+        "status_table": status_table(d, entries, vals),
+        "coverage": coverage(d, vals),
+        "figures": "\n\n".join(report.figure_md(path, out_dir, caption) for path, caption in figures(d, out_dir)),
+        "virtualized": virt_table(d),
+        "large_pages": lp_table(d),
+        "pwc_size": pwc_table(d),
+        "multicore": mc_table(d),
+        "per_workload_translation": t1,
+        "per_workload_caches": t2,
+        "stand_ins": stand_ins,
+        "sanity_checks": checks,
+        "discussion": discussion(d, quick),
+    }
+    template = HERE / "report.md.in"
+    text = report.fill(template.read_text(encoding="utf-8"), parts, where=str(template))
+    return text, values
 
 
 def discussion(d: Data, quick: bool = False):
