@@ -1108,8 +1108,10 @@ def _causes(d: Data, vals):
             "POM-TLB lines in L2/LLC trade places with page-table and data lines, and its misses read DRAM: "
             f"{_top(edc, 3)} %; the paper measured -2.0 % where context switches make the POM-TLB pay off.")
     for cmp_, why in (("asap", "ASAP's prefetches matter only for the 4 KB half, whose walks still read 2-3 levels"),
-                      ("ech", ("ECH reads 3 ways of the 4 KB table, or of the 2 MB table when the walk caches miss, "
-                               "where the radix walk of a 2 MB page reads 1-2 entries")),
+                      ("ech", ("where a 1 GB region holds both sizes and the 2 MB region's walk-cache entry "
+                               "misses (16 entries for 8 GB), an ECH walk reads all 3 ways of both tables, 6 lines "
+                               "where the paper counts 4 (3 + a known 2 MB way), plus the walk tables' lines, and "
+                               "lowhalf leaves its ways no contiguous blocks (`ech.scattered_ways`)")),
                       ("csalt", "the POM-TLB holds the 4 KB half's translations and the 2 MB ones cheaply")):
         if v(f"speedup_{cmp_}_lp50") is not None:
             c[f"speedup_{cmp_}_lp50"] = (
