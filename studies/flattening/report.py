@@ -1097,16 +1097,6 @@ def _causes(d: Data, vals):
             "CSALT's POM-TLB answers most L2 TLB misses with one or two reads of its 16 MB table instead of a walk, "
             "and CSALT-CD keeps its lines in L2/LLC by their criticality; with one process and no context switches "
             f"(the paper's point: CSALT was built for them) the gain is what the POM-TLB saves: IPC {_top(sp, 3)} %.")
-    ecc = d.gains("csalt", "baseline", "e_cache")
-    if v("energy_cache_csalt") is not None and ecc:
-        c["energy_cache_csalt"] = (
-            "POM-TLB lookups add L2/LLC accesses (the paper: L3 accesses +5 %) where walks would have read L1D: "
-            f"{_top(ecc, 3)} %.")
-    edc = d.gains("csalt", "baseline", "e_dram")
-    if v("energy_dram_csalt") is not None and edc:
-        c["energy_dram_csalt"] = (
-            "POM-TLB lines in L2/LLC trade places with page-table and data lines, and its misses read DRAM: "
-            f"{_top(edc, 3)} %; the paper measured -2.0 % where context switches make the POM-TLB pay off.")
     for cmp_, why in (("asap", "ASAP's prefetches matter only for the 4 KB half, whose walks still read 2-3 levels"),
                       ("ech", ("where a 1 GB region holds both sizes and the 2 MB region's walk-cache entry "
                                "misses (16 entries for 8 GB), an ECH walk reads all 3 ways of both tables, 6 lines "
@@ -1129,16 +1119,23 @@ def _causes(d: Data, vals):
         c["ech_table_reads_per_walk"] = (
             "One line per way of the only size mapped (4 KB), as the paper's model has it; xlat also reads the "
             "cuckoo walk tables on a walk-cache miss (`ech.cwt_reads`, not in this row), which the paper leaves out.")
-    ece = d.gains("ech", "baseline", "e_cache")
-    if v("energy_cache_ech") is not None and ece:
-        c["energy_cache_ech"] = (
-            "Every ECH walk reads 3 table lines through the L1D (and 3-6 walk-table lines on cache misses) where the "
-            f"radix walk reads 1-2.5: {_top(ece, 3)} % cache energy; the paper's +32 % counts no walk-table reads.")
-    edE = d.gains("ech", "baseline", "e_dram")
-    if v("energy_dram_ech") is not None and edE:
-        c["energy_dram_ech"] = (
-            "The hashed lines have no locality between neighbouring walks (a radix PTE line serves 8 pages, an ECH "
-            f"line too but 3 are fetched), so more of them come from DRAM: {_top(edE, 3)} %.")
+    # The comparators' energy: a reason, and the per-workload changes that show it ({top}).
+    for id_, cfg, metric, text in (
+        ("energy_cache_csalt", "csalt", "e_cache",
+         "POM-TLB lookups add L2/LLC accesses (the paper: L3 accesses +5 %) where walks would have read L1D: {top} %."),
+        ("energy_dram_csalt", "csalt", "e_dram",
+         ("POM-TLB lines in L2/LLC trade places with page-table and data lines, and its misses read DRAM: {top} %; "
+         "the paper measured -2.0 % where context switches make the POM-TLB pay off.")),
+        ("energy_cache_ech", "ech", "e_cache",
+         ("Every ECH walk reads 3 table lines through the L1D (and 3-6 walk-table lines on cache misses) where the "
+         "radix walk reads 1-2.5: {top} % cache energy; the paper's +32 % counts no walk-table reads.")),
+        ("energy_dram_ech", "ech", "e_dram",
+         ("The hashed lines have no locality between neighbouring walks (a radix PTE line serves 8 pages, an ECH "
+         "line too but 3 are fetched), so more of them come from DRAM: {top} %.")),
+    ):
+        g = d.gains(cfg, "baseline", metric)
+        if v(id_) is not None and g:
+            c[id_] = text.format(top=_top(g, 3))
     if v("walk_cycles_fpt_ptp") is not None:
         c["walk_cycles_fpt_ptp"] = (
             "Same ordering as the paper (baseline > PTP > FPT+PTP). GUPS/random still pay an LLC hit (42 cycles) "
