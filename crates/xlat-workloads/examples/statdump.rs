@@ -2,7 +2,8 @@
 //! two builds can be compared bit for bit (`scripts/statcheck` does it against a git
 //! revision): `cargo run --release -p xlat-workloads --example statdump [-- CASE...]`.
 //!
-//! The cases cover the engine's paths: native radix, 5-level and flattened tables, 2D walks
+//! The cases cover the engine's paths: native radix, 5-level and flattened tables (1 GB nodes
+//! and five levels too), hashed ones (ECH), 2D walks
 //! (radix and flattened), one and two host threads, several cores, several processes with
 //! and without PCIDs, THP with khugepaged and faults, fragmentation, two VMs, the PTP
 //! detector, a perfect TLB, the AMD-style walker port with an inclusive LLC and a DRAM
@@ -22,6 +23,9 @@ const CASES: &[Case] = &[
     ("radix5", GUPS, 1_000_000, 0, true, 1, &["pt.format=radix5", "pwc.l5.entries=2"]),
     ("fpt", GUPS, 1_000_000, 0, true, 2, &["pt.format=fpt"]),
     ("fpt_l3l2", GUPS, 1_000_000, 0, true, 1, &["pt.format=fpt-l3l2"]),
+    ("fpt5", GUPS, 1_000_000, 0, true, 1, &["pt.format=fpt5"]),
+    ("fpt_1g", GUPS, 1_000_000, 0, true, 1, &["pt.format=fpt-1g"]),
+    ("ech_2t", GUPS, 1_000_000, 200_000, true, 2, &["ech.enabled=true"]),
     ("faults", GUPS_SMALL, 1_000_000, 0, false, 2, &[]),
     ("virt", GUPS, 1_000_000, 0, true, 1, &["virt.enabled=true"]),
     ("virt_2t", GUPS, 1_000_000, 0, true, 2, &["virt.enabled=true"]),
