@@ -950,9 +950,50 @@ def _base(wl):
     return wl.split("(")[0]
 
 
+# Likely causes that need no number from the run, by paper number (shown when it has a value).
+STATIC_CAUSES = {
+    "apw_base_typical": (
+        "The kernels other than GUPS and random access: their walks mostly hit the L2 PSC (24 entries "
+        "cover 48 MB) or L3 PSC, as the paper's typical benchmarks do."
+    ),
+    "apw_2d_base_others": (
+        "As natively, the kernels with locality stay well below GUPS and random access; the nested TLB and "
+        "vPWC remove most host reads."
+    ),
+    "pwc_l3_16_on_ptp": (
+        "Under PTP the L3 entries the bigger PSC saves were mostly L2 or LLC hits already, so it adds less "
+        "than on the baseline."
+    ),
+    "speedup_2d_ptp_adds": (
+        "The mean increment PTP gives HF, GF and HF+GF; as natively, xlat's PTP gains are larger (see the "
+        "native PTP row)."
+    ),
+    "ech_table_reads_per_walk": (
+        "One line per way of the only size mapped (4 KB), as the paper's model has it; xlat also reads the "
+        "cuckoo walk tables on a walk-cache miss (`ech.cwt_reads`, not in this row), which the paper leaves out."
+    ),
+    "l3l2_beats_fpt_native_lp100": (
+        "With every page 2 MB, L3+L2 walks read one entry after the L4 PSC hit, as FPT+NF does: the two "
+        "designs tie or nearly, as in the paper."
+    ),
+    "l3l2_beats_fpt_virt_lp100": (
+        "In 2D walks every guest read costs a host walk: the layouts differ in how many guest reads the "
+        "2 MB pages leave."
+    ),
+    "pwc_l3_sweep_min": (
+        "GUPS over 8 GB touches 8 1 GB regions: fewer L3-PSC entries than that make most walks read the root's "
+        "L3 entry too; xlat's walker-bound GUPS turns each extra read into IPC."
+    ),
+    "pwc_l3_sweep_max": (
+        "With 8 or more entries every L3 prefix hits (the analytic 2.49 -> 2.0 reads per walk); the gain is the "
+        "root read saved, larger in xlat where GUPS is walker-bound."
+    ),
+}
+
+
 def _causes(d: Data, vals):
     v = lambda i: vals.get(i, (None,))[0]
-    c = {}
+    c = {i: text for i, text in STATIC_CAUSES.items() if v(i) is not None}
     apw = d.per_workload("baseline", "apw")
     x = v("apw_base_mean")
     if x is not None:
@@ -1115,10 +1156,6 @@ def _causes(d: Data, vals):
         c["graph500_host_pt_kb"] = (
             "One 8-byte host entry per 4 KB of guest page table (the host maps guest memory with 4 KB pages): "
             "1/512 of the guest table, as the paper's 22 KB for 11 MB.")
-    if v("ech_table_reads_per_walk") is not None:
-        c["ech_table_reads_per_walk"] = (
-            "One line per way of the only size mapped (4 KB), as the paper's model has it; xlat also reads the "
-            "cuckoo walk tables on a walk-cache miss (`ech.cwt_reads`, not in this row), which the paper leaves out.")
     # The comparators' energy: a reason, and the per-workload changes that show it ({top}).
     for id_, cfg, metric, text in (
         ("energy_cache_csalt", "csalt", "e_cache",
@@ -1145,29 +1182,6 @@ def _causes(d: Data, vals):
         c["cache_accesses_fpt"] = (
             "Fewer PTE reads mean fewer L1D/L2 accesses: large on the kernels with 1.9-2.5 accesses per walk "
             f"({_top(ecf, 3, reverse=False)} %), nothing where the PSCs already left one.")
-    if v("apw_base_typical") is not None:
-        c["apw_base_typical"] = (
-            "The kernels other than GUPS and random access: their walks mostly hit the L2 PSC (24 entries "
-            "cover 48 MB) or L3 PSC, as the paper's typical benchmarks do.")
-    if v("apw_2d_base_others") is not None:
-        c["apw_2d_base_others"] = (
-            "As natively, the kernels with locality stay well below GUPS and random access; the nested TLB and "
-            "vPWC remove most host reads.")
-    if v("pwc_l3_sweep_min") is not None:
-        c["pwc_l3_sweep_min"] = (
-            "GUPS over 8 GB touches 8 1 GB regions: fewer L3-PSC entries than that make most walks read the root's "
-            "L3 entry too; xlat's walker-bound GUPS turns each extra read into IPC.")
-        c["pwc_l3_sweep_max"] = (
-            "With 8 or more entries every L3 prefix hits (the analytic 2.49 -> 2.0 reads per walk); the gain is the "
-            "root read saved, larger in xlat where GUPS is walker-bound.")
-    if v("pwc_l3_16_on_ptp") is not None:
-        c["pwc_l3_16_on_ptp"] = (
-            "Under PTP the L3 entries the bigger PSC saves were mostly L2 or LLC hits already, so it adds less "
-            "than on the baseline.")
-    if v("speedup_2d_ptp_adds") is not None:
-        c["speedup_2d_ptp_adds"] = (
-            "The mean increment PTP gives HF, GF and HF+GF; as natively, xlat's PTP gains are larger (see the "
-            "native PTP row).")
     for lp in ("lp50", "lp100"):
         if v(f"fig4_fpt_nonf_{lp}") is not None:
             c[f"fig4_fpt_nonf_{lp}"] = (
@@ -1183,14 +1197,6 @@ def _causes(d: Data, vals):
                 c[f"l3l2_{kind}_lp{lp}"] = (
                     f"L3+L2 {what} removes one read per walk where the L3-level PSC missed; with 4 KB pages "
                     "the L1 read remains, so it helps less than L4+L3/L2+L1.")
-    if v("l3l2_beats_fpt_native_lp100") is not None:
-        c["l3l2_beats_fpt_native_lp100"] = (
-            "With every page 2 MB, L3+L2 walks read one entry after the L4 PSC hit, as FPT+NF does: the two "
-            "designs tie or nearly, as in the paper.")
-    if v("l3l2_beats_fpt_virt_lp100") is not None:
-        c["l3l2_beats_fpt_virt_lp100"] = (
-            "In 2D walks every guest read costs a host walk: the layouts differ in how many guest reads the "
-            "2 MB pages leave.")
     if v("energy_cache_fpt_ptp") is not None:
         c["energy_cache_fpt_ptp"] = "The FPT and PTP savings roughly add up (see their rows)."
     edf = d.gains("fpt+ptp", "baseline", "e_dram")
