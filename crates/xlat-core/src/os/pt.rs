@@ -996,25 +996,12 @@ impl PageTables {
     }
 
     pub fn translate(&self, root: NodeId, _top: u8, va: VirtAddr) -> Option<Mapping> {
-        let mut node = root;
-        loop {
-            let idx = self.nodes[node as usize].index(va);
-            match self.classify(node, idx) {
-                // (The recursive slot maps page tables, not data.)
-                (_, EntryKind::NotPresent | EntryKind::PageTables) => return None,
-                (e, EntryKind::Leaf(size)) => {
-                    let mut frame = (e & PTE_PFN_MASK) >> 12;
-                    if size != PageSize::Size4K {
-                        frame &= !(size.frames() - 1);
-                    }
-                    return Some(Mapping { frame: Frame(frame), size, entry: e });
-                }
-                (_, EntryKind::Pointer(child)) => {
-                    debug_assert_ne!(child, NO_NODE);
-                    node = child;
-                }
-            }
+        let (_, _, e, size) = self.leaf_entry(root, va)?;
+        let mut frame = (e & PTE_PFN_MASK) >> 12;
+        if size != PageSize::Size4K {
+            frame &= !(size.frames() - 1);
         }
+        Some(Mapping { frame: Frame(frame), size, entry: e })
     }
 
     /// The leaf that maps `va`, functionally: its node, index, entry and page size.
@@ -1025,7 +1012,8 @@ impl PageTables {
             match self.classify(node, idx) {
                 (e, EntryKind::Leaf(size)) => return Some((node, idx, e, size)),
                 (_, EntryKind::Pointer(child)) => node = child,
-                _ => return None,
+                // (The recursive slot maps page tables, not data.)
+                (_, EntryKind::NotPresent | EntryKind::PageTables) => return None,
             }
         }
     }
