@@ -28,6 +28,7 @@ pub mod workload;
 
 pub use config::{Config, ConfigError};
 pub use error::SimError;
+pub use host::hostmem::huge_vec;
 pub use machine::{Machine, RunOptions};
 pub use stats::{StatValue, Stats};
 pub use workload::{FileMap, Helper, Program, Ref, RefKind, RefSource, Region, SourceError, VecSource};

@@ -84,6 +84,23 @@ impl<T: Copy> Drop for HugeBuf<T> {
     }
 }
 
+/// An empty `Vec` with room for `cap` elements, its memory asked for huge pages before it is
+/// first touched: for big arrays read at random outside the simulation proper (a graph
+/// kernel's builder, say). The whole 2 MB pages inside the allocation are advised; the
+/// allocator's alignment decides the rest.
+pub fn huge_vec<T>(cap: usize) -> Vec<T> {
+    let v = Vec::with_capacity(cap);
+    let bytes = cap.saturating_mul(std::mem::size_of::<T>());
+    if bytes >= HUGE_THRESHOLD {
+        let start = (v.as_ptr() as usize).next_multiple_of(HUGE_PAGE);
+        let end = (v.as_ptr() as usize + bytes) & !(HUGE_PAGE - 1);
+        if end > start {
+            advise_huge(start as *mut u8, end - start);
+        }
+    }
+    v
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge(p: *mut u8, bytes: usize) {
     let len = bytes.div_ceil(HUGE_PAGE) * HUGE_PAGE;
@@ -101,6 +118,17 @@ fn advise_huge(_p: *mut u8, _bytes: usize) {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_vecs_are_ordinary_vecs() {
+        let mut v: Vec<u64> = huge_vec(3 << 20);
+        assert!(v.is_empty() && v.capacity() >= 3 << 20);
+        v.resize(3 << 20, 5);
+        v[(3 << 20) - 1] = 6;
+        assert_eq!(v.iter().sum::<u64>(), 5 * (3 << 20) + 1);
+        let small: Vec<u8> = huge_vec(10);
+        assert!(small.capacity() >= 10);
+    }
 
     #[test]
     fn small_and_huge_buffers_hold_their_values() {

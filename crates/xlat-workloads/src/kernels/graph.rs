@@ -5,6 +5,7 @@
 use crate::params::{choice, size, PDef, Params};
 use crate::rng::{derive, Rng};
 use crate::WorkloadError;
+use xlat_core::huge_vec;
 
 /// `graph`, `scale` (with a per-kernel default), `degree` and `order`.
 pub const fn graph_params(scale: &'static str) -> [PDef; 4] {
@@ -101,6 +102,22 @@ fn quadrant(r: u64, a: u64, b: u64, c: u64) -> (u32, u32) {
     (ge_b, ge_a ^ ge_b ^ ge_c)
 }
 
+/// How many edges ahead the builder's loops prefetch the random entries they will touch.
+const AHEAD: usize = 16;
+
+/// Hint the host CPU to load the cache line at `p` (the builder is bound by random reads of
+/// arrays far larger than the host's caches, not by its arithmetic).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Generate and build the graph; `None` if `stop()` turned true on the way.
 pub fn build(spec: &GraphSpec, weighted: bool, stop: &dyn Fn() -> bool) -> Option<Csr> {
     let n = spec.n() as usize;
@@ -108,17 +125,29 @@ pub fn build(spec: &GraphSpec, weighted: bool, stop: &dyn Fn() -> bool) -> Optio
     let mut rng = Rng::new(derive(spec.seed, 0x6EA9));
     // Random relabelling of vertices (Graph500 scrambles labels; GAP permutes too) so that
     // high-degree vertices are not clustered at low ids.
-    let mut perm: Vec<u32> = (0..n as u32).collect();
+    let mut perm: Vec<u32> = huge_vec(n);
+    perm.extend(0..n as u32);
     rng.shuffle(&mut perm);
-    let mut edges: Vec<(u32, u32)> = Vec::with_capacity(m);
+    let mut edges: Vec<(u32, u32)> = huge_vec(m);
     // Quadrant thresholds on 32-bit draws: [0,A) top-left, [A,A+B) top-right, [A+B,A+B+C)
     // bottom-left, rest bottom-right.
     let t_a = (0.57 * 4294967296.0) as u64;
     let t_b = ((0.57 + 0.19) * 4294967296.0) as u64;
     let t_c = ((0.57 + 0.19 + 0.19) * 4294967296.0) as u64;
-    for i in 0..m {
+    // Edges are drawn AHEAD ahead of their relabelling: `perm` is 4 x n bytes read at random,
+    // and the prefetch of each drawn edge's two entries overlaps those misses with the next
+    // draws (the graph is the same as drawing and relabelling one at a time).
+    let mut ring = [(0u32, 0u32); AHEAD];
+    for i in 0..m + AHEAD {
         if i % (1 << 20) == 0 && stop() {
             return None;
+        }
+        if i >= AHEAD {
+            let (u, v) = ring[i % AHEAD];
+            edges.push((perm[u as usize], perm[v as usize]));
+        }
+        if i >= m {
+            continue;
         }
         let (u, v) = match spec.kind {
             GraphKind::Uniform => (rng.below(n as u64) as u32, rng.below(n as u64) as u32),
@@ -137,23 +166,41 @@ pub fn build(spec: &GraphSpec, weighted: bool, stop: &dyn Fn() -> bool) -> Optio
                 (u, v)
             }
         };
-        edges.push((perm[u as usize], perm[v as usize]));
+        prefetch(&perm[u as usize]);
+        prefetch(&perm[v as usize]);
+        ring[i % AHEAD] = (u, v);
     }
     drop(perm);
-    let mut deg = vec![0u64; n + 1];
-    for &(u, v) in &edges {
+    // Both passes below touch two random entries per edge; each prefetches AHEAD edges on.
+    let mut off: Vec<u64> = huge_vec(n + 1);
+    off.resize(n + 1, 0);
+    for (i, &(u, v)) in edges.iter().enumerate() {
+        if let Some(&(pu, pv)) = edges.get(i + AHEAD) {
+            prefetch(&off[pu as usize + 1]);
+            prefetch(&off[pv as usize + 1]);
+        }
         if u != v {
-            deg[u as usize] += 1;
-            deg[v as usize] += 1;
+            off[u as usize + 1] += 1;
+            off[v as usize + 1] += 1;
         }
     }
-    let mut off = vec![0u64; n + 1];
     for u in 0..n {
-        off[u + 1] = off[u] + deg[u];
+        off[u + 1] += off[u];
     }
-    let mut fill: Vec<u64> = off[..n].to_vec();
-    let mut adj = vec![0u32; off[n] as usize];
-    for &(u, v) in &edges {
+    let mut fill: Vec<u64> = huge_vec(n);
+    fill.extend_from_slice(&off[..n]);
+    let mut adj: Vec<u32> = huge_vec(off[n] as usize);
+    adj.resize(off[n] as usize, 0);
+    for (i, &(u, v)) in edges.iter().enumerate() {
+        // Two stages: the fill cursors 2 x AHEAD on, then the slots they point at AHEAD on.
+        if let Some(&(pu, pv)) = edges.get(i + 2 * AHEAD) {
+            prefetch(&fill[pu as usize]);
+            prefetch(&fill[pv as usize]);
+        }
+        if let Some(&(pu, pv)) = edges.get(i + AHEAD) {
+            prefetch(adj.as_ptr().wrapping_add(fill[pu as usize] as usize));
+            prefetch(adj.as_ptr().wrapping_add(fill[pv as usize] as usize));
+        }
         if u != v {
             adj[fill[u as usize] as usize] = v;
             fill[u as usize] += 1;
@@ -168,7 +215,8 @@ pub fn build(spec: &GraphSpec, weighted: bool, stop: &dyn Fn() -> bool) -> Optio
     }
     // Sort and deduplicate each list, compacting in place.
     let mut w = 0usize;
-    let mut new_off = vec![0u64; n + 1];
+    let mut new_off: Vec<u64> = huge_vec(n + 1);
+    new_off.resize(n + 1, 0);
     for u in 0..n {
         let (s, e) = (off[u] as usize, off[u + 1] as usize);
         adj[s..e].sort_unstable();
