@@ -37,6 +37,7 @@ def test_spec_and_paper_numbers_fit_together():
     native = ["baseline", "ptp", "fpt", "fpt+ptp", "asap", "ech", "csalt"]
     virt = ["2d", "2d-hf", "2d-gf", "2d-hf+gf", "2d-hf+ptp", "2d-gf+ptp", "2d-hf+gf+ptp", "2d+ptp"]
     pwc_l3 = ["pwc-l3-1", "pwc-l3-2", "pwc-l3-8", "pwc-l3-16", "ptp+pwc-l3-16"]
+    walkers = ["walkers8", "ptp-walkers8", "walkers32", "ptp-walkers32"]
     more = ["asap-lp50", "ech-lp50", "csalt-lp50", "fpt-lp50", "fpt-nonf-lp50", "fpt-lp100", "fpt-nonf-lp100", "fpt-l3l2", "fpt-l3l2-lp50", "fpt-l3l2-lp100",
             "2d-l3l2", "2d-l3l2-lp50", "2d-lp100", "2d-l3l2-lp100", "2d-hf+gf-lp100"]
     lp = ["baseline-lp50", "fpt+ptp-lp50", "baseline-lp100", "fpt+ptp-lp100", "2d-lp50", "2d-hf+gf+ptp-lp50"]
@@ -45,15 +46,15 @@ def test_spec_and_paper_numbers_fit_together():
     mc += [f"{c}-mc-{lp}" for lp in ("lp50", "lp100") for c in ("baseline", "ptp", "fpt", "fpt+ptp")] + ["alone-mc"]
     for spec in (full, quick):
         labels = list(dict.fromkeys(p.config.label for p in spec.points))
-        assert labels == native[:4] + ["pwc-size"] + pwc_l3 + native[4:] + llc + virt + lp + more + mc
+        assert labels == native[:4] + ["pwc-size"] + pwc_l3 + walkers + native[4:] + llc + virt + lp + more + mc
         assert all(p.prefault for p in spec.points)
         wls = lambda label, spec=spec: {p.workload for p in spec.points if p.config.label == label}
         assert all(wls(c) >= {"gups", "random", "bfs", "pagerank", "hashjoin", "xsbench"} for c in native)
         # The slow virtualized machines run the paper's highlighted subset; the large-page ones
-        # leave out the graph (its setup alone costs 80-100 s a point).
+        # leave out the graph (its setup alone costs about 45 s a point).
         assert all(wls(c) == {"gups", "random", "bfs", "hashjoin", "xsbench"} for c in virt)
         assert all(wls(c) == {"gups", "random", "hashjoin", "xsbench"} for c in lp + llc + more)
-        assert all(wls(c) == {"gups"} for c in pwc_l3)
+        assert all(wls(c) == {"gups"} for c in pwc_l3 + walkers)
         # Two four-program mixes on each 4-core machine, and their six distinct programs alone.
         assert all(wls(c) == {"mix"} for c in mc)
         # §7.1's PWC sweep: one point per workload, its curves up to 8,192 entries.
@@ -62,7 +63,7 @@ def test_spec_and_paper_numbers_fit_together():
         assert all(p.curves == ("pwc.l2", "pwc.l3") and p.curve_ways == 8192 for p in pwc)
         # (Quick mode runs the native machines on six of the eight workloads.)
         native_wls = 6 if spec is quick else 8
-        assert len(spec.points) == 7 * native_wls + 2 + 5 + 8 * 4 + 8 * 5 + 6 * 4 + 15 * 4 + 12 * 2 + 6
+        assert len(spec.points) == 7 * native_wls + 2 + 5 + 4 + 8 * 4 + 8 * 5 + 6 * 4 + 15 * 4 + 12 * 2 + 6
     # The virtualized machines measure a shorter window after the same warm-up.
     assert {p.refs for p in full.points if p.config.label.startswith("2d")} == {10_000_000}
     assert {p.warmup for p in full.points if p.config.label.startswith("2d")} == {20_000_000}
@@ -90,7 +91,7 @@ def _tiny_study(tmp_path):
     """A copy of the study with the real machines and three small workloads."""
     d = tmp_path / "studies" / "flattening"
     d.mkdir(parents=True)
-    for f in ("report.py", "report.md.in", "paper.toml"):
+    for f in ("report.py", "report.md.in", "causes.md.in", "paper.toml"):
         shutil.copy(STUDY / f, d / f)
     with open(STUDY / "sweep.toml", "rb") as f:
         real = tomllib.load(f)
@@ -116,6 +117,19 @@ def _tiny_study(tmp_path):
     return d
 
 
+def test_causes_explain_paper_numbers():
+    # causes.md.in: every block names numbers of paper.toml, each number at most once, and
+    # the blocks are one line each in the status table.
+    mod = _report_module()
+    ids = {e["id"] for e in report.load_paper(STUDY / "paper.toml")}
+    blocks = mod.load_causes()
+    assert blocks and set(blocks) <= ids, set(blocks) - ids
+    assert all("\n" not in text and text for text in blocks.values())
+    named = [i for line in (STUDY / "causes.md.in").read_text().splitlines() if line.startswith("[")
+             for i in line.strip("[]").split()]
+    assert len(named) == len(set(named))
+
+
 @needs_sim
 def test_report_renders_from_a_tiny_sweep(tmp_path):
     d = _tiny_study(tmp_path)
@@ -137,6 +151,7 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
         assert status[i].split(" | ")[4].strip(" |"), ("no cause for", i)
     assert cells["pt_nodes_8g_radix"][4] == "4,106" and cells["pt_nodes_8g_fpt"][4] == "9.000"
     assert cells["apw_fpt_max"][4] == "1.000"  # every walk one access after the flattened-prefix PSC
+    assert "{{" not in text and "}}" not in text  # every template placeholder filled
     for heading in ("## Coverage", "## Virtualized", "## Large pages", "## Multicore", "## Sanity checks", "## Discussion"):
         assert heading in text, heading
     # The virtualized and large-page checks hold even on tiny runs (worst cases, one guest read

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from pathlib import Path
 
 from xlat import report
@@ -936,9 +937,11 @@ def _gups_like_8g(d, name):
     return len(sel) and (sel["mapped"] >= 7.9 * 2**30).all()
 
 
-# Likely causes of each difference, from what the results show (the explanations were worked
-# out on the full run, see the Discussion; the numbers in them come from the run at hand).
+# Likely causes of each difference: their prose is in causes.md.in, keyed by paper number;
+# cause_values computes the numbers in it from the run at hand.
 UNIFORM = ("gups", "random", "kvstore")  # uniform or Zipf-scattered over 6-8 GB
+CAUSES = HERE / "causes.md.in"
+_BLOCK = re.compile(r"^\[([\w ]+)\]$")
 
 
 def _top(values: dict, n=3, reverse=True, fmt="{:+.0f}"):
@@ -950,346 +953,184 @@ def _base(wl):
     return wl.split("(")[0]
 
 
-# Likely causes that need no number from the run, by paper number (shown when it has a value).
-STATIC_CAUSES = {
-    "apw_base_typical": (
-        "The kernels other than GUPS and random access: their walks mostly hit the L2 PSC (24 entries "
-        "cover 48 MB) or L3 PSC, as the paper's typical benchmarks do."
-    ),
-    "apw_2d_base_others": (
-        "As natively, the kernels with locality stay well below GUPS and random access; the nested TLB and "
-        "vPWC remove most host reads."
-    ),
-    "pwc_l3_16_on_ptp": (
-        "Under PTP the L3 entries the bigger PSC saves were mostly L2 or LLC hits already, so it adds less "
-        "than on the baseline."
-    ),
-    "speedup_2d_ptp_adds": (
-        "The mean increment PTP gives HF, GF and HF+GF; as natively, xlat's PTP gains are larger (see the "
-        "native PTP row)."
-    ),
-    "ech_table_reads_per_walk": (
-        "One line per way of the only size mapped (4 KB), as the paper's model has it; xlat also reads the "
-        "cuckoo walk tables on a walk-cache miss (`ech.cwt_reads`, not in this row), which the paper leaves out."
-    ),
-    "l3l2_beats_fpt_native_lp100": (
-        "With every page 2 MB, L3+L2 walks read one entry after the L4 PSC hit, as FPT+NF does: the two "
-        "designs tie or nearly, as in the paper."
-    ),
-    "l3l2_beats_fpt_virt_lp100": (
-        "In 2D walks every guest read costs a host walk: the layouts differ in how many guest reads the "
-        "2 MB pages leave."
-    ),
-    "pwc_l3_sweep_min": (
-        "GUPS over 8 GB touches 8 1 GB regions: fewer L3-PSC entries than that make most walks read the root's "
-        "L3 entry too; xlat's walker-bound GUPS turns each extra read into IPC."
-    ),
-    "pwc_l3_sweep_max": (
-        "With 8 or more entries every L3 prefix hits (the analytic 2.49 -> 2.0 reads per walk); the gain is the "
-        "root read saved, larger in xlat where GUPS is walker-bound."
-    ),
-}
+def _pct(x):
+    return (x - 1) * 100
 
 
-def _causes(d: Data, vals):
+def _pairs(before: dict, after: dict, fmt="{:.2f}"):
+    """'w a -> b, ...' for the workloads in both."""
+    return ", ".join(f"{w} {fmt.format(before[w])} -> {fmt.format(after[w])}" for w in after if w in before)
+
+
+def load_causes(path=CAUSES) -> dict[str, str]:
+    """{paper number id: its block of causes.md.in, one line}."""
+    out, ids, lines = {}, None, []
+
+    def close():
+        if ids:
+            text = " ".join(lines).strip()
+            out.update({i: text for i in ids})
+
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        m = _BLOCK.match(line.strip())
+        if m:
+            close()
+            ids, lines = m.group(1).split(), []
+        elif line.strip() and not line.startswith("#"):
+            if ids is None:
+                raise report.ReportError(f"{path}: text before the first [id] line: {line.strip()[:60]}")
+            lines.append(line.strip())
+    close()
+    return out
+
+
+def causes(d: Data, vals, path=CAUSES) -> dict[str, str]:
+    """{paper number id: the likely cause of its difference}, for the numbers with a value: a
+    block without placeholders always, one with placeholders when cause_values filled it."""
     v = lambda i: vals.get(i, (None,))[0]
-    c = {i: text for i, text in STATIC_CAUSES.items() if v(i) is not None}
+    filled = cause_values(d, v)
+    out = {}
+    for i, block in load_causes(path).items():
+        if v(i) is None:
+            continue
+        if i in filled:
+            text = report.fill(block, filled[i], where=f"{path} [{i}]")
+        elif "{{" in block:
+            continue
+        else:
+            text = block
+        out[i] = re.sub(r"  +", " ", text).strip()
+    return out
+
+
+def cause_values(d: Data, v) -> dict[str, dict]:
+    """{paper number id: the values its causes.md.in block needs}, for the causes the run at
+    hand has the numbers for (`v(id)`: xlat's value of a paper number, or None)."""
+    c = {}
     apw = d.per_workload("baseline", "apw")
-    x = v("apw_base_mean")
-    if x is not None:
+    if v("apw_base_mean") is not None:
         rest = [a for w, a in apw.items() if _base(w) not in UNIFORM]
-        mix = ", ".join(f"{w} {a:.2f}" for w, a in apw.items() if _base(w) in UNIFORM)
-        head = ("Above the paper's '< 1.5'" if x > 1.5 else "Within the paper's '< 1.5'")
-        c["apw_base_mean"] = (
-            f"{head}. The mix decides the mean: our uniformly scattered 6-8 GB kernels ({mix}) skip only "
-            f"the L4 level most of the time, the others average {amean(rest):.2f}. The paper's set has more "
-            "programs with locality (SPEC, BioBench, liblinear) where the PSCs skip 2.2-2.9 levels.")
-    x = v("pwc_l2_entries_for_fpt")
+        c["apw_base_mean"] = {"head": "Above" if v("apw_base_mean") > 1.5 else "Within",
+                              "uniform": ", ".join(f"{w} {a:.2f}" for w, a in apw.items() if _base(w) in UNIFORM),
+                              "rest": f"{amean(rest):.2f}"}
     g = _pwc_curve(d, "gups")
-    if x is not None and g is not None:
-        c["pwc_l2_entries_for_fpt"] = (
-            f"From one run's curve (config pwc-size, up to {g.max_ways:,} entries): GUPS touches 4,096 2 MB regions "
-            "at random, so an L2 PWC keeps missing until it holds all of them; "
-            + ("as the paper says." if abs(x - 4096) <= 512 else "the short window here leaves compulsory misses that hide the knee."))
+    if v("pwc_l2_entries_for_fpt") is not None and g is not None:
+        c["pwc_l2_entries_for_fpt"] = {"max_ways": f"{g.max_ways:,}", "knee": abs(v("pwc_l2_entries_for_fpt") - 4096) <= 512}
     for w in ("random", "gups"):
         x = v(f"apw_base_{w}")
-        if x is None:
-            continue
-        dirty = _workload(d, "baseline", w, "dirty_walks") / max(1.0, _workload(d, "baseline", w, "walks"))
-        if abs(x - 2.49) <= 0.1:
-            c[f"apw_base_{w}"] = (
-                "Matches the seed's analytic 2.49 for uniform accesses over 8 GB (the L4 PSC always hits, the "
-                "4-entry L3 PSC covers 4 of 8 GB, the 24-entry L2 PSC 24 of 4096 2 MB regions).")
-        else:
-            c[f"apw_base_{w}"] = (
-                f"Off the analytic 2.49: {100 * dirty:.0f} % of the walks are D-bit walks (a store through a clean "
-                "TLB entry walks again to set the dirty bit; they hit the L2 PSC: 1 access). Pages are mapped "
-                "clean by the prefault, so a short warm-up leaves many; the full run's 20 M warm-up leaves < 1 %.")
+        if x is not None:
+            dirty = _workload(d, "baseline", w, "dirty_walks") / max(1.0, _workload(d, "baseline", w, "walks"))
+            c[f"apw_base_{w}"] = {"analytic": abs(x - 2.49) <= 0.1, "dirty": f"{100 * dirty:.0f}"}
     per = d.per_workload("baseline", "walk_cycles")
     if v("walk_cycles_base") is not None and per:
         uni = [per[w] for w in per if _base(w) in ("gups", "random")]
         oth = [per[w] for w in per if _base(w) not in ("gups", "random")]
-        dram = {w: 100 * d.get("baseline", w, "pte_dram") / max(1.0, d.get("baseline", w, "walk_steps"))
-                for w in per if _base(w) in ("gups", "random")}
-        c["walk_cycles_base"] = (
-            "Close on average, but the spread is wide: "
-            + (f"GUPS/random walk in ~{amean(uni):.0f} cycles ({amean(dram.values()):.0f} % of their PTE reads go "
-               "to DRAM: the 16 MB leaf level competes with data for the 16 MB LLC), " if uni else "")
-            + (f"the others in {min(oth):.0f}-{max(oth):.0f}. " if oth else "")
-            + "xlat's DRAM is a flat 50 ns (100 cycles) without bank or queueing delay; the paper's is gem5's "
-              "DDR4-2400 model, whose latency the paper does not give.")
+        dram = [100 * d.get("baseline", w, "pte_dram") / max(1.0, d.get("baseline", w, "walk_steps"))
+                for w in per if _base(w) in ("gups", "random")]
+        c["walk_cycles_base"] = {"uniform": f"{amean(uni):.0f}" if uni else "",
+                                 "uniform_dram": f"{amean(dram):.0f}" if dram else "",
+                                 "others": f"{min(oth):.0f}-{max(oth):.0f}" if oth else ""}
     if v("walk_cycles_ptp") is not None and per:
         l2 = {w: 100 * (d.get("ptp", w, "l2_pt") - d.get("baseline", w, "l2_pt")) for w in per}
-        c["walk_cycles_ptp"] = (
-            "Two mechanisms, as in the paper: on GUPS/random/kvstore PTP keeps leaf PTEs in the LLC instead of "
-            "DRAM; on the others, whose PTEs already hit the LLC, it keeps them in L2 (12 instead of 42 cycles; "
-            f"L2 page-table miss ratio {_top(l2, 3, reverse=False)} pp).")
-        c["walk_cycles_ptp_ratio"] = "The relative cut matches the paper's; see the row above for where it comes from."
+        c["walk_cycles_ptp"] = {"l2_pt": _top(l2, 3, reverse=False)}
     r = d.ratios("ptp", "baseline", "ipc")
     if v("speedup_ptp") is not None and r:
-        sp = {w: (x - 1) * 100 for w, x in r.items()}
         rest = [x for w, x in r.items() if _base(w) not in ("gups", "random")]
-        c["speedup_ptp"] = (
-            f"Much larger, and concentrated: {_top(sp, 5)} %. In xlat's interval model a TLB-bound loop of "
-            "independent references is bound by the throughput of the 2 page walkers (walks x latency / 2 = "
-            "all the cycles of GUPS), so IPC scales with 1 / walk latency; with core.walkers = 8, GUPS is bound "
-            "by the 10 L1D MSHRs instead and PTP gains +0.2 % (measured, see Discussion). The paper's gem5 O3 "
-            "is evidently not walker-bound (FPT, which more than halves GUPS' walk accesses, gains only +8.9 %). "
-            + (f"Without GUPS and random the geomean is {(geomean(rest) - 1) * 100:+.1f} %." if rest else ""))
+        c["speedup_ptp"] = {"top": _top({w: _pct(x) for w, x in r.items()}, 5),
+                            "rest": f"{_pct(geomean(rest)):+.1f}" if rest else "",
+                            "walkers8": f"{_pct(w8['gups']):+.1f}" if "gups" in (w8 := d.ratios("ptp-walkers8", "walkers8", "ipc")) else ""}
+    if v("llc_data_miss_base") is not None:
+        c["llc_data_miss_base"] = {"close": abs(v("llc_data_miss_base") - 80) < 5}
     dl2 = {w: 100 * (d.get("ptp", w, "l2_data") - d.get("baseline", w, "l2_data")) for w in d.per_workload("ptp", "l2_data")}
-    if v("l2_data_miss_delta_ptp") is not None and dl2:
-        c["l2_data_miss_delta_ptp"] = (
-            f"Same direction and size. PTE lines displace data in L2, most where data had some L2 reuse "
-            f"({_top(dl2, 2, fmt='{:+.1f}')} pp); where data always misses L2 (GUPS, random, hashjoin) "
-            "there is nothing to lose.")
+    if dl2:
+        c["l2_data_miss_delta_ptp"] = {"top": _top(dl2, 2, fmt="{:+.1f}")}
     pl2 = {w: 100 * (d.get("ptp", w, "l2_pt") - d.get("baseline", w, "l2_pt")) for w in d.per_workload("ptp", "l2_pt")}
-    if v("l2_pt_miss_delta_ptp") is not None and pl2:
-        g = [pl2[w] for w in pl2 if _base(w) in ("gups", "random")]
-        c["l2_pt_miss_delta_ptp"] = (
-            f"Same direction, a little smaller: large on the kernels whose PTE working set fits L2 once data "
-            f"stops evicting it ({_top(pl2, 3, reverse=False, fmt='{:+.0f}')} pp), "
-            + (f"small on GUPS/random ({amean(g):+.1f} pp: a 256 KB L2 holds 1/64 of their 16 MB leaf level)."
-               if g else "small where the leaf level is far larger than L2."))
-    if v("l2_data_miss_base") is not None:
-        c["l2_data_miss_base"] = "Close: like the paper's, these workloads were chosen for TLB stress and stream data through L2."
-    x = v("llc_data_miss_base")
-    if x is not None:
-        c["llc_data_miss_base"] = (("Close. " if abs(x - 80) < 5 else "")
-                                   + "GUPS/random/hashjoin miss the LLC ~99 %; the graph kernels ~50-70 % "
-                                     "(vertex arrays partly fit the 16 MB LLC).")
-    ec = d.gains("ptp", "baseline", "e_cache")
-    if v("energy_cache_ptp") is not None and ec:
-        c["energy_cache_ptp"] = (
-            f"Larger cut, from PTE reads that now hit L2 and no longer access the LLC ({_top(ec, 3, reverse=False)} %). "
-            "The preset's per-access energies (L1D 0.03, L2 0.1, LLC 0.6 nJ) are assumptions, not the paper's "
-            "CACTI 22 nm values; with an LLC access 6x an L2 one, moving PTE hits from LLC to L2 dominates.")
-    ed = d.gains("ptp", "baseline", "e_dram")
-    if v("energy_dram_ptp") is not None and ed:
-        c["energy_dram_ptp"] = (
-            f"Driven by the kernels whose leaf PTEs used to come from DRAM ({_top(ed, 3, reverse=False)} %); "
-            f"slightly up elsewhere (up to {max(ed.values()):+.1f} %: data lines lost to PTEs).")
-    fa = d.per_workload("fpt", "apw")
-    if v("apw_fpt_mean") is not None and fa:
-        c["apw_fpt_mean"] = (
-            "Matches: with every footprint here at most 8 GB, the flattened root has at most 8 live 18-bit "
-            "prefixes, all held by the 24-entry flattened-prefix PSC (pwc.flat.entries, seed §2.7), so each walk "
-            "reads only its L2+L1 entry.")
-        c["apw_fpt_max"] = c["apw_fpt_mean"]
+    if pl2:
+        uni = [pl2[w] for w in pl2 if _base(w) in ("gups", "random")]
+        c["l2_pt_miss_delta_ptp"] = {"top": _top(pl2, 3, reverse=False), "uniform": f"{amean(uni):+.1f}" if uni else ""}
+    for i, cfg, ref, metric, n, reverse in (
+            ("energy_cache_ptp", "ptp", "baseline", "e_cache", 3, False),
+            ("energy_dram_ptp", "ptp", "baseline", "e_dram", 3, False),
+            ("speedup_fpt_ptp", "fpt+ptp", "baseline", "ipc", 3, True),
+            ("cache_accesses_fpt", "fpt", "baseline", "cache_acc", 3, False),
+            ("energy_dram_fpt_ptp", "fpt+ptp", "baseline", "e_dram", 3, False),
+            ("energy_cache_csalt", "csalt", "baseline", "e_cache", 3, True),
+            ("energy_dram_csalt", "csalt", "baseline", "e_dram", 3, True),
+            ("energy_cache_ech", "ech", "baseline", "e_cache", 3, True),
+            ("energy_dram_ech", "ech", "baseline", "e_dram", 3, True),
+            ("energy_cache_2d_hfgf", "2d-hf+gf", "2d", "e_cache", 5, False),
+            ("energy_cache_2d_hfgf_ptp", "2d-hf+gf+ptp", "2d", "e_cache", 5, False),
+            ("energy_dram_2d_hfgf_ptp", "2d-hf+gf+ptp", "2d", "e_dram", 5, False)):
+        gain = d.gains(cfg, ref, metric)
+        if gain:
+            c[i] = {"top": _top(gain, n, reverse=reverse), "max": f"{max(gain.values()):+.1f}"}
     rf = d.ratios("fpt", "baseline", "ipc")
-    if v("speedup_fpt") is not None and rf:
-        sp = {w: (x - 1) * 100 for w, x in rf.items()}
-        lat = d.gains("fpt", "baseline", "walk_cycles")
-        c["speedup_fpt"] = (
-            f"Larger, and again concentrated where walks bound the core ({_top(sp, 3)} %); the rest "
-            f"{min(sp.values()):+.1f} to {sorted(sp.values())[max(0, len(sp) - 4)]:+.1f} %. FPT removes the upper-level "
-            "reads, which mostly hit L1D/L2, and keeps the leaf read, which is the one that misses: walk latency "
-            f"falls much less than the access count ({_top(lat, 3, reverse=False)} %).")
-    x = v("speedup_fpt_gups")
-    if x is not None:
-        c["speedup_fpt_gups"] = (
-            "Above the paper's +8.9 % because GUPS is walker-bound in xlat (see Discussion): IPC follows the "
-            f"walk latency, which FPT cuts by {-(d.ratios('fpt', 'baseline', 'walk_cycles').get('gups', math.nan) - 1) * 100:.0f} % "
-            "(2.49 -> 1 access, but the remaining leaf read still misses the LLC about half the time).")
-    if v("speedup_fpt_ptp") is not None:
-        sp = d.gains("fpt+ptp", "baseline", "ipc")
-        c["speedup_fpt_ptp"] = (
-            f"Same ordering as the paper (FPT+PTP > PTP > FPT), larger for the reasons of the PTP row: "
-            f"{_top(sp, 3)} %. The two compose: FPT removes accesses, PTP makes the remaining leaf read an "
-            "LLC or L2 hit.")
-    if v("speedup_asap") is not None:
-        lat = d.gains("asap", "baseline", "walk_cycles")
-        sp = d.gains("asap", "baseline", "ipc")
-        c["speedup_asap"] = (
-            "ASAP starts the PMD and PTE reads with the walk instead of after the levels above them, so a walk "
-            f"saves at most the upper levels' latency, which the PSCs mostly skip already: walk latency "
-            f"{_top(lat, 3, reverse=False)} %, IPC {_top(sp, 3)} %. Where xlat is walker-bound (GUPS, random) "
-            "that shows in IPC one for one, as for PTP and FPT.")
-    if v("speedup_ech") is not None:
-        sp = d.gains("ech", "baseline", "ipc")
-        apw = {w: x for w, x in d.per_workload("ech", "apw").items()}
-        c["speedup_ech"] = (
-            "ECH reads every way of the 4 KB table at once (3 lines) where the radix walk with PSCs reads 1-2.5 "
-            "entries one after another, and its cuckoo walk caches (16 2 MB and 2 1 GB regions) miss on large "
-            f"footprints, adding the walk tables' lines: {_top(apw, 3, fmt='{:.1f}')} reads per walk, IPC {_top(sp, 3)} %. "
-            "Parallel reads hide latency but cost cache bandwidth and capacity, which the paper's energy row shows.")
-    if v("speedup_csalt") is not None:
-        sp = d.gains("csalt", "baseline", "ipc")
-        c["speedup_csalt"] = (
-            "CSALT's POM-TLB answers most L2 TLB misses with one or two reads of its 16 MB table instead of a walk, "
-            "and CSALT-CD keeps its lines in L2/LLC by their criticality; with one process and no context switches "
-            f"(the paper's point: CSALT was built for them) the gain is what the POM-TLB saves: IPC {_top(sp, 3)} %.")
-    for cmp_, why in (("asap", "ASAP's prefetches matter only for the 4 KB half, whose walks still read 2-3 levels"),
-                      ("ech", ("where a 1 GB region holds both sizes and the 2 MB region's walk-cache entry "
-                               "misses (16 entries for 8 GB), an ECH walk reads all 3 ways of both tables, 6 lines "
-                               "where the paper counts 4 (3 + a known 2 MB way), plus the walk tables' lines, and "
-                               "lowhalf leaves its ways no contiguous blocks (`ech.scattered_ways`)")),
-                      ("csalt", "the POM-TLB holds the 4 KB half's translations and the 2 MB ones cheaply")):
-        if v(f"speedup_{cmp_}_lp50") is not None:
-            c[f"speedup_{cmp_}_lp50"] = (
-                f"At 50 % large pages only the 4 KB half walks often: {why}. As at 0 %, xlat's walker-bound "
-                "kernels magnify any change in walk latency.")
-    if v("graph500_guest_pt_mb") is not None:
-        mapped = _workload(d, "2d", "bfs", "mapped") / 2**30
-        c["graph500_guest_pt_mb"] = (
-            f"xlat's BFS maps {mapped:.1f} GiB where the paper's graph500 maps 5.4 GB: a 4-level table is about "
-            "1/512 of what it maps (plus its upper levels), so the table scales with the footprint.")
-        c["graph500_host_pt_kb"] = (
-            "One 8-byte host entry per 4 KB of guest page table (the host maps guest memory with 4 KB pages): "
-            "1/512 of the guest table, as the paper's 22 KB for 11 MB.")
-    # The comparators' energy: a reason, and the per-workload changes that show it ({top}).
-    for id_, cfg, metric, text in (
-        ("energy_cache_csalt", "csalt", "e_cache",
-         "POM-TLB lookups add L2/LLC accesses (the paper: L3 accesses +5 %) where walks would have read L1D: {top} %."),
-        ("energy_dram_csalt", "csalt", "e_dram",
-         ("POM-TLB lines in L2/LLC trade places with page-table and data lines, and its misses read DRAM: {top} %; "
-         "the paper measured -2.0 % where context switches make the POM-TLB pay off.")),
-        ("energy_cache_ech", "ech", "e_cache",
-         ("Every ECH walk reads 3 table lines through the L1D (and 3-6 walk-table lines on cache misses) where the "
-         "radix walk reads 1-2.5: {top} % cache energy; the paper's +32 % counts no walk-table reads.")),
-        ("energy_dram_ech", "ech", "e_dram",
-         ("The hashed lines have no locality between neighbouring walks (a radix PTE line serves 8 pages, an ECH "
-         "line too but 3 are fetched), so more of them come from DRAM: {top} %.")),
-    ):
-        g = d.gains(cfg, "baseline", metric)
-        if v(id_) is not None and g:
-            c[id_] = text.format(top=_top(g, 3))
-    if v("walk_cycles_fpt_ptp") is not None:
-        c["walk_cycles_fpt_ptp"] = (
-            "Same ordering as the paper (baseline > PTP > FPT+PTP). GUPS/random still pay an LLC hit (42 cycles) "
-            "or a DRAM access for most leaf reads: their 16 MB leaf level does not fit L2.")
-    ecf = d.gains("fpt", "baseline", "cache_acc")
-    if v("cache_accesses_fpt") is not None and ecf:
-        c["cache_accesses_fpt"] = (
-            "Fewer PTE reads mean fewer L1D/L2 accesses: large on the kernels with 1.9-2.5 accesses per walk "
-            f"({_top(ecf, 3, reverse=False)} %), nothing where the PSCs already left one.")
-    for lp in ("lp50", "lp100"):
-        if v(f"fig4_fpt_nonf_{lp}") is not None:
-            c[f"fig4_fpt_nonf_{lp}"] = (
-                "Plain FPT replicates each 2 MB page 512 times: a walk still reads 2 entries, where the THP baseline "
-                "reads 3 or fewer with its PSCs, and the replicas spread one PTE over 64 lines.")
-        if v(f"fig4_fpt_nf_{lp}") is not None:
-            c[f"fig4_fpt_nf_{lp}"] = (
-                "FPT+NF keeps 2 MB leaves in a 4 KB L2 node below the flattened root (2 reads, no replicas) and "
-                "flattens the 4 KB regions: at least as good as the baseline.")
-    for lp in ("0", "50", "100"):
-        for kind, what in (("native", "natively"), ("virt", "with host and guest L3+L2")):
-            if v(f"l3l2_{kind}_lp{lp}") is not None:
-                c[f"l3l2_{kind}_lp{lp}"] = (
-                    f"L3+L2 {what} removes one read per walk where the L3-level PSC missed; with 4 KB pages "
-                    "the L1 read remains, so it helps less than L4+L3/L2+L1.")
-    if v("energy_cache_fpt_ptp") is not None:
-        c["energy_cache_fpt_ptp"] = "The FPT and PTP savings roughly add up (see their rows)."
-    edf = d.gains("fpt+ptp", "baseline", "e_dram")
-    if v("energy_dram_fpt_ptp") is not None and edf:
-        c["energy_dram_fpt_ptp"] = (
-            "As PTP alone: FPT does not change which leaf PTEs come from DRAM, PTP does "
-            f"({_top(edf, 3, reverse=False)} %). Changing the page-table format also moves the data's physical "
-            "frames (page-table nodes come from the same allocator), which shifts LLC conflict misses by a "
-            "percent or two either way.")
-    if v("pt_nodes_8g_fpt") is not None:
-        c["pt_nodes_8g_fpt"] = "Exact: one L4+L3 root and 8 L2+L1 nodes, each 2 MB."
-        c["pt_mb_8g_fpt"] = "Exact (9 x 2 MB)."
-    if v("pt_nodes_8g_radix") is not None:
-        c["pt_nodes_8g_radix"] = "Exact: 1 L4 + 1 L3 + 8 L2 + 4096 L1 nodes."
-        c["pt_mb_8g_radix"] = "Exact (4106 x 4 KB)."
-    c.update(_virt_causes(d, v))
-    c.update(_lp_causes(d, v))
-    c.update(_llc_causes(d, v))
-    c.update(_mc_causes(d, v))
+    if rf:
+        sp = sorted(_pct(x) for x in rf.values())
+        c["speedup_fpt"] = {"top": _top({w: _pct(x) for w, x in rf.items()}, 3), "lo": f"{sp[0]:+.1f}",
+                            "hi": f"{sp[max(0, len(sp) - 4)]:+.1f}",
+                            "latency": _top(d.gains("fpt", "baseline", "walk_cycles"), 3, reverse=False)}
+    cut = d.ratios("fpt", "baseline", "walk_cycles").get("gups")
+    if cut is not None:
+        c["speedup_fpt_gups"] = {"cut": f"{-_pct(cut):.0f}"}
+    for cfg in ("asap", "ech", "csalt"):
+        if d.has(cfg):
+            c[f"speedup_{cfg}"] = {"ipc": _top(d.gains(cfg, "baseline"), 3),
+                                   "latency": _top(d.gains(cfg, "baseline", "walk_cycles"), 3, reverse=False),
+                                   "apw": _top(d.per_workload(cfg, "apw"), 3, fmt="{:.1f}")}
+    if d.has("2d"):
+        c["graph500_guest_pt_mb"] = {"mapped": f"{_workload(d, '2d', 'bfs', 'mapped') / 2**30:.1f}"}
+    c.update(_llc_cause_values(d, v))
+    c.update(_virt_cause_values(d, v))
+    c.update(_lp_cause_values(d, v))
+    c.update(_mc_cause_values(d, v))
     return c
 
 
-def _mc_causes(d: Data, v):
+def _mc_cause_values(d: Data, v):
     """The multicore rows: what each machine's weighted speedup is made of, per mix."""
     c = {}
     m = d.mixes
-    single = {"mc_speedup_ptp": ("ptp-mc", "speedup_ptp"), "mc_speedup_fpt": ("fpt-mc", "speedup_fpt"),
-              "mc_speedup_fpt_ptp": ("fpt+ptp-mc", "speedup_fpt_ptp")}
-    for i, (cfg, one) in single.items():
-        if v(i) is None:
-            continue
-        per = ", ".join(f"{lab} {(m.weighted_speedup(cfg, lab) / m.weighted_speedup('baseline-mc', lab) - 1) * 100:+.1f} %"
-                        for lab in m.labels())
-        alone = v(one)
-        c[i] = (f"Per mix: {per}, over {len(m.labels())} mixes where the paper averages 20 (not all listed; "
-                "several of its programs have no kernel here). "
-                + (f"The single-program gain of the same mechanism here is {alone:+.1f} %: " if alone is not None else "")
-                + "the mixes hold the TLB-bound kernels (random, GUPS, hashjoin) whose single-program gains are "
-                "largest in xlat's walker-bound timing (see the native rows); four of them share the LLC, so "
-                "page-table lines compete with four programs' data.")
+    for i, cfg, one in (("mc_speedup_ptp", "ptp-mc", "speedup_ptp"), ("mc_speedup_fpt", "fpt-mc", "speedup_fpt"),
+                        ("mc_speedup_fpt_ptp", "fpt+ptp-mc", "speedup_fpt_ptp")):
+        if v(i) is not None:
+            per = ", ".join(f"{lab} {_pct(m.weighted_speedup(cfg, lab) / m.weighted_speedup('baseline-mc', lab)):+.1f} %"
+                            for lab in m.labels())
+            c[i] = {"per_mix": per, "mixes": len(m.labels()), "alone": "" if v(one) is None else f"{v(one):+.1f}"}
     for lp in ("lp50", "lp100"):
-        base = m.gain(f"baseline-mc-{lp}")
         for i, cfg in (("fpt", "fpt"), ("ptp", "ptp"), ("fpt_ptp", "fpt+ptp")):
-            if v(f"mc_speedup_{i}_{lp}") is None:
-                continue
-            c[f"mc_speedup_{i}_{lp}"] = (
-                f"With {lp[2:]} % large pages the baseline mixes gain {base:+.1f} % over 0 %, and fewer walks leave "
-                f"less to win: {cfg}-mc-{lp} gains {m.gain(f'{cfg}-mc-{lp}'):+.1f} % over baseline-mc. The same trend "
-                "as the paper's (gains shrink with more large pages), from the same walker-bound timing as the 0 % rows.")
+            if v(f"mc_speedup_{i}_{lp}") is not None:
+                c[f"mc_speedup_{i}_{lp}"] = {"percent": lp[2:], "base": f"{m.gain(f'baseline-mc-{lp}'):+.1f}",
+                                             "machine": f"{cfg}-mc-{lp}", "gain": f"{m.gain(f'{cfg}-mc-{lp}'):+.1f}"}
     return c
 
 
 LLC_MB = {2: 8, 4: 4, 8: 2, 16: 1}
 
 
-def _llc_causes(d: Data, v):
-    """Causes of the PTP-vs-LLC-size rows (§7.1)."""
+def _llc_cause_values(d: Data, v):
+    """The PTP-vs-LLC-size rows (§7.1)."""
     c = {}
     done = [x for x in LLC_MB if v(f"speedup_ptp_llc{x}x") is not None]
-    trend = ", ".join(f"{LLC_MB[y]} MB {v(f'speedup_ptp_llc{y}x'):+.1f}" for y in done)
     seq = [v(f"speedup_ptp_llc{y}x") for y in done]
     low = seq.index(min(seq)) if seq else 0
-    dips = 0 < low < len(seq) - 1 and seq[-1] > seq[0]
+    trend = ", ".join(f"{LLC_MB[y]} MB {v(f'speedup_ptp_llc{y}x'):+.1f}" for y in done)
     for x in done:
         base, ptp = f"baseline-llc{x}x", f"ptp-llc{x}x"
         g = d.gains(ptp, base)
         g16 = {w: r for w, r in d.gains("ptp", "baseline").items() if w in g}
-        up = [w for w in g if w in g16 and g[w] > g16[w]]
-        down = [w for w in g if w in g16 and g[w] <= g16[w]]
         dram = {w: d.get(base, w, "pte_dram") / max(1.0, d.get(base, w, "walks")) for w in g}
         dram0 = {w: d.get("baseline", w, "pte_dram") / max(1.0, d.get("baseline", w, "walks")) for w in g16}
-        c[f"speedup_ptp_llc{x}x"] = (
-            f"PTP over the baseline with the same {LLC_MB[x]} MB LLC, per workload: {_top(g, 4)} % (16 MB LLC: "
-            + ", ".join(f"{w} {g16[w]:+.0f}" for w in g16) + " %). Shrinking the LLC sends more baseline PTE "
-            "reads to DRAM (per walk: " + ", ".join(f"{w} {dram0[w]:.2f} -> {dram[w]:.2f}" for w in g if w in dram0)
-            + "). "
-            + (f"Where the page table is a few MB ({', '.join(up)}), data now pushes PTEs out of the smaller LLC "
-               "and PTP's gain grows. " if up else "")
-            + (f"Where it is far larger than the LLC ({', '.join(down)}: 16 MB of leaf PTEs for GUPS and "
-               "random) PTP cannot keep what does not fit, and its gain shrinks with the LLC. " if down else "")
-            + f"Across sizes the geomean is {trend} %; the paper's 5.9, 5.6, 6.5, 7.0 % "
-            + ("dip and rise the same way" if dips else "dip and then rise, xlat's do not")
-            + ", at a lower level (xlat's core is walker-bound on the GUPS/random loops, as in the 16 MB rows; "
-              "four workloads without graphs here).")
+        c[f"speedup_ptp_llc{x}x"] = {
+            "llc_mb": LLC_MB[x], "top": _top(g, 4), "top16": ", ".join(f"{w} {g16[w]:+.0f}" for w in g16),
+            "dram": _pairs(dram0, dram), "trend": trend, "dips": 0 < low < len(seq) - 1 and seq[-1] > seq[0],
+            "up": ", ".join(w for w in g if w in g16 and g[w] > g16[w]),
+            "down": ", ".join(w for w in g if w in g16 and g[w] <= g16[w])}
     return c
 
 
-def _pct(x):
-    return (x - 1) * 100
-
-
-def _virt_causes(d: Data, v):
-    """Causes of the virtualized rows (Fig. 12, §4.1), from the run at hand."""
+def _virt_cause_values(d: Data, v):
+    """The virtualized rows (Fig. 12, §4.1)."""
     c = {}
     if not d.has("2d"):
         return c
@@ -1301,160 +1142,80 @@ def _virt_causes(d: Data, v):
     split = lambda w: (f"{w} {a[w]:.2f} = {g.get(w, math.nan):.2f} guest + {h.get(w, math.nan):.2f} host"
                        f" ({hw.get(w, math.nan):.1f} reads per host walk, nested TLB hit rate "
                        f"{100 * nt.get(w, math.nan):.0f} %)")
-    layout = (
-        "The guest dimension reads what a native walk reads (same table, same PWC: 2.49); the difference is in "
-        "the host dimension, whose walks are short in xlat: the host L4 vPWC always hits, and the L3 and L2 "
-        "vPWCs hit often because xlat's guest OS runs on fresh guest memory and hands out ascending frames, so "
-        "a leaf page-table node sits in the same 2 MB (often) and 1 GB (nearly always) of guest-physical memory "
-        "as the 512 pages it maps, and the host walk for a data page hits the vPWC entry that the walk for its "
-        "page-table node just filled. The paper does not describe its guest-physical layout; its 9.6 on GUPS "
-        "implies ~2.9 reads per host walk (its vPWC skipping little more than the root). With the guest's "
-        "frames scattered first (phys.fragmentation=aged:1) GUPS and random reach 8.8 (README, Virtual "
-        "machines); the 2d-lp50 rows show the same effect (lowhalf scatters the guest's 4 KB frames).")
-    x = v("apw_2d_base_mean")
-    if x is not None:
+    if v("apw_2d_base_mean") is not None:
         uni = [w for w in wls if _base(w) in ("gups", "random")]
-        rest = {w: a[w] for w in wls if w not in uni}
-        text = (f"Mean over {', '.join(wls)} (native mean over the same workloads "
-                f"{amean([nat[w] for w in wls if w in nat]):.2f}): " + "; ".join(split(w) for w in wls) + ". ")
-        if rest and uni:
-            r = amean(rest.values())
-            where = ("inside" if 3.0 <= r <= 4.8 else "below" if r < 3.0 else "above")
-            text += (f"The mix decides the mean: {len(uni)} of our {len(wls)} virtualized workloads are the uniform "
-                     f"8 GB kernels, where the paper's mean is over its whole set (GraphBIG, graph500, BioBench, SPEC, "
-                     "liblinear, hashjoin, XSBench, GUPS, random); the other "
-                     f"{len(rest)} average {r:.2f}, {where} the paper's 3-4.8 for its other workloads. ")
-        text += ("GUPS and random themselves read fewer entries than the paper's (their rows): xlat's host walks "
-                 "are short because its guest frames are laid out in ascending order (see the GUPS row). ")
-        if any(_base(w) == "bfs" for w in wls):
-            text += (f"bfs stays near 2 (native {nat.get('bfs', math.nan):.2f}: the guest L2 PSC catches almost "
-                     "every walk, and its host walks hit the vPWC and nested TLB).")
-        c["apw_2d_base_mean"] = text
+        rest = [a[w] for w in wls if w not in uni]
+        r = amean(rest) if rest else math.nan
+        c["apw_2d_base_mean"] = {
+            "workloads": ", ".join(wls), "native_mean": f"{amean([nat[w] for w in wls if w in nat]):.2f}",
+            "split": "; ".join(split(w) for w in wls), "mix": bool(rest and uni), "uniform_count": len(uni),
+            "count": len(wls), "rest_count": len(rest), "rest": f"{r:.2f}",
+            "rest_where": "inside" if 3.0 <= r <= 4.8 else "below" if r < 3.0 else "above",
+            "bfs": f"{nat.get('bfs', math.nan):.2f}" if any(_base(w) == "bfs" for w in wls) else ""}
     for w in ("gups", "random"):
-        if v(f"apw_2d_base_{w}") is not None and w in a:
-            c[f"apw_2d_base_{w}"] = f"{split(w)}. {layout}"
-    x = v("apw_2d_hfgf_mean")
-    if x is not None:
+        if w in a:
+            c[f"apw_2d_base_{w}"] = {"split": split(w)}
+    if v("apw_2d_hfgf_mean") is not None:
         f = d.per_workload("2d-hf+gf", "apw")
         fg, fh = d.per_workload("2d-hf+gf", "apw_guest"), d.per_workload("2d-hf+gf", "apw_host")
-        c["apw_2d_hfgf_mean"] = (
-            ("Close to the paper. " if abs(x - 2.8) < 0.4 else "")
-            + "With both tables flattened a walk reads at most 3 entries after the PSCs (the g(L2+L1) entry's host "
-              "leaf, the entry, the data's host leaf; Fig. 8b) and fewer when the nested TLB holds a gPA: "
-            + ", ".join(f"{w} {f[w]:.2f} = {fg.get(w, math.nan):.2f} + {fh.get(w, math.nan):.2f}" for w in f)
-            + ". The uniform 8 GB kernels sit near 3 (their guest leaf gPAs and data gPAs rarely repeat in a "
-              "16-entry nested TLB), the others lower. From 2d's mean the reduction is "
-            + f"{amean(a.values()):.2f} -> {x:.2f} (paper 4.4 -> 2.8).")
+        c["apw_2d_hfgf_mean"] = {
+            "close": abs(v("apw_2d_hfgf_mean") - 2.8) < 0.4, "mean_2d": f"{amean(a.values()):.2f}",
+            "mean": f"{v('apw_2d_hfgf_mean'):.2f}",
+            "split": ", ".join(f"{w} {f[w]:.2f} = {fg.get(w, math.nan):.2f} + {fh.get(w, math.nan):.2f}" for w in f)}
     lat = {cfg: amean(d.per_workload(cfg, "walk_cycles").values())
            for cfg in ("2d", "2d-hf", "2d-gf", "2d-hf+gf", "2d-hf+ptp", "2d-gf+ptp", "2d-hf+gf+ptp") if d.has(cfg)}
-    bound = ("As natively, xlat's core is bound by its two page walkers on these loops (a 2D walk of GUPS "
-             f"takes ~{d.get('2d', 'gups', 'walk_cycles'):.0f} cycles), so IPC follows walk latency and the "
-             "speedups are larger and more concentrated than the paper's; the ordering is what to compare.")
     for cfg, pid, what in (("2d-hf", "speedup_2d_hf", "Host flattening"), ("2d-gf", "speedup_2d_gf", "Guest flattening"),
                            ("2d-hf+gf", "speedup_2d_hfgf", "Flattening both"),
                            ("2d-hf+ptp", "speedup_2d_hf_ptp", "HF+PTP"), ("2d-gf+ptp", "speedup_2d_gf_ptp", "GF+PTP"),
                            ("2d-hf+gf+ptp", "speedup_2d_hfgf_ptp", "HF+GF+PTP")):
         if v(pid) is None:
             continue
-        sp = d.gains(cfg, "2d")
-        ap = d.per_workload(cfg, "apw")
-        text = (f"{what}: per workload {_top(sp, 5)} %; accesses per walk "
-                + ", ".join(f"{w} {a[w]:.2f} -> {ap[w]:.2f}" for w in ap if w in a)
-                + f"; mean walk latency {lat['2d']:.0f} -> {lat.get(cfg, math.nan):.0f} cycles. ")
-        if cfg == "2d-hf":
-            text += ("HF removes host reads only: a host walk drops to one h(L2+L1) read, but xlat's host walks were "
-                     "already short (see the accesses rows), so HF gains least, as in the paper (+1.1 %). ")
-        elif cfg == "2d-gf":
-            text += ("GF removes guest reads and, with them, their host walks, so it gains more than HF, as in the "
-                     "paper (4.9 vs 1.1 %). ")
-        elif cfg == "2d-hf+gf":
-            text += "The two compose: the largest cut in accesses (the paper's 7.1 % for both). "
-        else:
-            base = {"2d-hf+ptp": "2d-hf", "2d-gf+ptp": "2d-gf", "2d-hf+gf+ptp": "2d-hf+gf"}[cfg]
-            add = _speedup(d, cfg) - _speedup(d, base) if d.has(base) else math.nan
-            text += (f"PTP adds {add:+.1f} pp to {base} (the paper: 6.1-6.9 pp): with 2D walks more of the reads are "
-                     "upper-level and host entries that PTP keeps in L2/LLC. ")
-        c[pid] = text + bound
-    for cfg, pid, kind in (("2d-hf+gf", "energy_cache_2d_hfgf", "e_cache"), ("2d-hf+gf+ptp", "energy_cache_2d_hfgf_ptp", "e_cache"),
-                           ("2d-hf+gf+ptp", "energy_dram_2d_hfgf_ptp", "e_dram")):
-        if v(pid) is None:
-            continue
-        e = d.gains(cfg, "2d", kind)
-        c[pid] = (f"Per workload {_top(e, 5, reverse=False)} %. "
-                  + ("Fewer PTE reads mean fewer L1D/L2/LLC accesses; the cut is larger than natively because a "
-                     "2D walk had more reads to remove. The preset's per-access energies are assumptions, not the "
-                     "paper's CACTI values." if kind == "e_cache" else
-                     "Flattening removes few DRAM reads (the leaf entries that miss remain); PTP turns guest and "
-                     "host leaf reads from DRAM into LLC hits."))
+        without = cfg.removesuffix("+ptp")
+        adds = _speedup(d, cfg) - _speedup(d, without) if cfg.endswith("+ptp") and d.has(without) else math.nan
+        c[pid] = {"what": what, "top": _top(d.gains(cfg, "2d"), 5), "apw": _pairs(a, d.per_workload(cfg, "apw")),
+                  "latency_2d": f"{lat['2d']:.0f}", "latency": f"{lat.get(cfg, math.nan):.0f}",
+                  "hf": cfg == "2d-hf", "gf": cfg == "2d-gf", "hfgf": cfg == "2d-hf+gf",
+                  "ptp_adds": "" if math.isnan(adds) else f"{adds:+.1f}", "without_ptp": without,
+                  "gups_walk": f"{d.get('2d', 'gups', 'walk_cycles'):.0f}"}
     return c
 
 
-def _lp_causes(d: Data, v):
-    """Causes of the large-page rows (Fig. 9, §8)."""
+def _lp_cause_values(d: Data, v):
+    """The large-page rows (Fig. 9, §8)."""
     c = {}
-    x = v("speedup_base_lp50")
-    if x is not None:
+    if v("speedup_base_lp50") is not None:
         sp = d.gains("baseline-lp50", "baseline")
-        ap0, ap = d.before_after("apw", "baseline", "baseline-lp50")
         mk0, mk = d.before_after("mpki", "baseline", "baseline-lp50")
-        c["speedup_base_lp50"] = (
-            f"Over {', '.join(sp)} only (the graphs are left out of the large-page runs): {_top(sp, 4)} %. "
-            "The lower half of the address space is in 2 MB pages (the paper's rule), so what gains depends on "
-            "what lies there: L2 TLB misses "
-            + ", ".join(f"{w} {mk0[w]:.0f} -> {mk[w]:.0f} MPKI" for w in mk if w in mk0)
-            + "; accesses per walk "
-            + ", ".join(f"{w} {ap0[w]:.2f} -> {ap[w]:.2f}" for w in ap if w in ap0)
-            + ". "
-            + (f"Where misses barely move ({', '.join(w for w in mk if w in mk0 and mk[w] > 0.9 * mk0[w] and mk0[w] > 1 and _base(w) not in ('gups', 'random'))}) "
-               "the randomly read structure lies in the upper, 4 KB half; " if any(mk[w] > 0.9 * mk0[w] and mk0[w] > 1 and _base(w) not in ("gups", "random") for w in mk if w in mk0) else "")
-            + "GUPS and random keep their 4 KB-half misses, but the walks into the 2 MB half read one leaf from a "
-              "small, cache-resident L2 level, and on the walker-bound core IPC follows walk latency. Hence a gain "
-              "larger than the paper's +11.0 %, whose set also holds many workloads with few TLB misses to lose.")
-    x = v("speedup_fpt_ptp_lp50")
-    if x is not None:
+        flat = [w for w in mk if w in mk0 and mk[w] > 0.9 * mk0[w] and mk0[w] > 1 and _base(w) not in ("gups", "random")]
+        c["speedup_base_lp50"] = {"workloads": ", ".join(sp), "top": _top(sp, 4), "flat": ", ".join(flat),
+                                  "mpki": ", ".join(f"{w} {mk0[w]:.0f} -> {mk[w]:.0f} MPKI" for w in mk if w in mk0),
+                                  "apw": _pairs(*d.before_after("apw", "baseline", "baseline-lp50"))}
+    if v("speedup_fpt_ptp_lp50") is not None:
         r = d.gains("fpt+ptp-lp50", "baseline-lp50")
-        un = d.per_workload("fpt+ptp-lp50", "unflattened")
-        c["speedup_fpt_ptp_lp50"] = (
-            f"FPT+PTP over the 50 % baseline per workload: {_top(r, 4)} % (geomean {_speedup(d, 'fpt+ptp-lp50', 'baseline-lp50'):+.1f} %; "
-            f"at 0 % on the same workloads {_subset_speedup(d, 'fpt+ptp', 'baseline', list(r)):+.1f} %). The 4 KB upper half "
-            "still walks, and there FPT+PTP does what it does at 0 %; the 2 MB lower half lies in 1 GB regions that "
-            f"FPT+NF leaves unflattened below the root ({sum(un.values()):.0f} such regions over the workloads), so "
-            "its walks are as short as the baseline's. On GUPS and random the 4 KB half still produces most walks "
-            "and keeps the core walker-bound, so the gain hardly shrinks from 0 % to 50 % as the paper's does "
-            "(9.2 % -> 5.8 pp), and it is far larger for the walker-bound reason of the 0 % rows. The value is on "
-            "the 0 %-normalised scale, as the paper's: (fpt+ptp-lp50 - baseline-lp50) / baseline.")
-    x = v("speedup_2d_hfgf_ptp_lp50")
-    if x is not None:
+        c["speedup_fpt_ptp_lp50"] = {
+            "top": _top(r, 4), "geomean": f"{_speedup(d, 'fpt+ptp-lp50', 'baseline-lp50'):+.1f}",
+            "geomean_0": f"{_subset_speedup(d, 'fpt+ptp', 'baseline', list(r)):+.1f}",
+            "unflattened": f"{sum(d.per_workload('fpt+ptp-lp50', 'unflattened').values()):.0f}"}
+    if v("speedup_2d_hfgf_ptp_lp50") is not None:
         r = d.gains("2d-hf+gf+ptp-lp50", "2d-lp50")
-        r0 = d.gains("2d-lp50", "2d")
-        h0, h1 = d.before_after("apw_host", "2d", "2d-lp50")
         hb0, hb1 = d.before_after("host_pt_bytes", "2d", "2d-lp50")
-        c["speedup_2d_hfgf_ptp_lp50"] = (
-            f"HF+GF+PTP over the virtualized 50 % baseline (2d-lp50), per workload: {_top(r, 4)} % (the paper's "
-            "number is read as this gain, the analogue of the native 5.8 pp; [interp]). The 50 % scenario itself "
-            f"gains {_top(r0, 4)} % over 2d: guest 2 MB pages remove a row of the 2D walk, but the host backs "
-            "guest memory with 4 KB pages (virt.host_page_policy = never), so TLB entries stay 4 KB (splintered) "
-            "and the guest's lowhalf fragmentation scatters its 4 KB frames over the VM's 32 GB of guest-physical "
-            "memory, which spreads the host table (" + ", ".join(f"{w} {hb0[w] / 2**20:.0f} -> {hb1[w] / 2**20:.0f} MiB"
-                                                             for w in hb1 if w in hb0)
-            + ") so that host reads miss the caches more often (host reads per walk "
-            + ", ".join(f"{w} {h0[w]:.2f} -> {h1[w]:.2f}" for w in h1 if w in h0)
-            + f"). The gain is therefore larger than at 0 % on the same workloads "
-            f"({_subset_speedup(d, '2d-hf+gf+ptp', '2d', list(r)):+.1f} %), where the paper's shrinks (14.0 -> 7.2 %): "
-            "host flattening and PTP remove or shorten exactly those host reads, and on the walker-bound core IPC "
-            "follows the walk latency.")
+        c["speedup_2d_hfgf_ptp_lp50"] = {
+            "top": _top(r, 4), "top_lp50": _top(d.gains("2d-lp50", "2d"), 4),
+            "host_pt": ", ".join(f"{w} {hb0[w] / 2**20:.0f} -> {hb1[w] / 2**20:.0f} MiB" for w in hb1 if w in hb0),
+            "host_apw": _pairs(*d.before_after("apw_host", "2d", "2d-lp50")),
+            "geomean_0": f"{_subset_speedup(d, '2d-hf+gf+ptp', '2d', list(r)):+.1f}"}
     return c
 
 
 def status_table(d: Data, entries, vals):
-    causes = _causes(d, vals)
+    cause = causes(d, vals)
     rows = []
     for e in entries:
         x, status = vals[e["id"]]
         if x is None:
             text = status
         else:
-            text = causes.get(e["id"], "")
+            text = cause.get(e["id"], "")
         rows.append([e.get("what", e["id"]), e.get("unit", ""), report.paper_text(e), x, text])
     return report.markdown_table(rows, columns=["what", "unit", "paper", "xlat", "status / likely cause of the difference"],
                                  align=["left", "left", "right", "right", "left"])
@@ -1527,160 +1288,85 @@ def render(df, out_dir, quick):
         "per_workload_caches": t2,
         "stand_ins": stand_ins,
         "sanity_checks": checks,
-        "discussion": discussion(d, quick),
     }
+    parts.update(discussion_values(d, quick))
     template = HERE / "report.md.in"
     text = report.fill(template.read_text(encoding="utf-8"), parts, where=str(template))
     return text, values
 
 
-def discussion(d: Data, quick: bool = False):
-    """What stands out, with the numbers of the run at hand (the explanations were worked out
-    on the full run)."""
-    out = []
-    if d.has("baseline", "ptp"):
-        r = d.ratios("ptp", "baseline", "ipc")
-        wc = d.ratios("ptp", "baseline", "walk_cycles")
-        bound = {}
-        for w in d.workloads:
-            walks, lat, cyc = (d.get("baseline", w, k) for k in ("walks", "walk_cycles", "cycles"))
-            if cyc and not math.isnan(cyc):
-                bound[w] = 100 * walks * lat / 2 / cyc  # share of cycles both walkers are busy
-        out.append(
-            "**The PTP speedup is a property of the timing model as much as of PTP.** xlat's core lets "
-            "independent references run ahead up to the ROB (224 entries) and limits page walks in flight to "
-            "`core.walkers` = 2 (Skylake has two walkers; the paper's Tab. 1 does not say). A loop of independent "
-            "TLB-missing references is then bound by walker throughput: walks x walk latency / 2 walkers is "
-            + ", ".join(f"{w} {b:.0f} %" for w, b in bound.items() if b >= 40)
-            + " of all cycles in the baseline, and the IPC ratio follows the walk-latency ratio ("
-            + ", ".join(f"{w}: IPC x{r[w]:.2f}, walk latency x{1 / wc[w]:.2f} shorter" for w in r
-                        if _base(w) in ("gups", "random") and w in wc)
-            + "). Measured separately (`xlat run -w gups --prefault --warmup 20M --refs 10M --set core.walkers=N`, "
-            "LRU vs PTP in L2+LLC): 2 walkers IPC 0.1264 -> 0.2135 (+69 %); 8 walkers 0.4928 -> 0.4938 (+0.2 %, "
-            "now bound by the 10 L1D MSHRs); 32 walkers 0.4947 -> 0.4938. The paper's +6.8 % average and +8.9 % "
-            "for FPT on GUPS (which cuts GUPS' walk accesses from 2.5 to 1) say gem5's O3 core was far from "
-            "walker-bound. The walk-level numbers (accesses, latency, miss ratios) do not depend on this and "
-            "agree with the paper much better than the speedups do.")
-        up = []
-        for w in d.workloads:
-            b, p_ = d.get("baseline", w, "llc_pt"), d.get("ptp", w, "llc_pt")
-            db = d.get("baseline", w, "pte_dram") / max(1.0, d.get("baseline", w, "walk_steps"))
-            dp = d.get("ptp", w, "pte_dram") / max(1.0, d.get("ptp", w, "walk_steps"))
-            if p_ - b > 0.05:
-                up.append(f"{w} {100 * b:.1f} -> {100 * p_:.1f} % (PTE reads from DRAM {100 * db:.2f} -> {100 * dp:.2f} %)")
-        fup = []
-        if d.has("fpt"):
-            for w in d.workloads:
-                b, f = d.get("baseline", w, "l2_pt"), d.get("fpt", w, "l2_pt")
-                if f - b > 0.1:
-                    fup.append(f"{w} {100 * b:.0f} -> {100 * f:.0f} %")
-        if up or fup:
-            out.append(
-                "**Page-table miss ratios rise where fewer, harder PTE reads remain.** "
-                + ("With PTP, the LLC's: " + "; ".join(up) + ". L2 now absorbs most PTE reads that used to hit "
-                   "the LLC, so the LLC sees only the cold ones. " if up else "")
-                + ("With FPT, the L2's (" + ", ".join(fup) + "): the upper-level reads FPT removes were the ones "
-                   "that hit, the leaf read that remains mostly misses. " if fup else "")
-                + "Not engine bugs: the PTE reads served by DRAM per walk do not change (see the tables). The "
-                  "paper quotes L2 ratios for PTP only; across page-table formats compare `pte_served.*` per walk.")
-        slow = {w: (x - 1) * 100 for w, x in r.items() if x < 1}
-        if slow:
-            out.append(
-                "**PTP slows some workloads down** ("
-                + ", ".join(f"{w} {x:+.1f} %, walk latency {(wc.get(w, 1) - 1) * 100:+.0f} %, L2 data miss ratio "
-                            f"{100 * (d.get('ptp', w, 'l2_data') - d.get('baseline', w, 'l2_data')):+.1f} pp"
-                            for w, x in slow.items())
-                + "): their walks are off the critical path, so shorter walks buy nothing while the data lines PTP "
-                "evicts from L2 cost a little. The paper reports only the geomean, which hides such cases.")
-    if d.has("baseline", "ptp", "fpt", "fpt+ptp"):
-        rp, rf, rb = (d.ratios(c, "baseline", "ipc") for c in ("ptp", "fpt", "fpt+ptp"))
-        sup = {w: (rb[w], rp[w] * rf[w]) for w in rb if w in rp and w in rf and rb[w] > 1.05 * rp[w] * rf[w]}
-        if sup:
-            out.append(
-                "**FPT and PTP compound.** FPT+PTP beats the product of the two alone on "
-                + ", ".join(f"{w} (x{a:.2f} vs x{b:.2f})" for w, (a, b) in sup.items())
-                + ": FPT leaves only the leaf read, and PTP turns exactly that read from a DRAM access into an LLC "
-                  "hit, so the remaining walk is short; on a walker-bound core IPC follows it. The paper's numbers "
-                  "(+2.3 % and +6.8 % alone, +9.2 % together) are roughly additive.")
-    g = [w for w in d.workloads if _base(w) == "gups"]
-    for w in g:
-        walks = d.get("baseline", w, "walks")
-        if walks:
-            share = 100 * d.get("baseline", w, "dirty_walks") / walks
-            out.append(
-                f"**D-bit walks.** {share:.2f} % of GUPS' walks here are D-bit walks: the prefault maps pages "
-                "clean, and the first store through a clean TLB entry walks again to set the dirty bit (as x86 "
-                "does). With the quick run's 2 M-reference warm-up about a third of GUPS' walks are such 1-access "
-                "walks, and its accesses per walk drop from 2.49 to ~2.0. The paper does not say whether its "
-                "gem5 walker models this; with long runs it does not matter.")
+def discussion_values(d: Data, quick: bool = False) -> dict:
+    """The numbers of the Discussion in report.md.in, from the run at hand (the explanations
+    there were worked out on the full run); a point's key is empty when the run lacks it."""
+    out = {"ptp": d.has("baseline", "ptp")}
+    r = d.ratios("ptp", "baseline", "ipc")
+    wc = d.ratios("ptp", "baseline", "walk_cycles")
+    bound = {}
+    for w in d.workloads:
+        walks, lat, cyc = (d.get("baseline", w, k) for k in ("walks", "walk_cycles", "cycles"))
+        if cyc and not math.isnan(cyc):
+            bound[w] = 100 * walks * lat / 2 / cyc  # share of cycles both walkers are busy
+    out["walker_bound"] = ", ".join(f"{w} {b:.0f} %" for w, b in bound.items() if b >= 40) or "below 40 % everywhere"
+    out["ipc_follows_latency"] = ", ".join(f"{w}: IPC x{r[w]:.2f}, walk latency x{1 / wc[w]:.2f} shorter"
+                                           for w in r if _base(w) in ("gups", "random") and w in wc)
+    walkers = []
+    for n, lru, ptp in ((2, "baseline", "ptp"), (8, "walkers8", "ptp-walkers8"), (32, "walkers32", "ptp-walkers32")):
+        a, b = d.get(lru, "gups", "ipc"), d.get(ptp, "gups", "ipc")
+        if not (math.isnan(a) or math.isnan(b)):
+            walkers.append(f"{n} walkers IPC {a:.4f} -> {b:.4f} ({_pct(b / a):+.1f} %)")
+    out["walkers_measured"] = "; ".join(walkers) or "the walkers8/32 points did not run"
+    llc_up, l2_up = [], []
+    for w in d.workloads:
+        b, p_ = d.get("baseline", w, "llc_pt"), d.get("ptp", w, "llc_pt")
+        db = d.get("baseline", w, "pte_dram") / max(1.0, d.get("baseline", w, "walk_steps"))
+        dp = d.get("ptp", w, "pte_dram") / max(1.0, d.get("ptp", w, "walk_steps"))
+        if p_ - b > 0.05:
+            llc_up.append(f"{w} {100 * b:.1f} -> {100 * p_:.1f} % (PTE reads from DRAM {100 * db:.2f} -> {100 * dp:.2f} %)")
+        b, f = d.get("baseline", w, "l2_pt"), d.get("fpt", w, "l2_pt")
+        if f - b > 0.1:
+            l2_up.append(f"{w} {100 * b:.0f} -> {100 * f:.0f} %")
+    out["llc_pt_up"], out["l2_pt_up"] = "; ".join(llc_up), ", ".join(l2_up)
+    out["pt_miss_up"] = bool(out["ptp"] and (llc_up or l2_up))
+    out["ptp_slower"] = ", ".join(
+        f"{w} {_pct(x):+.1f} %, walk latency {_pct(wc.get(w, 1)):+.0f} %, L2 data miss ratio "
+        f"{100 * (d.get('ptp', w, 'l2_data') - d.get('baseline', w, 'l2_data')):+.1f} pp"
+        for w, x in r.items() if x < 1)
+    rf, rb = d.ratios("fpt", "baseline", "ipc"), d.ratios("fpt+ptp", "baseline", "ipc")
+    out["compound"] = ", ".join(f"{w} (x{rb[w]:.2f} vs x{r[w] * rf[w]:.2f})" for w in rb
+                                if w in r and w in rf and rb[w] > 1.05 * r[w] * rf[w])
+    dbit = [100 * d.get("baseline", w, "dirty_walks") / d.get("baseline", w, "walks")
+            for w in d.workloads if _base(w) == "gups" and d.get("baseline", w, "walks")]
+    out["dbit"] = ", ".join(f"{x:.2f}" for x in dbit)
     wait = {w: d.get("baseline", w, "walker_wait") / max(1.0, d.get("baseline", w, "walks")) for w in d.workloads}
-    big = {w: x for w, x in wait.items() if x > 100}
-    if big:
-        out.append(
-            "**Walk latency excludes the wait for a free walker** (`walk_cycles_per_walk`, as the paper's "
-            "cycles per walk); that wait is far longer on the walker-bound kernels ("
-            + ", ".join(f"{w} {x:,.0f} cycles per walk" for w, x in big.items()) + ").")
+    out["walker_wait"] = ", ".join(f"{w} {x:,.0f} cycles per walk" for w, x in wait.items() if x > 100)
+    out["virt_order"] = out["virt_follows_latency"] = ""
     if d.has("2d", "2d-hf+gf"):
-        r = d.ratios("2d-hf+gf", "2d", "ipc")
-        wc = d.ratios("2d-hf+gf", "2d", "walk_cycles")
-        order = [(c, _speedup(d, c, "2d")) for c in ("2d-hf", "2d-gf", "2d-hf+gf", "2d-hf+ptp", "2d-gf+ptp", "2d-hf+gf+ptp")
-                 if d.has(c)]
-        out.append(
-            "**Virtualized: the paper's ordering, larger steps.** "
-            + ", ".join(f"{c} {x:+.1f} %" for c, x in order)
-            + " over 2d (paper: HF +1.1, GF +4.9, HF+GF +7.1, with PTP +7.5, +11.6, +14.0). Guest flattening matters "
-              "more than host flattening, as the paper finds: it removes guest reads and the host walks that "
-              "translate them, while xlat's host walks were already short. The magnitudes are inflated by the "
-              "walker-bound core as natively: for HF+GF the IPC ratio equals the walk-latency ratio ("
-            + "; ".join(f"{w} IPC x{r[w]:.2f}, walk latency /{1 / wc[w]:.2f}" for w in r if w in wc)
-            + ").")
-    if d.has("2d", "2d-lp50"):
-        a0, a1 = d.before_after("apw_host", "2d", "2d-lp50")
-        hb0, hb1 = d.before_after("host_pt_bytes", "2d", "2d-lp50")
-        out.append(
-            "**Scattered guest frames make host reads dearer.** With lowhalf in the guest (2d-lp50), the guest's 4 KB "
-            "frames come from the fragmented rest of its 32 GB of guest-physical memory, so the host table spreads "
-            "out (" + ", ".join(f"{w} {hb0[w] / 2**20:.0f} -> {hb1[w] / 2**20:.0f} MiB" for w in hb1 if w in hb0)
-            + "); host reads per walk ("
-            + ", ".join(f"{w} {a0[w]:.2f} -> {a1[w]:.2f}" for w in a1 if w in a0)
-            + ") and walk latency ("
-            + ", ".join(f"{w} {d.get('2d', w, 'walk_cycles'):.0f} -> {d.get('2d-lp50', w, 'walk_cycles'):.0f}"
-                        for w in a1 if w in a0)
-            + " cycles) show where it costs, although half the guest's pages are now 2 MB: with 4 KB host pages "
-              "every TLB entry stays 4 KB (L2 TLB MPKI "
-            + ", ".join(f"{w} {d.get('2d', w, 'mpki'):.0f} -> {d.get('2d-lp50', w, 'mpki'):.0f}" for w in a1 if w in a0)
-            + "). This is the guest-physical-layout effect behind the "
-              "gap in the Base-2D accesses per walk; the host backs guest memory with 4 KB pages in every "
-              "virtualized machine here (virt.host_page_policy = never).")
+        rv, wv = d.ratios("2d-hf+gf", "2d", "ipc"), d.ratios("2d-hf+gf", "2d", "walk_cycles")
+        out["virt_order"] = ", ".join(f"{c} {_speedup(d, c, '2d'):+.1f} %" for c in
+                                      ("2d-hf", "2d-gf", "2d-hf+gf", "2d-hf+ptp", "2d-gf+ptp", "2d-hf+gf+ptp") if d.has(c))
+        out["virt_follows_latency"] = "; ".join(f"{w} IPC x{rv[w]:.2f}, walk latency /{1 / wv[w]:.2f}" for w in rv if w in wv)
+    hb0, hb1 = d.before_after("host_pt_bytes", "2d", "2d-lp50")
+    lp50 = [w for w in hb1 if w in hb0] if d.has("2d", "2d-lp50") else []
+    out["lp50_host_pt"] = ", ".join(f"{w} {hb0[w] / 2**20:.0f} -> {hb1[w] / 2**20:.0f} MiB" for w in lp50)
+    out["lp50_host_apw"] = _pairs(*d.before_after("apw_host", "2d", "2d-lp50"))
+    out["lp50_walk_cycles"] = ", ".join(f"{w} {d.get('2d', w, 'walk_cycles'):.0f} -> {d.get('2d-lp50', w, 'walk_cycles'):.0f}"
+                                        for w in lp50)
+    out["lp50_mpki"] = ", ".join(f"{w} {d.get('2d', w, 'mpki'):.0f} -> {d.get('2d-lp50', w, 'mpki'):.0f}" for w in lp50)
+    out["lp100_gain"] = out["lp100_walk_cycles"] = ""
     if d.has("baseline-lp100", "fpt+ptp-lp100"):
-        r = d.ratios("fpt+ptp-lp100", "baseline-lp100", "ipc")
-        wc = d.per_workload("baseline-lp100", "walk_cycles")
-        out.append(
-            "**With 100 % large pages FPT+PTP buys nothing here** ("
-            + ", ".join(f"{w} {(x - 1) * 100:+.1f} %" for w, x in r.items())
-            + "): walks read 1-1.5 entries of a small L2 level that stays in the caches (baseline walk latency "
-            + ", ".join(f"{w} {x:.0f}" for w, x in wc.items())
-            + " cycles), so the walkers are no longer the bottleneck. The paper says only that the gains "
-              "\"decrease\" at 100 %; at 50 % the 4 KB upper half keeps GUPS and random walker-bound, so FPT+PTP "
-              "still gains much there.")
+        out["lp100_gain"] = ", ".join(f"{w} {x:+.1f} %" for w, x in d.gains("fpt+ptp-lp100", "baseline-lp100").items())
+        out["lp100_walk_cycles"] = ", ".join(f"{w} {x:.0f}" for w, x in d.per_workload("baseline-lp100", "walk_cycles").items())
     sizes = {w: d.get("baseline", w, "mapped") / 2**30 for w in d.workloads}
+    out["footprints"] = ", ".join(f"{w} {x:.1f} GiB" for w, x in sizes.items())
     p = d.points
     refs, warm = p["refs_asked"].median(), p["warmup_asked"]
-    window = (f"{refs / 1e6:g} M references after a {warm.min() / 1e6:g} M warm-up"
-              + (f" (up to {warm.max() / 1e6:g} M for kernels with a long initial pass)" if warm.max() > warm.min() else "")
-              if not math.isnan(refs) else "a fixed number of references")
-    text = ("**Inputs and windows.** Mapped footprints: " + ", ".join(f"{w} {x:.1f} GiB" for w, x in sizes.items())
-            + f". Each point measures one window of {window} of one seed"
-            + ("; the virtualized machines (2D walks simulate at a third of native speed) a window of "
-               f"{p[p['config'].str.startswith('2d')]['refs_asked'].median() / 1e6:g} M references after the same warm-up"
-               if p["config"].str.startswith("2d").any() else "")
-            + "; the paper runs sampled gem5 windows whose length it does not give. ")
-    if quick:
-        text += ("Quick mode shrinks every input but GUPS and random, so the graph kernels' page tables fit the "
-                 "LLC whatever the policy; only the GUPS/random rows mean anything here.")
-    else:
-        text += ("GUPS and random match the paper's 8 GB; graph500 is the paper's scale 24 (4.4 GiB mapped here vs "
-                 "5.4 GB); GraphBIG's 6.6 GB LDBC graph has no counterpart: the GAP kernels at scale 24 map "
-                 "2.2-2.4 GiB, and their page tables (4-5 MB) fit the LLC with room to spare.")
-    out.append(text)
-    return "\n".join(f"- {b}" for b in out)
+    out["window"] = (f"{refs / 1e6:g} M references after a {warm.min() / 1e6:g} M warm-up"
+                     + (f" (up to {warm.max() / 1e6:g} M for kernels with a long initial pass)" if warm.max() > warm.min() else "")
+                     if not math.isnan(refs) else "a fixed number of references")
+    virt = p[p["config"].str.startswith("2d")]["refs_asked"]
+    out["virt_window"] = f"{virt.median() / 1e6:g}" if len(virt) else ""
+    out["quick"] = quick
+    out["bfs_gib"] = f"{sizes.get('bfs', math.nan):.1f}"
+    gap = [x for w, x in sizes.items() if _base(w) in ("pagerank", "cc")]
+    out["gap_gib"] = f"{min(gap):.1f}-{max(gap):.1f}" if gap else "—"
+    return out
