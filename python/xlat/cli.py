@@ -428,6 +428,11 @@ def cmd_cache(args: argparse.Namespace) -> int:
              time.strftime("%Y-%m-%d %H:%M", time.localtime(e["created"])), e["source"]) for e in entries]
     if rows:
         print_table(rows, header=("key", "format", "refs", "source size", "copy size", "made", "made from"), indent="  ")
+    graphs = tracecache.graphs()
+    if graphs:
+        print(f"and {len(graphs)} graph{'s' if len(graphs) != 1 else ''} of the graph kernels, {human_bytes(sum(g['bytes'] for g in graphs))}")
+        print_table([(g["name"], human_bytes(g["bytes"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(g["created"]))) for g in graphs],
+                    header=("graph", "size", "made"), indent="  ")
     return 0
 
 
@@ -1090,7 +1095,7 @@ def build_parser() -> Parser:
     mr.add_argument("--json", metavar="PATH", help="also write the run and its curves as JSON")
     mr.set_defaults(func=cmd_mrc)
 
-    ca = sub.add_parser("cache", help="the trace cache: native copies of slow traces (list, --add, --clear)",
+    ca = sub.add_parser("cache", help="the trace cache: native copies of slow traces and the graph kernels' large graphs (list, --add, --clear)",
                         description="Traces in slow formats (xz or gzip, ChampSim, lackey) are decoded once into "
                                     "native copies here; later runs on the same bytes read the copy. The directory is "
                                     "$XLAT_CACHE_DIR (off: no cache), else ~/.cache/xlat/traces.")

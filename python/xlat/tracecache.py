@@ -5,6 +5,10 @@ point or study on the same bytes reads the copy (see ``xlat_workloads::trace::ca
 keys and how a copy is never served stale or partial). The directory is ``$XLAT_CACHE_DIR``
 (``off`` turns the cache off), else ``$XDG_CACHE_HOME/xlat/traces``, else
 ``~/.cache/xlat/traces``. ``xlat cache`` lists it, ``xlat cache --clear`` empties it.
+
+The graph kernels keep their large graphs there too (scale 20 and up at the default degree;
+``xlat_workloads::kernels::graph::cache``): built once, read by every later run on the same
+graph.
 """
 from __future__ import annotations
 
@@ -46,7 +50,14 @@ def entries() -> list[dict]:
     return _core.trace_cache_entries(str(d)) if d is not None else []
 
 
+def graphs() -> list[dict]:
+    """The large graphs the graph kernels keep beside the copies (built once, read by later runs
+    on the same graph): ``name, bytes, created``."""
+    d = directory()
+    return [{"name": n, "bytes": b, "created": c} for n, b, c in _core.graph_cache_entries(str(d))] if d is not None else []
+
+
 def clear() -> tuple[int, int]:
-    """Remove every copy (and leftover temporary file): ``(files, bytes)`` removed."""
+    """Remove every copy and graph (and leftover temporary file): ``(files, bytes)`` removed."""
     d = directory()
     return _core.trace_cache_clear(str(d)) if d is not None else (0, 0)

@@ -183,6 +183,13 @@ fn trace_cache_entries<'py>(py: Python<'py>, dir: String) -> PyResult<Bound<'py,
     Ok(out)
 }
 
+/// The cached graphs in `dir` (`xlat_workloads::kernels::graph::cache`): `(name, bytes,
+/// created)` tuples, by name.
+#[pyfunction]
+fn graph_cache_entries(dir: String) -> Vec<(String, u64, u64)> {
+    wl::kernels::graph::cache::entries(Path::new(&dir))
+}
+
 /// Remove the trace cache's files from `dir`: `(files, bytes)` removed.
 #[pyfunction]
 fn trace_cache_clear(dir: String) -> PyResult<(u64, u64)> {
@@ -245,5 +252,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cache_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_cache_entries, m)?)?;
     m.add_function(wrap_pyfunction!(trace_cache_clear, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_cache_entries, m)?)?;
     Ok(())
 }

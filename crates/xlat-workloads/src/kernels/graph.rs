@@ -118,8 +118,30 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
-/// Generate and build the graph; `None` if `stop()` turned true on the way.
+/// The graph of `spec`, with edge weights if `weighted`; `None` if `stop()` turned true on
+/// the way. A large graph comes from the graph cache when it holds it (see [`cache`]), else it
+/// is generated and stored there.
 pub fn build(spec: &GraphSpec, weighted: bool, stop: &dyn Fn() -> bool) -> Option<Csr> {
+    let dir = crate::trace::cache::dir().filter(|_| spec.m() >= cache::MIN_EDGES);
+    let mut g = match dir.as_deref().and_then(|d| cache::load(d, spec)) {
+        Some(g) => g,
+        None => {
+            let g = generate(spec, stop)?;
+            if let Some(d) = &dir {
+                // (A graph that cannot be stored costs the next run its build time, nothing else.)
+                let _ = cache::store(d, spec, &g);
+            }
+            g
+        }
+    };
+    if weighted {
+        g.wt = weights(&g, spec.seed);
+    }
+    Some(g)
+}
+
+/// Generate the graph and build its CSR (no weights).
+fn generate(spec: &GraphSpec, stop: &dyn Fn() -> bool) -> Option<Csr> {
     let n = spec.n() as usize;
     let m = spec.m() as usize;
     let mut rng = Rng::new(derive(spec.seed, 0x6EA9));
@@ -236,18 +258,17 @@ pub fn build(spec: &GraphSpec, weighted: bool, stop: &dyn Fn() -> bool) -> Optio
     adj.truncate(w);
     adj.shrink_to_fit();
     let (new_off, adj) = if spec.dbg { relabel(&new_off, &adj, &dbg_order(&new_off)) } else { (new_off, adj) };
-    let wt = if weighted {
-        let mut wt = vec![0u32; w];
-        for u in 0..n {
-            for e in new_off[u] as usize..new_off[u + 1] as usize {
-                wt[e] = edge_weight(spec.seed, u as u32, adj[e]);
-            }
-        }
-        wt
-    } else {
-        Vec::new()
-    };
-    Some(Csr { n, off: new_off, adj, wt })
+    Some(Csr { n, off: new_off, adj, wt: Vec::new() })
+}
+
+/// `g`'s edge weights (`edge_weight` of each edge, in `adj`'s order).
+fn weights(g: &Csr, seed: u64) -> Vec<u32> {
+    let mut wt = Vec::with_capacity(g.adj.len());
+    for u in 0..g.n {
+        let (s, e) = (g.off[u] as usize, g.off[u + 1] as usize);
+        wt.extend(g.adj[s..e].iter().map(|&v| edge_weight(seed, u as u32, v)));
+    }
+    wt
 }
 
 /// Degree-based grouping (Faldu et al., IISWC '19): the new id of each vertex. Groups by
@@ -311,6 +332,121 @@ pub fn pick_roots(g: &Csr, count: usize, seed: u64) -> Vec<u32> {
         roots.push(0);
     }
     roots
+}
+
+/// The graph cache: a large graph is generated once and kept in the trace cache's directory
+/// (`XLAT_CACHE_DIR`, `xlat cache`), so later runs and sweep points on the same graph read it
+/// (about 2 GB and a second or two at scale 24) instead of building it again (about 45 s).
+///
+/// A graph is keyed by everything that determines it (generator, scale, degree, seed, order)
+/// and by [`GRAPHS`]. It appears under its key only once complete: written to a temporary file
+/// in the directory, flushed, and renamed. On load the header must match the spec and the
+/// file's size, and the offsets must run from 0 to the edge count and never fall; anything else
+/// is not served (the graph is generated instead).
+///
+/// ```text
+/// DIR/graph-<kind>-s<scale>-d<degree>-<seed>-<order>-v<GRAPHS>.csr
+///     "XLATCSR1", vertices (u64), entries (u64), offsets (u64 x vertices + 1), neighbours (u32 x entries)
+/// ```
+pub mod cache {
+    use super::{huge_vec, Csr, GraphKind, GraphSpec};
+    use std::fs::{self, File};
+    use std::io::{BufWriter, Read, Write};
+    use std::path::{Path, PathBuf};
+
+    /// The builder's generation: bump it whenever `generate` changes the graph it makes of a
+    /// spec, so that graphs made by the older builder are never served again.
+    pub const GRAPHS: u32 = 1;
+    /// Graphs with fewer generated edges build in about a second and are not cached.
+    pub const MIN_EDGES: u64 = 1 << 24;
+    pub const EXT: &str = "csr";
+    const MAGIC: &[u8; 8] = b"XLATCSR1";
+
+    /// The file name of `spec`'s graph.
+    pub fn file_name(spec: &GraphSpec) -> String {
+        let kind = match spec.kind {
+            GraphKind::Kron => "kron",
+            GraphKind::Uniform => "uniform",
+        };
+        let order = if spec.dbg { "dbg" } else { "random" };
+        format!("graph-{kind}-s{}-d{}-{:016x}-{order}-v{GRAPHS}.{EXT}", spec.scale, spec.degree, spec.seed)
+    }
+
+    /// Read `len` values of `T` (plain integers) from `f` into a huge-page-backed vector.
+    fn read_vec<T: Copy + Default>(f: &mut File, len: usize) -> Option<Vec<T>> {
+        let mut v: Vec<T> = huge_vec(len);
+        v.resize(len, T::default());
+        // SAFETY: T is a plain integer type (u32 or u64): every byte pattern is a valid value,
+        // and the slice covers exactly the vector's initialised elements.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, len * std::mem::size_of::<T>()) };
+        f.read_exact(bytes).ok()?;
+        Some(v)
+    }
+
+    /// `spec`'s graph from `dir`, if a complete and consistent one is there.
+    pub fn load(dir: &Path, spec: &GraphSpec) -> Option<Csr> {
+        if cfg!(target_endian = "big") {
+            return None;
+        }
+        let mut f = File::open(dir.join(file_name(spec))).ok()?;
+        let mut head = [0u8; 24];
+        f.read_exact(&mut head).ok()?;
+        let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
+        let (n, m) = (word(8), word(16));
+        let expect = 24u64.checked_add(n.checked_add(1)?.checked_mul(8)?)?.checked_add(m.checked_mul(4)?)?;
+        if &head[..8] != MAGIC || n != spec.n() || m > 2 * spec.m() || f.metadata().ok()?.len() != expect {
+            return None;
+        }
+        let off: Vec<u64> = read_vec(&mut f, n as usize + 1)?;
+        if off[0] != 0 || off[n as usize] != m || off.windows(2).any(|w| w[0] > w[1]) {
+            return None;
+        }
+        let adj: Vec<u32> = read_vec(&mut f, m as usize)?;
+        if adj.iter().any(|&v| u64::from(v) >= n) {
+            return None;
+        }
+        Some(Csr { n: n as usize, off, adj, wt: Vec::new() })
+    }
+
+    /// Store `g` as `spec`'s graph in `dir`: complete or not at all.
+    pub fn store(dir: &Path, spec: &GraphSpec, g: &Csr) -> std::io::Result<()> {
+        if cfg!(target_endian = "big") {
+            return Ok(());
+        }
+        fs::create_dir_all(dir)?;
+        let name = file_name(spec);
+        let tmp = crate::trace::cache::TempFile(Some(crate::trace::cache::temp_path(dir, &name, EXT)));
+        let path: PathBuf = tmp.0.clone().expect("set above");
+        let mut w = BufWriter::with_capacity(1 << 22, File::create(&path)?);
+        w.write_all(MAGIC)?;
+        w.write_all(&(g.n as u64).to_le_bytes())?;
+        w.write_all(&(g.adj.len() as u64).to_le_bytes())?;
+        // SAFETY: plain integers viewed as their bytes (little-endian, checked above).
+        w.write_all(unsafe { std::slice::from_raw_parts(g.off.as_ptr() as *const u8, g.off.len() * 8) })?;
+        w.write_all(unsafe { std::slice::from_raw_parts(g.adj.as_ptr() as *const u8, g.adj.len() * 4) })?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        fs::rename(&path, dir.join(name))?;
+        drop(tmp);
+        Ok(())
+    }
+
+    /// The graphs in `dir`: (file name, bytes, modified in seconds since the Unix epoch), by name.
+    pub fn entries(dir: &Path) -> Vec<(String, u64, u64)> {
+        let mut out: Vec<(String, u64, u64)> = fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|d| {
+                let name = d.file_name().to_string_lossy().into_owned();
+                let meta = d.metadata().ok()?;
+                let made = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+                (name.starts_with("graph-") && name.ends_with(&format!(".{EXT}")) && meta.is_file()).then_some((name, meta.len(), made))
+            })
+            .collect();
+        out.sort();
+        out
+    }
 }
 
 #[cfg(test)]
@@ -390,5 +526,69 @@ mod tests {
         let maxdeg = (0..g.n).map(|u| g.degree(u)).max().unwrap();
         assert!(maxdeg < 50, "{maxdeg}");
         assert!(g.adj.len() > 2 * 8 * 4096 * 9 / 10);
+    }
+
+    /// A directory of its own under the system's temporary directory, removed on drop.
+    struct Scratch(std::path::PathBuf);
+
+    impl Scratch {
+        fn new(what: &str) -> Scratch {
+            let d = std::env::temp_dir().join(format!("xlat-graph-cache-{what}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            Scratch(d)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn cached_graphs_come_back_whole() {
+        let dir = Scratch::new("roundtrip");
+        let spec = GraphSpec { kind: GraphKind::Kron, scale: 10, degree: 8, seed: 3, dbg: false };
+        let g = generate(&spec, &|| false).unwrap();
+        assert!(cache::load(&dir.0, &spec).is_none(), "nothing cached yet");
+        cache::store(&dir.0, &spec, &g).unwrap();
+        let back = cache::load(&dir.0, &spec).unwrap();
+        assert_eq!((back.n, &back.off, &back.adj), (g.n, &g.off, &g.adj));
+        // Another seed, order or scale is another graph.
+        for other in [GraphSpec { seed: 4, ..spec }, GraphSpec { dbg: true, ..spec }, GraphSpec { scale: 11, ..spec }] {
+            assert!(cache::load(&dir.0, &other).is_none());
+        }
+        let names: Vec<String> = cache::entries(&dir.0).into_iter().map(|e| e.0).collect();
+        assert_eq!(names, [cache::file_name(&spec)]);
+        // The trace cache's --clear removes graphs too.
+        assert_eq!(crate::trace::cache::clear(&dir.0).unwrap().0, 1);
+        assert!(cache::entries(&dir.0).is_empty());
+    }
+
+    #[test]
+    fn damaged_cached_graphs_are_not_served() {
+        let dir = Scratch::new("damaged");
+        let spec = GraphSpec { kind: GraphKind::Uniform, scale: 9, degree: 4, seed: 1, dbg: false };
+        let g = generate(&spec, &|| false).unwrap();
+        cache::store(&dir.0, &spec, &g).unwrap();
+        let path = dir.0.join(cache::file_name(&spec));
+        let whole = std::fs::read(&path).unwrap();
+        let damage = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            cache::load(&dir.0, &spec).is_none()
+        };
+        assert!(damage(&whole[..whole.len() - 4]), "truncated");
+        let mut magic = whole.clone();
+        magic[0] = b'Y';
+        assert!(damage(&magic), "not a graph file");
+        let mut off = whole.clone();
+        off[24 + 8 * 5] = 0xff; // an offset beyond the edges
+        assert!(damage(&off), "offsets out of order");
+        let mut adj = whole.clone();
+        let last = adj.len() - 1;
+        adj[last] = 0xff; // a neighbour beyond the vertices
+        assert!(damage(&adj), "a neighbour out of range");
+        std::fs::write(&path, &whole).unwrap();
+        assert!(cache::load(&dir.0, &spec).is_some());
     }
 }

@@ -161,7 +161,7 @@ fn lookup(dir: &Path, key: &str) -> Option<Entry> {
 }
 
 /// A temporary name in `dir` no other process or thread uses.
-fn temp_path(dir: &Path, key: &str, ext: &str) -> PathBuf {
+pub(crate) fn temp_path(dir: &Path, key: &str, ext: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
@@ -169,7 +169,7 @@ fn temp_path(dir: &Path, key: &str, ext: &str) -> PathBuf {
 }
 
 /// Removes a temporary file unless disarmed: an error or an interrupt leaves nothing behind.
-struct TempFile(Option<PathBuf>);
+pub(crate) struct TempFile(pub(crate) Option<PathBuf>);
 
 impl Drop for TempFile {
     fn drop(&mut self) {
@@ -242,8 +242,8 @@ pub fn entries(dir: &Path) -> Result<Vec<Entry>, SourceError> {
     Ok(out)
 }
 
-/// Remove every copy, entry and leftover temporary file from `dir` (only the files the cache
-/// makes: other files are left alone). Returns the files and bytes removed.
+/// Remove every copy, entry, cached graph (`kernels::graph::cache`) and leftover temporary
+/// file from `dir` (only the files the cache makes: other files are left alone). Returns the files and bytes removed.
 pub fn clear(dir: &Path) -> Result<(u64, u64), SourceError> {
     let rd = match fs::read_dir(dir) {
         Ok(rd) => rd,
@@ -254,7 +254,8 @@ pub fn clear(dir: &Path) -> Result<(u64, u64), SourceError> {
     for d in rd {
         let d = d.map_err(|e| dir_err(dir, e))?;
         let name = d.file_name().to_string_lossy().into_owned();
-        let ours = name.ends_with(&format!(".{COPY}")) || name.ends_with(&format!(".{ENTRY}")) || (name.starts_with('.') && name.ends_with(".tmp"));
+        let graph = name.starts_with("graph-") && name.ends_with(&format!(".{}", crate::kernels::graph::cache::EXT));
+        let ours = name.ends_with(&format!(".{COPY}")) || name.ends_with(&format!(".{ENTRY}")) || graph || (name.starts_with('.') && name.ends_with(".tmp"));
         if !ours || !d.file_type().map(|t| t.is_file()).unwrap_or(false) {
             continue;
         }
