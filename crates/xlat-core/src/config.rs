@@ -566,6 +566,11 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("hawkeye.promote_per_interval", Limit::Int(1 << 20)),
     ("dram.latency_ns", Limit::Real(1e6)),
     ("dram.bandwidth_gbps", Limit::Real(1e6)),
+    ("dram.banks", Limit::Int(1 << 16)),
+    ("dram.row_kb", Limit::Int(1 << 10)),
+    ("dram.trp_ns", Limit::Real(1e6)),
+    ("dram.trcd_ns", Limit::Real(1e6)),
+    ("dram.tcas_ns", Limit::Real(1e6)),
     ("dram.energy_nj", Limit::Real(1e6)),
     ("pt.nf_threshold", Limit::Int(512)),
     ("pt.late_flatten", Limit::Int(512)),
@@ -773,6 +778,11 @@ config! {
     pomtlb_hash: PomHash = PomHash::Vpn; "pomtlb.hash"; "POM-TLB set index: vpn ((VPN xor VM ID) mod sets, one set per page, the reading TCAT needs) or literal (Eq. 5.10 as printed: (VA xor VM ID) >> 6 on the page-aligned VA)";
     dram_latency_ns: f64 = 50.0; "dram.latency_ns"; "DRAM access latency beyond the LLC, in ns";
     dram_bandwidth_gbps: f64 = 0.0; "dram.bandwidth_gbps"; "DRAM bandwidth in GB/s for the queue model (0: unlimited)";
+    dram_banks: u64 = 0; "dram.banks"; "DRAM banks with row buffers, bank groups and ranks counted in (a power of two; ChampSim's DDR4 default: 32): each keeps its last row open and serves one access at a time, lines interleaved over the banks; dram.latency_ns is then the part of an access outside the bank (0: no banks, every access takes dram.latency_ns)";
+    dram_row_kb: u64 = 8; "dram.row_kb"; "dram.banks > 0: bytes per row of one bank, in KB (a power of two; ChampSim's DDR4 default: 1024 columns x 8 B = 8)";
+    dram_trp_ns: f64 = 15.0; "dram.trp_ns"; "dram.banks > 0: precharge time, closing the open row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
+    dram_trcd_ns: f64 = 15.0; "dram.trcd_ns"; "dram.banks > 0: activate time, opening a row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
+    dram_tcas_ns: f64 = 15.0; "dram.tcas_ns"; "dram.banks > 0: column access time, reading from the open row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
     pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format: radix4, radix5, fpt (L4+L3 and L2+L1 flattened into 2 MB nodes, with the FPT+NF rule), fpt-l3l2 (the paper's Linux prototype), fpt-l4l3 (flattened root only), fpt5 (five levels as L5+L4, L3+L2 and L1), fpt-1g (one 1 GB L4+L3+L2 root node and L1)";
     pt_nf_threshold: u64 = 32; "pt.nf_threshold"; "pt.format=fpt: a 1 GB region whose flattened L2+L1 node comes to hold this many 2 MB pages is unflattened below the root (FPT+NF; the paper's 32; 0: never)";
@@ -1128,10 +1138,19 @@ impl Config {
             ("dram.energy_nj", self.dram_energy_nj),
             ("dram.latency_ns", self.dram_latency_ns),
             ("dram.bandwidth_gbps", self.dram_bandwidth_gbps),
+            ("dram.trp_ns", self.dram_trp_ns),
+            ("dram.trcd_ns", self.dram_trcd_ns),
+            ("dram.tcas_ns", self.dram_tcas_ns),
         ] {
             if v < 0.0 {
                 return Err(invalid(key, "must not be negative".into()));
             }
+        }
+        if !self.dram_banks.is_power_of_two() && self.dram_banks != 0 {
+            return Err(invalid("dram.banks", format!("{} is not a power of two (0: no banks)", self.dram_banks)));
+        }
+        if !self.dram_row_kb.is_power_of_two() {
+            return Err(invalid("dram.row_kb", format!("{} is not a power of two", self.dram_row_kb)));
         }
         self.validate_os()
     }
@@ -1370,6 +1389,18 @@ impl Config {
     /// DRAM latency in core cycles.
     pub fn dram_latency_cycles(&self) -> u64 {
         (self.dram_latency_ns * self.core_freq_ghz).round() as u64
+    }
+
+    /// The DRAM's banks in core cycles (`dram.banks` > 0), or None.
+    pub fn dram_bank_timing(&self) -> Option<crate::memory::dram::BankTiming> {
+        let cycles = |ns: f64| (ns * self.core_freq_ghz).round() as u64;
+        (self.dram_banks > 0).then(|| crate::memory::dram::BankTiming {
+            banks: self.dram_banks,
+            row_lines: self.dram_row_kb * 1024 / crate::LINE_BYTES,
+            trp: cycles(self.dram_trp_ns),
+            trcd: cycles(self.dram_trcd_ns),
+            tcas: cycles(self.dram_tcas_ns),
+        })
     }
 }
 

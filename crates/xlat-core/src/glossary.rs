@@ -330,6 +330,10 @@ pub static ENTRIES: &[Entry] = &[
         "Dirty lines written to DRAM: dirty LLC victims, and with `cache.llc.inclusive=true` dirty private copies back-invalidated with them."),
     e(Dram, "dram.queue_cycles", Counter, "cycles",
         "With `dram.bandwidth_gbps` > 0: cycles requests (reads and writes) waited for the channel, summed; 0 with unlimited bandwidth. Only reads' waits delay anything."),
+    e(Dram, "dram.row_hits", Counter, "accesses", "Accesses (reads and write-backs) that found their row open in their bank: tCAS.").only("`dram.banks` > 0"),
+    e(Dram, "dram.row_misses", Counter, "accesses", "Accesses to a bank with no row open (its first): tRCD + tCAS.").only("`dram.banks` > 0"),
+    e(Dram, "dram.row_conflicts", Counter, "accesses", "Accesses that found another row open in their bank: tRP + tRCD + tCAS.").only("`dram.banks` > 0"),
+    e(Dram, "dram.bank_wait_cycles", Counter, "cycles", "Cycles accesses waited for their bank to finish earlier accesses, summed (reads' waits delay them; write-backs' delay no one).").only("`dram.banks` > 0"),
     // ---- energy ----------------------------------------------------------------------------
     e(Energy, "energy_nj.cache", Float, "nJ", "Every cache's (lookups + write-backs received) x its `cache.<cache>.energy_nj`, summed."),
     e(Energy, "energy_nj.dram", Float, "nJ", "(`dram.reads` + `dram.writes`) x `dram.energy_nj`."),

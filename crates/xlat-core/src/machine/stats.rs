@@ -126,6 +126,12 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         s.int("dram.reads", dram.reads);
         s.int("dram.writes", dram.writes);
         s.int("dram.queue_cycles", dram.queue_cycles);
+        if let Some([hits, misses, conflicts, wait]) = dram.row_stats() {
+            s.int("dram.row_hits", hits);
+            s.int("dram.row_misses", misses);
+            s.int("dram.row_conflicts", conflicts);
+            s.int("dram.bank_wait_cycles", wait);
+        }
         let dram_energy = (dram.reads + dram.writes) as f64 * dram.energy_nj;
         s.float("energy_nj.cache", cache_energy);
         s.float("energy_nj.dram", dram_energy);

@@ -1,5 +1,7 @@
 //! DRAM beyond the last-level cache.
 
+use std::collections::VecDeque;
+
 /// DRAM: a fixed latency plus, optionally, a bandwidth limit: one 64-byte line per `service`
 /// cycles. Requests do not arrive in time order (an out-of-order window issues a walk's reads
 /// and a later reference's misses at times that interleave, and write-backs are timed when
@@ -12,10 +14,109 @@ pub struct Dram {
     /// Service time per line in 1/256 cycles (0: unlimited bandwidth).
     service_x256: u64,
     calendar: Calendar,
+    /// Banks and their row buffers (`dram.banks` > 0); None: every access takes `latency`.
+    banks: Option<Box<Banks>>,
     pub energy_nj: f64,
     pub reads: u64,
     pub writes: u64,
     pub queue_cycles: u64,
+}
+
+/// Timing of a DRAM with banks and row buffers, in core cycles (`dram.*`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BankTiming {
+    /// Banks (a power of two; bank groups and ranks counted in).
+    pub banks: u64,
+    /// 64-byte lines per row of one bank (a power of two).
+    pub row_lines: u64,
+    /// Precharge, activate and column-access times.
+    pub trp: u64,
+    pub trcd: u64,
+    pub tcas: u64,
+}
+
+/// The banks of a DRAM: each keeps its last row open (open-page policy) and serves one access
+/// at a time. Lines are interleaved over the banks (consecutive lines in consecutive banks),
+/// then over a row's columns, as ChampSim's default address mapping does; the row is what is
+/// left above. An access takes the bank for tCAS when its row is open, tRCD + tCAS when the
+/// bank is precharged, tRP + tRCD + tCAS when another row is open.
+///
+/// Accesses arrive out of time order (see [`Dram`]), so a bank keeps its bookings as intervals
+/// and an access takes the first gap long enough at or after its arrival, as the channel's
+/// calendar does with slots. Which row is open follows the order accesses are simulated in,
+/// not their time order: the one approximation of this model.
+struct Banks {
+    timing: BankTiming,
+    /// Line -> row: `line >> row_shift`.
+    row_shift: u32,
+    /// Open row per bank (`u64::MAX`: precharged).
+    open: Vec<u64>,
+    /// Per bank: booked [start, end) intervals, sorted and disjoint.
+    busy: Vec<VecDeque<(u64, u64)>>,
+    /// The latest arrival seen: bookings that end more than [`Banks::HORIZON`] before it are
+    /// forgotten, and older arrivals are served from there.
+    latest: u64,
+    row_hits: u64,
+    row_misses: u64,
+    row_conflicts: u64,
+    bank_wait_cycles: u64,
+}
+
+impl Banks {
+    /// How far back (cycles) a bank remembers its bookings: more than accesses arrive out of
+    /// order (a few thousand cycles: a reorder buffer's worth of misses and walks).
+    const HORIZON: u64 = 1 << 14;
+
+    fn new(timing: BankTiming) -> Banks {
+        let n = timing.banks as usize;
+        Banks {
+            timing,
+            row_shift: timing.banks.trailing_zeros() + timing.row_lines.trailing_zeros(),
+            open: vec![u64::MAX; n],
+            busy: vec![VecDeque::new(); n],
+            latest: 0,
+            row_hits: 0,
+            row_misses: 0,
+            row_conflicts: 0,
+            bank_wait_cycles: 0,
+        }
+    }
+
+    /// Access `line` arriving at cycle `arrival`: returns (cycles until its data leaves the
+    /// bank, counted from `arrival`).
+    fn access(&mut self, line: u64, arrival: u64) -> u64 {
+        let t = &self.timing;
+        let bank = (line & (t.banks - 1)) as usize;
+        let row = line >> self.row_shift;
+        let open = std::mem::replace(&mut self.open[bank], row);
+        let occupy = if open == row {
+            self.row_hits += 1;
+            t.tcas
+        } else if open == u64::MAX {
+            self.row_misses += 1;
+            t.trcd + t.tcas
+        } else {
+            self.row_conflicts += 1;
+            t.trp + t.trcd + t.tcas
+        };
+        self.latest = self.latest.max(arrival);
+        let floor = self.latest.saturating_sub(Self::HORIZON);
+        let busy = &mut self.busy[bank];
+        while busy.front().is_some_and(|b| b.1 <= floor) {
+            busy.pop_front();
+        }
+        let mut start = arrival.max(floor);
+        // (Ends are sorted too: the intervals are disjoint.)
+        let mut i = busy.partition_point(|b| b.1 <= start);
+        while i < busy.len() && busy[i].0 < start + occupy {
+            start = start.max(busy[i].1);
+            i += 1;
+        }
+        busy.insert(i, (start, start + occupy));
+        let wait = start - arrival.max(floor);
+        self.bank_wait_cycles += wait;
+        start + occupy - arrival
+    }
 }
 
 /// Which service slots are taken, over a window of [`Calendar::SLOTS`] slots that follows the
@@ -73,37 +174,56 @@ impl Calendar {
 }
 
 impl Dram {
-    pub fn new(latency: u64, bandwidth_gbps: f64, freq_ghz: f64, energy_nj: f64) -> Dram {
+    /// A DRAM of `latency` cycles (with `banks`, the part of every access outside the bank:
+    /// controller, interconnect, the burst) and `bandwidth_gbps` (0: unlimited).
+    pub fn new(latency: u64, bandwidth_gbps: f64, freq_ghz: f64, energy_nj: f64, banks: Option<BankTiming>) -> Dram {
         let service_x256 = if bandwidth_gbps > 0.0 { (crate::LINE_BYTES as f64 / bandwidth_gbps * freq_ghz * 256.0).round().max(1.0) as u64 } else { 0 };
-        Dram { latency, service_x256, calendar: Calendar::new(), energy_nj, reads: 0, writes: 0, queue_cycles: 0 }
+        let banks = banks.map(|b| Box::new(Banks::new(b)));
+        Dram { latency, service_x256, calendar: Calendar::new(), banks, energy_nj, reads: 0, writes: 0, queue_cycles: 0 }
     }
 
-    /// Zero its statistics, keeping its bookings (the end of warm-up).
+    /// Zero its statistics, keeping its bookings and open rows (the end of warm-up).
     pub fn reset_stats(&mut self) {
         (self.reads, self.writes, self.queue_cycles) = (0, 0, 0);
+        if let Some(b) = &mut self.banks {
+            (b.row_hits, b.row_misses, b.row_conflicts, b.bank_wait_cycles) = (0, 0, 0, 0);
+        }
     }
 
-    /// Latency of an access issued at cycle `now`.
+    /// Row-buffer statistics (hits, misses to a precharged bank, conflicts, cycles waited
+    /// for a busy bank); None without banks.
+    pub fn row_stats(&self) -> Option<[u64; 4]> {
+        self.banks.as_ref().map(|b| [b.row_hits, b.row_misses, b.row_conflicts, b.bank_wait_cycles])
+    }
+
+    /// Latency of an access to `line` issued at cycle `now`.
     #[inline]
-    pub fn access(&mut self, now: u64, write: bool) -> u64 {
+    pub fn access(&mut self, now: u64, line: u64, write: bool) -> u64 {
         if write {
             self.writes += 1;
         } else {
             self.reads += 1;
         }
+        // With banks, the line leaves its bank `in_bank` cycles after `now`, then takes the
+        // channel; without, it takes the channel at once.
+        let in_bank = match &mut self.banks {
+            Some(b) => b.access(line, now),
+            None => 0,
+        };
         if self.service_x256 == 0 {
-            return self.latency;
+            return self.latency + in_bank;
         }
-        let arrival = now.saturating_mul(256) / self.service_x256;
+        let ready = now + in_bank;
+        let arrival = ready.saturating_mul(256) / self.service_x256;
         let slot = self.calendar.book(arrival);
         // (Whole cycles: a wait shorter than one rounds to 0.)
         let wait = ((slot - arrival) * self.service_x256) >> 8;
         self.queue_cycles += wait;
-        // Write-backs occupy the channel but nobody waits for them.
+        // Write-backs occupy the banks and the channel but nobody waits for them.
         if write {
             0
         } else {
-            self.latency + wait
+            self.latency + in_bank + wait
         }
     }
 }
@@ -115,23 +235,23 @@ mod tests {
     #[test]
     fn dram_queue_adds_waiting_time() {
         // 64 B at 32 GB/s and 2 GHz = 4 cycles per line.
-        let mut d = Dram::new(100, 32.0, 2.0, 1.0);
-        assert_eq!(d.access(0, false), 100);
-        assert_eq!(d.access(0, false), 104);
-        assert_eq!(d.access(0, false), 108);
-        assert_eq!(d.access(1000, false), 100);
+        let mut d = Dram::new(100, 32.0, 2.0, 1.0, None);
+        assert_eq!(d.access(0, 0, false), 100);
+        assert_eq!(d.access(0, 0, false), 104);
+        assert_eq!(d.access(0, 0, false), 108);
+        assert_eq!(d.access(1000, 0, false), 100);
         assert_eq!(d.queue_cycles, 12);
         // A request booked far ahead does not hold up one that arrives earlier.
-        assert_eq!(d.access(5000, true), 0);
-        assert_eq!(d.access(2000, false), 100);
+        assert_eq!(d.access(5000, 0, true), 0);
+        assert_eq!(d.access(2000, 0, false), 100);
         // Slots taken from an arrival on push it back; earlier free slots do not help it.
-        assert_eq!(d.access(5000, false), 104);
+        assert_eq!(d.access(5000, 0, false), 104);
         // Old arrivals (beyond the window) are served from its start; the window follows.
         let far = 100 * Calendar::SLOTS * 4;
-        assert_eq!(d.access(far, false), 100);
-        assert!(d.access(0, false) >= 100);
-        let mut free = Dram::new(100, 0.0, 2.0, 1.0);
-        assert_eq!(free.access(0, false) + free.access(0, false), 200);
+        assert_eq!(d.access(far, 0, false), 100);
+        assert!(d.access(0, 0, false) >= 100);
+        let mut free = Dram::new(100, 0.0, 2.0, 1.0, None);
+        assert_eq!(free.access(0, 0, false) + free.access(0, 0, false), 200);
     }
 
     /// The calendar against a reference model (a set of taken slots, first free at or after
@@ -176,10 +296,107 @@ mod tests {
             .collect();
         let mut last = 0;
         for bw in [200.0, 100.0, 50.0, 25.0, 12.5, 6.25] {
-            let mut d = Dram::new(100, bw, 3.0, 1.0);
-            let total: u64 = reqs.iter().map(|&(t, w)| d.access(t, w)).sum();
+            let mut d = Dram::new(100, bw, 3.0, 1.0, None);
+            let total: u64 = reqs.iter().map(|&(t, w)| d.access(t, 0, w)).sum();
             assert!(total >= last, "{bw} GB/s: {total} < {last}");
             assert!(d.queue_cycles < 1 << 40, "{bw} GB/s: {}", d.queue_cycles);
+            last = total;
+        }
+    }
+
+    fn timing() -> BankTiming {
+        // 2 banks, 4 lines per row: line = row << 3 | column << 1 | bank.
+        BankTiming { banks: 2, row_lines: 4, trp: 10, trcd: 20, tcas: 30 }
+    }
+
+    #[test]
+    fn row_buffer_hits_misses_and_conflicts() {
+        let mut d = Dram::new(5, 0.0, 1.0, 1.0, Some(timing()));
+        assert_eq!(d.access(0, 0, false), 5 + 20 + 30); // bank 0 precharged: tRCD + tCAS
+        assert_eq!(d.access(1000, 2, false), 5 + 30); // row 0 open: tCAS
+        assert_eq!(d.access(2000, 6, false), 5 + 30); // (column 3 of row 0)
+        assert_eq!(d.access(3000, 8, false), 5 + 10 + 20 + 30); // row 1: tRP + tRCD + tCAS
+        assert_eq!(d.access(4000, 1, false), 5 + 20 + 30); // bank 1 was never opened
+        assert_eq!(d.row_stats(), Some([2, 2, 1, 0]));
+        d.reset_stats();
+        assert_eq!(d.row_stats(), Some([0, 0, 0, 0]));
+        assert_eq!(d.access(5000, 10, false), 5 + 30, "open rows outlive the statistics");
+        assert_eq!(Dram::new(5, 0.0, 1.0, 1.0, None).row_stats(), None);
+    }
+
+    #[test]
+    fn a_busy_bank_delays_the_next_access_and_no_other_bank() {
+        let mut d = Dram::new(0, 0.0, 1.0, 1.0, Some(timing()));
+        assert_eq!(d.access(0, 0, false), 50);
+        assert_eq!(d.access(0, 2, false), 50 + 30, "waits for bank 0, then hits its row");
+        assert_eq!(d.access(0, 1, false), 50, "bank 1 is free");
+        assert_eq!(d.row_stats().unwrap()[3], 50);
+        // A write-back takes the bank too, though nobody waits for it.
+        d.access(200, 4, true);
+        assert_eq!(d.access(200, 6, false), 30 + 30);
+        // An access timed earlier than one booked already fits in the gap before it.
+        assert_eq!(d.access(10_000, 0, false), 30);
+        assert_eq!(d.access(9_000, 2, false), 30);
+        assert_eq!(d.access(9_990, 4, false), 10 + 30 + 30, "no gap of 30 cycles before 10,030");
+    }
+
+    /// The banks against a reference model: every busy cycle of every bank in a set, an
+    /// access starting at the first cycle from its arrival on with its whole occupancy free.
+    #[test]
+    fn banks_book_the_first_gap_that_fits() {
+        let t = BankTiming { banks: 4, row_lines: 2, trp: 1, trcd: 2, tcas: 3 };
+        let mut b = Banks::new(t);
+        let mut busy = std::collections::HashSet::new();
+        let mut open = [u64::MAX; 4];
+        let mut x = 11u64;
+        let mut now = 0u64;
+        for _ in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            now += 2 + x % 4; // (each bank about 40 % busy: queues stay short)
+            let arrival = now.saturating_sub(x % 40);
+            let line = (x >> 20) % 64;
+            let bank = (line % 4) as usize;
+            let row = line >> 3;
+            let occupy = if open[bank] == row {
+                3
+            } else if open[bank] == u64::MAX {
+                5
+            } else {
+                6
+            };
+            open[bank] = row;
+            let mut start = arrival;
+            while (start..start + occupy).any(|c| busy.contains(&(bank, c))) {
+                start += 1;
+            }
+            busy.extend((start..start + occupy).map(|c| (bank, c)));
+            assert_eq!(b.access(line, arrival), start + occupy - arrival);
+        }
+    }
+
+    /// With banks, waiting stays finite and grows as the channel narrows.
+    #[test]
+    fn banks_and_channel_stay_finite() {
+        let mut x = 5u64;
+        let reqs: Vec<(u64, u64, bool)> = (0..100_000u64)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // (A request every 20 cycles on average, at 4 GHz 12.8 GB/s: the banks about
+                // a third busy, the narrowest channel below full.)
+                (i * 20 + x % 400, x >> 30, x % 4 == 0)
+            })
+            .collect();
+        let t = BankTiming { banks: 32, row_lines: 128, trp: 60, trcd: 60, tcas: 60 };
+        let mut last = 0;
+        for bw in [0.0, 200.0, 50.0, 25.6, 16.0] {
+            let mut d = Dram::new(10, bw, 4.0, 1.0, Some(t));
+            // (Reads only: a write-back's latency is reported without a channel, not with one.)
+            let total: u64 = reqs.iter().map(|&(now, line, w)| d.access(now, line, w) * u64::from(!w)).sum();
+            assert!(total >= last && total < 1 << 40, "{bw} GB/s: {total}");
             last = total;
         }
     }

@@ -208,8 +208,8 @@ impl MemorySide {
             llc: Cache::new(cfg.cache_llc.size_kb, cfg.cache_llc.ways, cfg.cache_llc.latency, cfg.cache_llc.policy, cfg.cache_llc.energy_nj, seed ^ 0x11c)
                 .with_csalt(cfg)
                 .with_ways_per_owner(cores, cfg.cache_llc_ways_per_core),
-            dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj),
-            stacked: Dram::new(cfg.pomtlb_latency, cfg.pomtlb_bandwidth_gbps, cfg.core_freq_ghz, 0.0),
+            dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj, cfg.dram_bank_timing()),
+            stacked: Dram::new(cfg.pomtlb_latency, cfg.pomtlb_bandwidth_gbps, cfg.core_freq_ghz, 0.0, None),
             tlb_lo: if cfg.pomtlb_enabled { (cfg.pomtlb_base_gb << 30) / crate::LINE_BYTES } else { u64::MAX },
             partitioned: [cfg.cache_l2.policy, cfg.cache_llc.policy].iter().any(|p| matches!(p, Policy::CsaltD | Policy::CsaltCd)),
             cd: [cfg.cache_l2.policy, cfg.cache_llc.policy].contains(&Policy::CsaltCd).then(|| Box::new(CdEstimator::new(cfg, cores))),
@@ -258,7 +258,7 @@ impl MemorySide {
             (self.llc.latency, Served::Llc)
         } else {
             let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
-            let lat = self.llc.latency + dram.access(now, false);
+            let lat = self.llc.latency + dram.access(now, line, false);
             if !self.llc_victim {
                 if let Some(v) = self.llc.fill(line, kind, false, owner) {
                     self.evict_from_llc(v.line, v.dirty, now);
@@ -402,7 +402,7 @@ impl MemorySide {
             self.llc.latency
         } else {
             let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
-            let lat = self.llc.latency + dram.access(t, false);
+            let lat = self.llc.latency + dram.access(t, line, false);
             if !self.llc_victim {
                 if let Some(v) = self.llc.fill(line, LineKind::Data, false, owner) {
                     self.evict_from_llc(v.line, v.dirty, t);
@@ -436,7 +436,7 @@ impl MemorySide {
         }
         if dirty {
             let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
-            dram.access(now, true);
+            dram.access(now, line, true);
         }
     }
 
@@ -521,7 +521,7 @@ impl MemorySide {
         }
         self.llc.invalidate(line);
         let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
-        t + dram.access(at + t, true)
+        t + dram.access(at + t, line, true)
     }
 
     /// Core `c`'s MMU writes a translation into `line` of an L3 TLB at cycle `at` (a store
