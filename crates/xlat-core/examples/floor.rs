@@ -29,6 +29,7 @@ use std::time::Instant;
 use xlat_core::config::Policy;
 use xlat_core::memory::cache::Cache;
 use xlat_core::memory::repl::{LineKind, Order, WideOrder};
+use xlat_core::prefetch;
 use xlat_core::timing::{InFlight, Units, Window};
 
 /// One LRU cache: `W` ways per set.
@@ -493,17 +494,6 @@ fn translate_all(f: &mut Front, refs: &[(u64, bool)]) -> (f64, Vec<Step>) {
         f.translate(va, write, delta(write), &mut out);
     }
     (t0.elapsed().as_secs_f64(), out)
-}
-
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint and never faults.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// The memory side: a hierarchy, and with `timing` the engine's timing: its window (4 wide,

@@ -158,9 +158,10 @@ fn run_machine(
 
 /// Hint the host CPU to load the cache line at `p`. The simulator is bound by host memory
 /// latency on TLB-thrashing workloads (every simulated walk reads page-table storage at
-/// random), so the run loop prefetches a few references ahead.
+/// random), so the run loop prefetches a few references ahead; the graph kernels' builder does
+/// the same for its random reads.
 #[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
+pub fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching is a hint; it never faults, whatever the address.
     unsafe {

@@ -5,7 +5,7 @@
 use crate::params::{choice, size, PDef, Params};
 use crate::rng::{derive, Rng};
 use crate::WorkloadError;
-use xlat_core::huge_vec;
+use xlat_core::{huge_vec, prefetch};
 
 /// `graph`, `scale` (with a per-kernel default), `degree` and `order`.
 pub const fn graph_params(scale: &'static str) -> [PDef; 4] {
@@ -102,21 +102,9 @@ fn quadrant(r: u64, a: u64, b: u64, c: u64) -> (u32, u32) {
     (ge_b, ge_a ^ ge_b ^ ge_c)
 }
 
-/// How many edges ahead the builder's loops prefetch the random entries they will touch.
+/// How many edges ahead the builder's loops prefetch the random entries they will touch (the
+/// builder is bound by random reads of arrays far larger than the host's caches).
 const AHEAD: usize = 16;
-
-/// Hint the host CPU to load the cache line at `p` (the builder is bound by random reads of
-/// arrays far larger than the host's caches, not by its arithmetic).
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// The graph of `spec`, with edge weights if `weighted`; `None` if `stop()` turned true on
 /// the way. A large graph comes from the graph cache when it holds it (see [`cache`]), else it
