@@ -55,6 +55,7 @@ LINE = {
     "stlb": re.compile(r"cpu0_STLB TOTAL\s+ACCESS:\s+(\d+) HIT:\s+(\d+) MISS:\s+(\d+)"),
     "stlb_lat": re.compile(r"cpu0_STLB AVERAGE MISS LATENCY: ([\d.]+) cycles"),
     "ptw_reads": re.compile(r"cpu0_L1D TRANSLATION\s+ACCESS:\s+(\d+)"),
+    "llc_lat": re.compile(r"LLC AVERAGE MISS LATENCY: ([\d.]+) cycles"),
 }
 
 
@@ -71,6 +72,9 @@ def parse_champsim(text: str) -> dict[str, float]:
     out["walk_latency"] = float(m[1]) if m else 0.0
     m = LINE["ptw_reads"].search(text)
     out["pte_reads_per_walk"] = int(m[1]) / out["walks"] if m and out["walks"] else 0.0
+    # From the LLC's miss to its fill: what ChampSim's DRAM took, with its queues.
+    m = LINE["llc_lat"].search(text)
+    out["llc_miss_latency"] = float(m[1]) if m else 0.0
     return out
 
 

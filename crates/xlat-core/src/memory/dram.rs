@@ -38,12 +38,18 @@ pub struct BankTiming {
 /// The banks of a DRAM: each keeps its last row open (open-page policy) and serves one access
 /// at a time. Lines are interleaved over the banks (consecutive lines in consecutive banks),
 /// then over a row's columns, as ChampSim's default address mapping does; the row is what is
-/// left above. An access takes the bank for tCAS when its row is open, tRCD + tCAS when the
+/// left above. The bank number is XORed with the row's bits folded to its width (permutation
+/// interleaving, as memory controllers and ChampSim's mapping do), so that lines at the same
+/// offset of different rows, such as the same entry of many page-table pages, spread over
+/// the banks instead of all queueing at one. An access takes the bank for tCAS when its row is open, tRCD + tCAS when the
 /// bank is precharged, tRP + tRCD + tCAS when another row is open.
 ///
 /// Accesses arrive out of time order (see [`Dram`]), so a bank keeps its bookings as intervals
 /// and an access takes the first gap long enough at or after its arrival, as the channel's
-/// calendar does with slots. Which row is open follows the order accesses are simulated in,
+/// calendar does with slots. Reads go first, as a memory controller's scheduler puts them
+/// (write-backs wait in its write queue and drain when reads leave the bank idle): a read
+/// sees only the reads booked before it, and a write-back booked where the read lands moves
+/// to the first gap after it. Which row is open follows the order accesses are simulated in,
 /// not their time order: the one approximation of this model.
 struct Banks {
     timing: BankTiming,
@@ -51,11 +57,13 @@ struct Banks {
     row_shift: u32,
     /// Open row per bank (`u64::MAX`: precharged).
     open: Vec<u64>,
-    /// Per bank: booked [start, end) intervals, sorted and disjoint.
-    busy: Vec<VecDeque<(u64, u64)>>,
+    /// Per bank: booked intervals, sorted and disjoint.
+    busy: Vec<VecDeque<Booking>>,
     /// The latest arrival seen: bookings that end more than [`Banks::HORIZON`] before it are
     /// forgotten, and older arrivals are served from there.
     latest: u64,
+    /// Scratch: the lengths of the write-backs a read moves.
+    moved: Vec<u64>,
     row_hits: u64,
     row_misses: u64,
     row_conflicts: u64,
@@ -75,6 +83,7 @@ impl Banks {
             open: vec![u64::MAX; n],
             busy: vec![VecDeque::new(); n],
             latest: 0,
+            moved: Vec::new(),
             row_hits: 0,
             row_misses: 0,
             row_conflicts: 0,
@@ -84,10 +93,10 @@ impl Banks {
 
     /// Access `line` arriving at cycle `arrival`: returns (cycles until its data leaves the
     /// bank, counted from `arrival`).
-    fn access(&mut self, line: u64, arrival: u64) -> u64 {
+    fn access(&mut self, line: u64, arrival: u64, write: bool) -> u64 {
         let t = &self.timing;
-        let bank = (line & (t.banks - 1)) as usize;
         let row = line >> self.row_shift;
+        let bank = ((line ^ fold(row, t.banks)) & (t.banks - 1)) as usize;
         let open = std::mem::replace(&mut self.open[bank], row);
         let occupy = if open == row {
             self.row_hits += 1;
@@ -102,21 +111,81 @@ impl Banks {
         self.latest = self.latest.max(arrival);
         let floor = self.latest.saturating_sub(Self::HORIZON);
         let busy = &mut self.busy[bank];
-        while busy.front().is_some_and(|b| b.1 <= floor) {
+        while busy.front().is_some_and(|b| b.end <= floor) {
             busy.pop_front();
         }
-        let mut start = arrival.max(floor);
-        // (Ends are sorted too: the intervals are disjoint.)
-        let mut i = busy.partition_point(|b| b.1 <= start);
-        while i < busy.len() && busy[i].0 < start + occupy {
-            start = start.max(busy[i].1);
-            i += 1;
-        }
-        busy.insert(i, (start, start + occupy));
-        let wait = start - arrival.max(floor);
-        self.bank_wait_cycles += wait;
+        let from = arrival.max(floor);
+        let start = if write {
+            book_first_gap(busy, from, occupy, true)
+        } else {
+            let start = first_gap_between_reads(busy, from, occupy);
+            // The write-backs in the read's way move behind it, earliest first.
+            let first = busy.partition_point(|b| b.end <= start);
+            let mut last = first;
+            while last < busy.len() && busy[last].start < start + occupy {
+                last += 1;
+            }
+            let moved = &mut self.moved;
+            moved.clear();
+            moved.extend(busy.drain(first..last).map(|b| b.end - b.start));
+            busy.insert(first, Booking { start, end: start + occupy, write: false });
+            for &len in moved.iter() {
+                book_first_gap(busy, start + occupy, len, true);
+            }
+            self.bank_wait_cycles += start - from;
+            start
+        };
         start + occupy - arrival
     }
+}
+
+/// `row`'s bits XORed together in chunks of log2(`banks`) bits: the permutation that spreads
+/// one column's lines of many rows over the banks.
+fn fold(row: u64, banks: u64) -> u64 {
+    let bits = banks.trailing_zeros();
+    if bits == 0 {
+        return 0;
+    }
+    let (mut x, mut f) = (row, 0);
+    while x != 0 {
+        f ^= x;
+        x >>= bits;
+    }
+    f
+}
+
+/// One access's time in a bank: [start, end).
+#[derive(Clone, Copy, Debug)]
+struct Booking {
+    start: u64,
+    end: u64,
+    write: bool,
+}
+
+/// Book `len` cycles of `busy` in its first gap at or after `from`; returns the start.
+fn book_first_gap(busy: &mut VecDeque<Booking>, from: u64, len: u64, write: bool) -> u64 {
+    let mut start = from;
+    // (Ends are sorted too: the bookings are disjoint.)
+    let mut i = busy.partition_point(|b| b.end <= start);
+    while i < busy.len() && busy[i].start < start + len {
+        start = start.max(busy[i].end);
+        i += 1;
+    }
+    busy.insert(i, Booking { start, end: start + len, write });
+    start
+}
+
+/// The first cycle at or after `from` from which `len` cycles overlap no read of `busy`.
+fn first_gap_between_reads(busy: &VecDeque<Booking>, from: u64, len: u64) -> u64 {
+    let mut start = from;
+    let mut i = busy.partition_point(|b| b.end <= start);
+    while i < busy.len() && busy[i].start < start + len {
+        if !busy[i].write {
+            start = start.max(busy[i].end);
+        }
+        i += 1;
+    }
+    start
 }
 
 /// Which service slots are taken, over a window of [`Calendar::SLOTS`] slots that follows the
@@ -207,7 +276,7 @@ impl Dram {
         // With banks, the line leaves its bank `in_bank` cycles after `now`, then takes the
         // channel; without, it takes the channel at once.
         let in_bank = match &mut self.banks {
-            Some(b) => b.access(line, now),
+            Some(b) => b.access(line, now, write),
             None => 0,
         };
         if self.service_x256 == 0 {
@@ -317,12 +386,13 @@ mod tests {
         assert_eq!(d.access(0, 0, false), 5 + 20 + 30); // bank 0 precharged: tRCD + tCAS
         assert_eq!(d.access(1000, 2, false), 5 + 30); // row 0 open: tCAS
         assert_eq!(d.access(2000, 6, false), 5 + 30); // (column 3 of row 0)
-        assert_eq!(d.access(3000, 8, false), 5 + 10 + 20 + 30); // row 1: tRP + tRCD + tCAS
+        // (Row 1's bank bit is flipped: its first line, 8, is in bank 1, and 9 in bank 0.)
+        assert_eq!(d.access(3000, 9, false), 5 + 10 + 20 + 30); // row 1: tRP + tRCD + tCAS
         assert_eq!(d.access(4000, 1, false), 5 + 20 + 30); // bank 1 was never opened
         assert_eq!(d.row_stats(), Some([2, 2, 1, 0]));
         d.reset_stats();
         assert_eq!(d.row_stats(), Some([0, 0, 0, 0]));
-        assert_eq!(d.access(5000, 10, false), 5 + 30, "open rows outlive the statistics");
+        assert_eq!(d.access(5000, 11, false), 5 + 30, "open rows outlive the statistics");
         assert_eq!(Dram::new(5, 0.0, 1.0, 1.0, None).row_stats(), None);
     }
 
@@ -333,25 +403,54 @@ mod tests {
         assert_eq!(d.access(0, 2, false), 50 + 30, "waits for bank 0, then hits its row");
         assert_eq!(d.access(0, 1, false), 50, "bank 1 is free");
         assert_eq!(d.row_stats().unwrap()[3], 50);
-        // A write-back takes the bank too, though nobody waits for it.
-        d.access(200, 4, true);
-        assert_eq!(d.access(200, 6, false), 30 + 30);
+        // A write-back takes the bank too, though nobody waits for it, and reads go first:
+        // it moves behind a read that needs its time, and takes the time after that read.
+        d.access(200, 4, true); // [200, 230)
+        assert_eq!(d.access(200, 6, false), 30, "the write-back moves to [230, 260)");
+        assert_eq!(d.access(230, 2, false), 30, "and again, to [260, 290)");
+        assert_eq!(d.access(240, 0, false), 20 + 30, "a read waits for a read");
+        d.access(400, 4, true); // [400, 430)
+        assert_eq!(d.access(395, 0, false), 30, "a write-back that arrived first delays no read");
+        assert_eq!(d.row_stats().unwrap()[3], 50 + 20, "the waits of reads");
         // An access timed earlier than one booked already fits in the gap before it.
         assert_eq!(d.access(10_000, 0, false), 30);
         assert_eq!(d.access(9_000, 2, false), 30);
         assert_eq!(d.access(9_990, 4, false), 10 + 30 + 30, "no gap of 30 cycles before 10,030");
     }
 
-    /// The banks against a reference model: every busy cycle of every bank in a set, an
-    /// access starting at the first cycle from its arrival on with its whole occupancy free.
+    /// The same line of 32 rows in 32 banks: the row's bits permute the bank, so none waits.
+    #[test]
+    fn one_column_of_many_rows_spreads_over_the_banks() {
+        let t = BankTiming { banks: 32, row_lines: 128, trp: 60, trcd: 60, tcas: 60 };
+        let mut d = Dram::new(0, 0.0, 1.0, 1.0, Some(t));
+        for row in 0..32u64 {
+            assert_eq!(d.access(0, row << 12 | 6, false), 120, "row {row}");
+        }
+        assert_eq!(d.row_stats(), Some([0, 32, 0, 0]));
+        // Row 32 folds onto row 1's bank.
+        assert_eq!(d.access(0, 32 << 12 | 6, false), 120 + 180);
+    }
+
+    /// The banks against a reference model: every busy cycle of every bank in a map to the
+    /// booking that holds it; a read starts at the first cycle from its arrival on with its
+    /// whole occupancy free of reads, the write-backs there move to the first free stretch
+    /// after it (earliest first), and a write-back takes the first free stretch from its
+    /// arrival on.
     #[test]
     fn banks_book_the_first_gap_that_fits() {
+        use std::collections::HashMap;
         let t = BankTiming { banks: 4, row_lines: 2, trp: 1, trcd: 2, tcas: 3 };
         let mut b = Banks::new(t);
-        let mut busy = std::collections::HashSet::new();
+        // (bank, cycle) -> booking; booking -> (start, occupancy, write).
+        let mut cycles: HashMap<(usize, u64), usize> = HashMap::new();
+        let mut bookings: Vec<(u64, u64, bool)> = Vec::new();
         let mut open = [u64::MAX; 4];
         let mut x = 11u64;
         let mut now = 0u64;
+        let first_free = |cycles: &HashMap<(usize, u64), usize>, bookings: &[(u64, u64, bool)], bank, from, len, reads_only: bool| {
+            let taken = |c| cycles.get(&(bank, c)).is_some_and(|&i: &usize| !(reads_only && bookings[i].2));
+            (from..).find(|&s| !(s..s + len).any(taken)).unwrap()
+        };
         for _ in 0..50_000 {
             x ^= x << 13;
             x ^= x >> 7;
@@ -359,8 +458,9 @@ mod tests {
             now += 2 + x % 4; // (each bank about 40 % busy: queues stay short)
             let arrival = now.saturating_sub(x % 40);
             let line = (x >> 20) % 64;
-            let bank = (line % 4) as usize;
+            let write = x >> 40 & 3 == 0;
             let row = line >> 3;
+            let bank = ((line ^ row ^ row >> 2) % 4) as usize;
             let occupy = if open[bank] == row {
                 3
             } else if open[bank] == u64::MAX {
@@ -369,12 +469,22 @@ mod tests {
                 6
             };
             open[bank] = row;
-            let mut start = arrival;
-            while (start..start + occupy).any(|c| busy.contains(&(bank, c))) {
-                start += 1;
+            let start = first_free(&cycles, &bookings, bank, arrival, occupy, !write);
+            let mut moved: Vec<usize> = (start..start + occupy).filter_map(|c| cycles.remove(&(bank, c))).collect();
+            moved.sort_by_key(|&i| bookings[i].0);
+            moved.dedup();
+            for &i in &moved {
+                let (s, len, _) = bookings[i];
+                (s..s + len).for_each(|c| _ = cycles.remove(&(bank, c)));
             }
-            busy.extend((start..start + occupy).map(|c| (bank, c)));
-            assert_eq!(b.access(line, arrival), start + occupy - arrival);
+            bookings.push((start, occupy, write));
+            cycles.extend((start..start + occupy).map(|c| ((bank, c), bookings.len() - 1)));
+            for i in moved {
+                let s = first_free(&cycles, &bookings, bank, start + occupy, bookings[i].1, false);
+                bookings[i].0 = s;
+                cycles.extend((s..s + bookings[i].1).map(|c| ((bank, c), i)));
+            }
+            assert_eq!(b.access(line, arrival, write), start + occupy - arrival);
         }
     }
 
