@@ -386,7 +386,7 @@ mod tests {
         assert_eq!(d.access(0, 0, false), 5 + 20 + 30); // bank 0 precharged: tRCD + tCAS
         assert_eq!(d.access(1000, 2, false), 5 + 30); // row 0 open: tCAS
         assert_eq!(d.access(2000, 6, false), 5 + 30); // (column 3 of row 0)
-        // (Row 1's bank bit is flipped: its first line, 8, is in bank 1, and 9 in bank 0.)
+                                                      // (Row 1's bank bit is flipped: its first line, 8, is in bank 1, and 9 in bank 0.)
         assert_eq!(d.access(3000, 9, false), 5 + 10 + 20 + 30); // row 1: tRP + tRCD + tCAS
         assert_eq!(d.access(4000, 1, false), 5 + 20 + 30); // bank 1 was never opened
         assert_eq!(d.row_stats(), Some([2, 2, 1, 0]));
