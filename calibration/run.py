@@ -48,7 +48,12 @@ CHANGES: dict[str, dict[str, str]] = {
 
 # ChampSim's walk behaviours, which xlat reproduces for this comparison only (docs/timing.md):
 # the "xlat+cs" columns run with them.
-CHAMPSIM_WALKS = {"champsim.pscl_reread": "true", "champsim.private_pte_lines": "true", "champsim.first_touch_cycles": "200"}
+CHAMPSIM_WALKS = {
+    "champsim.pscl_reread": "true",
+    "champsim.private_pte_lines": "true",
+    "champsim.first_touch_cycles": "200",
+    "champsim.no_dirty_bits": "true",
+}
 
 LINE = {
     "ipc": re.compile(r"CPU 0 cumulative IPC: ([\d.]+) instructions: (\d+) cycles: (\d+)"),
@@ -132,6 +137,16 @@ def champsim_run(binaries: Path, trace: Path, change: str, warmup: int, instruct
     return parse_champsim(out.read_text())
 
 
+def champsim_dram(llc_miss_cycles: float) -> dict[str, str]:
+    """xlat's keys for a flat DRAM as slow as ChampSim's was on average: its LLC miss latency
+    (from the LLC's miss to its fill, so the controller's queues, refreshes and read/write
+    turnarounds included) less the LLC's latency, which xlat adds itself; no bandwidth limit
+    and no banks, as the queues are in the number already."""
+    machine = tomllib.loads((HERE / "xlat.toml").read_text())
+    cycles = llc_miss_cycles - machine["cache"]["llc"]["latency"]
+    return {"dram.latency_ns": f"{cycles / machine['core']['freq_ghz']:.2f}", "dram.bandwidth_gbps": "0", "dram.banks": "0"}
+
+
 def pct(a: float, b: float) -> str:
     return f"{100 * (a / b - 1):+.1f} %" if b else "—"
 
@@ -174,6 +189,10 @@ def main() -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="an xlat config key for both xlat columns, over calibration/xlat.toml (repeatable; "
                          "to test a cause, e.g. --set dram.latency_ns=82)")
+    ap.add_argument("--champsim-dram", action="store_true",
+                    help="give xlat, per trace and change, the DRAM latency ChampSim measured (its LLC miss "
+                         "latency, queues included, less the LLC's own), flat and without a bandwidth limit: "
+                         "compares everything but the DRAM model")
     args = ap.parse_args()
     extra = {}
     for kv in args.set:
@@ -190,13 +209,21 @@ def main() -> int:
     store = HERE / "champsim.json"
     champ: dict = json.loads(store.read_text()) if store.exists() else {}
 
+    def keys(name: str, ch: str) -> dict[str, str]:
+        if not args.champsim_dram:
+            return extra
+        measured = champ.get(name, {}).get(ch, {}).get("llc_miss_latency")
+        if not measured:
+            sys.exit(f"--champsim-dram: no LLC miss latency of ChampSim's for {name} {ch} in {store} (run with --champsim DIR)")
+        return {**extra, **champsim_dram(measured)}
+
     rows: dict = {}
     paths = {t["name"]: record(t, args.results) for t in traces}
     for t in traces:
         name = t["name"]
         rows[name] = {
-            "xlat": {ch: xlat_run(paths[name], ch, warmup, extra=extra) for ch in changes},
-            "xlat+cs": {ch: xlat_run(paths[name], ch, warmup, champsim_walks=True, extra=extra) for ch in changes},
+            "xlat": {ch: xlat_run(paths[name], ch, warmup, extra=keys(name, ch)) for ch in changes},
+            "xlat+cs": {ch: xlat_run(paths[name], ch, warmup, champsim_walks=True, extra=keys(name, ch)) for ch in changes},
             "champsim": champ.get(name, {}),
         }
         print(f"xlat: {name} done", file=sys.stderr)

@@ -738,6 +738,7 @@ config! {
     asap_enabled: bool = false; "asap.enabled"; "ASAP (Margaritov et al., MICRO'19), a comparator of the flattening paper: the OS lays each region's page-table nodes out contiguously in virtual-address order, so on an L2 TLB miss the MMU computes the addresses of the last levels' entries and prefetches their lines while the walk starts (native radix tables)";
     champsim_pscl_reread: bool = false; "champsim.pscl_reread"; "validation only (docs/timing.md): after a page-walk-cache hit, read one more entry, as ChampSim's walker does (native radix tables)";
     champsim_private_pte_lines: bool = false; "champsim.private_pte_lines"; "validation only (docs/timing.md): every page-table entry in a page of its own, as ChampSim's virtual memory places them, so neighbouring pages' entries never share a cache line (native radix tables)";
+    champsim_no_dirty_bits: bool = false; "champsim.no_dirty_bits"; "validation only (docs/timing.md): a walk marks the leaf dirty for a load too, so a store never walks again to set the dirty bit, as ChampSim, which keeps no dirty bits, never does (native radix tables)";
     champsim_first_touch_cycles: u64 = 0; "champsim.first_touch_cycles"; "validation only (docs/timing.md): cycles the walk spends on each first use of a page-table entry and of a data page, as ChampSim charges its minor-fault penalty inside the walk; 0 = off (native radix tables)";
     ech_enabled: bool = false; "ech.enabled"; "elastic cuckoo page tables (ECH; Skarlatos et al., ASPLOS'20), a comparator of the flattening paper: per page size a d-ary elastic cuckoo hash table of 8-entry lines, walked by reading every way a page could be in at once; cuckoo walk caches of which page sizes map a region say which tables to read (native, pt.format=radix4; the OS's radix tree stays its own record)";
     ech_ways: u64 = 3; "ech.ways"; "ECH: ways (d) of each hashed table, read in parallel by a walk";
@@ -1000,6 +1001,7 @@ impl Config {
             ("champsim.pscl_reread", self.champsim_pscl_reread),
             ("champsim.private_pte_lines", self.champsim_private_pte_lines),
             ("champsim.first_touch_cycles", self.champsim_first_touch_cycles > 0),
+            ("champsim.no_dirty_bits", self.champsim_no_dirty_bits),
         ];
         if let Some((key, _)) = champsim.iter().find(|(_, on)| *on) {
             if self.virt_enabled || !matches!(self.pt_format, PtFormat::Radix4 | PtFormat::Radix5) {
@@ -1465,7 +1467,12 @@ mod tests {
 
     #[test]
     fn champsim_walk_knobs_need_native_radix_tables() {
-        for (key, on) in [("champsim.pscl_reread", "true"), ("champsim.private_pte_lines", "true"), ("champsim.first_touch_cycles", "200")] {
+        for (key, on) in [
+            ("champsim.pscl_reread", "true"),
+            ("champsim.private_pte_lines", "true"),
+            ("champsim.first_touch_cycles", "200"),
+            ("champsim.no_dirty_bits", "true"),
+        ] {
             assert!(Config::from_pairs([(key, on)]).is_ok(), "{key}");
             let e = Config::from_pairs([(key, on), ("pt.format", "fpt")]).unwrap_err().to_string();
             assert!(e.starts_with(&format!("config key '{key}'")), "{e}");

@@ -149,6 +149,7 @@ impl Machine {
                 reread: cfg.champsim_pscl_reread,
                 private_lines: cfg.champsim_private_pte_lines,
                 first_touch: cfg.champsim_first_touch_cycles,
+                no_dirty: cfg.champsim_no_dirty_bits,
             },
         };
         // Every program's processes; one program runs in each of `virt.vms` VMs.

@@ -77,6 +77,9 @@ pub struct ChampSimWalks {
     /// walk, and once more for the data page at its leaf: ChampSim's minor-fault penalty, which
     /// it charges for each new page-table entry and each new page inside the walk.
     pub first_touch: u64,
+    /// The leaf marked dirty by every walk, a load's too, so a store never walks again to set
+    /// the dirty bit: ChampSim keeps no dirty bits, and its stores never walk on a TLB hit.
+    pub no_dirty: bool,
 }
 
 /// Where ChampSim keeps the level-`level` entry for `va` ([`ChampSimWalks::private_lines`]):
@@ -486,7 +489,7 @@ impl<P: MemPort> Walker<'_, P> {
             // Hardware sets the accessed bit of every entry it uses, and the dirty bit of
             // the leaf when the access is a store.
             let mut set = PTE_A;
-            if leaf.is_some() && write {
+            if leaf.is_some() && (write || D == NATIVE && self.p.champsim.no_dirty) {
                 set |= PTE_D;
             }
             if e & set != set {
@@ -683,6 +686,16 @@ mod tests {
         assert_eq!((w.mmu.counters.pwc_l2_hits, w.mmu.counters.pwc_l4_hits), (1, 2));
         // The reads of TLB-miss walks: four, one and one.
         assert_eq!(w.mmu.counters.miss_walk_steps, 6);
+
+        // As ChampSim, with no dirty bits: a load's walk marks the leaf dirty, so a store
+        // through its TLB entry need not walk again.
+        let mut p = params(0);
+        p.champsim.no_dirty = true;
+        let w = &mut Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
+        let third = VirtAddr(va.0 + 2 * 4096);
+        let (mut pt, root) = table_mapping(&[third]);
+        assert_eq!(w.walk(&mut pt, root, third, false), Walked::Leaf(TlbEntry::page(0x1234, true), PageSize::Size4K));
+        assert_eq!(pt.translate(root, 4, third).unwrap().entry & (PTE_A | PTE_D), PTE_A | PTE_D, "the load's walk set D too");
     }
 
     /// ASAP: a cold walk prefetches the PMD and PTE lines before its page-walk-cache probe,
