@@ -523,7 +523,7 @@ const PWC: u64 = 1;
 impl<H: Levels> Memory<H> {
     fn new(h: H, timing: bool) -> Self {
         let (fills, walks) = (InFlight::default(), InFlight::default());
-        Memory { h, timing, w: Window::new(4, 224, 56), walkers: Units::new(2), mshrs: Units::new(10), fills, walks, issue: 0, t: 0, start: 0, lat: 0 }
+        Memory { h, timing, w: Window::new(4, 224, 56, 0), walkers: Units::new(2), mshrs: Units::new(10), fills, walks, issue: 0, t: 0, start: 0, lat: 0 }
     }
 
     /// When the line of an access at `t`, served at level `served`, arrives (the engine's
@@ -557,7 +557,7 @@ impl<H: Levels> Memory<H> {
             }
             let (line, write) = match s {
                 Step::Walk { delta, l2 } => {
-                    self.issue = self.w.dispatch(delta, 0);
+                    self.issue = self.w.dispatch(delta, 0, false);
                     self.t = self.issue + if l2 { L2_TLB } else { 0 };
                     self.start = self.walkers.start(self.t, self.w.now());
                     self.lat = PWC;
@@ -576,7 +576,7 @@ impl<H: Levels> Memory<H> {
                     (l, write)
                 }
                 Step::Hit { line, write, delta, l2 } => {
-                    self.issue = self.w.dispatch(delta, 0);
+                    self.issue = self.w.dispatch(delta, 0, false);
                     self.t = self.issue + if l2 { L2_TLB } else { 0 };
                     if let Some(done) = self.walks.pending(line >> 6, self.t) {
                         self.t = done;

@@ -501,6 +501,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("core.store_buffer", Limit::Int(4096)),
     ("system.threads_per_core", Limit::Int(8)),
     ("core.walkers", Limit::Int(4096)),
+    ("core.lq", Limit::Int(1 << 16)),
     ("ptbaker.stride_pages", Limit::Int(1 << 30)),
     ("ptbaker.nops", Limit::Int(u32::MAX as u64 - 1)),
     ("ptbaker.sleep_cycles", Limit::Int(u32::MAX as u64)),
@@ -675,6 +676,7 @@ config! {
     core_mshrs: u64 = 10; "core.mshrs"; "L1D misses in flight at once";
     core_store_buffer: u64 = 56; "core.store_buffer"; "store-buffer entries: a store retires into one once translated and holds it until it commits, in order, with its line there; a full buffer holds the next store's retirement (0: unlimited)";
     core_walkers: u64 = 2; "core.walkers"; "page walks in flight at once";
+    core_lq: u64 = 0; "core.lq"; "load-queue entries: a load holds one from dispatch until its data arrives, and a load finding none free waits to dispatch, with everything behind it (0: unlimited)";
     core_inflight: bool = true; "core.inflight"; "in-flight state: a reference waits for work in flight that it needs (the fill of its line: an MSHR merge; the walk of its 4 KB page: a TLB-miss merge) (false: caches and TLBs serve a line or translation the moment its access is simulated; for ablation)";
     tlb_l1d_entries: u64 = 64; "tlb.l1d.entries"; "L1 DTLB entries for 4 KB pages (all sizes if tlb.l1d.unified)";
     tlb_l1d_ways: u64 = 4; "tlb.l1d.ways"; "associativity of the 4 KB L1 DTLB array";

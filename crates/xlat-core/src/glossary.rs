@@ -201,6 +201,8 @@ pub static ENTRIES: &[Entry] = &[
     e(Core, "ctx<N>.ipc", Ratio, "instructions/cycle", "`ctx<N>.instructions` / `ctx<N>.cycles`.").only("SMT (`system.threads_per_core` > 1)"),
     e(Core, "rob_stall_cycles", Counter, "cycles",
         "Cycles dispatch waited for the reorder buffer (`core.rob` entries) to free an entry, summed over cores (there is no per-core form)."),
+    e(Core, "lq_stall_cycles", Counter, "cycles",
+        "Cycles dispatch waited for a load-queue entry (`core.lq` entries, each held from a load's dispatch until its data arrives), beyond what it waited for the reorder buffer; summed over cores (there is no per-core form).").only("`core.lq` > 0"),
     e(Core, "store_buffer_stall_cycles", Counter, "cycles",
         "Cycles retirement waited for a store-buffer entry (`core.store_buffer` entries, freed as stores commit in order once their lines are there), beyond what it waited for older instructions anyway; summed over cores (there is no per-core form)."),
     e(Core, "[core<N>.]translation_cycles", Counter, "cycles",

@@ -169,12 +169,12 @@ fn reference(refs: &[R], mshrs: usize) -> u64 {
 /// The same stream through xlat's window, MSHR calendar and in-flight fills, composed as the
 /// memory side composes them.
 fn window(refs: &[R], mshrs: u64) -> u64 {
-    let mut w = Window::new(WIDTH, ROB, 0);
+    let mut w = Window::new(WIDTH, ROB, 0, 0);
     let mut units = Units::new(mshrs);
     // line -> (asked for at, lands at)
     let mut fills: HashMap<u64, (u64, u64)> = HashMap::new();
     for r in refs {
-        let t = w.dispatch(r.delta, r.producer);
+        let t = w.dispatch(r.delta, r.producer, false);
         let now = w.now();
         let arrival = match fills.get(&r.line) {
             // Merged: an access before the fill was asked for waits as long as it took.

@@ -19,7 +19,7 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         let mut sum = CoreCounters::default();
         let mut vsum = VirtCounters::default();
         let mut tsum = [TlbStats::default(); crate::translate::mmu::TLB_LEVELS];
-        let (mut instr, mut cycles, mut rob_stalls, mut sb_stalls) = (0u64, 0u64, 0u64, 0u64);
+        let (mut instr, mut cycles, mut rob_stalls, mut sb_stalls, mut lq_stalls) = (0u64, 0u64, 0u64, 0u64, 0u64);
         let mut caches = [[0u64; 9]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks, prefetches, prefetch hits
         let mut cache_energy = 0.0;
         for (i, (mmu, core)) in xl.mmus.iter().zip(&mem.cores).enumerate() {
@@ -34,6 +34,7 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
                 core_instr += x.instructions();
                 core_cycles = core_cycles.max(x.cycles());
                 rob_stalls += x.window.rob_stall_cycles;
+                lq_stalls += x.window.lq_stall_cycles;
                 sb_stalls += x.window.store_buffer_stall_cycles;
             }
             let t = mmu.tlbs.each_ref().map(|l| l.stats);
@@ -103,6 +104,9 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             emit_contexts(&mut s, mem);
         }
         s.int("rob_stall_cycles", rob_stalls);
+        if xl.cfg.core_lq > 0 {
+            s.int("lq_stall_cycles", lq_stalls);
+        }
         if let Some(h) = xl.helper {
             s.int("ptbaker.touches", xl.helper_touches);
             s.float("ptbaker.passes", if h.pass > 0 { xl.helper_touches as f64 / h.pass as f64 } else { 0.0 });

@@ -74,7 +74,7 @@ impl ContextMem {
         // buffer evenly (as Intel's cores partition the ROB and store buffer statically).
         let n = cfg.system_threads_per_core.max(1);
         ContextMem {
-            window: Window::new((cfg.core_width / n).max(1), (cfg.core_rob / n).max(1), cfg.core_store_buffer.div_ceil(n)),
+            window: Window::new((cfg.core_width / n).max(1), (cfg.core_rob / n).max(1), cfg.core_store_buffer.div_ceil(n), cfg.core_lq.div_ceil(n)),
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
             tlb_lines: TlbLineCounters::default(),
@@ -770,6 +770,7 @@ impl MemorySide {
             x.base_instr = x.window.instructions();
             x.base_cycles = x.window.cycles();
             x.window.rob_stall_cycles = 0;
+            x.window.lq_stall_cycles = 0;
             x.window.store_buffer_stall_cycles = 0;
         }
         for core in &mut self.cores {
@@ -930,7 +931,7 @@ impl MemPort for Direct<'_> {
         self.kind = kind;
         self.looked_up = false;
         self.walked = false;
-        self.issue = self.mem.ctxs[c].window.dispatch(delta, producer);
+        self.issue = self.mem.ctxs[c].window.dispatch(delta, producer, matches!(kind, RefKind::Load | RefKind::Prefetch));
         self.t = self.issue;
         self.walk_start = self.issue;
     }
@@ -1037,7 +1038,7 @@ impl MemPort for Direct<'_> {
 
     fn os_call(&mut self, c: usize, delta: u32, cost: u64) {
         let w = &mut self.mem.ctxs[c].window;
-        let t = w.dispatch(delta, 0);
+        let t = w.dispatch(delta, 0, false);
         w.stall_until(t + cost);
     }
 

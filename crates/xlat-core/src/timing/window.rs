@@ -2,7 +2,9 @@
 //! It never decides what hits; the memory side (`memory::hierarchy`) tells it how long each part
 //! of a reference took.
 //!
-//! Instructions dispatch `width` per cycle into a `rob`-entry window and retire in order.
+//! Instructions dispatch `width` per cycle into a `rob`-entry window and retire in order; a
+//! load also takes a load-queue entry from dispatch until its data arrives (`lq` entries, 0:
+//! unlimited), so loads beyond the queue wait to dispatch, and everything behind them.
 //! A memory reference issues when dispatched (or, if dependent, when its producer, an earlier
 //! memory reference up to [`Ref::MAX_PRODUCER`](crate::Ref::MAX_PRODUCER) back, completes),
 //! and completes after its translation and data latencies; at most `mshrs`
@@ -12,6 +14,9 @@
 //! does not.
 //!
 //! The module is named `timing` rather than `core` so it cannot shadow Rust's `core` crate.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// A pool of `n` identical units (MSHRs, page walkers), granted first come first served by
 /// cycle, as hardware grants them. Requests do not reach the pool in time order: references
@@ -303,6 +308,12 @@ pub struct Window {
     done: u64,
     /// Cycles dispatch waited for a full ROB.
     pub rob_stall_cycles: u64,
+    /// The load queue: when its loads' data arrive.
+    lq: LoadQueue,
+    /// Whether the reference dispatched last is a load (it holds a load-queue entry).
+    load: bool,
+    /// Cycles dispatch waited for a load-queue entry (beyond a full ROB).
+    pub lq_stall_cycles: u64,
     /// The store buffer (empty when unlimited): the cycles its stores commit, oldest first.
     stores: StoreBuffer,
     /// Cycles retirement waited for a store-buffer entry (beyond the older instructions).
@@ -346,6 +357,40 @@ impl StoreBuffer {
         self.commits[(self.head + self.len) % n] = self.last;
         self.len += 1;
         retire
+    }
+}
+
+/// The load queue: a load holds an entry from its dispatch until its data arrives, as
+/// ChampSim frees them (out of order), so a load finding every entry held dispatches when the
+/// first of them is freed. Holds the arrival cycles of the loads in flight, earliest on top.
+struct LoadQueue {
+    /// Entries (0: unlimited, nothing kept).
+    entries: usize,
+    held: BinaryHeap<Reverse<u64>>,
+}
+
+impl LoadQueue {
+    fn new(entries: usize) -> LoadQueue {
+        LoadQueue { entries, held: BinaryHeap::with_capacity(entries + 1) }
+    }
+
+    /// The first cycle from `t` on when a load finds a free entry.
+    #[inline]
+    fn admit(&mut self, mut t: u64) -> u64 {
+        while let Some(&Reverse(free)) = self.held.peek() {
+            if free > t && self.held.len() < self.entries {
+                break;
+            }
+            t = t.max(free);
+            self.held.pop();
+        }
+        t
+    }
+
+    /// A load dispatched last holds its entry until `arrival`.
+    #[inline]
+    fn hold(&mut self, arrival: u64) {
+        self.held.push(Reverse(arrival));
     }
 }
 
@@ -398,8 +443,8 @@ impl Ring {
 
 impl Window {
     /// A window of `rob` instructions dispatched `width` a cycle, with a store buffer of
-    /// `store_buffer` entries (0: unlimited).
-    pub fn new(width: u64, rob: u64, store_buffer: u64) -> Window {
+    /// `store_buffer` entries and a load queue of `lq` (0: unlimited).
+    pub fn new(width: u64, rob: u64, store_buffer: u64, lq: u64) -> Window {
         Window {
             width,
             width_shift: if width.is_power_of_two() { width.trailing_zeros() } else { u32::MAX },
@@ -411,6 +456,9 @@ impl Window {
             completes: [0; 256],
             done: 0,
             rob_stall_cycles: 0,
+            lq: LoadQueue::new(lq as usize),
+            load: false,
+            lq_stall_cycles: 0,
             stores: StoreBuffer::new(store_buffer as usize),
             store_buffer_stall_cycles: 0,
         }
@@ -433,10 +481,10 @@ impl Window {
 
     /// Dispatch the next reference, `inst_delta` instructions after the previous one (0: a
     /// second memory operand of the same instruction, as in a read-modify-write), dependent on
-    /// the memory reference `producer` back (0: none; see [`crate::Ref::producer`]).
-    /// Returns the cycle it may issue.
+    /// the memory reference `producer` back (0: none; see [`crate::Ref::producer`]); a `load`
+    /// takes a load-queue entry. Returns the cycle it may issue.
     #[inline]
-    pub fn dispatch(&mut self, inst_delta: u32, producer: u8) -> u64 {
+    pub fn dispatch(&mut self, inst_delta: u32, producer: u8, load: bool) -> u64 {
         let delta = inst_delta as u64;
         self.instr += delta;
         self.dispatch_x += delta;
@@ -457,6 +505,15 @@ impl Window {
             t = free_at;
             self.dispatch_x = t * self.width;
         }
+        self.load = load && self.lq.entries > 0;
+        if self.load {
+            let admitted = self.lq.admit(t);
+            if admitted > t {
+                self.lq_stall_cycles += admitted - t;
+                t = admitted;
+                self.dispatch_x = t * self.width;
+            }
+        }
         let k = u64::from(producer);
         if k > 0 && k <= self.done {
             t = t.max(self.completes[((self.done - k) & 255) as usize]);
@@ -467,6 +524,9 @@ impl Window {
     /// The memory reference dispatched last completes at `complete`.
     #[inline]
     pub fn complete(&mut self, complete: u64) {
+        if self.load {
+            self.lq.hold(complete);
+        }
         self.completes[(self.done & 255) as usize] = complete;
         self.done += 1;
         self.last_retire = self.last_retire.max(complete);
@@ -508,17 +568,17 @@ mod tests {
 
     #[test]
     fn independent_misses_overlap_dependent_ones_do_not() {
-        let mut w = Window::new(4, 224, 0);
+        let mut w = Window::new(4, 224, 0, 0);
         for _ in 0..10 {
-            let t = w.dispatch(1, 0);
+            let t = w.dispatch(1, 0, false);
             w.complete(t + 200);
         }
         let overlapped = w.cycles();
         assert!(overlapped < 210, "ten independent 200-cycle misses overlap: {overlapped}");
 
-        let mut w = Window::new(4, 224, 0);
+        let mut w = Window::new(4, 224, 0, 0);
         for _ in 0..10 {
-            let t = w.dispatch(1, 1);
+            let t = w.dispatch(1, 1, false);
             w.complete(t + 200);
         }
         assert_eq!(w.cycles(), 2000, "pointer chasing serialises");
@@ -529,13 +589,13 @@ mod tests {
     /// The hops issue 200 cycles apart, whatever the payloads take (500 or 10 cycles).
     #[test]
     fn a_producer_further_back_is_waited_for_and_nothing_else() {
-        let mut w = Window::new(4, 224, 0);
+        let mut w = Window::new(4, 224, 0, 0);
         let mut hops = Vec::new();
         for i in 0..10 {
-            let next = w.dispatch(1, if i == 0 { 0 } else { 2 });
+            let next = w.dispatch(1, if i == 0 { 0 } else { 2 }, false);
             hops.push(next);
             w.complete(next + 200);
-            let val = w.dispatch(1, 1);
+            let val = w.dispatch(1, 1, false);
             assert_eq!(val, next + 200, "the payload waits for its node");
             w.complete(val + if i % 2 == 0 { 500 } else { 10 });
         }
@@ -543,19 +603,48 @@ mod tests {
         // Retirement is in order: the run ends when hop 8's 500-cycle payload completes.
         assert_eq!(w.cycles(), 8 * 200 + 200 + 500);
         // A producer beyond what the window has seen is no constraint.
-        let mut w = Window::new(4, 224, 0);
-        assert_eq!(w.dispatch(1, 5), 0);
+        let mut w = Window::new(4, 224, 0, 0);
+        assert_eq!(w.dispatch(1, 5, false), 0);
+    }
+
+    /// A load takes a load-queue entry from dispatch until its data arrives; entries free out
+    /// of order, and a load finding none free dispatches when the first is freed, with what
+    /// follows it. Stores take none.
+    #[test]
+    fn a_full_load_queue_stalls_dispatch() {
+        let mut w = Window::new(1, 224, 0, 2);
+        let a = w.dispatch(1, 0, true);
+        w.complete(a + 500);
+        let b = w.dispatch(1, 0, true);
+        w.complete(b + 100);
+        assert_eq!((a, b), (1, 2));
+        let s = w.dispatch(1, 0, false);
+        w.complete(s + 1);
+        assert_eq!(s, 3, "a store needs no entry");
+        let c = w.dispatch(1, 0, true);
+        assert_eq!(c, 102, "the second load's entry frees first, at 102");
+        w.complete(c + 100);
+        assert_eq!(w.dispatch(1, 0, false), 103, "and what follows waits with it");
+        assert_eq!(w.dispatch(1, 0, true), 202, "the third load's entry frees at 202, before the first's at 501");
+        assert_eq!(w.lq_stall_cycles, (102 - 4) + (202 - 104));
+        // Without a load queue nothing waits.
+        let mut w = Window::new(1, 224, 0, 0);
+        for i in 1..=100 {
+            let t = w.dispatch(1, 0, true);
+            assert_eq!(t, i);
+            w.complete(t + 10_000);
+        }
     }
 
     #[test]
     fn full_rob_stalls_dispatch() {
         // A 200-cycle miss followed by 1000 one-cycle instructions: the ROB (64) fills
         // and dispatch waits for the miss to retire.
-        let mut w = Window::new(4, 64, 0);
-        let t = w.dispatch(1, 0);
+        let mut w = Window::new(4, 64, 0, 0);
+        let t = w.dispatch(1, 0, false);
         w.complete(t + 200);
         for _ in 0..1000 {
-            let t = w.dispatch(1, 0);
+            let t = w.dispatch(1, 0, false);
             w.complete(t + 1);
         }
         assert!(w.rob_stall_cycles > 150, "{}", w.rob_stall_cycles);
@@ -566,26 +655,26 @@ mod tests {
     /// with every entry taken the next waits for the oldest to commit.
     #[test]
     fn a_full_store_buffer_holds_the_next_store() {
-        let mut w = Window::new(4, 224, 2);
+        let mut w = Window::new(4, 224, 2, 0);
         // Two store misses whose lines come at 300 and (out of order) 100.
-        let t = w.dispatch(1, 0);
+        let t = w.dispatch(1, 0, false);
         w.complete_store(t, 300);
-        let t = w.dispatch(1, 0);
+        let t = w.dispatch(1, 0, false);
         w.complete_store(t, 100);
         assert_eq!(w.cycles(), 1, "both retired into the buffer");
         // The third waits for the oldest, which commits at 300; the fourth for the second,
         // which commits after it (in order), also at 300.
-        let t = w.dispatch(1, 0);
+        let t = w.dispatch(1, 0, false);
         w.complete_store(t, t + 1);
         assert_eq!(w.cycles(), 300);
-        let t = w.dispatch(1, 0);
+        let t = w.dispatch(1, 0, false);
         w.complete_store(t, t + 1);
         assert_eq!(w.cycles(), 300);
         assert_eq!(w.store_buffer_stall_cycles, 300 - 1, "the fourth waits for nothing the third did not");
         // Unlimited: no store waits.
-        let mut w = Window::new(4, 224, 0);
+        let mut w = Window::new(4, 224, 0, 0);
         for _ in 0..100 {
-            let t = w.dispatch(1, 0);
+            let t = w.dispatch(1, 0, false);
             w.complete_store(t, t + 10_000);
         }
         assert_eq!((w.cycles(), w.store_buffer_stall_cycles), (26, 0));
@@ -686,9 +775,9 @@ mod tests {
             assert_eq!(r.front(), q.front().copied());
             assert_eq!(r.len, q.len());
         }
-        let mut w = Window::new(3, 64, 0);
+        let mut w = Window::new(3, 64, 0, 0);
         for _ in 0..30 {
-            let t = w.dispatch(1, 0);
+            let t = w.dispatch(1, 0, false);
             w.complete(t + 1);
         }
         assert_eq!(w.now(), 10);
