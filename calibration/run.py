@@ -116,8 +116,9 @@ def xlat_run(trace: Path, change: str, warmup: int, champsim_walks: bool = False
         "cycles": r["cycles"],
         "refs": r["refs"],
         "walks": walks,
-        # As ChampSim's STLB miss latency, which starts when the walk gets a PTW MSHR: the walk
-        # from when it has its walker, without the wait for one.
+        # As ChampSim's STLB miss latency, from the STLB's miss to its fill: its walker takes
+        # every request at once (it never checks its mshr_size), so that is the walk itself,
+        # xlat's from when it has a walker, without the wait for one.
         "walk_latency": r["walk_cycles_per_walk"] if walks else 0.0,
         "pte_reads_per_walk": r["walk_steps_per_walk"] if walks else 0.0,
     }
