@@ -570,6 +570,8 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("dram.banks", Limit::Int(1 << 16)),
     ("dram.row_kb", Limit::Int(1 << 10)),
     ("dram.trp_ns", Limit::Real(1e6)),
+    ("dram.trefi_ns", Limit::Real(1e9)),
+    ("dram.trfc_ns", Limit::Real(1e6)),
     ("dram.trcd_ns", Limit::Real(1e6)),
     ("dram.tcas_ns", Limit::Real(1e6)),
     ("dram.energy_nj", Limit::Real(1e6)),
@@ -786,6 +788,8 @@ config! {
     dram_trp_ns: f64 = 15.0; "dram.trp_ns"; "dram.banks > 0: precharge time, closing the open row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
     dram_trcd_ns: f64 = 15.0; "dram.trcd_ns"; "dram.banks > 0: activate time, opening a row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
     dram_tcas_ns: f64 = 15.0; "dram.tcas_ns"; "dram.banks > 0: column access time, reading from the open row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
+    dram_trefi_ns: f64 = 0.0; "dram.trefi_ns"; "dram.banks > 0: refresh interval: every bank refreshes at once every this many ns, unavailable for dram.trfc_ns (DDR4: 7800; ChampSim's default: 32 ms / 8192 = 3906; 0: no refresh)";
+    dram_trfc_ns: f64 = 350.0; "dram.trfc_ns"; "dram.banks > 0 and dram.trefi_ns > 0: refresh time, every bank unavailable (DDR4 8 Gb: 350; ChampSim's 16 GB channel: 368)";
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
     pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format: radix4, radix5, fpt (L4+L3 and L2+L1 flattened into 2 MB nodes, with the FPT+NF rule), fpt-l3l2 (the paper's Linux prototype), fpt-l4l3 (flattened root only), fpt5 (five levels as L5+L4, L3+L2 and L1), fpt-1g (one 1 GB L4+L3+L2 root node and L1)";
     pt_nf_threshold: u64 = 32; "pt.nf_threshold"; "pt.format=fpt: a 1 GB region whose flattened L2+L1 node comes to hold this many 2 MB pages is unflattened below the root (FPT+NF; the paper's 32; 0: never)";
@@ -1145,6 +1149,8 @@ impl Config {
             ("dram.trp_ns", self.dram_trp_ns),
             ("dram.trcd_ns", self.dram_trcd_ns),
             ("dram.tcas_ns", self.dram_tcas_ns),
+            ("dram.trefi_ns", self.dram_trefi_ns),
+            ("dram.trfc_ns", self.dram_trfc_ns),
         ] {
             if v < 0.0 {
                 return Err(invalid(key, "must not be negative".into()));
@@ -1152,6 +1158,12 @@ impl Config {
         }
         if !self.dram_banks.is_power_of_two() && self.dram_banks != 0 {
             return Err(invalid("dram.banks", format!("{} is not a power of two (0: no banks)", self.dram_banks)));
+        }
+        if self.dram_trefi_ns > 0.0 && self.dram_trefi_ns <= self.dram_trfc_ns + self.dram_trp_ns + self.dram_trcd_ns + self.dram_tcas_ns {
+            return Err(invalid(
+                "dram.trefi_ns",
+                format!("{} ns leaves no time between refreshes of dram.trfc_ns = {} ns for a row conflict", self.dram_trefi_ns, self.dram_trfc_ns),
+            ));
         }
         if !self.dram_row_kb.is_power_of_two() {
             return Err(invalid("dram.row_kb", format!("{} is not a power of two", self.dram_row_kb)));
@@ -1404,6 +1416,8 @@ impl Config {
             trp: cycles(self.dram_trp_ns),
             trcd: cycles(self.dram_trcd_ns),
             tcas: cycles(self.dram_tcas_ns),
+            trefi: cycles(self.dram_trefi_ns),
+            trfc: cycles(self.dram_trfc_ns),
         })
     }
 }
@@ -1465,6 +1479,15 @@ mod tests {
             let e = c(bad).unwrap_err().to_string();
             assert!(e.contains("os.reservations") && !e.contains('\n'), "{e}");
         }
+    }
+
+    /// A refresh interval must leave room for a row conflict after each refresh.
+    #[test]
+    fn refresh_interval_leaves_time_between_refreshes() {
+        assert!(Config::from_pairs([("dram.trefi_ns", "3906.25"), ("dram.trfc_ns", "368")]).is_ok());
+        let e = Config::from_pairs([("dram.trefi_ns", "390")]).unwrap_err().to_string();
+        assert!(e.starts_with("config key 'dram.trefi_ns'") && !e.contains('\n'), "{e}");
+        assert!(Config::from_pairs([("dram.trefi_ns", "0"), ("dram.trfc_ns", "1e5")]).is_ok(), "no refresh: tRFC unused");
     }
 
     #[test]

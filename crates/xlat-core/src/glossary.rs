@@ -335,7 +335,7 @@ pub static ENTRIES: &[Entry] = &[
     e(Dram, "dram.row_hits", Counter, "accesses", "Accesses (reads and write-backs) that found their row open in their bank: tCAS.").only("`dram.banks` > 0"),
     e(Dram, "dram.row_misses", Counter, "accesses", "Accesses to a bank with no row open (its first): tRCD + tCAS.").only("`dram.banks` > 0"),
     e(Dram, "dram.row_conflicts", Counter, "accesses", "Accesses that found another row open in their bank: tRP + tRCD + tCAS.").only("`dram.banks` > 0"),
-    e(Dram, "dram.bank_wait_cycles", Counter, "cycles", "Cycles reads waited for their bank to finish earlier reads, summed (write-backs yield to reads: they wait in the write queue and delay no one).").only("`dram.banks` > 0"),
+    e(Dram, "dram.bank_wait_cycles", Counter, "cycles", "Cycles reads waited for their bank to finish earlier reads or a refresh, summed (write-backs yield to reads: they wait in the write queue and delay no one).").only("`dram.banks` > 0"),
     // ---- energy ----------------------------------------------------------------------------
     e(Energy, "energy_nj.cache", Float, "nJ", "Every cache's (lookups + write-backs received) x its `cache.<cache>.energy_nj`, summed."),
     e(Energy, "energy_nj.dram", Float, "nJ", "(`dram.reads` + `dram.writes`) x `dram.energy_nj`."),

@@ -59,7 +59,7 @@ fn two_host_threads_give_one_threads_statistics() {
         &[("pt.format", "radix5"), ("cache.llc.policy", "srrip"), ("tlb.l2.policy", "fifo")],
         &[("cache.llc.inclusive", "true"), ("cache.l1d.policy", "random")],
         &[("walker.port", "l2"), ("dram.bandwidth_gbps", "2"), ("tlb.prefetch_walks", "false")],
-        &[("dram.banks", "32"), ("dram.bandwidth_gbps", "25.6")],
+        &[("dram.banks", "32"), ("dram.bandwidth_gbps", "25.6"), ("dram.trefi_ns", "3900"), ("core.lq", "16")],
         &[("os.page_policy", "thp"), ("tlb.l2.ways", "6")],
         &[("cache.l2.policy", "ptp"), ("cache.llc.policy", "ptp"), ("ptp.mode", "always")],
         &[("os.page_policy", "freebsd"), ("os.reservation_promote", "false"), ("tlb.coalescing", "16k"), ("tlb.l2i.entries", "512")],
@@ -164,7 +164,7 @@ fn host_times_are_reported_for_two_threads_only() {
 #[test]
 fn warm_up_changes_no_simulated_state() {
     let refs = mixed_refs(40_000, 4 * GB, 11);
-    let c = cfg(&[("dram.bandwidth_gbps", "2"), ("dram.banks", "16"), ("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1"), ("pomtlb.bandwidth_gbps", "1")]);
+    let c = cfg(&[("dram.bandwidth_gbps", "2"), ("dram.banks", "16"), ("dram.trefi_ns", "3900"), ("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1"), ("pomtlb.bandwidth_gbps", "1")]);
     let end = |warmup| {
         let mut m = Machine::new(&c, 1, region(8 * GB), 7).unwrap();
         let mut src = VecSource::new(vec![refs.clone()], region(8 * GB));

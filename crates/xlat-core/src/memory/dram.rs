@@ -33,6 +33,31 @@ pub struct BankTiming {
     pub trp: u64,
     pub trcd: u64,
     pub tcas: u64,
+    /// Refresh: every bank is unavailable for `trfc` cycles every `trefi` (0: no refresh).
+    pub trefi: u64,
+    pub trfc: u64,
+}
+
+impl BankTiming {
+    /// The first cycle from `s` on from which `len` cycles fall outside every refresh, the
+    /// `trfc` cycles from each multiple of `trefi` (but 0). (Config validation keeps a row
+    /// conflict shorter than the time between refreshes, so one always fits.)
+    #[inline]
+    fn clear_of_refresh(&self, mut s: u64, len: u64) -> u64 {
+        if self.trefi == 0 {
+            return s;
+        }
+        loop {
+            let window = s / self.trefi * self.trefi;
+            if window > 0 && s < window + self.trfc {
+                s = window + self.trfc;
+            } else if s + len > window + self.trefi {
+                s = window + self.trefi + self.trfc;
+            } else {
+                return s;
+            }
+        }
+    }
 }
 
 /// The banks of a DRAM: each keeps its last row open (open-page policy) and serves one access
@@ -116,9 +141,9 @@ impl Banks {
         }
         let from = arrival.max(floor);
         let start = if write {
-            book_first_gap(busy, from, occupy, true)
+            book_first_gap(busy, t, from, occupy, true)
         } else {
-            let start = first_gap_between_reads(busy, from, occupy);
+            let start = first_gap_between_reads(busy, t, from, occupy);
             // The write-backs in the read's way move behind it, earliest first.
             let first = busy.partition_point(|b| b.end <= start);
             let mut last = first;
@@ -130,7 +155,7 @@ impl Banks {
             moved.extend(busy.drain(first..last).map(|b| b.end - b.start));
             busy.insert(first, Booking { start, end: start + occupy, write: false });
             for &len in moved.iter() {
-                book_first_gap(busy, start + occupy, len, true);
+                book_first_gap(busy, t, start + occupy, len, true);
             }
             self.bank_wait_cycles += start - from;
             start
@@ -162,26 +187,28 @@ struct Booking {
     write: bool,
 }
 
-/// Book `len` cycles of `busy` in its first gap at or after `from`; returns the start.
-fn book_first_gap(busy: &mut VecDeque<Booking>, from: u64, len: u64, write: bool) -> u64 {
-    let mut start = from;
+/// Book `len` cycles of `busy` in its first gap at or after `from` and clear of refreshes;
+/// returns the start.
+fn book_first_gap(busy: &mut VecDeque<Booking>, t: &BankTiming, from: u64, len: u64, write: bool) -> u64 {
+    let mut start = t.clear_of_refresh(from, len);
     // (Ends are sorted too: the bookings are disjoint.)
     let mut i = busy.partition_point(|b| b.end <= start);
     while i < busy.len() && busy[i].start < start + len {
-        start = start.max(busy[i].end);
+        start = t.clear_of_refresh(start.max(busy[i].end), len);
         i += 1;
     }
     busy.insert(i, Booking { start, end: start + len, write });
     start
 }
 
-/// The first cycle at or after `from` from which `len` cycles overlap no read of `busy`.
-fn first_gap_between_reads(busy: &VecDeque<Booking>, from: u64, len: u64) -> u64 {
-    let mut start = from;
+/// The first cycle at or after `from` from which `len` cycles overlap no read of `busy` and
+/// no refresh.
+fn first_gap_between_reads(busy: &VecDeque<Booking>, t: &BankTiming, from: u64, len: u64) -> u64 {
+    let mut start = t.clear_of_refresh(from, len);
     let mut i = busy.partition_point(|b| b.end <= start);
     while i < busy.len() && busy[i].start < start + len {
         if !busy[i].write {
-            start = start.max(busy[i].end);
+            start = t.clear_of_refresh(start.max(busy[i].end), len);
         }
         i += 1;
     }
@@ -377,7 +404,7 @@ mod tests {
 
     fn timing() -> BankTiming {
         // 2 banks, 4 lines per row: line = row << 3 | column << 1 | bank.
-        BankTiming { banks: 2, row_lines: 4, trp: 10, trcd: 20, tcas: 30 }
+        BankTiming { banks: 2, row_lines: 4, trp: 10, trcd: 20, tcas: 30, trefi: 0, trfc: 0 }
     }
 
     #[test]
@@ -418,10 +445,26 @@ mod tests {
         assert_eq!(d.access(9_990, 4, false), 10 + 30 + 30, "no gap of 30 cycles before 10,030");
     }
 
+    /// Every 1,000 cycles every bank refreshes for 100: an access arriving during a refresh
+    /// starts when it ends, one that would run into the next refresh starts after it, and one
+    /// between refreshes does not wait.
+    #[test]
+    fn refreshes_hold_every_bank() {
+        let t = BankTiming { banks: 2, row_lines: 4, trp: 10, trcd: 20, tcas: 30, trefi: 1000, trfc: 100 };
+        let mut d = Dram::new(0, 0.0, 1.0, 1.0, Some(t));
+        assert_eq!(d.access(0, 0, false), 50, "no refresh at cycle 0");
+        assert_eq!(d.access(1020, 1, false), 80 + 50, "bank 1 waits for the refresh to end at 1,100");
+        assert_eq!(d.access(1980, 2, false), 120 + 30, "a row hit of 30 cycles cannot end after 2,000: it starts at 2,100");
+        assert_eq!(d.access(2500, 0, false), 30, "between refreshes, no wait");
+        assert_eq!(d.row_stats().unwrap()[3], 80 + 120);
+        assert_eq!(t.clear_of_refresh(999, 1), 999);
+        assert_eq!(t.clear_of_refresh(999, 2), 1100);
+    }
+
     /// The same line of 32 rows in 32 banks: the row's bits permute the bank, so none waits.
     #[test]
     fn one_column_of_many_rows_spreads_over_the_banks() {
-        let t = BankTiming { banks: 32, row_lines: 128, trp: 60, trcd: 60, tcas: 60 };
+        let t = BankTiming { banks: 32, row_lines: 128, trp: 60, trcd: 60, tcas: 60, trefi: 0, trfc: 0 };
         let mut d = Dram::new(0, 0.0, 1.0, 1.0, Some(t));
         for row in 0..32u64 {
             assert_eq!(d.access(0, row << 12 | 6, false), 120, "row {row}");
@@ -432,14 +475,14 @@ mod tests {
     }
 
     /// The banks against a reference model: every busy cycle of every bank in a map to the
-    /// booking that holds it; a read starts at the first cycle from its arrival on with its
+    /// booking that holds it, and refreshes; a read starts at the first cycle from its arrival on with its
     /// whole occupancy free of reads, the write-backs there move to the first free stretch
     /// after it (earliest first), and a write-back takes the first free stretch from its
     /// arrival on.
     #[test]
     fn banks_book_the_first_gap_that_fits() {
         use std::collections::HashMap;
-        let t = BankTiming { banks: 4, row_lines: 2, trp: 1, trcd: 2, tcas: 3 };
+        let t = BankTiming { banks: 4, row_lines: 2, trp: 1, trcd: 2, tcas: 3, trefi: 97, trfc: 7 };
         let mut b = Banks::new(t);
         // (bank, cycle) -> booking; booking -> (start, occupancy, write).
         let mut cycles: HashMap<(usize, u64), usize> = HashMap::new();
@@ -447,8 +490,9 @@ mod tests {
         let mut open = [u64::MAX; 4];
         let mut x = 11u64;
         let mut now = 0u64;
+        // (Refreshes: every bank busy for 7 cycles from each multiple of 97 but 0.)
         let first_free = |cycles: &HashMap<(usize, u64), usize>, bookings: &[(u64, u64, bool)], bank, from, len, reads_only: bool| {
-            let taken = |c| cycles.get(&(bank, c)).is_some_and(|&i: &usize| !(reads_only && bookings[i].2));
+            let taken = |c| c >= 97 && c % 97 < 7 || cycles.get(&(bank, c)).is_some_and(|&i: &usize| !(reads_only && bookings[i].2));
             (from..).find(|&s| !(s..s + len).any(taken)).unwrap()
         };
         for _ in 0..50_000 {
@@ -502,7 +546,7 @@ mod tests {
                 (i * 20 + x % 400, x >> 30, x % 4 == 0)
             })
             .collect();
-        let t = BankTiming { banks: 32, row_lines: 128, trp: 60, trcd: 60, tcas: 60 };
+        let t = BankTiming { banks: 32, row_lines: 128, trp: 60, trcd: 60, tcas: 60, trefi: 0, trfc: 0 };
         let mut last = 0;
         for bw in [0.0, 200.0, 50.0, 25.6, 16.0] {
             let mut d = Dram::new(10, bw, 4.0, 1.0, Some(t));
