@@ -164,7 +164,14 @@ fn host_times_are_reported_for_two_threads_only() {
 #[test]
 fn warm_up_changes_no_simulated_state() {
     let refs = mixed_refs(40_000, 4 * GB, 11);
-    let c = cfg(&[("dram.bandwidth_gbps", "2"), ("dram.banks", "16"), ("dram.trefi_ns", "3900"), ("pomtlb.enabled", "true"), ("pomtlb.size_mb", "1"), ("pomtlb.bandwidth_gbps", "1")]);
+    let c = cfg(&[
+        ("dram.bandwidth_gbps", "2"),
+        ("dram.banks", "16"),
+        ("dram.trefi_ns", "3900"),
+        ("pomtlb.enabled", "true"),
+        ("pomtlb.size_mb", "1"),
+        ("pomtlb.bandwidth_gbps", "1"),
+    ]);
     let end = |warmup| {
         let mut m = Machine::new(&c, 1, region(8 * GB), 7).unwrap();
         let mut src = VecSource::new(vec![refs.clone()], region(8 * GB));
