@@ -83,6 +83,10 @@ pub struct Mmu {
     /// region summary. Empty otherwise.
     pub cwc: Pwc,
     pub ech: EchCounters,
+    /// ChampSim's paging-structure caches remember who filled them (`champsim.pscl_reread`
+    /// with `champsim.private_pte_lines`): per level and region, the address prefix of the
+    /// last walk that read an entry there ([`crate::translate::walker`]). Empty otherwise.
+    pub champsim_fillers: Vec<(u64, u64)>,
 }
 
 impl Mmu {
@@ -162,6 +166,11 @@ impl Mmu {
                 Pwc::new([0; 6], [0; 6], 0)
             },
             ech: EchCounters::default(),
+            champsim_fillers: if cfg.champsim_pscl_reread && cfg.champsim_private_pte_lines {
+                vec![(u64::MAX, 0); crate::translate::walker::FILLER_SLOTS * 5]
+            } else {
+                Vec::new()
+            },
         }
     }
 

@@ -65,9 +65,9 @@ pub struct WalkParams {
 /// tables only. All off by default: they are not how hardware walks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChampSimWalks {
-    /// After a page-walk-cache hit, read one more entry: ChampSim's PTW starts at the level of
-    /// the entry the paging-structure cache returned, reading the table it points to at that
-    /// entry's index, before going down (`ptw.cc`, `handle_read`).
+    /// After a page-walk-cache hit, read one more entry: ChampSim's paging-structure cache
+    /// holds the address of the entry its filler read, and the walk reads that page at its own
+    /// index before its own entry (`ptw.cc`, `handle_read`, `handle_fill`).
     pub reread: bool,
     /// Each entry in a page of its own: ChampSim's virtual memory gives every (level, address
     /// prefix) a fresh page (`vmem.cc`, `get_pte_pa`), so neighbouring pages' PTEs never share
@@ -87,12 +87,31 @@ pub struct ChampSimWalks {
 /// at 1 PB, at entry `index` within it (the entry's own index, but for the re-read).
 #[cold]
 fn champsim_entry_addr(level: u8, va: VirtAddr, index: u64) -> u64 {
-    let key = va.0 >> (12 + 9 * (level as u32 - 1));
+    champsim_page_entry(level, champsim_key(level, va), index)
+}
+
+/// The prefix of `va` that names its level-`level` entry's page in ChampSim's layout.
+fn champsim_key(level: u8, va: VirtAddr) -> u64 {
+    va.0 >> (12 + 9 * (level as u32 - 1))
+}
+
+/// Slots per level of [`Mmu::champsim_fillers`] (direct-mapped by region).
+pub const FILLER_SLOTS: usize = 4096;
+
+/// Entry `index` of the page ChampSim gives the level-`level` entries of prefix `key`.
+fn champsim_page_entry(level: u8, key: u64, index: u64) -> u64 {
     let mut z = key ^ ((level as u64) << 56) ^ 0x9e37_79b9_7f4a_7c15;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^= z >> 31;
     (1 << 50) | ((z & 0xffff_ffff) << 12) | ((index & 511) << 3)
+}
+
+/// The slot of [`Mmu::champsim_fillers`] for the level-`level` entries of `va`'s region (the
+/// span one level-`level` node maps).
+fn filler_slot(level: u8, va: VirtAddr) -> usize {
+    let region = va.0 >> (12 + 9 * level as u32);
+    (level as usize - 1) * FILLER_SLOTS + (region.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize
 }
 
 /// The distinct lines an ECH walk reads (at most 3 sizes, a stale round and 2 walk tables, of 8 ways each).
@@ -389,12 +408,21 @@ impl<P: MemPort> Walker<'_, P> {
         }
     }
 
-    /// ChampSim's extra read after a page-walk-cache hit ([`ChampSimWalks::reread`]): the node
-    /// the hit points to, at the index the hit entry's own level gives.
+    /// ChampSim's extra read after a page-walk-cache hit ([`ChampSimWalks::reread`]): its
+    /// paging-structure cache holds the address of the entry the walk that filled it read at
+    /// that level, and the walk reads the page of that address at its own index there
+    /// (`ptw.cc`, `handle_read`) before reading its own entry (`handle_fill`). In a radix table
+    /// the two are one entry (the filler shared the node); in ChampSim's layout of a page per
+    /// entry ([`ChampSimWalks::private_lines`]) the first is in the filler's page.
     #[cold]
     fn champsim_reread(&mut self, pt: &PageTables, va: VirtAddr, level: u8, node: NodeId) {
-        let idx = (va.0 >> (12 + 9 * level as u32)) & 511;
-        let addr = if self.p.champsim.private_lines { champsim_entry_addr(level, va, idx) } else { pt.node(node).entry_addr(idx as usize).0 };
+        let idx = (va.0 >> (12 + 9 * (level as u32 - 1))) & 511;
+        let addr = if self.p.champsim.private_lines {
+            let filler = self.mmu.champsim_fillers.get(filler_slot(level, va)).filter(|f| f.0 == va.0 >> (12 + 9 * level as u32));
+            champsim_page_entry(level, filler.map_or_else(|| champsim_key(level, va), |f| f.1), idx)
+        } else {
+            pt.node(node).entry_addr(idx as usize).0
+        };
         self.port.read_pte(addr >> 6, Table::Native);
         if self.miss {
             self.mmu.counters.miss_walk_steps += 1;
@@ -464,6 +492,10 @@ impl<P: MemPort> Walker<'_, P> {
             let mut addr = pt.node(node).entry_addr(idx).0;
             if D == NATIVE && self.p.champsim.private_lines {
                 addr = champsim_entry_addr(entry_level, va, idx as u64);
+                // This walk is now the filler of the level's paging-structure-cache entry.
+                if let Some(f) = self.mmu.champsim_fillers.get_mut(filler_slot(entry_level, va)) {
+                    *f = (va.0 >> (12 + 9 * entry_level as u32), champsim_key(entry_level, va));
+                }
             }
             let Some(line) = line_of(self, addr) else {
                 return Found::HostMissing(addr);
@@ -772,10 +804,11 @@ mod tests {
         assert_eq!(w.port.0.len(), 5, "a cold walk starts at the root: no re-read");
         w.port.0.clear();
         w.walk(&mut pt, root, next, false);
-        // The PWC's L2 entry points at the leaf node: it is read at the L2 index, then at the L1 one.
-        let leaf_node = (2..=4).rev().fold(root, |n, level| pt.node(n).children.get(next.index(level)));
-        let reread = pt.node(leaf_node).entry_addr(next.index(2)).0 >> 6;
-        assert_eq!(w.port.0, vec![Call::Delay(3), Call::Pte(reread, Table::Native), Call::Pte(entry_lines(&pt, root, next)[3], Table::Native)]);
+        // The PWC's L2 entry points at the leaf node, which the walk reads twice at its own
+        // index: once where the cache's entry points (the node its filler read, this one),
+        // then as its own step.
+        let leaf = entry_lines(&pt, root, next)[3];
+        assert_eq!(w.port.0, vec![Call::Delay(3), Call::Pte(leaf, Table::Native), Call::Pte(leaf, Table::Native)]);
         assert_eq!(w.mmu.counters.miss_walk_steps, 4 + 2);
 
         let lines = |p: &WalkParams, pt: &mut PageTables| {
@@ -794,6 +827,23 @@ mod tests {
         let private = lines(&p, &mut pt);
         assert_ne!(private[3], private[4], "ChampSim: each PTE in a page of its own");
         assert!(private.iter().all(|&l| l >> (50 - 6) == 1), "above memory: {private:x?}");
+
+        // Both: the re-read is in the page of the walk that filled the cache's entry (the
+        // first walk, `va`), at the second walk's own index; then the second walk's own entry.
+        let cfg2 = Config::from_pairs([("champsim.pscl_reread", "true"), ("champsim.private_pte_lines", "true")]).unwrap();
+        let mut p = params(0);
+        (p.champsim.reread, p.champsim.private_lines) = (true, true);
+        let mut mmu = Mmu::new(&cfg2, 1);
+        let mut mechs = Mechs::new(Vec::new(), 1);
+        let mut port = FakePort::default();
+        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
+        w.walk(&mut pt, root, va, false);
+        w.port.0.clear();
+        w.walk(&mut pt, root, next, false);
+        let in_fillers_page = champsim_page_entry(1, champsim_key(1, va), next.index(1) as u64) >> 6;
+        let own = champsim_entry_addr(1, next, next.index(1) as u64) >> 6;
+        assert_ne!(in_fillers_page, own);
+        assert_eq!(w.port.0, vec![Call::Delay(3), Call::Pte(in_fillers_page, Table::Native), Call::Pte(own, Table::Native)]);
 
         let (mut pt, root) = table_mapping(&[va, next]);
         let mut p = params(0);
