@@ -84,7 +84,7 @@ pub struct ChampSimWalks {
 
 /// Where ChampSim keeps the level-`level` entry for `va` ([`ChampSimWalks::private_lines`]):
 /// a page of its own per (level, prefix above the entry's index bits), hashed into 2^32 pages
-/// at 1 PB, at entry `index` within it (the entry's own index, but for the re-read).
+/// at 1 PB, at entry `index` within it.
 #[cold]
 fn champsim_entry_addr(level: u8, va: VirtAddr, index: u64) -> u64 {
     champsim_page_entry(level, champsim_key(level, va), index)
