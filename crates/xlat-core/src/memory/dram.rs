@@ -66,8 +66,8 @@ impl BankTiming {
 /// left above. The bank number is XORed with the row's bits folded to its width (permutation
 /// interleaving, as memory controllers and ChampSim's mapping do), so that lines at the same
 /// offset of different rows, such as the same entry of many page-table pages, spread over
-/// the banks instead of all queueing at one. An access takes the bank for tCAS when its row is open, tRCD + tCAS when the
-/// bank is precharged, tRP + tRCD + tCAS when another row is open.
+/// the banks instead of all queueing at one. An access takes the bank for tCAS when its row
+/// is open, tRCD + tCAS when the bank is precharged, tRP + tRCD + tCAS when another row is.
 ///
 /// Accesses arrive out of time order (see [`Dram`]), so a bank keeps its bookings as intervals
 /// and an access takes the first gap long enough at or after its arrival, as the channel's
@@ -141,9 +141,9 @@ impl Banks {
         }
         let from = arrival.max(floor);
         let start = if write {
-            book_first_gap(busy, t, from, occupy, true)
+            book_write(busy, t, from, occupy)
         } else {
-            let start = first_gap_between_reads(busy, t, from, occupy);
+            let (start, _) = first_gap(busy, t, from, occupy, true);
             // The write-backs in the read's way move behind it, earliest first.
             let first = busy.partition_point(|b| b.end <= start);
             let mut last = first;
@@ -155,7 +155,7 @@ impl Banks {
             moved.extend(busy.drain(first..last).map(|b| b.end - b.start));
             busy.insert(first, Booking { start, end: start + occupy, write: false });
             for &len in moved.iter() {
-                book_first_gap(busy, t, start + occupy, len, true);
+                book_write(busy, t, start + occupy, len);
             }
             self.bank_wait_cycles += start - from;
             start
@@ -187,31 +187,27 @@ struct Booking {
     write: bool,
 }
 
-/// Book `len` cycles of `busy` in its first gap at or after `from` and clear of refreshes;
-/// returns the start.
-fn book_first_gap(busy: &mut VecDeque<Booking>, t: &BankTiming, from: u64, len: u64, write: bool) -> u64 {
+/// The first cycle at or after `from` from which `len` cycles overlap no refresh and no
+/// booking of `busy` (with `reads_only`, no read: a read does not wait for write-backs), and
+/// the index of the first booking after it.
+fn first_gap(busy: &VecDeque<Booking>, t: &BankTiming, from: u64, len: u64, reads_only: bool) -> (u64, usize) {
     let mut start = t.clear_of_refresh(from, len);
     // (Ends are sorted too: the bookings are disjoint.)
     let mut i = busy.partition_point(|b| b.end <= start);
     while i < busy.len() && busy[i].start < start + len {
-        start = t.clear_of_refresh(start.max(busy[i].end), len);
-        i += 1;
-    }
-    busy.insert(i, Booking { start, end: start + len, write });
-    start
-}
-
-/// The first cycle at or after `from` from which `len` cycles overlap no read of `busy` and
-/// no refresh.
-fn first_gap_between_reads(busy: &VecDeque<Booking>, t: &BankTiming, from: u64, len: u64) -> u64 {
-    let mut start = t.clear_of_refresh(from, len);
-    let mut i = busy.partition_point(|b| b.end <= start);
-    while i < busy.len() && busy[i].start < start + len {
-        if !busy[i].write {
+        if !(reads_only && busy[i].write) {
             start = t.clear_of_refresh(start.max(busy[i].end), len);
         }
         i += 1;
     }
+    (start, i)
+}
+
+/// Book a write-back of `len` cycles in the first gap of `busy` at or after `from`; returns
+/// its start.
+fn book_write(busy: &mut VecDeque<Booking>, t: &BankTiming, from: u64, len: u64) -> u64 {
+    let (start, i) = first_gap(busy, t, from, len, false);
+    busy.insert(i, Booking { start, end: start + len, write: true });
     start
 }
 

@@ -108,10 +108,10 @@ fn champsim_page_entry(level: u8, key: u64, index: u64) -> u64 {
 }
 
 /// The slot of [`Mmu::champsim_fillers`] for the level-`level` entries of `va`'s region (the
-/// span one level-`level` node maps).
-fn filler_slot(level: u8, va: VirtAddr) -> usize {
+/// span one level-`level` node maps), and the region (the slot's tag).
+fn filler_slot(level: u8, va: VirtAddr) -> (usize, u64) {
     let region = va.0 >> (12 + 9 * level as u32);
-    (level as usize - 1) * FILLER_SLOTS + (region.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize
+    ((level as usize - 1) * FILLER_SLOTS + (region.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize, region)
 }
 
 /// The distinct lines an ECH walk reads (at most 3 sizes, a stale round and 2 walk tables, of 8 ways each).
@@ -418,7 +418,8 @@ impl<P: MemPort> Walker<'_, P> {
     fn champsim_reread(&mut self, pt: &PageTables, va: VirtAddr, level: u8, node: NodeId) {
         let idx = (va.0 >> (12 + 9 * (level as u32 - 1))) & 511;
         let addr = if self.p.champsim.private_lines {
-            let filler = self.mmu.champsim_fillers.get(filler_slot(level, va)).filter(|f| f.0 == va.0 >> (12 + 9 * level as u32));
+            let (slot, region) = filler_slot(level, va);
+            let filler = self.mmu.champsim_fillers.get(slot).filter(|f| f.0 == region);
             champsim_page_entry(level, filler.map_or_else(|| champsim_key(level, va), |f| f.1), idx)
         } else {
             pt.node(node).entry_addr(idx as usize).0
@@ -493,8 +494,9 @@ impl<P: MemPort> Walker<'_, P> {
             if D == NATIVE && self.p.champsim.private_lines {
                 addr = champsim_entry_addr(entry_level, va, idx as u64);
                 // This walk is now the filler of the level's paging-structure-cache entry.
-                if let Some(f) = self.mmu.champsim_fillers.get_mut(filler_slot(entry_level, va)) {
-                    *f = (va.0 >> (12 + 9 * entry_level as u32), champsim_key(entry_level, va));
+                let (slot, region) = filler_slot(entry_level, va);
+                if let Some(f) = self.mmu.champsim_fillers.get_mut(slot) {
+                    *f = (region, champsim_key(entry_level, va));
                 }
             }
             let Some(line) = line_of(self, addr) else {
