@@ -36,6 +36,13 @@ def test_quick_probe_reports_emits_a_loadable_preset_and_compares(tmp_path):
     assert all(len(c["ns"]) == 2 for c in data["curves"])
     pw = data["prefetch_walks"]
     assert pw["walks"] in (True, False, None) and pw["load_ns"] > 0 and pw["rounds"] == 7
+    # Counters and the SMT test: measured where the machine has them, one line where not.
+    assert all((c["misses"] is None) == (data["machine"]["perf_unavailable"] is not None) for c in data["curves"])
+    if data["machine"]["smt_siblings"]:
+        assert data["smt_share"] is not None or data["smt_note"], data
+        assert "SMT thread-tag test" in out
+    else:
+        assert data["smt_share"] is None and "the SMT thread-tag test does not apply" in out
     run = xlat_cli("run", "--config", str(preset), "--workload", "gups", "--refs", "20k")
     assert "on mine" in run.stdout
     shown = xlat_cli("config", "show", str(preset)).stdout
@@ -106,3 +113,24 @@ def test_bake_costs_and_quick_bench():
     rows = [line.split() for line in p.stdout.splitlines() if line.startswith("gups")]
     assert [r[1] for r in rows] == ["none", "mincore"]
     assert rows[1][-1] in ("gain", "no", "slower")  # "no gain" splits in two
+
+
+def test_counted_misses_and_the_smt_verdict_reach_the_report():
+    # What a machine with counters and SMT siblings would report (this VM has neither): the
+    # counted curve's half-way point and the SMT test's verdict with its four times.
+    pages = [8, 16, 32, 64, 128, 2048, 4096]
+    curve = host.Curve("4k", pages, [[1.0, 1.0, 1.0, 1.1, 3.0, 3.1, 30.0]], 0, 4096 * 4096,
+                       misses=[[0.0, 0.0, 0.01, 0.02, 0.98, 0.99, 1.0]],
+                       steps=[{"fits": 64.0, "overflows": 128.0, "knee": 3, "top": 4, "before": 1.1, "after": 3.0}])
+    curve.rep_steps = [curve.steps]
+    machine = {"cpu": 0, "hypervisor": False, "hypervisor_vendor": None, "perf_unavailable": None, "smt_siblings": [16]}
+    smt = {"cpu": 0, "sibling": 16, "pages": 2112, "rounds": 15, "alone_ns": 3.0, "control_ns": 3.5, "same_ns": 9.0,
+           "other_ns": 10.0, "shared": False}
+    p = host.Probe(machine, [curve], {"min_pages": 8, "max_pages": 4096, "reps": 1}, None, "not permitted", 1.0, None, smt)
+    text = "\n".join(host.report_lines(p))
+    assert "dTLB-load-misses counted beside the timing" in text
+    assert "half the accesses miss past 64 pages (by 128)" in text
+    assert "SMT thread-tag test (CPUs 0 and 16): TLB entries are not shared" in text and "9.0 with it chasing the same pages" in text
+    assert host.counter_reach([8, 16], [0.9, 1.0]) is None and host.counter_reach([8, 16], [0.0, 0.1]) is None
+    p.smt, p.smt_note = None, "CPU 0 has no SMT sibling: the SMT thread-tag test does not apply"
+    assert "SMT thread-tag test: not run: CPU 0 has no SMT sibling" in "\n".join(host.report_lines(p))

@@ -35,12 +35,17 @@ class Curve:
     ns: list[list[float]]  # ns[rep][i]
     huge_bytes: int | None
     bytes: int
+    misses: list[list[float]] | None = None  # misses[rep][i]: dTLB-load-misses per access (counters)
     steps: list[dict] = field(default_factory=list)  # of the median curve
     rep_steps: list[list[dict]] = field(default_factory=list)  # of each sweep
 
     @property
     def median(self) -> list[float]:
         return [statistics.median(col) for col in zip(*self.ns)]
+
+    @property
+    def median_misses(self) -> list[float] | None:
+        return [statistics.median(col) for col in zip(*self.misses)] if self.misses else None
 
     @property
     def low(self) -> list[float]:
@@ -60,6 +65,8 @@ class Probe:
     contiguity_note: str | None
     seconds: float
     prefetch: dict[str, Any] | None = None  # the prefetch-triggers-walk test
+    smt: dict[str, Any] | None = None  # the SMT thread-tag test, where there is a sibling
+    smt_note: str | None = None  # why it did not run
 
     def curve(self, mode: str) -> Curve | None:
         return next((c for c in self.curves if c.mode == mode), None)
@@ -91,7 +98,7 @@ def run_probe(quick: bool = False, modes: Sequence[str] = ("4k", "thp"), **overr
                               params["accesses"], list(modes))
     curves = []
     for d in raw:
-        c = Curve(d["mode"], d["pages"], d["ns"], d["huge_bytes"], d["bytes"])
+        c = Curve(d["mode"], d["pages"], d["ns"], d["huge_bytes"], d["bytes"], d["misses"])
         xs = [float(p) for p in c.pages]
         c.steps = _core.probe_steps(xs, c.median)
         c.rep_steps = [_core.probe_steps(xs, row) for row in c.ns]
@@ -104,7 +111,26 @@ def run_probe(quick: bool = False, modes: Sequence[str] = ("4k", "thp"), **overr
     # Do prefetches walk? A chase of 512 pages (past the L1 DTLB, within the L2 DTLB of every
     # CPU the probe has met), 8,192 other pages (past every L2 DTLB) to prefetch or load.
     pw = _core.probe_prefetch_walks(512, 8192, 7 if quick else 31)
-    return Probe(_core.machine(), curves, params, contig, note, time.monotonic() - t0, pw)
+    # Do SMT siblings share TLB entries? The thesis's array: L1 + L2 DTLB reach (2,112 pages on
+    # Zen 3), from this machine's knees where both were found.
+    c4 = next((c for c in curves if c.mode == "4k"), None)
+    lv = levels(c4.steps) if c4 else {"l1": None, "l2": None}
+    smt_pages = int(lv["l1"]["fits"] + lv["l2"]["fits"]) if lv["l1"] and lv["l2"] else 2112
+    smt, smt_note = None, None
+    try:
+        smt = _core.probe_smt_share(smt_pages, 3 if quick else 15)
+    except HostError as e:
+        smt_note = str(e)
+    return Probe(_core.machine(), curves, params, contig, note, time.monotonic() - t0, pw, smt, smt_note)
+
+
+def counter_reach(pages: Sequence[int], misses: Sequence[float], level: float = 0.5) -> tuple[int, int] | None:
+    """Where a counted miss curve first reaches `level` misses per access: the last size below
+    it and the first at or above it (None if it never does, or starts there)."""
+    for i, m in enumerate(misses):
+        if m >= level:
+            return (pages[i - 1], pages[i]) if i > 0 else None
+    return None
 
 
 def levels(steps: Sequence[dict]) -> dict[str, Any]:
@@ -137,10 +163,21 @@ def report_lines(p: Probe) -> list[str]:
     hv = m["hypervisor"]
     out.append(f"  hypervisor: {'yes, ' + (m['hypervisor_vendor'] or 'unknown vendor') if hv else 'none'}"
                + (" (TLB misses walk 2D: guest and host tables)" if hv else ""))
-    out.append("  perf counters: " + ("available (the curves are still timing only)" if m["perf_unavailable"] is None
+    out.append("  perf counters: " + ("available: dTLB-load-misses counted beside the timing" if m["perf_unavailable"] is None
                                       else f"none ({m['perf_unavailable']}): timing only"))
-    if not m["smt_siblings"]:
+    if p.smt is not None:
+        f = p.smt
+        verdict = {True: "the siblings share TLB entries (an SMT PT-Baker helper can warm the main thread's TLB)",
+                   False: "TLB entries are not shared between siblings (tagged by thread or split): an SMT helper cannot warm the main thread's TLB",
+                   None: "inconclusive (rerun on a quieter machine)"}[f["shared"]]
+        out.append(f"  SMT thread-tag test (CPUs {f['cpu']} and {f['sibling']}): {verdict}: a {f['pages']:,}-page chase costs "
+                   f"{f['alone_ns']:.1f} ns per access alone, {f['control_ns']:.1f} with its sibling chasing 8 pages, "
+                   f"{f['same_ns']:.1f} with it chasing the same pages, {f['other_ns']:.1f} with it chasing as many others "
+                   f"(median of {f['rounds']} rounds)")
+    elif not m["smt_siblings"]:
         out.append("  SMT: none on this CPU; the SMT thread-tag test does not apply")
+    else:
+        out.append(f"  SMT thread-tag test: not run: {p.smt_note}")
     c4 = p.curve("4k")
     if c4 is not None:
         lv = levels(c4.steps)
@@ -161,6 +198,13 @@ def report_lines(p: Probe) -> list[str]:
         for s in lv["walk"]:
             out.append(f"    walk plateau step: past {s['fits']:,.0f} pages, {s['before']:.1f} -> {s['after']:.1f} ns "
                        "(the walks' page-table lines leave a cache level)")
+        mm = c4.median_misses
+        if mm is not None:
+            r = counter_reach(c4.pages, mm)
+            where = (f"half the accesses miss past {r[0]:,} pages (by {r[1]:,})" if r
+                     else f"fewer than half the accesses miss up to {c4.pages[-1]:,} pages")
+            out.append(f"    counted dTLB-load-misses per access: {mm[0]:.2f} at {c4.pages[0]:,} pages, {mm[-1]:.2f} at "
+                       f"{c4.pages[-1]:,}; {where} (the generic event counts L1 DTLB misses on AMD, misses that walk on Intel)")
     ct = p.curve("thp")
     if ct is not None:
         got = ct.huge_bytes
@@ -196,7 +240,8 @@ def report_lines(p: Probe) -> list[str]:
 def to_json(p: Probe) -> dict[str, Any]:
     return {"machine": p.machine, "cpu_model": cpu_model(), "params": p.params, "seconds": p.seconds,
             "contiguity": p.contiguity, "contiguity_note": p.contiguity_note, "prefetch_walks": p.prefetch,
-            "curves": [{"mode": c.mode, "pages": c.pages, "ns": c.ns, "median": c.median, "huge_bytes": c.huge_bytes,
+            "smt_share": p.smt, "smt_note": p.smt_note,
+            "curves": [{"mode": c.mode, "pages": c.pages, "ns": c.ns, "median": c.median, "misses": c.misses, "huge_bytes": c.huge_bytes,
                         "steps": c.steps, "rep_steps": c.rep_steps} for c in p.curves]}
 
 

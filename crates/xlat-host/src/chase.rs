@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crate::mem::Mapping;
 use crate::rng::Rng;
+use crate::sys::Counter;
 use crate::{HostError, Result, LINE, PAGE};
 
 /// The chase's shape, independent of where it lives: each page's node offset (page × 4096 plus
@@ -48,19 +49,20 @@ impl<'a> Chain<'a> {
     }
 
     /// Follows `steps` pointers from where the last walk stopped; returns where it ended.
-    #[inline(never)]
     pub fn walk(&mut self, steps: u64) -> usize {
-        let mut p = self.start;
-        for _ in 0..steps {
-            // SAFETY: every node holds the address of another node inside `map`, which this
-            // Chain borrows mutably, so the memory is mapped and nobody else writes it; the
-            // read is volatile so the compiler keeps every load of the chain.
-            p = unsafe { (p as *const usize).read_volatile() };
-        }
+        // SAFETY: `start` is a node of this chain, whose mapping it borrows mutably, so the
+        // memory stays mapped and nobody else writes it.
+        let p = unsafe { walk_from(self.start, steps) };
         self.start = p;
         // Keep the mapping borrowed for the chain's lifetime.
         let _ = self.map.len();
         p
+    }
+
+    /// The node the next walk starts from (for a second thread chasing the same chain, with
+    /// [`walk_from`], while this one lives).
+    pub fn position(&self) -> usize {
+        self.start
     }
 
     /// Nanoseconds per access over `steps` accesses, after a warm-up of two full cycles
@@ -70,8 +72,18 @@ impl<'a> Chain<'a> {
     /// shared machine the thread is sometimes descheduled, which adds the time it was away to
     /// one chunk and leaves the TLB cold for the next, and the median ignores both.
     pub fn ns_per_access(&mut self, steps: u64) -> f64 {
+        self.measure(steps, None).0
+    }
+
+    /// As [`Chain::ns_per_access`], and with a counter, its events per access over the timed
+    /// accesses (all of them: a descheduled moment's misses are in it, a few in thousands).
+    pub fn measure(&mut self, steps: u64, counter: Option<&mut Counter>) -> (f64, Option<f64>) {
         self.walk((2 * self.pages as u64).max(10_000));
         let chunks = steps.div_ceil(CHUNK).max(1);
+        let mut counter = counter;
+        if let Some(c) = counter.as_deref_mut() {
+            c.start();
+        }
         let mut per: Vec<f64> = (0..chunks)
             .map(|_| {
                 let t = Instant::now();
@@ -79,8 +91,24 @@ impl<'a> Chain<'a> {
                 t.elapsed().as_nanos() as f64 / CHUNK as f64
             })
             .collect();
-        crate::knee::median(&mut per)
+        let events = counter.map(|c| c.stop() as f64 / (chunks * CHUNK) as f64);
+        (crate::knee::median(&mut per), events)
     }
+}
+
+/// Follows `steps` pointers from node `p` of a chain; returns where it ended.
+///
+/// # Safety
+/// `p` must be a node of a [`Chain`] whose mapping stays mapped and unwritten while this runs
+/// (reads from several threads at once are fine: the chain is only read).
+#[inline(never)]
+pub unsafe fn walk_from(mut p: usize, steps: u64) -> usize {
+    for _ in 0..steps {
+        // SAFETY: every node holds the address of another node of the chain (the caller's
+        // promise); the read is volatile so the compiler keeps every load of the chain.
+        p = unsafe { (p as *const usize).read_volatile() };
+    }
+    p
 }
 
 /// Accesses per timed chunk: 8 µs at 1 ns per access (the clock read costs well under 1% of

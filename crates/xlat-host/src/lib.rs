@@ -6,7 +6,8 @@
 //! - [`knee`]: finding the steps of a latency-versus-pages curve (TLB reach, walk plateaus).
 //! - [`sys`]: what the machine is: hypervisor, cache and SMT topology, `/proc/self/pagemap`,
 //!   performance counters.
-//! - [`probe`]: the sweep behind `xlat probe`.
+//! - [`probe`]: the sweep behind `xlat probe`; [`prefetch_walks`] and [`smt_share`]: its
+//!   tests of whether software prefetches walk and whether SMT siblings share TLB entries.
 //! - [`bake`]: the PT-Baker helper thread (`start(regions, params)` / `stop()`), and
 //!   [`daemon`]: the same from outside an unmodified process (`xlat bake -- PROGRAM`).
 //! - [`bench`]: native GUPS, BFS and hash-join kernels timed with and without a baker.
@@ -22,6 +23,7 @@ pub mod mem;
 pub mod prefetch_walks;
 pub mod probe;
 pub mod rng;
+pub mod smt_share;
 pub mod sys;
 
 /// Everything that can go wrong; each variant prints as one line.

@@ -33,6 +33,9 @@ pub struct Curve {
     pub pages: Vec<usize>,
     /// `ns[rep][i]`: ns per access at `pages[i]` in sweep `rep`.
     pub ns: Vec<Vec<f64>>,
+    /// `misses[rep][i]`: dTLB-load-misses per access ([`sys::Counter::dtlb_load_misses`]),
+    /// where `perf_event_open` counts them.
+    pub misses: Option<Vec<Vec<f64>>>,
     /// Bytes of the buffer that transparent huge pages backed (from smaps), if known.
     pub huge_bytes: Option<u64>,
     pub bytes: usize,
@@ -80,16 +83,22 @@ fn sweep(p: &Params) -> Result<Vec<Curve>> {
         let mut map = Mapping::new(p.max_pages * PAGE, mode)?;
         map.prefault();
         let huge_bytes = sys::anon_huge_bytes(map.as_ptr() as usize);
-        let mut ns = Vec::new();
+        // Counted where the CPU lets this process count (not in most VMs): timing otherwise.
+        let mut counter = sys::Counter::dtlb_load_misses().ok();
+        let (mut ns, mut misses) = (Vec::new(), Vec::new());
         for rep in 0..p.reps {
-            let mut row = Vec::with_capacity(pages.len());
+            let (mut row, mut mrow) = (Vec::with_capacity(pages.len()), Vec::with_capacity(pages.len()));
             for (i, &n) in pages.iter().enumerate() {
                 let mut chain = Chain::build(&mut map, n, p.seed ^ (rep as u64) << 32 ^ i as u64)?;
-                row.push(chain.ns_per_access(p.accesses.max(4 * n as u64)));
+                let (t, m) = chain.measure(p.accesses.max(4 * n as u64), counter.as_mut());
+                row.push(t);
+                mrow.extend(m);
             }
             ns.push(row);
+            misses.push(mrow);
         }
-        out.push(Curve { mode, pages: pages.clone(), ns, huge_bytes, bytes: map.len() });
+        let misses = counter.is_some().then_some(misses);
+        out.push(Curve { mode, pages: pages.clone(), ns, misses, huge_bytes, bytes: map.len() });
     }
     Ok(out)
 }

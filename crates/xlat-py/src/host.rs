@@ -22,7 +22,8 @@ fn pages_mode(s: &str) -> PyResult<Pages> {
     }
 }
 
-/// Measures the chase: one dict per mode {mode, pages, ns[rep][i], huge_bytes, bytes}.
+/// Measures the chase: one dict per mode {mode, pages, ns[rep][i], misses[rep][i] (dTLB-load
+/// misses per access, or None without counters), huge_bytes, bytes}.
 #[pyfunction]
 fn probe_measure(py: Python<'_>, min_pages: usize, max_pages: usize, per_octave: u32, reps: u32, accesses: u64, modes: Vec<String>) -> PyResult<Py<PyList>> {
     let modes = modes.iter().map(|m| pages_mode(m)).collect::<PyResult<Vec<_>>>()?;
@@ -34,11 +35,32 @@ fn probe_measure(py: Python<'_>, min_pages: usize, max_pages: usize, per_octave:
         d.set_item("mode", if c.mode == Pages::Base { "4k" } else { "thp" })?;
         d.set_item("pages", c.pages)?;
         d.set_item("ns", c.ns)?;
+        d.set_item("misses", c.misses)?;
         d.set_item("huge_bytes", c.huge_bytes)?;
         d.set_item("bytes", c.bytes)?;
         out.append(d)?;
     }
     Ok(out.unbind())
+}
+
+/// Whether SMT siblings share TLB entries (xlat_host::smt_share): {cpu, sibling, pages,
+/// rounds, alone_ns, control_ns, same_ns, other_ns, shared (True, False or None:
+/// inconclusive)}; HostError where the CPU has no sibling.
+#[pyfunction]
+#[pyo3(signature = (pages=2112, rounds=15, seed=1))]
+fn probe_smt_share(py: Python<'_>, pages: usize, rounds: u32, seed: u64) -> PyResult<Py<PyDict>> {
+    let r = py.allow_threads(|| xlat_host::smt_share::measure(pages, rounds, seed)).map_err(host_err)?;
+    let d = PyDict::new(py);
+    d.set_item("cpu", r.cpu)?;
+    d.set_item("sibling", r.sibling)?;
+    d.set_item("pages", r.pages)?;
+    d.set_item("rounds", r.rounds)?;
+    d.set_item("alone_ns", r.alone_ns)?;
+    d.set_item("control_ns", r.control_ns)?;
+    d.set_item("same_ns", r.same_ns)?;
+    d.set_item("other_ns", r.other_ns)?;
+    d.set_item("shared", r.shared)?;
+    Ok(d.unbind())
 }
 
 /// Whether software prefetches start page walks (xlat_host::prefetch_walks): {chase_pages,
@@ -267,6 +289,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probe_measure, m)?)?;
     m.add_function(wrap_pyfunction!(probe_steps, m)?)?;
     m.add_function(wrap_pyfunction!(probe_prefetch_walks, m)?)?;
+    m.add_function(wrap_pyfunction!(probe_smt_share, m)?)?;
     m.add_function(wrap_pyfunction!(machine, m)?)?;
     m.add_function(wrap_pyfunction!(contiguity, m)?)?;
     m.add_function(wrap_pyfunction!(bake_start, m)?)?;
