@@ -59,7 +59,8 @@ def test_cli_mix_prints_each_program_and_the_weighted_speedup():
 
 
 @pytest.mark.parametrize(("args", "needle"), [
-    (("--mix", "gups@0,random@0"), "two programs run on core 0"),
+    (("--mix", "gups@0,random@0"), "programs 0 and 1 both run on core 0: programs share a core only in VMs"),
+    (("--mix", "random@0,gups:threads=2@0-1"), "shares some of its cores but not all"),
     (("--mix", "gups:threads=2@3"), "has 2 thread(s) but @ names 1 core(s)"),
     (("--mix", "gups@9"), "program 0 runs on core 9, but the machine has 4 cores"),
     (("--mix", "gups@x"), "not a core"),

@@ -29,7 +29,11 @@ def test_spec_runs_the_five_schemes_on_csalt8_with_two_vms():
         trace = [p for p in spec.points if p.config.label == "csalt-cd-trace"]
         assert trace and all(p.interval for p in trace) and {p.workload for p in trace} == {"cc"}
     full = sweep.load_spec(STUDY / "sweep.toml")
-    assert {p.workload for p in full.points if p.config.label == "csalt-cd"} == {"gups", "bfs", "cc", "pagerank", "canneal"}
+    assert {p.workload for p in full.points if p.config.label == "csalt-cd"} == {"gups", "bfs", "cc", "pagerank", "canneal", "mix"}
+    # The heterogeneous pairs (Tab. 6.2): two programs on the same 8 cores, in the main schemes only.
+    pairs = [p for p in full.points if p.workload == "mix"]
+    assert {p.config.label for p in pairs} == set(MAIN) and len(pairs) == 10
+    assert all(dict(p.params)["programs"].count("@0-7") == 2 for p in pairs), pairs[0].params
 
 
 @needs_sim
@@ -48,6 +52,8 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
             lines.append(f"workloads = {json.dumps(c['workloads'])}")
     for name, params in [("gups", 'footprint = "64M", threads = 8'), ("cc", "scale = 12, threads = 8")]:
         lines += ["[[workloads]]", f'name = "{name}"', f"params = {{ {params} }}"]
+    lines += ["[[mixes]]", 'label = "gups+cc"', 'programs = ["gups:footprint=64M,threads=8@0-7", "cc:scale=12,threads=8@0-7"]',
+              f"configs = {json.dumps(MAIN)}"]
     (d / "sweep.toml").write_text("\n".join(lines) + "\n")
 
     res = study.run(str(d), workers=2, root=tmp_path / "results", progress=False)
@@ -57,3 +63,5 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     assert paper_numbers_without_value(text, STUDY / "paper.toml") == set()
     assert (res.report.parent / "speedup.png").is_file() and (res.report.parent / "partition.png").is_file()
     assert "## Sensitivity" in text
+    # The pair's row in the main table, under its label.
+    assert "| gups+cc | csalt-cd |" in text

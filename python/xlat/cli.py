@@ -525,7 +525,10 @@ def print_result(result, all_stats: bool = False, out=None) -> None:
     else:
         print_table(summary_rows(result.stats), out=out, indent="  ")
         programs = program_rows(result)
-        if programs:
+        if programs and "prog0.instructions" not in result.stats:
+            print(file=out)
+            print("programs share cores, time-sliced as VMs: the statistics are the cores' (per core: --all-stats)", file=out)
+        elif programs:
             print(file=out)
             print("each program (prog<N>.* statistics):", file=out)
             print_table(programs, header=("program", "cores", "IPC", "L2 TLB MPKI", "walks", "cycles/walk"), out=out, indent="  ")

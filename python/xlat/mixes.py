@@ -88,6 +88,8 @@ def run_mix(config: Any = "skylake", mix: str | Sequence[str] = "", refs: int | 
     n_warm = _count("warmup", warmup)
     store = _ALONE if cache is None else cache
     alone, rows = [], []
+    if "prog0.instructions" not in shared.stats:
+        raise _core.SimulationError("weighted speedup: programs that share cores (time-sliced as VMs) have no statistics of their own")
     for p in progs:
         if not p["refs"]:
             raise _core.SimulationError(f"{p['key']} ({p['spec']}) ran no references in the mix: nothing to compare")

@@ -41,8 +41,12 @@ def _tidy(df):
         return pd.to_numeric(df[col], errors="coerce") if col in df.columns else math.nan
 
     # (A config whose `set` has a list is labelled "label key=value" per grid point.)
+    # (A heterogeneous pair is a mix: its label, "canneal+cc", names it.)
+    wl = df["workload"].astype(str)
+    if "param.label" in df.columns:
+        wl = wl.where(wl != "mix", df["param.label"].astype(str))
     out = pd.DataFrame({"config": df["config_label"].astype(str).str.split(" ").str[0].values,
-                        "workload": df["workload"].astype(str).values})
+                        "workload": wl.values})
     out["ipc"] = [_gmean([float(r[c]) for c in core_ipc]) for _, r in df.iterrows()] if core_ipc else num("stat.ipc").values
     instr = num("stat.instructions")
     out["walks"] = num("stat.walks").values

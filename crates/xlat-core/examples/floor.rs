@@ -4,8 +4,9 @@
 //! references by default; it keeps every step in memory, about 2 GB).
 //!
 //! It simulates GUPS over 8 GB (a load and a store of each random 8-byte word, as the `speed`
-//! example) on the `skylake` preset with the leanest exact model we could write, in the
-//! engine's two halves:
+//! example) on the `skylake` preset with a flat 50 ns DRAM and no load-queue limit (as `make
+//! bench` runs it: `benches/run.py`, `FLAT`) with the leanest exact model we could write, in
+//! the engine's two halves:
 //!
 //! - translation: L1 DTLB (16 sets of 4), L2 TLB (128 of 12), page-walk caches of 4, 4 and
 //!   24 entries probed together (the longest hit decides where the walk starts), and a real
@@ -112,7 +113,7 @@ struct Hierarchy {
     dram_writes: u64,
 }
 
-/// Latencies of the `skylake` preset, in cycles (DRAM: 50 ns at 2 GHz beyond the LLC).
+/// Latencies of the `skylake` preset, in cycles (its DRAM flat: 50 ns at 2 GHz beyond the LLC).
 const LAT: [u64; 4] = [4, 12, 42, 42 + 100];
 
 /// A three-level hierarchy as the run below drives it.

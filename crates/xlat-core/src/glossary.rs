@@ -446,7 +446,7 @@ pub static ENTRIES: &[Entry] = &[
     e(Vms, "[core<N>.]ept_fault_cycles", Counter, "cycles", "Cycles of EPT-violation handling (`virt.ept_fault_cycles` each, plus the host's work and shootdowns they caused); part of `fault_cycles`.")
         .only("`virt.enabled=true`"),
     e(Vms, "[core<N>.]vcpu_switches", Counter, "switches", "Switches of the core to another vCPU of the VM (vCPU overcommit, `virt.vcpus_per_core` > 1: every `virt.vcpu_slice_cycles`, or when a vCPU's stream ends).").only("`virt.enabled=true`"),
-    e(Vms, "[core<N>.]vm_switches", Counter, "switches", "Switches of the core to another VM (`virt.vms` > 1, every `virt.switch_interval_cycles`).").only("`virt.enabled=true`"),
+    e(Vms, "[core<N>.]vm_switches", Counter, "switches", "Switches of the core to another VM (`virt.vms` > 1, or a mix whose programs share cores; every `virt.switch_interval_cycles`).").only("`virt.enabled=true`"),
     // ---- mechanisms (each mechanism's `emit_stats`, under its own prefix) --------------------
     e(Mechanisms, "ptbaker.touches", Counter, "touches",
         "Touches of PT-Baker's helper thread: its loads or prefetches (`ptbaker.mode=user`, `user-prefetch`) or its software walks (`kernel`: read-ptes calls, which read `os.pte_reads` lines), after warm-up.")
@@ -671,7 +671,8 @@ does not describe, or when this page is out of date.
   reported for each core (`core0.walks`, `core1.ipc`). A one-core run has the bare names only.
 - **`prog<N>.`**: a mix of programs (`--mix`) also reports the same statistics for each program,
   summed over the cores it runs on (`prog0.ipc`, `prog1.tlb.l2.mpki`); its `cycles` are its
-  slowest core's. Program numbers follow the order of the mix.
+  slowest core's. Program numbers follow the order of the mix. Not where programs share cores
+  (time-sliced as VMs): the cores' statistics are then theirs together.
 - **`host.`**: in a virtual machine (`virt.enabled=true`), page-table, memory and OS statistics
   under their bare names are the guests' (summed over VMs: what the application sees), and those
   marked `[host.]` are also reported for the hypervisor (its EPTs and the machine's physical

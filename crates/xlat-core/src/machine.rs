@@ -77,7 +77,7 @@ impl Machine {
     /// Build the machine for a workload with `streams` streams, one program whose regions
     /// are `regions`. The config must have been validated.
     pub fn new(cfg: &Config, streams: usize, regions: Vec<crate::Region>, seed: u64) -> Result<Machine, SimError> {
-        let program = Program { name: String::new(), regions, streams: (0..streams).collect() };
+        let program = Program { name: String::new(), regions, streams: (0..streams).collect(), slot: 0 };
         Machine::with_programs(cfg, streams, vec![program], seed)
     }
 
@@ -90,6 +90,46 @@ impl Machine {
         // vCPU overcommit: the streams are vCPUs, `vcpus_per_core` of them time-sliced on each
         // hardware context (see `run_loop`); the machine has one context per core.
         let vcpus = cfg.virt_vcpus_per_core.max(1) as usize;
+        // Programs that share cores (`Program::slot`): each core time-slices them, each in a VM
+        // of its own, as vCPU overcommit time-slices vCPUs (see `run_loop`): `places` streams
+        // per core, stream `s` on core `s % (streams / places)`.
+        let places = programs.iter().map(|p| p.slot + 1).max().unwrap_or(1);
+        if places > 1 {
+            let width = streams / places;
+            if width == 0 || streams % places != 0 {
+                return Err(SimError::BadMix { why: format!("{streams} streams cannot be {places} programs per core") });
+            }
+            let on = |p: &Program| p.streams.first().map_or(0, |&s| s % width);
+            let (a, b) = programs
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.slot == 1)
+                .find_map(|(j, p)| programs.iter().position(|q| q.slot == 0 && q.streams.iter().any(|&s| s % width == on(p))).map(|i| (i, j)))
+                .unwrap_or((0, 1));
+            let core = programs.get(b).map_or(0, on);
+            if !cfg.virt_enabled {
+                return Err(SimError::BadMix {
+                    why: format!("programs {a} and {b} both run on core {core}: programs share a core only in VMs of their own (virt.enabled=true), which the core time-slices"),
+                });
+            }
+            if vcpus > 1 || cfg.system_threads_per_core > 1 || cfg.os_processes > 1 {
+                return Err(SimError::BadMix {
+                    why: format!(
+                        "programs {a} and {b} share core {core}: VMs time-sliced on a core run one vCPU per core and one process (not virt.vcpus_per_core, system.threads_per_core or os.processes > 1)"
+                    ),
+                });
+            }
+            if cfg.virt_vms != 1 && cfg.virt_vms as usize != programs.len() {
+                return Err(SimError::BadMix {
+                    why: format!("a virtualized mix runs each program in its own VM: {} programs, but virt.vms={}", programs.len(), cfg.virt_vms),
+                });
+            }
+            if width as u64 > cfg.system_cores {
+                return Err(SimError::BadMix {
+                    why: format!("the programs run on {width} cores, but the machine has {} cores (system.cores)", cfg.system_cores),
+                });
+            }
+        }
         let (streams, programs) = if vcpus > 1 {
             if programs.len() > 1 {
                 return Err(SimError::BadMix { why: "vCPU overcommit (virt.vcpus_per_core) runs one program".into() });
@@ -101,8 +141,17 @@ impl Machine {
         };
         let per = cfg.system_threads_per_core.max(1) as usize;
         let contexts = cfg.system_cores * per as u64;
+        // The hardware contexts the streams run on (fewer than the streams where programs
+        // share cores: stream `s` on context `s % hw`).
+        let hw = streams / places;
         for (p, prog) in programs.iter().enumerate() {
-            if let Some(&c) = prog.streams.iter().find(|&&c| c as u64 >= contexts).filter(|_| programs.len() > 1 || streams != prog.streams.len()) {
+            if let Some(c) = prog
+                .streams
+                .iter()
+                .map(|&s| if places > 1 { s % hw } else { s })
+                .find(|&c| c as u64 >= contexts)
+                .filter(|_| programs.len() > 1 || streams != prog.streams.len())
+            {
                 let has = if per == 1 {
                     format!("{} cores (system.cores)", cfg.system_cores)
                 } else {
@@ -111,8 +160,8 @@ impl Machine {
                 return Err(SimError::BadMix { why: format!("program {p} runs on core {c}, but the machine has {has}") });
             }
         }
-        if streams as u64 > cfg.system_cores * per as u64 {
-            return Err(SimError::TooManyStreams { streams, cores: cfg.system_cores * per as u64 });
+        if hw as u64 > contexts {
+            return Err(SimError::TooManyStreams { streams: hw, cores: contexts });
         }
         if programs.len() > 1 && cfg.os_promotion == crate::config::Promotion::HawkEye {
             return Err(SimError::BadMix { why: "os.promotion=hawkeye models one address space; a mix has one per program".into() });
@@ -120,9 +169,10 @@ impl Machine {
         // (What footprint-relative limits, such as os.promotion_cap, count: every program's.)
         let footprint_regions: Vec<crate::Region> = programs.iter().flat_map(|p| p.regions.iter().cloned()).collect();
         let (os, vms, sched) = crate::os::sched::boot(cfg, streams, &programs, seed)?;
-        let mmus = (0..streams.div_ceil(per)).map(|i| Mmu::new(cfg, core_seed(seed, i as u64))).collect();
-        // Stream `i` runs on hardware context `i`, on core `i / threads_per_core`.
-        let contexts = (0..streams)
+        let mmus = (0..hw.div_ceil(per)).map(|i| Mmu::new(cfg, core_seed(seed, i as u64))).collect();
+        // Stream `i` runs on hardware context `i`, on core `i / threads_per_core` (where
+        // programs share cores, context `i` starts with stream `i`, its first program's).
+        let contexts = (0..hw)
             .map(|i| {
                 let (space, vm) = (sched.running(i), sched.running_vm(i));
                 let ctx = match vms.get(vm) {
@@ -154,7 +204,7 @@ impl Machine {
         };
         // Every program's processes; one program runs in each of `virt.vms` VMs.
         let copies = cfg.os_processes * if cfg.virt_enabled && programs.len() == 1 { cfg.virt_vms } else { 1 };
-        let mut mechs = Mechs::from_config(cfg, streams, &footprint_regions, copies);
+        let mut mechs = Mechs::from_config(cfg, hw, &footprint_regions, copies);
         if let Some(p) = mechs.pcc_mut() {
             // `pcc.bias`: the contexts of the named programs' address spaces.
             let mut ctxs = Vec::new();
@@ -189,7 +239,7 @@ impl Machine {
             helper: None,
             helper_touches: 0,
         };
-        Ok(Machine { xl, mem: MemorySide::new(cfg, streams, seed), interval: 0, marks: Vec::new(), host_times: None })
+        Ok(Machine { xl, mem: MemorySide::new(cfg, hw, seed), interval: 0, marks: Vec::new(), host_times: None })
     }
 
     pub fn config(&self) -> &Config {
@@ -382,9 +432,12 @@ pub(crate) fn run_loop<P: MemPort>(
     // The streams: one per hardware context, or with vCPU overcommit `k` per context (context
     // `c` time-slices streams c, c + n, c + 2n, ...), `lane[c]` the one it runs now.
     // (The translator keeps which vCPU each context runs: shootdowns need to know.)
-    let k = xl.cfg.virt_vcpus_per_core.max(1) as usize;
+    // (Programs that share cores are time-sliced the same way, `virt.switch_interval_cycles`
+    // each: see `Machine::with_programs`.)
+    let places = xl.sched.places;
+    let k = if places > 1 { places } else { xl.cfg.virt_vcpus_per_core.max(1) as usize };
     let total = if k > 1 { src.streams().max(n) } else { n };
-    let slice = xl.cfg.virt_vcpu_slice_cycles;
+    let slice = if places > 1 { xl.cfg.virt_switch_interval_cycles } else { xl.cfg.virt_vcpu_slice_cycles };
     xl.sched.vcpus = crate::os::sched::Vcpus::new(n, k, total, slice);
     for c in 0..n {
         xl.contexts[c].ctx = xl.tagged(c, xl.contexts[c].ctx & crate::translate::tlb::SPACE_MASK);
@@ -550,7 +603,11 @@ fn next_vcpu<P: MemPort>(xl: &mut Translator, port: &mut P, c: usize) -> bool {
             xl.sched.vcpus.lane[c] = s;
             port.stall(c, xl.cfg.virt_switch_cycles);
             let core = xl.contexts[c].core;
-            xl.mmus[core].vcounters.vcpu_switches += 1;
+            if xl.sched.places > 1 {
+                xl.mmus[core].vcounters.vm_switches += 1;
+            } else {
+                xl.mmus[core].vcounters.vcpu_switches += 1;
+            }
             xl.vcpu_switched(c, port);
             true
         }

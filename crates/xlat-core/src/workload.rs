@@ -186,13 +186,19 @@ impl Region {
 /// One program of a run: what its address space holds and which streams run it. Each program
 /// gets its own address space (natively: its own processes; virtualized: its own VM), so
 /// programs share the machine (caches, DRAM, physical memory, the OS) and nothing else.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Program {
     /// What to call it in results (a workload spec, a trace's path).
     pub name: String,
     pub regions: Vec<Region>,
-    /// The streams (cores) it runs on, ascending.
+    /// The streams it runs, ascending: stream `s` runs on core `s` unless programs share
+    /// cores (`slot`).
     pub streams: Vec<usize>,
+    /// Programs that share cores (virtualized, each its VM, time-sliced on the cores they
+    /// share): this program's place among them, 0 for the first. With `k` places over a
+    /// source of `w * k` streams, stream `s` runs on core `s % w`, so the program at place `j`
+    /// has streams `c + j * w` for its cores `c`. 0 for every program when none share.
+    pub slot: usize,
 }
 
 /// Why a reference stream could not deliver its next batch.
@@ -228,7 +234,7 @@ pub trait RefSource: Send {
     /// The programs its streams belong to. Default: one program that runs every stream.
     /// A stream no program names runs nothing (an idle core).
     fn programs(&self) -> Vec<Program> {
-        vec![Program { name: String::new(), regions: self.regions(), streams: (0..self.streams()).collect() }]
+        vec![Program { name: String::new(), regions: self.regions(), streams: (0..self.streams()).collect(), slot: 0 }]
     }
 
     /// Whether `stream`'s references count toward a run's warm-up and its limit (`--warmup`,
@@ -297,7 +303,7 @@ impl RefSource for VecSource {
     fn programs(&self) -> Vec<Program> {
         match &self.programs {
             Some(p) => p.clone(),
-            None => vec![Program { name: String::new(), regions: self.regions(), streams: (0..self.streams()).collect() }],
+            None => vec![Program { name: String::new(), regions: self.regions(), streams: (0..self.streams()).collect(), slot: 0 }],
         }
     }
 

@@ -47,7 +47,7 @@ fn run(name: &str, pairs: &[(&str, &str)], cores: usize, prefault: bool) -> Stat
     // last stream is a PT-Baker helper's.)
     let src = || {
         let inner = if name == "mix" {
-            let prog = |i: usize| xlat_core::Program { name: format!("p{i}"), regions: regions.clone(), streams: vec![i] };
+            let prog = |i: usize| xlat_core::Program { name: format!("p{i}"), regions: regions.clone(), streams: vec![i], slot: 0 };
             VecSource::with_programs(streams(cores, 20_000, footprint), vec![prog(0), prog(1)])
         } else {
             VecSource::new(streams(cores, 20_000, footprint), regions.clone())

@@ -62,7 +62,10 @@ fn a_core_s_threads_split_its_width() {
 fn programs_do_not_share_a_core_s_threads() {
     let c = cfg(&[("system.cores", "2")]);
     let programs = |a: Vec<usize>, b: Vec<usize>| {
-        vec![Program { name: "a".into(), regions: region(1 << 20), streams: a }, Program { name: "b".into(), regions: region(1 << 20), streams: b }]
+        vec![
+            Program { name: "a".into(), regions: region(1 << 20), streams: a, slot: 0 },
+            Program { name: "b".into(), regions: region(1 << 20), streams: b, slot: 0 },
+        ]
     };
     let streams = || vec![vec![Ref::load(BASE, 1)]; 4];
     let mut src = VecSource::with_programs(streams(), programs(vec![0], vec![1]));

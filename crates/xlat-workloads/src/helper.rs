@@ -194,7 +194,7 @@ impl RefSource for HelperSource {
 
     fn programs(&self) -> Vec<Program> {
         // (One program: the helper is a thread of it, in its address space.)
-        vec![Program { name: String::new(), regions: self.inner.regions(), streams: (0..self.ended.len()).chain([self.at]).collect() }]
+        vec![Program { name: String::new(), regions: self.inner.regions(), streams: (0..self.ended.len()).chain([self.at]).collect(), slot: 0 }]
     }
 
     fn next_batch(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {

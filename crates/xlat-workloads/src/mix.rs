@@ -5,6 +5,13 @@
 //! stream of the program pinned there (its `k`-th thread if the program has several), and a
 //! core no program names delivers nothing. [`RefSource::programs`] tells the engine which
 //! streams belong together, so each program gets its own processes (or VM).
+//!
+//! Programs may also share cores (`canneal:threads=8@0-7,cc:threads=8@0-7`): each core then
+//! time-slices them, which the engine does for programs in VMs of their own (the CSALT
+//! thesis's pairs of VMs). A program shares all of its cores or none, and the `j`-th program
+//! on a set of cores has place `j` ([`Program::slot`]): with `k` places over cores `0..w`, the
+//! mix has `w * k` streams, and the program at place `j` delivers its thread on core `c` as
+//! stream `c + j * w`.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -75,14 +82,18 @@ fn parse_cores(s: &str) -> Option<Vec<usize>> {
 /// The programs of a mix, opened: each one's source, description and cores.
 pub struct MixSource {
     parts: Vec<Part>,
-    /// Per core: the program and its stream there, or `None` (an idle core).
+    /// Per stream: the program and its thread there, or `None` (an idle core).
     map: Vec<Option<(usize, usize)>>,
+    /// Cores the streams cover (`w`: stream `s` runs on core `s % w`).
+    width: usize,
 }
 
 struct Part {
     desc: WorkloadDesc,
     src: Box<dyn RefSource>,
     cores: Vec<usize>,
+    /// Its place among the programs sharing its cores (0: the first, or alone).
+    slot: usize,
 }
 
 impl MixSource {
@@ -96,7 +107,8 @@ impl MixSource {
     /// from its pages (for `--prefault`: [`crate::open_trace_with`]).
     pub fn open_with(spec: &str, seed: u64, stop: Arc<AtomicBool>, page_regions: bool) -> Result<MixSource, WorkloadError> {
         let entries = parse(spec)?;
-        let mut taken: Vec<bool> = Vec::new();
+        // Per core: how many programs run there so far.
+        let mut taken: Vec<usize> = Vec::new();
         let mut parts = Vec::with_capacity(entries.len());
         for (i, e) in entries.iter().enumerate() {
             let (desc, src) = match e.spec.strip_prefix("trace:") {
@@ -112,25 +124,39 @@ impl MixSource {
                     })
                 }
                 Some(c) => c.clone(),
-                None => (0..).filter(|&c| !taken.get(c).copied().unwrap_or(false)).take(n).collect(),
+                None => (0..).filter(|&c| taken.get(c).copied().unwrap_or(0) == 0).take(n).collect(),
             };
+            let before = |c: usize| taken.get(c).copied().unwrap_or(0);
+            let slot = cores.first().map_or(0, |&c| before(c));
+            if let Some(&c) = cores.iter().find(|&&c| before(c) != slot) {
+                let first = cores[0];
+                return Err(WorkloadError::BadSpec {
+                    spec: spec.to_string(),
+                    why: format!(
+                        "program {i} ({}) shares some of its cores but not all (core {first} runs {} program(s) before it, core {c} {}): programs that share cores share all of them",
+                        e.spec,
+                        before(first),
+                        before(c)
+                    ),
+                });
+            }
             for &c in &cores {
                 if taken.len() <= c {
-                    taken.resize(c + 1, false);
+                    taken.resize(c + 1, 0);
                 }
-                if std::mem::replace(&mut taken[c], true) {
-                    return Err(WorkloadError::BadSpec { spec: spec.to_string(), why: format!("two programs run on core {c}") });
-                }
+                taken[c] += 1;
             }
-            parts.push(Part { desc, src, cores });
+            parts.push(Part { desc, src, cores, slot });
         }
-        let mut map = vec![None; taken.len()];
+        let width = taken.len();
+        let places = taken.iter().copied().max().unwrap_or(1).max(1);
+        let mut map = vec![None; width * places];
         for (p, part) in parts.iter().enumerate() {
             for (k, &c) in part.cores.iter().enumerate() {
-                map[c] = Some((p, k));
+                map[c + part.slot * width] = Some((p, k));
             }
         }
-        Ok(MixSource { parts, map })
+        Ok(MixSource { parts, map, width })
     }
 
     /// The mix as a workload description: name `mix`, and per program `progN` = its resolved
@@ -168,7 +194,15 @@ impl RefSource for MixSource {
     }
 
     fn programs(&self) -> Vec<Program> {
-        self.parts.iter().map(|p| Program { name: spec_of(&p.desc), regions: p.src.regions(), streams: p.cores.clone() }).collect()
+        self.parts
+            .iter()
+            .map(|p| Program {
+                name: spec_of(&p.desc),
+                regions: p.src.regions(),
+                streams: p.cores.iter().map(|&c| c + p.slot * self.width).collect(),
+                slot: p.slot,
+            })
+            .collect()
     }
 
     fn next_batch(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {
@@ -214,5 +248,26 @@ mod tests {
             let e = parse(spec).unwrap_err().to_string();
             assert!(e.contains(why), "{spec}: {e}");
         }
+    }
+
+    #[test]
+    fn programs_that_share_cores_get_places_and_streams_of_their_own() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let m = MixSource::open("random:footprint=64M,threads=2@0-1,gups:footprint=64M,threads=2@0-1,random:footprint=64M@2", 1, stop.clone()).unwrap();
+        // Three cores, two places: six streams, the second program's at 3 and 4, core 2's
+        // second place idle.
+        assert_eq!(m.streams(), 6);
+        let p = m.programs();
+        assert_eq!((p[0].streams.clone(), p[0].slot), (vec![0, 1], 0));
+        assert_eq!((p[1].streams.clone(), p[1].slot), (vec![3, 4], 1));
+        assert_eq!((p[2].streams.clone(), p[2].slot), (vec![2], 0));
+        let mut m = m;
+        let mut out = Vec::with_capacity(16);
+        m.next_batch(5, &mut out).unwrap();
+        assert!(out.is_empty(), "an idle place delivers nothing");
+        m.next_batch(3, &mut out).unwrap();
+        assert!(!out.is_empty());
+        let e = MixSource::open("random@0,gups:threads=2@0-1", 1, stop).err().unwrap().to_string();
+        assert!(e.contains("shares some of its cores but not all"), "{e}");
     }
 }

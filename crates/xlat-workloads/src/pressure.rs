@@ -145,7 +145,7 @@ impl RefSource for Beside {
 
     fn programs(&self) -> Vec<Program> {
         let mut p = self.main.programs();
-        p.extend(self.runners.iter().map(|r| Program { name: r.name.clone(), regions: r.src.regions(), streams: vec![r.at] }));
+        p.extend(self.runners.iter().map(|r| Program { name: r.name.clone(), regions: r.src.regions(), streams: vec![r.at], slot: 0 }));
         p
     }
 

@@ -57,8 +57,9 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
                 emit_part(&mut s, &format!("core{i}."), &k, &v, &t, core_instr, core_cycles, xl);
             }
         }
-        // A mix: each program's, summed over its cores (its cycles: its slowest core's).
-        if xl.sched.programs.len() > 1 {
+        // A mix: each program's, summed over its cores (its cycles: its slowest core's). Not
+        // where programs share cores: the cores' counts are theirs together.
+        if xl.sched.programs.len() > 1 && xl.sched.places == 1 {
             for (n, cores) in xl.sched.programs.iter().enumerate() {
                 let (mut k, mut v, mut t) = (CoreCounters::default(), VirtCounters::default(), [TlbStats::default(); crate::translate::mmu::TLB_LEVELS]);
                 let (mut instr, mut cycles) = (0, 0);

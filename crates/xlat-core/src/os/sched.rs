@@ -92,6 +92,9 @@ pub struct Sched {
     /// Per core: the VM it runs (0 natively).
     vm: Vec<usize>,
     vms: usize,
+    /// Programs per core ([`crate::Program::slot`]): more than 1 where programs in VMs of
+    /// their own share cores, which time-slice them as vCPUs (see `run_loop`).
+    pub places: usize,
     /// In the order they run when due together: khugepaged, then each core's process and
     /// VM switches, then the mechanisms' tasks.
     pub tasks: Vec<Task>,
@@ -280,6 +283,7 @@ pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Re
         cur: (0..streams * nvms).map(|i| (i / nvms) % n).collect(),
         vm: (0..streams).map(|c| if mix && cfg.virt_enabled { prog(c) } else { 0 }).collect(),
         vms: nvms,
+        places: programs.iter().map(|p| p.slot + 1).max().unwrap_or(1),
         tasks,
         next_cycles: u64::MAX,
         next_refs: u64::MAX,
@@ -385,7 +389,7 @@ impl Translator {
     }
 
     /// The context of address space `space` (of VM `vm` when virtualized).
-    fn ctx_of(&self, vm: usize, space: usize) -> crate::translate::tlb::Ctx {
+    pub(crate) fn ctx_of(&self, vm: usize, space: usize) -> crate::translate::tlb::Ctx {
         match self.vms.get(vm) {
             Some(v) => v.os.spaces[space].ctx,
             None => self.os.spaces[space].ctx,

@@ -276,6 +276,20 @@ impl Translator {
     /// vCPU's tag, takes the shootdown interrupts it missed while preempted, and, if kvm_tlb
     /// asked it to, flushes its TLB entries.
     pub(crate) fn vcpu_switched<P: MemPort>(&mut self, c: usize, port: &mut P) {
+        if self.sched.places > 1 {
+            // Programs sharing the core: the stream it runs now is another program's, in its
+            // own VM (without VPIDs the switch flushes the core's translations, as a VM switch).
+            let s = self.sched.vcpus.lane[c];
+            let (space, vm) = (self.sched.running(s), self.sched.running_vm(s));
+            let ctx = self.ctx_of(vm, space);
+            let t = &mut self.contexts[c];
+            (t.space, t.vm, t.ctx) = (space, vm, ctx);
+            let core = t.core;
+            if !self.cfg.virt_vpid {
+                self.flush_local(core, Invalidate::All);
+                self.mmus[core].invalidate_nested(Invalidate::All);
+            }
+        }
         let ctx = self.tagged(c, self.contexts[c].ctx & SPACE_MASK);
         self.contexts[c].ctx = ctx;
         let v = &mut self.sched.vcpus;
