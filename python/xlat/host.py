@@ -156,6 +156,11 @@ def plateau(c: Curve, step: dict, upto: dict | None) -> float:
     return statistics.median(ys[step["top"]:max(end, step["top"] + 1)])
 
 
+def _verdict(value: bool | None, yes: str, no: str) -> str:
+    """A timing test's verdict in words: True, False, or None (the times could not tell)."""
+    return {True: yes, False: no, None: "inconclusive (rerun on a quieter machine)"}[value]
+
+
 def report_lines(p: Probe) -> list[str]:
     m = p.machine
     out = [(f"xlat probe on {cpu_model()}, CPU {m['cpu']}: random pointer chase, one access per page, "
@@ -167,9 +172,8 @@ def report_lines(p: Probe) -> list[str]:
                                       else f"none ({m['perf_unavailable']}): timing only"))
     if p.smt is not None:
         f = p.smt
-        verdict = {True: "the siblings share TLB entries (an SMT PT-Baker helper can warm the main thread's TLB)",
-                   False: "TLB entries are not shared between siblings (tagged by thread or split): an SMT helper cannot warm the main thread's TLB",
-                   None: "inconclusive (rerun on a quieter machine)"}[f["shared"]]
+        verdict = _verdict(f["shared"], "the siblings share TLB entries (an SMT PT-Baker helper can warm the main thread's TLB)",
+                           "TLB entries are not shared between siblings (tagged by thread or split): an SMT helper cannot warm the main thread's TLB")
         out.append(f"  SMT thread-tag test (CPUs {f['cpu']} and {f['sibling']}): {verdict}: a {f['pages']:,}-page chase costs "
                    f"{f['alone_ns']:.1f} ns per access alone, {f['control_ns']:.1f} with its sibling chasing 8 pages, "
                    f"{f['same_ns']:.1f} with it chasing the same pages, {f['other_ns']:.1f} with it chasing as many others "
@@ -221,9 +225,8 @@ def report_lines(p: Probe) -> list[str]:
             out.append(line)
     if p.prefetch is not None:
         f = p.prefetch
-        verdict = {True: "software prefetches start page walks (a prefetching PT-Baker helper works here)",
-                   False: "software prefetches that miss the TLB are dropped (a PT-Baker helper must load)",
-                   None: "inconclusive (rerun on a quieter machine)"}[f["walks"]]
+        verdict = _verdict(f["walks"], "software prefetches start page walks (a prefetching PT-Baker helper works here)",
+                           "software prefetches that miss the TLB are dropped (a PT-Baker helper must load)")
         out.append(f"  prefetch-triggers-walk: {verdict}: a {f['chase_pages']}-page chase from the L2 DTLB costs "
                    f"{f['own_lines_ns']:.1f} ns per access after prefetching {f['other_pages']:,} lines of its own pages, "
                    f"{f['prefetch_ns']:.1f} ns after prefetching one line of {f['other_pages']:,} other pages, "
