@@ -99,14 +99,11 @@ impl Machine {
             if width == 0 || streams % places != 0 {
                 return Err(SimError::BadMix { why: format!("{streams} streams cannot be {places} programs per core") });
             }
-            let on = |p: &Program| p.streams.first().map_or(0, |&s| s % width);
-            let (a, b) = programs
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.slot == 1)
-                .find_map(|(j, p)| programs.iter().position(|q| q.slot == 0 && q.streams.iter().any(|&s| s % width == on(p))).map(|i| (i, j)))
-                .unwrap_or((0, 1));
-            let core = programs.get(b).map_or(0, on);
+            // (For the messages: the first program placed on another's core, that core, and
+            // the program first there.)
+            let b = programs.iter().position(|p| p.slot > 0).unwrap_or(0);
+            let core = programs[b].streams.first().map_or(0, |&s| s % width);
+            let a = programs.iter().position(|q| q.slot == 0 && q.streams.iter().any(|&s| s % width == core)).unwrap_or(0);
             if !cfg.virt_enabled {
                 return Err(SimError::BadMix {
                     why: format!("programs {a} and {b} both run on core {core}: programs share a core only in VMs of their own (virt.enabled=true), which the core time-slices"),
@@ -117,11 +114,6 @@ impl Machine {
                     why: format!(
                         "programs {a} and {b} share core {core}: VMs time-sliced on a core run one vCPU per core and one process (not virt.vcpus_per_core, system.threads_per_core or os.processes > 1)"
                     ),
-                });
-            }
-            if cfg.virt_vms != 1 && cfg.virt_vms as usize != programs.len() {
-                return Err(SimError::BadMix {
-                    why: format!("a virtualized mix runs each program in its own VM: {} programs, but virt.vms={}", programs.len(), cfg.virt_vms),
                 });
             }
             if width as u64 > cfg.system_cores {
