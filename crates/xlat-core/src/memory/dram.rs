@@ -229,19 +229,20 @@ impl Calendar {
         Calendar { base: 0, taken: vec![0; (Self::SLOTS / 64) as usize] }
     }
 
-    fn is_taken(&self, slot: u64) -> bool {
-        let i = slot % Self::SLOTS;
-        self.taken[(i / 64) as usize] >> (i % 64) & 1 != 0
-    }
-
-    /// Move the window so that it starts at `base`, freeing the slots that leave it.
+    /// Move the window so that it starts at `base`, freeing the slots that leave it (a word
+    /// at a time: the window moves by as many slots as the run has cycles).
     fn advance(&mut self, base: u64) {
         if base - self.base >= Self::SLOTS {
             self.taken.fill(0);
         } else {
-            for slot in self.base..base {
-                let i = slot % Self::SLOTS;
-                self.taken[(i / 64) as usize] &= !(1 << (i % 64));
+            let mut s = self.base;
+            while s < base {
+                let i = s % Self::SLOTS;
+                let bit = i % 64;
+                let n = (64 - bit).min(base - s);
+                let mask = if n == 64 { u64::MAX } else { ((1 << n) - 1) << bit };
+                self.taken[(i / 64) as usize] &= !mask;
+                s += n;
             }
         }
         self.base = base;
@@ -255,12 +256,17 @@ impl Calendar {
             if s >= self.base + Self::SLOTS {
                 self.advance(s - Self::SLOTS / 2);
             }
-            if !self.is_taken(s) {
-                let i = s % Self::SLOTS;
+            let i = s % Self::SLOTS;
+            // The free slots from `s` to the end of its word (the bits shifted in count as
+            // free, so a full word skips to the next).
+            let free = !(self.taken[(i / 64) as usize] >> (i % 64));
+            let skip = u64::from(free.trailing_zeros());
+            if skip < 64 - i % 64 {
+                let i = i + skip;
                 self.taken[(i / 64) as usize] |= 1 << (i % 64);
-                return s;
+                return s + skip;
             }
-            s += 1;
+            s += skip;
         }
     }
 }
