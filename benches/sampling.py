@@ -3,7 +3,8 @@
 Usage: .venv/bin/python benches/sampling.py [--quick] [--only PREFIX]   (about 10 minutes;
 --quick: seconds; --only: the rows whose workload starts with PREFIX, e.g. gups)
 
-Each row runs `xlat.simulate` on `skylake` with `--prefault`, once with `sample=PLAN` and once
+Each row runs `xlat.simulate` on `skylake` with its DRAM flat (`run.py`'s `FLAT`, as the table
+was measured) and `--prefault`, once with `sample=PLAN` and once
 in full, and prints the wall times, the speedup, IPC and L2 TLB MPKI with the sample's 95 %
 half-widths. BFS's graph build (which both runs pay) is timed alone too.
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+
+from run import FLAT
 
 import xlat
 
@@ -29,13 +32,13 @@ def main() -> int:
         if not wl.startswith(only):
             continue
         t = time.perf_counter()
-        xlat.simulate("skylake", wl, refs=1, prefault=True)
+        xlat.simulate("skylake", wl, refs=1, prefault=True, **FLAT)
         setup = time.perf_counter() - t
         t = time.perf_counter()
-        s = xlat.simulate("skylake", wl, refs=refs, warmup=warm, prefault=True, sample=plan)
+        s = xlat.simulate("skylake", wl, refs=refs, warmup=warm, prefault=True, sample=plan, **FLAT)
         ts = time.perf_counter() - t
         t = time.perf_counter()
-        f = xlat.simulate("skylake", wl, refs=refs, warmup=warm, prefault=True)
+        f = xlat.simulate("skylake", wl, refs=refs, warmup=warm, prefault=True, **FLAT)
         tf = time.perf_counter() - t
         print(json.dumps({
             "workload": wl, "refs": refs, "plan": plan, "setup_s": round(setup, 1), "full_s": round(tf, 1),

@@ -113,7 +113,7 @@ struct Hierarchy {
     dram_writes: u64,
 }
 
-/// Latencies of the `skylake` preset, in cycles (its DRAM flat: 50 ns at 2 GHz beyond the LLC).
+/// Latencies of the `skylake` preset, in cycles, its DRAM made flat as `make bench` runs it (50 ns at 2 GHz beyond the LLC).
 const LAT: [u64; 4] = [4, 12, 42, 42 + 100];
 
 /// A three-level hierarchy as the run below drives it.
