@@ -41,9 +41,10 @@ CHANGES: dict[str, dict[str, str]] = {
     "stlb4": {"tlb.l2.entries": "6144"},
     # PSCL4/3/2 ways x4: 1x16, 2x16, 4x32.
     "pwc4": {"pwc.l4.entries": "16", "pwc.l4.ways": "16", "pwc.l3.entries": "32", "pwc.l3.ways": "16", "pwc.l2.entries": "128", "pwc.l2.ways": "32"},
-    # Every page 2 MB (ChampSim: page_size 2 MB, three levels). xlat maps each region's
-    # aligned 2 MB stretches with 2 MB pages (the regions are the trace's, --prefault).
-    "page2m": {"os.page_policy": "ideal"},
+    # Every page 2 MB (ChampSim: page_size 2 MB, three levels, every touched 2 MB mapped). xlat
+    # maps each region's aligned 2 MB stretches with 2 MB pages, the regions (the trace's
+    # pages, --prefault) rounded out to 2 MB so that every touched 2 MB is one.
+    "page2m": {"os.page_policy": "ideal", "loader.trace_region_kb": "2048"},
 }
 
 # ChampSim's walk behaviours, which xlat reproduces for this comparison only (docs/timing.md):

@@ -568,6 +568,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("dram.latency_ns", Limit::Real(1e6)),
     ("dram.bandwidth_gbps", Limit::Real(1e6)),
     ("dram.banks", Limit::Int(1 << 16)),
+    ("loader.trace_region_kb", Limit::Int(1 << 30)),
     ("dram.row_kb", Limit::Int(1 << 10)),
     ("dram.trp_ns", Limit::Real(1e6)),
     ("dram.trefi_ns", Limit::Real(1e9)),
@@ -828,6 +829,7 @@ config! {
     os_readahead_pages: u64 = 32; "os.readahead_pages"; "a fault on a page of a file that is not in the page cache reads the aligned cluster of this many pages around it (a power of two; Linux's read-around is 128 KB, 32 pages; 1 reads the page alone)";
     os_fault_around_pages: u64 = 16; "os.fault_around_pages"; "a fault on a file page also maps the cached pages of the aligned cluster of this many pages around it that the mapping covers (a power of two; Linux's fault_around_bytes is 64 KB, 16 pages; FreeBSD prefaults a similar window; 1 maps the faulting page alone)";
     os_preset_a: PresetA = PresetA::Auto; "os.preset_a"; "pages a file fault maps around the faulting one (os.fault_around_pages) get the accessed bit at once: on, off, or auto (on for the Linux policies, whose x86 fault-around maps pages young; off for page_policy=freebsd, which maps them with A clear, so a group of them cannot coalesce until each page is touched; on is the coalescing paper's §3.8 proposal)";
+    loader_trace_region_kb: u64 = 4; "loader.trace_region_kb"; "--prefault on a trace without regions of its own (ChampSim, lackey): its regions, the runs of pages it touches (or the mappings of its FILE.maps), rounded out to this many KB (a power of two >= 4; 4 keeps them). 2048 puts every touched 2 MB of virtual memory in a region, so that os.page_policy=ideal maps all of them in 2 MB pages, as ChampSim's 2 MB pages do";
     os_prefault_as: PrefaultAs = PrefaultAs::Read; "os.prefault_as"; "how --prefault maps the footprint, page by page in address order: read (each page as a read fault leaves it: clean and not yet accessed) or write (as a program's initialization loop writing every page leaves it: accessed and dirty, so a coalescing group or a FreeBSD reservation is uniform at once)";
     os_fault_cycles: u64 = 2000; "os.fault_cycles"; "cycles charged per page fault (Linux minor anonymous fault, ~1 us)";
     phys_size_gb: u64 = 64; "phys.size_gb"; "simulated physical memory in GB";
@@ -1164,6 +1166,9 @@ impl Config {
                 "dram.trefi_ns",
                 format!("{} ns leaves no time between refreshes of dram.trfc_ns = {} ns for a row conflict", self.dram_trefi_ns, self.dram_trfc_ns),
             ));
+        }
+        if !self.loader_trace_region_kb.is_power_of_two() || self.loader_trace_region_kb < 4 {
+            return Err(invalid("loader.trace_region_kb", format!("{} is not a power of two of at least 4", self.loader_trace_region_kb)));
         }
         if !self.dram_row_kb.is_power_of_two() {
             return Err(invalid("dram.row_kb", format!("{} is not a power of two", self.dram_row_kb)));

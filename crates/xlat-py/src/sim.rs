@@ -104,16 +104,18 @@ fn simulate<'py>(
     // happen on a thread that Ctrl-C and SIGTERM stop (see `interrupt`).
     let (desc, stats, made_curves, sampled) = interruptible(py, move |stop| {
         let open = || -> PyResult<(xlat_workloads::WorkloadDesc, Box<dyn xlat_core::RefSource>)> {
+            // (Regions from a trace's pages, for --prefault: loader.trace_region_kb.)
+            let page_regions = prefault.then_some(cfg.loader_trace_region_kb * 1024);
             let (desc, mut src) = match (&workload, &trace, &mix) {
                 // (An interrupt stops the kernels at once, while they build their input too.)
                 (Some(w), None, None) => xlat_workloads::open_until(w, seed, stop.clone()).map_err(workload_err)?,
                 (None, Some(t), None) => {
-                    xlat_workloads::open_trace_until(t, trace_format.as_deref(), prefault, cfg.loader_max_page_size.bytes(), &stop).map_err(workload_err)?
+                    xlat_workloads::open_trace_until(t, trace_format.as_deref(), page_regions, cfg.loader_max_page_size.bytes(), &stop).map_err(workload_err)?
                 }
                 (None, None, Some(_)) if cfg.loader_max_page_size.bytes().is_some() => {
                     return Err(XlatError::new_err("loader.max_page_size relinks a --trace run's program; a mix's traces run as linked"));
                 }
-                (None, None, Some(m)) => xlat_workloads::open_mix_with(m, seed, stop.clone(), prefault).map_err(workload_err)?,
+                (None, None, Some(m)) => xlat_workloads::open_mix_with(m, seed, stop.clone(), page_regions).map_err(workload_err)?,
                 _ => unreachable!("checked above"),
             };
             if let Some(path) = &shootdowns {

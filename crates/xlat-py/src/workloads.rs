@@ -218,7 +218,7 @@ fn reuse<'py>(
     let pages = interruptible(py, move |stop| {
         let (_, mut src) = match (workload, trace) {
             (Some(w), None) => wl::open_until(&w, seed, stop).map_err(workload_err)?,
-            (None, Some(t)) => wl::open_trace_with(&t, trace_format.as_deref(), false).map_err(workload_err)?,
+            (None, Some(t)) => wl::open_trace_with(&t, trace_format.as_deref(), None).map_err(workload_err)?,
             _ => return Err(WorkloadError::new_err("give exactly one of a workload and a trace")),
         };
         wl::reuse::reuse(&mut *src, refs, how).map_err(source_err)

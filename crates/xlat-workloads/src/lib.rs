@@ -197,13 +197,14 @@ pub fn run_native(spec: &str, seed: u64) -> Result<NativeRun, WorkloadError> {
 /// `lackey` (optionally `champsim+fetch` / `lackey+fetch` to also emit instruction
 /// fetches); otherwise each file's format is detected from its content and suffix.
 pub fn open_trace(paths: &[String], format: Option<&str>) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
-    open_trace_with(paths, format, false)
+    open_trace_with(paths, format, None)
 }
 
-/// As [`open_trace`]; with `page_regions`, a trace without regions of its own gets regions from
-/// the pages it touches (read once beforehand: [`trace::TraceSource::regions_from_pages`]), so
-/// that it can be prefaulted.
-pub fn open_trace_with(paths: &[String], format: Option<&str>, page_regions: bool) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
+/// As [`open_trace`]; with `page_regions` (an alignment in bytes, 4096 for the pages
+/// themselves), a trace without regions of its own gets regions from the pages it touches
+/// (read once beforehand: [`trace::TraceSource::regions_from_pages`]), so that it can be
+/// prefaulted.
+pub fn open_trace_with(paths: &[String], format: Option<&str>, page_regions: Option<u64>) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
     open_trace_until(paths, format, page_regions, None, &AtomicBool::new(false))
 }
 
@@ -213,7 +214,7 @@ pub fn open_trace_with(paths: &[String], format: Option<&str>, page_regions: boo
 pub fn open_trace_until(
     paths: &[String],
     format: Option<&str>,
-    page_regions: bool,
+    page_regions: Option<u64>,
     max_page: Option<u64>,
     stop: &AtomicBool,
 ) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
@@ -221,7 +222,7 @@ pub fn open_trace_until(
         None => None,
         Some(f) => Some(trace::FormatSpec::parse(f).ok_or_else(|| WorkloadError::UnknownFormat(f.to_string()))?),
     };
-    if page_regions {
+    if page_regions.is_some() {
         // (Before opening: opening a pipe would wait for its writer.)
         trace::readable_twice(paths).map_err(WorkloadError::Trace)?;
     }
@@ -229,8 +230,8 @@ pub fn open_trace_until(
     if let Some(m) = max_page {
         src.relink(paths, m).map_err(WorkloadError::Trace)?;
     }
-    if page_regions {
-        src.regions_from_pages(paths, fmt).map_err(WorkloadError::Trace)?;
+    if let Some(align) = page_regions {
+        src.regions_from_pages(paths, fmt, align).map_err(WorkloadError::Trace)?;
     }
     let desc = src.desc();
     Ok((desc, Box::new(src)))
@@ -245,12 +246,12 @@ pub fn open_mix(spec: &str, seed: u64) -> Result<(WorkloadDesc, Box<dyn RefSourc
 
 /// [`open_mix`], whose kernels stop once `stop` is set (see [`open_until`]).
 pub fn open_mix_until(spec: &str, seed: u64, stop: Arc<AtomicBool>) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
-    open_mix_with(spec, seed, stop, false)
+    open_mix_with(spec, seed, stop, None)
 }
 
-/// [`open_mix_until`]; with `page_regions`, its trace programs without regions get them from
+/// [`open_mix_until`]; with `page_regions` (an alignment, as [`open_trace_with`]), its trace programs without regions get them from
 /// their pages (for `--prefault`).
-pub fn open_mix_with(spec: &str, seed: u64, stop: Arc<AtomicBool>, page_regions: bool) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
+pub fn open_mix_with(spec: &str, seed: u64, stop: Arc<AtomicBool>, page_regions: Option<u64>) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
     let src = mix::MixSource::open_with(spec, seed, stop, page_regions)?;
     Ok((src.desc(), Box::new(src)))
 }

@@ -100,12 +100,12 @@ impl MixSource {
     /// Open every program of `spec` (see [`parse`]). Program `i` runs with seed `seed + i`
     /// unless its spec sets `seed=`, so two copies of one workload do different work.
     pub fn open(spec: &str, seed: u64, stop: Arc<AtomicBool>) -> Result<MixSource, WorkloadError> {
-        MixSource::open_with(spec, seed, stop, false)
+        MixSource::open_with(spec, seed, stop, None)
     }
 
-    /// As [`MixSource::open`]; with `page_regions`, a trace program without regions gets them
+    /// As [`MixSource::open`]; with `page_regions` (an alignment), a trace program without regions gets them
     /// from its pages (for `--prefault`: [`crate::open_trace_with`]).
-    pub fn open_with(spec: &str, seed: u64, stop: Arc<AtomicBool>, page_regions: bool) -> Result<MixSource, WorkloadError> {
+    pub fn open_with(spec: &str, seed: u64, stop: Arc<AtomicBool>, page_regions: Option<u64>) -> Result<MixSource, WorkloadError> {
         let entries = parse(spec)?;
         // Per core: how many programs run there so far.
         let mut taken: Vec<usize> = Vec::new();

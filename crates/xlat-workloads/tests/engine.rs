@@ -113,7 +113,7 @@ fn a_trace_without_regions_prefaults_the_pages_it_touches() {
     }
     drop(f);
     let p = vec![path.to_string_lossy().into_owned()];
-    let (_, mut src) = xlat_workloads::open_trace_with(&p, Some("champsim"), true).unwrap();
+    let (_, mut src) = xlat_workloads::open_trace_with(&p, Some("champsim"), Some(4096)).unwrap();
     let regions = src.regions();
     assert_eq!(regions.iter().map(|r| (r.start, r.len)).collect::<Vec<_>>(), vec![(0x7f00_0000_0000, 300 * 4096), (0x7f40_0000_0000, 399 * 4096)]);
     let s = simulate(src.as_mut(), true);

@@ -358,9 +358,10 @@ impl TraceSource {
     /// not a pipe), and every run of touched 4 KB pages becomes a region, runs less than
     /// [`REGION_GAP`] apart merged (as a program's mappings lie: a heap, a stack, libraries).
     /// Where a trace file has a mappings sidecar (`FILE.maps`, written by `xlat trace`), the
-    /// regions are instead the mappings it touched ([`maps::regions`]). A trace with regions
-    /// of its own (native, from `xlat record`) keeps them.
-    pub fn regions_from_pages(&mut self, paths: &[String], forced: Option<FormatSpec>) -> Result<(), SourceError> {
+    /// regions are instead the mappings it touched ([`maps::regions`]). Either way the regions
+    /// are then rounded out to `align` bytes ([`round_out`]; 4096 keeps them). A trace with
+    /// regions of its own (native, from `xlat record`) keeps them.
+    pub fn regions_from_pages(&mut self, paths: &[String], forced: Option<FormatSpec>, align: u64) -> Result<(), SourceError> {
         if !self.regions.is_empty() && !self.sidecar_regions {
             return Ok(());
         }
@@ -399,10 +400,13 @@ impl TraceSource {
         }
         pages.sort_unstable();
         pages.dedup();
-        self.regions = match &self.sidecar {
-            None => regions_of_pages(pages),
-            Some(sc) => maps::regions(sc.mappings.clone(), &pages, regions_of_pages),
-        };
+        self.regions = round_out(
+            match &self.sidecar {
+                None => regions_of_pages(pages),
+                Some(sc) => maps::regions(sc.mappings.clone(), &pages, regions_of_pages),
+            },
+            align,
+        );
         self.sidecar_regions = false;
         Ok(())
     }
@@ -462,6 +466,25 @@ pub fn regions_of_pages(mut pages: Vec<u64>) -> Vec<Region> {
         match out.last_mut() {
             Some(r) if start - r.end() < REGION_GAP => r.len = end - r.start,
             _ => out.push(Region { name: format!("pages{}", out.len()), start, len: 4096, file: None }),
+        }
+    }
+    out
+}
+
+/// `regions` (sorted by start, disjoint) each rounded out to `align` bytes (a power of two),
+/// those that then overlap merged under the first one's name: with 2 MB, every touched 2 MB
+/// of virtual memory lies in a region, so an OS that maps 2 MB pages where a region holds a
+/// whole aligned 2 MB (`os.page_policy`) maps every one of them, as ChampSim's 2 MB pages do.
+pub fn round_out(regions: Vec<Region>, align: u64) -> Vec<Region> {
+    let mut out: Vec<Region> = Vec::with_capacity(regions.len());
+    for mut r in regions {
+        let (start, end) = (r.start & !(align - 1), (r.end() + align - 1) & !(align - 1));
+        match out.last_mut() {
+            Some(l) if start <= l.end() => l.len = end.max(l.end()) - l.start,
+            _ => {
+                (r.start, r.len) = (start, end - start);
+                out.push(r);
+            }
         }
     }
     out

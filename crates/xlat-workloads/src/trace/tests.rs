@@ -558,8 +558,8 @@ fn the_trace_cache_serves_the_same_references_from_a_native_copy() {
         assert_eq!(a, b, "{p:?} {forced:?}");
         // Regions from pages read the copy and agree.
         let (mut d2, mut c2) = (TraceSource::open_direct(&p, forced).unwrap(), open_cached(&p, forced, &dir));
-        d2.regions_from_pages(&p, forced).unwrap();
-        c2.regions_from_pages(&p, forced).unwrap();
+        d2.regions_from_pages(&p, forced, 4096).unwrap();
+        c2.regions_from_pages(&p, forced, 4096).unwrap();
         assert_eq!(d2.regions(), c2.regions());
     }
     // One copy per (content, format read as): +fetch is a copy of its own.
@@ -645,11 +645,11 @@ fn sidecars_give_file_regions_and_relink_the_executable() {
     assert_eq!(regions.len(), 3, "{regions:?}");
     assert_eq!(regions[1].file, Some(xlat_core::FileMap { offset: 0x6000, size: 3176448, exec: true, writable: false }));
     assert_eq!(read_all(&mut *src, 0, 10).unwrap(), refs, "as linked");
-    let e = crate::open_trace_until(&paths, None, false, Some(4096), &AtomicBool::new(false)).err().unwrap().to_string();
+    let e = crate::open_trace_until(&paths, None, None, Some(4096), &AtomicBool::new(false)).err().unwrap().to_string();
     assert!(e.contains("needs the executable's loadable segments"), "{e}");
     std::fs::write(&side, format!("{maps}# elf-load 0 200000 6800 6800 4 /bin/prog\n# elf-load 6800 206800 300000 300000 5 /bin/prog\n")).unwrap();
     for (m, moved) in [(4096u64, 0x20_8900u64), (2 << 20, 0x40_7900)] {
-        let (_, mut src) = crate::open_trace_until(&paths, None, false, Some(m), &AtomicBool::new(false)).unwrap();
+        let (_, mut src) = crate::open_trace_until(&paths, None, None, Some(m), &AtomicBool::new(false)).unwrap();
         let got = read_all(&mut *src, 0, 10).unwrap();
         assert_eq!(got[0].va, moved, "max-page-size {m:#x}");
         assert_eq!((got[1].va, got[2].va), (0x20_0010, 0x7f00_0000_0000), "rodata and the heap stay");
@@ -671,4 +671,34 @@ fn lackey_conversion_skips_and_stops() {
     let (_, mut src) = crate::open_trace(&[out.to_string_lossy().into()], None).unwrap();
     let vas: Vec<u64> = read_all(&mut *src, 0, 10).unwrap().iter().map(|r| r.va).collect();
     assert_eq!(vas, vec![0x1004, 0x3000, 0x1008]);
+}
+
+/// Regions rounded out to 2 MB: the worked example, then against a reference model (the set
+/// of 2 MB granules any region touches; each run of consecutive granules is one region).
+#[test]
+fn regions_round_out_to_the_alignment() {
+    const MB2: u64 = 2 << 20;
+    let r = |name: &str, start: u64, len: u64| Region { name: name.into(), start, len, file: None };
+    let regions = vec![r("a", 0x1000, 0x2000), r("b", 0x25_0000, 0x1000), r("c", 0x80_0000, 0x1000)];
+    assert_eq!(round_out(regions.clone(), 4096), regions, "4 KB keeps them");
+    let out = round_out(regions, MB2);
+    assert_eq!(out, vec![r("a", 0, 2 * MB2), r("c", 4 * MB2, MB2)], "a and b's granules touch: one region");
+    let mut rng = Rng::new(9);
+    for _ in 0..200 {
+        let mut pages: Vec<u64> = (0..rng.below(40)).map(|_| rng.below(1 << 12)).collect();
+        pages.sort_unstable();
+        let regions = regions_of_pages(pages);
+        let mut granules: Vec<u64> = regions.iter().flat_map(|r| r.start / MB2..r.end().div_ceil(MB2)).collect();
+        granules.sort_unstable();
+        granules.dedup();
+        let mut want: Vec<(u64, u64)> = Vec::new();
+        for g in granules {
+            match want.last_mut() {
+                Some(w) if w.1 == g * MB2 => w.1 += MB2,
+                _ => want.push((g * MB2, (g + 1) * MB2)),
+            }
+        }
+        let got: Vec<(u64, u64)> = round_out(regions, MB2).iter().map(|r| (r.start, r.end())).collect();
+        assert_eq!(got, want);
+    }
 }
