@@ -257,11 +257,13 @@ impl Calendar {
                 self.advance(s - Self::SLOTS / 2);
             }
             let i = s % Self::SLOTS;
-            // The free slots from `s` to the end of its word (the bits shifted in count as
-            // free, so a full word skips to the next).
+            // The first free slot from `s` to the end of its word (the bits shifted in count
+            // as free, so a full word skips to the next), but not past the window's end: the
+            // bits beyond it are the window's first slots, which the window must move past
+            // before they can stand for later ones.
             let free = !(self.taken[(i / 64) as usize] >> (i % 64));
-            let skip = u64::from(free.trailing_zeros());
-            if skip < 64 - i % 64 {
+            let skip = u64::from(free.trailing_zeros()).min(self.base + Self::SLOTS - s);
+            if skip < 64 - i % 64 && s + skip < self.base + Self::SLOTS {
                 let i = i + skip;
                 self.taken[(i / 64) as usize] |= 1 << (i % 64);
                 return s + skip;
@@ -375,6 +377,31 @@ mod tests {
             taken.insert(got);
             // (The model forgets what the window has left behind.)
             if taken.first().is_some_and(|&s| s < c.base) {
+                taken.retain(|&s| s >= c.base);
+            }
+        }
+    }
+
+    /// Bursts of arrivals at the same slot just before the window's end: their slots run past
+    /// it, where the window must move before booking (the reference model as above).
+    #[test]
+    fn calendar_books_past_the_window_end() {
+        let mut c = Calendar::new();
+        let mut taken = std::collections::BTreeSet::new();
+        // (A window that starts mid-word, as windows moved by arrivals do.)
+        taken.insert(c.book(Calendar::SLOTS + 12_345));
+        assert_eq!(c.base % 64, 12_345 % 64);
+        for round in 0..40u64 {
+            let end = c.base + Calendar::SLOTS;
+            for k in 0..150u64 {
+                let arrival = end - 1 - (round * 7 + k) % 90;
+                let mut want = arrival.max(c.base);
+                while taken.contains(&want) {
+                    want += 1;
+                }
+                let got = c.book(arrival);
+                assert_eq!(got, want, "round {round}, booking {k}");
+                taken.insert(got);
                 taken.retain(|&s| s >= c.base);
             }
         }
