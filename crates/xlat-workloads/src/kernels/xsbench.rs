@@ -114,7 +114,7 @@ impl KernelImpl for XsBench {
         // The index grid (union energy x nuclide -> the nuclide's lower grid point) is read
         // where `index_a` lies but not stored: each entry is computed when a lookup reads it
         // ([`XsBench::low`]), the same value XSBench's build stores. Stored, at 355 isotopes
-        // it is 5.7 GB of host memory and 1.4 G steps to build, about 20 s of every point.
+        // it is 5.7 GB of host memory and 1.4 G steps to build, 20-35 s of every run.
         self.union_e = u;
         // Materials: fuel = the first `iso - 34` nuclides, the others random distinct.
         let mut mats = vec![(0..(iso - 34) as u32).collect::<Vec<u32>>()];
