@@ -39,7 +39,7 @@ lint: install
 	$(VENV)/bin/ruff check python tests benches studies
 
 test-rust:
-	cargo test --workspace --exclude xlat-py --release
+	cargo test --workspace --exclude xlat-py --profile release-tests
 
 # The PT-Baker runtime's C ABI: a C program built against include/xlat_bake.h and the static
 # library, run over every mode.
@@ -48,8 +48,10 @@ test-c:
 	$${CC:-cc} -Wall -Wextra -Werror -O2 -I crates/xlat-host/include tests/c/bake_test.c target/release/libxlat_host.a -lpthread -ldl -lm -o target/bake_test
 	target/bake_test
 
+# Two test processes: the suite is mostly small simulations, one core each (7 min in one
+# process on this 2-core machine, 5 in two).
 test-python: install
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests -n 2
 
 bench: install
 	$(PY) benches/run.py
