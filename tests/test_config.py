@@ -63,6 +63,7 @@ def test_zen3_matches_ptbaker_and_coalescing_tables():
         "tlb.coalescing": "none",
         "walker.port": "l2", "core.walkers": 6,
         "cache.l2.size_kb": 512, "cache.llc.size_kb": 32768, "cache.llc.ways": 16,
+        "dram.bandwidth_gbps": 64.0,
     }
     assert {k: r[k] for k in expect} == expect
 

@@ -16,13 +16,13 @@ needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reaso
 
 
 def test_each_label_says_what_its_keys_set():
-    for quick, n in ((False, 111), (True, 21)):
+    for quick, n in ((False, 123), (True, 21)):
         spec = sweep.load_spec(STUDY / "sweep.toml", quick=quick)
         assert len(spec.points) == n
         for p in spec.points:
             s = dict(p.config.overrides)
             mode, env, *throttle = p.config.label.split(" ")[0].split("@")
-            assert p.config.base == "zen3"
+            assert p.config.base == str(STUDY / "zen3-init.toml")
             assert s.get("ptbaker.mode", "off") == ("off" if mode == "ptp" else mode), p.config.label
             assert (s.get("cache.l2.policy"), s.get("cache.llc.policy")) == (("ptp", "ptp") if mode == "ptp" else (None, None))
             assert s.get("pressure", "none") == (env if env in ("cache1", "stream2") else "none")
@@ -39,6 +39,9 @@ def test_each_label_says_what_its_keys_set():
             # Loads against prefetches with a sleep, on the thesis's three workloads (Fig. 6.9).
             for mode in ("user", "user-prefetch"):
                 assert {p.workload for p in spec.points if p.config.label.startswith(f"{mode}@native@sleep")} == {"bfs", "liblinear", "bc"}
+            # Both helpers on the SMT sibling with a sleep per pass (Fig. 6.8).
+            for mode in ("user", "kernel"):
+                assert {p.workload for p in spec.points if p.config.label.startswith(f"{mode}@smt@sleep")} == {"bfs", "liblinear", "bc"}
 
 
 @needs_sim
@@ -67,7 +70,7 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     assert (res.report.parent / "speedup.png").is_file() and (res.report.parent / "dram_share.png").is_file()
     df = results.load(d.name, root=tmp_path / "results")
     helped = df[~df["config_label"].str.startswith("off@")]
-    assert len(helped) == 84
+    assert len(helped) == 96
     assert "## PT-Baker or page-table prioritization" in text
     # The prefetching helper's touches are prefetches, and Zen 3's walk. (Tiny runs: most of
     # the measured time the helper sleeps.)

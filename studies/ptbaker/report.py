@@ -138,6 +138,7 @@ def render(df, out_dir, quick):
     values["pressure_user_max"] = _best(s, mode="user", envs=["cache1", "stream2"])
     values["pressure_kernel_max"] = _best(s, mode="kernel", envs=["cache1", "stream2"])
     values["vm_user_max"] = _best(s, mode="user", envs=["vm"])
+    values["bc_user_smt"] = _best(s, "bc", "user", ["smt"])
     for w in ("bfs", "bc"):
         sel = s[(s["workload"] == w) & (s["mode"] == "user-prefetch") & (s["throttle"].str.startswith("sleep"))]
         values[f"{w}_user_prefetch_sleep"] = float(sel["speedup"].max()) if len(sel) else math.nan
