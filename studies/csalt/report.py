@@ -162,6 +162,6 @@ def render(df, out_dir, quick):
     if sens_rows:
         body += ["", "## Sensitivity (Fig. 6.8-6.10)", "", report.markdown_table(pd.DataFrame(sens_rows))]
     if quick:
-        body += ["", ("Quick mode: gups (1 GB per VM) and cc (scale 19), 1 M references after 3 M over 8 cores, "
+        body += ["", ("Quick mode: gups (1 GB per VM) and cc (scale 21), 1 M references after 3 M over 8 cores, "
                       "VMs switched every 250 K cycles; the numbers are indicative only.")]
     return "\n".join(body), {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
