@@ -1,11 +1,22 @@
-//! Graph500 BFS: Kronecker graph (Graph500 generator), CSR with 8-byte (int64) vertex ids as
-//! in the reference code, top-down level-synchronous BFS from random roots producing the
-//! parent ("bfs_tree") array. Recorded: CSR offsets (`xoff`), adjacency (`xadj`), `parent`,
-//! and the BFS queue (`queue`, one array; a level is the slice between two marks, as in the
-//! reference `vlist`). With threads, each level's frontier slice is split statically and
-//! threads claim vertices in a fixed interleaving, appending to the shared queue.
+//! Graph500 BFS: Kronecker graph (Graph500 generator), 8-byte (int64) vertex ids as in the
+//! reference code, top-down level-synchronous BFS from random roots producing the parent
+//! ("bfs_tree") array, in one of the reference code's two graph layouts:
+//!
+//! - `layout=csr` (seq-csr): CSR offsets (`xoff`) and adjacency (`xadj`); a vertex's
+//!   neighbours are one sequential run.
+//! - `layout=list` (seq-list, the PT-Baker thesis's "list-based" Graph500): the edge list
+//!   itself (`IJ`, two ids per edge) and one allocation (`head`) holding `head[n]`, `deg[n]`
+//!   and `next[2m]`; a vertex's edges are a linked list threaded through `next` in reverse
+//!   edge-list order, so each edge is two dependent random reads over arrays of 2 x edges.
+//!   The generator's edge order is random with respect to the vertices: an edge's place in
+//!   the list is a hash of its endpoints (two edges may share a place; duplicates and
+//!   self-loops are gone, as in the CSR).
+//!
+//! Also recorded: `parent` and the BFS queue (`queue`, one array; a level is the slice between
+//! two marks, as in the reference `vlist`). With threads, each level's frontier slice is split
+//! statically and threads claim vertices in a fixed interleaving, appending to the shared queue.
 
-use crate::params::{size, PDef, Params};
+use crate::params::{choice, size, PDef, Params};
 use crate::recorder::{interleave, static_split, Recorder};
 use crate::vas::{Arr, Vas};
 use crate::WorkloadError;
@@ -13,13 +24,50 @@ use crate::WorkloadError;
 use super::graph::{build, pick_roots, Csr, GraphSpec};
 use super::KernelImpl;
 
-pub const DESC: &str = "Graph500 BFS on a Kronecker graph (A=.57, B=.19, C=.19), CSR, parent array";
+pub const DESC: &str = "Graph500 BFS on a Kronecker graph (A=.57, B=.19, C=.19), CSR or per-vertex lists, parent array";
 pub const PARAMS: &[PDef] = &[
     size("scale", "19", "log2 of the vertex count (Graph500 SCALE)"),
     size("degree", "16", "edge factor (Graph500 edgefactor)"),
     size("roots", "1", "BFS runs from distinct random roots (Graph500 runs 64)"),
     super::graph::graph_params("19")[3],
+    choice(
+        "layout",
+        "csr",
+        "graph layout: csr (the reference seq-csr) or list (seq-list: per-vertex linked lists through a next array, the PT-Baker thesis's Graph500)",
+        &["csr", "list"],
+    ),
 ];
+
+/// Where the list layout keeps the graph (the reference seq-list's arrays).
+#[derive(Clone, Copy)]
+struct Lists {
+    /// The edge list, `IJ[2k]`, `IJ[2k + 1]` the ends of edge `k`.
+    ij: Arr,
+    /// One allocation: `head[n]`, then `deg[n]`, then `next[2m]`.
+    head: Arr,
+    /// Vertices (`n`) and generated edges (`m`): `next` starts at `2n`, edge slots are `0..m`.
+    n: u64,
+    m: u64,
+}
+
+impl Lists {
+    /// The list node of `u`'s edge to `v`: `(k, t)`, edge-list slot `k` and node `t` (2k or
+    /// 2k + 1), a pure function of the endpoints so both ends agree on `k`. Which end the
+    /// edge list names first is a hash bit, as it is arbitrary in the generator.
+    #[inline]
+    fn node(&self, seed: u64, u: u32, v: u32) -> (u64, u64) {
+        let (a, b) = if u < v { (u, v) } else { (v, u) };
+        let mut s = seed ^ 0x6c69_7374 ^ ((a as u64) << 32 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h = crate::rng::splitmix64(&mut s);
+        let k = h % self.m;
+        // In the reference, edge (i, j) at k puts j in IJ[2k + 1] on i's list, i in IJ[2k] on j's.
+        let u_first = (u == a) == (h >> 63 == 0);
+        (k, 2 * k + u_first as u64)
+    }
+    fn next(&self, t: u64) -> u64 {
+        self.head.at(2 * self.n + t)
+    }
+}
 
 pub struct Bfs {
     vas: Vas,
@@ -27,6 +75,8 @@ pub struct Bfs {
     xadj: Arr,
     parent_a: Arr,
     queue: Arr,
+    /// `Some` for `layout=list` (then `xoff` and `xadj` are unused).
+    lists: Option<Lists>,
     spec: GraphSpec,
     roots_n: usize,
     threads: usize,
@@ -41,8 +91,14 @@ impl KernelImpl for Bfs {
         let spec = GraphSpec::from_params(p, false)?;
         let n = spec.n();
         let mut vas = Vas::new();
-        let xoff = vas.array("xoff", n + 1, 8);
-        let xadj = vas.array("xadj", 2 * spec.m(), 8);
+        let (xoff, xadj, lists) = if p.str("layout") == "list" {
+            // create_graph_from_edgelist's one malloc: head, deg, next.
+            let ij = vas.array("IJ", 2 * spec.m(), 8);
+            let head = vas.array("head", 2 * n + 2 * spec.m(), 8);
+            (ij, ij, Some(Lists { ij, head, n, m: spec.m() }))
+        } else {
+            (vas.array("xoff", n + 1, 8), vas.array("xadj", 2 * spec.m(), 8), None)
+        };
         let parent_a = vas.array("parent", n, 8);
         let queue = vas.array("queue", n, 8);
         Ok(Bfs {
@@ -51,6 +107,7 @@ impl KernelImpl for Bfs {
             xadj,
             parent_a,
             queue,
+            lists,
             spec,
             roots_n: p.range("roots", 1, 1 << 16)? as usize,
             threads: p.threads(),
@@ -92,6 +149,7 @@ impl Bfs {
         let g = &self.graph;
         let n = g.n;
         let (xoff, xadj, pa, qa) = (self.xoff, self.xadj, self.parent_a, self.queue);
+        let (lists, seed) = (self.lists, self.spec.seed);
         let t = self.threads;
         // make_bfs_tree starts by setting every parent to -1.
         let parent = &mut self.parent;
@@ -103,6 +161,8 @@ impl Bfs {
             }
         });
         let mut queue: Vec<u32> = Vec::with_capacity(n);
+        // One vertex's list nodes (slot, node, neighbour), reused from vertex to vertex.
+        let mut order: Vec<(u64, u64, u32)> = Vec::new();
         parent[root as usize] = root as i64;
         rec.set_stream(0);
         rec.store(pa.at(root as u64), 8, 2);
@@ -115,6 +175,29 @@ impl Bfs {
                 for k in lo..hi {
                     let u = queue[k as usize] as usize;
                     rec.load(qa.at(k), 8, 3);
+                    if let Some(l) = &lists {
+                        // p = head[parent]; while (p >= 0) { newv = IJ[p]; ...; p = next[p]; }
+                        rec.load_dep(l.head.at(u as u64), 8, 1);
+                        order.clear();
+                        order.extend(g.neigh(u).iter().map(|&v| {
+                            let (slot, node) = l.node(seed, u as u32, v);
+                            (slot, node, v)
+                        }));
+                        // Newest edge first: head[i] is the last edge inserted.
+                        order.sort_unstable_by(|a, b| b.cmp(a));
+                        for &(_, node, v) in order.iter() {
+                            rec.load_dep(l.ij.at(node), 8, 2);
+                            rec.load_dep(pa.at(v as u64), 8, 1);
+                            if parent[v as usize] < 0 {
+                                parent[v as usize] = u as i64;
+                                rec.store(pa.at(v as u64), 8, 2);
+                                rec.store(qa.at(queue.len() as u64), 8, 2);
+                                queue.push(v);
+                            }
+                            rec.load_dep(l.next(node), 8, 1);
+                        }
+                        continue;
+                    }
                     rec.load_dep(xoff.at(u as u64), 8, 1);
                     rec.load(xoff.at(u as u64 + 1), 8, 1);
                     let (s, e) = (g.off[u], g.off[u + 1]);
@@ -207,6 +290,33 @@ mod tests {
             assert_eq!(s.len(), threads);
             let dep = s[0].iter().filter(|r| r.is_dependent()).count();
             assert!(dep > 0);
+        }
+    }
+
+    #[test]
+    fn list_layout_walks_each_vertex_list_newest_edge_first() {
+        // The same tree as the CSR layout's, from references into IJ, head and next only.
+        for threads in [1, 2] {
+            let kv = format!("scale=11,degree=8,threads={threads}");
+            let (csr, _, _) = run_recorded::<Bfs>("bfs", PARAMS, &kv);
+            let (k, s, _) = run_recorded::<Bfs>("bfs", PARAMS, &format!("{kv},layout=list"));
+            assert!(validate_tree(&k.graph, k.roots[0], &k.parent).unwrap() > 1000);
+            assert_in_regions(&k.vas, &s);
+            assert_eq!(k.parent.iter().filter(|&&p| p >= 0).count(), csr.parent.iter().filter(|&&p| p >= 0).count());
+            let names: Vec<&str> = k.vas.regions().iter().map(|r| r.name.as_str()).collect();
+            assert_eq!(names, ["IJ", "head", "parent", "queue"]);
+        }
+        // One edge per list: IJ[t] then next[t], t = 2k or 2k + 1, both ends agreeing on k.
+        let (k, s, _) = run_recorded::<Bfs>("bfs", PARAMS, "scale=10,layout=list");
+        let l = k.lists.unwrap();
+        let (ij, head) = (&k.vas.regions()[0], &k.vas.regions()[1]);
+        let ij_reads = s[0].iter().filter(|r| r.va >= ij.start && r.va < ij.end()).count();
+        let next_reads = s[0].iter().filter(|r| r.va >= l.next(0) && r.va < head.end()).count();
+        assert!(ij_reads > 1000 && ij_reads == next_reads, "{ij_reads} {next_reads}");
+        for (u, v) in [(3u32, 9u32), (700, 12)] {
+            let ((ku, tu), (kv, tv)) = (l.node(1, u, v), l.node(1, v, u));
+            assert_eq!(ku, kv);
+            assert!(ku < l.m && tu / 2 == ku && tv / 2 == ku && tu != tv);
         }
     }
 
