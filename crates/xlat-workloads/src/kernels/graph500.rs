@@ -187,13 +187,7 @@ impl Bfs {
                         order.sort_unstable_by(|a, b| b.cmp(a));
                         for &(_, node, v) in order.iter() {
                             rec.load_dep(l.ij.at(node), 8, 2);
-                            rec.load_dep(pa.at(v as u64), 8, 1);
-                            if parent[v as usize] < 0 {
-                                parent[v as usize] = u as i64;
-                                rec.store(pa.at(v as u64), 8, 2);
-                                rec.store(qa.at(queue.len() as u64), 8, 2);
-                                queue.push(v);
-                            }
+                            relax(rec, (pa, qa), parent, &mut queue, u, v);
                             rec.load_dep(l.next(node), 8, 1);
                         }
                         continue;
@@ -204,13 +198,7 @@ impl Bfs {
                     for ei in s..e {
                         let v = g.adj[ei as usize];
                         rec.load(xadj.at(ei), 8, 3);
-                        rec.load_dep(pa.at(v as u64), 8, 1);
-                        if parent[v as usize] < 0 {
-                            parent[v as usize] = u as i64;
-                            rec.store(pa.at(v as u64), 8, 2);
-                            rec.store(qa.at(queue.len() as u64), 8, 2);
-                            queue.push(v);
-                        }
+                        relax(rec, (pa, qa), parent, &mut queue, u, v);
                     }
                 }
             });
@@ -218,6 +206,20 @@ impl Bfs {
             k2 = queue.len();
         }
         queue.len() as u64
+    }
+}
+
+/// The edge `u -> v` of a BFS level: reading `parent[v]`, and if `v` is unreached, making `u`
+/// its parent and appending it to the queue (arrays `parent` and `queue` in `arrays`).
+#[inline(always)]
+fn relax<R: Recorder>(rec: &mut R, arrays: (Arr, Arr), parent: &mut [i64], queue: &mut Vec<u32>, u: usize, v: u32) {
+    let (pa, qa) = arrays;
+    rec.load_dep(pa.at(v as u64), 8, 1);
+    if parent[v as usize] < 0 {
+        parent[v as usize] = u as i64;
+        rec.store(pa.at(v as u64), 8, 2);
+        rec.store(qa.at(queue.len() as u64), 8, 2);
+        queue.push(v);
     }
 }
 
