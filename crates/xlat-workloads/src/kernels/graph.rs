@@ -87,9 +87,15 @@ impl Csr {
 /// GAP-style weight of the undirected edge {u, v}: uniform in 1..=255, a pure function of
 /// the endpoints so both directions agree.
 pub fn edge_weight(seed: u64, u: u32, v: u32) -> u32 {
+    (edge_hash(seed, u, v) % 255) as u32 + 1
+}
+
+/// A random 64-bit value of the undirected edge {u, v}: a pure function of `seed` and the
+/// endpoints, the same from either end.
+pub fn edge_hash(seed: u64, u: u32, v: u32) -> u64 {
     let (a, b) = if u < v { (u, v) } else { (v, u) };
     let mut s = seed ^ ((a as u64) << 32 | b as u64).wrapping_mul(0x2545_F491_4F6C_DD1D);
-    (crate::rng::splitmix64(&mut s) % 255) as u32 + 1
+    crate::rng::splitmix64(&mut s)
 }
 
 /// The Kronecker quadrant a 32-bit draw `r` picks, as (row bit, column bit): [0, a) top-left,

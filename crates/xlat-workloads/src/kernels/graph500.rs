@@ -21,7 +21,7 @@ use crate::recorder::{interleave, static_split, Recorder};
 use crate::vas::{Arr, Vas};
 use crate::WorkloadError;
 
-use super::graph::{build, pick_roots, Csr, GraphSpec};
+use super::graph::{build, edge_hash, pick_roots, Csr, GraphSpec};
 use super::KernelImpl;
 
 pub const DESC: &str = "Graph500 BFS on a Kronecker graph (A=.57, B=.19, C=.19), CSR or per-vertex lists, parent array";
@@ -37,6 +37,17 @@ pub const PARAMS: &[PDef] = &[
         &["csr", "list"],
     ),
 ];
+
+/// Where the graph is: one of the reference code's two layouts.
+#[derive(Clone, Copy)]
+enum Layout {
+    /// seq-csr: offsets `xoff[n + 1]`, adjacency `xadj[2m]`.
+    Csr {
+        xoff: Arr,
+        xadj: Arr,
+    },
+    List(Lists),
+}
 
 /// Where the list layout keeps the graph (the reference seq-list's arrays).
 #[derive(Clone, Copy)]
@@ -56,12 +67,11 @@ impl Lists {
     /// edge list names first is a hash bit, as it is arbitrary in the generator.
     #[inline]
     fn node(&self, seed: u64, u: u32, v: u32) -> (u64, u64) {
-        let (a, b) = if u < v { (u, v) } else { (v, u) };
-        let mut s = seed ^ 0x6c69_7374 ^ ((a as u64) << 32 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let h = crate::rng::splitmix64(&mut s);
+        // (Salted: not the same draw as the edge's weight.)
+        let h = edge_hash(seed ^ 0x6c69_7374, u, v);
         let k = h % self.m;
         // In the reference, edge (i, j) at k puts j in IJ[2k + 1] on i's list, i in IJ[2k] on j's.
-        let u_first = (u == a) == (h >> 63 == 0);
+        let u_first = (u < v) == (h >> 63 == 0);
         (k, 2 * k + u_first as u64)
     }
     fn next(&self, t: u64) -> u64 {
@@ -71,12 +81,9 @@ impl Lists {
 
 pub struct Bfs {
     vas: Vas,
-    xoff: Arr,
-    xadj: Arr,
+    layout: Layout,
     parent_a: Arr,
     queue: Arr,
-    /// `Some` for `layout=list` (then `xoff` and `xadj` are unused).
-    lists: Option<Lists>,
     spec: GraphSpec,
     roots_n: usize,
     threads: usize,
@@ -91,23 +98,21 @@ impl KernelImpl for Bfs {
         let spec = GraphSpec::from_params(p, false)?;
         let n = spec.n();
         let mut vas = Vas::new();
-        let (xoff, xadj, lists) = if p.str("layout") == "list" {
-            // create_graph_from_edgelist's one malloc: head, deg, next.
+        let layout = if p.str("layout") == "list" {
             let ij = vas.array("IJ", 2 * spec.m(), 8);
+            // create_graph_from_edgelist's one malloc: head, deg, next.
             let head = vas.array("head", 2 * n + 2 * spec.m(), 8);
-            (ij, ij, Some(Lists { ij, head, n, m: spec.m() }))
+            Layout::List(Lists { ij, head, n, m: spec.m() })
         } else {
-            (vas.array("xoff", n + 1, 8), vas.array("xadj", 2 * spec.m(), 8), None)
+            Layout::Csr { xoff: vas.array("xoff", n + 1, 8), xadj: vas.array("xadj", 2 * spec.m(), 8) }
         };
         let parent_a = vas.array("parent", n, 8);
         let queue = vas.array("queue", n, 8);
         Ok(Bfs {
             vas,
-            xoff,
-            xadj,
+            layout,
             parent_a,
             queue,
-            lists,
             spec,
             roots_n: p.range("roots", 1, 1 << 16)? as usize,
             threads: p.threads(),
@@ -148,8 +153,7 @@ impl Bfs {
     fn bfs<R: Recorder>(&mut self, rec: &mut R, root: u32) -> u64 {
         let g = &self.graph;
         let n = g.n;
-        let (xoff, xadj, pa, qa) = (self.xoff, self.xadj, self.parent_a, self.queue);
-        let (lists, seed) = (self.lists, self.spec.seed);
+        let (layout, pa, qa, seed) = (self.layout, self.parent_a, self.queue, self.spec.seed);
         let t = self.threads;
         // make_bfs_tree starts by setting every parent to -1.
         let parent = &mut self.parent;
@@ -175,30 +179,33 @@ impl Bfs {
                 for k in lo..hi {
                     let u = queue[k as usize] as usize;
                     rec.load(qa.at(k), 8, 3);
-                    if let Some(l) = &lists {
-                        // p = head[parent]; while (p >= 0) { newv = IJ[p]; ...; p = next[p]; }
-                        rec.load_dep(l.head.at(u as u64), 8, 1);
-                        order.clear();
-                        order.extend(g.neigh(u).iter().map(|&v| {
-                            let (slot, node) = l.node(seed, u as u32, v);
-                            (slot, node, v)
-                        }));
-                        // Newest edge first: head[i] is the last edge inserted.
-                        order.sort_unstable_by(|a, b| b.cmp(a));
-                        for &(_, node, v) in order.iter() {
-                            rec.load_dep(l.ij.at(node), 8, 2);
-                            relax(rec, (pa, qa), parent, &mut queue, u, v);
-                            rec.load_dep(l.next(node), 8, 1);
+                    match layout {
+                        Layout::List(l) => {
+                            // p = head[parent]; while (p >= 0) { newv = IJ[p]; ...; p = next[p]; }
+                            rec.load_dep(l.head.at(u as u64), 8, 1);
+                            order.clear();
+                            order.extend(g.neigh(u).iter().map(|&v| {
+                                let (slot, node) = l.node(seed, u as u32, v);
+                                (slot, node, v)
+                            }));
+                            // Newest edge first: head[i] is the last edge inserted.
+                            order.sort_unstable_by(|a, b| b.cmp(a));
+                            for &(_, node, v) in order.iter() {
+                                rec.load_dep(l.ij.at(node), 8, 2);
+                                relax(rec, (pa, qa), parent, &mut queue, u, v);
+                                rec.load_dep(l.next(node), 8, 1);
+                            }
                         }
-                        continue;
-                    }
-                    rec.load_dep(xoff.at(u as u64), 8, 1);
-                    rec.load(xoff.at(u as u64 + 1), 8, 1);
-                    let (s, e) = (g.off[u], g.off[u + 1]);
-                    for ei in s..e {
-                        let v = g.adj[ei as usize];
-                        rec.load(xadj.at(ei), 8, 3);
-                        relax(rec, (pa, qa), parent, &mut queue, u, v);
+                        Layout::Csr { xoff, xadj } => {
+                            rec.load_dep(xoff.at(u as u64), 8, 1);
+                            rec.load(xoff.at(u as u64 + 1), 8, 1);
+                            let (s, e) = (g.off[u], g.off[u + 1]);
+                            for ei in s..e {
+                                let v = g.adj[ei as usize];
+                                rec.load(xadj.at(ei), 8, 3);
+                                relax(rec, (pa, qa), parent, &mut queue, u, v);
+                            }
+                        }
                     }
                 }
             });
@@ -310,11 +317,21 @@ mod tests {
         }
         // One edge per list: IJ[t] then next[t], t = 2k or 2k + 1, both ends agreeing on k.
         let (k, s, _) = run_recorded::<Bfs>("bfs", PARAMS, "scale=10,layout=list");
-        let l = k.lists.unwrap();
+        let Layout::List(l) = k.layout else { panic!("layout=list") };
         let (ij, head) = (&k.vas.regions()[0], &k.vas.regions()[1]);
         let ij_reads = s[0].iter().filter(|r| r.va >= ij.start && r.va < ij.end()).count();
         let next_reads = s[0].iter().filter(|r| r.va >= l.next(0) && r.va < head.end()).count();
         assert!(ij_reads > 1000 && ij_reads == next_reads, "{ij_reads} {next_reads}");
+        // The root's list, newest edge (highest slot) first.
+        let root = k.roots[0];
+        let at = s[0].iter().position(|r| r.va == l.head.at(root as u64)).expect("head[root] read");
+        let slots: Vec<u64> = s[0][at..]
+            .iter()
+            .filter(|r| r.va >= ij.start && r.va < ij.end())
+            .take(k.graph.degree(root as usize) as usize)
+            .map(|r| (r.va - ij.start) / 16)
+            .collect();
+        assert!(slots.len() > 1 && slots.windows(2).all(|w| w[0] >= w[1]), "{slots:?}");
         for (u, v) in [(3u32, 9u32), (700, 12)] {
             let ((ku, tu), (kv, tv)) = (l.node(1, u, v), l.node(1, v, u));
             assert_eq!(ku, kv);
