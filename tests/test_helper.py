@@ -132,3 +132,12 @@ def test_a_helper_running_ahead_of_a_sequential_thread_prefetches_its_page_table
     assert dram_share(alone) == pytest.approx(1 / 8, abs=0.01)
     assert dram_share(ahead) < 0.01 < 0.5 * dram_share(alone) < dram_share(cyclic)
     assert ahead["walk_cycles_per_walk"] < 0.4 * alone["walk_cycles_per_walk"]
+
+
+def test_a_sampled_run_measures_the_program_beside_its_helper():
+    # The helper's touches are simulated in the warm and measured phases but are not the
+    # program's references: each phase is measured in the program's own (before, the helper's
+    # counted too, so the first warm phase overran the period and no unit was measured).
+    s = xlat.simulate("skylake4", MAIN, refs="2M", prefault=True, sample="1M:300k:100k", **SMALL_LLC, **KERNEL)
+    assert s["sample.units"] == 2 and s["sample.simulated_refs"] == 2 * 400_000
+    assert s["core0.refs"] == 2 * 100_000 and s["ptbaker.touches"] > 0

@@ -56,3 +56,44 @@ def test_xlat_run_sample_prints_the_interval_and_bad_plans_are_one_line():
     assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == "", quiet.stderr
     assert_one_line_error(run_xlat("run", "-w", WL, "-n", "1M", "--sample", "1M:1M:1k"), "sample")
     assert_one_line_error(run_xlat("run", "-w", WL, "-n", "1M", "--sample", "1M:1k:1k", "--interval", "100k"), "sample")
+
+
+# hashjoin's build is 4 references per inner tuple: build=512k is 2,097,152 of them, then the
+# probe, whose chain walks read 12 MB of nodes at random (beyond the L2 TLB's 6 MB).
+HJ = "hashjoin:build=512k,probe=1M"
+BUILD = 4 * 524288
+
+
+def test_skip_fast_forwards_to_the_same_place_as_simulating():
+    # Skipping the build and warming in the probe measures what a run simulating the build as
+    # its warm-up measures: the same references (instructions), and the same translations once
+    # the warm-up has refilled the TLBs and page-walk caches (page tables and dirty bits are
+    # kept across the skip). The caches, colder, may differ.
+    full = xlat.simulate("skylake", HJ, refs="100k", warmup=BUILD + 100_000, prefault=True, host_threads=1)
+    fwd = xlat.simulate("skylake", HJ, refs="100k", warmup="100k", skip=BUILD, prefault=True, host_threads=1)
+    for name in ("refs", "instructions", "walks", "tlb.l2.misses", "walk_steps", "tlb.dirty_walks"):
+        assert fwd[name] == full[name], name
+    assert fwd.skip == BUILD and fwd.to_dict()["run"]["skip"] == BUILD
+    # Skipping a quarter of the build measures the build, whose random reads (of the 4 MB of
+    # buckets) stay within the TLBs' reach.
+    build = xlat.simulate("skylake", HJ, refs="100k", warmup="100k", skip=BUILD // 4, prefault=True, host_threads=1)
+    assert build["walks"] < 0.8 * full["walks"]
+
+
+def test_skipping_past_the_end_is_one_line():
+    with pytest.raises(xlat.SimulationError, match="ended after .* of the .* references to skip"):
+        xlat.simulate("skylake", "gups:footprint=1G,updates=1k", refs="1k", skip="1M")
+    assert_one_line_error(run_xlat("run", "-w", "gups:footprint=1G,updates=1k", "--skip", "1M"), "references to skip")
+
+
+def test_a_sweep_point_may_skip(tmp_path):
+    from xlat import sweep
+
+    (tmp_path / "s.toml").write_text(f'name = "s"\nrefs = "10k"\n[[configs]]\npreset = "skylake"\n'
+                                     f'[[workloads]]\nname = "hashjoin"\nparams = {{ build = "512k", probe = "1M" }}\nskip = {BUILD}\n'
+                                     '[[workloads]]\nname = "gups"\n')
+    hj, gups = sweep.load_spec(tmp_path / "s.toml").points
+    assert hj.skip == BUILD and hj.options()["skip"] == BUILD
+    # (A point without one keeps the id it had: no `skip` in its options.)
+    assert gups.skip == 0 and "skip" not in gups.options()
+    assert sweep.point_id("h", hj, "v") != sweep.point_id("h", sweep.Point(**{**hj.__dict__, "skip": 0}), "v")

@@ -100,7 +100,7 @@ class Result:
         config: the fully resolved configuration (every engine key, typed: int, float, bool, str).
         workload: ``{"name": ..., "params": {...}}`` with every parameter resolved, as the
             engine ran it (for a trace, the trace's name and format).
-        seed, refs, warmup, warmup_instructions, prefault, trace, trace_format, interval,
+        seed, refs, skip, warmup, warmup_instructions, prefault, trace, trace_format, interval,
             shootdowns: how the run was asked for (``interval``: instructions per interval of the statistics over time, None
             if off; ``shootdowns``: the shootdown trace injected, None if none).
         curves: one-pass miss-ratio curves (:class:`xlat.mrc.Curve`) of the structures
@@ -125,6 +125,7 @@ class Result:
     interval: int | None = None
     shootdowns: str | None = None
     warmup_instructions: int | None = None
+    skip: int = 0
     series: list[dict[str, int | float]] = field(default_factory=list)
     curves: list[Any] = field(default_factory=list)
     config_name: str = "dict"
@@ -158,6 +159,7 @@ class Result:
                 # (Only when one was injected: documents of other runs stay as they were.)
                 **({"shootdowns": self.shootdowns} if self.shootdowns else {}),
                 **({"warmup_instructions": self.warmup_instructions} if self.warmup_instructions else {}),
+                **({"skip": self.skip} if self.skip else {}),
             },
             "stats": {k: _json_safe(v) for k, v in self.stats.items()},
         }
@@ -191,6 +193,7 @@ class Result:
             interval=run.get("interval"),
             shootdowns=run.get("shootdowns"),
             warmup_instructions=run.get("warmup_instructions"),
+            skip=run.get("skip", 0),
             # Ratios are recomputed from the counts (the same values, and present even in a
             # document that kept only the counts).
             series=[interval_ratios({k: v for k, v in iv.items() if v is not None}) for iv in doc.get("series") or []],
@@ -323,6 +326,7 @@ def simulate(
     curves: Sequence[str] | None = None,
     curve_ways: int = 64,
     sample: str | Sequence[int | str] | None = None,
+    skip: int | str = 0,
     **overrides: Any,
 ) -> Result:
     """Simulate one workload (or trace, or mix of programs) on one machine.
@@ -336,6 +340,10 @@ def simulate(
             runs the workload or trace to its end.
         seed: seeds the workload and every randomized structure: same seed, same numbers.
         warmup: references simulated first whose statistics are discarded.
+        skip: references read and dropped before the warm-up, at the workload's own speed
+            (fast-forward: the OS calls among them are applied and their stores' dirty bits
+            set, nothing else is simulated): to measure a later phase of a program, such as a
+            hash join's probe after its build. ``refs`` and ``warmup`` count after it.
         warmup_instructions: or instead, instructions (all streams together) simulated first,
             as other simulators count warm-up (ChampSim's ``--warmup-instructions``); ``refs``
             still counts references after it. Not with ``warmup``.
@@ -384,6 +392,7 @@ def simulate(
     resolved = _config.resolve(config, over)
     n_refs = None if refs is None else _count("refs", refs)
     n_warm = _count("warmup", warmup)
+    n_skip = _count("skip", skip)
     n_warm_i = _count("warmup_instructions", warmup_instructions) if warmup_instructions is not None else 0
     if n_warm and n_warm_i:
         raise ArgumentError("give warmup (references) or warmup_instructions, not both")
@@ -438,6 +447,7 @@ def simulate(
         curves=list(curves) if curves is not None else None,
         curve_ways=curve_ways,
         sample=plan,
+        skip=n_skip,
     )
     stats = out["stats"]
     if plan is not None:
@@ -459,6 +469,7 @@ def simulate(
         interval=n_interval or None,
         shootdowns=sd_path,
         warmup_instructions=n_warm_i or None,
+        skip=n_skip,
         series=[interval_ratios(iv) for iv in out.get("series") or []],
         curves=[Curve.from_dict(c) for c in out.get("curves") or []],
         config_name=_label(config, len(over)),

@@ -345,7 +345,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             prefault=args.prefault, trace=traces or None, trace_format=args.trace_format,
             progress=progress, host_threads=args.host_threads, interval=args.interval, mix=args.mix,
             shootdowns=args.shootdowns, warmup_instructions=args.warmup_instructions, sample=args.sample,
-            **dict(args.sets),
+            skip=args.skip, **dict(args.sets),
         )
 
     if args.weighted_speedup:
@@ -497,6 +497,8 @@ def _run_weighted_speedup(args: argparse.Namespace) -> int:
         raise CliError("--weighted-speedup prints a table; run without --json and --interval")
     if args.warmup_instructions:
         raise CliError("--weighted-speedup warms up by references: use --warmup, not --warmup-instructions")
+    if args.skip:
+        raise CliError("--weighted-speedup runs each program from its start: run without --skip")
     with ProgressBar("mix and each program alone") as bar:
         bar(0, None)
         m = run_mix(args.config, args.mix, refs=args.refs, seed=args.seed, warmup=args.warmup,
@@ -994,6 +996,9 @@ def build_parser() -> Parser:
                    help="or warm up for N instructions (all threads together), as ChampSim counts it")
     r.add_argument("--warmup", type=count_arg, default=0, metavar="N",
                    help="references simulated first, then excluded from the statistics")
+    r.add_argument("--skip", type=count_arg, default=0, metavar="N",
+                   help="fast-forward: references read and dropped before the warm-up (their OS calls "
+                        "applied, nothing else simulated), to measure a later phase of a program")
     add_set_option(r)
     r.add_argument("--seed", type=seed_arg, default=1, help="random seed (default 1); same seed, same numbers")
     r.add_argument("--prefault", action="store_true",

@@ -121,6 +121,7 @@ class Point:
     shootdowns: str | None = None          # a shootdown trace to inject (its absolute path)
     curves: tuple[str, ...] = ()           # structures profiled for miss-ratio curves (xlat mrc)
     curve_ways: int = 0                    # ... up to this many ways
+    skip: int = 0                          # references fast-forwarded before the warm-up
 
     @property
     def workload_spec(self) -> str:
@@ -144,6 +145,8 @@ class Point:
         if self.curves:
             opts["curves"] = list(self.curves)
             opts["curve_ways"] = self.curve_ways
+        if self.skip:
+            opts["skip"] = self.skip
         return opts
 
 
@@ -160,8 +163,8 @@ class Spec:
 
 
 _TOP_KEYS = {"name", "description", "configs", "workloads", "mixes", "mix", "traces", "seeds", "seed", "refs", "warmup",
-             "prefault", "interval", "shootdowns", "quick", "slurm"}
-_RUN_KEYS = ("refs", "warmup", "prefault", "interval", "shootdowns")
+             "prefault", "interval", "shootdowns", "skip", "quick", "slurm"}
+_RUN_KEYS = ("refs", "warmup", "prefault", "interval", "shootdowns", "skip")
 _CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", "curves", "curve_ways", *_RUN_KEYS}
 _WORKLOAD_KEYS = {"name", "params", "zip", "configs", *_RUN_KEYS, "seeds", "seed"}
 _MIX_KEYS = {"label", "programs", "configs", *_RUN_KEYS, "seeds", "seed"}
@@ -279,10 +282,11 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
             run = {k: wl["run"][k] if k in wl["run"] else c["run"][k] if k in c["run"] else top_run[k]
                    for k in _RUN_KEYS}
             seeds = wl["seeds"] if wl["seeds"] is not None else top_seeds
-            for refs, warmup, prefault, interval, shootdowns in itertools.product(*(run[k] for k in _RUN_KEYS)):
+            for refs, warmup, prefault, interval, shootdowns, skip in itertools.product(*(run[k] for k in _RUN_KEYS)):
                 opts = _run_options(refs, warmup, prefault, interval, where) + (_shootdowns(shootdowns, base_dir, where),)
+                n_skip = 0 if skip is None else parse_count(skip, f"{where}: 'skip'")
                 for seed in seeds:
-                    p = Point(cfg, wl["name"], wl["params"], seed, *opts, *c.get("curves", ((), 0)))
+                    p = Point(cfg, wl["name"], wl["params"], seed, *opts, *c.get("curves", ((), 0)), skip=n_skip)
                     if p not in seen:  # a value listed twice is one point
                         seen.add(p)
                         points.append(p)
@@ -699,6 +703,7 @@ def prepare(spec: Spec, resolve: Callable | None = None, version: str | None = N
             "refs": p.refs,
             "warmup": p.warmup,
             "prefault": p.prefault,
+            **({"skip": p.skip} if p.skip else {}),
             # Only in stores that use it (0 = off), like the series column of the row.
             **({"interval": p.interval} if p.interval else {}),
             **({"shootdowns": os.path.basename(p.shootdowns)} if p.shootdowns else {}),

@@ -45,6 +45,8 @@ pub enum SimError {
     OracleNeedsProfile,
     #[error("the warm-up ({warmup} references) is not shorter than the workload, which ended after {done}: nothing was measured (lower the warm-up or enlarge the workload)")]
     WarmupTooLong { warmup: u64, done: u64 },
+    #[error("the workload ended after {done} of the {skip} references to skip: nothing was simulated (skip fewer)")]
+    SkipTooLong { skip: u64, done: u64 },
     #[error("the warm-up ({instructions} instructions) is not shorter than the workload, which ended after {done} references: nothing was measured (lower the warm-up or enlarge the workload)")]
     WarmupInstructionsTooLong { instructions: u64, done: u64 },
     #[error("nothing to simulate: the workload or trace has no references")]

@@ -26,6 +26,11 @@ mod stats;
 pub struct RunOptions {
     /// Stop after this many references (after warm-up), summed over cores.
     pub max_refs: Option<u64>,
+    /// References read and dropped before the warm-up (fast-forward, as a sampled run skips:
+    /// the OS calls among them applied and their stores' dirty bits set, nothing else
+    /// simulated): to start a run in a later phase of a program (a hash join's probe after
+    /// its build) at the workload's own speed. Counted as [`RunOptions::max_refs`] is.
+    pub skip: u64,
     /// References simulated before statistics are reset.
     pub warmup: u64,
     /// Or instead: instructions (all streams together, counted from the references'
@@ -322,9 +327,19 @@ impl Machine {
 
     /// Run `src` to its end or to `opts.max_refs`. `progress(refs_done)` is called every
     /// [`PROGRESS_EVERY`] references with the references that count toward the limit
-    /// ([`RefSource::counted`]); returning false interrupts the run.
+    /// ([`RefSource::counted`]); returning false interrupts the run. Returns the references
+    /// that count, warm-up included (a helper's or a co-runner's are simulated but not
+    /// counted: a sampled run's phases are measured in the program's references).
     #[inline(never)] // one call per run; keeps it a unit in profiles
     pub fn run(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
+        if opts.skip > 0 {
+            let mut ahead = crate::sample::Metered::new(src);
+            let done = crate::sample::fast_forward(self, &mut ahead, opts.skip)?;
+            if done < opts.skip {
+                return Err(SimError::SkipTooLong { skip: opts.skip, done });
+            }
+            return self.run(&mut ahead, RunOptions { skip: 0, ..opts }, progress);
+        }
         self.host_times = None;
         (self.interval, self.marks) = (opts.interval, Vec::new());
         if self.pipelinable(&opts) {
@@ -577,7 +592,7 @@ pub(crate) fn run_loop<P: MemPort>(
             SimError::NoReferences
         });
     }
-    Ok(done)
+    Ok(measured)
 }
 
 /// vCPU overcommit: context `c` switches to its next vCPU whose stream has not ended

@@ -97,7 +97,7 @@ impl Dirtied {
 /// The source as a sampled run reads it: each counted stream gets a budget of references per
 /// phase (a stream whose budget is spent looks ended, so a phase's run stops exactly there),
 /// and what a batch held beyond the budget is kept for the next phase instead of lost.
-struct Metered<'a> {
+pub(crate) struct Metered<'a> {
     src: &'a mut dyn RefSource,
     carry: Vec<Vec<Ref>>,
     /// References each stream may still give in this phase (`u64::MAX`: not counted).
@@ -106,7 +106,7 @@ struct Metered<'a> {
 }
 
 impl<'a> Metered<'a> {
-    fn new(src: &'a mut dyn RefSource) -> Metered<'a> {
+    pub(crate) fn new(src: &'a mut dyn RefSource) -> Metered<'a> {
         let n = src.streams();
         let counted = (0..n).map(|s| src.counted(s)).collect();
         Metered { src, carry: (0..n).map(|_| Vec::with_capacity(crate::machine::BATCH)).collect(), budget: vec![u64::MAX; n], counted }
@@ -197,6 +197,15 @@ fn skip(m: &mut Machine, src: &mut Metered, n: u64, buf: &mut Vec<Ref>, dirtied:
     Ok(dropped)
 }
 
+/// Drop the first `n` references of the counted streams of `src` (as a sampled run skips),
+/// then leave every stream unlimited: what was read beyond them comes next. Returns how many
+/// were dropped (fewer: the streams ended).
+pub(crate) fn fast_forward(m: &mut Machine, src: &mut Metered, n: u64) -> Result<u64, SimError> {
+    let dropped = skip(m, src, n, &mut Vec::with_capacity(crate::machine::BATCH), &mut Dirtied::new())?;
+    src.budget.fill(u64::MAX);
+    Ok(dropped)
+}
+
 /// Simulate `m` one phase of `refs` references; `Ok(None)` when the source had ended.
 fn stretch(m: &mut Machine, src: &mut Metered, refs: u64, threads: usize, progress: &mut dyn FnMut(u64) -> bool) -> Result<Option<u64>, SimError> {
     src.allow(refs);
@@ -208,7 +217,7 @@ fn stretch(m: &mut Machine, src: &mut Metered, refs: u64, threads: usize, progre
     }
 }
 
-/// Run `src` on `m` sampled: `opts.warmup` references skipped first, then periods over the
+/// Run `src` on `m` sampled: `opts.skip` and `opts.warmup` references skipped first, then periods over the
 /// next `opts.max_refs` (or the whole stream). `progress(position)` gets the stream position.
 pub fn run(m: &mut Machine, src: &mut dyn RefSource, s: Sample, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<Sampled, SimError> {
     s.check()?;
@@ -216,8 +225,8 @@ pub fn run(m: &mut Machine, src: &mut dyn RefSource, s: Sample, opts: RunOptions
     let mut buf = Vec::with_capacity(crate::machine::BATCH);
     let mut dirtied = Dirtied::new();
     let mut src = Metered::new(src);
-    let mut pos = skip(m, &mut src, opts.warmup, &mut buf, &mut dirtied)?;
-    let end = opts.max_refs.map_or(u64::MAX, |r| r.saturating_add(opts.warmup));
+    let mut pos = skip(m, &mut src, opts.skip + opts.warmup, &mut buf, &mut dirtied)?;
+    let end = opts.max_refs.map_or(u64::MAX, |r| r.saturating_add(opts.skip + opts.warmup));
     while pos < end {
         let want = s.skip().min(end - pos);
         let dropped = skip(m, &mut src, want, &mut buf, &mut dirtied)?;

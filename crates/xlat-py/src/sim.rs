@@ -71,7 +71,7 @@ fn stats_dict<'py>(py: Python<'py>, entries: Vec<(String, StatValue)>) -> PyResu
 /// change of every integer statistic. `shootdowns`: a shootdown trace to inject
 /// (`xlat_workloads::shootdowns`).
 #[pyfunction]
-#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0, interval=0, mix=None, shootdowns=None, warmup_instructions=0, curves=None, curve_ways=64, sample=None))]
+#[pyo3(signature = (config, workload=None, trace=None, trace_format=None, refs=None, warmup=0, seed=1, prefault=false, progress=None, threads=0, interval=0, mix=None, shootdowns=None, warmup_instructions=0, curves=None, curve_ways=64, sample=None, skip=0))]
 #[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
@@ -92,12 +92,13 @@ fn simulate<'py>(
     curves: Option<Vec<String>>,
     curve_ways: usize,
     sample: Option<(u64, u64, u64)>,
+    skip: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg = build_config(&config)?;
     if [workload.is_some(), trace.is_some(), mix.is_some()].iter().filter(|&&b| b).count() != 1 {
         return Err(XlatError::new_err("give exactly one of a workload, a trace and a mix"));
     }
-    let opts = RunOptions { max_refs: refs, warmup, warmup_instructions, threads, interval };
+    let opts = RunOptions { max_refs: refs, skip, warmup, warmup_instructions, threads, interval };
     // (A warm-up in instructions has no known length in references: the total is unknown.)
     let total = if warmup_instructions > 0 { None } else { refs.map(|r| r.saturating_add(warmup)) };
     // Opening the workload (a kernel may build its input for many seconds) and the run both
