@@ -283,8 +283,8 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
                    for k in _RUN_KEYS}
             seeds = wl["seeds"] if wl["seeds"] is not None else top_seeds
             for refs, warmup, prefault, interval, shootdowns, skip in itertools.product(*(run[k] for k in _RUN_KEYS)):
-                opts = _run_options(refs, warmup, prefault, interval, where) + (_shootdowns(shootdowns, base_dir, where),)
-                n_skip = 0 if skip is None else parse_count(skip, f"{where}: 'skip'")
+                *opts, n_skip = _run_options(refs, warmup, prefault, interval, skip, where)
+                opts.append(_shootdowns(shootdowns, base_dir, where))
                 for seed in seeds:
                     p = Point(cfg, wl["name"], wl["params"], seed, *opts, *c.get("curves", ((), 0)), skip=n_skip)
                     if p not in seen:  # a value listed twice is one point
@@ -343,7 +343,8 @@ def _file_digest(path: str) -> str:
         return "missing:" + path
 
 
-def _run_options(refs: Any, warmup: Any, prefault: Any, interval: Any, where: str) -> tuple[int | None, int, bool, int]:
+def _run_options(refs: Any, warmup: Any, prefault: Any, interval: Any, skip: Any,
+                 where: str) -> tuple[int | None, int, bool, int, int]:
     r = None if refs is None else parse_count(refs, f"{where}: 'refs'")
     w = 0 if warmup is None else parse_count(warmup, f"{where}: 'warmup'")
     if prefault is None:
@@ -351,7 +352,8 @@ def _run_options(refs: Any, warmup: Any, prefault: Any, interval: Any, where: st
     if not isinstance(prefault, bool):
         raise SpecError(f"{where}: 'prefault' must be true or false, not {prefault!r}")
     i = 0 if interval is None else parse_count(interval, f"{where}: 'interval'")
-    return r, w, prefault, i
+    k = 0 if skip is None else parse_count(skip, f"{where}: 'skip'")
+    return r, w, prefault, i, k
 
 
 def _grid(table: Any, zipped: Any, what: str) -> list[tuple[tuple[str, Any], ...]]:
