@@ -502,6 +502,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("system.threads_per_core", Limit::Int(8)),
     ("core.walkers", Limit::Int(4096)),
     ("core.lq", Limit::Int(1 << 16)),
+    ("core.lookahead", Limit::Int(256)),
     ("ptbaker.stride_pages", Limit::Int(1 << 30)),
     ("ptbaker.nops", Limit::Int(u32::MAX as u64 - 1)),
     ("ptbaker.sleep_cycles", Limit::Int(u32::MAX as u64)),
@@ -681,6 +682,7 @@ config! {
     core_walkers: u64 = 2; "core.walkers"; "page walks in flight at once";
     core_lq: u64 = 0; "core.lq"; "load-queue entries: a load holds one from dispatch until its data arrives, and a load finding none free waits to dispatch, with everything behind it (0: unlimited)";
     core_inflight: bool = true; "core.inflight"; "in-flight state: a reference waits for work in flight that it needs (the fill of its line: an MSHR merge; the walk of its 4 KB page: a TLB-miss merge) (false: caches and TLBs serve a line or translation the moment its access is simulated; for ablation)";
+    core_lookahead: u64 = 0; "core.lookahead"; "references a dependent reference (one that waits for its producer) looks ahead, within the reorder buffer, for a younger one that does not wait for it and accesses its 4 KB page (any load or store) or its line (a load): that one issues first, and starts the walk or the fill the dependent one merges into; 8 finds them in the calibration traces (0: off, the default until the studies are rerun with it; docs/timing.md)";
     tlb_l1d_entries: u64 = 64; "tlb.l1d.entries"; "L1 DTLB entries for 4 KB pages (all sizes if tlb.l1d.unified)";
     tlb_l1d_ways: u64 = 4; "tlb.l1d.ways"; "associativity of the 4 KB L1 DTLB array";
     tlb_l1d_entries_2m: u64 = 32; "tlb.l1d.entries_2m"; "L1 DTLB entries for 2 MB pages (0: none)";

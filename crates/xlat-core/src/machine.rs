@@ -13,6 +13,7 @@ use crate::memory::hierarchy::core_seed;
 use crate::memory::{Direct, MemPort, MemorySide};
 use crate::os::sched::Scope;
 use crate::stats::Stats;
+use crate::timing::{inflight, Early};
 use crate::translate::mmu::{HwContext, Mmu};
 use crate::translate::tlb::{Ctx, Invalidate};
 use crate::translate::walker::WalkParams;
@@ -277,7 +278,7 @@ impl Machine {
 
     /// Simulate one reference on core `c`.
     pub fn step(&mut self, c: usize, r: Ref) -> Result<(), SimError> {
-        self.xl.step(c, r, &mut Direct::new(&mut self.mem))
+        self.xl.step(c, r, Early::NONE, &mut Direct::new(&mut self.mem))
     }
 
     /// Profile translation structures from now on for one-pass miss-ratio curves (see
@@ -475,6 +476,9 @@ pub(crate) fn run_loop<P: MemPort>(
         mark(xl, port);
         next_mark = instructions(port) + opts.interval;
     }
+    // How far a dependent reference looks ahead for a younger one that starts its work.
+    let lookahead = if xl.cfg.core_inflight { xl.cfg.core_lookahead as usize } else { 0 };
+    let rob = xl.cfg.core_rob;
     // One prefetch pipeline per core: each runs ahead in its own stream.
     let mut rings: Vec<PrefetchRing> = (0..n).map(|_| PrefetchRing::new()).collect();
     'run: while measured < limit {
@@ -524,9 +528,11 @@ pub(crate) fn run_loop<P: MemPort>(
                 prefetch_ahead(xl, port, c, &batches[s], pos[s], &mut rings[c]);
             }
             let r = batches[s][pos[s]];
+            // (Within the batch: a dependent reference near its end sees fewer ahead.)
+            let early = if lookahead > 0 && r.producer() != 0 { inflight::early(&batches[s][pos[s]..], lookahead, rob) } else { Early::NONE };
             pos[s] += 1;
             let recorded = port.recorded();
-            if let Err(e) = xl.step(c, r, port) {
+            if let Err(e) = xl.step(c, r, early, port) {
                 port.truncate(recorded); // (a reference's ops are replayed whole or not at all)
                 return Err(e);
             }

@@ -82,3 +82,45 @@ fn a_walk_takes_only_as_long_as_its_own_reads() {
     assert!(s.f("walk_cycles_per_walk") < bound, "{} >= {bound}", s.f("walk_cycles_per_walk"));
     assert!(s.f("walk_cycles.hist.ge4096") == 0.0);
 }
+
+#[test]
+fn a_younger_reference_that_issues_first_starts_the_walk_a_dependent_one_merges_into() {
+    // A B-tree step: the child pointer's load misses, the node's first key waits for it, the
+    // next key (another line of the node's page) does not. In hardware that key issues at
+    // once, misses the TLBs and starts the walk; the first key, issuing when the pointer
+    // arrives, merges into it. Simulated in program order, the first key looks ahead for it.
+    let node = BASE + (64 << 20);
+    let refs = [Ref::load(BASE, 1), Ref::load(node, 1).after(1), Ref::load(node + 0x40, 1)];
+    let ahead = |n: &str| run(&cfg(true, &[("core.lookahead", n)]), refs.to_vec(), region(GB), true);
+    let (on, off) = (ahead("8"), ahead("0"));
+    assert_eq!((on.u("walks"), off.u("walks")), (2, 2));
+    assert_eq!((on.u("inflight.early_walks"), off.u("inflight.early_walks")), (1, 0));
+    // The walk starts a pointer's miss sooner, overlaps that miss, and the run ends sooner.
+    let sooner = on.u("inflight.early_walk_cycles");
+    assert!(sooner > 100, "the pointer's miss: {sooner}");
+    assert!(on.u("cycles") + 100 < off.u("cycles"), "{} vs {}", on.u("cycles"), off.u("cycles"));
+    // The younger key still waits for the walk it started.
+    assert_eq!(on.u("inflight.walk_merges"), 1);
+
+    // A key that waits for the first key (or for nothing on that page) starts nothing.
+    let chained = [refs[0], refs[1], Ref::load(node + 0x40, 1).after(1)];
+    assert_eq!(run(&cfg(true, &[("core.lookahead", "8")]), chained.to_vec(), region(GB), true).u("inflight.early_walks"), 0);
+    let other = [refs[0], refs[1], Ref::load(node + 4096, 1)];
+    assert_eq!(run(&cfg(true, &[("core.lookahead", "8")]), other.to_vec(), region(GB), true).u("inflight.early_walks"), 0);
+}
+
+#[test]
+fn a_younger_reference_that_issues_first_starts_the_fill_a_dependent_one_merges_into() {
+    // The same with a perfect TLB and the younger load in the first key's line: it asks for
+    // the line first, and the first key completes with that fill.
+    let perfect = [("tlb.perfect", "true")];
+    let node = BASE + (64 << 20);
+    let refs = [Ref::load(BASE, 1), Ref::load(node, 1).after(1), Ref::load(node + 8, 1)];
+    let ahead = |n: &str| run(&cfg(true, &[perfect[0], ("core.lookahead", n)]), refs.to_vec(), region(GB), true);
+    let (on, off) = (ahead("8"), ahead("0"));
+    assert_eq!((on.u("inflight.early_fills"), off.u("inflight.early_fills")), (1, 0));
+    assert!(on.u("inflight.early_fill_cycles") > 100);
+    // Both loads of the node's line miss once: the second merges into the first's fill.
+    assert_eq!(on.u("dram.reads"), off.u("dram.reads"));
+    assert!(on.u("cycles") + 100 < off.u("cycles"), "{} vs {}", on.u("cycles"), off.u("cycles"));
+}

@@ -80,6 +80,8 @@ fn two_host_threads_give_one_threads_statistics() {
             ("csalt.profiler", "global_pos"),
         ],
         &[("pomtlb.enabled", "true"), ("cache.l2.policy", "dip"), ("cache.llc.policy", "csalt-cd"), ("csalt.epoch", "5000")],
+        &[("core.lookahead", "8")],
+        &[("virt.enabled", "true"), ("core.lookahead", "8")],
     ];
     for pairs in configs {
         let c = cfg(pairs);
@@ -88,6 +90,9 @@ fn two_host_threads_give_one_threads_statistics() {
                 let one = run(&c, &refs, prefault, opts, 1);
                 let two = run(&c, &refs, prefault, opts, 2);
                 assert!(one.f("walks") > 1000.0 && one.f("tlb.dirty_walks") > 0.0, "the stream exercises walks");
+                if c.core_lookahead > 0 {
+                    assert!(one.f("inflight.early_walks") > 0.0 && one.f("inflight.early_fills") > 0.0, "and younger references starting work");
+                }
                 assert_eq!(one, two, "config {pairs:?}, prefault {prefault}, {opts:?}");
             }
         }

@@ -79,6 +79,9 @@ pub(crate) enum Op {
     Dropped,
     /// Warm-up ends here: statistics restart.
     Reset,
+    /// The next reference waits for its producer, and these younger references would start
+    /// its walk or its fill first (`MemPort::early`); its `Hit`, `Walk` or `Dispatch` follows.
+    Early(crate::timing::Early),
 }
 
 const _: () = assert!(std::mem::size_of::<Op>() == 16);
@@ -136,6 +139,10 @@ impl MemPort for Recorder {
     #[inline(always)]
     fn dispatch(&mut self, _c: usize, delta: u32, kind: RefKind, producer: u8) {
         (self.delta, self.kind, self.producer, self.l2, self.walking, self.dispatched) = (delta, kind, producer, false, false, false);
+    }
+
+    fn early(&mut self, e: crate::timing::Early) {
+        self.ops.push(Op::Early(e));
     }
 
     #[inline(always)]
@@ -275,6 +282,8 @@ impl MemPort for Recorder {
 pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
     const C: usize = 0;
     let mut port = Direct::new(mem);
+    // An `Op::Early` for the reference whose dispatch comes next.
+    let mut early = crate::timing::Early::NONE;
     for (j, &op) in ops.iter().enumerate() {
         // (The LLC's sets only: the private caches' bookkeeping stays in the host's caches,
         // and prefetching it too measured 1.5 % slower.)
@@ -284,6 +293,9 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
         match op {
             Op::Hit { delta, kind, producer, l2, line } => {
                 port.dispatch(C, delta, kind, producer);
+                if !early.is_none() {
+                    port.early(std::mem::replace(&mut early, crate::timing::Early::NONE));
+                }
                 if l2 {
                     port.l2_tlb();
                 }
@@ -291,6 +303,9 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             }
             Op::Walk { delta, kind, producer, l2 } => {
                 port.dispatch(C, delta, kind, producer);
+                if !early.is_none() {
+                    port.early(std::mem::replace(&mut early, crate::timing::Early::NONE));
+                }
                 if l2 {
                     port.l2_tlb();
                 }
@@ -320,6 +335,9 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             }
             Op::Dispatch { delta, kind, producer, l2 } => {
                 port.dispatch(C, delta, kind, producer);
+                if !early.is_none() {
+                    port.early(std::mem::replace(&mut early, crate::timing::Early::NONE));
+                }
                 if l2 {
                     port.l2_tlb();
                 }
@@ -339,6 +357,7 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             }
             Op::Dropped => port.dropped(),
             Op::Reset => port.reset_stats(),
+            Op::Early(e) => early = e,
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::memory::port::{MemPort, Steer, Table};
 use crate::memory::prefetcher::{Prefetch, MAX_DEGREE};
 use crate::memory::repl::LineKind;
 use crate::stats::{CoreCounters, VirtCounters};
-use crate::timing::{InFlight, Units, Window};
+use crate::timing::{Early, InFlight, Units, Window};
 use crate::workload::RefKind;
 
 /// Where an access was served.
@@ -600,15 +600,20 @@ impl MemorySide {
     }
 
     /// The data access of a reference of `kind` on core `c`, issued at `issue` and
-    /// translated at `t`, to `line`; and its completion.
+    /// translated at `t`, to `line`, which the caches are asked for at `ask` (`t`, or earlier
+    /// when a younger reference asked first: [`crate::timing::inflight`]); and its completion.
     #[inline(always)]
-    pub fn finish_ref(&mut self, c: usize, kind: RefKind, line: u64, issue: u64, t: u64) {
+    pub fn finish_ref(&mut self, c: usize, kind: RefKind, line: u64, issue: u64, t: u64, ask: u64) {
         let entry = if kind == RefKind::Fetch { Entry::L1i } else { Entry::L1d };
         let write = kind == RefKind::Store;
-        let (lat, served) = self.access(c, line, LineKind::Data, write, entry, t);
-        let arrival = self.arrival(c, line, served, t, lat, true);
+        let (lat, served) = self.access(c, line, LineKind::Data, write, entry, ask);
+        let mut arrival = self.arrival(c, line, served, ask, lat, true);
+        if ask < t {
+            // It has the line no sooner than an L1 hit after its own translation.
+            arrival = arrival.max(t + self.cores[self.core_of(c)].l1d.latency);
+        }
         if self.prefetching && entry == Entry::L1d && kind != RefKind::Prefetch {
-            self.prefetch_after(c, line, served, t);
+            self.prefetch_after(c, line, served, ask);
         }
         let x = &mut self.ctxs[c];
         let k = &mut x.counters;
@@ -900,6 +905,16 @@ pub struct Direct<'a> {
     looked_up: bool,
     /// The reference walked.
     walked: bool,
+    /// Younger references that would start its walk or its fill first, if it waits for a
+    /// producer (`MemPort::early`).
+    early: Early,
+    /// Its translation's lookup latency before a walk (the TLBs it missed).
+    lookup: u64,
+    /// When its walk asked for a walker, when the walk's page was first asked for (its
+    /// issue, or a younger reference's), and when the walk was done.
+    walk_want: u64,
+    walk_from: u64,
+    walk_done: u64,
 }
 
 impl<'a> Direct<'a> {
@@ -918,6 +933,11 @@ impl<'a> Direct<'a> {
             group_lat: 0,
             looked_up: false,
             walked: false,
+            early: Early::NONE,
+            lookup: 0,
+            walk_want: 0,
+            walk_from: 0,
+            walk_done: 0,
         }
     }
 }
@@ -932,8 +952,13 @@ impl MemPort for Direct<'_> {
         self.looked_up = false;
         self.walked = false;
         self.issue = self.mem.ctxs[c].window.dispatch(delta, producer, matches!(kind, RefKind::Load | RefKind::Prefetch));
+        self.early = Early::NONE;
         self.t = self.issue;
         self.walk_start = self.issue;
+    }
+
+    fn early(&mut self, e: Early) {
+        self.early = e;
     }
 
     #[inline(always)]
@@ -944,7 +969,19 @@ impl MemPort for Direct<'_> {
     #[inline(always)]
     fn walk_begin(&mut self) {
         (self.lat, self.fault_cycles) = (0, 0);
-        self.walk_start = self.mem.walk_start(self.c, self.t);
+        self.lookup = self.t - self.issue;
+        (self.walk_want, self.walk_from) = (self.t, self.issue);
+        if self.early.page_delta != u32::MAX {
+            let y = self.mem.ctxs[self.c].window.younger_issue(self.early.page_delta, self.early.page_back);
+            if y < self.issue {
+                // The younger reference misses the same TLBs and walks, as long after its issue.
+                (self.walk_want, self.walk_from) = (y + self.lookup, y);
+                let k = &mut self.mem.ctxs[self.c].counters;
+                k.early_walks += 1;
+                k.early_walk_cycles += self.t - self.walk_want;
+            }
+        }
+        self.walk_start = self.mem.walk_start(self.c, self.walk_want);
         if self.looked_up {
             self.mem.ctxs[self.c].lookup_walks += 1;
         }
@@ -983,7 +1020,9 @@ impl MemPort for Direct<'_> {
 
     #[inline(always)]
     fn walk_end(&mut self) {
-        self.t = self.mem.walk_done(self.c, self.t, self.walk_start, self.lat, self.fault_cycles);
+        self.walk_done = self.mem.walk_done(self.c, self.walk_want, self.walk_start, self.lat, self.fault_cycles);
+        // (Started by a younger reference, the walk may be done before this one looked up.)
+        self.t = self.t.max(self.walk_done);
         self.walked = true;
     }
 
@@ -1009,10 +1048,35 @@ impl MemPort for Direct<'_> {
 
     #[inline(always)]
     fn data(&mut self, line: u64) {
-        if self.mem.inflight {
-            self.t = self.mem.translated(self.c, line >> 6, self.issue, self.t, self.walked);
+        let own = self.t;
+        if !self.walked {
+            self.lookup = self.t - self.issue;
         }
-        self.mem.finish_ref(self.c, self.kind, line, self.issue, self.t);
+        if self.mem.inflight {
+            self.t = self.mem.translated(self.c, line >> 6, self.walk_from, self.t, self.walked);
+        }
+        let mut ask = self.t;
+        if self.early.line_delta != u32::MAX && matches!(self.kind, RefKind::Load | RefKind::Store) {
+            let y = self.mem.ctxs[self.c].window.younger_issue(self.early.line_delta, self.early.line_back);
+            if y < self.issue {
+                // The younger reference asks for the line once it has the translation: after
+                // the same lookups, and not before a walk this one waited for.
+                let held = if self.walked {
+                    self.walk_done
+                } else if self.t > own {
+                    self.t
+                } else {
+                    0
+                };
+                ask = self.t.min(held.max(y + self.lookup));
+                if ask < self.t {
+                    let k = &mut self.mem.ctxs[self.c].counters;
+                    k.early_fills += 1;
+                    k.early_fill_cycles += self.t - ask;
+                }
+            }
+        }
+        self.mem.finish_ref(self.c, self.kind, line, self.issue, self.t, ask);
     }
 
     fn dropped(&mut self) {

@@ -29,6 +29,10 @@ pub trait MemPort {
     /// one, waiting for the memory reference `producer` back (0: none, see
     /// [`crate::Ref::producer`]).
     fn dispatch(&mut self, c: usize, delta: u32, kind: RefKind, producer: u8);
+    /// The reference dispatched last waits for its producer, and younger references that do
+    /// not would start its walk or its line's fill before it issues (see
+    /// [`crate::timing::inflight`]). Called right after `dispatch`, only with some.
+    fn early(&mut self, _e: crate::timing::Early) {}
     /// The L1 TLBs missed: the L2 TLB's lookup latency passes before anything else.
     fn l2_tlb(&mut self);
     /// A page walk begins (at once, or after the L2 TLB).

@@ -10,9 +10,19 @@
 //! work on its key even started would in truth have done that work itself, so it waits as
 //! long as the work took, not until the work is done.
 //!
+//! The converse happens too: a reference that waits for its producer (a pointer chase)
+//! issues late, and a younger reference to the same page or line that does not wait issues
+//! first; in hardware the younger one starts the walk or the fill and the older one merges
+//! into it. References are simulated in program order, so the older one looks a few
+//! references ahead ([`early`], `core.lookahead`) for such a reference, and its walk or fill
+//! starts when that one would have issued (B-tree lookups: a node's first key waits for the
+//! child pointer, the keys the search reads next do not).
+//!
 //! A small direct-mapped table of (key, start, ready) per core: a new entry evicts whatever
 //! shared its slot, and the reference that would have waited for the evicted one does not
 //! (an optimistic error, rare with more slots than units in flight).
+
+use crate::workload::{Ref, RefKind};
 
 /// Slots per table: more than any preset's MSHRs or walkers, so collisions stay rare.
 const SLOTS_LOG2: u32 = 6;
@@ -60,9 +70,94 @@ impl InFlight {
     }
 }
 
+/// The younger references that would start a dependent reference's work before it: the
+/// first to its 4 KB page (the walk) and the first to its line (the fill), each as its
+/// distance in instructions and its own producer, in memory references back from the
+/// dependent one (0: none). A distance of `u32::MAX`: no such reference. 12 bytes, so that
+/// the two-thread engine records it as one op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Early {
+    pub page_delta: u32,
+    pub line_delta: u32,
+    pub page_back: u8,
+    pub line_back: u8,
+}
+
+impl Early {
+    pub const NONE: Early = Early { page_delta: u32::MAX, line_delta: u32::MAX, page_back: 0, line_back: 0 };
+
+    #[inline(always)]
+    pub fn is_none(&self) -> bool {
+        self.page_delta == u32::MAX
+    }
+}
+
+/// For the dependent reference `refs[0]`, which issues when its producer completes: the first
+/// of the next `k` references, within `rob` instructions and before any OS call, that access
+/// its 4 KB page, and the first that access its line, whose issue does not wait for it (they
+/// depend on nothing, or on a reference older than it). Only loads and stores count: a
+/// software prefetch may be dropped at a TLB miss, and fetches use other structures.
+pub fn early(refs: &[Ref], k: usize, rob: u64) -> Early {
+    let x = refs[0];
+    let mut e = Early::NONE;
+    let mut d: u64 = 0;
+    for (j, y) in refs.iter().enumerate().skip(1).take(k) {
+        if y.is_os_call() {
+            break;
+        }
+        d += u64::from(y.inst_delta);
+        if d >= rob {
+            break;
+        }
+        if y.va >> 12 != x.va >> 12 || !matches!(y.kind(), RefKind::Load | RefKind::Store) {
+            continue;
+        }
+        // Its producer, counted back from `x`: `x` itself or one after it would hold it back.
+        let p = usize::from(y.producer());
+        if p != 0 && p <= j {
+            continue;
+        }
+        let back = p.saturating_sub(j) as u8;
+        if e.page_delta == u32::MAX {
+            (e.page_delta, e.page_back) = (d as u32, back);
+        }
+        if y.va >> 6 == x.va >> 6 && y.kind() == RefKind::Load {
+            (e.line_delta, e.line_back) = (d as u32, back);
+            break;
+        }
+    }
+    e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The younger references that count, and those that do not.
+    #[test]
+    fn early_finds_the_first_independent_reference_to_the_page_and_to_the_line() {
+        let page = 0x7f00_0000_0000u64;
+        let chase = Ref::load(page + 0x200, 1).after(1);
+        // A B-tree node: its first key waits for the child pointer, the next keys do not.
+        let refs = [chase, Ref::load(page + 0x248, 4), Ref::load(page + 0x220, 4), Ref::load(page + 0x210, 4)];
+        let e = early(&refs, 8, 352);
+        assert_eq!((e.page_delta, e.page_back), (4, 0));
+        assert_eq!((e.line_delta, e.line_back), (8, 0));
+        // One that waits for `x` (or for one after it) does not count; one that waits for a
+        // reference older than `x` does, with that producer.
+        let refs = [chase, Ref::load(page + 0x240, 1).after(1), Ref::load(page + 0x208, 1).after(3)];
+        let e = early(&refs, 8, 352);
+        assert_eq!(e.page_delta, 2);
+        assert_eq!((e.line_delta, e.line_back), (2, 1));
+        // Other pages, prefetches, and anything past the reorder buffer, the look-ahead or an
+        // OS call do not count.
+        let far = [chase, Ref::load(page + 0x1000, 1), Ref::prefetch(page + 0x208, 1), Ref::load(page + 0x208, 400)];
+        assert!(early(&far, 8, 352).is_none());
+        let refs = [chase, Ref::load(page + 0x1000, 1), Ref::load(page + 0x208, 1)];
+        assert!(early(&refs, 1, 352).is_none());
+        let call = Ref::os_call(crate::os::OsOp::Sleep, 0, 1, 1);
+        assert!(early(&[chase, call, Ref::load(page + 0x208, 1)], 8, 352).is_none());
+    }
 
     /// Against a map of every key's latest work: the table never reports work the map does
     /// not have, and reports all of it while keys do not collide.

@@ -4,5 +4,5 @@
 pub mod inflight;
 pub mod window;
 
-pub use inflight::InFlight;
+pub use inflight::{Early, InFlight};
 pub use window::{Units, Window};

@@ -415,6 +415,12 @@ impl Ring {
         (self.len > 0).then(|| self.buf[self.head])
     }
 
+    /// The `i`th oldest entry (`i < len`).
+    #[inline]
+    fn get(&self, i: usize) -> (u64, u64) {
+        self.buf[(self.head + i) & self.mask]
+    }
+
     #[inline]
     fn pop_front(&mut self) {
         self.head = (self.head + 1) & self.mask;
@@ -515,6 +521,28 @@ impl Window {
             }
         }
         let k = u64::from(producer);
+        if k > 0 && k <= self.done {
+            t = t.max(self.completes[((self.done - k) & 255) as usize]);
+        }
+        t
+    }
+
+    /// When a younger reference, `delta` instructions after the one dispatched last (and not
+    /// yet completed) and within the reorder buffer of it, could issue: at its dispatch,
+    /// which waits for the instruction `rob` older than it to retire, and not before its
+    /// producer, `back` memory references before the one dispatched last (0: none),
+    /// completes. (Its load-queue entry is not considered.) See [`crate::timing::inflight`].
+    pub fn younger_issue(&self, delta: u32, back: u8) -> u64 {
+        let mut t = self.cycle_of(self.dispatch_x + u64::from(delta));
+        let oldest = (self.instr + u64::from(delta)).saturating_sub(self.rob);
+        for i in 0..self.inflight.len {
+            let (idx, retire) = self.inflight.get(i);
+            if idx > oldest {
+                break;
+            }
+            t = t.max(retire);
+        }
+        let k = u64::from(back);
         if k > 0 && k <= self.done {
             t = t.max(self.completes[((self.done - k) & 255) as usize]);
         }
@@ -634,6 +662,21 @@ mod tests {
             assert_eq!(t, i);
             w.complete(t + 10_000);
         }
+    }
+
+    #[test]
+    fn a_younger_reference_issues_at_its_dispatch_once_the_rob_and_its_producer_allow() {
+        // Width 4, ROB 8. A load that takes 100 cycles; a second that depends on it.
+        let mut w = Window::new(4, 8, 0, 0);
+        let t = w.dispatch(1, 0, true);
+        w.complete(t + 100);
+        assert_eq!(w.dispatch(1, 1, true), 100);
+        // Two instructions after the second: dispatched in cycle 1, free to issue then.
+        assert_eq!(w.younger_issue(2, 0), 1);
+        // Seven after: it needs the first load's ROB entry, free when that load retires.
+        assert_eq!(w.younger_issue(7, 0), 100);
+        // Or it waits for the first load's data.
+        assert_eq!(w.younger_issue(2, 1), 100);
     }
 
     #[test]

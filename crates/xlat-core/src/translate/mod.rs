@@ -20,6 +20,7 @@ use crate::os::sched::{Sched, Scope};
 use crate::os::virt::Vm;
 use crate::os::Os;
 use crate::stats::{CoreCounters, VirtCounters};
+use crate::timing::Early;
 use crate::translate::mmu::{HwContext, Mmu};
 use crate::translate::tlb::{Invalidate, TlbEntry, TlbStats};
 use crate::translate::walker::{HostTable, WalkParams, Walked, Walker};
@@ -66,14 +67,19 @@ impl Translator {
     }
 
     /// Simulate one reference of hardware context `c`: dispatch, translation, data access,
-    /// through `port` (whose core indices are the contexts', one per core for now).
+    /// through `port` (whose core indices are the contexts', one per core for now). `early`:
+    /// the younger references that would start its walk or fill first, if it waits for a
+    /// producer (see [`crate::timing::inflight`]).
     #[inline]
-    pub fn step<P: MemPort>(&mut self, c: usize, r: Ref, port: &mut P) -> Result<(), SimError> {
+    pub fn step<P: MemPort>(&mut self, c: usize, r: Ref, early: Early, port: &mut P) -> Result<(), SimError> {
         if r.is_os_call() {
             return self.os_call(c, r, port);
         }
         let (kind, va, core) = (r.kind(), VirtAddr(r.va), self.contexts[c].core);
         port.dispatch(c, r.inst_delta, kind, r.producer());
+        if !early.is_none() {
+            port.early(early);
+        }
         if self.mechs.hooks.reference {
             self.mechs.on_reference(core, va, self.contexts[c].ctx);
         }
