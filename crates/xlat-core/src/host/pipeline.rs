@@ -282,8 +282,6 @@ impl MemPort for Recorder {
 pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
     const C: usize = 0;
     let mut port = Direct::new(mem);
-    // An `Op::Early` for the reference whose dispatch comes next.
-    let mut early = crate::timing::Early::NONE;
     for (j, &op) in ops.iter().enumerate() {
         // (The LLC's sets only: the private caches' bookkeeping stays in the host's caches,
         // and prefetching it too measured 1.5 % slower.)
@@ -293,9 +291,6 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
         match op {
             Op::Hit { delta, kind, producer, l2, line } => {
                 port.dispatch(C, delta, kind, producer);
-                if !early.is_none() {
-                    port.early(std::mem::replace(&mut early, crate::timing::Early::NONE));
-                }
                 if l2 {
                     port.l2_tlb();
                 }
@@ -303,9 +298,6 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             }
             Op::Walk { delta, kind, producer, l2 } => {
                 port.dispatch(C, delta, kind, producer);
-                if !early.is_none() {
-                    port.early(std::mem::replace(&mut early, crate::timing::Early::NONE));
-                }
                 if l2 {
                     port.l2_tlb();
                 }
@@ -335,9 +327,6 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             }
             Op::Dispatch { delta, kind, producer, l2 } => {
                 port.dispatch(C, delta, kind, producer);
-                if !early.is_none() {
-                    port.early(std::mem::replace(&mut early, crate::timing::Early::NONE));
-                }
                 if l2 {
                     port.l2_tlb();
                 }
@@ -357,7 +346,8 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
             }
             Op::Dropped => port.dropped(),
             Op::Reset => port.reset_stats(),
-            Op::Early(e) => early = e,
+            // (Before the reference's dispatch: the port keeps it until the reference is done.)
+            Op::Early(e) => port.early(e),
         }
     }
 }

@@ -942,6 +942,65 @@ impl<'a> Direct<'a> {
     }
 }
 
+impl Direct<'_> {
+    /// The walk of a reference with younger references that may start its work
+    /// ([`MemPort::early`]): when it asks for a walker. Notes its lookup latency and when its
+    /// page was first asked for.
+    #[cold]
+    #[inline(never)]
+    fn early_walk(&mut self) -> u64 {
+        self.lookup = self.t - self.issue;
+        self.walk_from = self.issue;
+        let y = self.mem.ctxs[self.c].window.younger_issue(self.early.page_delta, self.early.page_back);
+        if y >= self.issue {
+            return self.t;
+        }
+        // The younger reference misses the same TLBs and walks, as long after its issue.
+        self.walk_from = y;
+        let want = y + self.lookup;
+        let k = &mut self.mem.ctxs[self.c].counters;
+        k.early_walks += 1;
+        k.early_walk_cycles += self.t - want;
+        want
+    }
+
+    /// [`MemPort::data`] for a reference with younger references that may start its work.
+    #[cold]
+    #[inline(never)]
+    fn data_early(&mut self, line: u64) {
+        let e = std::mem::replace(&mut self.early, Early::NONE);
+        let own = self.t;
+        if !self.walked {
+            (self.lookup, self.walk_from) = (self.t - self.issue, self.issue);
+        }
+        if self.mem.inflight {
+            self.t = self.mem.translated(self.c, line >> 6, self.walk_from, self.t, self.walked);
+        }
+        let mut ask = self.t;
+        if e.line_delta != u32::MAX && matches!(self.kind, RefKind::Load | RefKind::Store) {
+            let y = self.mem.ctxs[self.c].window.younger_issue(e.line_delta, e.line_back);
+            if y < self.issue {
+                // The younger reference asks for the line once it has the translation: after
+                // the same lookups, and not before a walk this one waited for.
+                let held = if self.walked {
+                    self.walk_done
+                } else if self.t > own {
+                    self.t
+                } else {
+                    0
+                };
+                ask = self.t.min(held.max(y + self.lookup));
+                if ask < self.t {
+                    let k = &mut self.mem.ctxs[self.c].counters;
+                    k.early_fills += 1;
+                    k.early_fill_cycles += self.t - ask;
+                }
+            }
+        }
+        self.mem.finish_ref(self.c, self.kind, line, self.issue, self.t, ask);
+    }
+}
+
 impl MemPort for Direct<'_> {
     const LOCAL: bool = true;
 
@@ -952,12 +1011,13 @@ impl MemPort for Direct<'_> {
         self.looked_up = false;
         self.walked = false;
         self.issue = self.mem.ctxs[c].window.dispatch(delta, producer, matches!(kind, RefKind::Load | RefKind::Prefetch));
-        self.early = Early::NONE;
         self.t = self.issue;
         self.walk_start = self.issue;
     }
 
     fn early(&mut self, e: Early) {
+        // (Cleared by the reference's `data` or `dropped`, so that the hot path pays one
+        // comparison, not a store.)
         self.early = e;
     }
 
@@ -969,18 +1029,7 @@ impl MemPort for Direct<'_> {
     #[inline(always)]
     fn walk_begin(&mut self) {
         (self.lat, self.fault_cycles) = (0, 0);
-        self.lookup = self.t - self.issue;
-        (self.walk_want, self.walk_from) = (self.t, self.issue);
-        if self.early.page_delta != u32::MAX {
-            let y = self.mem.ctxs[self.c].window.younger_issue(self.early.page_delta, self.early.page_back);
-            if y < self.issue {
-                // The younger reference misses the same TLBs and walks, as long after its issue.
-                (self.walk_want, self.walk_from) = (y + self.lookup, y);
-                let k = &mut self.mem.ctxs[self.c].counters;
-                k.early_walks += 1;
-                k.early_walk_cycles += self.t - self.walk_want;
-            }
-        }
+        self.walk_want = if self.early.is_none() { self.t } else { self.early_walk() };
         self.walk_start = self.mem.walk_start(self.c, self.walk_want);
         if self.looked_up {
             self.mem.ctxs[self.c].lookup_walks += 1;
@@ -1048,38 +1097,17 @@ impl MemPort for Direct<'_> {
 
     #[inline(always)]
     fn data(&mut self, line: u64) {
-        let own = self.t;
-        if !self.walked {
-            self.lookup = self.t - self.issue;
+        if !self.early.is_none() {
+            return self.data_early(line);
         }
         if self.mem.inflight {
-            self.t = self.mem.translated(self.c, line >> 6, self.walk_from, self.t, self.walked);
+            self.t = self.mem.translated(self.c, line >> 6, self.issue, self.t, self.walked);
         }
-        let mut ask = self.t;
-        if self.early.line_delta != u32::MAX && matches!(self.kind, RefKind::Load | RefKind::Store) {
-            let y = self.mem.ctxs[self.c].window.younger_issue(self.early.line_delta, self.early.line_back);
-            if y < self.issue {
-                // The younger reference asks for the line once it has the translation: after
-                // the same lookups, and not before a walk this one waited for.
-                let held = if self.walked {
-                    self.walk_done
-                } else if self.t > own {
-                    self.t
-                } else {
-                    0
-                };
-                ask = self.t.min(held.max(y + self.lookup));
-                if ask < self.t {
-                    let k = &mut self.mem.ctxs[self.c].counters;
-                    k.early_fills += 1;
-                    k.early_fill_cycles += self.t - ask;
-                }
-            }
-        }
-        self.mem.finish_ref(self.c, self.kind, line, self.issue, self.t, ask);
+        self.mem.finish_ref(self.c, self.kind, line, self.issue, self.t, self.t);
     }
 
     fn dropped(&mut self) {
+        self.early = Early::NONE;
         self.mem.ctxs[self.c].window.complete(self.t);
     }
 

@@ -31,7 +31,8 @@ pub trait MemPort {
     fn dispatch(&mut self, c: usize, delta: u32, kind: RefKind, producer: u8);
     /// The reference dispatched last waits for its producer, and younger references that do
     /// not would start its walk or its line's fill before it issues (see
-    /// [`crate::timing::inflight`]). Called right after `dispatch`, only with some.
+    /// [`crate::timing::inflight`]). Called only with some, before the reference's `data` or
+    /// `dropped` (right after its `dispatch`, or, replayed, before it).
     fn early(&mut self, _e: crate::timing::Early) {}
     /// The L1 TLBs missed: the L2 TLB's lookup latency passes before anything else.
     fn l2_tlb(&mut self);
