@@ -532,7 +532,12 @@ impl Window {
     /// which waits for the instruction `rob` older than it to retire, and not before its
     /// producer, `back` memory references before the one dispatched last (0: none),
     /// completes. (Its load-queue entry is not considered.) See [`crate::timing::inflight`].
+    /// Beyond the reorder buffer (an SMT context's share of it), `u64::MAX`: it dispatches
+    /// only once the one dispatched last retires.
     pub fn younger_issue(&self, delta: u32, back: u8) -> u64 {
+        if u64::from(delta) >= self.rob {
+            return u64::MAX;
+        }
         let mut t = self.cycle_of(self.dispatch_x + u64::from(delta));
         let oldest = (self.instr + u64::from(delta)).saturating_sub(self.rob);
         for i in 0..self.inflight.len {
@@ -677,6 +682,8 @@ mod tests {
         assert_eq!(w.younger_issue(7, 0), 100);
         // Or it waits for the first load's data.
         assert_eq!(w.younger_issue(2, 1), 100);
+        // Eight after is beyond the reorder buffer: not before the second load retires.
+        assert_eq!(w.younger_issue(8, 0), u64::MAX);
     }
 
     #[test]
