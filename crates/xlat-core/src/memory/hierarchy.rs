@@ -964,17 +964,15 @@ impl Direct<'_> {
         want
     }
 
-    /// [`MemPort::data`] for a reference with younger references that may start its work.
+    /// For a reference with younger references that may start its work, translated at `own`
+    /// (by its own lookups) and at `self.t` (with any walk it waited for): when its line is
+    /// asked for. Clears them.
     #[cold]
     #[inline(never)]
-    fn data_early(&mut self, line: u64) {
+    fn early_ask(&mut self, own: u64) -> u64 {
         let e = std::mem::replace(&mut self.early, Early::NONE);
-        let own = self.t;
         if !self.walked {
-            (self.lookup, self.walk_from) = (self.t - self.issue, self.issue);
-        }
-        if self.mem.inflight {
-            self.t = self.mem.translated(self.c, line >> 6, self.walk_from, self.t, self.walked);
+            self.lookup = own - self.issue;
         }
         let mut ask = self.t;
         if e.line_delta != u32::MAX && matches!(self.kind, RefKind::Load | RefKind::Store) {
@@ -997,7 +995,7 @@ impl Direct<'_> {
                 }
             }
         }
-        self.mem.finish_ref(self.c, self.kind, line, self.issue, self.t, ask);
+        ask
     }
 }
 
@@ -1097,13 +1095,14 @@ impl MemPort for Direct<'_> {
 
     #[inline(always)]
     fn data(&mut self, line: u64) {
-        if !self.early.is_none() {
-            return self.data_early(line);
-        }
+        let own = self.t;
         if self.mem.inflight {
-            self.t = self.mem.translated(self.c, line >> 6, self.issue, self.t, self.walked);
+            // (A walk a younger reference started was in flight from that one's issue.)
+            let from = if self.walked && !self.early.is_none() { self.walk_from } else { self.issue };
+            self.t = self.mem.translated(self.c, line >> 6, from, self.t, self.walked);
         }
-        self.mem.finish_ref(self.c, self.kind, line, self.issue, self.t, self.t);
+        let ask = if self.early.is_none() { self.t } else { self.early_ask(own) };
+        self.mem.finish_ref(self.c, self.kind, line, self.issue, self.t, ask);
     }
 
     fn dropped(&mut self) {

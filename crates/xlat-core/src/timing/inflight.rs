@@ -86,6 +86,7 @@ pub struct Early {
 impl Early {
     pub const NONE: Early = Early { page_delta: u32::MAX, line_delta: u32::MAX, page_back: 0, line_back: 0 };
 
+    /// (A younger reference to the line is one to the page: the page's distance says it all.)
     #[inline(always)]
     pub fn is_none(&self) -> bool {
         self.page_delta == u32::MAX
