@@ -37,6 +37,16 @@ pub trait Recorder {
         self.push(Ref::new(va, RefKind::Load, size, delta, true))
     }
 
+    /// A load whose address came from the value the load `back` memory references earlier
+    /// loaded (1: the previous one, as [`Recorder::load_dep`]): a field of a node reached
+    /// through a pointer, the next element after the first. A producer further back than
+    /// [`Ref::MAX_PRODUCER`] completed long ago: the load is recorded as independent.
+    #[inline(always)]
+    fn load_after(&mut self, va: u64, size: u8, delta: u32, back: u64) {
+        let r = Ref::new(va, RefKind::Load, size, delta, false);
+        self.push(if back == 0 || back > u64::from(Ref::MAX_PRODUCER) { r } else { r.after(back as u8) })
+    }
+
     /// A software prefetch of the line of `va` (`prefetcht0`: nothing waits for it).
     #[inline(always)]
     fn prefetch(&mut self, va: u64, delta: u32) {

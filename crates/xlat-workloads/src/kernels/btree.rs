@@ -96,13 +96,15 @@ impl BPlusTree {
     }
 
     /// Index of the first key > `key` in `keys`, recording each probe's 8-byte load at
-    /// `base + 8 * (slot0 + i)`.
+    /// `base + 8 * (slot0 + i)`. The node's address came from the load `*back` references
+    /// before the first probe (0: from none); each probe adds one.
     #[inline]
-    fn upper_bound<R: Recorder>(rec: &mut R, keys: &[u64], key: u64, node_va: u64, key_off: u64) -> usize {
+    fn upper_bound<R: Recorder>(rec: &mut R, keys: &[u64], key: u64, node_va: u64, key_off: u64, back: &mut u64) -> usize {
         let (mut lo, mut hi) = (0usize, keys.len());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            rec.load(node_va + key_off + 8 * mid as u64, 8, 4);
+            rec.load_after(node_va + key_off + 8 * mid as u64, 8, 4, *back);
+            *back += u64::from(*back != 0);
             if keys[mid] <= key {
                 lo = mid + 1;
             } else {
@@ -119,15 +121,19 @@ impl BPlusTree {
         for l in (0..self.inner.len()).rev() {
             let node = &self.inner[l][child as usize];
             let va = self.inner_arr.at(self.level_base[l] + child);
-            // The key count; the node's address came from the parent's child pointer.
-            if dep {
+            // The key count; the node's address came from the parent's child pointer, and so
+            // do the addresses of the keys and the child pointer read after it (`back`: the
+            // references since that load; the root's address is fixed).
+            let mut back = if dep {
                 rec.load_dep(va, 8, 1);
+                2
             } else {
                 rec.load(va, 8, 3);
-            }
-            let i = Self::upper_bound(rec, &node.seps, key, va, 8);
+                0
+            };
+            let i = Self::upper_bound(rec, &node.seps, key, va, 8, &mut back);
             // Child pointers follow the keys.
-            rec.load(va + 8 + 8 * self.k as u64 + 8 * i as u64, 8, 2);
+            rec.load_after(va + 8 + 8 * self.k as u64 + 8 * i as u64, 8, 2, back);
             child = node.first_child + i as u64;
             dep = true;
         }
@@ -136,10 +142,11 @@ impl BPlusTree {
         let e = (s + self.k).min(self.leaf_keys.len());
         let va = self.leaf_arr.at(leaf as u64);
         rec.load_dep(va, 8, 1);
+        let mut back = 2;
         let keys = &self.leaf_keys[s..e];
-        let i = Self::upper_bound(rec, keys, key, va, 16);
+        let i = Self::upper_bound(rec, keys, key, va, 16, &mut back);
         if i > 0 && keys[i - 1] == key {
-            rec.load(va + 16 + 8 * self.k as u64 + 8 * (i as u64 - 1), 8, 2);
+            rec.load_after(va + 16 + 8 * self.k as u64 + 8 * (i as u64 - 1), 8, 2, back);
             Some(self.leaf_vals[s + i - 1])
         } else {
             None
@@ -258,5 +265,35 @@ mod tests {
         }
         assert_eq!(t.lookup(&mut rec, 16 * 5 + 15), None);
         assert_in_regions(&vas, &rec.streams);
+    }
+
+    /// Below the root, every read of a node (its key count, the keys the search probes, the
+    /// child pointer or value) waits for the load of the parent's child pointer, however many
+    /// probes came between: that is where its address came from.
+    #[test]
+    fn a_nodes_reads_all_wait_for_the_pointer_to_it() {
+        let keys: Vec<u64> = (0..1000).map(|i| key_of(i, 9)).collect();
+        let mut vas = Vas::new();
+        let (ia, la) = BPlusTree::layout(&mut vas, 1000, 256, "");
+        let t = BPlusTree::build(keys.clone(), (0..1000).collect(), 256, ia, la);
+        assert!(t.height() >= 3);
+        let mut rec = crate::recorder::VecRecorder::default();
+        assert_eq!(t.lookup(&mut rec, keys[777]), Some(777));
+        let refs = &rec.streams[0];
+        let node = |va: u64| va / 256;
+        let root = node(refs[0].va);
+        for (n, r) in refs.iter().enumerate() {
+            let p = usize::from(r.producer());
+            if node(r.va) == root {
+                assert_eq!(p, 0, "the root's address is fixed");
+                continue;
+            }
+            assert!(p > 0, "read {n} of a node recorded as independent");
+            let pointer = refs[n - p];
+            assert_ne!(node(pointer.va), node(r.va), "read {n}'s producer is in the parent");
+            // The pointer is the parent's last read before this node's first.
+            let first = refs.iter().position(|q| node(q.va) == node(r.va)).unwrap();
+            assert_eq!(n - p, first - 1, "read {n} waits for the child pointer");
+        }
     }
 }

@@ -150,33 +150,35 @@ impl KernelImpl for LibLinear {
                     rec.load(qa.at(i), 8, 1);
                     let row = i * (f + 1);
                     let mut dot = 0.0;
+                    // Every node's address comes from x[i] (LIBLINEAR walks them with `xi++`):
+                    // `back` counts the references since that load.
+                    let mut back = 4;
                     for j in 0..f {
-                        // (The first node's address came from x[i].)
-                        if j == 0 {
-                            rec.load_dep(xs.at(row), 16, DOT);
-                        } else {
-                            rec.load(xs.at(row + j), 16, DOT);
-                        }
+                        rec.load_after(xs.at(row + j), 16, DOT, back);
                         rec.load(wa.at(j), 8, 1);
+                        back += 2;
                         dot += w[j as usize] * value(seed, i, j);
                     }
-                    rec.load(xs.at(row + f), 16, 2); // the terminating node
+                    rec.load_after(xs.at(row + f), 16, 2, back); // the terminating node
+                    back += 1;
                     let (yi, a) = (y[i as usize], alpha[i as usize]);
                     let g = yi * dot - 1.0 + a * diag;
                     // Projected gradient: alpha >= 0 with no upper bound.
                     let pg = if a == 0.0 { g.min(0.0) } else { g };
                     if pg.abs() <= 1e-12 {
-                        rec.load(xs.at(row), 16, STEP); // (the loop's next compare; nothing to update)
+                        rec.load_after(xs.at(row), 16, STEP, back); // (the loop's next compare; nothing to update)
                         continue;
                     }
                     let new = (a - g / qd[i as usize]).max(0.0);
                     alpha[i as usize] = new;
                     rec.store(aa.at(i), 8, STEP);
+                    back += 1;
                     let d = (new - a) * yi;
                     for j in 0..f {
-                        rec.load(xs.at(row + j), 16, AXPY);
+                        rec.load_after(xs.at(row + j), 16, AXPY, back);
                         rec.load(wa.at(j), 8, 1);
                         rec.store(wa.at(j), 8, 1);
+                        back += 3;
                         w[j as usize] += d * value(seed, i, j);
                     }
                 }
@@ -237,15 +239,18 @@ mod tests {
         // by chance; the hidden model, 10 % of whose labels are flipped, gets 1,816).
         let right = (0..2000).filter(|&i| (0..28).map(|j| k.w[j as usize] * value(1, i, j)).sum::<f64>() * label(1, i, 28) > 0.0).count();
         assert!(right > 1400, "{right} of 2000 right");
-        // Every instance's row is read whole each epoch: 29 nodes, the first through x[i].
-        let rows = s[0].iter().filter(|r| r.va >= k.x_space.base && r.va < k.x_space.base + 2000 * 29 * NODE).count();
+        // Every instance's row is read whole each epoch: 29 nodes, each through x[i] (its
+        // producer is the load of x[i], the instance's pointer, however far back).
+        let in_rows = |va: u64| va >= k.x_space.base && va < k.x_space.base + 2000 * 29 * NODE;
+        let rows = s[0].iter().filter(|r| in_rows(r.va)).count();
         assert!(rows >= 3 * 2000 * 29, "{rows}");
-        let firsts: Vec<u64> = s[0]
-            .iter()
-            .filter(|r| r.is_dependent() && r.va >= k.x_space.base && r.va < k.x_space.base + 2000 * 29 * NODE)
-            .map(|r| r.va - k.x_space.base)
-            .collect();
-        assert_eq!(firsts.len(), 3 * 2000, "one row start per instance and epoch");
-        assert!(firsts.iter().all(|o| o % (29 * NODE) == 0), "a row's first node");
+        let x = k.x.base..k.x.base + 2000 * 8;
+        for (n, r) in s[0].iter().enumerate().filter(|(_, r)| in_rows(r.va)) {
+            let p = usize::from(r.producer());
+            assert!(p > 0, "node {:#x} recorded as independent", r.va);
+            let producer = s[0][n - p];
+            assert!(x.contains(&producer.va), "node {:#x}'s producer {:#x} is not x[i]", r.va, producer.va);
+            assert_eq!((r.va - k.x_space.base) / (29 * NODE), (producer.va - k.x.base) / 8, "the same instance");
+        }
     }
 }
