@@ -58,6 +58,14 @@ pub trait Recorder {
         self.push(Ref::new(va, RefKind::Store, size, delta, false))
     }
 
+    /// A store whose address came from the value the load `back` memory references earlier
+    /// loaded (as [`Recorder::load_after`]): it translates once that load completes.
+    #[inline(always)]
+    fn store_after(&mut self, va: u64, size: u8, delta: u32, back: u64) {
+        let r = Ref::new(va, RefKind::Store, size, delta, false);
+        self.push(if back == 0 || back > u64::from(Ref::MAX_PRODUCER) { r } else { r.after(back as u8) })
+    }
+
     /// The program asks the OS to change the mappings of `bytes` from `va` (a system call
     /// after `delta` instructions): one OS-call record per 65,535 pages.
     fn os_call(&mut self, op: OsOp, va: u64, bytes: u64, delta: u32) {

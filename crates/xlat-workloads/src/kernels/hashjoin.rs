@@ -97,7 +97,8 @@ impl KernelImpl for HashJoin {
                 let h = hash(k, shift);
                 rec.load_dep(ha.at(h), 8, 5);
                 rec.store(na.at(i), 24, 2);
-                rec.store(ha.at(h), 8, 1);
+                // (The bucket's address comes from the key the tuple's load read.)
+                rec.store_after(ha.at(h), 8, 1, 3);
                 next[i as usize] = heads[h as usize];
                 heads[h as usize] = i as u32;
             }
@@ -159,5 +160,17 @@ mod tests {
         assert_eq!(m, expect);
         assert!(m > 20000 && m < 30000, "about half match: {m}");
         assert_in_regions(&k.vas, &s);
+        // Every bucket store waits for the inner tuple whose key names the bucket.
+        let inner = k.inner_a.base..k.inner_a.base + 20000 * 16;
+        let nodes = k.nodes_a.base..k.nodes_a.base + 20000 * 24;
+        let mut stores = 0;
+        for stream in &s {
+            for (n, r) in stream.iter().enumerate().filter(|(_, r)| r.kind() == xlat_core::RefKind::Store && !nodes.contains(&r.va)) {
+                let p = usize::from(r.producer());
+                assert!(p > 0 && inner.contains(&stream[n - p].va), "bucket store {n} does not wait for its tuple");
+                stores += 1;
+            }
+        }
+        assert_eq!(stores, 20000);
     }
 }
