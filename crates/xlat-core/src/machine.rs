@@ -571,7 +571,7 @@ pub(crate) fn run_loop<P: MemPort>(
                     next_mark = instructions(port) + opts.interval;
                 }
             }
-            if !warm && add == 1 {
+            if by_instructions && !warm && add == 1 {
                 warmup_left -= u64::from(r.inst_delta);
             }
             if port.recorded() >= chunk {

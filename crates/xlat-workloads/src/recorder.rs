@@ -12,6 +12,24 @@ use xlat_core::{Ref, RefKind};
 
 use crate::source::Hub;
 
+/// The position of a reference in its stream (see [`Recorder::here`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pos(u64);
+
+impl Pos {
+    /// `r`, made dependent on the reference at `self` when recorded at `at`.
+    #[inline(always)]
+    fn consumer(self, r: Ref, at: Pos) -> Ref {
+        let back = at.0 - self.0;
+        debug_assert!(back > 0, "a reference cannot be its own producer");
+        if back == 0 || back > u64::from(Ref::MAX_PRODUCER) {
+            r
+        } else {
+            r.after(back as u8)
+        }
+    }
+}
+
 pub trait Recorder {
     fn push(&mut self, r: Ref);
 
@@ -37,16 +55,21 @@ pub trait Recorder {
         self.push(Ref::new(va, RefKind::Load, size, delta, true))
     }
 
-    /// A load whose address came from the value the load `back` memory references earlier
-    /// loaded (1: the previous one, as [`Recorder::load_dep`]): a field of a node reached
-    /// through a pointer, the next element after the first. A producer further back than
-    /// [`Ref::MAX_PRODUCER`] completed long ago: the load is recorded as independent.
-    #[inline(always)]
-    fn load_after(&mut self, va: u64, size: u8, delta: u32, back: u64) {
-        let r = Ref::new(va, RefKind::Load, size, delta, false);
-        self.push(if back == 0 || back > u64::from(Ref::MAX_PRODUCER) { r } else { r.after(back as u8) })
-    }
+    /// Where the next reference of the current stream will be: keep it before a load whose
+    /// value later references take their addresses from, and name it in
+    /// [`Recorder::load_from`] / [`Recorder::store_from`].
+    fn here(&self) -> Pos;
 
+    /// A load whose address came from the value the load at `from` read (a field of a node
+    /// reached through a pointer, every element of a list whose start was loaded). A producer
+    /// further back than [`Ref::MAX_PRODUCER`] references completed long ago: the load is
+    /// recorded as independent. (No OS call may come between the two.)
+    #[inline(always)]
+    fn load_from(&mut self, va: u64, size: u8, delta: u32, from: Pos) {
+        let r = Ref::new(va, RefKind::Load, size, delta, false);
+        let r = from.consumer(r, self.here());
+        self.push(r)
+    }
     /// A software prefetch of the line of `va` (`prefetcht0`: nothing waits for it).
     #[inline(always)]
     fn prefetch(&mut self, va: u64, delta: u32) {
@@ -58,12 +81,19 @@ pub trait Recorder {
         self.push(Ref::new(va, RefKind::Store, size, delta, false))
     }
 
-    /// A store whose address came from the value the load `back` memory references earlier
-    /// loaded (as [`Recorder::load_after`]): it translates once that load completes.
+    /// A store whose address came from the previous load's value.
     #[inline(always)]
-    fn store_after(&mut self, va: u64, size: u8, delta: u32, back: u64) {
+    fn store_dep(&mut self, va: u64, size: u8, delta: u32) {
+        self.push(Ref::new(va, RefKind::Store, size, delta, true))
+    }
+
+    /// A store whose address came from the value the load at `from` read (as
+    /// [`Recorder::load_from`]): it translates once that load completes.
+    #[inline(always)]
+    fn store_from(&mut self, va: u64, size: u8, delta: u32, from: Pos) {
         let r = Ref::new(va, RefKind::Store, size, delta, false);
-        self.push(if back == 0 || back > u64::from(Ref::MAX_PRODUCER) { r } else { r.after(back as u8) })
+        let r = from.consumer(r, self.here());
+        self.push(r)
     }
 
     /// The program asks the OS to change the mappings of `bytes` from `va` (a system call
@@ -102,6 +132,10 @@ impl Recorder for CountRecorder {
     fn stopped(&self) -> bool {
         self.refs >= self.limit
     }
+    #[inline(always)]
+    fn here(&self) -> Pos {
+        Pos(self.refs)
+    }
     fn roi_begin(&mut self) {
         self.roi_start = Some(Instant::now());
     }
@@ -127,6 +161,9 @@ impl Recorder for VecRecorder {
     fn stopped(&self) -> bool {
         false
     }
+    fn here(&self) -> Pos {
+        Pos(self.streams.get(self.cur).map_or(0, |s| s.len() as u64))
+    }
 }
 
 /// Refs per batch handed to the consumer: big enough that the per-batch lock is noise,
@@ -138,6 +175,10 @@ pub struct BatchRecorder {
     buf: Vec<Ref>,
     cur: usize,
     parked: Vec<Vec<Ref>>,
+    /// References of the current stream in batches already handed over (for `here`), and
+    /// of every other stream (parked with its batch).
+    done: u64,
+    parked_done: Vec<u64>,
     hub: Arc<Hub>,
     stop: bool,
     sent: u64,
@@ -150,6 +191,8 @@ impl BatchRecorder {
             buf: Vec::with_capacity(BATCH),
             cur: 0,
             parked: (0..streams).map(|_| Vec::new()).collect(),
+            done: 0,
+            parked_done: vec![0; streams],
             hub,
             stop: false,
             sent: 0,
@@ -161,6 +204,7 @@ impl BatchRecorder {
     #[inline(never)]
     fn flush_cur(&mut self) {
         let full = std::mem::take(&mut self.buf);
+        self.done += full.len() as u64;
         self.buf = self.hand_over(self.cur, full);
     }
 
@@ -219,8 +263,10 @@ impl Recorder for BatchRecorder {
     fn set_stream(&mut self, stream: usize) {
         if stream != self.cur && stream < self.parked.len() {
             std::mem::swap(&mut self.buf, &mut self.parked[self.cur]);
+            self.parked_done[self.cur] = self.done;
             self.cur = stream;
             std::mem::swap(&mut self.buf, &mut self.parked[stream]);
+            self.done = self.parked_done[stream];
             if self.buf.capacity() == 0 {
                 self.buf.reserve(BATCH);
             }
@@ -230,6 +276,11 @@ impl Recorder for BatchRecorder {
     #[inline(always)]
     fn stopped(&self) -> bool {
         self.stop || self.hub.cancelled()
+    }
+
+    #[inline(always)]
+    fn here(&self) -> Pos {
+        Pos(self.done + self.buf.len() as u64)
     }
 }
 

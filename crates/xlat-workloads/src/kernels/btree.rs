@@ -5,7 +5,7 @@
 //! leaf = count + next pointer + 15 keys + 15 values.
 
 use crate::params::{float, size, PDef, Params};
-use crate::recorder::{interleave, static_split, Recorder};
+use crate::recorder::{interleave, static_split, Pos, Recorder};
 use crate::rng::{derive, Rng};
 use crate::vas::{Arr, Vas};
 use crate::WorkloadError;
@@ -96,15 +96,15 @@ impl BPlusTree {
     }
 
     /// Index of the first key > `key` in `keys`, recording each probe's 8-byte load at
-    /// `base + 8 * (slot0 + i)`. The node's address came from the load `*back` references
-    /// before the first probe (0: from none); each probe adds one.
+    /// `base + 8 * (slot0 + i)`. The node's address came from the load at `from` (none:
+    /// the root's address is fixed).
     #[inline]
-    fn upper_bound<R: Recorder>(rec: &mut R, keys: &[u64], key: u64, node_va: u64, key_off: u64, back: &mut u64) -> usize {
+    fn upper_bound<R: Recorder>(rec: &mut R, keys: &[u64], key: u64, node_va: u64, key_off: u64, from: Option<Pos>) -> usize {
         let (mut lo, mut hi) = (0usize, keys.len());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            rec.load_after(node_va + key_off + 8 * mid as u64, 8, 4, *back);
-            *back += u64::from(*back != 0);
+            let va = node_va + key_off + 8 * mid as u64;
+            read(rec, va, 4, from);
             if keys[mid] <= key {
                 lo = mid + 1;
             } else {
@@ -117,36 +117,31 @@ impl BPlusTree {
     /// Look `key` up, recording every node access; returns its value.
     pub fn lookup<R: Recorder>(&self, rec: &mut R, key: u64) -> Option<u64> {
         let mut child = 0u64;
-        let mut dep = false;
+        // Where the pointer to the current node was loaded (none for the root).
+        let mut pointer: Option<Pos> = None;
         for l in (0..self.inner.len()).rev() {
             let node = &self.inner[l][child as usize];
             let va = self.inner_arr.at(self.level_base[l] + child);
             // The key count; the node's address came from the parent's child pointer, and so
-            // do the addresses of the keys and the child pointer read after it (`back`: the
-            // references since that load; the root's address is fixed).
-            let mut back = if dep {
-                rec.load_dep(va, 8, 1);
-                2
-            } else {
-                rec.load(va, 8, 3);
-                0
-            };
-            let i = Self::upper_bound(rec, &node.seps, key, va, 8, &mut back);
+            // do the addresses of the keys and the child pointer read after it.
+            read(rec, va, if pointer.is_some() { 1 } else { 3 }, pointer);
+            let i = Self::upper_bound(rec, &node.seps, key, va, 8, pointer);
             // Child pointers follow the keys.
-            rec.load_after(va + 8 + 8 * self.k as u64 + 8 * i as u64, 8, 2, back);
+            let here = rec.here();
+            read(rec, va + 8 + 8 * self.k as u64 + 8 * i as u64, 2, pointer);
+            pointer = Some(here);
             child = node.first_child + i as u64;
-            dep = true;
         }
         let leaf = child as usize;
         let s = leaf * self.k;
         let e = (s + self.k).min(self.leaf_keys.len());
         let va = self.leaf_arr.at(leaf as u64);
-        rec.load_dep(va, 8, 1);
-        let mut back = 2;
+        // (A tree of one leaf has it for root.)
+        read(rec, va, if pointer.is_some() { 1 } else { 3 }, pointer);
         let keys = &self.leaf_keys[s..e];
-        let i = Self::upper_bound(rec, keys, key, va, 16, &mut back);
+        let i = Self::upper_bound(rec, keys, key, va, 16, pointer);
         if i > 0 && keys[i - 1] == key {
-            rec.load_after(va + 16 + 8 * self.k as u64 + 8 * (i as u64 - 1), 8, 2, back);
+            read(rec, va + 16 + 8 * self.k as u64 + 8 * (i as u64 - 1), 2, pointer);
             Some(self.leaf_vals[s + i - 1])
         } else {
             None
@@ -155,6 +150,16 @@ impl BPlusTree {
 
     pub fn height(&self) -> usize {
         self.inner.len() + 1
+    }
+}
+
+/// An 8-byte read of a node whose address came from the load at `pointer` (none: the root,
+/// at a fixed address).
+#[inline(always)]
+fn read<R: Recorder>(rec: &mut R, va: u64, delta: u32, pointer: Option<Pos>) {
+    match pointer {
+        Some(p) => rec.load_from(va, 8, delta, p),
+        None => rec.load(va, 8, delta),
     }
 }
 

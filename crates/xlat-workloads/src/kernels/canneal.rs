@@ -156,11 +156,13 @@ impl KernelImpl for Canneal {
                     // any, keeps its length and is skipped so the cost stays exact).
                     let mut delta = 0i64;
                     for (x, from, to, other) in [(a, la_, lb_, b), (b, lb_, la_, a)] {
+                        // Every fan-in/out entry's address comes from the vector's begin.
+                        let begin = rec.here();
                         rec.load(ea.at(x as u64) + 32, 16, 4); // fan-in vector begin/end
                         rec.load(ea.at(x as u64) + 56, 16, 1); // fan-out vector begin/end
                         for e in off[x]..off[x + 1] {
                             let f = adj[e as usize] as usize;
-                            rec.load_dep(fa.at(e), 8, 2);
+                            rec.load_from(fa.at(e), 8, 2, begin);
                             rec.load_dep(ea.at(f as u64) + 88, 8, 1); // f->present_loc
                             rec.load_dep(la.at(loc[f] as u64), 8, 1);
                             if f == other {
@@ -228,5 +230,11 @@ mod tests {
         assert!(k.accepted > 1000);
         assert!(k.total_cost() < k.initial_cost * 95 / 100, "{} vs {}", k.total_cost(), k.initial_cost);
         assert_in_regions(&k.vas, &s);
+        // A fan list's entries come from its vector's begin (in the element), a neighbour's
+        // location from its entry, the location's coordinates from that.
+        use xlat_core::RefKind::Load;
+        assert_eq!(sources(&k.vas, &s, Load, "fan_lists"), ["elements"]);
+        assert_eq!(sources(&k.vas, &s, Load, "elements"), ["", "fan_lists"]);
+        assert_eq!(sources(&k.vas, &s, Load, "locations"), ["elements"]);
     }
 }

@@ -5,7 +5,7 @@
 //! frontier slices) with a fixed interleaving, so shared updates are deterministic.
 
 use crate::params::{float, size, PDef, Params};
-use crate::recorder::{interleave, static_split, Recorder};
+use crate::recorder::{interleave, static_split, Pos, Recorder};
 use crate::vas::{Arr, Vas};
 use crate::WorkloadError;
 
@@ -29,11 +29,24 @@ impl Base {
         Ok(Base { vas, offsets, neighbors, spec, threads: p.threads() })
     }
 
+    /// Reads `u`'s neighbour-list bounds (its id came from the load at `u_from`, or from a
+    /// loop counter); returns them and where the start was loaded, which every neighbour
+    /// read's address comes from.
     #[inline(always)]
-    fn edges<R: Recorder>(&self, rec: &mut R, g: &Csr, u: usize) -> (u64, u64) {
-        rec.load(self.offsets.at(u as u64), 8, 2);
-        rec.load(self.offsets.at(u as u64 + 1), 8, 1);
-        (g.off[u], g.off[u + 1])
+    fn edges<R: Recorder>(&self, rec: &mut R, g: &Csr, u: usize, u_from: Option<Pos>) -> (u64, u64, Pos) {
+        let start = rec.here();
+        let (lo, hi) = (self.offsets.at(u as u64), self.offsets.at(u as u64 + 1));
+        match u_from {
+            Some(p) => {
+                rec.load_from(lo, 8, 2, p);
+                rec.load_from(hi, 8, 1, p);
+            }
+            None => {
+                rec.load(lo, 8, 2);
+                rec.load(hi, 8, 1);
+            }
+        }
+        (g.off[u], g.off[u + 1], start)
     }
 }
 
@@ -99,7 +112,7 @@ impl KernelImpl for PageRank {
                 for u in lo..hi {
                     let u = u as usize;
                     rec.load(sa.at(u as u64), 8, 2);
-                    let (s, e) = b.edges(rec, g, u);
+                    let (s, e, _) = b.edges(rec, g, u, None);
                     let deg = e - s;
                     if deg == 0 {
                         dangling += scores[u];
@@ -114,11 +127,11 @@ impl KernelImpl for PageRank {
             interleave(rec, &ranges, 256, |rec, _t, lo, hi| {
                 for u in lo..hi {
                     let u = u as usize;
-                    let (s, e) = b.edges(rec, g, u);
+                    let (s, e, list) = b.edges(rec, g, u, None);
                     let mut sum = 0.0;
                     for ei in s..e {
                         let v = g.adj[ei as usize] as usize;
-                        rec.load(na.at(ei), 4, 2);
+                        rec.load_from(na.at(ei), 4, 2, list);
                         rec.load_dep(ca.at(v as u64), 8, 1);
                         sum += contrib[v];
                     }
@@ -230,6 +243,7 @@ impl Sssp {
             interleave(rec, &ranges, 64, |rec, th, lo, hi| {
                 for i in lo..hi {
                     let u = frontier[i as usize] as usize;
+                    let u_at = rec.here();
                     rec.load(fa.at(i), 4, 2);
                     rec.load_dep(da.at(u as u64), 4, 1);
                     let du = dist[u];
@@ -237,16 +251,17 @@ impl Sssp {
                     if du < lower {
                         continue;
                     }
-                    let (s, e) = b.edges(rec, g, u);
+                    let (s, e, list) = b.edges(rec, g, u, Some(u_at));
                     for ei in s..e {
                         let v = g.adj[ei as usize] as usize;
                         let w = g.wt[ei as usize];
-                        rec.load(na.at(ei), 8, 2);
+                        let v_at = rec.here();
+                        rec.load_from(na.at(ei), 8, 2, list);
                         rec.load_dep(da.at(v as u64), 4, 2);
                         let nd = du + w;
                         if nd < dist[v] {
                             dist[v] = nd;
-                            rec.store(da.at(v as u64), 4, 2);
+                            rec.store_from(da.at(v as u64), 4, 2, v_at);
                             let bin = (nd / delta) as usize;
                             let lb = &mut bins[th];
                             if lb.len() <= bin {
@@ -379,26 +394,30 @@ impl KernelImpl for Bc {
                 interleave(rec, &ranges, 64, |rec, _t, lo, hi| {
                     for k in lo..hi {
                         let u = queue[k as usize] as usize;
+                        let u_at = rec.here();
                         rec.load(qa.at(k), 4, 2);
                         let du = depth[u];
-                        let (s, e) = b.edges(rec, g, u);
+                        let (s, e, list) = b.edges(rec, g, u, Some(u_at));
                         for ei in s..e {
                             let v = g.adj[ei as usize] as usize;
-                            rec.load(na.at(ei), 4, 2);
+                            let v_at = rec.here();
+                            rec.load_from(na.at(ei), 4, 2, list);
                             rec.load_dep(da.at(v as u64), 4, 1);
                             if depth[v] == -1 {
                                 depth[v] = du + 1;
-                                rec.store(da.at(v as u64), 4, 2);
+                                rec.store_from(da.at(v as u64), 4, 2, v_at);
                                 rec.store(qa.at(queue.len() as u64), 4, 1);
                                 queue.push(v as u32);
                             }
                             if depth[v] == du + 1 {
-                                rec.load(sua.at(ei / 64), 8, 2);
-                                rec.store(sua.at(ei / 64), 8, 0);
+                                // (The bitmap word's index comes from the edge's, so from
+                                // the list start.)
+                                rec.load_from(sua.at(ei / 64), 8, 2, list);
+                                rec.store_from(sua.at(ei / 64), 8, 0, list);
                                 succ[(ei / 64) as usize] |= 1 << (ei % 64);
-                                rec.load(pa.at(u as u64), 8, 1);
-                                rec.load(pa.at(v as u64), 8, 1);
-                                rec.store(pa.at(v as u64), 8, 2);
+                                rec.load_from(pa.at(u as u64), 8, 1, u_at);
+                                rec.load_from(pa.at(v as u64), 8, 1, v_at);
+                                rec.store_from(pa.at(v as u64), 8, 2, v_at);
                                 paths[v] += paths[u];
                             }
                         }
@@ -416,23 +435,25 @@ impl KernelImpl for Bc {
                 interleave(rec, &ranges, 64, |rec, _t, lo, hi| {
                     for k in lo..hi {
                         let u = queue[k as usize] as usize;
+                        let u_at = rec.here();
                         rec.load(qa.at(k), 4, 2);
-                        let (s, e) = b.edges(rec, g, u);
+                        let (s, e, list) = b.edges(rec, g, u, Some(u_at));
                         let mut du = 0.0;
                         for ei in s..e {
-                            rec.load(sua.at(ei / 64), 8, 3);
+                            rec.load_from(sua.at(ei / 64), 8, 3, list);
                             if succ[(ei / 64) as usize] >> (ei % 64) & 1 == 1 {
                                 let v = g.adj[ei as usize] as usize;
-                                rec.load(na.at(ei), 4, 1);
+                                let v_at = rec.here();
+                                rec.load_from(na.at(ei), 4, 1, list);
                                 rec.load_dep(pa.at(v as u64), 8, 1);
-                                rec.load_dep(dla.at(v as u64), 8, 1);
+                                rec.load_from(dla.at(v as u64), 8, 1, v_at);
                                 du += paths[u] / paths[v] * (1.0 + deltas[v]);
                             }
                         }
                         deltas[u] = du;
-                        rec.store(dla.at(u as u64), 8, 4);
-                        rec.load(sca.at(u as u64), 8, 1);
-                        rec.store(sca.at(u as u64), 8, 1);
+                        rec.store_from(dla.at(u as u64), 8, 4, u_at);
+                        rec.load_from(sca.at(u as u64), 8, 1, u_at);
+                        rec.store_from(sca.at(u as u64), 8, 1, u_at);
                         scores[u] += du;
                     }
                 });
@@ -503,27 +524,34 @@ impl KernelImpl for Cc {
                 rec.store(ca.at(v), 4, 1);
             }
         });
-        // Link(u, v): hook the higher root under the lower (GAP's afforest Link).
-        fn link<R: Recorder>(rec: &mut R, ca: Arr, comp: &mut [u32], u: u32, v: u32) {
+        // Link(u, v): hook the higher root under the lower (GAP's afforest Link). `u` is a
+        // loop counter, `v` was loaded at `v_at`; every label read after comes from a label
+        // read before (`*_at`: where each was loaded).
+        fn link<R: Recorder>(rec: &mut R, ca: Arr, comp: &mut [u32], u: u32, v: u32, v_at: Pos) {
+            let mut p1_at = rec.here();
             rec.load(ca.at(u as u64), 4, 1);
-            rec.load(ca.at(v as u64), 4, 1);
+            let mut p2_at = rec.here();
+            rec.load_from(ca.at(v as u64), 4, 1, v_at);
             let mut p1 = comp[u as usize];
             let mut p2 = comp[v as usize];
             while p1 != p2 {
-                let (high, low) = if p1 > p2 { (p1, p2) } else { (p2, p1) };
-                rec.load_dep(ca.at(high as u64), 4, 2);
+                let (high, low, high_at, low_at) = if p1 > p2 { (p1, p2, p1_at, p2_at) } else { (p2, p1, p2_at, p1_at) };
+                let p_high_at = rec.here();
+                rec.load_from(ca.at(high as u64), 4, 2, high_at);
                 let p_high = comp[high as usize];
                 if p_high == low {
                     break;
                 }
                 if p_high == high {
-                    rec.store(ca.at(high as u64), 4, 1);
+                    rec.store_from(ca.at(high as u64), 4, 1, high_at);
                     comp[high as usize] = low;
                     break;
                 }
-                rec.load_dep(ca.at(p_high as u64), 4, 1);
+                p1_at = rec.here();
+                rec.load_from(ca.at(p_high as u64), 4, 1, p_high_at);
                 p1 = comp[p_high as usize];
-                rec.load(ca.at(low as u64), 4, 1);
+                p2_at = rec.here();
+                rec.load_from(ca.at(low as u64), 4, 1, low_at);
                 p2 = comp[low as usize];
             }
         }
@@ -531,16 +559,21 @@ impl KernelImpl for Cc {
             interleave(rec, vsplit, 1024, |rec, _t, lo, hi| {
                 for v in lo..hi {
                     let v = v as usize;
+                    // comp[v] = comp[comp[v]] until a root: each label read's address is
+                    // the label read before it.
+                    let mut c_at = rec.here();
                     rec.load(ca.at(v as u64), 4, 2);
                     loop {
                         let c = comp[v];
-                        rec.load_dep(ca.at(c as u64), 4, 1);
+                        let cc_at = rec.here();
+                        rec.load_from(ca.at(c as u64), 4, 1, c_at);
                         let cc = comp[c as usize];
                         if c == cc {
                             break;
                         }
                         comp[v] = cc;
                         rec.store(ca.at(v as u64), 4, 1);
+                        c_at = cc_at;
                     }
                 }
             });
@@ -549,11 +582,12 @@ impl KernelImpl for Cc {
             interleave(rec, &vsplit, 1024, |rec, _t, lo, hi| {
                 for u in lo..hi {
                     let u = u as usize;
-                    let (s, e) = b.edges(rec, g, u);
+                    let (s, e, list) = b.edges(rec, g, u, None);
                     if r < e - s {
                         let v = g.adj[(s + r) as usize];
-                        rec.load(na.at(s + r), 4, 1);
-                        link(rec, ca, comp, u as u32, v);
+                        let v_at = rec.here();
+                        rec.load_from(na.at(s + r), 4, 1, list);
+                        link(rec, ca, comp, u as u32, v, v_at);
                     }
                 }
             });
@@ -592,10 +626,11 @@ impl KernelImpl for Cc {
                 if comp[u] == giant {
                     continue;
                 }
-                let (s, e) = b.edges(rec, g, u);
+                let (s, e, list) = b.edges(rec, g, u, None);
                 for ei in (s + rounds).min(e)..e {
-                    rec.load(na.at(ei), 4, 1);
-                    link(rec, ca, comp, u as u32, g.adj[ei as usize]);
+                    let v_at = rec.here();
+                    rec.load_from(na.at(ei), 4, 1, list);
+                    link(rec, ca, comp, u as u32, g.adj[ei as usize], v_at);
                 }
             }
         });
@@ -639,6 +674,46 @@ mod tests {
             }
             assert_in_regions(k.vas(), &s);
         }
+    }
+
+    /// What each array's addresses come from: neighbour reads from the list start
+    /// (`offsets[u]`), per-neighbour reads and writes from the neighbour's id, per-vertex
+    /// reads from the queue or frontier entry that named the vertex; loop-counter addresses
+    /// from nothing. (A uniform graph keeps every list within a producer's reach.)
+    #[test]
+    fn every_address_names_the_load_it_comes_from() {
+        use xlat_core::RefKind::{Load, Store};
+        let kv = "graph=uniform,scale=10,degree=8,threads=2";
+        let (k, s, _) = run_recorded::<PageRank>("pagerank", pr::PARAMS, kv);
+        let from = |kind, region| sources(k.vas(), &s, kind, region);
+        assert_eq!(from(Load, "offsets"), [""]);
+        assert_eq!(from(Load, "neighbors"), ["offsets"]);
+        assert_eq!(from(Load, "contrib"), ["neighbors"]);
+        assert_eq!(from(Store, "scores"), [""]);
+
+        let (k, s, _) = run_recorded::<Sssp>("sssp", sssp::PARAMS, kv);
+        let from = |kind, region| sources(k.vas(), &s, kind, region);
+        assert_eq!(from(Load, "offsets"), ["frontier"]);
+        assert_eq!(from(Load, "neighbors"), ["offsets"]);
+        assert_eq!(from(Load, "dist"), ["frontier", "neighbors"]);
+        assert_eq!(from(Store, "dist"), ["", "neighbors"], "initialisation, then relaxations");
+
+        let (k, s, _) = run_recorded::<Bc>("bc", bc::PARAMS, kv);
+        let from = |kind, region| sources(k.vas(), &s, kind, region);
+        assert_eq!(from(Load, "offsets"), ["queue"]);
+        assert_eq!(from(Load, "neighbors"), ["offsets"]);
+        assert_eq!(from(Load, "depths"), ["neighbors"]);
+        assert_eq!(from(Store, "depths"), ["", "neighbors"]);
+        assert_eq!(from(Load, "succ"), ["offsets"]);
+        assert_eq!(from(Load, "path_counts"), ["neighbors", "queue"]);
+        assert_eq!(from(Load, "deltas"), ["neighbors"]);
+        assert_eq!(from(Store, "deltas"), ["", "queue"]);
+
+        let (k, s, _) = run_recorded::<Cc>("cc", cc::PARAMS, kv);
+        let from = |kind, region| sources(k.vas(), &s, kind, region);
+        assert_eq!(from(Load, "neighbors"), ["offsets"]);
+        assert_eq!(from(Load, "comp"), ["", "comp", "neighbors"]);
+        assert_eq!(from(Store, "comp"), ["", "comp"]);
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! statically and threads claim vertices in a fixed interleaving, appending to the shared queue.
 
 use crate::params::{choice, size, PDef, Params};
-use crate::recorder::{interleave, static_split, Recorder};
+use crate::recorder::{interleave, static_split, Pos, Recorder};
 use crate::vas::{Arr, Vas};
 use crate::WorkloadError;
 
@@ -178,10 +178,13 @@ impl Bfs {
             interleave(rec, &ranges, 64, |rec, _t, lo, hi| {
                 for k in lo..hi {
                     let u = queue[k as usize] as usize;
+                    let u_at = rec.here();
                     rec.load(qa.at(k), 8, 3);
                     match layout {
                         Layout::List(l) => {
                             // p = head[parent]; while (p >= 0) { newv = IJ[p]; ...; p = next[p]; }
+                            // Both reads of a node come from the load of the pointer to it.
+                            let mut p_at = rec.here();
                             rec.load_dep(l.head.at(u as u64), 8, 1);
                             order.clear();
                             order.extend(g.neigh(u).iter().map(|&v| {
@@ -191,19 +194,24 @@ impl Bfs {
                             // Newest edge first: head[i] is the last edge inserted.
                             order.sort_unstable_by(|a, b| b.cmp(a));
                             for &(_, node, v) in order.iter() {
-                                rec.load_dep(l.ij.at(node), 8, 2);
-                                relax(rec, (pa, qa), parent, &mut queue, u, v);
-                                rec.load_dep(l.next(node), 8, 1);
+                                let v_at = rec.here();
+                                rec.load_from(l.ij.at(node), 8, 2, p_at);
+                                relax(rec, (pa, qa), parent, &mut queue, u, v, v_at);
+                                let next_at = rec.here();
+                                rec.load_from(l.next(node), 8, 1, p_at);
+                                p_at = next_at;
                             }
                         }
                         Layout::Csr { xoff, xadj } => {
+                            let list = rec.here();
                             rec.load_dep(xoff.at(u as u64), 8, 1);
-                            rec.load(xoff.at(u as u64 + 1), 8, 1);
+                            rec.load_from(xoff.at(u as u64 + 1), 8, 1, u_at);
                             let (s, e) = (g.off[u], g.off[u + 1]);
                             for ei in s..e {
                                 let v = g.adj[ei as usize];
-                                rec.load(xadj.at(ei), 8, 3);
-                                relax(rec, (pa, qa), parent, &mut queue, u, v);
+                                let v_at = rec.here();
+                                rec.load_from(xadj.at(ei), 8, 3, list);
+                                relax(rec, (pa, qa), parent, &mut queue, u, v, v_at);
                             }
                         }
                     }
@@ -217,14 +225,15 @@ impl Bfs {
 }
 
 /// The edge `u -> v` of a BFS level: reading `parent[v]`, and if `v` is unreached, making `u`
-/// its parent and appending it to the queue (arrays `parent` and `queue` in `arrays`).
+/// its parent and appending it to the queue (arrays `parent` and `queue` in `arrays`); `v`
+/// was loaded by the previous reference, at `v_at`.
 #[inline(always)]
-fn relax<R: Recorder>(rec: &mut R, arrays: (Arr, Arr), parent: &mut [i64], queue: &mut Vec<u32>, u: usize, v: u32) {
+fn relax<R: Recorder>(rec: &mut R, arrays: (Arr, Arr), parent: &mut [i64], queue: &mut Vec<u32>, u: usize, v: u32, v_at: Pos) {
     let (pa, qa) = arrays;
     rec.load_dep(pa.at(v as u64), 8, 1);
     if parent[v as usize] < 0 {
         parent[v as usize] = u as i64;
-        rec.store(pa.at(v as u64), 8, 2);
+        rec.store_from(pa.at(v as u64), 8, 2, v_at);
         rec.store(qa.at(queue.len() as u64), 8, 2);
         queue.push(v);
     }
@@ -336,6 +345,39 @@ mod tests {
             let ((ku, tu), (kv, tv)) = (l.node(1, u, v), l.node(1, v, u));
             assert_eq!(ku, kv);
             assert!(ku < l.m && tu / 2 == ku && tv / 2 == ku && tu != tv);
+        }
+    }
+
+    /// A neighbour's id comes from the list (CSR: from its start, loaded from `xoff`; list
+    /// layout: from the pointer to the node, in `head` or a node's `next`), and the parent
+    /// written is the neighbour's.
+    #[test]
+    fn every_address_names_the_load_it_comes_from() {
+        use xlat_core::RefKind::{Load, Store};
+        // (A small graph keeps every list within a producer's reach.)
+        let kv = "scale=8,degree=2,threads=2";
+        let (k, s, _) = run_recorded::<Bfs>("bfs", PARAMS, kv);
+        let hub = k.graph.off.windows(2).map(|w| w[1] - w[0]).max();
+        assert!(hub < Some(64), "the largest list has {hub:?} edges");
+        let from = |kind, region| sources(&k.vas, &s, kind, region);
+        assert_eq!(from(Load, "xoff"), ["queue"]);
+        assert_eq!(from(Load, "xadj"), ["xoff"]);
+        assert_eq!(from(Load, "parent"), ["xadj"]);
+        assert_eq!(from(Store, "parent"), ["", "xadj"]);
+        let (k, s, _) = run_recorded::<Bfs>("bfs", PARAMS, &format!("{kv},layout=list"));
+        let from = |kind, region| sources(&k.vas, &s, kind, region);
+        assert_eq!(from(Load, "IJ"), ["head"]);
+        assert_eq!(from(Load, "head"), ["head", "queue"]);
+        assert_eq!(from(Store, "parent"), ["", "IJ"]);
+        // A node's two reads wait for the same pointer.
+        let Layout::List(l) = k.layout else { panic!("layout=list") };
+        let ij = &k.vas.regions()[0];
+        for st in &s {
+            for (n, r) in st.iter().enumerate().filter(|(_, r)| r.va >= ij.start && r.va < ij.end()) {
+                let node = (r.va - ij.start) / 8;
+                let next = (n..st.len()).find(|&m| st[m].va == l.next(node)).expect("next read");
+                assert_eq!(n - usize::from(r.producer()), next - usize::from(st[next].producer()));
+            }
         }
     }
 

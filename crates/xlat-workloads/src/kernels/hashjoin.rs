@@ -93,12 +93,13 @@ impl KernelImpl for HashJoin {
         interleave(rec, &static_split(self.build, self.threads), 512, |rec, _t, lo, hi| {
             for i in lo..hi {
                 let k = keys[i as usize];
+                let tuple = rec.here();
                 rec.load(ia.at(i), 16, 2);
                 let h = hash(k, shift);
                 rec.load_dep(ha.at(h), 8, 5);
                 rec.store(na.at(i), 24, 2);
                 // (The bucket's address comes from the key the tuple's load read.)
-                rec.store_after(ha.at(h), 8, 1, 3);
+                rec.store_from(ha.at(h), 8, 1, tuple);
                 next[i as usize] = heads[h as usize];
                 heads[h as usize] = i as u32;
             }

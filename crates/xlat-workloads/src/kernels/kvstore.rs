@@ -172,7 +172,8 @@ impl KernelImpl for KvStore {
                     continue;
                 };
                 if is_put {
-                    rec.store(va_vals.at(slot), vsize, 4);
+                    // (The value's address came from the index entry, the last read.)
+                    rec.store_dep(va_vals.at(slot), vsize, 4);
                     values[slot as usize] += 1;
                     // (Drawn only when churning, so the stream without churn is unchanged.)
                     if churn > 0.0 && rng.f64() < churn {
@@ -212,6 +213,11 @@ mod tests {
             // Zipf(0.99) over 50000 keys puts ~9% of operations on the hottest key.
             assert!(k.hot_hits > 2400 && k.hot_hits < 5000, "{index}: {}", k.hot_hits);
             assert_in_regions(&k.vas, &s);
+            // A value is read or written at the address its index entry gave.
+            let last = if index == "hash" { "index" } else { "index_leaves" };
+            for kind in [xlat_core::RefKind::Load, xlat_core::RefKind::Store] {
+                assert_eq!(sources(&k.vas, &s, kind, "values"), [last], "{index}");
+            }
         }
     }
 

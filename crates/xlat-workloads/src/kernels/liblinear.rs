@@ -143,42 +143,40 @@ impl KernelImpl for LibLinear {
             interleave(rec, &ranges, 256, |rec, _t, lo, hi| {
                 for s in lo..hi {
                     let i = index[s as usize] as u64;
+                    // The instance's index was loaded: its label, alpha, diagonal and row
+                    // pointer x[i] come from it; every node of the row comes from x[i]
+                    // (LIBLINEAR walks them with `xi++`).
+                    let index_load = rec.here();
                     rec.load(ia.at(s), 4, 2);
+                    let xi = rec.here();
                     rec.load_dep(xa.at(i), 8, 1);
-                    rec.load(ya.at(i), 1, 1);
-                    rec.load(aa.at(i), 8, 1);
-                    rec.load(qa.at(i), 8, 1);
+                    rec.load_from(ya.at(i), 1, 1, index_load);
+                    rec.load_from(aa.at(i), 8, 1, index_load);
+                    rec.load_from(qa.at(i), 8, 1, index_load);
                     let row = i * (f + 1);
                     let mut dot = 0.0;
-                    // Every node's address comes from x[i] (LIBLINEAR walks them with `xi++`):
-                    // `back` counts the references since that load.
-                    let mut back = 4;
                     for j in 0..f {
-                        rec.load_after(xs.at(row + j), 16, DOT, back);
+                        rec.load_from(xs.at(row + j), 16, DOT, xi);
                         rec.load(wa.at(j), 8, 1);
-                        back += 2;
                         dot += w[j as usize] * value(seed, i, j);
                     }
-                    rec.load_after(xs.at(row + f), 16, 2, back); // the terminating node
-                    back += 1;
+                    rec.load_from(xs.at(row + f), 16, 2, xi); // the terminating node
                     let (yi, a) = (y[i as usize], alpha[i as usize]);
                     let g = yi * dot - 1.0 + a * diag;
                     // Projected gradient: alpha >= 0 with no upper bound.
                     let pg = if a == 0.0 { g.min(0.0) } else { g };
                     if pg.abs() <= 1e-12 {
-                        rec.load_after(xs.at(row), 16, STEP, back); // (the loop's next compare; nothing to update)
+                        rec.load_from(xs.at(row), 16, STEP, xi); // (the loop's next compare; nothing to update)
                         continue;
                     }
                     let new = (a - g / qd[i as usize]).max(0.0);
                     alpha[i as usize] = new;
-                    rec.store(aa.at(i), 8, STEP);
-                    back += 1;
+                    rec.store_from(aa.at(i), 8, STEP, index_load);
                     let d = (new - a) * yi;
                     for j in 0..f {
-                        rec.load_after(xs.at(row + j), 16, AXPY, back);
+                        rec.load_from(xs.at(row + j), 16, AXPY, xi);
                         rec.load(wa.at(j), 8, 1);
                         rec.store(wa.at(j), 8, 1);
-                        back += 3;
                         w[j as usize] += d * value(seed, i, j);
                     }
                 }

@@ -115,6 +115,21 @@ pub(crate) mod testutil {
         (k, rec.streams, sum)
     }
 
+    /// Where the addresses of a kernel's references of kind `kind` in `region` come from:
+    /// the regions of their producers, sorted ("" for independent references), over every
+    /// stream.
+    pub fn sources(vas: &Vas, streams: &[Vec<Ref>], kind: xlat_core::RefKind, region: &str) -> Vec<String> {
+        let name = |va: u64| vas.regions().iter().find(|g| va >= g.start && va < g.end()).map_or("?", |g| g.name.as_str()).to_string();
+        let mut from = std::collections::BTreeSet::new();
+        for s in streams {
+            for (n, r) in s.iter().enumerate().filter(|(_, r)| r.kind() == kind && name(r.va) == region) {
+                let p = usize::from(r.producer());
+                from.insert(if p == 0 { String::new() } else { name(s[n - p].va) });
+            }
+        }
+        from.into_iter().collect()
+    }
+
     /// Every reference must fall inside one of the kernel's declared regions.
     pub fn assert_in_regions(vas: &Vas, streams: &[Vec<Ref>]) {
         let regs = vas.regions();

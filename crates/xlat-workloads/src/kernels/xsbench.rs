@@ -178,12 +178,13 @@ impl XsBench {
         for (j, &nuc) in self.mats[mat].iter().enumerate() {
             rec.load(self.mats_a.at(mat_off + j as u64), 4, 3);
             let nuc = nuc as u64;
+            let entry = rec.here();
             rec.load_dep(self.index_a.at(idx * iso + nuc), 4, 2);
             let low = self.low(nuc as usize, self.union_e[lo]) as u64;
             let p = nuc * self.gp as u64 + low;
             // (Both grid points' addresses come from the index entry.)
             rec.load_dep(self.grid_a.at(p), POINT as u8, 2);
-            rec.load_after(self.grid_a.at(p + 1), POINT as u8, 1, 2);
+            rec.load_from(self.grid_a.at(p + 1), POINT as u8, 1, entry);
             rec.load(self.concs_a.at(mat_off + j as u64), 8, 1);
             let x = self.interpolate(p as usize, e);
             let c = self.concs[mat][j];
