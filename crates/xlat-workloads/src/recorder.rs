@@ -81,6 +81,16 @@ pub trait Recorder {
         self.push(Ref::new(va, RefKind::Store, size, delta, false))
     }
 
+    /// [`Recorder::load_from`] where there may be no producer (`None`: an address from a
+    /// constant or a loop counter, as a tree's root or a vertex a loop visits).
+    #[inline(always)]
+    fn load_from_opt(&mut self, va: u64, size: u8, delta: u32, from: Option<Pos>) {
+        match from {
+            Some(p) => self.load_from(va, size, delta, p),
+            None => self.load(va, size, delta),
+        }
+    }
+
     /// A store whose address came from the previous load's value.
     #[inline(always)]
     fn store_dep(&mut self, va: u64, size: u8, delta: u32) {

@@ -157,10 +157,7 @@ impl BPlusTree {
 /// at a fixed address).
 #[inline(always)]
 fn read<R: Recorder>(rec: &mut R, va: u64, delta: u32, pointer: Option<Pos>) {
-    match pointer {
-        Some(p) => rec.load_from(va, 8, delta, p),
-        None => rec.load(va, 8, delta),
-    }
+    rec.load_from_opt(va, 8, delta, pointer)
 }
 
 pub struct BTree {

@@ -36,16 +36,8 @@ impl Base {
     fn edges<R: Recorder>(&self, rec: &mut R, g: &Csr, u: usize, u_from: Option<Pos>) -> (u64, u64, Pos) {
         let start = rec.here();
         let (lo, hi) = (self.offsets.at(u as u64), self.offsets.at(u as u64 + 1));
-        match u_from {
-            Some(p) => {
-                rec.load_from(lo, 8, 2, p);
-                rec.load_from(hi, 8, 1, p);
-            }
-            None => {
-                rec.load(lo, 8, 2);
-                rec.load(hi, 8, 1);
-            }
-        }
+        rec.load_from_opt(lo, 8, 2, u_from);
+        rec.load_from_opt(hi, 8, 1, u_from);
         (g.off[u], g.off[u + 1], start)
     }
 }
