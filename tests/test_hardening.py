@@ -280,8 +280,10 @@ def _stop_after(args: list[str], sig: int, cwd, wait: float = 2.0) -> tuple[int,
 
     from xlat_testutil import xlat_exe
 
+    # (The trace cache off: a graph an earlier test left there would load in a moment, and the
+    # setup would be over before the signal.)
     proc = subprocess.Popen([xlat_exe(), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, env={**os.environ, "XLAT_CACHE_DIR": "off"})
     time.sleep(wait)
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(sig)
