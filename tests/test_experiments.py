@@ -391,6 +391,22 @@ def test_run_task_passes_threads_to_the_engine():
 
 
 @needs_sim
+def test_a_local_sweeps_workers_log_nothing_of_their_own(tmp_path):
+    # A sweep reports failed points itself; a worker's own Dask logs (a heartbeat's traceback
+    # after Ctrl-C, say) would land after the sweep's closing line.
+    spec = write(tmp_path / "quiet.toml", 'name = "quiet"\nrefs = 2000\nconfigs = ["skylake"]\n'
+                 'workloads = ["gups:footprint=16M"]\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    code = ("import experiments_helpers as h; from xlat import sweep; "
+            f"r = sweep.run({str(spec)!r}, root={str(tmp_path / 'r')!r}, workers=1, simulate=h.logging_simulate, "
+            "progress=False); assert r.ok")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                       check=False)
+    assert p.returncode == 0, p.stderr
+    assert "NOISE" not in p.stderr, p.stderr
+
+
+@needs_sim
 def test_killed_sweep_resumes_with_each_point_once_and_identical_stats(tmp_path, client):
     spec = write(tmp_path / "resume.toml", RESUME_SPEC)
     root = tmp_path / "results"

@@ -875,10 +875,12 @@ def _cluster(scheduler: str | None, workers: int | None, slurm: bool, slurm_opti
         return
     n = workers or default_workers()
     n = max(1, min(n, npoints))  # idle workers only cost start-up time
+    # Dask's own logs stay quiet up to CRITICAL, here and in the workers (`_dask_worker`): a
+    # sweep reports each failed point itself, with its error.
     with _sigint_ignored_by_children():
         try:
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   silence_logs=logging.ERROR)
+                                   silence_logs=logging.CRITICAL, preload=["xlat._dask_worker"])
         except Exception as e:  # noqa: BLE001 - Dask raises assorted types; the user needs one line
             raise SweepError(f"could not start a local Dask cluster of {n} workers: {one_line(e)}") from None
     client = Client(cluster)
