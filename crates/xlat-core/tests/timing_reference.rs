@@ -13,7 +13,7 @@
 //! neighbour's state (nearby lines, mostly LLC hits), now and then the stores of a visit. Each
 //! reference carries the latency the functional caches gave it (4 cycles: an L1 hit).
 //!
-//! With 10 MSHRs the window must stay within 5 % of the reference (it runs -0.3 to +2.6 %), and
+//! With 10 MSHRs the window must stay within 5 % of the reference (it runs -2.9 to -1.7 %), and
 //! without an MSHR limit within 2 %. (A pool that made a request wait for every booking in force,
 //! those of requests later in time included, ran +11 to +12 % here: docs/timing.md.)
 

@@ -25,12 +25,16 @@ use std::collections::BinaryHeap;
 /// bookings (request cycle, start, end), and a request at `t` waits only for the units held by
 /// requests made no later than `t`: it starts at the first cycle from `t` on where fewer than
 /// `n` of those are busy. A booking made earlier for a request later in time does not hold it
-/// back (in time order that request would have come second); it is booked already, so the two
-/// overlap and more than `n` units are busy for a while. Checked against a cycle-stepped
-/// out-of-order reference (`tests/timing_reference.rs`): within 3 % on a BFS-like stream with
-/// 10 MSHRs. (Waiting for every booking in force, later requests' included, ran +12 % there:
-/// docs/timing.md.) Requests never come before the dispatch clock of the contexts that share
-/// the units, so the bookings that end before it are dropped.
+/// back (in time order that request came second). It is booked already, so the two overlap
+/// and more than `n` units are busy for a while; the cycles over `n` are the later request's
+/// wait, which it cannot take any more (its reference is timed), so they are booked again as
+/// its work from its booking's end, where units are free ([`Units::book`]): the pool never does
+/// more than `n` units' work a cycle, and a request after both waits as in time order.
+/// Checked against a cycle-stepped out-of-order reference (`tests/timing_reference.rs`):
+/// within 3 % on a BFS-like stream with 10 MSHRs. (Waiting for every booking in force, later
+/// requests' included, ran +12 % there: docs/timing.md.) Requests never come before the
+/// dispatch clock of the contexts that share the units, so the bookings that end before it
+/// are dropped.
 pub struct Units {
     n: u32,
     /// Busy units per cycle, for the cycles `[base, top)`: cycle `x` is cell `x & mask`. Every
@@ -62,8 +66,11 @@ pub struct Units {
     /// later than a request's cycle are taken out of its count. (Entries that ended before the
     /// floor are dropped now and then.)
     by_req: Vec<(u64, u64, u64)>,
-    /// Scratch: the bookings of later requests in force after a request's cycle.
-    later: Vec<(u64, u64)>,
+    /// Scratch: the starts and ends of the bookings of later requests in force after a
+    /// request's cycle (apart, so that counting those in force at a cycle is a few vector
+    /// compares: a queue of walks holds dozens).
+    later_starts: Vec<u64>,
+    later_ends: Vec<u64>,
     /// `by_req`'s length after its last pruning.
     by_req_live: usize,
 }
@@ -89,7 +96,8 @@ impl Units {
             searched: false,
             busy_span: (u64::MAX, 0, 0),
             by_req: Vec::new(),
-            later: Vec::new(),
+            later_starts: Vec::new(),
+            later_ends: Vec::new(),
             by_req_live: 0,
         }
     }
@@ -121,20 +129,22 @@ impl Units {
         }
         // The bookings of requests later than `t` still in force after it: from the end of
         // the list, which is in request order (a few, or none: most requests come in order).
-        self.later.clear();
+        self.later_starts.clear();
+        self.later_ends.clear();
         for &(req, s, e) in self.by_req.iter().rev() {
             if req <= t {
                 break;
             }
             if e > t {
-                self.later.push((s, e));
+                self.later_starts.push(s);
+                self.later_ends.push(e);
             }
         }
         // Skip what an earlier search found all busy (see `busy_span`): from it if `t` is in
         // it, else (a request a few cycles before the last, as a store's walk to set a D bit
         // comes before the walk of the load ahead of it) when the search gets there.
         let (req, from, to) = self.busy_span;
-        let holds = req <= t || self.later.iter().all(|&(s, _)| s >= to);
+        let holds = req <= t || self.later_starts.iter().all(|&s| s >= to);
         let valid = holds && from <= t && t < to;
         let x = if valid { to } else { t };
         let skip = if holds && t < from { (from, to) } else { (0, 0) };
@@ -143,26 +153,106 @@ impl Units {
         s
     }
 
-    /// One more unit busy for `dur` cycles from `s` (where [`Units::start`] said, or anywhere:
-    /// more than `n` may then be busy at once, which later requests wait out).
+    /// One more unit busy for `dur` cycles from `s` (where [`Units::start`] said, or anywhere),
+    /// for a request at `t`. Where that makes more than `n` busy, bookings of later requests
+    /// overlap it (booked first, as they were simulated first): in time order they would have
+    /// waited. What they cannot have done then, the cycles over `n`, is done later, where a
+    /// unit is free ([`Units::displace`]), so the pool does no more work a cycle than its `n`
+    /// units can.
     #[inline]
     pub fn book(&mut self, t: u64, s: u64, dur: u64) {
-        if dur > 0 {
-            let e = s + dur;
-            self.mark(s, e);
-            if self.searched {
-                let mut at = self.ends.len();
-                while at > self.ends_head && self.ends[at - 1] > e {
-                    at -= 1;
-                }
-                self.ends.insert(at, e);
-            }
-            // (From the end: a request out of order is mostly a few bookings behind.)
-            let mut at = self.by_req.len();
-            while at > 0 && self.by_req[at - 1].0 > t {
+        if dur > 0 && self.book_one(t, s, s + dur) > self.n {
+            self.displace(t, s, s + dur);
+        }
+    }
+
+    /// One more unit busy over `[s, e)` for a request at `t`; returns the most units then busy
+    /// at a cycle of it.
+    #[inline]
+    fn book_one(&mut self, t: u64, s: u64, e: u64) -> u32 {
+        let most = self.mark(s, e);
+        self.record(t, s, e);
+        most
+    }
+
+    /// Keep the booking `[s, e)` of a request at `t` (its cycles are counted already).
+    #[inline]
+    fn record(&mut self, t: u64, s: u64, e: u64) {
+        if self.searched {
+            // (From the back: a new booking mostly ends last. A displaced one ends far out.)
+            let live = &self.ends[self.ends_head..];
+            let mut at = live.len();
+            let mut steps = 0;
+            while at > 0 && live[at - 1] > e {
                 at -= 1;
+                steps += 1;
+                if steps == 8 {
+                    at = live[..at].partition_point(|&x| x <= e);
+                    break;
+                }
             }
-            self.by_req.insert(at, (t, s, e));
+            self.ends.insert(self.ends_head + at, e);
+        }
+        // (From the end: a request out of order is mostly a few bookings behind.)
+        let mut at = self.by_req.len();
+        while at > 0 && self.by_req[at - 1].0 > t {
+            at -= 1;
+        }
+        self.by_req.insert(at, (t, s, e));
+    }
+
+    /// The booking `[s, e)` for a request at `t` made more than `n` units busy. Those cycles
+    /// are the wait of the latest request after `t` with a booking over `[s, e)` (of those
+    /// that came after it in time, the last waits): they are booked as that request's work
+    /// from its booking's end, one unit at a time, in the first cycles with fewer than `n`
+    /// busy (from `e`, as this request's, if no later request's booking overlaps).
+    #[cold]
+    #[inline(never)]
+    fn displace(&mut self, t: u64, s: u64, e: u64) {
+        let n = self.n.min(u32::from(u16::MAX)) as u16;
+        let mut over = 0u64;
+        let (a, b) = (s.max(self.base), e.min(self.top));
+        self.each_run(a, b, |run| over += run.iter().filter(|&&c| c > n).count() as u64);
+        let (mut req, mut x) = (t, e);
+        for &(r, bs, be) in self.by_req.iter().rev() {
+            if r <= t {
+                break;
+            }
+            if bs < e && be > s {
+                (req, x) = (r, be);
+                break;
+            }
+        }
+        // The free cycles from `x` on until `over` are taken, a booking a run of them; none is
+        // busy from `top` on. (A contiguous stretch of cells at a time: one, or two where the
+        // ring wraps; a queue of walks keeps every walker busy for thousands of cycles.)
+        let mut from = None;
+        while over > 0 {
+            if x >= self.top {
+                from.get_or_insert(x);
+                self.mark(x, x + over);
+                x += over;
+                break;
+            }
+            let i = (x & self.mask) as usize;
+            let len = (self.top - x).min(self.counts.len() as u64 - i as u64) as usize;
+            let cells = &mut self.counts[i..i + len];
+            let full = first(cells, |c| c < n);
+            if full > 0 {
+                if let Some(f) = from.take() {
+                    self.record(req, f, x);
+                }
+                x += full as u64;
+                continue;
+            }
+            let free = first(cells, |c| c >= n).min(over as usize);
+            cells[..free].iter_mut().for_each(|c| *c += 1);
+            from.get_or_insert(x);
+            over -= free as u64;
+            x += free as u64;
+        }
+        if let Some(f) = from {
+            self.record(req, f, x);
         }
     }
 
@@ -182,7 +272,7 @@ impl Units {
     #[inline]
     fn first_free(&self, t: u64, skip: (u64, u64)) -> u64 {
         let free = |x: u64| {
-            let later = self.later.iter().filter(|&&(s, e)| s <= x && x < e).count() as u32;
+            let later: u32 = self.later_starts.iter().zip(&self.later_ends).map(|(&s, &e)| u32::from(s <= x) & u32::from(x < e)).sum();
             self.busy(x).saturating_sub(later) < self.n
         };
         if free(t) {
@@ -208,24 +298,32 @@ impl Units {
         self.top.max(t)
     }
 
-    /// One unit more busy over `[s, e)` from the floor on, widening the counts to reach `e`.
+    /// One unit more busy over `[s, e)` from the floor on, widening the counts to reach `e`;
+    /// returns the most then busy at a cycle of it (0 if it is all before the floor).
     #[inline]
-    fn mark(&mut self, s: u64, e: u64) {
+    fn mark(&mut self, s: u64, e: u64) -> u32 {
         let x = s.max(self.base);
         if x >= e {
-            return;
+            return 0;
         }
         if e - self.base > self.counts.len() as u64 {
             self.grow(e);
         }
         self.top = self.top.max(e);
-        self.each_run(x, e, |run| run.iter_mut().for_each(|c| *c = c.saturating_add(1)));
+        let mut most = 0u16;
+        self.each_run(x, e, |run| {
+            for c in run.iter_mut() {
+                *c = c.saturating_add(1);
+                most = most.max(*c);
+            }
+        });
+        u32::from(most)
     }
 
     /// Apply `f` to the cells of the cycles `[a, b)` (within the ring's reach), one contiguous
     /// run at a time: one, or two where the ring wraps.
     #[inline]
-    fn each_run(&mut self, mut a: u64, b: u64, f: impl Fn(&mut [u16])) {
+    fn each_run(&mut self, mut a: u64, b: u64, mut f: impl FnMut(&mut [u16])) {
         while a < b {
             let i = (a & self.mask) as usize;
             let len = (b - a).min(self.counts.len() as u64 - i as u64) as usize;
@@ -286,6 +384,20 @@ impl Units {
             self.by_req_live = self.by_req.len();
         }
     }
+}
+
+/// The index of the first cell for which `f` holds, or the length: sixteen cells at a time,
+/// which the compiler checks at once.
+#[inline]
+fn first(cells: &[u16], f: impl Fn(u16) -> bool) -> usize {
+    let mut i = 0;
+    for chunk in cells.chunks_exact(16) {
+        if chunk.iter().fold(false, |any, &c| any | f(c)) {
+            break;
+        }
+        i += 16;
+    }
+    i + cells[i..].iter().position(|&c| f(c)).unwrap_or(cells.len() - i)
 }
 
 pub struct Window {
@@ -747,36 +859,56 @@ mod tests {
         assert_eq!(u.acquire(1000, 100, 0), 1000);
         assert_eq!(u.acquire(0, 100, 0), 0, "the booking at 1000 is a later request's");
         assert_eq!(u.acquire(50, 901, 0), 100, "waits for the request at 0, not the one at 1000");
-        // A request at 1050 waits for the one at 1000, whose unit is busy until 1100.
-        assert_eq!(u.acquire(1050, 10, 0), 1100);
+        // That booking, to 1001, overlaps the one for 1000 by a cycle: in time order the
+        // request at 1000 waited for it and ended at 1101, and a request at 1050 waits for that.
+        assert_eq!(u.acquire(1050, 10, 0), 1101);
         // Nothing comes before the floor: what ended before it is gone.
         assert_eq!(u.acquire(2500, 10, 2400), 2500);
         assert_eq!((u.base, u.busy(2400), u.busy(2505), u.busy(2510)), (2400, 0, 1, 0));
     }
 
+    /// A worked example with one unit: a request at 60 is booked first, over 60..80; one at
+    /// 50, simulated after it, takes the unit at 50 to 150. In time order the one at 60 waited
+    /// for it and ran over 150..170, and that is what the pool holds; a request at 55 comes
+    /// before it and so runs at 150, pushing it to 170..180; a request at 100 waits for all.
+    #[test]
+    fn units_book_a_later_requests_wait_as_in_time_order() {
+        let mut u = Units::new(1);
+        assert_eq!(u.acquire(60, 20, 0), 60);
+        assert_eq!(u.acquire(50, 100, 0), 50, "the booking at 60 is a later request's");
+        assert_eq!((u.busy(79), u.busy(149), u.busy(150), u.busy(169), u.busy(170)), (2, 1, 1, 1, 0));
+        assert_eq!(u.acquire(55, 10, 0), 150, "waits for 50, not for 60's work");
+        assert_eq!((u.busy(150), u.busy(170), u.busy(179), u.busy(180)), (2, 1, 1, 0));
+        assert_eq!(u.acquire(100, 10, 0), 180);
+    }
+
     /// The pool against a reference model (every booking kept; a start is the first of the
     /// request's cycle and the ends after it where fewer than `n` bookings of requests no later
-    /// than it are in force), on random requests that run ahead and come back.
+    /// than it are in force; the cycles a booking makes over `n` are booked again from the
+    /// latest end of a later request's booking it overlaps), on random requests that run
+    /// ahead and come back.
     #[test]
     fn units_match_a_list_of_bookings() {
         // (Requests spread over 600 cycles, and over 30 arriving faster than they are served:
         // a deep queue met by requests a few cycles out of order, as walks meet the walkers.)
         // (And bookings tens of thousands of cycles long and ahead, past the counts' first
-        // reach, which then grow.)
+        // reach, which then grow; at a pace the pool keeps up with, as a pool that cannot
+        // queues displaced work without end and at last forgets the oldest.)
         for (n, spread, pace, long) in [
-            (1u64, 600, 40, 300),
-            (2, 600, 40, 300),
-            (3, 600, 40, 300),
+            (1u64, 600, 300, 300),
+            (2, 600, 150, 300),
+            (3, 600, 100, 300),
             (10, 600, 40, 300),
-            (1, 30, 8, 300),
-            (2, 30, 8, 300),
-            (10, 30, 2, 300),
-            (2, 40_000, 900, 30_000),
+            (1, 30, 240, 300),
+            (2, 30, 120, 300),
+            (10, 30, 24, 300),
+            (2, 40_000, 20_000, 30_000),
         ] {
             let mut u = Units::new(n);
             let mut booked: Vec<(u64, u64, u64)> = Vec::new();
             let mut x = 11u64 + n;
             let mut floor = 0u64;
+            let mut displaced = 0u64;
             for _ in 0..1_500 {
                 x ^= x << 13;
                 x ^= x >> 7;
@@ -789,10 +921,46 @@ mod tests {
                 let want = std::iter::once(t).chain(prior.iter().map(|b| b.2).filter(|&e| e > t)).filter(|&s| busy(s) < n).min().unwrap();
                 assert_eq!(u.acquire(t, dur, floor), want, "n={n} t={t} dur={dur}");
                 if dur > 0 {
-                    booked.push((t, want, want + dur));
+                    let (s, e) = (want, want + dur);
+                    booked.push((t, s, e));
+                    // The cycles of [s, e) from the floor on with more than n in force ...
+                    let in_force = |booked: &[(u64, u64, u64)], x: u64| booked.iter().filter(|b| b.1 <= x && x < b.2).count() as u64;
+                    let next_edge = |booked: &[(u64, u64, u64)], x: u64| booked.iter().flat_map(|b| [b.1, b.2]).filter(|&y| y > x).min().unwrap_or(u64::MAX);
+                    let (mut x, mut over) = (s.max(floor), 0);
+                    while x < e {
+                        let next = next_edge(&booked, x).min(e);
+                        if in_force(&booked, x) > n {
+                            over += next - x;
+                        }
+                        x = next;
+                    }
+                    displaced += over;
+                    // ... are the work of the latest request after t with a booking over them
+                    // (the last to come waits), done from that booking's end, in the first
+                    // cycles with fewer than n in force (one booking a run of them).
+                    let (req, mut x) = booked.iter().filter(|b| b.0 > t && b.1 < e && b.2 > s).max_by_key(|b| b.0).map_or((t, e), |b| (b.0, b.2));
+                    let mut run: Option<(u64, u64)> = None;
+                    while over > 0 {
+                        let next = next_edge(&booked, x);
+                        if in_force(&booked, x) < n {
+                            let len = (next - x).min(over);
+                            run = Some(run.map_or((x, x + len), |r| (r.0, x + len)));
+                            over -= len;
+                            x += len;
+                        } else {
+                            booked.extend(run.take().map(|r| (req, r.0, r.1)));
+                            x = next;
+                        }
+                    }
+                    booked.extend(run.map(|r| (req, r.0, r.1)));
                 }
                 booked.retain(|b| b.2 > floor);
+                for x in [t, want + dur / 2, want + dur, want + 2 * dur] {
+                    let model = booked.iter().filter(|b| b.1 <= x && x < b.2).count() as u32;
+                    assert_eq!(u.busy(x), model, "units busy at {x}, n={n} t={t} dur={dur}");
+                }
             }
+            assert!(displaced > 0, "n={n}: no booking was displaced, so none was checked");
         }
     }
 
