@@ -69,8 +69,10 @@ pub struct Units {
     /// Scratch: the starts and ends of the bookings of later requests in force after a
     /// request's cycle (apart, so that counting those in force at a cycle is a few vector
     /// compares: a queue of walks holds dozens).
-    later_starts: Vec<u64>,
-    later_ends: Vec<u64>,
+    later_starts: Vec<u32>,
+    later_ends: Vec<u32>,
+    /// The request cycle `later_starts` and `later_ends` count from.
+    later_base: u64,
     /// `by_req`'s length after its last pruning.
     by_req_live: usize,
 }
@@ -97,6 +99,7 @@ impl Units {
             busy_span: (u64::MAX, 0, 0),
             by_req: Vec::new(),
             later_starts: Vec::new(),
+            later_base: 0,
             later_ends: Vec::new(),
             by_req_live: 0,
         }
@@ -130,21 +133,24 @@ impl Units {
         // The bookings of requests later than `t` still in force after it: from the end of
         // the list, which is in request order (a few, or none: most requests come in order).
         self.later_starts.clear();
+        self.later_base = t;
         self.later_ends.clear();
         for &(req, s, e) in self.by_req.iter().rev() {
             if req <= t {
                 break;
             }
             if e > t {
-                self.later_starts.push(s);
-                self.later_ends.push(e);
+                // (As cycles after `t`, in 32 bits: four to a compare. No booking is 2^32
+                // cycles out: the counts forget what is MAX_CAP behind the furthest.)
+                self.later_starts.push((s - t).min(u64::from(u32::MAX)) as u32);
+                self.later_ends.push((e - t).min(u64::from(u32::MAX)) as u32);
             }
         }
         // Skip what an earlier search found all busy (see `busy_span`): from it if `t` is in
         // it, else (a request a few cycles before the last, as a store's walk to set a D bit
         // comes before the walk of the load ahead of it) when the search gets there.
         let (req, from, to) = self.busy_span;
-        let holds = req <= t || self.later_starts.iter().all(|&s| s >= to);
+        let holds = req <= t || self.later_starts.iter().all(|&s| u64::from(s) >= to.saturating_sub(t));
         let valid = holds && from <= t && t < to;
         let x = if valid { to } else { t };
         let skip = if holds && t < from { (from, to) } else { (0, 0) };
@@ -272,7 +278,8 @@ impl Units {
     #[inline]
     fn first_free(&self, t: u64, skip: (u64, u64)) -> u64 {
         let free = |x: u64| {
-            let later: u32 = self.later_starts.iter().zip(&self.later_ends).map(|(&s, &e)| u32::from(s <= x) & u32::from(x < e)).sum();
+            let dx = x.saturating_sub(self.later_base).min(u64::from(u32::MAX)) as u32;
+            let later: u32 = self.later_starts.iter().zip(&self.later_ends).map(|(&s, &e)| u32::from(s <= dx) & u32::from(dx < e)).sum();
             self.busy(x).saturating_sub(later) < self.n
         };
         if free(t) {
