@@ -71,8 +71,11 @@ pub struct Units {
     /// compares: a queue of walks holds dozens).
     later_starts: Vec<u32>,
     later_ends: Vec<u32>,
-    /// The request cycle `later_starts` and `later_ends` count from.
+    /// The request cycle `later_starts` and `later_ends` count from, and the first of those
+    /// starts (before it, none counts: the usual case, as a later request's booking mostly
+    /// starts after the units an earlier one waits for are free).
     later_base: u64,
+    later_first: u32,
     /// `by_req`'s length after its last pruning.
     by_req_live: usize,
 }
@@ -100,6 +103,7 @@ impl Units {
             by_req: Vec::new(),
             later_starts: Vec::new(),
             later_base: 0,
+            later_first: u32::MAX,
             later_ends: Vec::new(),
             by_req_live: 0,
         }
@@ -134,6 +138,7 @@ impl Units {
         // the list, which is in request order (a few, or none: most requests come in order).
         self.later_starts.clear();
         self.later_base = t;
+        self.later_first = u32::MAX;
         self.later_ends.clear();
         for &(req, s, e) in self.by_req.iter().rev() {
             if req <= t {
@@ -142,7 +147,9 @@ impl Units {
             if e > t {
                 // (As cycles after `t`, in 32 bits: four to a compare. No booking is 2^32
                 // cycles out: the counts forget what is MAX_CAP behind the furthest.)
-                self.later_starts.push((s - t).min(u64::from(u32::MAX)) as u32);
+                let ds = (s - t).min(u64::from(u32::MAX)) as u32;
+                self.later_first = self.later_first.min(ds);
+                self.later_starts.push(ds);
                 self.later_ends.push((e - t).min(u64::from(u32::MAX)) as u32);
             }
         }
@@ -279,7 +286,11 @@ impl Units {
     fn first_free(&self, t: u64, skip: (u64, u64)) -> u64 {
         let free = |x: u64| {
             let dx = x.saturating_sub(self.later_base).min(u64::from(u32::MAX)) as u32;
-            let later: u32 = self.later_starts.iter().zip(&self.later_ends).map(|(&s, &e)| u32::from(s <= dx) & u32::from(dx < e)).sum();
+            let later: u32 = if dx < self.later_first {
+                0
+            } else {
+                self.later_starts.iter().zip(&self.later_ends).map(|(&s, &e)| u32::from(s <= dx) & u32::from(dx < e)).sum()
+            };
             self.busy(x).saturating_sub(later) < self.n
         };
         if free(t) {
