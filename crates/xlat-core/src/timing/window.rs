@@ -102,9 +102,9 @@ impl Units {
             busy_span: (u64::MAX, 0, 0),
             by_req: Vec::new(),
             later_starts: Vec::new(),
+            later_ends: Vec::new(),
             later_base: 0,
             later_first: u32::MAX,
-            later_ends: Vec::new(),
             by_req_live: 0,
         }
     }
@@ -137,9 +137,9 @@ impl Units {
         // The bookings of requests later than `t` still in force after it: from the end of
         // the list, which is in request order (a few, or none: most requests come in order).
         self.later_starts.clear();
+        self.later_ends.clear();
         self.later_base = t;
         self.later_first = u32::MAX;
-        self.later_ends.clear();
         for &(req, s, e) in self.by_req.iter().rev() {
             if req <= t {
                 break;
@@ -218,8 +218,8 @@ impl Units {
     /// are the wait of the latest request after `t` with a booking over `[s, e)` (of those
     /// that came after it in time, the last waits): they are booked as that request's work
     /// from its booking's end, one unit at a time, in the first cycles with fewer than `n`
-    /// busy (from `e`, as this request's, if no later request's booking overlaps).
-    #[cold]
+    /// busy (from `e`, as this request's, if no later request's booking overlaps). (Not cold:
+    /// on BFS's MSHRs 43 % of bookings come here.)
     #[inline(never)]
     fn displace(&mut self, t: u64, s: u64, e: u64) {
         let n = self.n.min(u32::from(u16::MAX)) as u16;
@@ -902,9 +902,9 @@ mod tests {
 
     /// The pool against a reference model (every booking kept; a start is the first of the
     /// request's cycle and the ends after it where fewer than `n` bookings of requests no later
-    /// than it are in force; the cycles a booking makes over `n` are booked again from the
-    /// latest end of a later request's booking it overlaps), on random requests that run
-    /// ahead and come back.
+    /// than it are in force; the cycles a booking makes over `n` are booked as the work of the
+    /// latest later request with a booking over it, from that booking's end where fewer than
+    /// `n` are busy), on random requests that run ahead and come back.
     #[test]
     fn units_match_a_list_of_bookings() {
         // (Requests spread over 600 cycles, and over 30 arriving faster than they are served:
