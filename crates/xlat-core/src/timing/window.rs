@@ -174,18 +174,13 @@ impl Units {
     /// units can.
     #[inline]
     pub fn book(&mut self, t: u64, s: u64, dur: u64) {
-        if dur > 0 && self.book_one(t, s, s + dur) > self.n {
-            self.displace(t, s, s + dur);
+        if dur > 0 {
+            let over = self.mark(s, s + dur);
+            self.record(t, s, s + dur);
+            if over > 0 {
+                self.displace(t, s, s + dur, over);
+            }
         }
-    }
-
-    /// One more unit busy over `[s, e)` for a request at `t`; returns the most units then busy
-    /// at a cycle of it.
-    #[inline]
-    fn book_one(&mut self, t: u64, s: u64, e: u64) -> u32 {
-        let most = self.mark(s, e);
-        self.record(t, s, e);
-        most
     }
 
     /// Keep the booking `[s, e)` of a request at `t` (its cycles are counted already).
@@ -206,26 +201,31 @@ impl Units {
             }
             self.ends.insert(self.ends_head + at, e);
         }
-        // (From the end: a request out of order is mostly a few bookings behind.)
+        // (From the end: a request out of order is mostly a few bookings behind; behind a
+        // queue of walks, dozens.)
         let mut at = self.by_req.len();
+        let mut steps = 0;
         while at > 0 && self.by_req[at - 1].0 > t {
             at -= 1;
+            steps += 1;
+            if steps == 8 {
+                at = self.by_req[..at].partition_point(|b| b.0 <= t);
+                break;
+            }
         }
         self.by_req.insert(at, (t, s, e));
     }
 
-    /// The booking `[s, e)` for a request at `t` made more than `n` units busy. Those cycles
+    /// The booking `[s, e)` for a request at `t` made more than `n` units busy over `over`
+    /// of its cycles. Those cycles
     /// are the wait of the latest request after `t` with a booking over `[s, e)` (of those
     /// that came after it in time, the last waits): they are booked as that request's work
     /// from its booking's end, one unit at a time, in the first cycles with fewer than `n`
     /// busy (from `e`, as this request's, if no later request's booking overlaps). (Not cold:
     /// on BFS's MSHRs 43 % of bookings come here.)
     #[inline(never)]
-    fn displace(&mut self, t: u64, s: u64, e: u64) {
+    fn displace(&mut self, t: u64, s: u64, e: u64, mut over: u64) {
         let n = self.n.min(u32::from(u16::MAX)) as u16;
-        let mut over = 0u64;
-        let (a, b) = (s.max(self.base), e.min(self.top));
-        self.each_run(a, b, |run| over += run.iter().filter(|&&c| c > n).count() as u64);
         let (mut req, mut x) = (t, e);
         for &(r, bs, be) in self.by_req.iter().rev() {
             if r <= t {
@@ -317,9 +317,10 @@ impl Units {
     }
 
     /// One unit more busy over `[s, e)` from the floor on, widening the counts to reach `e`;
-    /// returns the most then busy at a cycle of it (0 if it is all before the floor).
+    /// returns how many of its cycles then have more than `n` busy (0 if it is all before the
+    /// floor). (Counted as it marks, in the same vectorized loop: most bookings make none.)
     #[inline]
-    fn mark(&mut self, s: u64, e: u64) -> u32 {
+    fn mark(&mut self, s: u64, e: u64) -> u64 {
         let x = s.max(self.base);
         if x >= e {
             return 0;
@@ -328,14 +329,17 @@ impl Units {
             self.grow(e);
         }
         self.top = self.top.max(e);
-        let mut most = 0u16;
+        let n = self.n.min(u32::from(u16::MAX)) as u16;
+        let mut over = 0u64;
         self.each_run(x, e, |run| {
+            let mut k = 0u32;
             for c in run.iter_mut() {
                 *c = c.saturating_add(1);
-                most = most.max(*c);
+                k += u32::from(*c > n);
             }
+            over += u64::from(k);
         });
-        u32::from(most)
+        over
     }
 
     /// Apply `f` to the cells of the cycles `[a, b)` (within the ring's reach), one contiguous
