@@ -284,33 +284,43 @@ impl Units {
     /// `[skip.0, skip.1)`, known to be all busy (and trying `skip.1` itself).
     #[inline]
     fn first_free(&self, t: u64, skip: (u64, u64)) -> u64 {
-        let free = |x: u64| {
+        // The units busy at `x` not counting the later requests' bookings.
+        let own = |x: u64| {
             let dx = x.saturating_sub(self.later_base).min(u64::from(u32::MAX)) as u32;
             let later: u32 = if dx < self.later_first {
                 0
             } else {
                 self.later_starts.iter().zip(&self.later_ends).map(|(&s, &e)| u32::from(s <= dx) & u32::from(dx < e)).sum()
             };
-            self.busy(x).saturating_sub(later) < self.n
+            self.busy(x).saturating_sub(later)
         };
-        if free(t) {
+        let busy = own(t);
+        if busy < self.n {
             return t;
         }
+        // Only an end of a booking counted can bring the count down, by one: with `busy` in
+        // force at a cycle, the next `busy - n` ends cannot free a unit, and are passed
+        // without a look (a queue of walks dozens deep for two walkers passes most).
+        let mut pass = (busy - self.n) as usize;
         let live = &self.ends[self.ends_head..];
-        let mut i = live.partition_point(|&e| e <= t);
+        let mut i = live.partition_point(|&e| e <= t) + pass;
         while i < live.len() {
             let e = live[i];
             if skip.0 <= e && e < skip.1 {
-                if free(skip.1) {
+                let busy = own(skip.1);
+                if busy < self.n {
                     return skip.1;
                 }
-                i += live[i..].partition_point(|&e| e <= skip.1);
+                pass = (busy - self.n) as usize;
+                i += live[i..].partition_point(|&e| e <= skip.1) + pass;
                 continue;
             }
-            if free(e) {
+            let busy = own(e);
+            if busy < self.n {
                 return e;
             }
-            i += 1;
+            pass = (busy - self.n) as usize;
+            i += 1 + pass;
         }
         // (Not reached: every unit is free at the last end. Nothing is busy from `top` on.)
         self.top.max(t)
