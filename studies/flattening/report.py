@@ -1100,8 +1100,11 @@ def _mc_cause_values(d: Data, v):
     for lp in ("lp50", "lp100"):
         for i, cfg in (("fpt", "fpt"), ("ptp", "ptp"), ("fpt_ptp", "fpt+ptp")):
             if v(f"mc_speedup_{i}_{lp}") is not None:
-                c[f"mc_speedup_{i}_{lp}"] = {"percent": lp[2:], "base": f"{m.gain(f'baseline-mc-{lp}'):+.1f}",
-                                             "machine": f"{cfg}-mc-{lp}", "gain": f"{m.gain(f'{cfg}-mc-{lp}'):+.1f}"}
+                base, gain, gain0 = m.gain(f"baseline-mc-{lp}"), m.gain(f"{cfg}-mc-{lp}"), m.gain(f"{cfg}-mc")
+                c[f"mc_speedup_{i}_{lp}"] = {"percent": lp[2:], "base": f"{base:+.1f}", "machine": f"{cfg}-mc-{lp}",
+                                             "gain": f"{gain:+.1f}", "pp": f"{gain - base:+.1f}", "gain0": f"{gain0:+.1f}",
+                                             # (Whether the mechanism gains less over its baseline than at 0 %.)
+                                             "shrinks": round(gain - base, 1) < round(gain0, 1)}
     return c
 
 
