@@ -188,38 +188,18 @@ impl Units {
     fn record(&mut self, t: u64, s: u64, e: u64) {
         if self.searched {
             // (From the back: a new booking mostly ends last. A displaced one ends far out.)
-            let live = &self.ends[self.ends_head..];
-            let mut at = live.len();
-            let mut steps = 0;
-            while at > 0 && live[at - 1] > e {
-                at -= 1;
-                steps += 1;
-                if steps == 8 {
-                    at = live[..at].partition_point(|&x| x <= e);
-                    break;
-                }
-            }
+            let at = place_from_back(&self.ends[self.ends_head..], |&x| x <= e);
             self.ends.insert(self.ends_head + at, e);
         }
         // (From the end: a request out of order is mostly a few bookings behind; behind a
         // queue of walks, dozens.)
-        let mut at = self.by_req.len();
-        let mut steps = 0;
-        while at > 0 && self.by_req[at - 1].0 > t {
-            at -= 1;
-            steps += 1;
-            if steps == 8 {
-                at = self.by_req[..at].partition_point(|b| b.0 <= t);
-                break;
-            }
-        }
+        let at = place_from_back(&self.by_req, |b| b.0 <= t);
         self.by_req.insert(at, (t, s, e));
     }
 
-    /// The booking `[s, e)` for a request at `t` made more than `n` units busy over `over`
-    /// of its cycles. Those cycles
-    /// are the wait of the latest request after `t` with a booking over `[s, e)` (of those
-    /// that came after it in time, the last waits): they are booked as that request's work
+    /// The booking `[s, e)` for a request at `t` made more than `n` units busy over `over` of
+    /// its cycles. Those cycles are the wait of the latest request after `t` with a booking
+    /// over `[s, e)` (of those that came after it in time, the last waits): they are booked as that request's work
     /// from its booking's end, one unit at a time, in the first cycles with fewer than `n`
     /// busy (from `e`, as this request's, if no later request's booking overlaps). (Not cold:
     /// on BFS's MSHRs 43 % of bookings come here.)
@@ -416,6 +396,21 @@ impl Units {
             self.by_req_live = self.by_req.len();
         }
     }
+}
+
+/// Where a new element goes in `v`, sorted so that `before` holds for a first part: after the
+/// last element for which it holds. Looked for from the back (a new element mostly goes last),
+/// by binary search past eight steps.
+#[inline]
+fn place_from_back<T>(v: &[T], before: impl Fn(&T) -> bool) -> usize {
+    let mut at = v.len();
+    for _ in 0..8 {
+        if at == 0 || before(&v[at - 1]) {
+            return at;
+        }
+        at -= 1;
+    }
+    v[..at].partition_point(before)
 }
 
 /// The index of the first cell for which `f` holds, or the length: sixteen cells at a time,
