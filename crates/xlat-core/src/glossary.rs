@@ -192,7 +192,7 @@ pub static ENTRIES: &[Entry] = &[
     e(Core, "[core<N>.]stores", Counter, "references", "References that are stores."),
     e(Core, "[core<N>.]fetches", Counter, "references", "References that are instruction fetches (they use the L1 ITLB and the L1I)."),
     e(Core, "[core<N>.]prefetches", Counter, "references",
-        "References that are software prefetches (`prefetcht0`: loads into the L1D that retire once translated; PT-Baker's `ptbaker.mode=user-prefetch`), those dropped not included."),
+        "References that are software prefetches (`prefetcht0`: loads into the L1D that retire once translated and their fills have an MSHR; PT-Baker's `ptbaker.mode=user-prefetch`), those dropped not included."),
     e(Core, "[core<N>.]prefetches.dropped", Counter, "references",
         "Software prefetches dropped without touching memory (not in `refs` or `prefetches`): they missed the TLBs where prefetches start no walks (`tlb.prefetch_walks=false`), or their page is not mapped (a prefetch never faults)."),
     e(Core, "ctx<N>.instructions", Counter, "instructions", "Instructions hardware context N dispatched (a core's `instructions` sum its threads').")

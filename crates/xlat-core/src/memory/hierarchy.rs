@@ -538,7 +538,7 @@ impl MemorySide {
         let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.walk_entry, at);
         // Walk reads that enter at the L1D miss through its MSHRs, as data misses do.
         let mshr = self.walk_entry == Entry::L1d;
-        let lat = self.arrival(c, line, served, at, lat, mshr) - at;
+        let lat = self.arrival(c, line, served, at, lat, mshr).1 - at;
         let x = &mut self.ctxs[c];
         let k = &mut x.counters;
         k.walk_steps += 1;
@@ -607,7 +607,7 @@ impl MemorySide {
         let entry = if kind == RefKind::Fetch { Entry::L1i } else { Entry::L1d };
         let write = kind == RefKind::Store;
         let (lat, served) = self.access(c, line, LineKind::Data, write, entry, ask);
-        let mut arrival = self.arrival(c, line, served, ask, lat, true);
+        let (sent, mut arrival) = self.arrival(c, line, served, ask, lat, true);
         if ask < t {
             // It has the line no sooner than an L1 hit after its own translation.
             arrival = arrival.max(t + self.cores[self.core_of(c)].l1d.latency);
@@ -621,22 +621,27 @@ impl MemorySide {
         served.count([&mut k.data_l1, &mut k.data_l2, &mut k.data_llc, &mut k.data_dram]);
         // Stores retire into the store buffer once translated; their misses occupy an MSHR
         // and their entry, not the reorder buffer.
-        // A software prefetch's fill holds an MSHR, but nothing waits for it.
+        // A software prefetch's fill holds an MSHR, but nothing waits for its line: it
+        // completes once translated and its fill sent, which, with every MSHR busy, waits for
+        // one, as a load's does (fill buffers on Intel, miss address buffers on AMD). (Were it
+        // to complete before, a helper prefetching faster than the MSHRs fill lines would book
+        // them ever further ahead of its dispatch.)
         if write {
             x.window.complete_store(t, arrival);
         } else if kind == RefKind::Prefetch {
-            x.window.complete(t);
+            x.window.complete(t.max(sent));
         } else {
             x.window.complete(arrival);
         }
     }
 
     /// When the line of an access by core `c` at `t`, served by `served` in `lat` cycles,
-    /// arrives: with a fill of the line still in flight, when that fill lands (the access
-    /// merges into its MSHR); otherwise at once on an L1 hit, and after a fill of its own on
-    /// a miss, which holds an MSHR when `mshr` (and is remembered as in flight).
+    /// arrives, and from when it waits for nothing but the line: with a fill of the line still
+    /// in flight, when that fill lands (the access merges into its MSHR; from `t`); otherwise
+    /// at once on an L1 hit, and after a fill of its own on a miss, which holds an MSHR when
+    /// `mshr` (from the cycle it gets one) and is remembered as in flight.
     #[inline(always)]
-    fn arrival(&mut self, c: usize, line: u64, served: Served, t: u64, lat: u64, mshr: bool) -> u64 {
+    fn arrival(&mut self, c: usize, line: u64, served: Served, t: u64, lat: u64, mshr: bool) -> (u64, u64) {
         let k = self.core_of(c);
         let core = &mut self.cores[k];
         if self.inflight {
@@ -645,11 +650,11 @@ impl MemorySide {
                 let k = &mut self.ctxs[c].counters;
                 k.fill_merges += 1;
                 k.fill_merge_cycles += done - (t + lat);
-                return done;
+                return (t, done);
             }
         }
         if served == Served::L1 {
-            return t + lat;
+            return (t, t + lat);
         }
         // (The context running goes first because its clock is the smallest: no request of
         // this core's contexts comes before it.)
@@ -657,7 +662,7 @@ impl MemorySide {
         if self.inflight {
             core.fills.put(line, t, start + lat);
         }
-        start + lat
+        (start, start + lat)
     }
 
     /// When core `c` has the translation of a reference to the 4 KB physical page `page`,
