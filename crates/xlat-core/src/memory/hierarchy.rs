@@ -170,6 +170,8 @@ pub struct MemorySide {
     /// (SMT): without SMT, the hot paths skip the lookup.
     core_of: Vec<usize>,
     smt: bool,
+    /// Contexts per core (`system.threads_per_core`): core `k` runs contexts `k * per ..`.
+    per: usize,
     pub llc: Cache,
     pub dram: Dram,
     /// The die-stacked DRAM of an L3 TLB in memory: it serves every line from `tlb_lo` up.
@@ -204,6 +206,7 @@ impl MemorySide {
             ctxs: (0..contexts).map(|_| ContextMem::new(cfg)).collect(),
             core_of: (0..contexts).map(|i| i / per).collect(),
             smt: per > 1,
+            per,
             cores: (0..cores as u64).map(|i| CoreMem::new(cfg, core_seed(seed, i))).collect(),
             llc: Cache::new(cfg.cache_llc.size_kb, cfg.cache_llc.ways, cfg.cache_llc.latency, cfg.cache_llc.policy, cfg.cache_llc.energy_nj, seed ^ 0x11c)
                 .with_csalt(cfg)
@@ -574,9 +577,25 @@ impl MemorySide {
     #[inline(always)]
     pub fn walk_start(&mut self, c: usize, t: u64) -> u64 {
         let k = self.core_of(c);
-        let floor = self.ctxs[c].window.now();
+        let floor = self.pool_floor(c);
         let core = &mut self.cores[k];
         core.walkers.start(t, floor)
+    }
+
+    /// No request reaches the walkers and MSHRs of context `c`'s core before this cycle: the
+    /// dispatch clock of `c`, or with SMT the earliest of its core's contexts' (the engine runs
+    /// the context furthest behind, but a reference's dispatch moves its clock, past its
+    /// sibling's when it waited for the reorder buffer, before it asks for a unit; a pool that
+    /// forgot the cycles up to the running context's clock would find every unit free at the
+    /// sibling's next request).
+    #[inline(always)]
+    fn pool_floor(&self, c: usize) -> u64 {
+        if self.smt {
+            let k = self.core_of[c];
+            self.ctxs[k * self.per..((k + 1) * self.per).min(self.ctxs.len())].iter().map(|x| x.window.now()).min().unwrap_or(0)
+        } else {
+            self.ctxs[c].window.now()
+        }
     }
 
     /// The timing of a walk on core `c` that wanted to start at `t`, started at `start`
@@ -656,9 +675,13 @@ impl MemorySide {
         if served == Served::L1 {
             return (t, t + lat);
         }
-        // (The context running goes first because its clock is the smallest: no request of
-        // this core's contexts comes before it.)
-        let start = if mshr { core.mshrs.acquire(t, lat, self.ctxs[c].window.now()) } else { t };
+        let start = if mshr {
+            let floor = self.pool_floor(c);
+            self.cores[k].mshrs.acquire(t, lat, floor)
+        } else {
+            t
+        };
+        let core = &mut self.cores[k];
         if self.inflight {
             core.fills.put(line, t, start + lat);
         }
@@ -1155,5 +1178,28 @@ impl MemPort for Direct<'_> {
     #[inline(always)]
     fn prefetch(&self, c: usize, line: u64) {
         self.mem.prefetch_sets(c, line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_smt_cores_pools_keep_what_the_sibling_behind_may_still_wait_for() {
+        // Two contexts on a core with two walkers. Context 1 holds both for 20,000 cycles from
+        // 0; context 0, whose clock is ahead at 10,000, asks for one there; then context 1 asks
+        // at 100 and waits until 20,000. (Had the pool forgotten the cycles before context 0's
+        // clock, it would find both walkers free at 100.)
+        let cfg = Config::from_pairs([("system.threads_per_core", "2"), ("core.walkers", "2")]).unwrap();
+        let mut m = MemorySide::new(&cfg, 2, 1);
+        for _ in 0..2 {
+            let s = m.walk_start(1, 0);
+            m.walk_done(1, 0, s, 20_000, 0);
+        }
+        m.ctxs[0].window.stall_until(10_000);
+        assert_eq!(m.ctxs[0].window.now(), 10_000);
+        assert_eq!(m.walk_start(0, 10_000), 20_000);
+        assert_eq!(m.walk_start(1, 100), 20_000);
     }
 }
