@@ -308,7 +308,8 @@ impl Units {
 
     /// One unit more busy over `[s, e)` from the floor on, widening the counts to reach `e`;
     /// returns how many of its cycles then have more than `n` busy (0 if it is all before the
-    /// floor). (Counted as it marks, in the same vectorized loop: most bookings make none.)
+    /// floor). (The marking loop keeps only the largest count, one vector operation more; most
+    /// bookings make none over `n`, and the few that do are counted in a second pass.)
     #[inline]
     fn mark(&mut self, s: u64, e: u64) -> u64 {
         let x = s.max(self.base);
@@ -320,14 +321,22 @@ impl Units {
         }
         self.top = self.top.max(e);
         let n = self.n.min(u32::from(u16::MAX)) as u16;
-        let mut over = 0u64;
+        let mut most = 0u16;
         self.each_run(x, e, |run| {
-            let mut k = 0u32;
             for c in run.iter_mut() {
                 *c = c.saturating_add(1);
-                k += u32::from(*c > n);
+                most = most.max(*c);
             }
-            over += u64::from(k);
+        });
+        if most <= n {
+            return 0;
+        }
+        let mut over = 0u64;
+        // (Summed in 16 bits, a chunk at a time, so that it stays one vector add a cell.)
+        self.each_run(x, e, |run| {
+            for chunk in run.chunks(1 << 15) {
+                over += u64::from(chunk.iter().map(|&c| u16::from(c > n)).sum::<u16>());
+            }
         });
         over
     }
