@@ -16,9 +16,9 @@ pub enum RefKind {
     /// Instruction fetch: translated through the ITLB and served by L1I.
     Fetch = 2,
     /// A software prefetch (`prefetcht0`): a load into L1D whose data nothing waits for, so it
-    /// retires once translated and its fill has an MSHR. A prefetch that misses the TLBs walks only on a core whose
-    /// prefetches start walks (`tlb.prefetch_walks`), and one of an unmapped page is dropped:
-    /// prefetches never fault.
+    /// retires once translated and its fill has an MSHR. A prefetch that misses the TLBs walks
+    /// only on a core whose prefetches start walks (`tlb.prefetch_walks`), and one of an
+    /// unmapped page is dropped: prefetches never fault.
     Prefetch = 3,
 }
 

@@ -1,6 +1,6 @@
 //! Software prefetches (`RefKind::Prefetch`, PT-Baker's user-level helper with `prefetcht0`):
-//! a load into the L1D that retires once translated and its fill has an MSHR, walks on a TLB miss only where
-//! prefetches start walks (`tlb.prefetch_walks`), and never faults.
+//! a load into the L1D that retires once translated and its fill has an MSHR, walks on a TLB
+//! miss only where prefetches start walks (`tlb.prefetch_walks`), and never faults.
 
 use xlat_core::{Config, Ref, RefKind};
 
@@ -33,17 +33,21 @@ fn a_prefetch_brings_translation_and_line_for_a_later_load() {
     assert!(warm.f("cycles") * 3.0 < cold.f("cycles"), "{} vs {}", warm.f("cycles"), cold.f("cycles"));
 }
 
+/// A load of the first page's last line (its walk and its miss), then `k` references made by `f`
+/// to the page's first `k` lines.
+fn page_lines(k: u64, f: fn(u64, u32) -> Ref) -> Vec<Ref> {
+    std::iter::once(Ref::load(BASE + 63 * 64, 1)).chain((0..k).map(|i| f(BASE + i * 64, 1))).collect()
+}
+
 #[test]
 fn nothing_waits_for_a_prefetchs_data() {
-    // A load of a page's last line (its walk and its miss), then misses of `k` of its other
-    // lines: loads retire as their lines arrive, prefetches once translated and their fills
-    // sent, each holding one of the 10 MSHRs until its line arrives.
-    let first = Ref::load(BASE + 63 * 64, 1);
-    let lines = |k: u64, f: fn(u64, u32) -> Ref| std::iter::once(first).chain((0..k).map(|i| f(BASE + i * 64, 1))).collect::<Vec<_>>();
-    let alone = run(&Config::default(), vec![first], region(GB), true).f("cycles");
+    // After a load of a page's last line, misses of some of its other lines: loads retire as
+    // their lines arrive, prefetches once translated and their fills sent, each holding one of
+    // the 10 MSHRs until its line arrives.
+    let alone = run(&Config::default(), page_lines(0, Ref::load), region(GB), true).f("cycles");
     // Nine prefetches find an MSHR each (the load holds the tenth): they retire as they
     // dispatch, nine instructions in three cycles at 4 a cycle.
-    let few = run(&Config::default(), lines(9, Ref::prefetch), region(GB), true);
+    let few = run(&Config::default(), page_lines(9, Ref::prefetch), region(GB), true);
     assert!(few.f("cycles") - alone <= 4.0, "{} after {alone}", few.f("cycles"));
     assert_eq!(few.f("data_served.dram"), 10.0);
 }
@@ -55,11 +59,9 @@ fn a_prefetch_waits_for_an_mshr() {
     // helper that prefetches faster than the MSHRs fill lines is held back by them). So they
     // take about five fills one after another, and as many loads one more, for their own
     // lines.
-    let first = Ref::load(BASE + 63 * 64, 1);
-    let lines = |f: fn(u64, u32) -> Ref| std::iter::once(first).chain((0..63).map(|i| f(BASE + i * 64, 1))).collect::<Vec<_>>();
-    let alone = run(&Config::default(), vec![first], region(GB), true).f("cycles");
-    let prefetches = run(&Config::default(), lines(Ref::prefetch), region(GB), true).f("cycles");
-    let loads = run(&Config::default(), lines(Ref::load), region(GB), true).f("cycles");
+    let alone = run(&Config::default(), page_lines(0, Ref::load), region(GB), true).f("cycles");
+    let prefetches = run(&Config::default(), page_lines(63, Ref::prefetch), region(GB), true).f("cycles");
+    let loads = run(&Config::default(), page_lines(63, Ref::load), region(GB), true).f("cycles");
     // (720, 1430 and 1572 cycles: the fills take 142 cycles from DRAM.)
     let fill = loads - prefetches;
     assert!(fill > 100.0, "loads {loads} against prefetches {prefetches}");

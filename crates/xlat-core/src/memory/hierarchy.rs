@@ -662,9 +662,8 @@ impl MemorySide {
     #[inline(always)]
     fn arrival(&mut self, c: usize, line: u64, served: Served, t: u64, lat: u64, mshr: bool) -> (u64, u64) {
         let k = self.core_of(c);
-        let core = &mut self.cores[k];
         if self.inflight {
-            if let Some(ready) = core.fills.pending(line, t) {
+            if let Some(ready) = self.cores[k].fills.pending(line, t) {
                 let done = ready.max(t + lat);
                 let k = &mut self.ctxs[c].counters;
                 k.fill_merges += 1;
@@ -681,9 +680,8 @@ impl MemorySide {
         } else {
             t
         };
-        let core = &mut self.cores[k];
         if self.inflight {
-            core.fills.put(line, t, start + lat);
+            self.cores[k].fills.put(line, t, start + lat);
         }
         (start, start + lat)
     }
