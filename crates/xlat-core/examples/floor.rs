@@ -1,7 +1,9 @@
 //! How fast could GUPS be simulated at all on this host, with the engine's model? A
 //! lower-bound experiment for the engine's throughput target (docs/performance.md), not
-//! part of the engine: `cargo run --release -p xlat-core --example floor -- [refs]` (20 M
-//! references by default; it keeps every step in memory, about 2 GB).
+//! part of the engine: `cargo run --release -p xlat-core --example floor -- [refs] [stage]` (20 M
+//! references by default; it keeps every step in memory, about 2 GB). With a stage (`caches`,
+//! `timing`, `engine` or `threads`: a line of the output below) it translates once and runs
+//! that stage once, so that a profiler (callgrind) sees it alone.
 //!
 //! It simulates GUPS over 8 GB (a load and a store of each random 8-byte word, as the `speed`
 //! example) on the `skylake` preset with a flat 50 ns DRAM and no load-queue limit (as `make
@@ -641,12 +643,27 @@ fn pipelined(refs: &[(u64, bool)], lean: impl FnOnce() -> Hierarchy + Send) -> (
     (t0.elapsed().as_secs_f64(), cycles)
 }
 
+/// The stages `main` runs, by the name that picks one alone, and its line's label.
+const STAGES: [(&str, &str); 4] =
+    [("caches", "lean caches"), ("timing", "lean caches + timing"), ("engine", "engine caches + timing"), ("threads", "lean, two threads")];
+
 fn main() {
     let refs: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(20_000_000);
+    let only = std::env::args().nth(2);
+    if let Some(name) = &only {
+        if !STAGES.iter().any(|(n, _)| n == name) {
+            eprintln!("floor: no stage {name:?} (caches, timing, engine, threads)");
+            std::process::exit(2);
+        }
+    }
+    let label = |name: &str| STAGES.iter().find(|(n, _)| *n == name).map_or("", |(_, l)| *l);
+    let wanted = |l: &str| only.as_deref().is_none_or(|o| label(o) == l);
+    // Each stage is timed best of three (the host is shared), or once when run alone.
+    let rounds = if only.is_some() { 1 } else { 3 };
     let stream = gups(refs);
-    // Translation: best of three, each on a fresh table (the host is shared).
+    // Translation: each round on a fresh table.
     let (mut best, mut steps, mut counts) = (f64::MAX, Vec::new(), (0, 0, 0));
-    for _ in 0..3 {
+    for _ in 0..rounds {
         let mut f = Front::new(8 << 30);
         let (dt, out) = translate_all(&mut f, &stream);
         if dt < best {
@@ -670,8 +687,11 @@ fn main() {
     // (What the timed runs found, to check that every model made the same decisions.)
     let mut outcomes = Vec::new();
     for (name, timing) in [("lean caches", false), ("lean caches + timing", true), ("engine caches + timing", true)] {
+        if !wanted(name) {
+            continue;
+        }
         let (mut best, mut last) = (f64::MAX, ([0; 4], 0));
-        for _ in 0..3 {
+        for _ in 0..rounds {
             let (dt, served, cycles) = if name.starts_with("lean") { run(&steps, timing, lean()) } else { run(&steps, timing, engine()) };
             best = best.min(dt);
             last = (served, cycles);
@@ -692,11 +712,16 @@ fn main() {
             if timing { format!("; {cycles} cycles") } else { String::new() }
         );
     }
+    if !wanted("lean, two threads") {
+        return;
+    }
     let (mut best, mut cycles) = (f64::MAX, 0);
-    for _ in 0..3 {
+    for _ in 0..rounds {
         let (dt, c) = pipelined(&stream, lean);
         (best, cycles) = (best.min(dt), c);
-        outcomes.push((outcomes[1].0, Some(c)));
+        if only.is_none() {
+            outcomes.push((outcomes[1].0, Some(c)));
+        }
     }
     println!(
         "{:<23} {refs} refs in {best:.3} s = {:.1} ns/ref ({:.1} M refs/s); {cycles} cycles",
@@ -705,7 +730,11 @@ fn main() {
         refs as f64 / best / 1e6
     );
     // The lean caches and the engine's serve every access at the same level, and every timed
-    // run takes the same cycles: the lean model simulates the same machine.
+    // run takes the same cycles: the lean model simulates the same machine. (A stage run alone
+    // has nothing to compare with.)
+    if only.is_some() {
+        return;
+    }
     let (served, cycles) = (outcomes[0].0, outcomes[1].1);
     assert!(outcomes.iter().all(|o| o.0 == served && o.1.is_none_or(|c| Some(c) == cycles)), "the models disagree: {outcomes:?}");
 }
