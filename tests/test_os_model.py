@@ -30,6 +30,10 @@ def test_summary_rows_show_coverage_shootdowns_and_free_blocks():
     assert rows["huge-page coverage"] == "0.0%"
     assert "TLB shootdowns" not in rows and "free 2 MB blocks" not in rows
     assert free_2m_summary({}) is None
+    # Nothing mapped (a run of no references): no share, rather than "nan%".
+    rows = dict(summary_rows({"huge_coverage": float("nan"), "host.huge_coverage": float("nan"), "refs": 0}))
+    assert "huge-page coverage" not in rows and "host huge-page coverage" not in rows
+    assert not any("nan" in v for v in rows.values()), rows
 
 
 @needs_os

@@ -269,10 +269,11 @@ def summary_rows(stats: dict) -> list[tuple[str, str]]:
     if cov is not None:
         moves = [(n, _num(stats, n)) for n in ("promotions", "demotions")]
         detail = ", ".join(f"{v:,.0f} {n}" for n, v in moves if v)
-        add("huge-page coverage", f"{100 * cov:.1f}%" + (f"  ({detail})" if detail else ""))
+        # (Nothing mapped, as in a run of no references: no share to give.)
+        add("huge-page coverage", _fmt(100 * cov, "{:.1f}%") + (f"  ({detail})" if detail else ""))
     hcov = _num(stats, "host.huge_coverage")
     if hcov is not None:
-        add("host huge-page coverage", f"{100 * hcov:.1f}%")
+        add("host huge-page coverage", _fmt(100 * hcov, "{:.1f}%"))
     sd = _num(stats, "shootdowns")
     if sd:
         add("TLB shootdowns", f"{sd:,.0f}  ({_fmt(_num(stats, 'shootdown_cycles'))} cycles)")
