@@ -62,6 +62,7 @@ def test_reuse_classifies_a_random_table_and_draws_fig2(tmp_path):
     (("--workload", "gups", "--distinct"), "reference limit"),
     (("--workload", "gups", "--trace", "x.trace"), "one of --workload and --trace"),
     (("--workload", "nosuch"), "nosuch"),
+    (("--workload", "gups", "--refs", "0"), "omit --refs"),
 ])
 def test_reuse_errors_are_one_line(args, needle):
     assert_one_line_error(run_xlat("reuse", *args), needle)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from xlat_testutil import run_xlat
+from xlat_testutil import assert_one_line_error, run_xlat
 
 
 def _run(trace, out, cache_dir):
@@ -35,6 +35,9 @@ def test_a_champsim_trace_is_decoded_once_and_runs_alike(tmp_path):
     # A native trace needs no copy; --add of the same trace finds it in the cache.
     added = run_xlat("cache", "--add", str(trace), env={"XLAT_CACHE_DIR": str(cache)})
     assert "in the cache already" in added.stdout, added.stdout
+    # Clearing and adding at once is refused whole: nothing is removed.
+    assert_one_line_error(run_xlat("cache", "--clear", "--add", str(trace), env={"XLAT_CACHE_DIR": str(cache)}), "do not go together")
+    assert "1 copy" in run_xlat("cache", env={"XLAT_CACHE_DIR": str(cache)}).stdout
     cleared = run_xlat("cache", "--clear", env={"XLAT_CACHE_DIR": str(cache)})
     assert cleared.returncode == 0 and "removed 2 files" in cleared.stdout, cleared.stdout
     assert "0 copies" in run_xlat("cache", env={"XLAT_CACHE_DIR": str(cache)}).stdout

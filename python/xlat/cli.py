@@ -403,6 +403,9 @@ def _cache_traces(traces: Sequence[str], trace_format: str | None) -> None:
 def cmd_cache(args: argparse.Namespace) -> int:
     from . import tracecache
 
+    if args.clear and args.add:
+        # (Which first? Either order loses what the user meant by the other.)
+        raise CliError("--clear and --add do not go together: clear first, then add")
     where = tracecache.directory()
     if where is None:
         print("the trace cache is off (XLAT_CACHE_DIR=off)")
@@ -653,6 +656,10 @@ def cmd_reuse(args: argparse.Namespace) -> int:
         raise CliError("give one of --workload and --trace")
     if args.trace_format and not traces:
         raise CliError("--trace-format needs --trace")
+    if args.refs == 0:
+        # (The library's 0 means "every reference"; on the command line, as for run, mrc and
+        # record, --refs 0 would mean none.)
+        raise CliError("--refs 0 reads no references: omit --refs to read them all")
     r = pcc.reuse(args.workload, traces or None, args.refs or 0, args.seed, args.distinct, args.trace_format, args.threshold)
     s = pcc.summary(r)
     name = args.workload or ",".join(traces)
