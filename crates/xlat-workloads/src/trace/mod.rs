@@ -189,8 +189,9 @@ pub(crate) fn open_decoder(path: &str, input: Input, forced: Option<FormatSpec>)
         }
         Some(f) if detected == Format::ChampSim => f.format,
         Some(f) => {
-            let is = if detected == Format::Native { "an xlat native trace" } else { "a valgrind lackey log" };
-            return Err(corrupt(path, 0, format!("--trace-format {}, but the file is {is} (drop --trace-format to read it as it is)", f.format.name())));
+            // (Lackey is told by its first bytes or, for other text, by the file's suffix.)
+            let is = if detected == Format::Native { "is an xlat native trace" } else { "looks like a valgrind lackey log" };
+            return Err(corrupt(path, 0, format!("--trace-format {}, but the file {is} (drop --trace-format to read it as it is)", f.format.name())));
         }
     };
     match fmt {

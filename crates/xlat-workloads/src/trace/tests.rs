@@ -470,6 +470,11 @@ fn wrong_formats_name_the_file_the_offset_and_the_cause() {
     std::fs::write(&p, "# just some notes\nnothing to see\n").unwrap();
     let e = crate::open_trace(&[p.to_string_lossy().into()], None).err().unwrap().to_string();
     assert!(e.contains("not a valgrind lackey log") && e.contains("byte offset 0"), "{e}");
+    // Text whose suffix says lackey, read as ChampSim: it only looks like a lackey log.
+    let p = tmp("notes.txt");
+    std::fs::write(&p, "hello world\n").unwrap();
+    let e = crate::open_trace(&[p.to_string_lossy().into()], Some("champsim")).err().unwrap().to_string();
+    assert!(e.contains("--trace-format champsim, but the file looks like a valgrind lackey log"), "{e}");
 }
 
 /// Version 3 carries a producer further back than the previous reference (a byte after the
