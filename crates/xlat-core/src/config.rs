@@ -638,8 +638,14 @@ fn unknown_key(key: &str) -> ConfigError {
             return ConfigError::UnknownKey { key: key.into(), hint: format!(" (keys under '{}': {})", &prefix[..prefix.len() - 1], near.join(", ")) };
         }
     }
-    let mut sections: Vec<&str> = Config::keys().into_iter().map(|k| k.split('.').next().unwrap_or(k)).collect();
-    sections.dedup();
+    // (In the keys' order, each once: a section's keys are not all together.)
+    let mut sections: Vec<&str> = Vec::new();
+    for k in Config::keys() {
+        let s = k.split('.').next().unwrap_or(k);
+        if !sections.contains(&s) {
+            sections.push(s);
+        }
+    }
     ConfigError::UnknownKey { key: key.into(), hint: format!(" (sections: {})", sections.join(", ")) }
 }
 
@@ -1451,6 +1457,8 @@ mod tests {
         assert!(msg.contains("tlb.l2.entries"), "{msg}");
         let e = Config::default().set("nosuch", "5").unwrap_err().to_string();
         assert!(e.contains("sections: system, core, tlb"), "{e}");
+        let listed: Vec<&str> = e.split("sections: ").nth(1).unwrap().trim_end_matches(')').split(", ").collect();
+        assert!(listed.iter().all(|s| listed.iter().filter(|t| *t == s).count() == 1), "each section once: {e}");
     }
 
     #[test]
