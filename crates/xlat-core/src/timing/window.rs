@@ -202,8 +202,7 @@ impl Units {
     /// over `[s, e)` (of those that came after it in time, the last waits): they are booked as
     /// that request's work from its booking's end, one unit at a time, in the first cycles
     /// with fewer than `n` busy (from `e`, as this request's, if no later request's booking
-    /// overlaps). (Not cold:
-    /// on BFS's MSHRs 43 % of bookings come here.)
+    /// overlaps). (Not cold: on BFS's MSHRs 43 % of bookings come here.)
     #[inline(never)]
     fn displace(&mut self, t: u64, s: u64, e: u64, mut over: u64) {
         let n = self.n.min(u32::from(u16::MAX)) as u16;
