@@ -88,6 +88,11 @@ def record(t: dict, traces: Path) -> Path:
     path = traces / f"{t['name']}.champsim.xz"
     if path.exists():
         return path
+    if "synthetic" in t:
+        import synth
+
+        synth.write(t["synthetic"], path)
+        return path
     if "workload" in t:
         cmd = [*XLAT, "record", "-w", t["workload"], "-o", str(path), "--refs", str(t["refs"]), "--format", "champsim"]
     else:

@@ -195,6 +195,16 @@ pub struct MemorySide {
     coherence: bool,
 }
 
+/// When an access is asked for, and whether a miss in the L1 must first get an MSHR
+/// ([`MemorySide::access_from`]).
+#[derive(Clone, Copy)]
+enum Ask {
+    /// At this cycle; a miss goes below the L1 at once.
+    At(u64),
+    /// At this cycle; a miss goes below the L1 once it has an MSHR.
+    Mshr(u64),
+}
+
 impl MemorySide {
     /// The memory side of `contexts` hardware contexts, `system.threads_per_core` to a core
     /// (context `i` on core `i / threads_per_core`); core `i`'s structures are seeded from
@@ -239,6 +249,23 @@ impl MemorySide {
     /// Returns the load-to-use latency and where it was served.
     #[inline(always)]
     pub fn access(&mut self, c: usize, line: u64, kind: LineKind, write: bool, entry: Entry, now: u64) -> (u64, Served) {
+        let (lat, served, _) = self.access_from(c, line, kind, write, entry, Ask::At(now));
+        (lat, served)
+    }
+
+    /// [`MemorySide::access`], asked for at `ask`'s cycle; with [`Ask::Mshr`] an L1 miss leaves
+    /// the L1 only once it has an MSHR: the levels below, and the DRAM's banks and channel, see
+    /// it from that cycle, which is returned (the asking cycle for a hit, a miss with
+    /// [`Ask::At`], or a line whose fill is in flight, which merges into that fill and takes
+    /// none). Booked from when it was asked for, a burst
+    /// of misses that waits for MSHRs took the DRAM channel all at once, waited for it as if
+    /// nothing held the misses back, and then waited for the MSHRs again.
+    #[inline(always)]
+    fn access_from(&mut self, c: usize, line: u64, kind: LineKind, write: bool, entry: Entry, ask: Ask) -> (u64, Served, u64) {
+        let (now, mshr) = match ask {
+            Ask::At(t) => (t, false),
+            Ask::Mshr(t) => (t, true),
+        };
         let k = self.core_of(c);
         let owner = k as u8;
         // A store takes the line exclusively: the other cores' copies go first.
@@ -251,9 +278,20 @@ impl MemorySide {
         };
         if let Some(l1) = l1 {
             if l1.access(line, kind, write) {
-                return (l1.latency + ownership, Served::L1);
+                return (l1.latency + ownership, Served::L1, now);
             }
         }
+        let now = if mshr && !(self.inflight && self.cores[k].fills.pending(line, now).is_some()) {
+            let floor = self.pool_floor(c);
+            if kind == LineKind::PageTable {
+                self.cores[k].mshrs.start_ahead(now, floor)
+            } else {
+                self.cores[k].mshrs.start(now, floor)
+            }
+        } else {
+            now
+        };
+        let core = &mut self.cores[k];
         // (Only the MMU writes at L2: the L3 TLB's fills.)
         let (lat, served) = if core.l2.access(line, kind, write && entry == Entry::L2) {
             (core.l2.latency, Served::L2)
@@ -284,11 +322,11 @@ impl MemorySide {
         let l1 = match entry {
             Entry::L1d => &mut core.l1d,
             Entry::L1i => &mut core.l1i,
-            Entry::L2 => return (lat, served),
+            Entry::L2 => return (lat, served, now),
         };
         let v = l1.fill(line, kind, write, owner);
         self.l1_victim(k, v, owner, now);
-        (lat, served)
+        (lat, served, now)
     }
 
     /// Coherence (`coherence.enabled`): context `c` on core `k` stores to `line`, so every other
@@ -538,10 +576,11 @@ impl MemorySide {
     /// its latency, counting the step and where it was served.
     #[inline(always)]
     pub fn read_pte(&mut self, c: usize, line: u64, table: Table, at: u64) -> u64 {
-        let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.walk_entry, at);
         // Walk reads that enter at the L1D miss through its MSHRs, as data misses do.
         let mshr = self.walk_entry == Entry::L1d;
-        let lat = self.arrival(c, line, served, at, lat, mshr).1 - at;
+        let ask = if mshr { Ask::Mshr(at) } else { Ask::At(at) };
+        let (lat, served, below) = self.access_from(c, line, LineKind::PageTable, false, self.walk_entry, ask);
+        let lat = self.arrival(c, line, served, at, lat, mshr.then_some(below)).1 - at;
         let x = &mut self.ctxs[c];
         let k = &mut x.counters;
         k.walk_steps += 1;
@@ -565,7 +604,7 @@ impl MemorySide {
     /// read, entering where walk reads do, that leaves the line in flight for the walk.
     pub fn pte_prefetch(&mut self, c: usize, line: u64, at: u64) {
         let (lat, served) = self.access(c, line, LineKind::PageTable, false, self.walk_entry, at);
-        self.arrival(c, line, served, at, lat, false);
+        self.arrival(c, line, served, at, lat, None);
         let k = &mut self.ctxs[c].asap;
         k.prefetches += 1;
         served.count([&mut k.served_l1, &mut k.served_l2, &mut k.served_llc, &mut k.served_dram]);
@@ -625,8 +664,8 @@ impl MemorySide {
     pub fn finish_ref(&mut self, c: usize, kind: RefKind, line: u64, issue: u64, t: u64, ask: u64) {
         let entry = if kind == RefKind::Fetch { Entry::L1i } else { Entry::L1d };
         let write = kind == RefKind::Store;
-        let (lat, served) = self.access(c, line, LineKind::Data, write, entry, ask);
-        let (sent, mut arrival) = self.arrival(c, line, served, ask, lat, true);
+        let (lat, served, below) = self.access_from(c, line, LineKind::Data, write, entry, Ask::Mshr(ask));
+        let (sent, mut arrival) = self.arrival(c, line, served, ask, lat, Some(below));
         if ask < t {
             // It has the line no sooner than an L1 hit after its own translation.
             arrival = arrival.max(t + self.cores[self.core_of(c)].l1d.latency);
@@ -657,10 +696,11 @@ impl MemorySide {
     /// When the line of an access by core `c` at `t`, served by `served` in `lat` cycles,
     /// arrives, and from when it waits for nothing but the line: with a fill of the line still
     /// in flight, when that fill lands (the access merges into its MSHR; from `t`); otherwise
-    /// at once on an L1 hit, and after a fill of its own on a miss, which holds an MSHR when
-    /// `mshr` (from the cycle it gets one) and is remembered as in flight.
+    /// at once on an L1 hit, and after a fill of its own on a miss, which holds an MSHR from
+    /// `mshr`, the cycle it got one ([`MemorySide::access_from`]), when given, and is
+    /// remembered as in flight.
     #[inline(always)]
-    fn arrival(&mut self, c: usize, line: u64, served: Served, t: u64, lat: u64, mshr: bool) -> (u64, u64) {
+    fn arrival(&mut self, c: usize, line: u64, served: Served, t: u64, lat: u64, mshr: Option<u64>) -> (u64, u64) {
         let k = self.core_of(c);
         if self.inflight {
             if let Some(ready) = self.cores[k].fills.pending(line, t) {
@@ -674,11 +714,12 @@ impl MemorySide {
         if served == Served::L1 {
             return (t, t + lat);
         }
-        let start = if mshr {
-            let floor = self.pool_floor(c);
-            self.cores[k].mshrs.acquire(t, lat, floor)
-        } else {
-            t
+        let start = match mshr {
+            Some(start) => {
+                self.cores[k].mshrs.book(t, start, lat);
+                start
+            }
+            None => t,
         };
         if self.inflight {
             self.cores[k].fills.put(line, t, start + lat);

@@ -78,6 +78,9 @@ pub struct Units {
     later_first: u32,
     /// `by_req`'s length after its last pruning.
     by_req_live: usize,
+    /// Scratch: the ends of the bookings running at a request that goes ahead of the queue
+    /// ([`Units::start_ahead`]).
+    running: Vec<u64>,
 }
 
 impl Units {
@@ -106,6 +109,7 @@ impl Units {
             later_base: 0,
             later_first: u32::MAX,
             by_req_live: 0,
+            running: Vec::new(),
         }
     }
 
@@ -164,6 +168,31 @@ impl Units {
         let s = self.first_free(x, skip);
         self.busy_span = (t, if x == t { t } else { from }, s);
         s
+    }
+
+    /// When a request at `t` that goes ahead of the requests waiting for a unit would start:
+    /// at `t` if a unit is free then, else when the first of the units running at `t` frees
+    /// (the bookings of requests no later than `t` that started by then). A page walk's read
+    /// at the L1D's MSHRs is such a request: the walker has a port of its own into the L1D,
+    /// and the cache arbitrates between its ports a cycle at a time (ChampSim rotates its
+    /// upper levels every cycle), so a walk read waits for the next MSHR to free, not behind
+    /// every load that waits for one. Book it with [`Units::book`]: the cycles it puts over
+    /// `n` go to the requests it passed, as their work, where units are free.
+    pub fn start_ahead(&mut self, t: u64, floor: u64) -> u64 {
+        self.forget_before(floor.min(t));
+        // (Every booking counted is a superset of those running: free then, free now.)
+        if self.busy(t) < self.n {
+            return t;
+        }
+        self.running.clear();
+        self.running.extend(self.by_req.iter().filter(|b| b.0 <= t && b.1 <= t && b.2 > t).map(|b| b.2));
+        let n = self.n as usize;
+        if self.running.len() < n {
+            return t;
+        }
+        // With k running, the count falls below n at the (k - n + 1)-th end.
+        let k = self.running.len() - n;
+        *self.running.select_nth_unstable(k).1
     }
 
     /// One more unit busy for `dur` cycles from `s` (where [`Units::start`] said, or anywhere),
@@ -924,6 +953,27 @@ mod tests {
     /// latest later request with a booking over it, from that booking's end where fewer than
     /// `n` are busy), on random requests that run ahead and come back.
     #[test]
+    fn a_request_ahead_of_the_queue_takes_the_next_unit_to_free() {
+        let mut u = Units::new(2);
+        assert_eq!(u.acquire(0, 100, 0), 0);
+        assert_eq!(u.acquire(0, 50, 0), 0);
+        // A request at 10 queues for the first unit to free, at 50.
+        assert_eq!(u.acquire(10, 100, 0), 50);
+        // One at 20 that goes ahead of the queue takes that unit too: the queued request has
+        // not started by 20.
+        assert_eq!(u.start(20, 0), 100);
+        assert_eq!(u.start_ahead(20, 0), 50);
+        u.book(20, 50, 30);
+        // The 30 cycles it put over two units are done where one is free, from 100: an
+        // ordinary request at 60 waits until 130; one ahead of the queue until the second of
+        // the three running at 60 ends, at 100.
+        assert_eq!(u.start(60, 0), 130);
+        assert_eq!(u.start_ahead(60, 0), 100);
+        // With a unit free, at once.
+        assert_eq!(u.start_ahead(200, 0), 200);
+    }
+
+    #[test]
     fn units_match_a_list_of_bookings() {
         // (Requests spread over 600 cycles, and over 30 arriving faster than they are served:
         // a deep queue met by requests a few cycles out of order, as walks meet the walkers.)
@@ -955,6 +1005,13 @@ mod tests {
                 let prior: Vec<_> = booked.iter().filter(|b| b.0 <= t).collect();
                 let busy = |s: u64| prior.iter().filter(|b| b.1 <= s && s < b.2).count() as u64;
                 let want = std::iter::once(t).chain(prior.iter().map(|b| b.2).filter(|&e| e > t)).filter(|&s| busy(s) < n).min().unwrap();
+                // A request ahead of the queue: when the units running at t (started by then)
+                // are down to n - 1.
+                let mut running: Vec<u64> = prior.iter().filter(|b| b.1 <= t && t < b.2).map(|b| b.2).collect();
+                running.sort_unstable();
+                let ahead = if (running.len() as u64) < n { t } else { running[running.len() - n as usize] };
+                assert_eq!(u.start_ahead(t, floor), ahead, "n={n} t={t}: ahead of the queue");
+                assert!(ahead <= want);
                 assert_eq!(u.acquire(t, dur, floor), want, "n={n} t={t} dur={dur}");
                 if dur > 0 {
                     let (s, e) = (want, want + dur);
