@@ -2,6 +2,7 @@
 
     .venv/bin/python calibration/run.py --champsim DIR [--only gups,chase] [--jobs 2]
     .venv/bin/python calibration/run.py              # xlat only, against champsim.json
+    .venv/bin/python calibration/run.py --machine skylake [--champsim DIR]
 
 DIR holds ChampSim binaries built from its public source with the configurations in
 ``calibration/champsim/`` (``champsim_base``, ``champsim_stlb4``, ``champsim_pwc4``,
@@ -13,6 +14,14 @@ ChampSim columns come from) and prints the side-by-side table of docs/timing.md.
 
 Without ``--champsim`` the ChampSim columns come from ``champsim.json``, so anyone can rerun
 the xlat side.
+
+With ``--machine PRESET`` the machine is one of xlat's presets instead of ``xlat.toml``:
+``machine.py`` writes ChampSim configurations as alike to it as the two can be into
+``results/calibration/PRESET/`` (``champsim_PRESET_CHANGE.json``; the binaries of those names are
+built from them as README.md says), the changes are those of ``machine.CHANGES`` (a huge STLB
+too, as near a perfect TLB as ChampSim goes), and ChampSim's numbers are kept in
+``champsim-PRESET.json``. xlat runs the preset with ChampSim's walk behaviours and what reading
+a ChampSim trace needs (``core.lookahead=8``, ChampSim's shuffled physical pages).
 """
 
 from __future__ import annotations
@@ -110,11 +119,23 @@ def record(t: dict, traces: Path) -> Path:
     return path
 
 
-def xlat_run(trace: Path, change: str, warmup: int, champsim_walks: bool = False, extra: dict[str, str] | None = None) -> dict[str, float]:
+# On a preset (--machine): what the calibration machine sets for reading a ChampSim trace.
+PRESET_KEYS = {"core.lookahead": "8", "phys.frame_order": "shuffled:1"}
+
+
+def xlat_run(
+    trace: Path, change: str, warmup: int, champsim_walks: bool = False, extra: dict[str, str] | None = None, preset: str | None = None
+) -> dict[str, float]:
     import xlat
 
-    keys = {**CHANGES[change], **(CHAMPSIM_WALKS if champsim_walks else {}), **(extra or {})}
-    r = xlat.simulate(str(HERE / "xlat.toml"), trace=str(trace), trace_format="champsim", prefault=True, warmup_instructions=warmup, **keys)
+    if preset:
+        import machine
+
+        base, changed = preset, {**PRESET_KEYS, **machine.xlat_keys(preset, change)}
+    else:
+        base, changed = str(HERE / "xlat.toml"), CHANGES[change]
+    keys = {**changed, **(CHAMPSIM_WALKS if champsim_walks else {}), **(extra or {})}
+    r = xlat.simulate(base, trace=str(trace), trace_format="champsim", prefault=True, warmup_instructions=warmup, **keys)
     walks = r["walks"]
     return {
         "ipc": r["ipc"],
@@ -130,10 +151,10 @@ def xlat_run(trace: Path, change: str, warmup: int, champsim_walks: bool = False
     }
 
 
-def champsim_run(binaries: Path, trace: Path, change: str, warmup: int, instructions: int, outdir: Path) -> dict[str, float]:
+def champsim_run(binaries: Path, trace: Path, change: str, warmup: int, instructions: int, outdir: Path, prefix: str = "champsim") -> dict[str, float]:
     out = outdir / f"{trace.name.split('.')[0]}.{change}.out"
     if not out.exists():
-        exe = binaries / f"champsim_{change}"
+        exe = binaries / f"{prefix}_{change}"
         p = subprocess.run([str(exe), "--hide-heartbeat", "-w", str(warmup), "-i", str(instructions), str(trace)], capture_output=True, text=True, check=False)
         if p.returncode != 0:
             why = p.stderr.strip()[-300:] or (f"killed by signal {-p.returncode}" if p.returncode < 0 else f"exit status {p.returncode}")
@@ -144,14 +165,16 @@ def champsim_run(binaries: Path, trace: Path, change: str, warmup: int, instruct
     return parse_champsim(out.read_text())
 
 
-def champsim_dram(llc_miss_cycles: float) -> dict[str, str]:
+def champsim_dram(llc_miss_cycles: float, preset: str | None = None) -> dict[str, str]:
     """xlat's keys for a flat DRAM as slow as ChampSim's was on average: its LLC miss latency
     (from the LLC's miss to its fill, so the controller's queues, refreshes and read/write
     turnarounds included) less the LLC's latency, which xlat adds itself; no bandwidth limit
     and no banks, as the queues are in the number already."""
-    machine = tomllib.loads((HERE / "xlat.toml").read_text())
-    cycles = llc_miss_cycles - machine["cache"]["llc"]["latency"]
-    return {"dram.latency_ns": f"{cycles / machine['core']['freq_ghz']:.2f}", "dram.bandwidth_gbps": "0", "dram.banks": "0"}
+    import xlat
+
+    k = xlat.resolve_config(preset or str(HERE / "xlat.toml"))
+    cycles = llc_miss_cycles - k["cache.llc.latency"]
+    return {"dram.latency_ns": f"{cycles / k['core.freq_ghz']:.2f}", "dram.bandwidth_gbps": "0", "dram.banks": "0"}
 
 
 def pct(a: float, b: float) -> str:
@@ -161,28 +184,35 @@ def pct(a: float, b: float) -> str:
 SIMS = ("champsim", "xlat+cs", "xlat")
 
 
-def row(name: str, sims: dict[str, dict[str, dict[str, float]]]) -> str:
-    """One trace's line of the table (see :func:`table`)."""
-    base = {k: sims[k]["base"] for k in SIMS}
+def row(name: str, sims: dict[str, dict[str, dict[str, float]]], changes: tuple[str, ...] = ("page2m", "stlb4", "pwc4")) -> str:
+    """One trace's line of the table (see :func:`table`); "—" where a simulator has no run."""
+    base = {k: sims[k].get("base") for k in SIMS}
     # The same references in both: xlat's count, scaled to each run's instructions.
-    refs = {k: base["xlat"]["refs"] * base[k]["instructions"] / base["xlat"]["instructions"] for k in SIMS}
+    refs = {k: base["xlat"]["refs"] * base[k]["instructions"] / base["xlat"]["instructions"] for k in SIMS if base[k]}
+
+    def cell(fmt) -> str:
+        return " / ".join(fmt(k) if base[k] else "—" for k in SIMS)
+
     cells = [
-        [f"{base[k]['ipc']:.3f}" for k in SIMS],
-        [f"{base[k]['cycles'] / refs[k]:.1f}" for k in SIMS],
-        [f"{base[k]['walk_latency']:.0f}" for k in SIMS],
-        [f"{base[k]['pte_reads_per_walk']:.2f}" for k in SIMS],
-        *([pct(sims[k][ch]["ipc"], base[k]["ipc"]) if ch in sims[k] else "—" for k in SIMS] for ch in ("page2m", "stlb4", "pwc4")),
+        cell(lambda k: f"{base[k]['ipc']:.3f}"),
+        cell(lambda k: f"{base[k]['cycles'] / refs[k]:.1f}"),
+        cell(lambda k: f"{base[k]['walk_latency']:.0f}"),
+        cell(lambda k: f"{base[k]['pte_reads_per_walk']:.2f}"),
+        *(cell(lambda k, ch=ch: pct(sims[k][ch]["ipc"], base[k]["ipc"]) if ch in sims[k] else "—") for ch in changes),
     ]
-    return f"| {name} | " + " | ".join(" / ".join(c) for c in cells) + " |"
+    return f"| {name} | " + " | ".join(cells) + " |"
 
 
-def table(rows: dict[str, dict[str, dict[str, dict[str, float]]]]) -> str:
+NAMES = {"page2m": "2 MB pages", "stlb4": "STLB x4", "pwc4": "PWC x4", "stlbhuge": "STLB 64 K"}
+
+
+def table(rows: dict[str, dict[str, dict[str, dict[str, float]]]], changes: tuple[str, ...] = ("page2m", "stlb4", "pwc4")) -> str:
     """Markdown: per trace, the base machine's IPC, cycles per reference, walk latency (STLB miss
     to fill) and entries read per walk, then each change's speed-up, in ChampSim / xlat with
     ChampSim's walk behaviours / xlat."""
-    cols = ["IPC", "cycles/ref", "walk latency", "reads/walk", "2 MB pages", "STLB x4", "PWC x4"]
+    cols = ["IPC", "cycles/ref", "walk latency", "reads/walk", *(NAMES[c] for c in changes)]
     lines = ["| trace | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
-    lines += [row(name, sims) for name, sims in rows.items() if all("base" in sims.get(k, {}) for k in SIMS)]
+    lines += [row(name, sims, changes) for name, sims in rows.items() if "base" in sims.get("xlat", {}) and "base" in sims.get("xlat+cs", {})]
     return "\n".join(lines)
 
 
@@ -190,16 +220,29 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--champsim", type=Path, metavar="DIR", help="directory of the ChampSim binaries (champsim_base, ...)")
     ap.add_argument("--only", help="comma-separated trace names (default: all of traces.toml)")
-    ap.add_argument("--changes", default=",".join(CHANGES), help="comma-separated machine changes (default: all)")
+    ap.add_argument(
+        "--machine",
+        metavar="PRESET",
+        help="calibrate one of xlat's presets (skylake, csalt8, ...) instead of xlat.toml: writes its "
+        "ChampSim configurations to RESULTS/PRESET/ and keeps ChampSim's numbers in champsim-PRESET.json",
+    )
+    ap.add_argument("--changes", help="comma-separated machine changes (default: all)")
     ap.add_argument("--jobs", "-j", type=int, default=2, help="ChampSim runs at once (default 2)")
     ap.add_argument("--results", type=Path, default=ROOT / "results" / "calibration", help="traces and ChampSim outputs")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="an xlat config key for both xlat columns, over calibration/xlat.toml (repeatable; "
-                         "to test a cause, e.g. --set dram.latency_ns=82)")
-    ap.add_argument("--champsim-dram", action="store_true",
-                    help="give xlat, per trace and change, the DRAM latency ChampSim measured (its LLC miss "
-                         "latency, queues included, less the LLC's own), flat and without a bandwidth limit: "
-                         "compares everything but the DRAM model")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an xlat config key for both xlat columns, over calibration/xlat.toml (repeatable; to test a cause, e.g. --set dram.latency_ns=82)",
+    )
+    ap.add_argument(
+        "--champsim-dram",
+        action="store_true",
+        help="give xlat, per trace and change, the DRAM latency ChampSim measured (its LLC miss "
+        "latency, queues included, less the LLC's own), flat and without a bandwidth limit: "
+        "compares everything but the DRAM model",
+    )
     args = ap.parse_args()
     extra = {}
     for kv in args.set:
@@ -211,9 +254,34 @@ def main() -> int:
     spec = tomllib.loads((HERE / "traces.toml").read_text())
     warmup = int(spec["warmup_instructions"])
     traces = [t for t in spec["trace"] if not args.only or t["name"] in args.only.split(",")]
-    changes = [c for c in args.changes.split(",") if c]
     args.results.mkdir(parents=True, exist_ok=True)
-    store = HERE / "champsim.json"
+    preset, prefix, known = None, "champsim", tuple(CHANGES)
+    store, outdir = HERE / "champsim.json", args.results
+    if args.machine:
+        import machine
+
+        import xlat
+
+        try:
+            xlat.resolve_config(args.machine)
+        except xlat.ConfigError as e:
+            ap.error(f"--machine {args.machine}: {e}")
+        preset, known = args.machine, machine.CHANGES
+        name = Path(preset).stem
+        prefix = f"champsim_{name}"
+        store, outdir = HERE / f"champsim-{name}.json", args.results / name
+        configs = machine.write_configs(preset, outdir)
+        if args.champsim:
+            missing = [p for p in configs if not (args.champsim / p.stem).exists()]
+            if missing:
+                print(f"ChampSim binaries missing in {args.champsim}; build each from ChampSim's source:", file=sys.stderr)
+                for p in missing:
+                    print(f"  ./config.sh {p} && make", file=sys.stderr)
+                return 2
+    changes = [c for c in (args.changes or ",".join(known)).split(",") if c]
+    unknown = [c for c in changes if c not in known]
+    if unknown:
+        ap.error(f"unknown change {unknown[0]!r} (known: {', '.join(known)})")
     champ: dict = json.loads(store.read_text()) if store.exists() else {}
 
     def keys(name: str, ch: str) -> dict[str, str]:
@@ -222,24 +290,24 @@ def main() -> int:
         measured = champ.get(name, {}).get(ch, {}).get("llc_miss_latency")
         if not measured:
             sys.exit(f"--champsim-dram: no LLC miss latency of ChampSim's for {name} {ch} in {store} (run with --champsim DIR)")
-        return {**extra, **champsim_dram(measured)}
+        return {**extra, **champsim_dram(measured, preset)}
 
     rows: dict = {}
     paths = {t["name"]: record(t, args.results) for t in traces}
     for t in traces:
         name = t["name"]
         rows[name] = {
-            "xlat": {ch: xlat_run(paths[name], ch, warmup, extra=keys(name, ch)) for ch in changes},
-            "xlat+cs": {ch: xlat_run(paths[name], ch, warmup, champsim_walks=True, extra=keys(name, ch)) for ch in changes},
+            "xlat": {ch: xlat_run(paths[name], ch, warmup, extra=keys(name, ch), preset=preset) for ch in changes},
+            "xlat+cs": {ch: xlat_run(paths[name], ch, warmup, champsim_walks=True, extra=keys(name, ch), preset=preset) for ch in changes},
             "champsim": champ.get(name, {}),
         }
         print(f"xlat: {name} done", file=sys.stderr)
-    (args.results / "xlat.json").write_text(json.dumps({n: {k: r[k] for k in ("xlat", "xlat+cs")} for n, r in rows.items()}, indent=1))
+    (outdir / "xlat.json").write_text(json.dumps({n: {k: r[k] for k in ("xlat", "xlat+cs")} for n, r in rows.items()}, indent=1))
     if args.champsim:
         jobs = [(t["name"], ch) for t in traces for ch in changes]
         with ThreadPoolExecutor(args.jobs) as pool:
             futs = {
-                job: pool.submit(champsim_run, args.champsim, paths[job[0]], job[1], warmup, int(rows[job[0]]["xlat"]["base"]["instructions"]), args.results)
+                job: pool.submit(champsim_run, args.champsim, paths[job[0]], job[1], warmup, int(rows[job[0]]["xlat"]["base"]["instructions"]), outdir, prefix)
                 for job in jobs
             }
             for (name, ch), f in futs.items():
@@ -254,7 +322,7 @@ def main() -> int:
         tmp = store.with_suffix(".tmp")
         tmp.write_text(json.dumps(champ, indent=1, sort_keys=True) + "\n")
         tmp.replace(store)
-    print(table(rows))
+    print(table(rows, tuple(c for c in changes if c != "base")))
     return 0
 
 

@@ -1,0 +1,103 @@
+"""The calibration tools (calibration/): the synthetic traces read back as the loads they
+describe, and a preset's ChampSim configuration is the preset's machine as ChampSim counts it
+(its split latencies, its DRAM in channels, ranks and banks, walks bounded by the DTLB's MSHRs)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+import xlat
+from xlat_testutil import REPO
+
+
+@pytest.fixture(scope="module")
+def cal():
+    sys.path.insert(0, str(REPO / "calibration"))
+    try:
+        yield importlib.import_module("synth"), importlib.import_module("machine")
+    finally:
+        sys.path.remove(str(REPO / "calibration"))
+
+
+def test_readstream_is_a_load_every_third_instruction_a_line_apart(cal, tmp_path):
+    synth, _ = cal
+    path = tmp_path / "rs.champsim.xz"
+    synth.write("readstream:footprint=16K,every=3", path)
+    assert not path.with_suffix(".tmp").exists()
+    r = xlat.simulate("skylake", trace=str(path), trace_format="champsim", prefault=True)
+    # 16 KB of lines: 256 loads, 768 instructions, four pages walked once each.
+    assert (r["loads"], r["stores"], r["instructions"]) == (256, 0, 768)
+    assert r["walks"] == 4
+    assert r["cache.l1d.data.misses"] == 256
+
+
+def test_a_bad_synthetic_spec_is_one_clear_error(cal, tmp_path):
+    synth, _ = cal
+    with pytest.raises(ValueError, match="unknown synthetic trace 'nope'"):
+        synth.write("nope", tmp_path / "x.xz")
+    with pytest.raises(ValueError, match="expected key=value"):
+        synth.write("readstream:32M", tmp_path / "x.xz")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_skylakes_champsim_machine_is_the_presets(cal):
+    _, machine = cal
+    c = machine.champsim_config("skylake")
+    k = xlat.resolve_config("skylake")
+    assert c["executable_name"] == "champsim_skylake_base"
+    cpu = c["ooo_cpu"][0]
+    assert (cpu["frequency"], cpu["rob_size"], cpu["lq_size"], cpu["sq_size"]) == (2000, 224, 72, 56)
+    for key, pre in (("L1D", "cache.l1d"), ("L2C", "cache.l2"), ("LLC", "cache.llc")):
+        assert c[key]["sets"] * c[key]["ways"] * 64 == k[f"{pre}.size_kb"] * 1024
+    # ChampSim pays a cache's tag half (latency - ceil(latency / 2)) on the way down and its fill
+    # half on the way back: its hits then cost xlat's load-to-use latencies, 4, 12 and 42.
+    l1, l2, llc = (c[key]["latency"] for key in ("L1D", "L2C", "LLC"))
+    tag = lambda lat: lat - (lat + 1) // 2
+    assert tag(l1) == 4
+    assert l1 + tag(l2) == 12
+    assert l1 + l2 + tag(llc) == 42
+    assert c["L1D"]["mshr_size"] == 10
+    # Walks in flight: ChampSim's walker takes every request, its DTLB's MSHRs bound them.
+    assert c["DTLB"]["mshr_size"] == 2
+    assert c["STLB"]["sets"] * c["STLB"]["ways"] == 1536
+    ptw = c["PTW"]
+    assert [(ptw[f"pscl{n}_set"], ptw[f"pscl{n}_way"]) for n in (4, 3, 2)] == [(1, 4), (1, 4), (1, 24)]
+    # DDR4-2400 in four channels of 2 ranks x 16 banks, 8 KB rows, 14.16 ns = 17 clocks.
+    mem = c["physical_memory"]
+    assert (mem["data_rate"], mem["channels"]) == (2400, 4)
+    assert mem["channels"] * mem["ranks"] * mem["bankgroups"] * mem["banks"] == 128
+    assert mem["bank_columns"] * mem["channel_width"] == 8192
+    assert (mem["tCAS"], mem["tRCD"], mem["tRP"]) == (17, 17, 17)
+    assert c["virtual_memory"]["num_levels"] == 4
+
+
+def test_each_change_is_the_same_in_both_simulators(cal):
+    _, machine = cal
+    base = machine.champsim_config("skylake")
+    stlb4 = machine.champsim_config("skylake", "stlb4")
+    assert stlb4["STLB"]["sets"] * stlb4["STLB"]["ways"] == int(machine.xlat_keys("skylake", "stlb4")["tlb.l2.entries"]) == 4 * 1536
+    huge = machine.champsim_config("skylake", "stlbhuge")
+    keys = machine.xlat_keys("skylake", "stlbhuge")
+    assert huge["STLB"]["sets"] * huge["STLB"]["ways"] == int(keys["tlb.l2.entries"]) >= 32768
+    pwc4 = machine.champsim_config("skylake", "pwc4")
+    keys = machine.xlat_keys("skylake", "pwc4")
+    for n in (4, 3, 2):
+        assert pwc4["PTW"][f"pscl{n}_way"] == 4 * base["PTW"][f"pscl{n}_way"] == int(keys[f"pwc.l{n}.entries"])
+    page2m = machine.champsim_config("skylake", "page2m")
+    assert (page2m["page_size"], page2m["virtual_memory"]["num_levels"]) == (2 << 20, 3)
+    assert machine.xlat_keys("skylake", "page2m")["os.page_policy"] == "ideal"
+    with pytest.raises(ValueError, match="unknown change"):
+        machine.champsim_config("skylake", "bogus")
+
+
+@pytest.mark.parametrize("preset", ["haswell", "csalt8", "zen3", "zenplus", "skylake4"])
+def test_every_study_preset_has_a_champsim_machine(cal, preset, tmp_path):
+    _, machine = cal
+    paths = machine.write_configs(preset, tmp_path)
+    assert [p.name for p in paths] == [f"champsim_{preset}_{ch}.json" for ch in machine.CHANGES]
+    c = machine.champsim_config(preset)
+    assert c["physical_memory"]["channels"] >= 1
+    assert c["L1D"]["mshr_size"] == xlat.resolve_config(preset)["core.mshrs"]
