@@ -75,6 +75,46 @@ def test_record_to_dev_null_and_through_a_symlink(tmp_path):
 SHORT = "random:footprint=16M,reads=5000"
 
 
+def test_an_output_never_replaces_an_input_of_the_command(tmp_path):
+    # --json over the run's own config or trace, however spelled: refused before the run, in
+    # one line, and both files stay as they were.
+    cfg = tmp_path / "my.toml"
+    cfg.write_text('base = "skylake"\n')
+    trace = tmp_path / "t.champsim"
+    trace.write_bytes(_champsim_record(0x10000000) * 64)
+    before = (cfg.read_bytes(), trace.read_bytes())
+    for out in (str(cfg), str(trace), str(tmp_path / "sub" / ".." / "my.toml")):
+        p = run_xlat("run", "-c", str(cfg), "--trace", str(trace), "-q", "--json", out)
+        assert_one_line_error(p, "is an input of this command")
+    (tmp_path / "link.json").symlink_to(cfg)
+    p = run_xlat("run", "-c", str(cfg), "-w", WL, "--refs", "2000", "-q", "--json", str(tmp_path / "link.json"))
+    assert_one_line_error(p, "is an input of this command")
+    assert (cfg.read_bytes(), trace.read_bytes()) == before
+    # Another name is written as before.
+    p = run_xlat("run", "-c", str(cfg), "--trace", str(trace), "-q", "--json", str(tmp_path / "out.json"))
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "out.json").read_text())["stats"]["loads"] == 64
+
+
+def test_an_output_never_lands_in_a_results_store_or_the_trace_cache(tmp_path, monkeypatch):
+    from xlat import _io
+
+    store = tmp_path / "results" / "mystudy"
+    store.mkdir(parents=True)
+    (store / "part-1-a-b.parquet").write_bytes(b"kept")
+    with pytest.raises(OSError, match="inside the results store"), _io.atomic_path(store / "rows.csv"):
+        pass
+    cache = tmp_path / "cache"
+    (cache / "ab").mkdir(parents=True)
+    monkeypatch.setenv("XLAT_CACHE_DIR", str(cache))
+    with pytest.raises(OSError, match="inside the trace cache"), _io.atomic_outputs(cache / "ab" / "t.xtr"):
+        pass
+    assert [p.name for p in store.iterdir()] == ["part-1-a-b.parquet"] and list((cache / "ab").iterdir()) == []
+    with _io.atomic_path(tmp_path / "rows.csv") as tmp:
+        tmp.write_text("ok")
+    assert (tmp_path / "rows.csv").read_text() == "ok"
+
+
 def test_warmup_longer_than_the_workload_is_one_line():
     p = run_xlat("run", "-w", SHORT, "--warmup", "10000", "--refs", "1000")
     assert_one_line_error(p, "warm-up (10000 references)", "ended after 5000")

@@ -15,6 +15,46 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
 
+# The files the running command reads (``protect``): no output of it may replace one.
+_INPUTS: set[Path] = set()
+
+
+def protect(*paths: str | os.PathLike | None) -> None:
+    """Name the files the running command reads (a trace, a config file), in place of any
+    named before: :func:`atomic_path` and :func:`atomic_outputs` then refuse to write over any
+    of them, before any work is done. Names that are not existing files (a preset name, None)
+    are skipped."""
+    _INPUTS.clear()
+    for p in paths:
+        if p is not None and os.path.isfile(p):
+            _INPUTS.add(Path(os.path.realpath(p)))
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        path.relative_to(os.path.realpath(directory))
+        return True
+    except ValueError:
+        return False
+
+
+def _refuse_destroying(dest: Path, path: str | os.PathLike) -> None:
+    """Refuse an output that would replace what the command reads or what xlat keeps: an input
+    of the command (:func:`protect`), a file in the trace cache, a file in a results store
+    (a directory holding result partitions)."""
+    from . import tracecache
+    from .results import PART_GLOB
+
+    real = Path(os.path.realpath(dest))
+    if real in _INPUTS:
+        raise OSError(errno.EINVAL, "is an input of this command: refusing to write over it", str(path))
+    cache = tracecache.directory()
+    if cache is not None and _inside(real, cache):
+        raise OSError(errno.EINVAL, f"is inside the trace cache ({cache}): refusing to write there", str(path))
+    if real.parent.is_dir() and next(real.parent.glob(PART_GLOB), None) is not None:
+        raise OSError(errno.EINVAL, f"is inside the results store {real.parent}: refusing to write there", str(path))
+
+
 def _target(path: str | os.PathLike) -> tuple[Path, bool]:
     """The file a write to ``path`` changes, and whether to write through it in place.
 
@@ -31,10 +71,12 @@ def _target(path: str | os.PathLike) -> tuple[Path, bool]:
     try:
         mode = os.stat(dest).st_mode
     except FileNotFoundError:
+        _refuse_destroying(dest, path)
         return dest, False
     except OSError as e:
         raise OSError(e.errno, e.strerror, str(path)) from None
     if stat.S_ISREG(mode):
+        _refuse_destroying(dest, path)
         return dest, False
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return dest, True

@@ -1205,11 +1205,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.exit(status)
 
 
+def _protect_inputs(args: argparse.Namespace) -> None:
+    """Every file the command reads, for the output writers to refuse (``_io.protect``): its
+    config, traces, shootdown trace, sweep spec, and a traced program and its arguments."""
+    from . import _io
+
+    names: list[str] = []
+    for attr in ("config", "shootdowns", "spec"):
+        v = getattr(args, attr, None)
+        if isinstance(v, str):
+            names.append(v)
+    for part in getattr(args, "trace", None) or []:
+        if isinstance(part, str):
+            names += [t for t in part.split(",") if t]
+    names += [a for a in getattr(args, "program", None) or [] if isinstance(a, str)]
+    _io.protect(*names)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     debug = bool(os.environ.get("XLAT_DEBUG"))
     try:
         with sigterm_as_interrupt():
             args = build_parser().parse_args(argv)
+            _protect_inputs(args)
             return int(args.func(args) or 0)
     except KeyboardInterrupt as e:
         print("xlat: terminated" if isinstance(e, Terminated) else "xlat: interrupted", file=sys.stderr)
