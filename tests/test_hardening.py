@@ -115,6 +115,30 @@ def test_an_output_never_lands_in_a_results_store_or_the_trace_cache(tmp_path, m
     assert (tmp_path / "rows.csv").read_text() == "ok"
 
 
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("pcc-cost", "--tlb-entry-bytes", "-5"), "--tlb-entry-bytes"),
+        (("run", "-w", WL, "--refs", "100", "--set", "core.freq_ghz=1e-300"), "core.freq_ghz"),
+        (("run", "-w", "gups:threads=0", "--refs", "100"), "threads"),
+        (("reuse", "-w", WL, "--refs", "1000", "--threshold", "-1"), "--threshold"),
+        (("mrc", "-w", WL, "--refs", "1000", "-s", ""), "--structure"),
+        (("run", "-w", WL, "--refs", "100", "--json", ""), "--json"),
+    ],
+)
+def test_values_that_mean_nothing_are_refused_in_one_line(args, needle):
+    # Each once ran (a 0-thread workload, an empty --json writing nothing, a 1e-300 GHz clock) or
+    # ended in "internal error".
+    assert_one_line_error(run_xlat(*args), needle)
+
+
+def test_a_config_nested_too_deeply_is_one_line(tmp_path):
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 2000 + "]" * 2000 + "\n")
+    assert_one_line_error(run_xlat("run", "-c", str(deep), "-w", WL, "--refs", "100"), "nested too deeply")
+    assert_one_line_error(run_xlat("sweep", str(deep)), "nested too deeply")
+
+
 def test_warmup_longer_than_the_workload_is_one_line():
     p = run_xlat("run", "-w", SHORT, "--warmup", "10000", "--refs", "1000")
     assert_one_line_error(p, "warm-up (10000 references)", "ended after 5000")

@@ -52,6 +52,26 @@ def count_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def number_at_least(low: float):
+    """An argparse type: a finite number >= low."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+        if not math.isfinite(v) or v < low:
+            raise argparse.ArgumentTypeError(f"{text} is not a number of at least {low:g}")
+        return v
+    return parse
+
+
+def out_path(text: str) -> str:
+    """An argparse type: an output file's name (not empty: '' would write nothing, silently)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an output needs a file name, not ''")
+    return text
+
+
 def int_at_least(low: int):
     """An argparse type: an integer >= low."""
     def parse(text: str) -> int:
@@ -458,6 +478,8 @@ def cmd_mrc(args: argparse.Namespace) -> int:
         if not os.path.exists(t):
             raise CliError(f"trace file '{t}' does not exist")
     structures = [s for part in args.structure or ["tlb.l1d,tlb.l2,pwc"] for s in part.split(",") if s]
+    if not structures:
+        raise CliError("--structure names no structure (give e.g. -s tlb.l2,pwc)")
     _config.resolve(args.config, args.sets)
     for out in (args.plot, args.json):
         # (Before the run: a destination that cannot be written fails now, not after it.)
@@ -1022,7 +1044,7 @@ def build_parser() -> Parser:
     r.add_argument("--sample", metavar="PERIOD:WARM:UNIT",
                    help="a sampled run: of every PERIOD references skip all but WARM (simulated, not measured) "
                         "and UNIT (measured); statistics from the units with 95 %% confidence intervals (10M:500k:200k)")
-    r.add_argument("--json", metavar="PATH",
+    r.add_argument("--json", type=out_path, metavar="PATH",
                    help="also write {xlat_version, config, workload, run, stats[, series]} as JSON (atomically)")
     r.add_argument("--all-stats", action="store_true", help="print every statistic instead of the summary")
     r.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
@@ -1072,8 +1094,8 @@ def build_parser() -> Parser:
     pc.add_argument("--entries-1g", type=int, default=8, metavar="N", help="1 GB PCC entries (default 8, the paper's)")
     pc.add_argument("--va-bits", type=int, default=61, metavar="N",
                     help="virtual-address bits the tags cover (default 61: the paper's 40-bit 2 MB tags)")
-    pc.add_argument("--tlb-entry-bytes", type=int, default=16, metavar="B", help="bytes of a TLB entry (default 16)")
-    pc.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
+    pc.add_argument("--tlb-entry-bytes", type=int_at_least(1), default=16, metavar="B", help="bytes of a TLB entry (default 16)")
+    pc.add_argument("--json", type=out_path, metavar="PATH", help="also write the numbers as JSON")
     pc.set_defaults(func=cmd_pcc_cost)
 
     ru = sub.add_parser("reuse", help="reuse distances of a workload's pages: HUB, TLB-friendly, low reuse (PCC Fig. 2)",
@@ -1086,7 +1108,7 @@ def build_parser() -> Parser:
     ru.add_argument("--refs", "-n", type=count_arg, metavar="N", help="data references to read (default: all; --distinct needs it)")
     ru.add_argument("--seed", type=seed_arg, default=1, help="random seed of the workload (default 1)")
     ru.add_argument("--distinct", action="store_true", help="stack distance: distinct other pages in between")
-    ru.add_argument("--threshold", type=float, default=1024, help="class threshold (default 1024, the paper's)")
+    ru.add_argument("--threshold", type=number_at_least(0), default=1024, help="class threshold (default 1024, the paper's)")
     ru.add_argument("--output", "-o", metavar="DIR", help="write DIR/pages.csv and DIR/reuse.png")
     ru.set_defaults(func=cmd_reuse)
 
@@ -1107,8 +1129,8 @@ def build_parser() -> Parser:
     add_set_option(mr)
     mr.add_argument("--seed", type=seed_arg, default=1, help="random seed (default 1)")
     mr.add_argument("--prefault", action="store_true", help="map the whole footprint before the run")
-    mr.add_argument("--plot", metavar="PNG", help="one panel per structure: MPKI against entries")
-    mr.add_argument("--json", metavar="PATH", help="also write the run and its curves as JSON")
+    mr.add_argument("--plot", type=out_path, metavar="PNG", help="one panel per structure: MPKI against entries")
+    mr.add_argument("--json", type=out_path, metavar="PATH", help="also write the run and its curves as JSON")
     mr.set_defaults(func=cmd_mrc)
 
     ca = sub.add_parser("cache", help="the trace cache: native copies of slow traces and the graph kernels' large graphs (list, --add, --clear)",
@@ -1147,7 +1169,7 @@ def build_parser() -> Parser:
     pr.add_argument("--emit-preset", metavar="NAME.toml", help="write a machine preset from the measurement")
     pr.add_argument("--compare", metavar="PRESET", help="run the same chase in the simulator on PRESET and plot both")
     pr.add_argument("--plot", metavar="PNG", help="write the figure here (default probe.png with --compare)")
-    pr.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
+    pr.add_argument("--json", type=out_path, metavar="PATH", help="write every measurement as JSON")
     pr.set_defaults(func=cmd_probe)
 
     b = sub.add_parser("bake", help="keep a program's page tables warm from outside (PT-Baker, Linux)",

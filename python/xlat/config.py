@@ -102,6 +102,8 @@ def read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"config file '{path}': {e}") from None
+    except RecursionError:
+        raise ConfigError(f"config file '{path}': arrays or tables nested too deeply to read") from None
     except OSError as e:
         raise ConfigError(f"config file '{path}': {e.strerror or e}") from None
 

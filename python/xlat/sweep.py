@@ -192,6 +192,8 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
             raise SpecError(f"sweep spec '{source}' does not exist") from None
         except tomllib.TOMLDecodeError as e:
             raise SpecError(f"sweep spec '{source}': {e}") from None
+        except RecursionError:
+            raise SpecError(f"sweep spec '{source}': arrays or tables nested too deeply to read") from None
         except OSError as e:
             raise SpecError(f"sweep spec '{source}': {e.strerror or e}") from None
         base_dir = source.resolve().parent

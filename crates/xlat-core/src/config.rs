@@ -1118,8 +1118,9 @@ impl Config {
                 return Err(invalid("pomtlb.bandwidth_gbps", "must be a finite number, 0 or more".into()));
             }
         }
-        if self.core_freq_ghz <= 0.0 {
-            return Err(invalid("core.freq_ghz", "must be positive".into()));
+        // (A clock below 10 MHz rounds every DRAM latency to no cycles.)
+        if self.core_freq_ghz.is_nan() || self.core_freq_ghz < 0.01 {
+            return Err(invalid("core.freq_ghz", "must be at least 0.01 (10 MHz)".into()));
         }
         for (key, n, w) in [
             ("pwc.l2.entries", self.pwc.l2_entries, self.pwc.l2_ways),

@@ -114,7 +114,10 @@ impl Params {
             };
             vals[idx].2 = pv;
         }
-        Ok(Params { workload, vals })
+        let p = Params { workload, vals };
+        // Every kernel splits its work over `threads` streams: none is no run at all.
+        p.range("threads", 1, 4096)?;
+        Ok(p)
     }
 
     fn get(&self, name: &str) -> &PVal {
