@@ -52,17 +52,26 @@ def count_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def number_at_least(low: float):
-    """An argparse type: a finite number >= low."""
-    def parse(text: str) -> float:
+def _at_least(low: float, kind: type):
+    """An argparse type: a ``kind`` (int, or float: finite) >= low."""
+    what = "an integer" if kind is int else "a number"
+
+    def parse(text: str):
         try:
-            v = float(text)
+            v = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-        if not math.isfinite(v) or v < low:
-            raise argparse.ArgumentTypeError(f"{text} is not a number of at least {low:g}")
+            raise argparse.ArgumentTypeError(f"'{text}' is not {what}") from None
+        if not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"'{text}' is not a finite number")
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{text.strip()} is below {low:g}")
         return v
     return parse
+
+
+def number_at_least(low: float):
+    """An argparse type: a finite number >= low."""
+    return _at_least(low, float)
 
 
 def out_path(text: str) -> str:
@@ -74,15 +83,7 @@ def out_path(text: str) -> str:
 
 def int_at_least(low: int):
     """An argparse type: an integer >= low."""
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-        if v < low:
-            raise argparse.ArgumentTypeError(f"{v} is below {low}")
-        return v
-    return parse
+    return _at_least(low, int)
 
 
 def seed_arg(text: str) -> int:
