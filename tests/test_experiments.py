@@ -581,6 +581,13 @@ def test_results_cli_table_csv_and_columns(tmp_path, client):
     assert set(rows[0]) >= {"seed", "stat.tlb.l2.mpki", "stat.tlb.l2.misses"}
     assert_one_line_error(run_xlat("results", "tbl", "--root", str(tmp_path), "--columns", "nosuch"), "nosuch")
     assert_one_line_error(run_xlat("results", "nope", "--root", str(tmp_path)), "nope")
+    # An export into the store it exports, or over one of its partitions, is refused; the store
+    # keeps every partition.
+    parts = sorted((tmp_path / "tbl").glob("part-*.parquet"))
+    for dest in (tmp_path / "tbl" / "x.csv", parts[0]):
+        assert_one_line_error(run_xlat("results", "tbl", "--root", str(tmp_path), "--csv", str(dest)), "results store")
+    assert sorted((tmp_path / "tbl").glob("part-*.parquet")) == parts
+    assert run_xlat("results", "tbl", "--root", str(tmp_path)).stdout.count("gups") == 2
     p = run_xlat("results", "--root", str(tmp_path))
     assert p.stdout.split() == ["tbl"]
 

@@ -102,14 +102,19 @@ def test_an_output_never_lands_in_a_results_store_or_the_trace_cache(tmp_path, m
     store = tmp_path / "results" / "mystudy"
     store.mkdir(parents=True)
     (store / "part-1-a-b.parquet").write_bytes(b"kept")
-    with pytest.raises(OSError, match="inside the results store"), _io.atomic_path(store / "rows.csv"):
-        pass
+    for own in ("part-1-a-b.parquet", "part-2-c-d.parquet", ".lock"):
+        with pytest.raises(OSError, match="a file of the results store"), _io.atomic_path(store / own):
+            pass
+    # (A study's report lives beside its partitions.)
+    with _io.atomic_path(store / "report.md") as tmp:
+        tmp.write_text("# report")
     cache = tmp_path / "cache"
     (cache / "ab").mkdir(parents=True)
     monkeypatch.setenv("XLAT_CACHE_DIR", str(cache))
     with pytest.raises(OSError, match="inside the trace cache"), _io.atomic_outputs(cache / "ab" / "t.xtr"):
         pass
-    assert [p.name for p in store.iterdir()] == ["part-1-a-b.parquet"] and list((cache / "ab").iterdir()) == []
+    assert sorted(p.name for p in store.iterdir()) == ["part-1-a-b.parquet", "report.md"] and list((cache / "ab").iterdir()) == []
+    assert (store / "part-1-a-b.parquet").read_bytes() == b"kept"
     with _io.atomic_path(tmp_path / "rows.csv") as tmp:
         tmp.write_text("ok")
     assert (tmp_path / "rows.csv").read_text() == "ok"

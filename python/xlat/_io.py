@@ -40,8 +40,8 @@ def _inside(path: Path, directory: Path) -> bool:
 
 def _refuse_destroying(dest: Path, path: str | os.PathLike) -> None:
     """Refuse an output that would replace what the command reads or what xlat keeps: an input
-    of the command (:func:`protect`), a file in the trace cache, a file in a results store
-    (a directory holding result partitions)."""
+    of the command (:func:`protect`), a file in the trace cache, a results store's own files
+    (its partitions and lock; a study's report beside them is fine)."""
     from . import tracecache
     from .results import PART_GLOB
 
@@ -51,8 +51,9 @@ def _refuse_destroying(dest: Path, path: str | os.PathLike) -> None:
     cache = tracecache.directory()
     if cache is not None and _inside(real, cache):
         raise OSError(errno.EINVAL, f"is inside the trace cache ({cache}): refusing to write there", str(path))
-    if real.parent.is_dir() and next(real.parent.glob(PART_GLOB), None) is not None:
-        raise OSError(errno.EINVAL, f"is inside the results store {real.parent}: refusing to write there", str(path))
+    own = real.match(PART_GLOB) or real.name in (".lock",) or real.name.startswith("corrupt-")
+    if own and real.parent.is_dir() and next(real.parent.glob(PART_GLOB), None) is not None:
+        raise OSError(errno.EINVAL, f"is a file of the results store {real.parent}: refusing to write over it", str(path))
 
 
 def _target(path: str | os.PathLike) -> tuple[Path, bool]:

@@ -158,6 +158,9 @@ def cmd_results(args: argparse.Namespace) -> int:
         else:
             from ._io import atomic_path
 
+            store = results.Store(args.name, args.root).path
+            if os.path.realpath(os.path.dirname(os.path.abspath(args.csv))) == os.path.realpath(store):
+                raise ValueError(f"--csv {args.csv}: is inside the results store it exports ({store}): give a path outside it")
             with atomic_path(args.csv) as tmp:
                 out.to_csv(tmp, index=False)
             print(f"wrote {len(out)} rows x {len(cols)} columns to {args.csv}", file=sys.stderr)
