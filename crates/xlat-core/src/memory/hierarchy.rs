@@ -257,9 +257,9 @@ impl MemorySide {
     /// the L1 only once it has an MSHR: the levels below, and the DRAM's banks and channel, see
     /// it from that cycle, which is returned (the asking cycle for a hit, a miss with
     /// [`Ask::At`], or a line whose fill is in flight, which merges into that fill and takes
-    /// none). Booked from when it was asked for, a burst
-    /// of misses that waits for MSHRs took the DRAM channel all at once, waited for it as if
-    /// nothing held the misses back, and then waited for the MSHRs again.
+    /// none). (Booked from when it was asked for, a burst of misses that waits for MSHRs took
+    /// the DRAM channel all at once, waited for it as if nothing held the misses back, and then
+    /// waited for the MSHRs again. The in-flight lookup here and in `arrival` is one slot read.)
     #[inline(always)]
     fn access_from(&mut self, c: usize, line: u64, kind: LineKind, write: bool, entry: Entry, ask: Ask) -> (u64, Served, u64) {
         let (now, mshr) = match ask {
