@@ -90,6 +90,9 @@ def champsim_config(preset: str, change: str = "base") -> dict:
         n = k[f"pwc.l{level}.entries"]
         sets, ways = _tlb(n, k[f"pwc.l{level}.ways"]) if n else (1, 1)
         ptw[f"pscl{level}_set"], ptw[f"pscl{level}_way"] = sets, ways
+    if k["walker.port"] == "l2":
+        # Walks entering at the L2 (AMD): ChampSim's walker can be wired below the L1D.
+        ptw["lower_level"] = "cpu0_L2C"
     levels = 5 if k["pt.format"] == "radix5" else 4
     c["virtual_memory"]["num_levels"] = levels
     mem = c["physical_memory"]
@@ -137,8 +140,20 @@ def champsim_config(preset: str, change: str = "base") -> dict:
     return c
 
 
+# What a preset may have that ChampSim cannot be configured to do alike, given up in xlat for
+# the comparison: hardware prefetchers (ChampSim's are different algorithms: its IP-stride
+# trains per instruction, xlat's stride per page; it has no plain stream prefetcher), so both
+# run without; a victim-filled LLC (Zen's; ChampSim fills its LLC with every line from DRAM).
+UNEXPRESSIBLE = {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none", "cache.llc.fill": "inclusive"}
+
+
 def xlat_keys(preset: str, change: str) -> dict[str, str]:
-    """xlat's --set keys for ``change`` on ``preset``, as :func:`champsim_config` makes it."""
+    """xlat's --set keys for ``change`` on ``preset``, as :func:`champsim_config` makes it, with
+    :data:`UNEXPRESSIBLE`."""
+    return {**UNEXPRESSIBLE, **_change_keys(preset, change)}
+
+
+def _change_keys(preset: str, change: str) -> dict[str, str]:
     import xlat
 
     k = xlat.resolve_config(preset)
