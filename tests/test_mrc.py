@@ -47,6 +47,6 @@ def test_xlat_mrc_prints_writes_and_plots(tmp_path):
 def test_a_structure_the_machine_lacks_is_one_line(tmp_path):
     assert_one_line_error(run_xlat("mrc", "-w", WL, "-n", "1k", "-s", "tlb.l3"), "tlb.l3", "known:")
     assert_one_line_error(run_xlat("mrc", "-w", WL, "-n", "1k", "-s", "pwc.l5"), "no level 5")
-    assert_one_line_error(run_xlat("mrc", "-w", WL, "--json", str(tmp_path / "no" / "c.json")), "directory does not exist")
+    assert_one_line_error(run_xlat("mrc", "-w", WL, "--json", str(tmp_path / "no" / "c.json")), "its directory", "does not exist")
     with pytest.raises(xlat.XlatError, match="curve_ways"):
         xlat.simulate("skylake", WL, refs=10, curves=["tlb.l2"], curve_ways=0)

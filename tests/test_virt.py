@@ -126,3 +126,16 @@ def test_guest_memory_too_small_is_a_one_line_error():
     p = run_xlat("run", "--workload", "gups:footprint=2G", "--refs", "1000", "--prefault",
                  "--set", "virt.enabled=true", "--set", "virt.guest_mem_gb=1")
     assert_one_line_error(p, "virt.guest_mem_gb")
+
+
+def test_skipping_over_os_calls_of_vcpus_that_share_a_core():
+    # 16 vCPUs time-sliced on 8 cores: the skipped OS calls of vCPUs 8-15 were applied to
+    # hardware context 8-15, which does not exist ("index out of bounds", an internal error).
+    from pathlib import Path
+
+    import xlat
+
+    vm = Path(__file__).resolve().parents[1] / "studies" / "tcat" / "vm.toml"
+    r = xlat.simulate(str(vm), "kvstore:threads=16,keys=64K,ops=8M,writes=0.05,churn=0.0025", refs=1000, skip=200_000, prefault=True)
+    assert r.stats["refs"] == 1000
+    assert r.stats["os.calls"] > 0

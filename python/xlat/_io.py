@@ -56,6 +56,22 @@ def _refuse_destroying(dest: Path, path: str | os.PathLike) -> None:
         raise OSError(errno.EINVAL, f"is a file of the results store {real.parent}: refusing to write over it", str(path))
 
 
+def _check_directory(dest: Path, path: str | os.PathLike) -> None:
+    """A new file is made beside ``dest`` and renamed over it: its directory must exist and be
+    writable. Said in those words, before any work, not as the "No such file or directory" or
+    "File exists" of the write at the end."""
+    parent = dest.parent if str(dest.parent) else Path(".")
+    why = None
+    if not parent.exists():
+        why = f"its directory '{parent}' does not exist"
+    elif not parent.is_dir():
+        why = f"'{parent}' is not a directory"
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        why = f"its directory '{parent}' is not writable"
+    if why is not None:
+        raise OSError(errno.ENOENT if "exist" in why else errno.EACCES, f"cannot write it: {why}", str(path))
+
+
 def _target(path: str | os.PathLike) -> tuple[Path, bool]:
     """The file a write to ``path`` changes, and whether to write through it in place.
 
@@ -71,13 +87,15 @@ def _target(path: str | os.PathLike) -> tuple[Path, bool]:
         dest = Path(os.path.realpath(dest))
     try:
         mode = os.stat(dest).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         _refuse_destroying(dest, path)
+        _check_directory(dest, path)
         return dest, False
     except OSError as e:
         raise OSError(e.errno, e.strerror, str(path)) from None
     if stat.S_ISREG(mode):
         _refuse_destroying(dest, path)
+        _check_directory(dest, path)
         return dest, False
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return dest, True
@@ -85,6 +103,36 @@ def _target(path: str | os.PathLike) -> tuple[Path, bool]:
         # Renaming over a directory would fail only at the very end, after all the work.
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", str(path))
     raise OSError(errno.EINVAL, "is not a regular file, character device or FIFO", str(path))
+
+
+def check_output(path: str | os.PathLike) -> None:
+    """Fail now, in one OSError naming ``path``, if an output could not be written there later
+    (see :func:`_target`): checked before a simulation, not after it."""
+    _target(path)
+
+
+def check_image_output(path: str | os.PathLike) -> None:
+    """:func:`check_output`, and the file name's extension an image format matplotlib writes."""
+    check_output(path)
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    known = FigureCanvasBase.get_supported_filetypes()
+    ext = Path(path).suffix.lower().lstrip(".")
+    if ext not in known:
+        raise OSError(errno.EINVAL, f"unknown image format '{ext or '(none)'}' (known: {', '.join(sorted(known))})", str(path))
+
+
+def check_output_directory(path: str | os.PathLike) -> None:
+    """A directory an output may create (``reuse -o DIR``): not an existing file, and its
+    nearest existing ancestor writable."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise OSError(errno.EEXIST, "exists and is not a directory", str(path))
+    up = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), Path("/"))
+    if not up.is_dir():
+        raise OSError(errno.ENOTDIR, f"'{up}' is not a directory", str(path))
+    if not os.access(up, os.W_OK | os.X_OK):
+        raise OSError(errno.EACCES, f"cannot write in '{up}'", str(path))
 
 
 def is_stream_target(path: str | os.PathLike) -> bool:
@@ -193,6 +241,53 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         f.flush()
         if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             os.fsync(f.fileno())
+
+
+# A config, sweep spec or paper table is text a person wrote: far below this. Beyond it the
+# file is not one (``/dev/zero``, a trace named by mistake), and reading on would fill memory.
+TEXT_LIMIT = 64 << 20
+
+
+def not_a_file(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be read as an input file (``"does not exist"``, ``"is a
+    directory"``, ...), or None if it is a regular file or a pipe (``<(...)``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except NotADirectoryError:
+        return "does not exist (a part of its path is a file, not a directory)"
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    if stat.S_ISREG(mode) or stat.S_ISFIFO(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    return "is a device or socket, not a file"
+
+
+def read_text_input(path: str | os.PathLike, what: str, error: type[Exception], limit: int = TEXT_LIMIT) -> str:
+    """The UTF-8 text of an input file the user named, such as a config (``what`` names it in
+    messages: ``"config file"``). Every failure is one ``error`` naming the file: missing, a
+    directory or device, unreadable, over ``limit`` bytes, not UTF-8. It reads in pieces, so a
+    pipe that never ends is refused at ``limit`` and a signal stops the read between pieces."""
+    why = not_a_file(path)
+    if why is not None:
+        raise error(f"{what} '{path}' {why}")
+    parts, size = [], 0
+    try:
+        with open(path, "rb") as f:
+            while piece := f.read(1 << 20):
+                size += len(piece)
+                if size > limit:
+                    raise error(f"{what} '{path}' is larger than {limit >> 20} MB: not a {what}")
+                parts.append(piece)
+    except OSError as e:
+        raise error(f"{what} '{path}': {e.strerror or e}") from None
+    try:
+        return b"".join(parts).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{what} '{path}': not UTF-8 text (byte {e.start} is 0x{e.object[e.start]:02x})") from None
 
 
 def parse_count(text: str | float) -> int:

@@ -24,7 +24,7 @@ from typing import Any
 
 from . import _core
 from . import config as _config
-from ._io import atomic_outputs, atomic_path, is_stream_target, parse_count
+from ._io import atomic_outputs, atomic_path, check_image_output, check_output, check_output_directory, is_stream_target, parse_count
 from ._signals import Terminated, interrupted_status, sigterm_as_interrupt
 
 EXIT_ERROR = 2
@@ -482,10 +482,11 @@ def cmd_mrc(args: argparse.Namespace) -> int:
     if not structures:
         raise CliError("--structure names no structure (give e.g. -s tlb.l2,pwc)")
     _config.resolve(args.config, args.sets)
-    for out in (args.plot, args.json):
-        # (Before the run: a destination that cannot be written fails now, not after it.)
-        if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-            raise CliError(f"cannot write '{out}': its directory does not exist")
+    # (Before the run: a destination that cannot be written fails now, not after it.)
+    if args.json:
+        check_output(args.json)
+    if args.plot:
+        check_image_output(args.plot)
     _cache_traces(traces, args.trace_format)
     desc = args.workload or os.path.basename(traces[0])
     out_json = atomic_path(args.json) if args.json else contextlib.nullcontext(None)
@@ -683,6 +684,8 @@ def cmd_reuse(args: argparse.Namespace) -> int:
         # (The library's 0 means "every reference"; on the command line, as for run, mrc and
         # record, --refs 0 would mean none.)
         raise CliError("--refs 0 reads no references: omit --refs to read them all")
+    if args.output:
+        check_output_directory(args.output)
     r = pcc.reuse(args.workload, traces or None, args.refs or 0, args.seed, args.distinct, args.trace_format, args.threshold)
     s = pcc.summary(r)
     name = args.workload or ",".join(traces)
@@ -901,6 +904,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     if args.compare:
         _config.resolve(args.compare, [])  # a bad preset fails before minutes of measuring
+    for out in (args.json, args.emit_preset):
+        if out:
+            check_output(out)
+    if args.plot or args.compare:
+        check_image_output(args.plot or "probe.png")
     modes = ("4k",) if args.no_thp else ("4k", "thp")
     p = host.run_probe(quick=args.quick, modes=modes, reps=args.reps, per_octave=args.per_octave, max_pages=args.max_pages)
     for line in host.report_lines(p):

@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from . import _core
+from . import _core, _io
 
 ConfigError = _core.ConfigError
 
@@ -83,12 +83,14 @@ def _looks_like_path(spec: str) -> bool:
 def find(spec: str | os.PathLike, relative_to: Path | None = None) -> Path:
     """The TOML file for a preset name or a path (relative paths against ``relative_to``)."""
     text = os.fspath(spec)
-    if _looks_like_path(text):
+    # A name that is no preset but an existing file (one not ending in .toml) is the user's.
+    if _looks_like_path(text) or (text not in presets() and os.path.lexists(text)):
         p = Path(text).expanduser()
         if not p.is_absolute() and relative_to is not None:
             p = relative_to / p
-        if not p.is_file():
-            raise ConfigError(f"config file '{text}' does not exist")
+        why = _io.not_a_file(p)
+        if why is not None:
+            raise ConfigError(f"config file '{text}' {why}")
         return p
     found = presets().get(text)
     if found is None:
@@ -96,16 +98,16 @@ def find(spec: str | os.PathLike, relative_to: Path | None = None) -> Path:
     return found
 
 
-def read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path, what: str = "config file", error: type[Exception] = ConfigError) -> dict[str, Any]:
+    """A TOML file the user named, every failure one ``error`` naming it (see
+    :func:`xlat._io.read_text_input`)."""
+    text = _io.read_text_input(path, what, error)
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"config file '{path}': {e}") from None
+        raise error(f"{what} '{path}': {e}") from None
     except RecursionError:
-        raise ConfigError(f"config file '{path}': arrays or tables nested too deeply to read") from None
-    except OSError as e:
-        raise ConfigError(f"config file '{path}': {e.strerror or e}") from None
+        raise error(f"{what} '{path}': arrays or tables nested too deeply to read") from None
 
 
 def value_text(key: str, value: Any) -> str:

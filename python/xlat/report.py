@@ -16,17 +16,12 @@ import csv
 import math
 import os
 import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 from . import _core
+from . import config as _config
 
 _ALIASES = {"config": "config_label", "label": "config_label"}
 _PREFIXES = ("", "param.", "set.", "cfg.", "stat.")
@@ -239,11 +234,7 @@ def load_paper(path: str | os.PathLike) -> list[dict]:
     ``key=value;key=value``)."""
     path = Path(path)
     if path.suffix == ".toml":
-        try:
-            with open(path, "rb") as f:
-                doc = tomllib.load(f)
-        except tomllib.TOMLDecodeError as e:
-            raise ReportError(f"{path}: {e}") from None
+        doc = _config.read_toml(path, "paper table", ReportError)
         entries = doc.get("numbers")
         if not isinstance(entries, list):
             raise ReportError(f"{path}: expected [[numbers]] tables")

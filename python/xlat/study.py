@@ -21,18 +21,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 from . import _core
+from . import config as _config
 from . import report as _report
 from . import results as _results
 from . import sweep as _sweep
@@ -97,11 +92,7 @@ class Study:
         overlay = None
         qfile = self.dir / "quick.toml"
         if quick and qfile.is_file():
-            try:
-                with open(qfile, "rb") as f:
-                    overlay = tomllib.load(f)
-            except tomllib.TOMLDecodeError as e:
-                raise StudyError(f"{qfile}: {e}") from None
+            overlay = _config.read_toml(qfile, "quick overlay", StudyError)
         traces = None
         if self.prepare is not None:
             out = Path(out_dir) if out_dir is not None else _results.Store(self.name).path

@@ -36,12 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 from . import _core
+from . import config as _config
 from . import results as _results
 
 
@@ -185,17 +181,7 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         base_dir = Path.cwd()
     else:
         source = Path(spec)
-        try:
-            with open(source, "rb") as f:
-                doc = tomllib.load(f)
-        except FileNotFoundError:
-            raise SpecError(f"sweep spec '{source}' does not exist") from None
-        except tomllib.TOMLDecodeError as e:
-            raise SpecError(f"sweep spec '{source}': {e}") from None
-        except RecursionError:
-            raise SpecError(f"sweep spec '{source}': arrays or tables nested too deeply to read") from None
-        except OSError as e:
-            raise SpecError(f"sweep spec '{source}': {e.strerror or e}") from None
+        doc = _config.read_toml(source, "sweep spec", SpecError)
         base_dir = source.resolve().parent
     where = f"sweep spec '{source}'" if source else "sweep spec"
 
@@ -427,8 +413,7 @@ def _parse_configs(raw: Any, base_dir: Path, where: str) -> list[dict]:
                 base = str(p if p.is_absolute() else (base_dir / p).resolve())
             # A misspelt preset is a mistake in the spec, not a machine the engine rejects:
             # stop before anything runs.
-            from . import config as _config
-
+        
             try:
                 _config.find(base)
             except _core.XlatError as err:
@@ -668,14 +653,12 @@ class Task:
 
 
 def _resolver() -> Callable[[str | None, Sequence[tuple[str, Any]]], dict]:
-    from . import config as _config
 
     return lambda base, overrides: _config.resolve(base, list(overrides))
 
 
 def prepare(spec: Spec, resolve: Callable | None = None, version: str | None = None) -> list[Task]:
     """Resolve every point's configuration and compute its id and the row's known fields."""
-    from . import config as _config
 
     resolve = resolve or _resolver()
     version = version or xlat_version()
@@ -721,7 +704,6 @@ def prepare(spec: Spec, resolve: Callable | None = None, version: str | None = N
 
 
 def _typed(resolved: Mapping[str, str]) -> dict:
-    from . import config as _config
 
     try:
         return _config.typed(resolved)

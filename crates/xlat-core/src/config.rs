@@ -927,11 +927,12 @@ impl Config {
             if entries == 0 {
                 return if may_be_zero { Ok(()) } else { Err(invalid(key, "must be at least 1".into())) };
             }
+            // (A bad way count is the ways key's fault: "tlb.l2.entries" -> "tlb.l2.ways".)
             if ways == 0 {
-                return Err(invalid(key, "has 0 ways".into()));
+                return Err(invalid(&key.replace("entries", "ways"), format!("must be at least 1 ({entries} entries)")));
             }
             if ways > 4096 {
-                return Err(invalid(key, format!("{ways} ways is more than the 4096 supported")));
+                return Err(invalid(&key.replace("entries", "ways"), format!("{ways} ways is more than the 4096 supported")));
             }
             if entries % ways != 0 {
                 return Err(invalid(key, format!("{entries} entries are not a multiple of {ways} ways")));

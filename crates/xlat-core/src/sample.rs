@@ -172,7 +172,13 @@ fn skip(m: &mut Machine, src: &mut Metered, n: u64, buf: &mut Vec<Ref>, dirtied:
     src.allow(n);
     let mut dropped = 0;
     let counted: Vec<usize> = (0..src.streams()).filter(|&s| src.counted[s]).collect();
+    let contexts = m.xl.contexts.len();
     for s in counted {
+        // With vCPU overcommit a context time-slices streams c, c + n, ...: stream s's OS
+        // calls are its context's (one program, so one address space on every slot). Programs
+        // time-sliced on shared cores have a space each, which a skipped call cannot switch to.
+        let c = s % contexts;
+        let elsewhere = s >= contexts && m.xl.sched.places > 1;
         loop {
             src.next_batch(s, buf)?;
             if buf.is_empty() {
@@ -180,7 +186,10 @@ fn skip(m: &mut Machine, src: &mut Metered, n: u64, buf: &mut Vec<Ref>, dirtied:
             }
             for r in buf.iter() {
                 if r.is_os_call() {
-                    m.step(s, *r)?;
+                    if elsewhere {
+                        return Err(SimError::BadSample("--skip over an OS call of a program that shares its core with another: the call cannot be applied to a program not running (use --warmup)".into()));
+                    }
+                    m.step(c, *r)?;
                 } else if r.kind() == RefKind::Store && !m.xl.virt {
                     // The dirty bits the skipped stores would set: otherwise the measured
                     // stores find clean pages and walk again to set them. (Once a page: the

@@ -5,12 +5,30 @@ mod errors;
 mod glossary;
 mod host;
 mod interrupt;
+mod oom;
 mod sim;
 mod workloads;
+
+#[global_allocator]
+static ALLOCATOR: oom::OneLineOnOom = oom::OneLineOnOom;
 
 #[pyfunction]
 fn version() -> &'static str {
     xlat_core::VERSION
+}
+
+/// Allocate `bytes` and free them: lets the tests see what an allocation the host cannot
+/// satisfy does to the process (one line, exit status 2: `oom.rs`).
+#[pyfunction]
+fn _allocate(bytes: usize) -> bool {
+    let Ok(layout) = std::alloc::Layout::from_size_align(bytes.max(1), 64) else { return false };
+    // SAFETY: a non-zero size; the block is freed with the layout it was allocated with.
+    unsafe {
+        // (black_box: an allocation never used may be optimised away.)
+        let p = std::hint::black_box(std::alloc::alloc(layout));
+        std::alloc::dealloc(p, layout);
+    }
+    true
 }
 
 #[pymodule]
@@ -23,6 +41,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", py.get_type::<errors::SimulationError>())?;
     m.add("HostError", py.get_type::<errors::HostError>())?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(_allocate, m)?)?;
     sim::register(m)?;
     glossary::register(m)?;
     workloads::register(m)?;

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod helper;
+pub mod hostmem;
 pub mod kernels;
 pub mod mix;
 pub mod params;
@@ -73,6 +74,9 @@ pub enum WorkloadError {
     /// A kernel failed while running natively.
     #[error("workload {name}: {what}")]
     Failed { name: String, what: String },
+    /// A kernel's input would not fit in the host's memory (`hostmem`).
+    #[error("workload {workload}: its input needs about {} of host memory and this host has {} available; make it smaller{}", hostmem::human(*need), hostmem::human(*have), if *materializable { " (or keep it out of host memory: materialize=no)" } else { "" })]
+    HostMemory { workload: String, need: u64, have: u64, materializable: bool },
     /// A shootdown trace's record (its line, from 1; 0: the file as a whole) is wrong.
     #[error("{path}{}: {what}", if *line > 0 { format!(":{line}") } else { String::new() })]
     BadShootdowns { path: String, line: usize, what: String },
@@ -155,6 +159,17 @@ pub fn describe(spec: &str, seed: u64) -> Result<WorkloadDesc, WorkloadError> {
     Ok(desc_of(&p))
 }
 
+/// Refuse a kernel whose input would not fit in the host's memory, before it is built.
+fn fits(spec: &str, k: &Kernel) -> Result<(), WorkloadError> {
+    let need = k.host_bytes();
+    match hostmem::available() {
+        Some(have) if need > have => {
+            Err(WorkloadError::HostMemory { workload: spec.to_string(), need, have, materializable: k.params().iter().any(|d| d.name == "materialize") })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Start a kernel in its own thread and return its reference streams. `seed` is used
 /// unless the spec sets `seed=`.
 pub fn open(spec: &str, seed: u64) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
@@ -166,6 +181,7 @@ pub fn open(spec: &str, seed: u64) -> Result<(WorkloadDesc, Box<dyn RefSource>),
 pub fn open_until(spec: &str, seed: u64, stop: Arc<AtomicBool>) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
     let (e, p) = resolve(spec, seed)?;
     let mut k = Kernel::new(e.name, &p, false)?;
+    fits(spec, &k)?;
     let regions = k.vas().regions().to_vec();
     let streams = k.threads();
     let src = source::KernelSource::spawn(e.name, streams, regions, p.limit(), stop, move |rec: &mut recorder::BatchRecorder| {
@@ -179,6 +195,7 @@ pub fn open_until(spec: &str, seed: u64, stop: Arc<AtomicBool>) -> Result<(Workl
 pub fn run_native(spec: &str, seed: u64) -> Result<NativeRun, WorkloadError> {
     let (e, p) = resolve(spec, seed)?;
     let mut k = Kernel::new(e.name, &p, true)?;
+    fits(spec, &k)?;
     let mut rec = CountRecorder::new(p.limit());
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let start = Instant::now();

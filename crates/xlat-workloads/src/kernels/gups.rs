@@ -64,6 +64,14 @@ impl KernelImpl for Gups {
         self.threads
     }
 
+    fn host_bytes(&self) -> u64 {
+        if self.materialize {
+            self.vas.footprint()
+        } else {
+            0
+        }
+    }
+
     fn run<R: Recorder>(&mut self, rec: &mut R) -> u64 {
         if self.materialize {
             self.table = (0..self.entries).collect();

@@ -30,6 +30,11 @@ pub trait KernelImpl: Sized + Send + 'static {
     /// Build the input, call `rec.roi_begin()`, run the algorithm; returns a checksum of
     /// the result.
     fn run<R: Recorder>(&mut self, rec: &mut R) -> u64;
+    /// Host memory its input takes while it runs: the simulated arrays, which the kernels
+    /// keep as real data (those that can do without override it).
+    fn host_bytes(&self) -> u64 {
+        self.vas().footprint()
+    }
 }
 
 pub struct Entry {
@@ -64,6 +69,12 @@ macro_rules! kernels {
             }
             pub fn run<R: Recorder>(&mut self, rec: &mut R) -> u64 {
                 match self { $( Kernel::$variant(k) => k.run(rec), )* }
+            }
+            pub fn host_bytes(&self) -> u64 {
+                match self { $( Kernel::$variant(k) => k.host_bytes(), )* }
+            }
+            pub fn params(&self) -> &'static [PDef] {
+                match self { $( Kernel::$variant(_) => $module::PARAMS, )* }
             }
         }
     };

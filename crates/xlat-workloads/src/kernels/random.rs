@@ -49,6 +49,14 @@ impl KernelImpl for Random {
         self.threads
     }
 
+    fn host_bytes(&self) -> u64 {
+        if self.materialize {
+            self.vas.footprint()
+        } else {
+            0
+        }
+    }
+
     fn run<R: Recorder>(&mut self, rec: &mut R) -> u64 {
         // Content is a cheap function of the index so the sum checks real reads.
         let data: Vec<u64> = if self.materialize { (0..self.n).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect() } else { Vec::new() };
