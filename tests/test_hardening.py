@@ -620,3 +620,55 @@ def test_an_allocation_the_host_cannot_satisfy_is_one_line_and_exit_2():
     p = subprocess.run([sys.executable, "-c", "import xlat._core as c; c._allocate(1 << 60)"], check=False, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2, (p.returncode, p.stderr)
     assert p.stderr.splitlines() == ["xlat: error: out of host memory: an allocation of 1099511627776 MB failed; make the workload's input or the simulated machine smaller"]
+
+
+class _Tty:
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_the_progress_line_shows_input_building_then_references_rate_and_time_left(monkeypatch):
+    import time
+
+    from xlat.cli import ProgressBar
+
+    monkeypatch.setattr(ProgressBar, "DELAY", 0.0)
+    monkeypatch.setattr(ProgressBar, "PERIOD", 0.01)
+    out = _Tty()
+    with ProgressBar("gups", out=out) as bar:
+        time.sleep(0.1)
+        assert "gups: building the input" in out.text
+        bar(1000, 10_000)
+        time.sleep(0.05)
+        bar(5000, 10_000)
+        time.sleep(0.1)
+        assert "5k of 10k references (50%)" in out.text
+        assert "/s, " in out.text and " left" in out.text
+    # Erased when done: the last thing written blanks the line.
+    assert out.text.endswith("\r")
+    assert out.text.rstrip("\r").rsplit("\r", 1)[-1].strip() == ""
+    # Not a terminal: nothing at all, and no thread.
+    class Pipe(_Tty):
+        def isatty(self):
+            return False
+
+    pipe = Pipe()
+    with ProgressBar("gups", out=pipe) as bar:
+        bar(5000, 10_000)
+    assert pipe.text == "" and bar._thread is None
+
+
+def test_a_piped_run_prints_what_it_printed_before():
+    # The summary on stdout, nothing on stderr but the demand-paging note.
+    p = run_xlat("run", "-w", WL, "--refs", "1000")
+    assert p.returncode == 0
+    assert "\r" not in p.stderr and "\r" not in p.stdout

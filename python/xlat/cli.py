@@ -115,40 +115,104 @@ def add_set_option(p: argparse.ArgumentParser) -> None:
 
 
 class ProgressBar:
-    """A tqdm bar on stderr that appears only for runs longer than a second, only on a TTY,
-    and erases itself when done. Also the place where Ctrl-C surfaces: the engine calls back a
+    """One progress line on stderr, on a terminal only, for work longer than a second:
+    references done of the total, rate and time left, redrawn twice a second by a thread of
+    its own (so it shows while a workload builds its input too, when the engine has nothing to
+    report), erased when done. Also the place where Ctrl-C surfaces: the engine calls back a
     few times a second, and a pending KeyboardInterrupt is raised inside that callback."""
 
-    def __init__(self, desc: str, enabled: bool | None = None):
+    DELAY = 1.0
+    PERIOD = 0.5
+
+    def __init__(self, desc: str, enabled: bool | None = None, unit: str = "references", out=None, idle: str | Any = "building the input"):
         self.desc = desc
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.idle = idle  # what is said before the first report (all along, for work that makes none)
+        self.out = out if out is not None else sys.stderr
+        self.enabled = self.out.isatty() if enabled is None else enabled
+        self.unit = unit
         self.start = time.monotonic()
-        self.bar = None
+        self.done, self.total = 0, None
+        self.first = None  # (time, done) of the first report: the rate excludes input building
+        self.shown = 0
+        self._stop = threading.Event()
+        self._thread = None
+        if self.enabled:
+            self._thread = threading.Thread(target=self._tick, name="xlat-progress", daemon=True)
+            self._thread.start()
 
     def __call__(self, done: int, total: int | None) -> None:
-        if not self.enabled:
-            return
-        if self.bar is None:
-            if time.monotonic() - self.start < 1.0:
-                return
-            from tqdm import tqdm
+        if self.first is None:
+            self.first = (time.monotonic(), done)
+        self.done, self.total = done, total
 
-            self.bar = tqdm(total=total, desc=self.desc, unit="ref", unit_scale=True, leave=False,
-                            file=sys.stderr, dynamic_ncols=True)
-        if total is not None and self.bar.total != total:
-            self.bar.total = total
-        self.bar.update(done - self.bar.n)
+    def line(self, now: float) -> str:
+        """The progress line at time ``now`` (no terminal control characters)."""
+        elapsed = now - self.start
+        if self.first is None:
+            idle = self.idle() if callable(self.idle) else self.idle
+            return f"{self.desc}: {idle} ({_duration(elapsed)})"
+        t0, d0 = self.first
+        rate = (self.done - d0) / (now - t0) if now > t0 and self.done > d0 else 0.0
+        text = f"{self.desc}: {human_count(self.done)}"
+        if self.total:
+            text += f" of {human_count(self.total)} {self.unit} ({self.done / self.total:.0%})"
+        else:
+            text += f" {self.unit}"
+        if rate:
+            text += f", {human_count(round(rate))}/s"
+            if self.total and self.total > self.done:
+                text += f", {_duration((self.total - self.done) / rate)} left"
+        return text
+
+    def _tick(self) -> None:
+        if self._stop.wait(self.DELAY):
+            return
+        while not self._stop.is_set():
+            width = max(20, shutil.get_terminal_size((80, 24)).columns - 1)
+            text = self.line(time.monotonic())[:width]
+            self._write("\r" + text.ljust(self.shown))
+            self.shown = len(text)
+            self._stop.wait(self.PERIOD)
+
+    def _write(self, text: str) -> None:
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except (OSError, ValueError):
+            self._stop.set()
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            if self.shown:
+                self._write("\r" + " " * self.shown + "\r")
+                self.shown = 0
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _bytes_in(directory: Path) -> str:
+    """What the files of a directory hold (an output being written into its temporary one)."""
+    try:
+        return human_bytes(sum(f.stat().st_size for f in Path(directory).iterdir() if f.is_file()))
+    except OSError:
+        return "?"
+
+
+def _duration(seconds: float) -> str:
+    """12 s, 3 min 5 s, 2 h 10 min."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -686,7 +750,8 @@ def cmd_reuse(args: argparse.Namespace) -> int:
         raise CliError("--refs 0 reads no references: omit --refs to read them all")
     if args.output:
         check_output_directory(args.output)
-    r = pcc.reuse(args.workload, traces or None, args.refs or 0, args.seed, args.distinct, args.trace_format, args.threshold)
+    with ProgressBar(args.workload or os.path.basename(traces[0]), idle="reading the references and their distances"):
+        r = pcc.reuse(args.workload, traces or None, args.refs or 0, args.seed, args.distinct, args.trace_format, args.threshold)
     s = pcc.summary(r)
     name = args.workload or ",".join(traces)
     kind = "stack (distinct pages)" if args.distinct else "references to other pages"
@@ -767,7 +832,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise CliError(f"{args.workload} records {streams} streams, one file each (stem.N.ext): "
                        f"give a file name, not the device or FIFO '{args.output}'")
     # A multi-threaded kernel writes one file per stream (stem.N.ext); all land together.
-    with atomic_outputs(args.output) as (tmp, written):
+    with atomic_outputs(args.output) as (tmp, written), ProgressBar(args.workload, idle=lambda: f"recording, {_bytes_in(tmp.parent)} written"):
         n = _core.record(args.workload, str(tmp), args.refs, args.seed, args.format)
     print(f"wrote {n:,} references to {_written(written)}")
     return 0
@@ -875,8 +940,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
         try:
             # The trace describes what was traced, not the FIFO it came through.
             desc = shlex.join(program)
-            n = _core.lackey_to_native(fifo, str(out), desc, fetch=not args.no_fetch, skip=args.skip or 0,
-                                       refs=args.refs)
+            with ProgressBar(os.path.basename(program[0]), idle=lambda: f"tracing under valgrind, {_bytes_in(out.parent)} written"):
+                n = _core.lackey_to_native(fifo, str(out), desc, fetch=not args.no_fetch, skip=args.skip or 0, refs=args.refs)
         finally:
             if proc.poll() is None:
                 # Stopped early (--refs reached, error or Ctrl-C): end the traced program.

@@ -272,3 +272,28 @@ pub fn open_mix_with(spec: &str, seed: u64, stop: Arc<AtomicBool>, page_regions:
     let src = mix::MixSource::open_with(spec, seed, stop, page_regions)?;
     Ok((src.desc(), Box::new(src)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host_bytes(spec: &str) -> u64 {
+        let (e, p) = resolve(spec, 1).unwrap();
+        Kernel::new(e.name, &p, false).unwrap().host_bytes()
+    }
+
+    #[test]
+    fn host_memory_estimates_count_what_the_kernels_keep_not_what_they_simulate() {
+        // 16 G keys: a word a key for the values, 32 G slots of the hash index.
+        assert_eq!(host_bytes("kvstore:keys=16G"), (8u64 << 34) + (8u64 << 35));
+        assert_eq!(host_bytes("gups:footprint=1T,materialize=yes"), 1 << 40);
+        assert_eq!(host_bytes("gups:footprint=1T"), 0);
+        // LibLinear computes its rows' features when read: 1 TB simulated, 28 MB kept.
+        assert_eq!(host_bytes("liblinear:features=65536"), (1 << 20) * 28 + 65536 * 8);
+        assert_eq!(host_bytes("chase:footprint=64G"), 0);
+        let err = fits("kvstore:keys=16G", &Kernel::new("kvstore", &resolve("kvstore:keys=16G", 1).unwrap().1, false).unwrap());
+        if hostmem::available().is_some_and(|a| a < 1 << 40) {
+            assert!(matches!(err, Err(WorkloadError::HostMemory { materializable: false, .. })), "{err:?}");
+        }
+    }
+}

@@ -86,6 +86,10 @@ impl KernelImpl for Canneal {
     fn vas(&self) -> &Vas {
         &self.vas
     }
+    fn host_bytes(&self) -> u64 {
+        // Offsets, neighbour lists (fan-in and fan-out, 2 x fanout on average) and locations.
+        self.n * (8 + 8 * self.fanout + 4)
+    }
     fn threads(&self) -> usize {
         self.threads
     }

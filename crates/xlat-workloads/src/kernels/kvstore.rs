@@ -102,6 +102,15 @@ impl KernelImpl for KvStore {
     fn vas(&self) -> &Vas {
         &self.vas
     }
+    fn host_bytes(&self) -> u64 {
+        // The values (a word a key) and the index: the hash's slots, or the tree built from
+        // key and value vectors.
+        let index = match &self.index {
+            Index::Hash { shift, .. } => 8u64 << (64 - shift),
+            Index::Tree { .. } => 16 * self.keys + self.keys / 8,
+        };
+        (8 * self.keys).saturating_add(index)
+    }
     fn threads(&self) -> usize {
         self.threads
     }

@@ -113,6 +113,11 @@ impl KernelImpl for LibLinear {
     fn vas(&self) -> &Vas {
         &self.vas
     }
+    fn host_bytes(&self) -> u64 {
+        // Labels, diagonals, the order and alpha a row; the weights. (The rows' features are
+        // computed when read, not stored.)
+        self.n * 28 + self.features * 8
+    }
     fn threads(&self) -> usize {
         self.threads
     }
