@@ -7,6 +7,7 @@ import math
 import os
 import stat
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -672,3 +673,21 @@ def test_a_piped_run_prints_what_it_printed_before():
     p = run_xlat("run", "-w", WL, "--refs", "1000")
     assert p.returncode == 0
     assert "\r" not in p.stderr and "\r" not in p.stdout
+
+
+def test_newcomer_paths(tmp_path):
+    import shutil
+
+    root = Path(__file__).resolve().parents[1]
+    # A copied example sweep runs on its own (it needed my-machine.toml beside it).
+    shutil.copy(root / "examples" / "pwc-sweep.toml", tmp_path)
+    p = run_xlat("sweep", "pwc-sweep.toml", "--quick", "--root", str(tmp_path / "r"), "--workers", "1", cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr
+    # Chosen columns keep the columns that tell rows apart.
+    p = run_xlat("results", "pwc-sweep", "--root", str(tmp_path / "r"), "-c", "ipc,walks")
+    assert p.returncode == 0, p.stderr
+    head = p.stdout.splitlines()[0].split()
+    assert head[:2] == ["config_label", "workload"] and head[-2:] == ["ipc", "walks"]
+    # config show wraps its meanings (lines of up to 585 characters before).
+    p = run_xlat("config", "show", "skylake")
+    assert max(len(line) for line in p.stdout.splitlines()) <= 120

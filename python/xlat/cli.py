@@ -683,7 +683,18 @@ def cmd_config_show(args: argparse.Namespace) -> int:
         rows.append((k, v + changed, info.get("doc", "")))
     label = args.preset or "engine defaults"
     print(f"# {label} [config {_config.config_hash(resolved)}]; * = differs from the engine default")
-    print_table(rows, header=("key", "value", "meaning"))
+    # The meanings wrapped to the terminal (100 columns when not one), continued under themselves.
+    import textwrap
+
+    key_w = max(len("key"), *(len(r[0]) for r in rows))
+    val_w = min(24, max(len("value"), *(len(r[1]) for r in rows)))
+    width = max(40, (shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100) - key_w - val_w - 5)
+    lines = []
+    for k, v, doc in rows:
+        parts = textwrap.wrap(doc, width) or [""]
+        lines.append((k, v, parts[0]))
+        lines += [("", "", p) for p in parts[1:]]
+    print_table(lines, header=("key", "value", "meaning"))
     return 0
 
 

@@ -140,7 +140,11 @@ def cmd_results(args: argparse.Namespace) -> int:
     if args.failed:
         df = df[df["status"] != "ok"]
     if args.columns:
-        cols = results.select_columns(df, args.columns)
+        cols = results.select_columns(df, [c for part in args.columns for c in part.split(",") if c])
+        # The columns that tell the rows apart come first, so chosen columns never leave rows
+        # that cannot be told apart: the config and workload, and params and seed where they vary.
+        ids = [c for c in ("config_label", "workload", "params", "seed") if c in df.columns and (c in ("config_label", "workload") or df[c].astype(str).nunique() > 1)]
+        cols = [c for c in ids if c not in cols] + cols
     elif args.csv:
         cols = list(df.columns)
     else:
