@@ -45,6 +45,17 @@ def _tlb(entries: int, ways: int) -> tuple[int, int]:
     return max(1, entries // ways), ways
 
 
+def _data_rate(bandwidth_gbps: float) -> int:
+    """The DDR4 data rate (MT/s) of a preset's channels: the one of which its bandwidth is a
+    whole number of 8-byte channels (DDR4-2400 x 4 = 76.8 GB/s, DDR4-2133 x 1 = 17.06 GB/s),
+    else DDR4-2400 up to four channels' worth and DDR4-3200 above."""
+    for rate in (2400, 3200, 2133):
+        n = bandwidth_gbps / (rate * 8 / 1000)
+        if n >= 0.99 and abs(n - round(n)) < 0.01:
+            return rate
+    return 2400 if bandwidth_gbps / 4 <= 19.2 + 1e-9 else 3200
+
+
 def champsim_config(preset: str, change: str = "base") -> dict:
     """ChampSim's configuration (its champsim_config.json format) for ``preset`` with ``change``."""
     import xlat
@@ -99,7 +110,7 @@ def champsim_config(preset: str, change: str = "base") -> dict:
     if k["dram.banks"]:
         # A DDR4 channel of the preset's banks per channel, its row size and timings in DRAM
         # clocks; as many channels as its bandwidth is 8-byte transfers at its data rate.
-        rate = 2400 if k["dram.bandwidth_gbps"] / 4 <= 19.2 + 1e-9 else 3200
+        rate = _data_rate(k["dram.bandwidth_gbps"])
         channels = max(1, round(k["dram.bandwidth_gbps"] / (rate * 8 / 1000)))
         per_channel = max(1, k["dram.banks"] // channels)
         clock_ns = 2000 / rate
@@ -110,9 +121,10 @@ def champsim_config(preset: str, change: str = "base") -> dict:
             bankgroups=4,
             banks=max(1, min(per_channel, 16) // 4),
             bank_columns=k["dram.row_kb"] * 1024 // 8,
-            tCAS=math.ceil(k["dram.tcas_ns"] / clock_ns),
-            tRCD=math.ceil(k["dram.trcd_ns"] / clock_ns),
-            tRP=math.ceil(k["dram.trp_ns"] / clock_ns),
+            # (Whole clocks; a timing given in ns rounded from whole clocks stays that count.)
+            tCAS=math.ceil(k["dram.tcas_ns"] / clock_ns - 0.01),
+            tRCD=math.ceil(k["dram.trcd_ns"] / clock_ns - 0.01),
+            tRP=math.ceil(k["dram.trp_ns"] / clock_ns - 0.01),
             # ChampSim turns the bus around between reads and writes for tRAS: its default's
             # 32.5 ns.
             tRAS=math.ceil(32.5 / clock_ns),

@@ -114,3 +114,12 @@ def test_what_champsim_cannot_do_alike_is_given_up_in_xlat(cal):
     for ch in machine.CHANGES:
         keys = machine.xlat_keys("zen3", ch)
         assert (keys["cache.l1d.prefetcher"], keys["cache.l2.prefetcher"], keys["cache.llc.fill"]) == ("none", "none", "inclusive")
+
+
+def test_csalt8s_banked_ddr4_2133_is_champsims_too(cal):
+    _, machine = cal
+    mem = machine.champsim_config("csalt8")["physical_memory"]
+    # Tab. 6.1's DDR4-2133 14-14-14 on one 64-bit channel; 16 banks.
+    assert (mem["data_rate"], mem["channels"]) == (2133, 1)
+    assert (mem["tCAS"], mem["tRCD"], mem["tRP"]) == (14, 14, 14)
+    assert mem["ranks"] * mem["bankgroups"] * mem["banks"] == 16

@@ -838,3 +838,20 @@ def test_a_workload_may_name_the_configs_it_runs_on(tmp_path):
     assert [(p.config.label, dict(p.params)["threads"]) for p in spec.points] == [("one", 1), ("four", 4)]
     with pytest.raises(sweep.SpecError, match="config 'eight' is not a label"):
         sweep.load_spec(write(tmp_path / "t.toml", body.replace('configs = ["four"]', 'configs = ["eight"]')))
+
+
+def test_the_fidelity_count_compares_ratios_as_gains():
+    from xlat import report
+
+    entries = [
+        {"id": "speedup", "paper": 1.068, "unit": "ratio"},  # xlat 1.30: 4.4x the gain, not 22 % more
+        {"id": "close", "paper": 1.25, "unit": "ratio"},  # 1.30: a gain of 0.30 against 0.25, within
+        {"id": "walks", "paper": 97, "unit": "%"},  # 93: 4 % off
+        {"id": "bound", "paper": 6, "unit": "ratio", "kind": "lower"},  # 7 is above: within
+        {"id": "missing", "paper": 2.0, "unit": "ratio"},
+    ]
+    comp = report.paper_vs_xlat(entries, values={"speedup": 1.30, "close": 1.30, "walks": 93, "bound": 7.0, "missing": None})
+    assert report.fidelity(comp) == (5, 4, 3)
+    assert "**3 within 25%**" in report.fidelity_line(comp)
+    assert not report.within("ratio", 1.068, 1.30 - 1.068)
+    assert report.within("%", 97, -4)

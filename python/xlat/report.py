@@ -374,6 +374,36 @@ def paper_table(comparison, digits: int = 4) -> str:
                           digits=digits, align=["left", "left", "left", "right", "right", "right", "right", "left"])
 
 
+#: How near a number must be to count as reproduced (:func:`fidelity`).
+WITHIN = 0.25
+
+
+def within(unit: str, paper: float, diff: float) -> bool:
+    """Whether xlat's value, ``diff`` from the paper's statement (:func:`_distance`), is within
+    :data:`WITHIN` of it. A ratio is compared as a gain (its distance from 1): 1.30 against
+    1.068 is 4.4 times the gain, not 22 % more; anything else as a plain relative difference.
+    A value inside a stated range or bound is within."""
+    if diff == 0:
+        return True
+    scale = abs(paper - 1) if unit == "ratio" else abs(paper)
+    return scale > 0 and abs(diff) <= WITHIN * scale
+
+
+def fidelity(comparison) -> tuple[int, int, int]:
+    """(paper numbers, of them with an xlat value, of those within 25 %) of :func:`paper_vs_xlat`'s frame."""
+    n = len(comparison)
+    rows = [r for r in comparison.to_dict("records") if r["xlat"] is not None and not _nan(r["xlat"]) and r["diff"] is not None]
+    return n, len(rows), sum(1 for r in rows if within(r["unit"], r["paper"], r["diff"]))
+
+
+def fidelity_line(comparison) -> str:
+    n, measured, close = fidelity(comparison)
+    return (
+        f"{n} paper numbers, {measured} with an xlat value, **{close} within {WITHIN:.0%}** "
+        "(ratios compared as gains: their distance from 1; a value inside a stated range or bound counts as within)."
+    )
+
+
 def _nan(v) -> bool:
     return isinstance(v, float) and math.isnan(v)
 

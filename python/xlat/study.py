@@ -195,7 +195,7 @@ def render(study: Study, df, out_dir: Path, quick: bool, description: str = "") 
     if study.paper:
         comp = _report.paper_vs_xlat(study.paper, ok, values)
         lines += ["## Paper vs xlat", "", f"Published numbers from `{study.paper_file.name}`.", "",
-                  _report.paper_table(comp)]
+                  _report.paper_table(comp), "", _report.fidelity_line(comp), ""]
     lines += [body.rstrip(), ""]
     if len(df) - n_ok:
         bad = df[df["status"] != "ok"]
