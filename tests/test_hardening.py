@@ -691,3 +691,8 @@ def test_newcomer_paths(tmp_path):
     # config show wraps its meanings (lines of up to 585 characters before).
     p = run_xlat("config", "show", "skylake")
     assert max(len(line) for line in p.stdout.splitlines()) <= 120
+
+
+def test_a_device_is_no_trace():
+    # `--trace /dev/zero` read zeros (ChampSim records without memory operands) forever.
+    assert_one_line_error(run_xlat("run", "--trace", "/dev/zero", "--refs", "1K", timeout=60), "/dev/zero", "is a device")

@@ -214,7 +214,23 @@ pub(crate) fn open_file(path: &str) -> Result<Input, SourceError> {
     if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
         return Err(SourceError::Io { path: path.to_string(), what: "is a directory".into() });
     }
+    // A device (/dev/zero, /dev/urandom) never ends and holds no trace; a pipe (`<(xzcat ...)`)
+    // ends when its writer does, and a regular file at its size.
+    if is_device(&f) {
+        return Err(SourceError::Io { path: path.to_string(), what: "is a device, not a trace file".into() });
+    }
     Ok(Box::new(BufReader::with_capacity(1 << 16, f)))
+}
+
+#[cfg(unix)]
+fn is_device(f: &File) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    f.metadata().map(|m| m.file_type().is_char_device() || m.file_type().is_block_device()).unwrap_or(false)
+}
+
+#[cfg(not(unix))]
+fn is_device(_: &File) -> bool {
+    false
 }
 
 /// Recorded traces as a [`RefSource`]: stream `i` reads `paths[i]`.
