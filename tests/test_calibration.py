@@ -116,9 +116,15 @@ def test_what_champsim_cannot_do_alike_is_given_up_in_xlat(cal):
         assert (keys["cache.l1d.prefetcher"], keys["cache.l2.prefetcher"], keys["cache.llc.fill"]) == ("none", "none", "inclusive")
 
 
-def test_csalt8s_banked_ddr4_2133_is_champsims_too(cal):
+def test_a_banked_ddr4_2133_is_champsims_too(cal, tmp_path):
     _, machine = cal
-    mem = machine.champsim_config("csalt8")["physical_memory"]
+    # csalt8 with the banked DDR4-2133 its comment gives (Tab. 6.1).
+    preset = tmp_path / "csalt8-ddr4.toml"
+    preset.write_text(
+        'base = "csalt8"\n[dram]\nbanks = 16\nrow_kb = 8\ntrp_ns = 13.13\ntrcd_ns = 13.13\ntcas_ns = 13.13\n'
+        "latency_ns = 3.75\nbandwidth_gbps = 17.064\ntrefi_ns = 7800.0\ntrfc_ns = 260.0\n"
+    )
+    mem = machine.champsim_config(str(preset))["physical_memory"]
     # Tab. 6.1's DDR4-2133 14-14-14 on one 64-bit channel; 16 banks.
     assert (mem["data_rate"], mem["channels"]) == (2133, 1)
     assert (mem["tCAS"], mem["tRCD"], mem["tRP"]) == (14, 14, 14)
