@@ -61,15 +61,12 @@ def _check_directory(dest: Path, path: str | os.PathLike) -> None:
     writable. Said in those words, before any work, not as the "No such file or directory" or
     "File exists" of the write at the end."""
     parent = dest.parent if str(dest.parent) else Path(".")
-    why = None
     if not parent.exists():
-        why = f"its directory '{parent}' does not exist"
-    elif not parent.is_dir():
-        why = f"'{parent}' is not a directory"
-    elif not os.access(parent, os.W_OK | os.X_OK):
-        why = f"its directory '{parent}' is not writable"
-    if why is not None:
-        raise OSError(errno.ENOENT if "exist" in why else errno.EACCES, f"cannot write it: {why}", str(path))
+        raise OSError(errno.ENOENT, f"cannot write it: its directory '{parent}' does not exist", str(path))
+    if not parent.is_dir():
+        raise OSError(errno.ENOTDIR, f"cannot write it: '{parent}' is not a directory", str(path))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OSError(errno.EACCES, f"cannot write it: its directory '{parent}' is not writable", str(path))
 
 
 def _target(path: str | os.PathLike) -> tuple[Path, bool]:
