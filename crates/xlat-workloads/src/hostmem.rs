@@ -9,27 +9,24 @@ use std::fs;
 /// limits (`ulimit -v`, `ulimit -d`). None where none of that can be read (not Linux).
 pub fn available() -> Option<u64> {
     let meminfo = fs::read_to_string("/proc/meminfo").ok();
-    let field = |name: &str| -> Option<u64> {
-        let line = meminfo.as_deref()?.lines().find(|l| l.starts_with(name))?;
-        let kb: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
-        Some(kb * 1024)
-    };
-    let system = field("MemAvailable:").map(|m| m + field("SwapFree:").unwrap_or(0));
-    let limits = fs::read_to_string("/proc/self/limits").ok();
     let status = fs::read_to_string("/proc/self/status").ok();
+    let limits = fs::read_to_string("/proc/self/limits").ok();
+    let system = kb(meminfo.as_deref(), "MemAvailable:").map(|m| m + kb(meminfo.as_deref(), "SwapFree:").unwrap_or(0));
     // What a limit leaves: the soft limit less what the process already uses of it.
     let left = |name: &str, used: &str| -> Option<u64> {
         // "Max address space   unlimited   unlimited   bytes": the soft limit is the first value.
         let line = limits.as_deref()?.lines().find(|l| l.starts_with(name))?;
         let soft: u64 = line[name.len()..].split_whitespace().next()?.parse().ok()?;
-        // "VmSize:  123456 kB"
-        let used = status
-            .as_deref()
-            .and_then(|s| s.lines().find(|l| l.starts_with(used)))
-            .and_then(|l| l[used.len()..].trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-        Some(soft.saturating_sub(used.unwrap_or(0) * 1024))
+        Some(soft.saturating_sub(kb(status.as_deref(), used).unwrap_or(0)))
     };
     [system, left("Max address space", "VmSize:"), left("Max data size", "VmData:")].into_iter().flatten().min()
+}
+
+/// A "Name:  123456 kB" field of a /proc file, in bytes.
+fn kb(text: Option<&str>, name: &str) -> Option<u64> {
+    let line = text?.lines().find(|l| l.starts_with(name))?;
+    let n: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(n * 1024)
 }
 
 /// "17.2 GB", "512.0 MB".
