@@ -1,7 +1,7 @@
 //! Workloads and traces through the engine, end to end.
 
 use std::io::Write;
-use xlat_core::{Config, RunOptions, Stats};
+use xlat_core::{Config, Machine, RunOptions, Stats};
 
 fn simulate(src: &mut dyn xlat_core::RefSource, prefault: bool) -> Stats {
     xlat_core::simulate(&Config::default(), src, RunOptions::default(), prefault, 1, &mut |_| true).unwrap()
@@ -216,4 +216,36 @@ fn limited_recording_keeps_every_stream() {
         }
     }
     assert_eq!(counts, [2501, 2500]);
+}
+
+/// Eight cores that share one banked DRAM channel (the CSALT thesis's DDR4-2133) and saturate
+/// it: their accesses reach the banks out of time order by more than any fixed span, and a
+/// core behind must not be pushed forward to the latest arrival (it then fell further behind,
+/// and walks took 100,000 cycles and more). A walk costs a few of its reads, each a DRAM
+/// access queued behind at most the other cores' misses.
+#[test]
+fn saturating_cores_on_banked_dram_stay_bounded() {
+    let cfg = Config::from_pairs([
+        ("system.cores", "8"),
+        ("core.freq_ghz", "4"),
+        ("dram.banks", "16"),
+        ("dram.trp_ns", "13.13"),
+        ("dram.trcd_ns", "13.13"),
+        ("dram.tcas_ns", "13.13"),
+        ("dram.latency_ns", "3.75"),
+        ("dram.bandwidth_gbps", "17.064"),
+        ("dram.trefi_ns", "7800"),
+        ("dram.trfc_ns", "260"),
+    ])
+    .unwrap();
+    // (The PARSEC-size netlist: its threads' first swaps are where the cores fell apart.)
+    let (_, mut src) = xlat_workloads::open("canneal:threads=8", 1).unwrap();
+    let mut m = Machine::new(&cfg, src.streams(), src.regions(), 1).unwrap();
+    m.prefault().unwrap();
+    m.run(src.as_mut(), RunOptions { max_refs: Some(5_000), ..RunOptions::default() }, &mut |_| true).unwrap();
+    let s = m.stats();
+    for c in 0..8 {
+        let per_walk = s.f(&format!("core{c}.walk_cycles_per_walk"));
+        assert!(per_walk > 0.0 && per_walk < 5_000.0, "core {c}: {per_walk} cycles a walk");
+    }
 }

@@ -82,11 +82,9 @@ struct Banks {
     row_shift: u32,
     /// Open row per bank (`u64::MAX`: precharged).
     open: Vec<u64>,
-    /// Per bank: booked intervals, sorted and disjoint.
+    /// Per bank: booked intervals, sorted and disjoint; those that ended before the floor (see
+    /// [`Dram::access`]) are forgotten.
     busy: Vec<VecDeque<Booking>>,
-    /// The latest arrival seen: bookings that end more than [`Banks::HORIZON`] before it are
-    /// forgotten, and older arrivals are served from there.
-    latest: u64,
     /// Scratch: the lengths of the write-backs a read moves.
     moved: Vec<u64>,
     row_hits: u64,
@@ -96,10 +94,6 @@ struct Banks {
 }
 
 impl Banks {
-    /// How far back (cycles) a bank remembers its bookings: more than accesses arrive out of
-    /// order (a few thousand cycles: a reorder buffer's worth of misses and walks).
-    const HORIZON: u64 = 1 << 14;
-
     fn new(timing: BankTiming) -> Banks {
         let n = timing.banks as usize;
         Banks {
@@ -107,7 +101,6 @@ impl Banks {
             row_shift: timing.banks.trailing_zeros() + timing.row_lines.trailing_zeros(),
             open: vec![u64::MAX; n],
             busy: vec![VecDeque::new(); n],
-            latest: 0,
             moved: Vec::new(),
             row_hits: 0,
             row_misses: 0,
@@ -116,9 +109,9 @@ impl Banks {
         }
     }
 
-    /// Access `line` arriving at cycle `arrival`: returns (cycles until its data leaves the
-    /// bank, counted from `arrival`).
-    fn access(&mut self, line: u64, arrival: u64, write: bool) -> u64 {
+    /// Access `line` arriving at cycle `arrival`, when no access arrives before `floor`:
+    /// returns (cycles until its data leaves the bank, counted from `arrival`).
+    fn access(&mut self, floor: u64, line: u64, arrival: u64, write: bool) -> u64 {
         let t = &self.timing;
         let row = line >> self.row_shift;
         let bank = ((line ^ fold(row, t.banks)) & (t.banks - 1)) as usize;
@@ -133,8 +126,6 @@ impl Banks {
             self.row_conflicts += 1;
             t.trp + t.trcd + t.tcas
         };
-        self.latest = self.latest.max(arrival);
-        let floor = self.latest.saturating_sub(Self::HORIZON);
         let busy = &mut self.busy[bank];
         while busy.front().is_some_and(|b| b.end <= floor) {
             busy.pop_front();
@@ -296,9 +287,15 @@ impl Dram {
         self.banks.as_ref().map(|b| [b.row_hits, b.row_misses, b.row_conflicts, b.bank_wait_cycles])
     }
 
-    /// Latency of an access to `line` issued at cycle `now`.
+    /// Latency of an access to `line` issued at cycle `now`, when no access comes before
+    /// `floor` (the dispatch clock of the context furthest behind: the engine runs it next, and
+    /// a reference's accesses come no sooner than its dispatch). The banks forget the bookings
+    /// that ended before it. (An access that comes before it all the same is served from it.
+    /// A floor that followed the latest arrival instead, a fixed span behind it, pushed the
+    /// accesses of cores behind by more than the span forward to it, which put them further
+    /// behind, and eight cores saturating a bank ran away: walks of 100,000 cycles.)
     #[inline]
-    pub fn access(&mut self, now: u64, line: u64, write: bool) -> u64 {
+    pub fn access(&mut self, floor: u64, now: u64, line: u64, write: bool) -> u64 {
         if write {
             self.writes += 1;
         } else {
@@ -307,7 +304,7 @@ impl Dram {
         // With banks, the line leaves its bank `in_bank` cycles after `now`, then takes the
         // channel; without, it takes the channel at once.
         let in_bank = match &mut self.banks {
-            Some(b) => b.access(line, now, write),
+            Some(b) => b.access(floor, line, now, write),
             None => 0,
         };
         if self.service_x256 == 0 {
@@ -336,22 +333,22 @@ mod tests {
     fn dram_queue_adds_waiting_time() {
         // 64 B at 32 GB/s and 2 GHz = 4 cycles per line.
         let mut d = Dram::new(100, 32.0, 2.0, 1.0, None);
-        assert_eq!(d.access(0, 0, false), 100);
-        assert_eq!(d.access(0, 0, false), 104);
-        assert_eq!(d.access(0, 0, false), 108);
-        assert_eq!(d.access(1000, 0, false), 100);
+        assert_eq!(d.access(0, 0, 0, false), 100);
+        assert_eq!(d.access(0, 0, 0, false), 104);
+        assert_eq!(d.access(0, 0, 0, false), 108);
+        assert_eq!(d.access(0, 1000, 0, false), 100);
         assert_eq!(d.queue_cycles, 12);
         // A request booked far ahead does not hold up one that arrives earlier.
-        assert_eq!(d.access(5000, 0, true), 0);
-        assert_eq!(d.access(2000, 0, false), 100);
+        assert_eq!(d.access(0, 5000, 0, true), 0);
+        assert_eq!(d.access(0, 2000, 0, false), 100);
         // Slots taken from an arrival on push it back; earlier free slots do not help it.
-        assert_eq!(d.access(5000, 0, false), 104);
+        assert_eq!(d.access(0, 5000, 0, false), 104);
         // Old arrivals (beyond the window) are served from its start; the window follows.
         let far = 100 * Calendar::SLOTS * 4;
-        assert_eq!(d.access(far, 0, false), 100);
-        assert!(d.access(0, 0, false) >= 100);
+        assert_eq!(d.access(0, far, 0, false), 100);
+        assert!(d.access(0, 0, 0, false) >= 100);
         let mut free = Dram::new(100, 0.0, 2.0, 1.0, None);
-        assert_eq!(free.access(0, 0, false) + free.access(0, 0, false), 200);
+        assert_eq!(free.access(0, 0, 0, false) + free.access(0, 0, 0, false), 200);
     }
 
     /// The calendar against a reference model (a set of taken slots, first free at or after
@@ -424,7 +421,7 @@ mod tests {
         let mut last = 0;
         for bw in [200.0, 100.0, 50.0, 25.0, 12.5, 6.25] {
             let mut d = Dram::new(100, bw, 3.0, 1.0, None);
-            let total: u64 = reqs.iter().map(|&(t, w)| d.access(t, 0, w)).sum();
+            let total: u64 = reqs.iter().map(|&(t, w)| d.access(0, t, 0, w)).sum();
             assert!(total >= last, "{bw} GB/s: {total} < {last}");
             assert!(d.queue_cycles < 1 << 40, "{bw} GB/s: {}", d.queue_cycles);
             last = total;
@@ -439,39 +436,39 @@ mod tests {
     #[test]
     fn row_buffer_hits_misses_and_conflicts() {
         let mut d = Dram::new(5, 0.0, 1.0, 1.0, Some(timing()));
-        assert_eq!(d.access(0, 0, false), 5 + 20 + 30); // bank 0 precharged: tRCD + tCAS
-        assert_eq!(d.access(1000, 2, false), 5 + 30); // row 0 open: tCAS
-        assert_eq!(d.access(2000, 6, false), 5 + 30); // (column 3 of row 0)
-                                                      // (Row 1's bank bit is flipped: its first line, 8, is in bank 1, and 9 in bank 0.)
-        assert_eq!(d.access(3000, 9, false), 5 + 10 + 20 + 30); // row 1: tRP + tRCD + tCAS
-        assert_eq!(d.access(4000, 1, false), 5 + 20 + 30); // bank 1 was never opened
+        assert_eq!(d.access(0, 0, 0, false), 5 + 20 + 30); // bank 0 precharged: tRCD + tCAS
+        assert_eq!(d.access(0, 1000, 2, false), 5 + 30); // row 0 open: tCAS
+        assert_eq!(d.access(0, 2000, 6, false), 5 + 30); // (column 3 of row 0)
+                                                         // (Row 1's bank bit is flipped: its first line, 8, is in bank 1, and 9 in bank 0.)
+        assert_eq!(d.access(0, 3000, 9, false), 5 + 10 + 20 + 30); // row 1: tRP + tRCD + tCAS
+        assert_eq!(d.access(0, 4000, 1, false), 5 + 20 + 30); // bank 1 was never opened
         assert_eq!(d.row_stats(), Some([2, 2, 1, 0]));
         d.reset_stats();
         assert_eq!(d.row_stats(), Some([0, 0, 0, 0]));
-        assert_eq!(d.access(5000, 11, false), 5 + 30, "open rows outlive the statistics");
+        assert_eq!(d.access(0, 5000, 11, false), 5 + 30, "open rows outlive the statistics");
         assert_eq!(Dram::new(5, 0.0, 1.0, 1.0, None).row_stats(), None);
     }
 
     #[test]
     fn a_busy_bank_delays_the_next_access_and_no_other_bank() {
         let mut d = Dram::new(0, 0.0, 1.0, 1.0, Some(timing()));
-        assert_eq!(d.access(0, 0, false), 50);
-        assert_eq!(d.access(0, 2, false), 50 + 30, "waits for bank 0, then hits its row");
-        assert_eq!(d.access(0, 1, false), 50, "bank 1 is free");
+        assert_eq!(d.access(0, 0, 0, false), 50);
+        assert_eq!(d.access(0, 0, 2, false), 50 + 30, "waits for bank 0, then hits its row");
+        assert_eq!(d.access(0, 0, 1, false), 50, "bank 1 is free");
         assert_eq!(d.row_stats().unwrap()[3], 50);
         // A write-back takes the bank too, though nobody waits for it, and reads go first:
         // it moves behind a read that needs its time, and takes the time after that read.
-        d.access(200, 4, true); // [200, 230)
-        assert_eq!(d.access(200, 6, false), 30, "the write-back moves to [230, 260)");
-        assert_eq!(d.access(230, 2, false), 30, "and again, to [260, 290)");
-        assert_eq!(d.access(240, 0, false), 20 + 30, "a read waits for a read");
-        d.access(400, 4, true); // [400, 430)
-        assert_eq!(d.access(395, 0, false), 30, "a write-back that arrived first delays no read");
+        d.access(0, 200, 4, true); // [200, 230)
+        assert_eq!(d.access(0, 200, 6, false), 30, "the write-back moves to [230, 260)");
+        assert_eq!(d.access(0, 230, 2, false), 30, "and again, to [260, 290)");
+        assert_eq!(d.access(0, 240, 0, false), 20 + 30, "a read waits for a read");
+        d.access(0, 400, 4, true); // [400, 430)
+        assert_eq!(d.access(0, 395, 0, false), 30, "a write-back that arrived first delays no read");
         assert_eq!(d.row_stats().unwrap()[3], 50 + 20, "the waits of reads");
         // An access timed earlier than one booked already fits in the gap before it.
-        assert_eq!(d.access(10_000, 0, false), 30);
-        assert_eq!(d.access(9_000, 2, false), 30);
-        assert_eq!(d.access(9_990, 4, false), 10 + 30 + 30, "no gap of 30 cycles before 10,030");
+        assert_eq!(d.access(0, 10_000, 0, false), 30);
+        assert_eq!(d.access(0, 9_000, 2, false), 30);
+        assert_eq!(d.access(0, 9_990, 4, false), 10 + 30 + 30, "no gap of 30 cycles before 10,030");
     }
 
     /// Every 1,000 cycles every bank refreshes for 100: an access arriving during a refresh
@@ -481,10 +478,10 @@ mod tests {
     fn refreshes_hold_every_bank() {
         let t = BankTiming { banks: 2, row_lines: 4, trp: 10, trcd: 20, tcas: 30, trefi: 1000, trfc: 100 };
         let mut d = Dram::new(0, 0.0, 1.0, 1.0, Some(t));
-        assert_eq!(d.access(0, 0, false), 50, "no refresh at cycle 0");
-        assert_eq!(d.access(1020, 1, false), 80 + 50, "bank 1 waits for the refresh to end at 1,100");
-        assert_eq!(d.access(1980, 2, false), 120 + 30, "a row hit of 30 cycles cannot end after 2,000: it starts at 2,100");
-        assert_eq!(d.access(2500, 0, false), 30, "between refreshes, no wait");
+        assert_eq!(d.access(0, 0, 0, false), 50, "no refresh at cycle 0");
+        assert_eq!(d.access(0, 1020, 1, false), 80 + 50, "bank 1 waits for the refresh to end at 1,100");
+        assert_eq!(d.access(0, 1980, 2, false), 120 + 30, "a row hit of 30 cycles cannot end after 2,000: it starts at 2,100");
+        assert_eq!(d.access(0, 2500, 0, false), 30, "between refreshes, no wait");
         assert_eq!(d.row_stats().unwrap()[3], 80 + 120);
         assert_eq!(t.clear_of_refresh(999, 1), 999);
         assert_eq!(t.clear_of_refresh(999, 2), 1100);
@@ -496,11 +493,11 @@ mod tests {
         let t = BankTiming { banks: 32, row_lines: 128, trp: 60, trcd: 60, tcas: 60, trefi: 0, trfc: 0 };
         let mut d = Dram::new(0, 0.0, 1.0, 1.0, Some(t));
         for row in 0..32u64 {
-            assert_eq!(d.access(0, row << 12 | 6, false), 120, "row {row}");
+            assert_eq!(d.access(0, 0, row << 12 | 6, false), 120, "row {row}");
         }
         assert_eq!(d.row_stats(), Some([0, 32, 0, 0]));
         // Row 32 folds onto row 1's bank.
-        assert_eq!(d.access(0, 32 << 12 | 6, false), 120 + 180);
+        assert_eq!(d.access(0, 0, 32 << 12 | 6, false), 120 + 180);
     }
 
     /// The banks against a reference model: every busy cycle of every bank in a map to the
@@ -557,8 +554,26 @@ mod tests {
                 bookings[i].0 = s;
                 cycles.extend((s..s + bookings[i].1).map(|c| ((bank, c), i)));
             }
-            assert_eq!(b.access(line, arrival, write), start + occupy - arrival);
+            assert_eq!(b.access(now.saturating_sub(40), line, arrival, write), start + occupy - arrival);
         }
+    }
+
+    /// Two cores far apart in time, the one ahead simulated first each round (as bookings
+    /// reach a bank out of time order): the one behind waits for nothing but its own bank
+    /// time, however far ahead the other books, as long as the floor is the clock of the core
+    /// behind.
+    #[test]
+    fn a_core_far_behind_is_not_pushed_forward() {
+        let t = BankTiming { banks: 32, row_lines: 128, trp: 60, trcd: 60, tcas: 60, trefi: 0, trfc: 0 };
+        let mut d = Dram::new(10, 0.0, 4.0, 1.0, Some(t));
+        for i in 0..200u64 {
+            let behind = i * 1_000;
+            // (Row 0's lines 1 to 31 are banks 1 to 31; the core behind reads line 0, bank 0.)
+            d.access(behind, behind + 100_000, 1 + i % 31, false);
+            let open = if i == 0 { 60 } else { 0 };
+            assert_eq!(d.access(behind, behind, 0, false), 10 + open + 60, "round {i}");
+        }
+        assert_eq!(d.row_stats().unwrap()[3], 0, "no bank waits");
     }
 
     /// With banks, waiting stays finite and grows as the channel narrows.
@@ -580,7 +595,7 @@ mod tests {
         for bw in [0.0, 200.0, 50.0, 25.6, 16.0] {
             let mut d = Dram::new(10, bw, 4.0, 1.0, Some(t));
             // (Reads only: a write-back's latency is reported without a channel, not with one.)
-            let total: u64 = reqs.iter().map(|&(now, line, w)| d.access(now, line, w) * u64::from(!w)).sum();
+            let total: u64 = reqs.iter().map(|&(now, line, w)| d.access(0, now, line, w) * u64::from(!w)).sum();
             assert!(total >= last && total < 1 << 40, "{bw} GB/s: {total}");
             last = total;
         }

@@ -176,6 +176,9 @@ pub struct MemorySide {
     pub dram: Dram,
     /// The die-stacked DRAM of an L3 TLB in memory: it serves every line from `tlb_lo` up.
     pub stacked: Dram,
+    /// No request comes before this cycle: the dispatch clock, before its dispatch, of the
+    /// context the engine runs, which is the one furthest behind (see [`Dram::access`]).
+    floor: u64,
     tlb_lo: u64,
     /// Some cache partitions its ways with CSALT: its epochs end on the memory side.
     partitioned: bool,
@@ -223,6 +226,7 @@ impl MemorySide {
                 .with_ways_per_owner(cores, cfg.cache_llc_ways_per_core),
             dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj, cfg.dram_bank_timing()),
             stacked: Dram::new(cfg.pomtlb_latency, cfg.pomtlb_bandwidth_gbps, cfg.core_freq_ghz, 0.0, None),
+            floor: 0,
             tlb_lo: if cfg.pomtlb_enabled { (cfg.pomtlb_base_gb << 30) / crate::LINE_BYTES } else { u64::MAX },
             partitioned: [cfg.cache_l2.policy, cfg.cache_llc.policy].iter().any(|p| matches!(p, Policy::CsaltD | Policy::CsaltCd)),
             cd: [cfg.cache_l2.policy, cfg.cache_llc.policy].contains(&Policy::CsaltCd).then(|| Box::new(CdEstimator::new(cfg, cores))),
@@ -299,7 +303,7 @@ impl MemorySide {
             (self.llc.latency, Served::Llc)
         } else {
             let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
-            let lat = self.llc.latency + dram.access(now, line, false);
+            let lat = self.llc.latency + dram.access(self.floor, now, line, false);
             if !self.llc_victim {
                 if let Some(v) = self.llc.fill(line, kind, false, owner) {
                     self.evict_from_llc(v.line, v.dirty, now);
@@ -443,7 +447,7 @@ impl MemorySide {
             self.llc.latency
         } else {
             let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
-            let lat = self.llc.latency + dram.access(t, line, false);
+            let lat = self.llc.latency + dram.access(self.floor, t, line, false);
             if !self.llc_victim {
                 if let Some(v) = self.llc.fill(line, LineKind::Data, false, owner) {
                     self.evict_from_llc(v.line, v.dirty, t);
@@ -477,7 +481,7 @@ impl MemorySide {
         }
         if dirty {
             let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
-            dram.access(now, line, true);
+            dram.access(self.floor, now, line, true);
         }
     }
 
@@ -562,7 +566,7 @@ impl MemorySide {
         }
         self.llc.invalidate(line);
         let dram = if line >= self.tlb_lo { &mut self.stacked } else { &mut self.dram };
-        t + dram.access(at + t, line, true)
+        t + dram.access(self.floor, at + t, line, true)
     }
 
     /// Core `c`'s MMU writes a translation into `line` of an L3 TLB at cycle `at` (a store
@@ -1075,6 +1079,7 @@ impl MemPort for Direct<'_> {
         self.kind = kind;
         self.looked_up = false;
         self.walked = false;
+        self.mem.floor = self.mem.ctxs[c].window.now();
         self.issue = self.mem.ctxs[c].window.dispatch(delta, producer, matches!(kind, RefKind::Load | RefKind::Prefetch));
         self.t = self.issue;
         self.walk_start = self.issue;
