@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import subprocess
 import sys
@@ -216,6 +217,50 @@ def table(rows: dict[str, dict[str, dict[str, dict[str, float]]]], changes: tupl
     return "\n".join(lines)
 
 
+def fit(rows: dict[str, dict[str, dict[str, dict[str, float]]]], changes: tuple[str, ...]) -> str:
+    """Markdown: per trace, ChampSim's IPC beside xlat+cs's, both walk latencies, and each
+    change's gain in ChampSim / xlat+cs / xlat with the larger speed-up over the smaller (xlat+cs
+    against ChampSim; "xlat more" where xlat+cs gains more); then how well the preset fits, as
+    issue #63 counts it: IPC within 15 %, and the (trace, change) pairs where either simulator
+    gains more than 2 % whose speed-ups are within 1.2 times of each other."""
+    cols = ["ChampSim IPC", "xlat+cs IPC", "walk: ChampSim / xlat+cs", *(f"{NAMES[c]}: ChampSim / xlat+cs / xlat" for c in changes), "speed-ups apart"]
+    lines = ["| trace | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    ipc_in = ipc_n = pair_in = pair_n = 0
+    ratios = []
+    for name, sims in rows.items():
+        cs, xc, xl = (sims.get(k, {}) for k in ("champsim", "xlat+cs", "xlat"))
+        if "base" not in cs or "base" not in xc:
+            continue
+        ratio = xc["base"]["ipc"] / cs["base"]["ipc"]
+        ratios.append(ratio)
+        ipc_n += 1
+        ipc_in += abs(ratio - 1) <= 0.15
+        cells = [f"{cs['base']['ipc']:.3f}", f"{xc['base']['ipc']:.3f} ({100 * (ratio - 1):+.0f} %)", f"{cs['base']['walk_latency']:.0f} / {xc['base']['walk_latency']:.0f}"]
+        apart = []
+        for ch in changes:
+            if ch not in cs or ch not in xc:
+                cells.append("—")
+                continue
+            a, b = cs[ch]["ipc"] / cs["base"]["ipc"], xc[ch]["ipc"] / xc["base"]["ipc"]
+            c = xl[ch]["ipc"] / xl["base"]["ipc"] if ch in xl and "base" in xl else None
+            cells.append(" / ".join(f"{100 * (g - 1):+.0f} %" for g in (a, b, c) if g is not None))
+            if max(a, b) > 1.02:
+                pair_n += 1
+                pair_in += max(a, b) / min(a, b) <= 1.2
+            apart.append(f"{max(a, b) / min(a, b):.2f}x" + (" (xlat more)" if b > a else ""))
+        cells.append(", ".join(apart) or "—")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if ipc_n:
+        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        lines.append("")
+        lines.append(
+            f"IPC within 15 % on {ipc_in} of {ipc_n} traces (geometric mean of xlat+cs over ChampSim {geo:.3f}); "
+            f"speed-ups within 1.2x on {pair_in} of {pair_n} (trace, change) pairs where either gains more than 2 %"
+            + (f" ({100 * pair_in / pair_n:.0f} %)." if pair_n else ".")
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--champsim", type=Path, metavar="DIR", help="directory of the ChampSim binaries (champsim_base, ...)")
@@ -324,6 +369,9 @@ def main() -> int:
         tmp.write_text(json.dumps(champ, indent=1, sort_keys=True) + "\n")
         tmp.replace(store)
     print(table(rows, tuple(c for c in changes if c != "base")))
+    if preset:
+        print()
+        print(fit(rows, tuple(c for c in changes if c != "base")))
     return 0
 
 

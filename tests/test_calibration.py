@@ -116,16 +116,37 @@ def test_what_champsim_cannot_do_alike_is_given_up_in_xlat(cal):
         assert (keys["cache.l1d.prefetcher"], keys["cache.l2.prefetcher"], keys["cache.llc.fill"]) == ("none", "none", "inclusive")
 
 
-def test_a_banked_ddr4_2133_is_champsims_too(cal, tmp_path):
+def test_a_banked_ddr4_2133_is_champsims_too(cal):
     _, machine = cal
-    # csalt8 with the banked DDR4-2133 its comment gives (Tab. 6.1).
-    preset = tmp_path / "csalt8-ddr4.toml"
-    preset.write_text(
-        'base = "csalt8"\n[dram]\nbanks = 16\nrow_kb = 8\ntrp_ns = 13.13\ntrcd_ns = 13.13\ntcas_ns = 13.13\n'
-        "latency_ns = 3.75\nbandwidth_gbps = 17.064\ntrefi_ns = 7800.0\ntrfc_ns = 260.0\n"
-    )
-    mem = machine.champsim_config(str(preset))["physical_memory"]
+    mem = machine.champsim_config("csalt8")["physical_memory"]
     # Tab. 6.1's DDR4-2133 14-14-14 on one 64-bit channel; 16 banks.
     assert (mem["data_rate"], mem["channels"]) == (2133, 1)
     assert (mem["tCAS"], mem["tRCD"], mem["tRP"]) == (14, 14, 14)
     assert mem["ranks"] * mem["bankgroups"] * mem["banks"] == 16
+
+
+def test_the_fit_counts_ipc_within_15_percent_and_speed_ups_within_1_2x():
+    sys.path.insert(0, str(REPO / "calibration"))
+    try:
+        run = importlib.import_module("run")
+    finally:
+        sys.path.remove(str(REPO / "calibration"))
+
+    def sims(cs, xc, cs2, xc2):
+        walk = {"walk_latency": 500.0}
+        return {
+            "champsim": {"base": {"ipc": cs, **walk}, "page2m": {"ipc": cs2}},
+            "xlat+cs": {"base": {"ipc": xc, **walk}, "page2m": {"ipc": xc2}},
+            "xlat": {"base": {"ipc": xc}, "page2m": {"ipc": xc}},
+        }
+
+    rows = {
+        "a": sims(1.0, 1.10, 2.0, 2.2),  # within 15 %, speed-ups equal
+        "b": sims(1.0, 1.20, 1.0, 1.5),  # 20 % off; ChampSim gains nothing, xlat 25 %: apart 1.25x
+        "c": sims(1.0, 0.90, 1.01, 0.905),  # neither gains more than 2 %: not a pair
+        "d": {"champsim": {}, "xlat+cs": {}, "xlat": {}},  # no run: left out
+    }
+    out = run.fit(rows, ("page2m",))
+    assert "IPC within 15 % on 2 of 3 traces" in out
+    assert "speed-ups within 1.2x on 1 of 2 (trace, change) pairs" in out
+    assert "| b | 1.000 | 1.200 (+20 %) | 500 / 500 | +0 % / +25 % / +0 % | 1.25x (xlat more) |" in out
