@@ -281,6 +281,56 @@ def test_a_wrong_trace_format_is_one_line_naming_file_offset_and_cause(tmp_path)
         xlat.simulate("skylake", trace=str(odd))
 
 
+def _v4_native_trace(path: Path, addrs: list[int]) -> None:
+    """A version-4 native trace (no block checksums) of 8-byte loads at the ascending `addrs`:
+    the header, then one zstd frame of records whose block is stored raw (no compressor needed)."""
+    import struct
+
+    def leb(v: int) -> bytes:
+        out = bytearray()
+        while v >= 0x80:
+            out.append(v & 0x7F | 0x80)
+            v >>= 7
+        return bytes(out + bytes([v]))
+
+    records, prev = bytearray(), 0
+    for a in addrs:
+        records += b"\x00" + leb((a - prev) << 1)  # (zig-zag of an ascending step)
+        prev = a
+    records += b"\xff" + leb(len(addrs))
+    assert len(records) < 256
+    # Frame: magic, single segment with a 1-byte content size, one last raw block.
+    frame = b"\x28\xb5\x2f\xfd" + bytes([0x20, len(records)]) + (1 | len(records) << 3).to_bytes(3, "little") + records
+    path.write_bytes(b"XLATTRC\0" + struct.pack("<HIIIII", 4, 30, 0, 1, 0, 0) + frame)
+
+
+def test_a_version_4_native_trace_reads_with_one_note(tmp_path, capsys):
+    old = tmp_path / "old.xtr"
+    _v4_native_trace(old, [0x7F00_0000_0000 + 64 * i for i in range(40)])
+    for _ in range(2):
+        assert xlat.simulate("skylake", trace=str(old)).stats["refs"] == 40
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"xlat: note: {old}: native trace version 4 carries no checksums"), err
+    # A version-5 trace has none.
+    new = tmp_path / "new.xtr"
+    xlat._core.record(SHORT, str(new), None, 1)
+    assert xlat.simulate("skylake", trace=str(new)).stats["refs"] == 5000
+    assert capsys.readouterr().err == ""
+
+
+def test_a_corrupt_native_block_is_one_line_naming_it(tmp_path):
+    t = tmp_path / "t.xtr"
+    assert run_xlat("record", "-w", SHORT, "--refs", "3000", "-o", str(t)).returncode == 0
+    data = bytearray(t.read_bytes())
+    header_len = int.from_bytes(data[10:14], "little")
+    data[header_len + 16 + 10] ^= 0x01  # a byte of block 0's payload
+    t.write_bytes(bytes(data))
+    assert_one_line_error(run_xlat("run", "--trace", str(t)), str(t), "block 0: checksum mismatch", f"at byte offset {header_len}")
+    # Cut short inside the block: named too.
+    t.write_bytes(bytes(data[:header_len + 16 + 5]))
+    assert_one_line_error(run_xlat("run", "--trace", str(t)), str(t), "block 0: truncated: the file ends 5 bytes into its")
+
+
 def test_a_champsim_trace_prefaults_its_pages_and_fetches_on_request(tmp_path):
     t = tmp_path / "t.champsim"
     t.write_bytes(b"".join(_champsim_record(0x7F00_0000_0000 + 4096 * i) for i in range(300)))

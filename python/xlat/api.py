@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -308,6 +309,20 @@ def _mix_spec(mix: Any) -> str | None:
     return ",".join(p.strip() for p in parts)
 
 
+_NOTED_UNCHECKED: set[str] = set()
+
+
+def _note_unchecked(traces: list[str] | None) -> None:
+    """Say on stderr (once per file and process) that a native trace written before version 5
+    carries no checksums: it reads as before, but a corrupt byte in it may go unnoticed."""
+    for t in traces or []:
+        got = None if t in _NOTED_UNCHECKED else _core.native_trace_version(t)
+        if got is not None and not got[1]:
+            _NOTED_UNCHECKED.add(t)
+            print(f"xlat: note: {t}: native trace version {got[0]} carries no checksums, so corruption may go "
+                  f"unnoticed (convert_trace rewrites it with them)", file=sys.stderr)
+
+
 def simulate(
     config: Any = "skylake",
     workload: str | None = None,
@@ -429,6 +444,7 @@ def simulate(
         plan = parse_plan(sample)
         if n_interval or curves or mix_spec is not None or n_warm_i:
             raise ArgumentError("sample: not with interval, curves, a mix or warmup_instructions")
+    _note_unchecked(traces)
     out = _core.simulate(
         list(resolved.items()),
         workload=workload,

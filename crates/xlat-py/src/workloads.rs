@@ -172,6 +172,13 @@ fn cache_trace<'py>(py: Python<'py>, path: String, format: Option<String>) -> Py
     got.map(|(e, made)| Ok((entry_dict(py, &e)?, made))).transpose()
 }
 
+/// The native format version of trace `path` and whether it carries checksums:
+/// `(version, checked)`, or `None` for a trace in another format or no regular file.
+#[pyfunction]
+fn native_trace_version(path: String) -> Option<(u16, bool)> {
+    wl::trace::native_version(&path).map(|v| (v, v >= wl::trace::CHECKED))
+}
+
 /// Every complete entry of the trace cache in `dir`, oldest first.
 #[pyfunction]
 fn trace_cache_entries<'py>(py: Python<'py>, dir: String) -> PyResult<Bound<'py, PyList>> {
@@ -250,6 +257,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reuse, m)?)?;
     m.add_function(wrap_pyfunction!(set_trace_cache, m)?)?;
     m.add_function(wrap_pyfunction!(cache_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(native_trace_version, m)?)?;
     m.add_function(wrap_pyfunction!(trace_cache_entries, m)?)?;
     m.add_function(wrap_pyfunction!(trace_cache_clear, m)?)?;
     m.add_function(wrap_pyfunction!(graph_cache_entries, m)?)?;

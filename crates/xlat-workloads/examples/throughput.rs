@@ -53,7 +53,13 @@ fn main() {
             m += b.len() as u64;
         }
         let s = t.elapsed().as_secs_f64();
-        println!("decode native {:?}: {m} refs in {s:.3} s = {:.1} M refs/s", path.file_name().unwrap(), m as f64 / s / 1e6);
+        let bytes = std::fs::metadata(path).unwrap().len();
+        println!(
+            "decode native {:?}: {m} refs in {s:.3} s = {:.1} M refs/s ({:.3} bytes/ref)",
+            path.file_name().unwrap(),
+            m as f64 / s / 1e6,
+            bytes as f64 / m as f64
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

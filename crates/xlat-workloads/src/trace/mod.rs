@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use xlat_core::{Ref, RefSource, Region, SourceError};
 
 pub use champsim_writer::ChampSimWriter;
-pub use native::{NativeHeader, NativeWriter, MAGIC, VERSION};
+pub use native::{NativeHeader, NativeWriter, CHECKED, MAGIC, VERSION};
 
 use crate::recorder::BATCH;
 use crate::WorkloadDesc;
@@ -207,6 +207,22 @@ pub(crate) fn open_decoder(path: &str, input: Input, forced: Option<FormatSpec>)
         Format::Lackey => Ok((Box::new(lackey::LackeyDecoder::new(path, input, fetch)), fmt, None)),
         Format::ChampSim => Ok((Box::new(champsim::ChampSimDecoder::new(path, input, fetch)), Format::ChampSim, None)),
     }
+}
+
+/// The native format version of trace `path` (also inside gzip, xz or zstd), or `None` for a
+/// trace in another format, a file that cannot be read (opening it says why) or one that is
+/// not a regular file (a pipe read here would lose its first bytes). Versions before
+/// [`CHECKED`] carry no checksums.
+pub fn native_version(path: &str) -> Option<u16> {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let input = open_file(path).ok()?;
+    let (head, input) = peek(input, MAGIC.len()).ok()?;
+    let mut input = if head.starts_with(MAGIC) { input } else { decompress(path, input).ok()?.0 };
+    let mut head = [0u8; 10];
+    let got = read_up_to(&mut input, &mut head).ok()?;
+    (got == head.len() && head.starts_with(MAGIC)).then(|| u16::from_le_bytes([head[8], head[9]]))
 }
 
 pub(crate) fn open_file(path: &str) -> Result<Input, SourceError> {

@@ -103,9 +103,7 @@ fn native_traces_carry_os_calls() {
     let (_, mut src) = crate::open_trace(&[p.to_string_lossy().into()], None).unwrap();
     assert_eq!(read_all(&mut *src, 0, 333).unwrap(), refs);
     // An OS call in a version-1 file, an unknown operation and a zero page count are corrupt.
-    let data = std::fs::read(&p).unwrap();
-    let mut v1 = data.clone();
-    v1[8] = 1;
+    let v1 = native::legacy_bytes(&NativeHeader::default(), 1, &refs);
     let e = decode_bytes(None, &v1).unwrap_err().to_string();
     assert!(e.contains("bad record tag 0x0b"), "{e}");
     for (bad, what) in
@@ -141,6 +139,137 @@ fn native_truncation_and_corruption_are_reported_with_offsets() {
     assert!(e.contains("version 9"), "{e}");
     // Full file decodes.
     assert_eq!(decode_bytes(None, &data).unwrap(), 20_000);
+}
+
+/// The byte offset and payload length of each block of a version-5 file.
+fn blocks_of(data: &[u8]) -> Vec<(usize, usize)> {
+    let u32_at = |i: usize| u32::from_le_bytes(data[i..i + 4].try_into().unwrap()) as usize;
+    let (mut at, mut out) = (u32_at(10), Vec::new());
+    while at < data.len() {
+        out.push((at, u32_at(at)));
+        at += 16 + u32_at(at);
+    }
+    assert_eq!(at, data.len());
+    out
+}
+
+/// A version-5 file of `n` random references, in several blocks.
+fn blocked_trace(n: usize) -> (Vec<Ref>, Vec<u8>) {
+    let refs = random_refs(n, 5);
+    let p = tmp("blocks.xtr");
+    write_native(&p, &refs, &NativeHeader { desc: "blocks".into(), ..NativeHeader::default() });
+    (refs, std::fs::read(&p).unwrap())
+}
+
+#[test]
+fn native_v5_round_trips_in_checked_blocks() {
+    let (refs, data) = blocked_trace(200_000);
+    assert_eq!(u16::from_le_bytes([data[8], data[9]]), VERSION);
+    assert_eq!(VERSION, 5);
+    let blocks = blocks_of(&data);
+    assert!(blocks.len() >= 3, "{} blocks", blocks.len());
+    // Each block's header counts its records; together they are the trace (the last block
+    // also holds the end marker).
+    let counted: usize = blocks.iter().map(|&(at, _)| u32::from_le_bytes(data[at + 8..at + 12].try_into().unwrap()) as usize).sum();
+    assert_eq!(counted, refs.len());
+    assert_eq!(decode_all(None, &data).unwrap(), refs);
+    // An empty trace is one block holding the end marker.
+    let p = tmp("empty.xtr");
+    write_native(&p, &[], &NativeHeader::default());
+    let empty = std::fs::read(&p).unwrap();
+    assert_eq!(blocks_of(&empty).len(), 1);
+    assert_eq!(decode_bytes(None, &empty).unwrap(), 0);
+}
+
+#[test]
+fn a_corrupt_block_is_one_error_naming_it() {
+    let (refs, data) = blocked_trace(200_000);
+    let blocks = blocks_of(&data);
+    let (at, plen) = blocks[1];
+    // Every byte of block 1's header and a spread of its payload: one line naming block 1 and
+    // its offset, after block 0's references.
+    for i in (0..16).chain((16..16 + plen).step_by(plen / 50 + 1)) {
+        let mut bad = data.clone();
+        bad[at + i] ^= 0x10;
+        let p = tmp("bad.xtr");
+        std::fs::write(&p, &bad).unwrap();
+        let (_, mut src) = crate::open_trace(&[p.to_string_lossy().into()], None).unwrap();
+        let mut got = Vec::new();
+        let mut b = Vec::with_capacity(4096);
+        let e = loop {
+            match src.next_batch(0, &mut b) {
+                Ok(()) if b.is_empty() => panic!("byte {i} of block 1 flipped, yet the trace read"),
+                Ok(()) => got.extend_from_slice(&b),
+                Err(e) => break e,
+            }
+        };
+        let msg = e.to_string();
+        assert!(!msg.contains('\n') && msg.contains("block 1: "), "byte {i}: {msg}");
+        assert!(matches!(e, SourceError::Corrupt { offset, .. } if offset == at as u64), "byte {i}: {msg}");
+        if i >= 12 {
+            assert!(msg.contains("checksum mismatch"), "byte {i}: {msg}");
+        }
+        assert_eq!(got, refs[..got.len()]);
+    }
+    // A block whose records are not the count its header gives (checksum made to match).
+    let (at0, plen0) = blocks[0];
+    let mut bad = data.clone();
+    let n = u32::from_le_bytes(bad[at0 + 8..at0 + 12].try_into().unwrap());
+    bad[at0 + 8..at0 + 12].copy_from_slice(&(n + 1).to_le_bytes());
+    let mut h = crc32fast::Hasher::new();
+    h.update(&bad[at0..at0 + 12]);
+    h.update(&bad[at0 + 16..at0 + 16 + plen0]);
+    bad[at0 + 12..at0 + 16].copy_from_slice(&h.finalize().to_le_bytes());
+    let e = decode_bytes(None, &bad).unwrap_err().to_string();
+    assert!(e.contains(&format!("block 0: holds {n} records, its header says {}", n + 1)), "{e}");
+}
+
+#[test]
+fn version_4_files_still_read_unchecked() {
+    let refs = random_refs(50_000, 6);
+    let hdr = NativeHeader { stream: 1, streams: 2, regions: Vec::new(), desc: "old".into() };
+    let v4 = native::legacy_bytes(&hdr, 4, &refs);
+    assert_eq!(decode_all(None, &v4).unwrap(), refs);
+    let p = tmp("old.1.xtr");
+    std::fs::write(&p, &v4).unwrap();
+    let (desc, mut src) = crate::open_trace(&[p.to_string_lossy().into()], None).unwrap();
+    assert!(desc.params.iter().any(|(k, v)| k == "workload" && v == "old"));
+    assert_eq!(read_all(&mut *src, 0, 1000).unwrap(), refs);
+    // The version is there for a note that such a file has no checksums.
+    assert_eq!(native_version(&p.to_string_lossy()), Some(4));
+    let p5 = tmp("new.xtr");
+    write_native(&p5, &refs[..10], &NativeHeader::default());
+    assert_eq!(native_version(&p5.to_string_lossy()), Some(VERSION));
+    let gz = tmp("old.xtr.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(&v4).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    assert_eq!(native_version(&gz.to_string_lossy()), Some(4));
+    let cs = tmp("t.champsim");
+    std::fs::write(&cs, champsim_sample()).unwrap();
+    assert_eq!(native_version(&cs.to_string_lossy()), None);
+    // Truncated in its stream, a version-4 file is still reported, with its offset.
+    let e = decode_bytes(None, &v4[..v4.len() - 5]).unwrap_err().to_string();
+    assert!(e.contains("decompressed record stream") && !e.contains("block"), "{e}");
+}
+
+#[test]
+fn truncation_inside_a_block_is_detected() {
+    let (_, data) = blocked_trace(200_000);
+    let blocks = blocks_of(&data);
+    let (at, plen) = blocks[1];
+    let cases = [
+        (at + 16 + plen / 2, format!("block 1: truncated: the file ends {} bytes into its {plen}-byte payload", plen / 2)),
+        (at + 7, String::from("block 1: truncated block header (7 of 16 bytes)")),
+        (at, String::from("truncated trace: no end marker (the file ends after block 0)")),
+        (data.len() - 1, format!("block {}: truncated", blocks.len() - 1)),
+    ];
+    for (cut, want) in cases {
+        let e = decode_bytes(None, &data[..cut]).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains(&want) && !msg.contains('\n'), "cut at {cut}: {msg}");
+        assert!(matches!(e, SourceError::Corrupt { .. }), "{msg}");
+    }
 }
 
 fn champsim_record(ip: u64, srcs: [u64; 4], dsts: [u64; 2], branch: bool) -> [u8; 64] {
@@ -487,8 +616,7 @@ fn native_producers_round_trip_and_need_version_3() {
     let (_, mut src) = crate::open_trace(&[p.to_string_lossy().into()], None).unwrap();
     let got = read_all(&mut *src, 0, 16).unwrap();
     assert_eq!(got.iter().map(|r| r.producer()).collect::<Vec<_>>(), vec![0, 0, 2, 1]);
-    let mut v2 = std::fs::read(&p).unwrap();
-    v2[8] = 2;
+    let v2 = native::legacy_bytes(&NativeHeader::default(), 2, &refs);
     let e = decode_bytes(None, &v2).unwrap_err().to_string();
     assert!(e.contains("bad record tag 0x24"), "{e}");
 }
@@ -504,8 +632,7 @@ fn native_prefetches_round_trip_and_need_version_4() {
     let got = read_all(&mut *src, 0, 16).unwrap();
     assert_eq!(got, refs);
     assert_eq!(got[1].kind(), RefKind::Prefetch);
-    let mut v3 = std::fs::read(&p).unwrap();
-    v3[8] = 3;
+    let v3 = native::legacy_bytes(&NativeHeader::default(), 3, &refs);
     let e = decode_bytes(None, &v3).unwrap_err().to_string();
     assert!(e.contains("bad record tag 0x58"), "{e}");
 }
