@@ -4,7 +4,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml' 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: install demo test lint test-rust test-python test-c bench fuzz clean
+.PHONY: install demo test lint test-rust test-python test-c bench fuzz fuzz-rust clean
 
 install: $(VENV)/.installed
 
@@ -58,8 +58,16 @@ bench: install
 
 # Trace-parser fuzzing (needs nightly Rust and cargo-fuzz); CI covers the parsers with the
 # random-input tests in xlat-workloads instead.
-fuzz:
+# The trace readers under cargo-fuzz (needs a nightly toolchain and cargo-fuzz).
+fuzz-rust:
 	cd crates/xlat-workloads/fuzz && for t in native champsim lackey; do cargo +nightly fuzz run $$t -- -max_total_time=60 || exit 1; done
 
 clean:
 	rm -rf target $(VENV) results
+
+# The long fuzz profile (issue 67): 5,000 examples for each property of tests/test_fuzz.py
+# (workload strings, trace bytes: 10,000 cases) and 40 per numeric key and CLI case of
+# tests/test_config_limits.py. `make test` runs the same properties with a few examples each.
+fuzz: install
+	XLAT_HYPOTHESIS_EXAMPLES=5000 $(PY) -m pytest tests/test_fuzz.py -n 2 --hypothesis-show-statistics
+	XLAT_HYPOTHESIS_EXAMPLES=40 $(PY) -m pytest tests/test_config_limits.py -n 2
