@@ -56,17 +56,19 @@ impl WorkloadDesc {
     }
 }
 
+/// (What the user typed is shown with control characters escaped, so that every message is
+/// one line.)
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
-    #[error("unknown workload '{name}' (known: {known})")]
+    #[error("unknown workload '{}' (known: {known})", name.escape_debug())]
     UnknownWorkload { name: String, known: String },
-    #[error("workload {workload}: unknown parameter '{param}' (allowed: {allowed})")]
+    #[error("workload {workload}: unknown parameter '{}' (allowed: {allowed})", param.escape_debug())]
     UnknownParam { workload: String, param: String, allowed: String },
-    #[error("workload {workload}: bad value '{value}' for {param}: {why}")]
+    #[error("workload {workload}: bad value '{}' for {param}: {why}", value.escape_debug())]
     BadValue { workload: String, param: String, value: String, why: String },
-    #[error("bad workload spec '{spec}': {why}")]
+    #[error("bad workload spec '{}': {why}", spec.escape_debug())]
     BadSpec { spec: String, why: String },
-    #[error("unknown trace format '{0}' (known: native, champsim, lackey)")]
+    #[error("unknown trace format '{}' (known: native, champsim, lackey)", .0.escape_debug())]
     UnknownFormat(String),
     /// A trace could not be opened or decoded.
     #[error("{0}")]

@@ -43,6 +43,11 @@ fn errors_are_one_line_and_list_alternatives() {
     assert!(e.contains("unknown parameter 'scael'") && e.contains("scale"), "{e}");
     let e = open("gups:footprint=lots", 0).err().unwrap().to_string();
     assert!(e.contains("footprint"), "{e}");
+    // What the user typed, control characters and all, is shown escaped: still one line.
+    for spec in ["0\n0", "bfs:sc\nale=3", "gups:footprint=1\r\nG"] {
+        let e = open(spec, 0).err().unwrap().to_string();
+        assert!(!e.contains(['\n', '\r']), "{spec:?}: {e}");
+    }
     let e = open("bfs:scale=40", 0).err().unwrap().to_string();
     assert!(e.contains("between"), "{e}");
     let e = open("pagerank:graph=road", 0).err().unwrap().to_string();
