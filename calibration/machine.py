@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 # ChampSim's machine changes, as run.py's CHANGES does them in xlat.
-CHANGES = ("base", "stlb4", "pwc4", "page2m", "stlbhuge")
+CHANGES = ("base", "stlb4", "pwc4", "page2m", "stlbhuge", "ptp")
 
 
 def _sets(size_bytes: int, ways: int) -> int:
@@ -147,6 +147,10 @@ def champsim_config(preset: str, change: str = "base") -> dict:
     elif change == "page2m":
         c["page_size"] = 2 << 20
         c["virtual_memory"]["num_levels"] = levels - 1
+    elif change == "ptp":
+        # The flattening paper's page-table prioritization in the L2 and the LLC: the replacement
+        # policy of calibration/champsim/replacement/ptp (build with --replacement-dir).
+        c["L2C"]["replacement"] = c["LLC"]["replacement"] = "ptp"
     elif change != "base":
         raise ValueError(f"unknown change {change!r} (known: {', '.join(CHANGES)})")
     return c
@@ -184,6 +188,8 @@ def _change_keys(preset: str, change: str) -> dict[str, str]:
         return keys
     if change == "page2m":
         return {"os.page_policy": "ideal", "loader.trace_region_kb": "2048"}
+    if change == "ptp":
+        return {"cache.l2.policy": "ptp", "cache.llc.policy": "ptp", "ptp.mode": "always"}
     return {}
 
 

@@ -204,7 +204,7 @@ def row(name: str, sims: dict[str, dict[str, dict[str, float]]], changes: tuple[
     return f"| {name} | " + " | ".join(cells) + " |"
 
 
-NAMES = {"page2m": "2 MB pages", "stlb4": "STLB x4", "pwc4": "PWC x4", "stlbhuge": "STLB 64 K"}
+NAMES = {"page2m": "2 MB pages", "stlb4": "STLB x4", "pwc4": "PWC x4", "stlbhuge": "STLB 64 K", "ptp": "PTP"}
 
 
 def table(rows: dict[str, dict[str, dict[str, dict[str, float]]]], changes: tuple[str, ...] = ("page2m", "stlb4", "pwc4")) -> str:
@@ -326,7 +326,9 @@ def main() -> int:
         if missing:
             print(f"ChampSim binaries missing in {args.champsim}; build each from ChampSim's source:", file=sys.stderr)
             for p in missing:
-                print(f"  ./config.sh {p} && make", file=sys.stderr)
+                # (The PTP change's replacement policy is this repository's own module.)
+                modules = f" --replacement-dir {HERE / 'champsim' / 'replacement'}" if p.stem.endswith("_ptp") else ""
+                print(f"  ./config.sh{modules} {p} && make", file=sys.stderr)
             return 2
     champ: dict = json.loads(store.read_text()) if store.exists() else {}
 

@@ -89,6 +89,13 @@ def test_each_change_is_the_same_in_both_simulators(cal):
     page2m = machine.champsim_config("skylake", "page2m")
     assert (page2m["page_size"], page2m["virtual_memory"]["num_levels"]) == (2 << 20, 3)
     assert machine.xlat_keys("skylake", "page2m")["os.page_policy"] == "ideal"
+    # PTP: the L2's and LLC's policy in both, ChampSim's from this repository's own module.
+    ptp = machine.champsim_config("skylake", "ptp")
+    assert (ptp["L2C"]["replacement"], ptp["LLC"]["replacement"]) == ("ptp", "ptp")
+    assert base["L1D"].get("replacement", "lru") == ptp["L1D"].get("replacement", "lru") == "lru"
+    keys = machine.xlat_keys("skylake", "ptp")
+    assert (keys["cache.l2.policy"], keys["cache.llc.policy"], keys["ptp.mode"]) == ("ptp", "ptp", "always")
+    assert (REPO / "calibration" / "champsim" / "replacement" / "ptp" / "ptp.cc").exists()
     with pytest.raises(ValueError, match="unknown change"):
         machine.champsim_config("skylake", "bogus")
 
