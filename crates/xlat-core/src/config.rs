@@ -9,12 +9,14 @@ pub use crate::os::frag::Fragmentation;
 pub use crate::os::phys::FrameOrder;
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+// What the user typed (a key, a value) is shown with control characters escaped, so that the
+// message stays one line whatever was typed.
 pub enum ConfigError {
-    #[error("unknown config key '{key}'{hint}")]
+    #[error("unknown config key '{}'{hint}", key.escape_debug())]
     UnknownKey { key: String, hint: String },
-    #[error("config key '{key}': '{value}' is not {expected}")]
+    #[error("config key '{}': '{}' is not {expected}", key.escape_debug(), value.escape_debug())]
     BadValue { key: String, value: String, expected: String },
-    #[error("config key '{key}': {why}")]
+    #[error("config key '{}': {why}", key.escape_debug())]
     Invalid { key: String, why: String },
 }
 
@@ -1461,6 +1463,15 @@ mod tests {
         assert!(e.contains("sections: system, core, tlb"), "{e}");
         let listed: Vec<&str> = e.split("sections: ").nth(1).unwrap().trim_end_matches(')').split(", ").collect();
         assert!(listed.iter().all(|s| listed.iter().filter(|t| *t == s).count() == 1), "each section once: {e}");
+    }
+
+    #[test]
+    fn what_the_user_typed_stays_on_one_line() {
+        // (Found by make fuzz: a key of "\n" broke the one-line error.)
+        let e = Config::default().set("\n", "0").unwrap_err().to_string();
+        assert!(e.starts_with("unknown config key '\\n'") && !e.contains('\n'), "{e}");
+        let e = Config::default().set("core.rob", "1\n2").unwrap_err().to_string();
+        assert!(e.contains("'1\\n2'") && !e.contains('\n'), "{e}");
     }
 
     #[test]
