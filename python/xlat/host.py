@@ -36,12 +36,17 @@ class Curve:
     huge_bytes: int | None
     bytes: int
     misses: list[list[float]] | None = None  # misses[rep][i]: dTLB-load-misses per access (counters)
+    control: list[list[float]] | None = None  # control[rep][i]: the control chase (as many nodes in ~1/64 the pages)
     steps: list[dict] = field(default_factory=list)  # of the median curve
     rep_steps: list[list[dict]] = field(default_factory=list)  # of each sweep
 
     @property
     def median(self) -> list[float]:
         return [statistics.median(col) for col in zip(*self.ns)]
+
+    @property
+    def median_control(self) -> list[float] | None:
+        return [statistics.median(col) for col in zip(*self.control)] if self.control else None
 
     @property
     def median_misses(self) -> list[float] | None:
@@ -98,7 +103,7 @@ def run_probe(quick: bool = False, modes: Sequence[str] = ("4k", "thp"), **overr
                               params["accesses"], list(modes))
     curves = []
     for d in raw:
-        c = Curve(d["mode"], d["pages"], d["ns"], d["huge_bytes"], d["bytes"], d["misses"])
+        c = Curve(d["mode"], d["pages"], d["ns"], d["huge_bytes"], d["bytes"], d["misses"], d["control"])
         xs = [float(p) for p in c.pages]
         c.steps = _core.probe_steps(xs, c.median)
         c.rep_steps = [_core.probe_steps(xs, row) for row in c.ns]
@@ -244,7 +249,8 @@ def to_json(p: Probe) -> dict[str, Any]:
     return {"machine": p.machine, "cpu_model": cpu_model(), "params": p.params, "seconds": p.seconds,
             "contiguity": p.contiguity, "contiguity_note": p.contiguity_note, "prefetch_walks": p.prefetch,
             "smt_share": p.smt, "smt_note": p.smt_note,
-            "curves": [{"mode": c.mode, "pages": c.pages, "ns": c.ns, "median": c.median, "misses": c.misses, "huge_bytes": c.huge_bytes,
+            "curves": [{"mode": c.mode, "pages": c.pages, "ns": c.ns, "median": c.median, "control": c.control,
+                        "median_control": c.median_control, "misses": c.misses, "huge_bytes": c.huge_bytes,
                         "steps": c.steps, "rep_steps": c.rep_steps} for c in p.curves]}
 
 

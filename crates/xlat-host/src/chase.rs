@@ -2,6 +2,10 @@
 //! per page, each at a random cache line of its page so the accesses spread over the cache
 //! sets instead of piling into one. Each load's address is the previous load's value, so the
 //! time per access is the full latency of the translation and the data access.
+//!
+//! The control chase ([`control_layout`]) is the same chase, the same lines in the same order
+//! with each node kept at its line of a page, but packed into about 1/64 as many pages: the
+//! same data-cache footprint with a TLB footprint far below the main chase's.
 
 use std::time::Instant;
 
@@ -19,11 +23,34 @@ pub fn layout(pages: usize, seed: u64) -> (Vec<usize>, Vec<usize>) {
     (offsets, rng.cycle(pages))
 }
 
-/// A chase built in the first `pages` pages of a mapping.
+/// The control of [`layout`]`(nodes, seed)`: the same nodes, each at the same line of a page
+/// (so the L1D, which is indexed by the line within the page, sees the same sets filled
+/// equally), in the same cycle, but node `i` sits in page `r`, where `r` is how many earlier
+/// nodes share its line. The pages used are the most nodes that share one line: about
+/// nodes / 64, plus a few (the largest of 64 binomial counts). Caches indexed by physical
+/// bits above the page offset see the nodes spread over the pages' frames much as the main
+/// chase's, so a data cache treats both chases alike and only the TLBs tell them apart.
+/// Returns (offsets, successors, pages used).
+pub fn control_layout(nodes: usize, seed: u64) -> (Vec<usize>, Vec<usize>, usize) {
+    let (offsets, next) = layout(nodes, seed);
+    let mut used = [0usize; PAGE / LINE];
+    let packed = offsets
+        .iter()
+        .map(|&o| {
+            let line = o % PAGE / LINE;
+            used[line] += 1;
+            (used[line] - 1) * PAGE + line * LINE
+        })
+        .collect();
+    (packed, next, used.into_iter().max().unwrap_or(0))
+}
+
+/// A chase built in the first pages of a mapping.
 pub struct Chain<'a> {
     map: &'a mut Mapping,
     start: usize,
     pages: usize,
+    nodes: usize,
 }
 
 impl<'a> Chain<'a> {
@@ -33,17 +60,33 @@ impl<'a> Chain<'a> {
         if pages < 2 || pages * PAGE > map.len() {
             return Err(HostError::Invalid(format!("a chase needs 2..={} pages, not {pages}", map.len() / PAGE)));
         }
-        let base = map.as_ptr() as usize;
         let (offsets, next) = layout(pages, seed);
+        Ok(Chain::link(map, &offsets, &next, pages))
+    }
+
+    /// The control chase of [`Chain::build`]`(map, nodes, seed)` ([`control_layout`]): as many
+    /// nodes, the same lines and order, in about nodes / 64 pages.
+    pub fn build_control(map: &'a mut Mapping, nodes: usize, seed: u64) -> Result<Chain<'a>> {
+        if nodes < 2 || nodes * PAGE > map.len() {
+            return Err(HostError::Invalid(format!("a chase needs 2..={} nodes, not {nodes}", map.len() / PAGE)));
+        }
+        let (offsets, next, pages) = control_layout(nodes, seed);
+        Ok(Chain::link(map, &offsets, &next, pages))
+    }
+
+    /// Writes each node's successor into it: node `i` at `offsets[i]` points to `next[i]`.
+    fn link(map: &'a mut Mapping, offsets: &[usize], next: &[usize], pages: usize) -> Chain<'a> {
+        let base = map.as_ptr() as usize;
         let node: Vec<usize> = offsets.iter().map(|o| base + o).collect();
         let bytes = map.bytes();
         for (p, &addr) in node.iter().enumerate() {
             let off = addr - base;
             bytes[off..off + 8].copy_from_slice(&node[next[p]].to_ne_bytes());
         }
-        Ok(Chain { start: node[0], map, pages })
+        Chain { start: node[0], map, pages, nodes: node.len() }
     }
 
+    /// The pages the chase's nodes are in.
     pub fn pages(&self) -> usize {
         self.pages
     }
@@ -65,6 +108,11 @@ impl<'a> Chain<'a> {
         self.start
     }
 
+    /// The nodes in its cycle (one per page, except in the control).
+    pub fn nodes(&self) -> usize {
+        self.nodes
+    }
+
     /// Nanoseconds per access over `steps` accesses, after a warm-up of two full cycles
     /// (at least 10,000 accesses) that loads the TLBs and caches into their steady state.
     ///
@@ -78,7 +126,7 @@ impl<'a> Chain<'a> {
     /// As [`Chain::ns_per_access`], and with a counter, its events per access over the timed
     /// accesses (all of them: a descheduled moment's misses are in it, a few in thousands).
     pub fn measure(&mut self, steps: u64, counter: Option<&mut Counter>) -> (f64, Option<f64>) {
-        self.walk((2 * self.pages as u64).max(10_000));
+        self.walk((2 * self.nodes as u64).max(10_000));
         let chunks = steps.div_ceil(CHUNK).max(1);
         let mut counter = counter;
         if let Some(c) = counter.as_deref_mut() {
@@ -144,9 +192,28 @@ mod tests {
     }
 
     #[test]
+    fn the_control_has_the_same_lines_in_the_same_order_in_few_pages() {
+        let (offsets, next) = layout(4096, 7);
+        let (packed, cnext, pages) = control_layout(4096, 7);
+        assert_eq!(next, cnext);
+        assert!(offsets.iter().zip(&packed).all(|(a, b)| a % PAGE == b % PAGE), "a node moved to another line");
+        let distinct: std::collections::HashSet<usize> = packed.iter().copied().collect();
+        assert_eq!(distinct.len(), 4096, "two nodes share a line");
+        assert!((64..=96).contains(&pages), "{pages} pages for 4,096 nodes");
+        assert!(packed.iter().all(|&o| o / PAGE < pages));
+        // A walk visits every node once per cycle, in the control as in the main chase.
+        let mut m = Mapping::new(4096 * PAGE, Pages::Base).unwrap();
+        let mut c = Chain::build_control(&mut m, 4096, 7).unwrap();
+        assert_eq!(c.pages(), pages);
+        let seen: std::collections::HashSet<usize> = (0..4096).map(|_| c.walk(1)).collect();
+        assert_eq!(seen.len(), 4096);
+    }
+
+    #[test]
     fn too_many_pages_is_an_error() {
         let mut m = Mapping::new(4 * PAGE, Pages::Base).unwrap();
         assert!(Chain::build(&mut m, 5, 1).is_err());
         assert!(Chain::build(&mut m, 1, 1).is_err());
+        assert!(Chain::build_control(&mut m, 5, 1).is_err());
     }
 }

@@ -1,5 +1,9 @@
 //! The sweep behind `xlat probe`: the pointer chase ([`crate::chase`]) over a range of page
-//! counts, with 4 KB pages and with transparent huge pages, several repetitions each.
+//! counts, with 4 KB pages and with transparent huge pages, several repetitions each. Each
+//! size is measured twice, back to back: the chase, one node per page, and its control
+//! ([`Chain::build_control`]): as many nodes at the same lines in about 1/64 as many pages. A
+//! data cache sees the two alike, so what the chase costs beyond its control is what the TLBs
+//! add ([`crate::knee`] finds the steps in that).
 
 use crate::chase::Chain;
 use crate::mem::{Mapping, Pages};
@@ -33,6 +37,9 @@ pub struct Curve {
     pub pages: Vec<usize>,
     /// `ns[rep][i]`: ns per access at `pages[i]` in sweep `rep`.
     pub ns: Vec<Vec<f64>>,
+    /// `control[rep][i]`: ns per access of the control chase of `pages[i]` nodes, measured
+    /// right after `ns[rep][i]`.
+    pub control: Vec<Vec<f64>>,
     /// `misses[rep][i]`: dTLB-load-misses per access ([`sys::Counter::dtlb_load_misses`]),
     /// where `perf_event_open` counts them.
     pub misses: Option<Vec<Vec<f64>>>,
@@ -85,20 +92,27 @@ fn sweep(p: &Params) -> Result<Vec<Curve>> {
         let huge_bytes = sys::anon_huge_bytes(map.as_ptr() as usize);
         // Counted where the CPU lets this process count (not in most VMs): timing otherwise.
         let mut counter = sys::Counter::dtlb_load_misses().ok();
-        let (mut ns, mut misses) = (Vec::new(), Vec::new());
+        let (mut ns, mut control, mut misses) = (Vec::new(), Vec::new(), Vec::new());
         for rep in 0..p.reps {
-            let (mut row, mut mrow) = (Vec::with_capacity(pages.len()), Vec::with_capacity(pages.len()));
+            let mut row = Vec::with_capacity(pages.len());
+            let mut crow = Vec::with_capacity(pages.len());
+            let mut mrow = Vec::with_capacity(pages.len());
             for (i, &n) in pages.iter().enumerate() {
-                let mut chain = Chain::build(&mut map, n, p.seed ^ (rep as u64) << 32 ^ i as u64)?;
-                let (t, m) = chain.measure(p.accesses.max(4 * n as u64), counter.as_mut());
+                let seed = p.seed ^ (rep as u64) << 32 ^ i as u64;
+                let steps = p.accesses.max(4 * n as u64);
+                let (t, m) = Chain::build(&mut map, n, seed)?.measure(steps, counter.as_mut());
                 row.push(t);
                 mrow.extend(m);
+                // Back to back with the same seed (the same lines, the same order), so drift
+                // from other jobs on the machine hits both alike.
+                crow.push(Chain::build_control(&mut map, n, seed)?.ns_per_access(steps));
             }
             ns.push(row);
+            control.push(crow);
             misses.push(mrow);
         }
         let misses = counter.is_some().then_some(misses);
-        out.push(Curve { mode, pages: pages.clone(), ns, misses, huge_bytes, bytes: map.len() });
+        out.push(Curve { mode, pages: pages.clone(), ns, control, misses, huge_bytes, bytes: map.len() });
     }
     Ok(out)
 }
@@ -127,7 +141,8 @@ mod tests {
         for curve in &c {
             assert_eq!(curve.pages, vec![8, 16, 32, 64]);
             assert_eq!(curve.ns.len(), 2);
-            assert!(curve.ns.iter().flatten().all(|&v| v > 0.0 && v < 10_000.0));
+            assert_eq!(curve.control.len(), 2);
+            assert!(curve.ns.iter().chain(&curve.control).flatten().all(|&v| v > 0.0 && v < 10_000.0));
         }
     }
 

@@ -22,8 +22,9 @@ fn pages_mode(s: &str) -> PyResult<Pages> {
     }
 }
 
-/// Measures the chase: one dict per mode {mode, pages, ns[rep][i], misses[rep][i] (dTLB-load
-/// misses per access, or None without counters), huge_bytes, bytes}.
+/// Measures the chase: one dict per mode {mode, pages, ns[rep][i], control[rep][i] (the control
+/// chase: as many nodes in ~1/64 the pages), misses[rep][i] (dTLB-load misses per access, or
+/// None without counters), huge_bytes, bytes}.
 #[pyfunction]
 fn probe_measure(py: Python<'_>, min_pages: usize, max_pages: usize, per_octave: u32, reps: u32, accesses: u64, modes: Vec<String>) -> PyResult<Py<PyList>> {
     let modes = modes.iter().map(|m| pages_mode(m)).collect::<PyResult<Vec<_>>>()?;
@@ -35,6 +36,7 @@ fn probe_measure(py: Python<'_>, min_pages: usize, max_pages: usize, per_octave:
         d.set_item("mode", if c.mode == Pages::Base { "4k" } else { "thp" })?;
         d.set_item("pages", c.pages)?;
         d.set_item("ns", c.ns)?;
+        d.set_item("control", c.control)?;
         d.set_item("misses", c.misses)?;
         d.set_item("huge_bytes", c.huge_bytes)?;
         d.set_item("bytes", c.bytes)?;
