@@ -105,8 +105,8 @@ def run_probe(quick: bool = False, modes: Sequence[str] = ("4k", "thp"), **overr
     for d in raw:
         c = Curve(d["mode"], d["pages"], d["ns"], d["huge_bytes"], d["bytes"], d["misses"], d["control"])
         xs = [float(p) for p in c.pages]
-        c.steps = _core.probe_steps(xs, c.median)
-        c.rep_steps = [_core.probe_steps(xs, row) for row in c.ns]
+        c.steps = _core.probe_steps(xs, c.median, c.median_control)
+        c.rep_steps = [_core.probe_steps(xs, row, ctl) for row, ctl in zip(c.ns, c.control or [None] * len(c.ns))]
         curves.append(c)
     contig, note = None, None
     try:

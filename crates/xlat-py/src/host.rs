@@ -84,12 +84,13 @@ fn probe_prefetch_walks(py: Python<'_>, chase_pages: usize, other_pages: usize, 
     Ok(d.unbind())
 }
 
-/// The steps of a curve (see xlat_host::knee): [{knee, top, fits, overflows, before, after, reach}].
+/// The steps of a curve (see xlat_host::knee), found in ys minus the control chase's curve
+/// where one is given: [{knee, top, fits, overflows, before, after, reach}].
 #[pyfunction]
-#[pyo3(signature = (xs, ys, min_rise=0.15, min_step=0.8))]
-fn probe_steps(py: Python<'_>, xs: Vec<f64>, ys: Vec<f64>, min_rise: f64, min_step: f64) -> PyResult<Py<PyList>> {
+#[pyo3(signature = (xs, ys, control=None, min_step=0.8, width=0.25))]
+fn probe_steps(py: Python<'_>, xs: Vec<f64>, ys: Vec<f64>, control: Option<Vec<f64>>, min_step: f64, width: f64) -> PyResult<Py<PyList>> {
     let out = PyList::empty(py);
-    for s in knee::steps(&xs, &ys, knee::Params { min_rise, min_step }) {
+    for s in knee::steps(&xs, &ys, control.as_deref(), knee::Params { min_step, width }) {
         let d = PyDict::new(py);
         d.set_item("knee", s.knee)?;
         d.set_item("top", s.top)?;
@@ -97,7 +98,7 @@ fn probe_steps(py: Python<'_>, xs: Vec<f64>, ys: Vec<f64>, min_rise: f64, min_st
         d.set_item("overflows", s.overflows)?;
         d.set_item("before", s.before)?;
         d.set_item("after", s.after)?;
-        d.set_item("reach", s.reach())?;
+        d.set_item("reach", s.reach)?;
         out.append(d)?;
     }
     Ok(out.unbind())
