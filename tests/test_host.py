@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -71,6 +73,46 @@ def test_knee_finder_binding_finds_a_staircase():
     assert fits == [64.0, 2048.0]
 
 
+DATA = Path(__file__).resolve().parent.parent / "crates" / "xlat-host" / "tests" / "data"
+
+
+def measured(name: str) -> host.Probe:
+    """A probe measured on the Zen 1 KVM guest (crates/xlat-host/tests/data), its knees found
+    as `xlat probe` finds them."""
+    d = json.loads((DATA / name).read_text())
+    curves = []
+    for c in d["curves"]:
+        curve = host.Curve(c["mode"], c["pages"], c["ns"], None, 1, control=c.get("control"))
+        xs = [float(x) for x in curve.pages]
+        curve.steps = _core.probe_steps(xs, curve.median, curve.median_control)
+        curve.rep_steps = [_core.probe_steps(xs, row, ctl) for row, ctl in zip(curve.ns, curve.control or [None] * len(curve.ns))]
+        curves.append(curve)
+    machine = {"cpu": 0, "hypervisor": True, "hypervisor_vendor": "KVMKVMKVM", "perf_unavailable": "none here", "smt_siblings": []}
+    return host.Probe(machine, curves, d["params"], None, "not measured", 1.0)
+
+
+@pytest.mark.parametrize("name", ["zen1-kvm-po4-nocontrol.json", "zen1-kvm-po4.json", "zen1-kvm-po8.json", "zen1-kvm-po16.json",
+                                  "zen1-kvm-po16-8192.json"])
+def test_zen1_knees_and_preset_from_measured_curves(name, tmp_path):
+    # Zen 1: L1 DTLB 64 entries, L2 DTLB 1,536; the chase's L2 step is at 1,218 -> 1,448 pages
+    # (4 per octave). The knees at every density, the report's words, and a preset that loads
+    # with those sizes. The old point-to-point rule said 1,024 here at 4 per octave (a lift of
+    # 18% before the step) and 1,117 at 16.
+    p = measured(name)
+    lv = host.levels(p.curve("4k").steps)
+    assert 54 <= lv["l1"]["fits"] <= 64 < lv["l1"]["overflows"] + 1 <= 77, lv["l1"]
+    assert 1218 <= lv["l2"]["fits"] < lv["l2"]["overflows"] < 1536, lv["l2"]
+    text = "\n".join(host.report_lines(p))
+    assert f"L2 DTLB reach: {lv['l2']['fits']:,.0f} pages fit, {lv['l2']['overflows']:,.0f} do not, half-way at" in text
+    assert ("control chase" in text) == (p.curve("4k").control is not None)
+    preset = tmp_path / "zen1.toml"
+    preset.write_text(host.preset_text(p, "zen1"))
+    shown = xlat_cli("config", "show", str(preset)).stdout
+    assert re.search(r"tlb\.l2\.entries\s*=?\s*1536\b", shown) and re.search(r"tlb\.l2\.ways\s*=?\s*12\b", shown), shown
+    if lv["l1"]["fits"] > 56:
+        assert re.search(r"tlb\.l1d\.entries\s*=?\s*64\b", shown), shown
+
+
 def test_bake_modes_through_python():
     # A never-touched buffer: the mincore helper walks its tables and faults nothing in.
     buf = np.empty(4096 * 4096 // 8, dtype=np.uint64)  # np.empty leaves the pages untouched
@@ -121,7 +163,7 @@ def test_counted_misses_and_the_smt_verdict_reach_the_report():
     pages = [8, 16, 32, 64, 128, 2048, 4096]
     curve = host.Curve("4k", pages, [[1.0, 1.0, 1.0, 1.1, 3.0, 3.1, 30.0]], 0, 4096 * 4096,
                        misses=[[0.0, 0.0, 0.01, 0.02, 0.98, 0.99, 1.0]],
-                       steps=[{"fits": 64.0, "overflows": 128.0, "knee": 3, "top": 4, "before": 1.1, "after": 3.0}])
+                       steps=[{"fits": 64.0, "overflows": 128.0, "knee": 3, "top": 4, "before": 1.1, "after": 3.0, "reach": 90.0}])
     curve.rep_steps = [curve.steps]
     machine = {"cpu": 0, "hypervisor": False, "hypervisor_vendor": None, "perf_unavailable": None, "smt_siblings": [16]}
     smt = {"cpu": 0, "sibling": 16, "pages": 2112, "rounds": 15, "alone_ns": 3.0, "control_ns": 3.5, "same_ns": 9.0,

@@ -144,6 +144,26 @@ def levels(steps: Sequence[dict]) -> dict[str, Any]:
     return {"l1": steps[0] if steps else None, "l2": steps[1] if len(steps) > 1 else None, "walk": list(steps[2:])}
 
 
+def l1_entries(step: dict) -> int:
+    """A fully associative L1 DTLB of E entries holds E pages, less one or two the probe itself
+    needs (its stack, the clock's page): the smallest multiple of 8 that holds the pages that
+    fit, if that many did overflow it (61 fit, 64 do not: 64), else the largest below."""
+    e = max(8, math.ceil(step["fits"] / 8) * 8)
+    return e if e <= step["overflows"] else max(8, int(step["fits"]) // 8 * 8)
+
+
+def l2_geometry(step: dict) -> tuple[int, int]:
+    """(entries, ways) of an L2 DTLB from its step. A set-associative TLB fed consecutive pages
+    starts to miss before it is full, so it holds at least the pages where the chase's TLB cost
+    is half-way up the step (`reach`): the smallest 2^k or 3 x 2^k entries at or above it, the
+    sizes L2 TLBs come in (1,024, 1,536, 2,048, 3,072, 4,096), with 12 or 16 ways so that the
+    sets are a power of two."""
+    reach = max(step["reach"], 16.0)
+    two = 2 ** math.ceil(math.log2(reach))
+    three = 3 * 2 ** math.ceil(math.log2(reach / 3))
+    return (three, 12) if three < two else (two, 16)
+
+
 def _spread(rep_steps: list[list[dict]], index: int) -> str:
     vals = [r[index]["fits"] for r in rep_steps if len(r) > index]
     if not vals:
@@ -192,15 +212,19 @@ def report_lines(p: Probe) -> list[str]:
         lv = levels(c4.steps)
         base = c4.median[0]
         out.append(f"  4 KB pages: {base:.2f} ns per access while everything fits")
+        mc = c4.median_control
+        if mc:
+            out.append(f"    control chase (as many lines in ~1/64 the pages): {mc[0]:.2f} -> {mc[-1]:.1f} ns, the data caches' share; "
+                       "knees are found in what the chase costs beyond it")
         if lv["l1"]:
             s = lv["l1"]
-            out.append(f"    L1 DTLB reach: {s['fits']:,.0f} pages fit, {s['overflows']:,.0f} do not "
+            out.append(f"    L1 DTLB reach: {s['fits']:,.0f} pages fit, {s['overflows']:,.0f} do not, half-way at {s['reach']:,.0f} "
                        f"({_spread(c4.rep_steps, 0)}); then {plateau(c4, s, lv['l2']):.2f} ns")
         else:
             out.append("    L1 DTLB reach: no step found (noisy machine? try more --reps)")
         if lv["l2"]:
             s = lv["l2"]
-            out.append(f"    L2 DTLB reach: {s['fits']:,.0f} pages fit, {s['overflows']:,.0f} do not "
+            out.append(f"    L2 DTLB reach: {s['fits']:,.0f} pages fit, {s['overflows']:,.0f} do not, half-way at {s['reach']:,.0f} "
                        f"({_spread(c4.rep_steps, 1)}); walks then cost {plateau(c4, s, (lv['walk'] or [None])[0]):.1f} ns per access")
         else:
             out.append(f"    L2 DTLB reach: no second step up to {c4.pages[-1]:,} pages")
@@ -274,31 +298,33 @@ def preset_text(p: Probe, name: str) -> str:
              + (" (a virtual machine)" if p.machine["hypervisor"] else "") + f", {time.strftime('%Y-%m-%d')}.",
              f"# Keys not set here are {base}'s.",
              f'description = "measured ({name}): {cpu_model()}'
-             + (f", L1 DTLB ~{lv['l1']['fits']:.0f} pages" if lv["l1"] else "")
-             + (f", L2 DTLB ~{lv['l2']['fits']:.0f} pages" if lv["l2"] else "") + '"',
+             + (f", L1 DTLB {l1_entries(lv['l1'])} entries" if lv["l1"] else "")
+             + (f", L2 DTLB {l2_geometry(lv['l2'])[0]}" if lv["l2"] else "") + '"',
              f'base = "{base}"', ""]
     if ghz:
         lines += ["[core]", (f"# {base}'s L1D latency ({l1d_cycles} cycles) over the measured {c4.median[0]:.2f} ns per access "
                   f"while everything fits (/proc/cpuinfo says {cpu_ghz() or 0:.2f} GHz)."), f"freq_ghz = {ghz:.2f}", ""]
     if lv["l1"]:
-        e1 = max(8, int(lv["l1"]["fits"]) // 8 * 8)
-        lines += ["[tlb.l1d]", f"# {lv['l1']['fits']:.0f} pages fit, {lv['l1']['overflows']:.0f} do not; modelled fully associative.",
+        e1 = l1_entries(lv["l1"])
+        lines += ["[tlb.l1d]", (f"# {lv['l1']['fits']:.0f} pages fit, {lv['l1']['overflows']:.0f} do not: the smallest multiple "
+                                "of 8 entries that holds them; modelled fully associative."),
                   f"entries = {e1}", f"ways = {e1}", ""]
     if lv["l2"]:
-        ways = 16
-        e2 = ways * 2 ** max(0, int(math.log2(max(lv["l2"]["fits"], ways) / ways)))
-        lines += ["[tlb.l2]", f"# {lv['l2']['fits']:.0f} pages fit, {lv['l2']['overflows']:.0f} do not; {ways} ways, power-of-two sets.",
+        e2, ways = l2_geometry(lv["l2"])
+        lines += ["[tlb.l2]", (f"# {lv['l2']['fits']:.0f} pages fit, {lv['l2']['overflows']:.0f} do not, half-way up the step at "
+                               f"{lv['l2']['reach']:.0f}: the smallest 2^k or 3 x 2^k entries at or above it, {ways} ways, "
+                               "power-of-two sets."),
                   f"entries = {e2}", f"ways = {ways}"]
         if lv["l1"] and ghz:
             extra = plateau(c4, lv["l1"], lv["l2"]) - c4.median[0]
             lines += ["# An L1 DTLB miss that hits the L2 DTLB adds this (the step after the first knee).",
                       f"latency = {max(1, round(extra * ghz))}"]
         lines.append("")
-    lines.append("# The measured curves: pages, then median, min and max ns per access.")
+    lines.append("# The measured curves: pages, then median, min and max ns per access, and the control chase's median.")
     for c in p.curves:
         lines.append(f"# {c.mode}:")
-        for x, m, lo, hi in zip(c.pages, c.median, c.low, c.high):
-            lines.append(f"#   {x:>6} {m:8.2f} {lo:8.2f} {hi:8.2f}")
+        for x, m, lo, hi, k in zip(c.pages, c.median, c.low, c.high, c.median_control or [math.nan] * len(c.pages)):
+            lines.append(f"#   {x:>6} {m:8.2f} {lo:8.2f} {hi:8.2f} {k:8.2f}")
     return "\n".join(lines) + "\n"
 
 
@@ -335,6 +361,9 @@ def plot(p: Probe, path: str | Path, sim: tuple[str, list[int], list[float]] | N
     for c, color in zip(p.curves, ("C0", "C1")):
         ax.plot(c.pages, c.median, marker=".", color=color, label=f"measured, {c.mode.upper()} pages")
         ax.fill_between(c.pages, c.low, c.high, color=color, alpha=0.25, linewidth=0)
+        if c.median_control:
+            ax.plot(c.pages, c.median_control, linestyle="--", color=color, linewidth=1,
+                    label=f"control (same lines, 1/64 the pages), {c.mode.upper()}")
     c4 = p.curve("4k")
     if c4 is not None:
         for s in c4.steps[:2]:
