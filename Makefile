@@ -65,9 +65,9 @@ fuzz-rust:
 clean:
 	rm -rf target $(VENV) results
 
-# The long fuzz profile (issue 67): 5,000 examples for each property of tests/test_fuzz.py
-# (workload strings, trace bytes: 10,000 cases) and 40 per numeric key and CLI case of
-# tests/test_config_limits.py. `make test` runs the same properties with a few examples each.
+# The long fuzz profile (issue 67): 5,000 examples for each API property of tests/test_fuzz.py
+# (workload strings, trace bytes, config files, --set text) and 1,000 xlat command lines: 21,000
+# cases. `make test` runs the same properties with a few examples each.
 fuzz: install
 	XLAT_HYPOTHESIS_EXAMPLES=5000 $(PY) -m pytest tests/test_fuzz.py -n 2 --hypothesis-show-statistics
 	XLAT_HYPOTHESIS_EXAMPLES=40 $(PY) -m pytest tests/test_config_limits.py -n 2

@@ -9,6 +9,7 @@ A quick profile runs in `make test`; `make fuzz` raises the examples per propert
 """
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 
@@ -158,12 +159,15 @@ def test_any_config_file_runs_or_is_one_error(text, tmp_path_factory):
 
 # --- --set text for every key ------------------------------------------------------------------
 
+SIMULATE_ARGS = set(inspect.signature(xlat.simulate).parameters)
 SET_VALUES = ["0", "1", "-1", "true", "false", "yes", "lru", "ptp", "none", "never", "always", "radix4", "fpt", "l2", "1e300", "nan", "", " ", "=", "1,2", "\x00", "é"]
 
 
 @FUZZ
 @given(key=st.one_of(st.sampled_from(KEYS), st.text(max_size=12)), value=st.one_of(st.sampled_from(SET_VALUES), st.text(max_size=10)))
 def test_any_set_value_of_any_key_runs_or_is_one_error(key, value):
+    # (A name of simulate()'s own, such as refs, is an argument, not a config key.)
+    assume(key not in SIMULATE_ARGS)
     try:
         r = xlat.simulate("skylake", "gups:footprint=16M", refs=200, host_threads=1, **{key: value})
     except xlat.XlatError as e:
