@@ -91,8 +91,8 @@ def measured(name: str) -> host.Probe:
     return host.Probe(machine, curves, d["params"], None, "not measured", 1.0)
 
 
-@pytest.mark.parametrize("name", ["zen1-kvm-po4-nocontrol.json", "zen1-kvm-po4.json", "zen1-kvm-po8.json", "zen1-kvm-po16.json",
-                                  "zen1-kvm-po16-8192.json"])
+@pytest.mark.parametrize("name", ["zen1-kvm-po4-nocontrol.json", "zen1-kvm-po4.json", "zen1-kvm-po4-run2.json", "zen1-kvm-po8.json",
+                                  "zen1-kvm-po16.json", "zen1-kvm-po16-8192.json"])
 def test_zen1_knees_and_preset_from_measured_curves(name, tmp_path):
     # Zen 1: L1 DTLB 64 entries, L2 DTLB 1,536; the chase's L2 step is at 1,218 -> 1,448 pages
     # (4 per octave). The knees at every density, the report's words, and a preset that loads
