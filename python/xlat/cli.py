@@ -1244,9 +1244,10 @@ def build_parser() -> Parser:
 
     pr = sub.add_parser("probe", help="measure this machine's TLBs (Linux x86-64)",
                         description="Time a random pointer chase, one access per page, over 8..65,536 pages with 4 KB "
-                                    "pages and with transparent huge pages; find the L1 and L2 DTLB reach and the walk "
-                                    "plateaus; report the hypervisor, counters and physical contiguity (docs/host.md).")
-    pr.add_argument("--quick", action="store_true", help="a rough run in about a second (8..4,096 pages)")
+                                    "pages and with transparent huge pages, and a control chase of the same lines in 1/64 "
+                                    "the pages; find the L1 and L2 DTLB reach and the walk plateaus in what the TLBs add; "
+                                    "report the hypervisor, counters and physical contiguity (docs/host.md).")
+    pr.add_argument("--quick", action="store_true", help="a rough run in under a second (8..4,096 pages)")
     pr.add_argument("--reps", type=int_at_least(1), default=None, metavar="N", help="full sweeps (default 3; the spread is over them)")
     pr.add_argument("--per-octave", type=int_at_least(1), default=None, metavar="N", help="page counts per doubling (default 4)")
     pr.add_argument("--max-pages", type=int_at_least(8), default=None, metavar="N", help="largest chase (default 65,536 pages)")
