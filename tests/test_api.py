@@ -144,7 +144,7 @@ def test_a_perfect_tlb_never_walks_and_is_not_slower(result):
 
 # --- statistics over time --------------------------------------------------------------------
 
-# Run to its end (409,600 references, 1.4 M instructions) in a tenth of a second, with a warm-up
+# Run to its end (409,600 references, 2.7 M instructions) in a tenth of a second, with a warm-up
 # so that the first interval starts after it.
 SERIES_WL = "gups:footprint=64M,updates=200K"
 
@@ -157,13 +157,13 @@ def timed():
 def test_series_adds_up_to_the_totals(timed):
     s, series = timed.stats, timed.series
     assert timed.interval == 200_000
-    assert len(series) == 7, [iv["instructions"] for iv in series]
+    assert len(series) == 13, [iv["instructions"] for iv in series]
     for name in ("refs", "walks", "instructions", "cycles", "tlb.l2.misses", "faults"):
         assert sum(iv[name] for iv in series) == s[name], name
-    # Boundaries are checked every 256 references: intervals run a little long, never short
-    # (but for the last one).
+    # Boundaries are checked every 256 references (GUPS: 128 updates of 13 instructions):
+    # intervals run a little long, never short (but for the last one).
     for iv in series[:-1]:
-        assert 200_000 <= iv["instructions"] < 200_000 + 256 * 8
+        assert 200_000 <= iv["instructions"] < 200_000 + 128 * 13
     # Taking the intervals changes nothing.
     assert xlat.simulate("skylake", SERIES_WL, warmup="20K").stats == s
 
@@ -212,7 +212,8 @@ def test_json_round_trip_keeps_the_series(timed, tmp_path):
 
 
 def test_interval_takes_counts_and_rejects_the_rest():
-    assert len(xlat.simulate("skylake", SERIES_WL, refs=10_000, interval=10_000).series) == 4
+    # (10,000 references are 65,000 instructions: 5 intervals of at least 10,000 and the rest.)
+    assert len(xlat.simulate("skylake", SERIES_WL, refs=10_000, interval=10_000).series) == 6
     assert xlat.simulate("skylake", SERIES_WL, refs=1000, interval=0).series == []
     for bad in ("abc", -5, 1.5, True):
         with pytest.raises(ValueError, match="interval"):

@@ -1,12 +1,12 @@
-//! Quick release-mode throughput check: `cargo run --release -p xlat-workloads --example throughput`.
+//! Quick release-mode throughput check: `cargo run --release -p xlat-workloads --example throughput
+//! [-- SPEC...]`; each spec's line also says how many instructions its references carry apiece.
 use std::time::Instant;
 
-fn consume(spec: &str) -> (u64, f64) {
+fn consume(spec: &str) -> (u64, f64, u64) {
     let (_, mut s) = xlat_workloads::open(spec, 1).unwrap();
     let mut b = Vec::with_capacity(16384);
     let t = Instant::now();
-    let mut n = 0u64;
-    let mut x = 0u64;
+    let (mut n, mut x, mut instructions) = (0u64, 0u64, 0u64);
     for st in 0..s.streams() {
         loop {
             s.next_batch(st, &mut b).unwrap();
@@ -15,18 +15,20 @@ fn consume(spec: &str) -> (u64, f64) {
             }
             n += b.len() as u64;
             x ^= b[b.len() - 1].va;
+            instructions += b.iter().map(|r| u64::from(r.inst_delta)).sum::<u64>();
         }
     }
     std::hint::black_box(x);
-    (n, t.elapsed().as_secs_f64())
+    (n, t.elapsed().as_secs_f64(), instructions)
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let specs: Vec<String> = if args.is_empty() { vec!["gups:updates=32M".into(), "random:reads=64M".into()] } else { args };
     for spec in &specs {
-        let (n, s) = consume(spec);
-        println!("{spec:40} generate+consume: {n:>11} refs in {s:6.3} s = {:7.1} M refs/s", n as f64 / s / 1e6);
+        let (n, s, instructions) = consume(spec);
+        let (rate, per_ref) = (n as f64 / s / 1e6, instructions as f64 / n as f64);
+        println!("{spec:40} generate+consume: {n:>11} refs in {s:6.3} s = {rate:7.1} M refs/s, {per_ref:6.2} instructions/ref");
     }
     let dir = std::env::temp_dir().join(format!("xlat-tp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

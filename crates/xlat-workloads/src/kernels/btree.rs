@@ -20,6 +20,35 @@ pub const PARAMS: &[PDef] = &[
     float("hit", "0.9", "fraction of lookups for keys that are present"),
 ];
 
+/// Instructions per reference. No public program is this kernel's reference: the counts are its
+/// own loop written in C (the same node layout and key draw; `tree->n`, a binary search with
+/// `keys[mid] <= key`, the child pointer) compiled by gcc 12 -O3 -march=x86-64-v2, an estimate.
+mod cost {
+    /// A lookup's draw: xoshiro256++ for the index and Lemire's range (42), then for a present
+    /// key its jitter, `derive` (two SplitMix64 steps) modulo 15 (29), or for an absent one add,
+    /// test, jg (3); then mov, mov, nop and the root's count (4).
+    pub const DRAW: u32 = 42;
+    pub const PRESENT_KEY: u32 = 29;
+    pub const ABSENT_KEY: u32 = 3;
+    pub const ROOT: u32 = 4;
+    /// A node below the root: sub, jne, its count.
+    pub const COUNT: u32 = 3;
+    /// The search's first probe: xor, jmp, cmp, jb, lea, shr, the key's cmp (7 after the count);
+    /// after one that went right (jae, lea, jmp: `lo = mid + 1`) or left (jae, mov) cmp, jb,
+    /// lea, shr, cmp.
+    pub const FIRST_PROBE: u32 = 7;
+    pub const PROBE: u32 = 5;
+    pub const RIGHT: u32 = 3;
+    pub const LEFT: u32 = 2;
+    /// The search ends with the loop's cmp, jb (after xor, jmp if it made no probe), then the
+    /// child pointer's mov; in a leaf test, je, cmp (the key found), jne, the value's mov.
+    pub const END: u32 = 2;
+    pub const CHILD: u32 = 1;
+    pub const VALUE: u32 = 5;
+    /// A key not in its leaf: test, je (no key at or below it) or test, je, cmp, jne.
+    pub const MISS: [u32; 2] = [2, 4];
+}
+
 /// A bulk-loaded B+-tree over `u64` keys with its simulated node layout.
 pub struct BPlusTree {
     /// Max keys per node.
@@ -97,25 +126,34 @@ impl BPlusTree {
 
     /// Index of the first key > `key` in `keys`, recording each probe's 8-byte load at
     /// `base + 8 * (slot0 + i)`. The node's address came from the load at `from` (none:
-    /// the root's address is fixed).
+    /// the root's address is fixed). Returns it and the instructions after the last probe.
     #[inline]
-    fn upper_bound<R: Recorder>(rec: &mut R, keys: &[u64], key: u64, node_va: u64, key_off: u64, from: Option<Pos>) -> usize {
+    fn upper_bound<R: Recorder>(rec: &mut R, keys: &[u64], key: u64, node_va: u64, key_off: u64, from: Option<Pos>) -> (usize, u32) {
         let (mut lo, mut hi) = (0usize, keys.len());
+        let (mut delta, mut tail) = (cost::FIRST_PROBE, 0);
         while lo < hi {
             let mid = (lo + hi) / 2;
             let va = node_va + key_off + 8 * mid as u64;
-            read(rec, va, 4, from);
+            read(rec, va, delta, from);
+            delta = cost::PROBE;
             if keys[mid] <= key {
                 lo = mid + 1;
+                tail = cost::RIGHT;
             } else {
                 hi = mid;
+                tail = cost::LEFT;
             }
+            delta += tail;
         }
-        lo
+        // (No probe: the search's xor, jmp.)
+        let tail = if keys.is_empty() { cost::FIRST_PROBE - cost::PROBE } else { tail };
+        (lo, tail + cost::END)
     }
 
-    /// Look `key` up, recording every node access; returns its value.
-    pub fn lookup<R: Recorder>(&self, rec: &mut R, key: u64) -> Option<u64> {
+    /// Look `key` up, recording every node access; returns its value. `tail` holds the
+    /// instructions since the last reference: on entry those before the root's key count is
+    /// read, on return those after the lookup's last reference.
+    pub fn lookup<R: Recorder>(&self, rec: &mut R, key: u64, tail: &mut u32) -> Option<u64> {
         let mut child = 0u64;
         // Where the pointer to the current node was loaded (none for the root).
         let mut pointer: Option<Pos> = None;
@@ -124,11 +162,11 @@ impl BPlusTree {
             let va = self.inner_arr.at(self.level_base[l] + child);
             // The key count; the node's address came from the parent's child pointer, and so
             // do the addresses of the keys and the child pointer read after it.
-            read(rec, va, if pointer.is_some() { 1 } else { 3 }, pointer);
-            let i = Self::upper_bound(rec, &node.seps, key, va, 8, pointer);
+            read(rec, va, std::mem::take(tail) + if pointer.is_some() { cost::COUNT } else { 0 }, pointer);
+            let (i, after) = Self::upper_bound(rec, &node.seps, key, va, 8, pointer);
             // Child pointers follow the keys.
             let here = rec.here();
-            read(rec, va + 8 + 8 * self.k as u64 + 8 * i as u64, 2, pointer);
+            read(rec, va + 8 + 8 * self.k as u64 + 8 * i as u64, after + cost::CHILD, pointer);
             pointer = Some(here);
             child = node.first_child + i as u64;
         }
@@ -137,13 +175,14 @@ impl BPlusTree {
         let e = (s + self.k).min(self.leaf_keys.len());
         let va = self.leaf_arr.at(leaf as u64);
         // (A tree of one leaf has it for root.)
-        read(rec, va, if pointer.is_some() { 1 } else { 3 }, pointer);
+        read(rec, va, std::mem::take(tail) + if pointer.is_some() { cost::COUNT } else { 0 }, pointer);
         let keys = &self.leaf_keys[s..e];
-        let i = Self::upper_bound(rec, keys, key, va, 16, pointer);
+        let (i, after) = Self::upper_bound(rec, keys, key, va, 16, pointer);
         if i > 0 && keys[i - 1] == key {
-            read(rec, va + 16 + 8 * self.k as u64 + 8 * (i as u64 - 1), 2, pointer);
+            read(rec, va + 16 + 8 * self.k as u64 + 8 * (i as u64 - 1), after + cost::VALUE, pointer);
             Some(self.leaf_vals[s + i - 1])
         } else {
+            *tail = after + cost::MISS[usize::from(i > 0)];
             None
         }
     }
@@ -154,7 +193,7 @@ impl BPlusTree {
 }
 
 /// An 8-byte read of a node whose address came from the load at `pointer` (none: the root,
-/// at a fixed address).
+/// at a fixed address), `delta` instructions after the reference before it.
 #[inline(always)]
 fn read<R: Recorder>(rec: &mut R, va: u64, delta: u32, pointer: Option<Pos>) {
     rec.load_from_opt(va, 8, delta, pointer)
@@ -208,14 +247,20 @@ impl KernelImpl for BTree {
         let mut rngs: Vec<Rng> = (0..self.threads).map(|t| Rng::new(derive(seed, 0xB7 + t as u64))).collect();
         let (n, hit) = (self.n, self.hit);
         let (mut found, mut wrong, mut digest) = (0u64, 0u64, 0u64);
+        let mut tails = vec![0u32; self.threads];
         interleave(rec, &static_split(self.lookups, self.threads), 256, |rec, t, lo, hi| {
             let rng = &mut rngs[t];
+            let tail = &mut tails[t];
             for _ in lo..hi {
                 let i = rng.below(n);
                 let present = rng.f64() < hit;
                 // An absent key: the same slot shifted to a jitter value that is never used.
                 let key = if present { key_of(i, seed) } else { 16 * i + 15 };
-                match tree.lookup(rec, key) {
+                *tail += cost::DRAW + if present { cost::PRESENT_KEY } else { cost::ABSENT_KEY } + cost::ROOT;
+                let value = tree.lookup(rec, key, tail);
+                // The loop's add, cmp, jne, after a value found also the sum's add.
+                *tail += if value.is_some() { 4 } else { 3 };
+                match value {
                     Some(v) => {
                         found += 1;
                         digest = digest.wrapping_add(v);
@@ -243,6 +288,36 @@ mod tests {
     use super::*;
     use crate::kernels::testutil::*;
 
+    /// One lookup's instructions are the C loop's (see [`cost`]). In a tree of two leaves under
+    /// a root, looking up the 21st key reads the root's count (carrying what came before it:
+    /// here 75), probes one key and goes right (7), reads the child pointer (right, the loop's
+    /// end, the mov: 6), the leaf's count (3), probes keys 22 (7, left), 18 (7, right), 20 (8,
+    /// right) and 21 (8, left), and reads the value (left, the loop's end, test, je, cmp, jne,
+    /// mov: 9).
+    #[test]
+    fn a_lookups_instructions_are_the_c_loops() {
+        let keys: Vec<u64> = (0..30).map(|i| key_of(i, 9)).collect();
+        let mut vas = Vas::new();
+        let (ia, la) = BPlusTree::layout(&mut vas, 30, 256, "");
+        let t = BPlusTree::build(keys.clone(), (0..30).collect(), 256, ia, la);
+        assert_eq!(t.height(), 2);
+        let mut rec = crate::recorder::VecRecorder::default();
+        let mut tail = 75;
+        assert_eq!(t.lookup(&mut rec, keys[20], &mut tail), Some(20));
+        let deltas: Vec<u32> = rec.streams[0].iter().map(|r| r.inst_delta).collect();
+        assert_eq!(deltas, [75, 7, 6, 3, 7, 7, 8, 8, 9]);
+        assert_eq!(tail, 0);
+        // A key that is not there: the same probes, then left, the loop's end, test, je, cmp, jne.
+        let mut rec = crate::recorder::VecRecorder::default();
+        let mut tail = 0;
+        assert_eq!(t.lookup(&mut rec, keys[20] + 1, &mut tail), None);
+        assert_eq!((rec.streams[0].len(), tail), (8, 8));
+        // In the kernel, the first lookup's root read carries the key's draw: 75 instructions for
+        // a key that is there, 49 for one that is not.
+        let (_, s, _) = run_recorded::<BTree>("btree", PARAMS, "n=1000,lookups=1");
+        assert!([75, 49].contains(&s[0][0].inst_delta), "{}", s[0][0].inst_delta);
+    }
+
     #[test]
     fn lookups_find_exactly_the_present_keys() {
         let (k, s, _) = run_recorded::<BTree>("btree", PARAMS, "n=100000,lookups=20000,threads=2,node=128");
@@ -262,10 +337,10 @@ mod tests {
         let t = BPlusTree::build(keys.clone(), vals, 256, ia, la);
         let mut rec = crate::recorder::VecRecorder::default();
         for (i, &key) in keys.iter().enumerate() {
-            assert_eq!(t.lookup(&mut rec, key), Some(i as u64));
-            assert_eq!(t.lookup(&mut rec, 16 * i as u64 + 15), None);
+            assert_eq!(t.lookup(&mut rec, key, &mut 0), Some(i as u64));
+            assert_eq!(t.lookup(&mut rec, 16 * i as u64 + 15, &mut 0), None);
         }
-        assert_eq!(t.lookup(&mut rec, 16 * 5 + 15), None);
+        assert_eq!(t.lookup(&mut rec, 16 * 5 + 15, &mut 0), None);
         assert_in_regions(&vas, &rec.streams);
     }
 
@@ -280,7 +355,7 @@ mod tests {
         let t = BPlusTree::build(keys.clone(), (0..1000).collect(), 256, ia, la);
         assert!(t.height() >= 3);
         let mut rec = crate::recorder::VecRecorder::default();
-        assert_eq!(t.lookup(&mut rec, keys[777]), Some(777));
+        assert_eq!(t.lookup(&mut rec, keys[777], &mut 0), Some(777));
         let refs = &rec.streams[0];
         let node = |va: u64| va / 256;
         let root = node(refs[0].va);

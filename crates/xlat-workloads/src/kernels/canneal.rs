@@ -25,6 +25,31 @@ pub const PARAMS: &[PDef] = &[
 
 const ELEM: u64 = 96;
 
+/// Instructions per reference, from PARSEC 3.0's canneal (pthreads build) compiled by gcc 12 -O3
+/// -march=x86-64-v2: netlist_elem::swap_cost's loops in `objdump -d`, the rest of a move measured
+/// with valgrind callgrind (a synthetic netlist of this kernel's shape: 893 instructions a move,
+/// these counts 899).
+mod cost {
+    /// A move's own: annealer_thread::Run's loop (49) and get_random_element with its
+    /// Mersenne-Twister draw (111).
+    pub const MOVE: u32 = 160;
+    /// swap_cost's entry: mov, mov, `fanin.begin` (3 after the tail), `fanin.end` (1); then je,
+    /// pxor, movq, xor, movapd, nop and, between fan-in and fan-out, mov, cmp, je, movq, xor, nop
+    /// (12, the fan-out's bounds being this kernel's second read); subsd, ret at the end.
+    pub const VECTORS: [u32; 2] = [3, 1];
+    pub const ENTRY: u32 = 12;
+    pub const EXIT: u32 = 2;
+    /// A fan-in or fan-out entry, 39: the element pointer (1 after the tail); add, nop, `lock
+    /// cmpxchg` (AtomicPtr::Get of `present_loc`: 3); cmp, je, `loc->x` (3); then `loc->y`, the
+    /// four distances in doubles and the loop's bounds reloaded (32).
+    pub const FAN: [u32; 3] = [1, 3, 3];
+    pub const FAN_TAIL: u32 = 32;
+    /// accept_move past a non-negative delta: exp (51) and the draw (39).
+    pub const METROPOLIS: u32 = 90;
+    /// swap_locations: two AtomicPtr swaps (28).
+    pub const SWAP: [u32; 2] = [27, 1];
+}
+
 pub struct Canneal {
     vas: Vas,
     elems_a: Arr,
@@ -146,10 +171,13 @@ impl KernelImpl for Canneal {
             let (ax, ay, bx, by) = ((a % w) as i64, (a / w) as i64, (b % w) as i64, (b / w) as i64);
             (ax - bx).abs() + (ay - by).abs()
         };
+        let mut tails = vec![0u32; me.threads];
         for _ in 0..me.steps {
             interleave(rec, &split, 32, |rec, t, lo, hi| {
                 let rng = &mut rngs[t];
+                let tail = &mut tails[t];
                 for _ in lo..hi {
+                    *tail += cost::MOVE;
                     let a = rng.below(n as u64) as usize;
                     let mut b = rng.below(n as u64 - 1) as usize;
                     if b >= a {
@@ -162,26 +190,32 @@ impl KernelImpl for Canneal {
                     for (x, from, to, other) in [(a, la_, lb_, b), (b, lb_, la_, a)] {
                         // Every fan-in/out entry's address comes from the vector's begin.
                         let begin = rec.here();
-                        rec.load(ea.at(x as u64) + 32, 16, 4); // fan-in vector begin/end
-                        rec.load(ea.at(x as u64) + 56, 16, 1); // fan-out vector begin/end
+                        let v = cost::VECTORS;
+                        rec.load(ea.at(x as u64) + 32, 16, std::mem::take(tail) + v[0]); // fan-in vector begin/end
+                        rec.load(ea.at(x as u64) + 56, 16, v[1]); // fan-out vector begin/end
+                        *tail = cost::ENTRY;
                         for e in off[x]..off[x + 1] {
                             let f = adj[e as usize] as usize;
-                            rec.load_from(fa.at(e), 8, 2, begin);
-                            rec.load_dep(ea.at(f as u64) + 88, 8, 1); // f->present_loc
-                            rec.load_dep(la.at(loc[f] as u64), 8, 1);
+                            let d = cost::FAN;
+                            rec.load_from(fa.at(e), 8, std::mem::take(tail) + d[0], begin);
+                            rec.load_dep(ea.at(f as u64) + 88, 8, d[1]); // f->present_loc
+                            rec.load_dep(la.at(loc[f] as u64), 8, d[2]);
+                            *tail = cost::FAN_TAIL;
                             if f == other {
                                 continue;
                             }
                             delta += dist(loc[f], to) - dist(loc[f], from);
                         }
+                        *tail += cost::EXIT;
                     }
                     let accept = delta < 0 || {
+                        *tail += cost::METROPOLIS;
                         let r = rng.f64();
                         (-(delta as f64) / t_now).exp() > r
                     };
                     if accept {
-                        rec.store(ea.at(a as u64) + 88, 8, 12);
-                        rec.store(ea.at(b as u64) + 88, 8, 1);
+                        rec.store(ea.at(a as u64) + 88, 8, std::mem::take(tail) + cost::SWAP[0]);
+                        rec.store(ea.at(b as u64) + 88, 8, cost::SWAP[1]);
                         loc.swap(a, b);
                         accepted += 1;
                         delta_sum += delta;
@@ -220,6 +254,26 @@ impl Canneal {
 mod tests {
     use super::*;
     use crate::kernels::testutil::*;
+
+    /// PARSEC canneal's compiled swap_cost and move (see [`cost`]): a move 160 instructions, each
+    /// of its two elements' swap_cost 18 and 39 a fan-in or fan-out entry, 28 a swap's
+    /// locations, and 90 (exp and a draw) where the delta is not negative. The last move's
+    /// closing instructions (0, 2 or 92) come after the last reference.
+    #[test]
+    fn instructions_are_parsec_cannneals_compiled_loop() {
+        use xlat_core::RefKind::{Load, Store};
+        let (k, s, _) = run_recorded::<Canneal>("canneal", PARAMS, "elements=5000,swaps=2000,steps=5");
+        let moves = 2000 * 5;
+        let fans = refs_in(&k.vas, &s, Load, "fan_lists");
+        let swaps = refs_in(&k.vas, &s, Store, "elements") / 2;
+        assert_eq!(swaps, k.accepted);
+        let base = 160 * moves + 2 * 18 * moves + 39 * fans + 28 * swaps;
+        let total = instructions(&s);
+        // The Metropolis draws (a multiple of 90, at most one a move), less what the last move
+        // left after its last reference.
+        let ok = [0, 2, 92].iter().any(|&last| (total + last - base) % 90 == 0 && (total + last - base) / 90 <= moves);
+        assert!(ok, "{total} against {base}");
+    }
 
     #[test]
     fn incremental_costs_are_exact_and_annealing_helps() {

@@ -149,6 +149,50 @@ impl KernelImpl for Bfs {
     }
 }
 
+/// Instructions per reference, from the reference code's `make_bfs_tree` compiled by gcc 12 (-O3
+/// -march=x86-64-v2; Graph500 2.1.4, seq-csr/seq-csr.c and seq-list/seq-list.c). seq-csr: 14 a
+/// vertex (`vlist[k]`, both offsets; 3 of them the vertex loop's add, cmp, jne), 7 an edge
+/// (`xadj[vo]`, `bfs_tree[j]`: mov, lea, cmpq, jne, add, cmp, jne) and 3 more where the edge reaches
+/// a new vertex (the two stores and the queue's add). seq-list: 11 a vertex (`vlist[k]`,
+/// `head[parent]`), 13 an edge (`IJ[p / 2]`, read by a mov and a cmove, `bfs_tree[newv]`, `next[p]`)
+/// and 4 more for a new vertex. Each reference carries the instructions since the one before it
+/// in that order: a loop's closing compare and branch count towards the next iteration's first
+/// reference (`tail`, per thread, carried across chunks and levels).
+mod cost {
+    /// seq-csr: `vlist[k]` after the tail; the two offsets (lea, mov; mov, shl, mov); then cmp,
+    /// jle, and before a first edge lea, lea, nop.
+    pub const CSR_QUEUE: u32 = 1;
+    pub const CSR_OFF: [u32; 2] = [2, 3];
+    pub const CSR_VERTEX_TAIL: u32 = 2;
+    pub const CSR_EDGES_ENTRY: u32 = 3;
+    /// An edge: the `xadj` mov after the tail, then lea, cmpq; its tail jne, add, cmp, jne.
+    pub const CSR_ADJ: u32 = 1;
+    pub const CSR_PARENT: u32 = 2;
+    pub const CSR_EDGE_TAIL: u32 = 4;
+    /// A new vertex: jne, mov (`bfs_tree[j] = v`), mov (`vlist[k2++] = j`); the add joins the tail.
+    pub const CSR_STORES: [u32; 2] = [2, 1];
+    /// The vertex loop's add, cmp, jne.
+    pub const CSR_LOOP: u32 = 3;
+    /// seq-list: `vlist[k]` after the tail, `head[parent]` (mov, mov), then test, js, and a nop
+    /// before a first edge.
+    pub const LIST_QUEUE: u32 = 1;
+    pub const LIST_HEAD: u32 = 2;
+    pub const LIST_VERTEX_TAIL: u32 = 2;
+    pub const LIST_EDGES_ENTRY: u32 = 1;
+    /// An edge: mov, sar, shl, add, test, mov (`IJ`); cmove, lea, cmpq (`bfs_tree`); js, mov
+    /// (`next[p]`); its tail test, jns.
+    pub const LIST_IJ: u32 = 6;
+    pub const LIST_PARENT: u32 = 3;
+    pub const LIST_NEXT: u32 = 2;
+    pub const LIST_EDGE_TAIL: u32 = 2;
+    /// A new vertex: js, mov (`bfs_tree[newv] = parent`); mov (`next[p]`), lea, mov
+    /// (`vlist[newk2++] = newv`); then only a mov before the tail.
+    pub const LIST_STORES: [u32; 2] = [2, 3];
+    pub const LIST_NEXT_AFTER_STORES: u32 = 1;
+    /// The vertex loop's add, cmp, jge, mov, jmp.
+    pub const LIST_LOOP: u32 = 5;
+}
+
 impl Bfs {
     fn bfs<R: Recorder>(&mut self, rec: &mut R, root: u32) -> u64 {
         let g = &self.graph;
@@ -173,19 +217,27 @@ impl Bfs {
         rec.store(qa.at(0), 8, 1);
         queue.push(root);
         let (mut k1, mut k2) = (0usize, 1usize);
+        // Instructions since each thread's last reference (see [`cost`]).
+        let mut tails = vec![0u32; t];
         while k1 < k2 && !rec.stopped() {
             let ranges: Vec<(u64, u64)> = static_split((k2 - k1) as u64, t).into_iter().map(|(a, b)| (a + k1 as u64, b + k1 as u64)).collect();
-            interleave(rec, &ranges, 64, |rec, _t, lo, hi| {
+            interleave(rec, &ranges, 64, |rec, th, lo, hi| {
+                let tail = &mut tails[th];
                 for k in lo..hi {
                     let u = queue[k as usize] as usize;
                     let u_at = rec.here();
-                    rec.load(qa.at(k), 8, 3);
+                    let first = match layout {
+                        Layout::List(_) => cost::LIST_QUEUE,
+                        Layout::Csr { .. } => cost::CSR_QUEUE,
+                    };
+                    rec.load(qa.at(k), 8, std::mem::take(tail) + first);
                     match layout {
                         Layout::List(l) => {
                             // p = head[parent]; while (p >= 0) { newv = IJ[p]; ...; p = next[p]; }
                             // Both reads of a node come from the load of the pointer to it.
                             let mut p_at = rec.here();
-                            rec.load_dep(l.head.at(u as u64), 8, 1);
+                            rec.load_dep(l.head.at(u as u64), 8, cost::LIST_HEAD);
+                            *tail = cost::LIST_VERTEX_TAIL + if g.degree(u) > 0 { cost::LIST_EDGES_ENTRY } else { 0 };
                             order.clear();
                             order.extend(g.neigh(u).iter().map(|&v| {
                                 let (slot, node) = l.node(seed, u as u32, v);
@@ -195,24 +247,30 @@ impl Bfs {
                             order.sort_unstable_by(|a, b| b.cmp(a));
                             for &(_, node, v) in order.iter() {
                                 let v_at = rec.here();
-                                rec.load_from(l.ij.at(node), 8, 2, p_at);
-                                relax(rec, (pa, qa), parent, &mut queue, u, v, v_at);
+                                rec.load_from(l.ij.at(node), 8, std::mem::take(tail) + cost::LIST_IJ, p_at);
+                                let reached = relax(rec, (pa, qa), parent, &mut queue, u, v, v_at, cost::LIST_PARENT, cost::LIST_STORES);
                                 let next_at = rec.here();
-                                rec.load_from(l.next(node), 8, 1, p_at);
+                                let delta = if reached { cost::LIST_NEXT_AFTER_STORES } else { cost::LIST_NEXT };
+                                rec.load_from(l.next(node), 8, delta, p_at);
+                                *tail = cost::LIST_EDGE_TAIL;
                                 p_at = next_at;
                             }
+                            *tail += cost::LIST_LOOP;
                         }
                         Layout::Csr { xoff, xadj } => {
                             let list = rec.here();
-                            rec.load_dep(xoff.at(u as u64), 8, 1);
-                            rec.load_from(xoff.at(u as u64 + 1), 8, 1, u_at);
+                            rec.load_dep(xoff.at(u as u64), 8, cost::CSR_OFF[0]);
+                            rec.load_from(xoff.at(u as u64 + 1), 8, cost::CSR_OFF[1], u_at);
                             let (s, e) = (g.off[u], g.off[u + 1]);
+                            *tail = cost::CSR_VERTEX_TAIL + if e > s { cost::CSR_EDGES_ENTRY } else { 0 };
                             for ei in s..e {
                                 let v = g.adj[ei as usize];
                                 let v_at = rec.here();
-                                rec.load_from(xadj.at(ei), 8, 3, list);
-                                relax(rec, (pa, qa), parent, &mut queue, u, v, v_at);
+                                rec.load_from(xadj.at(ei), 8, std::mem::take(tail) + cost::CSR_ADJ, list);
+                                relax(rec, (pa, qa), parent, &mut queue, u, v, v_at, cost::CSR_PARENT, cost::CSR_STORES);
+                                *tail = cost::CSR_EDGE_TAIL;
                             }
+                            *tail += cost::CSR_LOOP;
                         }
                     }
                 }
@@ -224,19 +282,33 @@ impl Bfs {
     }
 }
 
-/// The edge `u -> v` of a BFS level: reading `parent[v]`, and if `v` is unreached, making `u`
-/// its parent and appending it to the queue (arrays `parent` and `queue` in `arrays`); `v`
-/// was loaded by the previous reference, at `v_at`.
+/// The edge `u -> v` of a BFS level: reading `parent[v]` (`load` instructions), and if `v` is
+/// unreached, making `u` its parent and appending it to the queue (arrays `parent` and `queue`
+/// in `arrays`; `stores` instructions); `v` was loaded by the previous reference, at `v_at`.
+/// True if `v` was reached.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn relax<R: Recorder>(rec: &mut R, arrays: (Arr, Arr), parent: &mut [i64], queue: &mut Vec<u32>, u: usize, v: u32, v_at: Pos) {
+fn relax<R: Recorder>(
+    rec: &mut R,
+    arrays: (Arr, Arr),
+    parent: &mut [i64],
+    queue: &mut Vec<u32>,
+    u: usize,
+    v: u32,
+    v_at: Pos,
+    load: u32,
+    stores: [u32; 2],
+) -> bool {
     let (pa, qa) = arrays;
-    rec.load_dep(pa.at(v as u64), 8, 1);
+    rec.load_dep(pa.at(v as u64), 8, load);
     if parent[v as usize] < 0 {
         parent[v as usize] = u as i64;
-        rec.store_from(pa.at(v as u64), 8, 2, v_at);
-        rec.store(qa.at(queue.len() as u64), 8, 2);
+        rec.store_from(pa.at(v as u64), 8, stores[0], v_at);
+        rec.store(qa.at(queue.len() as u64), 8, stores[1]);
         queue.push(v);
+        return true;
     }
+    false
 }
 
 /// Graph500's validation rules for a BFS tree; returns a description of the first failure.
@@ -296,6 +368,25 @@ pub fn validate_tree(g: &Csr, root: u32, parent: &[i64]) -> Result<u64, String> 
 mod tests {
     use super::*;
     use crate::kernels::testutil::*;
+
+    /// The reference code's compiled `make_bfs_tree` (see [`cost`]): seq-csr 14 instructions a
+    /// queued vertex, 7 an edge, 3 more a vertex reached; seq-list 11, 13 and 4. Before them,
+    /// `parent = -1` (2 a vertex) and the root's two stores (3); the last vertex's closing 7
+    /// come after the last reference.
+    #[test]
+    fn instructions_are_the_reference_codes_compiled_loops() {
+        use xlat_core::RefKind::{Load, Store};
+        for (layout, edge_array, [vertex, edge, reached]) in [("csr", "xadj", [14, 7, 3]), ("list", "IJ", [11, 13, 4])] {
+            let (k, s, _) = run_recorded::<Bfs>("bfs", PARAMS, &format!("scale=11,degree=8,layout={layout}"));
+            let n = k.graph.n as u64;
+            let queued = refs_in(&k.vas, &s, Load, "queue");
+            let edges = refs_in(&k.vas, &s, Load, edge_array);
+            let reached_n = refs_in(&k.vas, &s, Store, "parent") - n - 1;
+            assert!(queued > 1000 && reached_n + 1 == queued, "{layout}");
+            let expect = 2 * n + 3 + vertex * queued + edge * edges + reached * reached_n - 7;
+            assert_eq!(instructions(&s), expect, "{layout}");
+        }
+    }
 
     #[test]
     fn bfs_tree_is_valid_single_and_multi_thread() {

@@ -20,6 +20,33 @@ pub const PARAMS: &[PDef] = &[
 
 const NIL: u32 = u32::MAX;
 
+/// Instructions per reference, from the Mitosis hashjoin (mitosis-workload-hashjoin,
+/// src/hashjoin.c and murmurhash.c) compiled by gcc 12 -O3 -march=x86-64-v2: each tuple's key is
+/// hashed by a call to MurmurHash3_x64_128, 86 instructions for an 8-byte key (valgrind
+/// callgrind), which this kernel's multiplicative hash stands for. Mitosis probes two buckets a
+/// tuple (the hash's two halves); this kernel one, so the second lookup's instructions are left
+/// out with its references.
+mod cost {
+    /// Build, 107 a tuple: the last one's sbb (the conflict count) and add, cmp, jne, then add,
+    /// mov, mov, mov, lea, mov and the node's key store (11); the key's store for the call, the
+    /// call, the hash (86) and mov, xor, div, lea, the bucket's load (93); the bucket's store
+    /// (1); cmp, the node's `next` store (2).
+    pub const BUILD: [u32; 4] = [11, 93, 1, 2];
+    /// Probe: the loop's add, sub, cmp, jne (carried); mov, mov, mov, mov, call and the hash up
+    /// to its first read of the key (5 + 24); the rest of the hash (62) and mov, xor, div, the
+    /// bucket's load (66).
+    pub const TUPLE: u32 = 29;
+    pub const BUCKET: u32 = 66;
+    pub const LOOP: u32 = 4;
+    /// A chain node, 5: test, je, mov, jmp then cmp (the key) for the first; jne, mov (`next`),
+    /// test, je, cmp for the others. After a match jne, add; at the chain's end jne, mov, test,
+    /// je; an empty bucket test, je.
+    pub const NODE: u32 = 5;
+    pub const MATCH: u32 = 2;
+    pub const CHAIN_END: u32 = 4;
+    pub const EMPTY: u32 = 2;
+}
+
 pub struct HashJoin {
     vas: Vas,
     inner_a: Arr,
@@ -39,6 +66,13 @@ pub struct HashJoin {
 #[inline]
 fn hash(key: u64, shift: u32) -> u64 {
     key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift
+}
+
+impl HashJoin {
+    #[cfg(test)]
+    fn buckets_a_range(&self) -> std::ops::Range<u64> {
+        self.heads_a.base..self.heads_a.base + (1u64 << (64 - self.shift)) * 8
+    }
 }
 
 impl KernelImpl for HashJoin {
@@ -94,12 +128,13 @@ impl KernelImpl for HashJoin {
             for i in lo..hi {
                 let k = keys[i as usize];
                 let tuple = rec.here();
-                rec.load(ia.at(i), 16, 2);
+                let c = cost::BUILD;
+                rec.load(ia.at(i), 16, c[0]);
                 let h = hash(k, shift);
-                rec.load_dep(ha.at(h), 8, 5);
-                rec.store(na.at(i), 24, 2);
+                rec.load_dep(ha.at(h), 8, c[1]);
+                rec.store(na.at(i), 24, c[2]);
                 // (The bucket's address comes from the key the tuple's load read.)
-                rec.store_from(ha.at(h), 8, 1, tuple);
+                rec.store_from(ha.at(h), 8, c[3], tuple);
                 next[i as usize] = heads[h as usize];
                 heads[h as usize] = i as u32;
             }
@@ -110,22 +145,31 @@ impl KernelImpl for HashJoin {
         let mut rngs: Vec<Rng> = (0..self.threads).map(|t| Rng::new(derive(self.seed, 0x4A02 + t as u64))).collect();
         let mut matches = vec![0u64; self.threads];
         let mut digests = vec![0u64; self.threads];
+        let mut tails = vec![0u32; self.threads];
         interleave(rec, &static_split(self.probe, self.threads), 512, |rec, t, lo, hi| {
             let rng = &mut rngs[t];
+            let tail = &mut tails[t];
             for j in lo..hi {
                 let k = rng.below(max_key);
                 digests[t] = digests[t].wrapping_add(k);
-                rec.load(oa.at(j), 16, 2);
+                rec.load(oa.at(j), 16, std::mem::take(tail) + cost::TUPLE);
                 let h = hash(k, shift);
-                rec.load_dep(ha.at(h), 8, 5);
+                rec.load_dep(ha.at(h), 8, cost::BUCKET);
                 let mut p = heads[h as usize];
+                let mut found = false;
+                *tail = if p == NIL { cost::EMPTY } else { 0 };
                 while p != NIL {
-                    rec.load_dep(na.at(p as u64), 24, 2);
+                    rec.load_dep(na.at(p as u64), 24, cost::NODE);
                     if keys[p as usize] == k {
                         matches[t] += 1;
+                        found = true;
                     }
                     p = next[p as usize];
                 }
+                if heads[h as usize] != NIL {
+                    *tail = if found { cost::MATCH } else { cost::CHAIN_END };
+                }
+                *tail += cost::LOOP;
             }
         });
         self.matches = matches.iter().sum();
@@ -139,6 +183,27 @@ mod tests {
     use super::*;
     use crate::kernels::testutil::*;
     use std::collections::HashSet;
+
+    /// The Mitosis hashjoin's compiled loops (see [`cost`]): 107 instructions an inner tuple; a
+    /// probe 99 and 5 a chain node, then 2 where the bucket is empty or the chain holds the key,
+    /// 4 where it does not. The last probe's closing instructions (6 or 8) come after the last
+    /// reference.
+    #[test]
+    fn instructions_are_the_mitosis_hashjoins_compiled_loop() {
+        use xlat_core::RefKind::Load;
+        let (k, s, m) = run_recorded::<HashJoin>("hashjoin", PARAMS, "build=20000,probe=50000");
+        let nodes = refs_in(&k.vas, &s, Load, "nodes");
+        let buckets = k.buckets_a_range();
+        let outer = k.outer_a.base..k.outer_a.base + 50000 * 16;
+        // A bucket read right before the next tuple (or the end): an empty bucket.
+        let s = &s[0];
+        let empty =
+            (0..s.len()).filter(|&i| buckets.contains(&s[i].va) && s[i].kind() == Load && s.get(i + 1).is_none_or(|r| outer.contains(&r.va))).count() as u64;
+        let probes = 50000;
+        let expect = 107 * 20000 + 99 * probes + 5 * nodes + 2 * (empty + m) + 4 * (probes - empty - m);
+        let last = expect - instructions(std::slice::from_ref(s));
+        assert!(last == 6 || last == 8, "{last}");
+    }
 
     #[test]
     fn join_count_is_correct() {

@@ -32,13 +32,37 @@ pub const PARAMS: &[PDef] = &[
 
 /// A feature node: `{int index; double value}`, padded to 16 bytes.
 const NODE: u64 = 16;
-/// Per node of the dot product: load the node, load `w[index]`, multiply-add, loop.
-const DOT: u32 = 4;
-/// Per node of the update: load the node, load and store `w[index]`, multiply-add, loop.
-const AXPY: u32 = 5;
-/// Per instance besides the rows: the permutation, the gradient and its projection, the
-/// clipped step.
-const STEP: u32 = 20;
+
+/// Instructions per reference, from LIBLINEAR 2.50's solve_l2r_l1l2_svc (linear.cpp, with
+/// sparse_operator::dot and axpy inlined) compiled by gcc 12 -O3 -march=x86-64-v2.
+mod cost {
+    /// The shuffle, 67 a swap: the loop's cmp, jne, the call to glibc's rand() (52 instructions
+    /// in glibc 2.36, valgrind callgrind), mov, sub, cltd, idiv, add, movslq, lea and
+    /// `index[i]` (63); `index[j]` (1); the two stores (1; add, mov: 2).
+    pub const SHUFFLE: [u32; 4] = [63, 1, 1, 2];
+    /// An instance: movslq, pxor, lea, mov, `index[s]` (5 after the tail); `x[i]` (1); `y[i]`
+    /// (1); the rest of the loop's head (mov, lea, the first node's index, cvtsi2sd, cmp, je, mov,
+    /// movslq, pxor, nop: 10) where this kernel reads `alpha[i]` and `QD[i]` (5, 4; the compiled
+    /// code reads them after the dot product) and the dot product's end (1).
+    pub const INSTANCE: [u32; 5] = [5, 1, 1, 5, 4];
+    pub const DOT_END: u32 = 1;
+    /// The dot product, 7 a feature: movsd `w[index-1]`, mulsd by the node's value, add, movslq
+    /// (the next node's index), addsd, cmp, jne.
+    pub const DOT: [u32; 2] = [6, 1];
+    /// After it, to `alpha[i]`'s store: the gradient, its projection, the clipped step (38);
+    /// where the projected gradient is 0 the loop moves on after 24.
+    pub const STEP: u32 = 38;
+    pub const NO_STEP: u32 = 24;
+    /// The update, 9 a feature: subsd, mulsd, cmp, je, nop before the first node (cmp, jne
+    /// before the others), movsd (the value: 6 or 3); lea, movslq, add, mulsd, addsd `w` (5); the
+    /// store (1).
+    pub const AXPY: [u32; 3] = [3, 5, 1];
+    pub const AXPY_ENTRY: u32 = 3;
+    /// The instance loop's add, movapd, cmp, jg, after the update also its last cmp, jne and a
+    /// jmp.
+    pub const LOOP: u32 = 4;
+    pub const LOOP_AFTER_STEP: u32 = 7;
+}
 
 pub struct LibLinear {
     vas: Vas,
@@ -134,56 +158,64 @@ impl KernelImpl for LibLinear {
         let mut rng = Rng::new(derive(seed, 1));
         rec.roi_begin();
         let (xs, xa, ya, aa, qa, ia, wa) = (self.x_space, self.x, self.y_a, self.alpha_a, self.qd_a, self.index_a, self.w_a);
+        let mut tails = vec![0u32; self.threads];
         for _ in 0..self.epochs {
             // The shuffle, as LIBLINEAR's: swap index[s] with a random later one.
+            let c = cost::SHUFFLE;
             for s in 0..n {
                 let t = s + rng.below(n - s);
-                rec.load(ia.at(s), 4, 2);
-                rec.load(ia.at(t), 4, 4);
-                rec.store(ia.at(s), 4, 1);
-                rec.store(ia.at(t), 4, 1);
+                rec.load(ia.at(s), 4, c[0]);
+                rec.load(ia.at(t), 4, c[1]);
+                rec.store(ia.at(s), 4, c[2]);
+                rec.store(ia.at(t), 4, c[3]);
                 index.swap(s as usize, t as usize);
             }
             let ranges = static_split(n, self.threads);
-            interleave(rec, &ranges, 256, |rec, _t, lo, hi| {
+            interleave(rec, &ranges, 256, |rec, th, lo, hi| {
+                let tail = &mut tails[th];
                 for s in lo..hi {
                     let i = index[s as usize] as u64;
                     // The instance's index was loaded: its label, alpha, diagonal and row
                     // pointer x[i] come from it; every node of the row comes from x[i]
                     // (LIBLINEAR walks them with `xi++`).
+                    let c = cost::INSTANCE;
                     let index_load = rec.here();
-                    rec.load(ia.at(s), 4, 2);
+                    rec.load(ia.at(s), 4, std::mem::take(tail) + c[0]);
                     let xi = rec.here();
-                    rec.load_dep(xa.at(i), 8, 1);
-                    rec.load_from(ya.at(i), 1, 1, index_load);
-                    rec.load_from(aa.at(i), 8, 1, index_load);
-                    rec.load_from(qa.at(i), 8, 1, index_load);
+                    rec.load_dep(xa.at(i), 8, c[1]);
+                    rec.load_from(ya.at(i), 1, c[2], index_load);
+                    rec.load_from(aa.at(i), 8, c[3], index_load);
+                    rec.load_from(qa.at(i), 8, c[4], index_load);
                     let row = i * (f + 1);
                     let mut dot = 0.0;
                     for j in 0..f {
-                        rec.load_from(xs.at(row + j), 16, DOT, xi);
-                        rec.load(wa.at(j), 8, 1);
+                        rec.load_from(xs.at(row + j), 16, cost::DOT[0], xi);
+                        rec.load(wa.at(j), 8, cost::DOT[1]);
                         dot += w[j as usize] * value(seed, i, j);
                     }
-                    rec.load_from(xs.at(row + f), 16, 2, xi); // the terminating node
+                    rec.load_from(xs.at(row + f), 16, cost::DOT_END, xi); // the terminating node
                     let (yi, a) = (y[i as usize], alpha[i as usize]);
                     let g = yi * dot - 1.0 + a * diag;
                     // Projected gradient: alpha >= 0 with no upper bound.
                     let pg = if a == 0.0 { g.min(0.0) } else { g };
                     if pg.abs() <= 1e-12 {
-                        rec.load_from(xs.at(row), 16, STEP, xi); // (the loop's next compare; nothing to update)
+                        rec.load_from(xs.at(row), 16, cost::NO_STEP, xi); // (the loop's next compare; nothing to update)
+                        *tail = cost::LOOP;
                         continue;
                     }
                     let new = (a - g / qd[i as usize]).max(0.0);
                     alpha[i as usize] = new;
-                    rec.store_from(aa.at(i), 8, STEP, index_load);
+                    rec.store_from(aa.at(i), 8, cost::STEP, index_load);
                     let d = (new - a) * yi;
                     for j in 0..f {
-                        rec.load_from(xs.at(row + j), 16, AXPY, xi);
-                        rec.load(wa.at(j), 8, 1);
-                        rec.store(wa.at(j), 8, 1);
+                        let [node, load, store] = cost::AXPY;
+                        let node = if j == 0 { node + cost::AXPY_ENTRY } else { node };
+                        rec.load_from(xs.at(row + j), 16, node, xi);
+                        rec.load(wa.at(j), 8, load);
+                        rec.store(wa.at(j), 8, store);
                         w[j as usize] += d * value(seed, i, j);
                     }
+                    *tail = cost::LOOP_AFTER_STEP;
                 }
             });
             if rec.stopped() {
@@ -200,6 +232,21 @@ impl KernelImpl for LibLinear {
 mod tests {
     use super::*;
     use crate::kernels::testutil::*;
+
+    /// LIBLINEAR's compiled solver (see [`cost`]), 28 features: a shuffle's swap 67 instructions;
+    /// an instance 65 + 16 a feature where alpha moves, 45 + 7 a feature where the projected
+    /// gradient is 0. The last instance's closing 7 or 4 come after the last reference.
+    #[test]
+    fn instructions_are_liblinears_compiled_solver() {
+        use xlat_core::RefKind::Store;
+        let (k, s, _) = run_recorded::<LibLinear>("liblinear", PARAMS, "instances=2000,features=28,epochs=3");
+        let (n, f) = (3 * 2000, 28);
+        let steps = refs_in(&k.vas, &s, Store, "alpha");
+        assert!(steps > 1000 && steps < n);
+        let expect = 67 * n + (65 + 16 * f) * steps + (45 + 7 * f) * (n - steps);
+        let last = expect - instructions(&s);
+        assert!(last == 7 || last == 4, "{last}");
+    }
 
     /// The same solver without recording, as LIBLINEAR's loop reads.
     fn reference(n: u64, f: u64, epochs: u64, c: f64, seed: u64) -> Vec<f64> {

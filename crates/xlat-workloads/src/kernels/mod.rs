@@ -144,6 +144,17 @@ pub(crate) mod testutil {
         from.into_iter().collect()
     }
 
+    /// The instructions a kernel's references carry, over every stream.
+    pub fn instructions(streams: &[Vec<Ref>]) -> u64 {
+        streams.iter().flatten().map(|r| u64::from(r.inst_delta)).sum()
+    }
+
+    /// How many of a kernel's references are of kind `kind` in `region`, over every stream.
+    pub fn refs_in(vas: &Vas, streams: &[Vec<Ref>], kind: xlat_core::RefKind, region: &str) -> u64 {
+        let g = vas.regions().iter().find(|g| g.name == region).unwrap_or_else(|| panic!("no region {region}"));
+        streams.iter().flatten().filter(|r| r.kind() == kind && !r.is_os_call() && r.va >= g.start && r.va < g.end()).count() as u64
+    }
+
     /// Every reference must fall inside one of the kernel's declared regions.
     pub fn assert_in_regions(vas: &Vas, streams: &[Vec<Ref>]) {
         let regs = vas.regions();

@@ -27,6 +27,40 @@ const OTHER_NUCS: [usize; MATERIALS - 1] = [5, 4, 4, 27, 21, 21, 21, 21, 21, 9, 
 /// A nuclide grid point: energy + five cross sections.
 const POINT: u64 = 48;
 
+/// Instructions per reference, from XSBench's event-based unionized-grid lookup (openmp-threading,
+/// Simulation.c: the lookup loop's OpenMP body and calculate_macro_xs, with grid_search and
+/// calculate_micro_xs inlined) compiled by gcc 12 -O3 -march=x86-64-v2 -fopenmp. valgrind
+/// callgrind counts 1,307 instructions a lookup for `-s small -g 2000` (1,309 for `-g 1000`); these
+/// counts make 1,307 (1,306).
+mod cost {
+    /// A lookup's own: the LCG seed's fast-forward to lookup `i` (7 a bit of `2 i`, 3 more a set
+    /// bit; [`fast_forward`]), then 115: two LCG draws, pick_mat's compares, the call, its
+    /// prologue and the verification's max over the five results.
+    pub const LOOKUP: u32 = 115;
+    /// A grid-search probe: sar, lea, the load (3 after the tail); then comisd, ja and cmp, je,
+    /// mov, jmp (the upper half: 6) or mov, mov, sub, cmp, jg (the lower: 7).
+    pub const PROBE: u32 = 3;
+    pub const UPPER: u32 = 6;
+    pub const LOWER: u32 = 7;
+    /// Between the search and the first nuclide: the material's nuclide count and the loop's
+    /// set-up.
+    pub const NUCLIDES: u32 = 28;
+    /// A nuclide, 56: its concentration and id (1 each after the tail); mov, imul, movddup, cmp,
+    /// jne, mov, add, the index-grid entry (8); lea, lea, shl, mov, test, jne, lea, lea, cmp,
+    /// cmove, the upper point's energy (11); its cross sections (1); then the interpolation into
+    /// the five sums (stored each time) and the loop's cmp, je (34). In this kernel's order:
+    /// `mats[j]`, the index grid, the two grid points, `concs[j]`.
+    pub const NUCLIDE: [u32; 5] = [1, 1, 8, 11, 1];
+    pub const NUCLIDE_TAIL: u32 = 34;
+
+    /// fast_forward_LCG(seed, 2 i)'s loop: test, je, lea, imul, imul, shr, jne a bit, and imul,
+    /// imul, add for a set one.
+    pub fn fast_forward(i: u64) -> u32 {
+        let n = 2 * i;
+        7 * (64 - n.leading_zeros()) + 3 * n.count_ones()
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Xs(pub [f64; 5]);
 
@@ -135,9 +169,12 @@ impl KernelImpl for XsBench {
         let me = &*self;
         let mut rngs: Vec<Rng> = (0..me.threads).map(|t| Rng::new(derive(me.seed, 0x86 + t as u64))).collect();
         let mut results = vec![Xs::default(); me.lookups as usize];
+        let mut tails = vec![0u32; me.threads];
         interleave(rec, &static_split(me.lookups, me.threads), 64, |rec, t, lo, hi| {
             let rng = &mut rngs[t];
+            let tail = &mut tails[t];
             for l in lo..hi {
+                *tail += cost::LOOKUP + cost::fast_forward(l);
                 let e = rng.f64();
                 let r = rng.f64();
                 let mut mat = MATERIALS - 1;
@@ -149,7 +186,7 @@ impl KernelImpl for XsBench {
                         break;
                     }
                 }
-                results[l as usize] = me.macro_xs(rec, e, mat, mat_off[mat]);
+                results[l as usize] = me.macro_xs(rec, e, mat, mat_off[mat], tail);
             }
         });
         let digest = results.iter().fold(0u64, |h, x| x.0.iter().fold(h, |h, v| h.wrapping_mul(31).wrapping_add(v.to_bits())));
@@ -159,33 +196,39 @@ impl KernelImpl for XsBench {
 }
 
 impl XsBench {
-    /// Unionized-grid lookup of material `mat` at energy `e`, recording every access.
-    fn macro_xs<R: Recorder>(&self, rec: &mut R, e: f64, mat: usize, mat_off: u64) -> Xs {
+    /// Unionized-grid lookup of material `mat` at energy `e`, recording every access; `tail`
+    /// holds the instructions since the last reference, in and out.
+    fn macro_xs<R: Recorder>(&self, rec: &mut R, e: f64, mat: usize, mat_off: u64, tail: &mut u32) -> Xs {
         let iso = self.iso as u64;
         // grid_search: largest i with union[i] <= e (0 if none), within [0, len-2].
         let (mut lo, mut hi) = (0usize, self.union_e.len() - 1);
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            rec.load(self.union_a.at(mid as u64), 8, 6);
+            rec.load(self.union_a.at(mid as u64), 8, std::mem::take(tail) + cost::PROBE);
             if self.union_e[mid] > e {
                 hi = mid;
+                *tail = cost::UPPER;
             } else {
                 lo = mid;
+                *tail = cost::LOWER;
             }
         }
+        *tail += cost::NUCLIDES;
         let idx = lo as u64;
         let mut out = [0.0; 5];
+        let d = cost::NUCLIDE;
         for (j, &nuc) in self.mats[mat].iter().enumerate() {
-            rec.load(self.mats_a.at(mat_off + j as u64), 4, 3);
+            rec.load(self.mats_a.at(mat_off + j as u64), 4, std::mem::take(tail) + d[0]);
             let nuc = nuc as u64;
             let entry = rec.here();
-            rec.load_dep(self.index_a.at(idx * iso + nuc), 4, 2);
+            rec.load_dep(self.index_a.at(idx * iso + nuc), 4, d[1]);
             let low = self.low(nuc as usize, self.union_e[lo]) as u64;
             let p = nuc * self.gp as u64 + low;
             // (Both grid points' addresses come from the index entry.)
-            rec.load_dep(self.grid_a.at(p), POINT as u8, 2);
-            rec.load_from(self.grid_a.at(p + 1), POINT as u8, 1, entry);
-            rec.load(self.concs_a.at(mat_off + j as u64), 8, 1);
+            rec.load_dep(self.grid_a.at(p), POINT as u8, d[2]);
+            rec.load_from(self.grid_a.at(p + 1), POINT as u8, d[3], entry);
+            rec.load(self.concs_a.at(mat_off + j as u64), 8, d[4]);
+            *tail = cost::NUCLIDE_TAIL;
             let x = self.interpolate(p as usize, e);
             let c = self.concs[mat][j];
             for k in 0..5 {
@@ -235,6 +278,39 @@ mod tests {
     use crate::kernels::testutil::*;
     use crate::recorder::VecRecorder;
 
+    /// XSBench's compiled lookup (see [`cost`]), from the references: a lookup 115 instructions
+    /// plus the LCG fast-forward to its index, a grid-search probe 9 or 10 (the upper or the
+    /// lower half: the next probe's place, or for the last the index the nuclides read, says
+    /// which), 28 into the nuclides, 56 a nuclide. The last nuclide's closing 34 come after the
+    /// last reference.
+    #[test]
+    fn instructions_are_xsbenchs_compiled_lookup() {
+        let (k, s, _) = run_recorded::<XsBench>("xsbench", PARAMS, "isotopes=40,gridpoints=300,lookups=500");
+        let (s, iso) = (&s[0], k.iso as u64);
+        let probe = |i: usize| (s[i].va >= k.union_a.base && s[i].va < k.union_a.base + 8 * k.union_e.len() as u64).then(|| (s[i].va - k.union_a.base) / 8);
+        let (mut expect, mut i) = (0u64, 0usize);
+        for l in 0..500 {
+            expect += 115 + u64::from(cost::fast_forward(l)) + 28;
+            let mut mids = Vec::new();
+            while let Some(mid) = probe(i) {
+                mids.push(mid);
+                i += 1;
+            }
+            // The nuclides' first index-grid entry is idx * isotopes + nuclide.
+            let idx = (s[i + 1].va - k.index_a.base) / 4 / iso;
+            mids.push(idx);
+            for w in mids.windows(2) {
+                // lo = mid (the lower half) leaves every later probe and the result at or above it.
+                expect += if w[1] >= w[0] { 10 } else { 9 };
+            }
+            while i < s.len() && probe(i).is_none() {
+                (i, expect) = (i + 5, expect + 56);
+            }
+        }
+        assert_eq!(i, s.len());
+        assert_eq!(instructions(std::slice::from_ref(s)), expect - 34);
+    }
+
     #[test]
     fn unionized_lookup_equals_nuclide_grid_search() {
         let (k, s, _) = run_recorded::<XsBench>("xsbench", PARAMS, "isotopes=40,gridpoints=500,lookups=2000,threads=2");
@@ -251,7 +327,7 @@ mod tests {
         for i in 0..3000 {
             let e = if i < 2 { [0.0, 1.0 - 1e-12][i] } else { rng.f64() };
             let m = i % MATERIALS;
-            assert_eq!(k.macro_xs(&mut rec, e, m, mat_off[m]), k.macro_xs_nuclide_grid(e, m), "e={e} mat={m}");
+            assert_eq!(k.macro_xs(&mut rec, e, m, mat_off[m], &mut 0), k.macro_xs_nuclide_grid(e, m), "e={e} mat={m}");
         }
     }
 
