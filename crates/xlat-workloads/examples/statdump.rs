@@ -57,7 +57,7 @@ const CASES: &[Case] = &[
         0,
         true,
         1,
-        &["system.cores=2", "cache.l2.policy=ptp", "cache.llc.policy=ptp", "ptp.mode=detector", "ptp.detector_epoch=20000", "ptp.detector_mpki=100"],
+        &["system.cores=2", "cache.l2.policy=ptp", "cache.llc.policy=ptp", "ptp.mode=detector", "ptp.detector_epoch=20000", "ptp.detector_mpki=50"],
     ),
     ("perfect", GUPS, 1_000_000, 0, true, 1, &["tlb.perfect=true"]),
     ("amd_port", GUPS, 1_000_000, 0, true, 2, &["walker.port=l2", "cache.llc.inclusive=true", "dram.bandwidth_gbps=20", "tlb.l1d.unified=true"]),
