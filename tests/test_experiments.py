@@ -660,6 +660,18 @@ def test_skeleton_study_renders_report_with_table_and_figure(tmp_path):
     p = run_xlat("study", "skeleton", "--quick", "--render-only", "--root", str(root), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert (out / "report.md").read_text() == text
+    # The rows beside the report, and every study's gathered into one table.
+    rows = pd.read_csv(out / "paper_vs_xlat.csv")
+    assert len(rows) == 3 and set(rows["verdict"]) <= set(report.VERDICTS) and rows["quick"].all()
+    p = run_xlat("study", "fidelity", "--quick", "--root", str(root), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    within = int((rows["verdict"] == "within").sum())
+    assert f"| skeleton | 3 | 3 | {within} |" in p.stdout, p.stdout
+    assert f"| all | 3 | 3 | {within} |" in p.stdout
+    assert "not run (no stored points):" in p.stdout and "skeleton," not in p.stdout
+    table = (root / "fidelity.md").read_text()
+    assert f"**{within} of 3 paper numbers within 25%**" in table and "## skeleton" in table
+    assert len(pd.read_csv(root / "fidelity.csv")) == 3
 
 
 def test_markdown_table_and_paper_comparison():
@@ -855,4 +867,31 @@ def test_the_fidelity_count_compares_ratios_as_gains():
     assert report.fidelity(comp) == (5, 4, 3)
     assert "**3 within 25%**" in report.fidelity_line(comp)
     assert not report.within("ratio", 1.068, 1.30 - 1.068)
+    assert list(comp["verdict"]) == ["unexplained", "within", "within", "within", "no value"]
     assert report.within("%", 97, -4)
+
+
+def test_numbers_outside_are_sorted_by_what_explains_them(tmp_path):
+    entries = [
+        {"id": "shown", "what": "gain A", "paper": 1.07, "unit": "ratio", "cause": "walks exposed 73 % of cycles",
+         "shown_by": "xlat run -c skylake -w gups"},
+        {"id": "argued", "what": "gain B", "paper": 1.07, "unit": "ratio", "cause": "a smaller input"},
+        {"id": "bare", "what": "gain C", "paper": 1.07, "unit": "ratio"},
+        {"id": "near", "what": "gain D", "paper": 1.07, "unit": "ratio", "cause": "never shown: within"},
+    ]
+    comp = report.paper_vs_xlat(entries, values={"shown": 1.3, "argued": 1.3, "bare": 1.3, "near": 1.08})
+    assert list(comp["verdict"]) == ["shown", "argued", "unexplained", "within"]
+    assert report.verdict_counts(comp) == {"no value": 0, "within": 1, "shown": 1, "argued": 1, "unexplained": 1}
+    line = report.fidelity_line(comp)
+    assert "**1 within 25%**; of the 3 outside, 1 with a cause shown by a run, 1 with a cause argued, 1 unexplained" in line
+    why = "\n".join(report.causes(comp))
+    assert "- **gain A**: walks exposed 73 % of cycles. Shown by: `xlat run -c skylake -w gups`." in why
+    assert "- **gain B**: a smaller input. (Argued, not shown by a run.)" in why
+    assert "gain C" not in why and "gain D" not in why
+    # A run that shows nothing, or no cause to show, is refused when the table is read.
+    for bad, needle in (('cause = ""', "'cause' must be a non-empty string"),
+                        ('shown_by = "xlat run"', "'shown_by' needs the 'cause' it shows")):
+        f = tmp_path / "paper.toml"
+        f.write_text(f'[[numbers]]\nid = "x"\npaper = 1.0\n{bad}\n')
+        with pytest.raises(report.ReportError, match=needle):
+            report.load_paper(f)

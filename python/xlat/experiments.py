@@ -83,7 +83,9 @@ def register(subparsers) -> None:
         "study", help="run a study and write its report",
         description="Run studies/NAME/sweep.toml (reusing finished points) and write "
                     "results/NAME/report.md with figures and a paper-vs-xlat table.")
-    st.add_argument("name", nargs="?", metavar="NAME", help="study name or directory (omit to list studies)")
+    st.add_argument("name", nargs="?", metavar="NAME",
+                    help="study name or directory (omit to list studies); 'fidelity': re-render every study's "
+                         "report from its stored points and gather their paper-vs-xlat rows into one table")
     st.add_argument("--quick", action="store_true", help="small runs: the study's quick settings")
     st.add_argument("--render-only", action="store_true", help="only rewrite the report from stored points")
     _add_cluster_options(st)
@@ -186,6 +188,8 @@ def cmd_study(args: argparse.Namespace) -> int:
         print("\n".join(names) if names else "no studies found (looked in: "
               + ", ".join(str(d) for d in study.study_dirs()) + ")")
         return 0
+    if args.name == FIDELITY and FIDELITY not in study.available():
+        return _fidelity(args)
     if args.render_only:
         path = study.render_from_store(args.name, quick=args.quick, root=args.root)
         print(f"report: {path}", file=sys.stderr)
@@ -196,6 +200,21 @@ def cmd_study(args: argparse.Namespace) -> int:
     print(sweep.summary(res.sweep), file=sys.stderr)
     print(f"report: {res.report}", file=sys.stderr)
     return EXIT_FAILED_POINTS if res.sweep.failed else 0
+
+
+#: ``xlat study fidelity``: not a study, the table of all of them.
+FIDELITY = "fidelity"
+
+
+def _fidelity(args: argparse.Namespace) -> int:
+    from . import fidelity, report
+
+    path, table, not_run = fidelity.write(root=args.root, quick=args.quick)
+    print(report.markdown_table(table))
+    if not_run:
+        print(f"not run (no stored points): {', '.join(not_run)}")
+    print(f"table: {path}", file=sys.stderr)
+    return 0
 
 
 # -- printing -------------------------------------------------------------------------------

@@ -223,8 +223,12 @@ def fill(template: str, values: Mapping[str, Any], where: str = "template") -> s
 #: unless the study's ``render`` supplies it by ``id``. ``kind`` says what the paper states:
 #: a ``point`` value (the default), an ``upper`` bound ("< 1.5"), a ``lower`` bound, or a
 #: ``range`` from ``paper`` to ``paper_hi`` ("1.1-1.8"); xlat's difference is then its
-#: distance from the bound or range (0 within it).
-PAPER_FIELDS = ("id", "what", "paper", "paper_hi", "kind", "unit", "source", "metric", "where", "agg", "relative_to", "note")
+#: distance from the bound or range (0 within it). ``cause`` says why xlat's number differs
+#: from the paper's, and ``shown_by`` names the run that shows it (a command, as the study's
+#: README gives it with its result): they sort a number outside :data:`WITHIN` into
+#: :data:`VERDICTS`.
+PAPER_FIELDS = ("id", "what", "paper", "paper_hi", "kind", "unit", "source", "metric", "where", "agg", "relative_to",
+                "note", "cause", "shown_by")
 PAPER_KINDS = ("point", "upper", "lower", "range")
 
 
@@ -290,6 +294,11 @@ def _check_entry(e: Any, path, i: int) -> dict:
         raise ReportError(f"{path}: number '{e['id']}': a range needs 'paper_hi' (and only a range has one)")
     if kind == "range" and not (_is_number(e["paper_hi"]) and float(e["paper_hi"]) > float(e["paper"])):
         raise ReportError(f"{path}: number '{e['id']}': 'paper_hi' must be a number above 'paper'")
+    for k in ("cause", "shown_by"):
+        if k in e and not (isinstance(e[k], str) and e[k].strip()):
+            raise ReportError(f"{path}: number '{e['id']}': '{k}' must be a non-empty string")
+    if "shown_by" in e and "cause" not in e:
+        raise ReportError(f"{path}: number '{e['id']}': 'shown_by' needs the 'cause' it shows")
     return dict(e)
 
 
@@ -349,10 +358,17 @@ def paper_vs_xlat(entries: Iterable[Mapping], df=None, values: Mapping[str, floa
         paper = float(e["paper"])
         diff = None if x is None else _distance(e, x)
         rel = None if x is None or paper == 0 else diff / abs(paper)
-        rows.append({"id": e["id"], "what": e.get("what", e["id"]), "source": e.get("source", ""),
-                     "unit": e.get("unit", ""), "paper": paper, "paper_text": paper_text(e), "xlat": x, "diff": diff,
-                     "rel_diff": rel, "note": note})
-    return pd.DataFrame(rows, columns=["id", "what", "source", "unit", "paper", "paper_text", "xlat", "diff", "rel_diff", "note"])
+        row = {"id": e["id"], "what": e.get("what", e["id"]), "source": e.get("source", ""),
+               "unit": e.get("unit", ""), "paper": paper, "paper_text": paper_text(e), "xlat": x, "diff": diff,
+               "rel_diff": rel, "note": note, "cause": e.get("cause", ""), "shown_by": e.get("shown_by", "")}
+        row["verdict"] = verdict(row)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+#: The columns of :func:`paper_vs_xlat`'s frame (and of a study's ``paper_vs_xlat.csv``).
+COMPARISON_COLUMNS = ["id", "what", "source", "unit", "paper", "paper_text", "xlat", "diff", "rel_diff", "note",
+                      "cause", "shown_by", "verdict"]
 
 
 def _join(a: str, b: str) -> str:
@@ -369,9 +385,11 @@ def paper_table(comparison, digits: int = 4) -> str:
             None if r["diff"] is None or _nan(r["diff"]) else (f"{r['diff']:+.{digits - 1}g}"),
             None if rel is None or _nan(rel) else f"{rel * 100:+.1f}%",
             r["note"],
+            r.get("verdict", ""),
         ])
-    return markdown_table(rows, columns=["what", "source", "unit", "paper", "xlat", "xlat − paper", "relative", "note"],
-                          digits=digits, align=["left", "left", "left", "right", "right", "right", "right", "left"])
+    return markdown_table(rows, columns=["what", "source", "unit", "paper", "xlat", "xlat − paper", "relative", "note",
+                                         "verdict"],
+                          digits=digits, align=["left", "left", "left", "right", "right", "right", "right", "left", "left"])
 
 
 #: How near a number must be to count as reproduced (:func:`fidelity`).
@@ -389,19 +407,59 @@ def within(unit: str, paper: float, diff: float) -> bool:
     return scale > 0 and abs(diff) <= WITHIN * scale
 
 
+#: What became of a paper number, in the order a fidelity table counts them: no xlat value;
+#: within :data:`WITHIN`; outside, with the cause shown by a run (``shown_by``); outside, with
+#: a cause argued but not shown (``cause`` only); outside and unexplained.
+VERDICTS = ("no value", "within", "shown", "argued", "unexplained")
+
+
+def verdict(row: Mapping) -> str:
+    """One of :data:`VERDICTS` for a row of :func:`paper_vs_xlat`'s frame."""
+    x, diff = row.get("xlat"), row.get("diff")
+    if x is None or _nan(x) or diff is None or _nan(diff):
+        return "no value"
+    if within(row.get("unit", ""), row["paper"], diff):
+        return "within"
+    if row.get("shown_by"):
+        return "shown"
+    return "argued" if row.get("cause") else "unexplained"
+
+
 def fidelity(comparison) -> tuple[int, int, int]:
     """(paper numbers, of them with an xlat value, of those within 25 %) of :func:`paper_vs_xlat`'s frame."""
-    n = len(comparison)
-    rows = [r for r in comparison.to_dict("records") if r["xlat"] is not None and not _nan(r["xlat"]) and r["diff"] is not None]
-    return n, len(rows), sum(1 for r in rows if within(r["unit"], r["paper"], r["diff"]))
+    counts = verdict_counts(comparison)
+    return len(comparison), len(comparison) - counts["no value"], counts["within"]
+
+
+def verdict_counts(comparison) -> dict[str, int]:
+    """How many of :func:`paper_vs_xlat`'s rows have each of :data:`VERDICTS`."""
+    out = dict.fromkeys(VERDICTS, 0)
+    for r in comparison.to_dict("records"):
+        out[r.get("verdict") or verdict(r)] += 1
+    return out
 
 
 def fidelity_line(comparison) -> str:
     n, measured, close = fidelity(comparison)
+    c = verdict_counts(comparison)
+    rest = measured - close
+    why = (f"; of the {rest} outside, {c['shown']} with a cause shown by a run, {c['argued']} with a cause argued, "
+           f"{c['unexplained']} unexplained") if rest else ""
     return (
-        f"{n} paper numbers, {measured} with an xlat value, **{close} within {WITHIN:.0%}** "
+        f"{n} paper numbers, {measured} with an xlat value, **{close} within {WITHIN:.0%}**{why} "
         "(ratios compared as gains: their distance from 1; a value inside a stated range or bound counts as within)."
     )
+
+
+def causes(comparison) -> list[str]:
+    """Markdown lines listing why each number outside :data:`WITHIN` differs (from its
+    ``cause`` and ``shown_by``), or nothing when none says."""
+    out = []
+    for r in comparison.to_dict("records"):
+        if r.get("verdict") in ("shown", "argued"):
+            shown = f" Shown by: `{r['shown_by']}`." if r.get("shown_by") else " (Argued, not shown by a run.)"
+            out.append(f"- **{r['what']}**: {r['cause'].rstrip('.')}.{shown}")
+    return ["Why the numbers outside differ:", "", *out, ""] if out else []
 
 
 def _nan(v) -> bool:

@@ -38,6 +38,9 @@ STUDIES_ENV = "XLAT_STUDIES"
 
 _REPO_STUDIES = Path(__file__).resolve().parent.parent.parent / "studies"
 
+#: The paper-vs-xlat rows a report was rendered with, as CSV beside its ``report.md``.
+COMPARISON_FILE = "paper_vs_xlat.csv"
+
 
 class StudyError(_core.XlatError):
     """A study is missing or malformed, or its report script failed."""
@@ -196,6 +199,9 @@ def render(study: Study, df, out_dir: Path, quick: bool, description: str = "") 
         comp = _report.paper_vs_xlat(study.paper, ok, values)
         lines += ["## Paper vs xlat", "", f"Published numbers from `{study.paper_file.name}`.", "",
                   _report.paper_table(comp), "", _report.fidelity_line(comp), ""]
+        lines += _report.causes(comp)
+        # (Beside the report, for `xlat study fidelity` and for anyone's own tables.)
+        comp.assign(quick=quick).to_csv(out_dir / COMPARISON_FILE, index=False)
     lines += [body.rstrip(), ""]
     if len(df) - n_ok:
         bad = df[df["status"] != "ok"]

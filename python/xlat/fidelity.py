@@ -1,0 +1,108 @@
+"""One paper-vs-xlat table for every study (``xlat study fidelity``).
+
+Each study's report compares its paper's numbers with xlat's (:func:`xlat.report.paper_vs_xlat`)
+and writes the rows beside ``report.md`` as ``paper_vs_xlat.csv``. This module re-renders every
+study that has results in the store, so the rows follow the current ``paper.toml`` and report
+script, and gathers them into ``results/fidelity.md`` (and ``fidelity.csv``): per study, how
+many numbers xlat reproduces within :data:`xlat.report.WITHIN`, and how many of the rest have a
+cause shown by a run, a cause argued, or none.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import report as _report
+from . import results as _results
+from . import study as _study
+from ._io import atomic_write_text
+
+#: Written under the results root.
+TABLE_FILE = "fidelity.md"
+ROWS_FILE = "fidelity.csv"
+
+_HEADERS = {"no value": "no xlat value", "within": f"within {_report.WITHIN:.0%}",
+            "shown": "outside, cause shown by a run", "argued": "outside, cause argued", "unexplained": "unexplained"}
+
+
+def studies() -> list[str]:
+    """The studies that state paper numbers."""
+    return [n for n in _study.available() if _study.load(n).paper]
+
+
+def gather(root: str | os.PathLike | None = None, quick: bool = False, names: list[str] | None = None):
+    """Re-render each study's report from its stored points and return ``(rows, not_run)``:
+    every paper number of the studies that have results (a frame with a ``study`` column), and
+    the names of those that have none."""
+    import pandas as pd
+
+    frames, not_run = [], []
+    for name in names if names is not None else studies():
+        store = _results.Store(name, root)
+        if not store.partitions():
+            not_run.append(name)
+            continue
+        try:
+            path = _study.render_from_store(name, quick=quick, root=root)
+        except _study.StudyError as e:
+            if "no results" in str(e):
+                not_run.append(name)
+                continue
+            raise
+        rows = pd.read_csv(path.parent / _study.COMPARISON_FILE, keep_default_na=False, na_values=[""])
+        frames.append(rows.assign(study=name))
+    cols = ["study", *_report.COMPARISON_COLUMNS, "quick"]
+    rows = pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
+    return rows, not_run
+
+
+def summary(rows):
+    """Per study and in total: paper numbers and how many have each verdict."""
+    import pandas as pd
+
+    out = []
+    for name, g in [*rows.groupby("study", sort=True), ("all", rows)]:
+        counts = {v: int((g["verdict"] == v).sum()) for v in _report.VERDICTS}
+        out.append({"study": name, "paper numbers": len(g), "with an xlat value": len(g) - counts["no value"],
+                    **{_HEADERS[v]: counts[v] for v in _report.VERDICTS if v != "no value"}})
+    return pd.DataFrame(out)
+
+
+def markdown(rows, not_run: list[str], quick: bool = False) -> str:
+    """The fidelity table and every number behind it, as Markdown."""
+    from . import _core
+
+    total = len(rows)
+    within = int((rows["verdict"] == "within").sum())
+    lines = [f"# Paper vs xlat, every study{' (quick)' if quick else ''}", "",
+             f"xlat {_core.version()} · from each study's stored points, its `paper.toml` and its report script "
+             "(`xlat study fidelity`)." + (" Quick runs: indicative only." if quick else ""), ""]
+    if total:
+        lines += [(f"**{within} of {total} paper numbers within {_report.WITHIN:.0%}** ({within / total:.0%}); ratios "
+                  "compared as gains (their distance from 1), a value inside a stated range or bound counts as within. "
+                  "A number outside has its cause *shown* when the study's README demonstrates it with a run "
+                  "(`shown_by` in `paper.toml`), *argued* when it only states one."), ""]
+    lines += [_report.markdown_table(summary(rows)), ""]
+    if not_run:
+        lines += [f"Not run (no stored points): {', '.join(not_run)}.", ""]
+    for name, g in rows.groupby("study", sort=True):
+        table = [[r["what"], r["source"], r["paper_text"], r["xlat"],
+                  None if _report._nan(r["rel_diff"]) else f"{r['rel_diff'] * 100:+.1f}%", r["verdict"],
+                  r["cause"] if r["verdict"] in ("shown", "argued") else ""]
+                 for r in g.to_dict("records")]
+        lines += [f"## {name}", "", _report.markdown_table(
+            table, columns=["what", "source", "paper", "xlat", "relative", "verdict", "cause"],
+            align=["left", "left", "right", "right", "right", "left", "left"]), ""]
+    return "\n".join(lines)
+
+
+def write(root: str | os.PathLike | None = None, quick: bool = False) -> tuple[Path, object, list[str]]:
+    """Gather every study and write ``fidelity.md`` and ``fidelity.csv`` under the results root;
+    returns the table's path, the summary frame and the studies not run."""
+    rows, not_run = gather(root, quick)
+    base = Path(root) if root is not None else _results.default_root()
+    base.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(base / ROWS_FILE, rows.to_csv(index=False))
+    path = base / TABLE_FILE
+    atomic_write_text(path, markdown(rows, not_run, quick))
+    return path, summary(rows), not_run
