@@ -130,6 +130,11 @@ def test_a_banked_ddr4_2133_is_champsims_too(cal):
     assert (mem["data_rate"], mem["channels"]) == (2133, 1)
     assert (mem["tCAS"], mem["tRCD"], mem["tRP"]) == (14, 14, 14)
     assert mem["ranks"] * mem["bankgroups"] * mem["banks"] == 16
+    # haswell: the E5-2667 v3's four DDR4-2133 channels, 15-15-15, two ranks a channel.
+    mem = machine.champsim_config("haswell")["physical_memory"]
+    assert (mem["data_rate"], mem["channels"], mem["ranks"]) == (2133, 4, 2)
+    assert (mem["tCAS"], mem["tRCD"], mem["tRP"]) == (15, 15, 15)
+    assert mem["ranks"] * mem["bankgroups"] * mem["banks"] * mem["channels"] == xlat.resolve_config("haswell")["dram.banks"]
 
 
 def test_the_fit_counts_ipc_within_15_percent_and_speed_ups_within_1_2x():
