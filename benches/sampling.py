@@ -1,4 +1,5 @@
-"""Sampled runs against full runs of the same references: docs/performance.md's table.
+"""Sampled runs against full runs of the same references: the table in benches/LOG.md
+(2026-11-27), which docs/performance.md sums up.
 
 Usage: .venv/bin/python benches/sampling.py [--quick] [--only PREFIX]   (about 10 minutes;
 --quick: seconds; --only: the rows whose workload starts with PREFIX, e.g. gups)
