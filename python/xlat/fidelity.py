@@ -44,11 +44,9 @@ def gather(root: str | os.PathLike | None = None, quick: bool = False, names: li
             continue
         try:
             path = _study.render_from_store(name, quick=quick, root=root)
-        except _study.StudyError as e:
-            if "no results" in str(e):
-                not_run.append(name)
-                continue
-            raise
+        except _study.NoResultsError:
+            not_run.append(name)
+            continue
         rows = pd.read_csv(path.parent / _study.COMPARISON_FILE, keep_default_na=False, na_values=[""])
         frames.append(rows.assign(study=name))
     cols = ["study", *_report.COMPARISON_COLUMNS, "quick"]

@@ -46,6 +46,10 @@ class StudyError(_core.XlatError):
     """A study is missing or malformed, or its report script failed."""
 
 
+class NoResultsError(StudyError):
+    """The store holds no point of the study's current spec (nothing to render)."""
+
+
 def study_dirs() -> list[Path]:
     """Where studies are looked up: ``$XLAT_STUDIES``, ``./studies``, then the source tree's
     ``studies/`` (a development install imports the package from ``<repo>/python``)."""
@@ -221,5 +225,5 @@ def render_from_store(name: str, quick: bool = False, root: str | os.PathLike | 
     tasks = _sweep.prepare(spec)
     df = _sweep._rows_for(store, [t.point_id for t in tasks])
     if not len(df):
-        raise StudyError(f"no results for study '{study.name}' under {store.root}: run 'xlat study {study.name}' first")
+        raise NoResultsError(f"no results for study '{study.name}' under {store.root}: run 'xlat study {study.name}' first")
     return render(study, df, store.path, quick, description=spec.description)
