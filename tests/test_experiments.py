@@ -651,6 +651,7 @@ def test_skeleton_study_renders_report_with_table_and_figure(tmp_path):
     out = root / "skeleton"
     text = (out / "report.md").read_text()
     assert "SKELETON" in text and "## Paper vs xlat" in text
+    assert "Left out of the comparison (1):" in text and "- **energy of an L2 TLB lookup, 1536 entries**" in text
     table = [l for l in text.splitlines() if l.startswith("| L2 TLB miss ratio")]
     assert table and all("—" not in l.split("|")[5] for l in table), table  # xlat column filled
     figs = sorted(out.glob("*.png"))
@@ -671,6 +672,7 @@ def test_skeleton_study_renders_report_with_table_and_figure(tmp_path):
     assert "not run (no stored points):" in p.stdout and "skeleton," not in p.stdout
     table = (root / "fidelity.md").read_text()
     assert f"**{within} of 3 paper numbers within 25%**" in table and "## skeleton" in table
+    assert "left out (reason given)" in table and "xlat counts events and cycles, not energy" in table
     assert len(pd.read_csv(root / "fidelity.csv")) == 3
 
 
@@ -895,3 +897,17 @@ def test_numbers_outside_are_sorted_by_what_explains_them(tmp_path):
         f.write_text(f'[[numbers]]\nid = "x"\npaper = 1.0\n{bad}\n')
         with pytest.raises(report.ReportError, match=needle):
             report.load_paper(f)
+
+
+def test_numbers_left_out_need_a_reason(tmp_path):
+    f = tmp_path / "paper.toml"
+    f.write_text('[[numbers]]\nid = "x"\npaper = 1.0\n\n[[out_of_scope]]\nwhat = "power"\nsource = "Fig. 9"\n'
+                 'paper = "3-8 %"\nreason = "xlat models no power"\n')
+    left = report.load_out_of_scope(f)
+    assert left == [{"what": "power", "source": "Fig. 9", "paper": "3-8 %", "reason": "xlat models no power"}]
+    assert report.out_of_scope_lines(left)[2] == "- **power** (Fig. 9; paper: 3-8 %): xlat models no power."
+    assert [e["id"] for e in report.load_paper(f)] == ["x"]  # the numbers compared are unchanged
+    for bad, needle in (('reason = ""', "needs a non-empty 'reason'"), ('why = "power"', "unknown field 'why'")):
+        f.write_text(f'[[numbers]]\nid = "x"\npaper = 1.0\n[[out_of_scope]]\nwhat = "p"\nsource = "s"\n{bad}\n')
+        with pytest.raises(report.ReportError, match=needle):
+            report.load_out_of_scope(f)

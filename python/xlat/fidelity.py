@@ -54,20 +54,30 @@ def gather(root: str | os.PathLike | None = None, quick: bool = False, names: li
     return rows, not_run
 
 
-def summary(rows):
-    """Per study and in total: paper numbers and how many have each verdict."""
+def out_of_scope(names) -> dict[str, list[dict]]:
+    """Each study's ``[[out_of_scope]]`` entries: the paper's numbers it does not compare."""
+    return {n: _study.load(n).out_of_scope for n in names}
+
+
+def summary(rows, left_out: dict[str, list[dict]] | None = None):
+    """Per study and in total: paper numbers, how many have each verdict, and how many of the
+    paper's numbers the study leaves out (``left_out``, from :func:`out_of_scope`)."""
     import pandas as pd
 
+    left_out = left_out or {}
     out = []
     for name, g in [*rows.groupby("study", sort=True), ("all", rows)]:
         counts = {v: int((g["verdict"] == v).sum()) for v in _report.VERDICTS}
+        n_out = sum(map(len, left_out.values())) if name == "all" else len(left_out.get(name, []))
         out.append({"study": name, "paper numbers": len(g), "with an xlat value": len(g) - counts["no value"],
-                    **{_HEADERS[v]: counts[v] for v in _report.VERDICTS if v != "no value"}})
+                    **{_HEADERS[v]: counts[v] for v in _report.VERDICTS if v != "no value"},
+                    "left out (reason given)": n_out})
     return pd.DataFrame(out)
 
 
-def markdown(rows, not_run: list[str], quick: bool = False) -> str:
-    """The fidelity table and every number behind it, as Markdown."""
+def markdown(rows, not_run: list[str], quick: bool = False, left_out: dict[str, list[dict]] | None = None) -> str:
+    """The fidelity table and every number behind it, as Markdown; ``left_out`` as for
+    :func:`summary`."""
     from . import _core
 
     total = len(rows)
@@ -80,7 +90,7 @@ def markdown(rows, not_run: list[str], quick: bool = False) -> str:
                   "compared as gains (their distance from 1), a value inside a stated range or bound counts as within. "
                   "A number outside has its cause *shown* when the study's README demonstrates it with a run "
                   "(`shown_by` in `paper.toml`), *argued* when it only states one."), ""]
-    lines += [_report.markdown_table(summary(rows)), ""]
+    lines += [_report.markdown_table(summary(rows, left_out)), ""]
     if not_run:
         lines += [f"Not run (no stored points): {', '.join(not_run)}.", ""]
     for name, g in rows.groupby("study", sort=True):
@@ -91,6 +101,7 @@ def markdown(rows, not_run: list[str], quick: bool = False) -> str:
         lines += [f"## {name}", "", _report.markdown_table(
             table, columns=["what", "source", "paper", "xlat", "relative", "verdict", "cause"],
             align=["left", "left", "right", "right", "right", "left", "left"]), ""]
+        lines += _report.out_of_scope_lines((left_out or {}).get(name, []))
     return "\n".join(lines)
 
 
@@ -98,9 +109,10 @@ def write(root: str | os.PathLike | None = None, quick: bool = False) -> tuple[P
     """Gather every study and write ``fidelity.md`` and ``fidelity.csv`` under the results root;
     returns the table's path, the summary frame and the studies not run."""
     rows, not_run = gather(root, quick)
+    left_out = out_of_scope(sorted(set(rows["study"])))
     base = Path(root) if root is not None else _results.default_root()
     base.mkdir(parents=True, exist_ok=True)
     atomic_write_text(base / ROWS_FILE, rows.to_csv(index=False))
     path = base / TABLE_FILE
-    atomic_write_text(path, markdown(rows, not_run, quick))
-    return path, summary(rows), not_run
+    atomic_write_text(path, markdown(rows, not_run, quick, left_out))
+    return path, summary(rows, left_out), not_run

@@ -264,6 +264,47 @@ def load_paper(path: str | os.PathLike) -> list[dict]:
     return [_check_entry(e, path, i) for i, e in enumerate(entries)]
 
 
+#: Fields of an ``[[out_of_scope]]`` table: a number of the paper's evaluation that the study
+#: does not compare, and why (power, area, a machine xlat does not model).
+OUT_OF_SCOPE_FIELDS = ("what", "source", "paper", "reason")
+
+
+def load_out_of_scope(path: str | os.PathLike) -> list[dict]:
+    """The paper's numbers a study leaves out, from ``paper.toml``'s ``[[out_of_scope]]`` tables
+    (none from a ``paper.csv``): each with ``what``, ``source``, ``reason`` and optionally
+    ``paper``, the number or range as the paper states it."""
+    path = Path(path)
+    if path.suffix != ".toml":
+        return []
+    entries = _config.read_toml(path, "paper table", ReportError).get("out_of_scope", [])
+    if not isinstance(entries, list):
+        raise ReportError(f"{path}: expected [[out_of_scope]] tables")
+    out = []
+    for i, e in enumerate(entries):
+        if not isinstance(e, Mapping):
+            raise ReportError(f"{path}: out_of_scope[{i}] is not a table")
+        unknown = sorted(set(e) - set(OUT_OF_SCOPE_FIELDS))
+        if unknown:
+            raise ReportError(f"{path}: out_of_scope[{i}]: unknown field '{unknown[0]}' "
+                              f"(fields: {', '.join(OUT_OF_SCOPE_FIELDS)})")
+        for k in ("what", "source", "reason"):
+            if not (isinstance(e.get(k), str) and e[k].strip()):
+                raise ReportError(f"{path}: out_of_scope[{i}] needs a non-empty '{k}'")
+        if "paper" in e and not (isinstance(e["paper"], str) or _is_number(e["paper"])):
+            raise ReportError(f"{path}: out_of_scope[{i}]: 'paper' must be a number or text")
+        out.append(dict(e))
+    return out
+
+
+def out_of_scope_lines(entries: list[dict]) -> list[str]:
+    """Markdown listing the paper's numbers a study leaves out, and why."""
+    if not entries:
+        return []
+    items = [f"- **{e['what']}** ({e['source']}{'; paper: ' + str(e['paper']) if 'paper' in e else ''}): "
+             f"{e['reason'].rstrip('.')}." for e in entries]
+    return [f"Left out of the comparison ({len(entries)}):", "", *items, ""]
+
+
 def _parse_selector(text: str, path) -> dict:
     out = {}
     for item in filter(None, (s.strip() for s in text.split(";"))):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +93,8 @@ class Study:
     paper: list[dict]
     paper_file: Path | None
     prepare: Callable | None = None
+    #: The paper's numbers the study does not compare, with the reason (``[[out_of_scope]]``).
+    out_of_scope: list[dict] = field(default_factory=list)
 
     def spec(self, quick: bool, out_dir: Path | None = None) -> _sweep.Spec:
         """The study's sweep; with a ``prepare.py``, its traces (made in ``out_dir``) too."""
@@ -134,6 +136,7 @@ def load(name: str) -> Study:
         raise StudyError(f"{script} defines no render(df, out_dir, quick)")
     paper_file = next((p for p in (d / "paper.toml", d / "paper.csv") if p.is_file()), None)
     paper = _report.load_paper(paper_file) if paper_file else []
+    out_of_scope = _report.load_out_of_scope(paper_file) if paper_file else []
     prepare = None
     if (d / "prepare.py").is_file():
         prep = importlib.util.spec_from_file_location(f"{mod_name}_prepare", d / "prepare.py")
@@ -145,7 +148,7 @@ def load(name: str) -> Study:
         prepare = getattr(pmod, "traces", None)
         if not callable(prepare):
             raise StudyError(f"{d / 'prepare.py'} defines no traces(out_dir, quick)")
-    return Study(study_name, d, render, paper, paper_file, prepare)
+    return Study(study_name, d, render, paper, paper_file, prepare, out_of_scope)
 
 
 @dataclass
@@ -204,6 +207,7 @@ def render(study: Study, df, out_dir: Path, quick: bool, description: str = "") 
         lines += ["## Paper vs xlat", "", f"Published numbers from `{study.paper_file.name}`.", "",
                   _report.paper_table(comp), "", _report.fidelity_line(comp), ""]
         lines += _report.causes(comp)
+        lines += _report.out_of_scope_lines(study.out_of_scope)
         # (Beside the report, for `xlat study fidelity` and for anyone's own tables.)
         comp.assign(quick=quick).to_csv(out_dir / COMPARISON_FILE, index=False)
     lines += [body.rstrip(), ""]
