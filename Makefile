@@ -4,7 +4,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 SOURCES := $(shell find crates python -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml' 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: install demo test lint test-rust test-python test-c bench fuzz fuzz-rust clean
+.PHONY: install demo test test-quick lint test-rust test-python test-c bench fuzz fuzz-rust clean
 
 install: $(VENV)/.installed
 
@@ -25,6 +25,12 @@ demo: install
 	$(VENV)/bin/xlat demo
 
 test: install lint test-rust test-c test-python
+
+# The inner loop: the Rust crates' unit tests and the Python tests that run no whole study
+# (tests/conftest.py marks those `slow`); no lint, no integration-test binaries.
+test-quick: install
+	cargo test --workspace --exclude xlat-py --lib --profile release-tests -q
+	$(PY) -m pytest tests -n 2 -m "not slow"
 
 # Clippy lints allowed for a while, as `-A clippy::NAME` flags (say why, and drop them soon):
 # none now, and keep it that way.
@@ -51,7 +57,7 @@ test-c:
 # Two test processes: the suite is mostly small simulations, one core each (7 min in one
 # process on this 2-core machine, 5 in two).
 test-python: install
-	$(PY) -m pytest tests -n 2
+	$(PY) -m pytest tests -n 2 --durations=20
 
 bench: install
 	$(PY) benches/run.py

@@ -4,6 +4,25 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 _CACHE = tempfile.mkdtemp(prefix="xlat-test-trace-cache-")
 os.environ["XLAT_CACHE_DIR"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, True)
+
+
+# The quick tier (`make test-quick`, `-m "not slow"`) leaves out the modules that run whole
+# studies (a few minutes each) and the property tests that draw many random cases; `make test`
+# runs everything.
+SLOW_MODULES = ("test_fuzz.py", "test_config_limits.py")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: left out of the quick tier (make test-quick)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        if name.startswith("test_study_") or name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
