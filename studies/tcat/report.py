@@ -94,6 +94,8 @@ def render(df, out_dir, quick):
         values[f"{w}_ideal"] = speedup("ideal", "kvm_tlb", w)
     eliminated = [1 - _get(t, "tcat-cotag", w, "busy_wait_cycles") / _get(t, "kvm_tlb", w, "busy_wait_cycles") for w in paper]
     values["busy_wait_eliminated"] = sum(eliminated) / len(eliminated) if eliminated else math.nan
+    # The conclusion's "upto 99.8%": the most any workload loses of its busy wait.
+    values["busy_wait_eliminated_max"] = max(eliminated) if eliminated else math.nan
 
     rows = []
     for w in workloads:
