@@ -18,6 +18,13 @@ COLUMNS = ["L-nothp", "L-thp", "F5-noresv", "F5-reserv", "F5-super", "F2-noresv"
 PROGRAMS = {"cc1": "Clang", "node": "Node.js", "sqlite": None, "python": None, "xz": None}
 CODE_COLUMNS = ["L-nothp", "L-thp", "LB-noresv", "LB-reserv", "LB-super", "F5-noresv", "F5-reserv", "F5-super",
                 "F2-noresv", "F2-reserv", "F2-super"]
+# The id of the paper's number for a T2 row, column and workload is "<prefix>_<config id>_<workload>"
+# (paper.toml: l1d_pki_f5_noresv_xsbench is T10's L1 DTLB misses under F5-noresv), so each row of
+# the paper's T4-T11 it quotes is paired where the report shows that row, cell by cell.
+ROW_IDS = {"l1d": "l1d_pki", "l2_hit": "l2_hits_pki", "l2_hit.coalesced": "coalesced_hits_pki",
+           "l2_hit.2m.pct": "huge_share", "l2_hit.coalesced.pct": "coalesced_share", "l2_miss": "l2_misses_pki",
+           "l2_miss.4k": "misses_4k_pki", "l2_miss.2m.pct": "huge_miss_share",
+           "l2_miss.coalesced.pct": "coalesced_miss_share", "l1i": "l1i_pki"}
 
 
 def _id(config):
@@ -86,6 +93,19 @@ def _paired(values, paper, key, x, digits):
     return _cell(x, paper.get(key), digits)
 
 
+def _row_cell(t, c, w, col, values, paper, digits):
+    """The cell of T2 row `col` for config `c` and workload `w`, paired with the paper's value
+    of that cell (ROW_IDS) if paper.toml quotes it."""
+    x = _get(t, c, w, col)
+    return _paired(values, paper, f"{ROW_IDS[col]}_{_id(c)}_{w}", x, digits) if col in ROW_IDS else _cell(x, None, digits)
+
+
+def _ratio(t, w, col, a, b):
+    """`col` of config `a` over config `b` for workload `w`."""
+    base = _get(t, b, w, col)
+    return _get(t, a, w, col) / base if base else math.nan
+
+
 def _cuts(t, cpu, w, col, values, paper):
     """The cells of the cut (%) reserv and super make in `col` against noresv on `cpu`, each
     paired with the paper's `<col>_reduction_<cpu>_<mode>_<w>`."""
@@ -114,12 +134,15 @@ def _bars(t, col, path, title, ylabel, caption):
 def render(df, out_dir, quick):
     t = _tidy(df)
     workloads = [w for w in PAPER_NAME if w in set(t["workload"])]
+    # The traced programs that stand for one of the paper's (cc1, node): §5.1.1, §5.1.5 and §5.4
+    # quote their data-TLB rows too, so T-C and T-A have a row for each.
+    named = {w: _program(w) for w in PROGRAMS if PROGRAMS[w] and w in set(t["workload"])}
     paper = {e["id"]: e["paper"] for e in report.load_paper(__file__.replace("report.py", "paper.toml"))}
     values = {}
     body = []
 
     # --- T-C: contiguity each allocator makes, seen as coalesced L2 DTLB hits ----------------
-    rows = _paired_rows(t, {w: f"{PAPER_NAME[w]} ({w})" for w in workloads}, COLUMNS, "l2_hit.coalesced.pct",
+    rows = _paired_rows(t, {w: f"{PAPER_NAME[w]} ({w})" for w in workloads} | named, COLUMNS, "l2_hit.coalesced.pct",
                         "coalesced_share_{c}_{w}", values, paper, 1)
     body += ["## Contiguity by chance and by design (T-C)", "",
              ("Share (%) of L2 DTLB hits served by coalesced entries (16 KB on zen3, 32 KB on zenplus); "
@@ -145,10 +168,10 @@ def render(df, out_dir, quick):
 
     # --- T-A: L1 DTLB misses and what reservations and promotion cut ------------------------
     rows = []
-    for w in workloads:
-        row = [f"{PAPER_NAME[w]} ({w})"]
+    for w, name in ({w: f"{PAPER_NAME[w]} ({w})" for w in workloads} | named).items():
+        row = [name]
         for cpu in ("F5", "F2"):
-            row.append(_cell(_get(t, f"{cpu}-noresv", w, "l1d")))
+            row.append(_row_cell(t, f"{cpu}-noresv", w, "l1d", values, paper, 3))
             row += _cuts(t, cpu, w, "l1d", values, paper)
         rows.append(row)
     body += ["## L1 DTLB misses (T-A)", "",
@@ -166,7 +189,8 @@ def render(df, out_dir, quick):
         f2 = _get(t, "F2-reserv", w, "l2_miss.4k")
         z3 = _get(t, "Z3-32k-reserv", w, "l2_miss.4k")
         ratio = _paired(values, paper, f"misses_4k_32k_over_16k_{w}", f2 / f5 if f5 else math.nan, 2)
-        rows.append([f"{PAPER_NAME[w]} ({w})", _cell(f5), _cell(f2), ratio, _cell(z3),
+        rows.append([f"{PAPER_NAME[w]} ({w})", _row_cell(t, "F5-reserv", w, "l2_miss.4k", values, paper, 3),
+                     _row_cell(t, "F2-reserv", w, "l2_miss.4k", values, paper, 3), ratio, _cell(z3),
                      _cell(z3 / f5 if f5 else math.nan, None, 2),
                      _cell(_get(t, "F5-reserv", w, "l2_miss")), _cell(_get(t, "Z3-32k-reserv", w, "l2_miss"))])
     body += ["## 16 KB against 32 KB groups (T-B)", "",
@@ -184,12 +208,14 @@ def render(df, out_dir, quick):
         row = [f"{PAPER_NAME[w]} ({w})"]
         for c in COLUMNS:
             row.append(_paired(values, paper, f"cycles_{_id(c)}_{w}", _get(t, c, w, "cycles") / ref if ref else math.nan, 3))
+        row.append(_paired(values, paper, f"cycles_f5_reserv_over_noresv_{w}", _ratio(t, w, "cycles", "F5-reserv", "F5-noresv"), 3))
         rows.append(row)
     body += ["## Cycles (T-F)", "",
              ("Cycles normalized to F5-super (the paper's user-space unhalted cycles, normalized the same "
              "way); the paper's value in parentheses where this study has the column. The paper's "
-             "F2 runs are on a slower CPU with a smaller LLC (zenplus here models its TLBs and caches)."), "",
-             report.markdown_table(rows, columns=["workload"] + COLUMNS), ""]
+             "F2 runs are on a slower CPU with a smaller LLC (zenplus here models its TLBs and caches). "
+             "The last column is what reservations alone do, F5-reserv over F5-noresv (§5.3)."), "",
+             report.markdown_table(rows, columns=["workload"] + COLUMNS + ["F5 reserv / noresv"]), ""]
 
     # --- What coalescing itself is worth, with reservations ---------------------------------
     rows = []
@@ -224,7 +250,8 @@ def render(df, out_dir, quick):
         huge = (_get(t, "F5-super", w, "l2_hit.2m.pct"), _get(t, "F5-nomdv", w, "l2_hit.2m.pct"))
         if w == "churn":
             values["nomdv_huge_share_f5"] = huge[1]
-        row += [_cell(huge[0], None, 1), _cell(huge[1], paper.get("nomdv_huge_share_f5") if w == "churn" else None, 1),
+        row += [_paired(values, paper, f"huge_share_f5_super_{w}", huge[0], 1),
+                _cell(huge[1], paper.get("nomdv_huge_share_f5") if w == "churn" else None, 1),
                 _cell(_get(t, "F5-super", w, "os.calls"), None, 3)]
         rows.append(row)
     body += ["## MADV_FREE and superpages (nomdv)", "",
@@ -249,16 +276,19 @@ def render(df, out_dir, quick):
 
     # --- Every T2 row, per workload ---------------------------------------------------------
     body += ["## The T2 counters", "",
-             "Per 1000 instructions; shares of L2 DTLB hits and misses by entry size in %.", ""]
+             ("Per 1000 instructions; shares of L2 DTLB hits and misses by entry size in %; the paper's "
+              "value in parentheses where §5 quotes it (its text, or a cell this study compares)."), ""]
     labels = list(dict.fromkeys(t["setup"]))
     for w in workloads + (["churn"] if "churn" in set(t["workload"]) else []) + programs:
         rows = []
-        for name, col, digits in [("L1 DTLB misses", "l1d", 3), ("L2 DTLB hits", "l2_hit", 3)] + \
+        for name, col, digits in [("L1 DTLB misses", "l1d", 3), ("L2 DTLB hits", "l2_hit", 3),
+                                  ("L2 DTLB coalesced hits", "l2_hit.coalesced", 3)] + \
                 [(f"L2 DTLB {s} hits %", f"l2_hit.{s}.pct", 1) for s in ("2m", "coalesced", "4k")] + \
-                [("L2 DTLB misses", "l2_miss", 3)] + [(f"L2 DTLB {s} misses %", f"l2_miss.{s}.pct", 1) for s in ("2m", "coalesced", "4k")] + \
+                [("L2 DTLB misses", "l2_miss", 3), ("L2 DTLB 4k misses", "l2_miss.4k", 3)] + \
+                [(f"L2 DTLB {s} misses %", f"l2_miss.{s}.pct", 1) for s in ("2m", "coalesced", "4k")] + \
                 [("L1 ITLB misses", "l1i", 3), ("L1 ITLB misses that walked", "l1i.l2_miss", 3),
                  ("2 MB pages, % of mapped memory", "huge_coverage", 1), ("IPC", "ipc", 3)]:
-            rows.append([name] + [_cell(_get(t, c, w, col), None, digits) for c in labels])
+            rows.append([name] + [_row_cell(t, c, w, col, values, paper, digits) for c in labels])
         title = f"{PAPER_NAME[w]} ({w})" if w in PAPER_NAME else f"jemalloc heap ({w})" if w == "churn" else f"{w} (traced)"
         body += [f"### {title}", "", report.markdown_table(rows, columns=["counter"] + labels), ""]
 
@@ -291,6 +321,15 @@ def _code_section(t, programs, paper, values, out_dir):
     body += [("The cut (%) in L1 ITLB misses reservations (reserv) and reservations with promotion (super) "
               "make against noresv on the same CPU and binary."), "",
              report.markdown_table(rows, columns=["program", "F5 reserv", "F5 super", "F2 reserv", "F2 super", "LB reserv", "LB super"]), ""]
+    # §5.3.1 quotes Clang's cycles as what one column saves against another, not as T4's cells.
+    # (Each with the id of its paper number, named as the kernels' cycles_f5_reserv_over_noresv_<w>.)
+    pairs = [("F5-reserv", "F5-noresv", "f5_reserv_over_noresv"), ("F5-nomdv", "F5-noresv", "f5_nomdv_over_noresv"),
+             ("LB-reserv", "L-nothp", "lb_reserv_over_l_nothp"), ("LB-super", "L-thp", "lb_super_over_l_thp")]
+    rows = [[_program(w)] + [_paired(values, paper, f"cycles_{key}_{w}", _ratio(t, w, "cycles", a, b), 3) for a, b, key in pairs]
+            for w in programs]
+    body += [("Cycles of one column over another, as §5.3.1 compares them for Clang (the paper's ratio of "
+              "its T4 cells in parentheses)."), "",
+             report.markdown_table(rows, columns=["program"] + [f"{a} / {b}" for a, b, _ in pairs]), ""]
     rows = []
     for w in programs:
         two, four, pre = (_get(t, c, w, col) for c, col in (("F5-reserv", "l1i"), ("F5-reserv-4k", "l1i"), ("F5-reserv-presetA", "l1i")))
