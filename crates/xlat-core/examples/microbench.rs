@@ -8,7 +8,7 @@
 //! and the subregion is the coalescing group. Prints the L1 DTLB miss counters after every
 //! word, as the paper's four (plus 2 MB and 1 GB), and with `--mincore` each page's state.
 //! Example: `cargo run --release -p xlat-core --example microbench -- 'r0: r1: r2: r3'`.
-use xlat_core::addr::VirtAddr;
+use xlat_core::arch::addr::VirtAddr;
 use xlat_core::microbench::{mincore, run, Region as Sub, Repeats, Trace};
 use xlat_core::{Config, Machine, Region};
 

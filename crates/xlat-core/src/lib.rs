@@ -8,7 +8,7 @@
 //! (`memory/`, `timing/`), and may be observed or steered by mechanisms (`mech/`);
 //! `machine.rs` wires them; `host/` holds what makes it fast, none of it part of the model.
 
-pub mod addr;
+pub mod arch;
 pub mod assoc;
 pub mod config;
 pub mod error;

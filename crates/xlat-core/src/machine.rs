@@ -5,6 +5,7 @@
 //! deterministic interleaving. On two host threads, one translates and records through a
 //! [`crate::host::pipeline::Recorder`] while the other replays on the memory side.
 
+use crate::arch::ctx::{Ctx, Invalidate};
 use crate::config::{Config, PtFormat};
 use crate::error::SimError;
 use crate::host::prefetch::{prefetch_ahead, prefetch_ahead_2d, PrefetchRing};
@@ -15,7 +16,6 @@ use crate::os::sched::Scope;
 use crate::stats::Stats;
 use crate::timing::{inflight, Early};
 use crate::translate::mmu::{HwContext, Mmu};
-use crate::translate::tlb::{Ctx, Invalidate};
 use crate::translate::walker::WalkParams;
 use crate::translate::Translator;
 use crate::workload::{Program, Ref, RefSource};
@@ -178,7 +178,7 @@ impl Machine {
                     None => os.spaces[space].ctx,
                 };
                 // (Thread-tagged TLBs: see `Translator::tagged`.)
-                let thread = if cfg.tlb_thread_tagged && per > 1 { ((i % per) as Ctx) << crate::translate::tlb::THREAD_SHIFT } else { 0 };
+                let thread = if cfg.tlb_thread_tagged && per > 1 { ((i % per) as Ctx) << crate::arch::ctx::THREAD_SHIFT } else { 0 };
                 HwContext { core: i / per, space, vm, ctx: ctx | thread }
             })
             .collect();
@@ -381,22 +381,22 @@ impl Machine {
 
     /// A mechanism on core `c` asks the OS to promote the 2 MB region of `space` holding
     /// `va` (see [`Translator::request_promotion`]).
-    pub fn request_promotion(&mut self, c: usize, space: usize, va: crate::addr::VirtAddr) -> Result<bool, SimError> {
+    pub fn request_promotion(&mut self, c: usize, space: usize, va: crate::arch::addr::VirtAddr) -> Result<bool, SimError> {
         self.xl.request_promotion(c, space, va, &mut Direct::new(&mut self.mem))
     }
 
     /// Demote the 2 MB page of `space` holding `va` (see [`Os::request_demotion`]).
-    pub fn request_demotion(&mut self, c: usize, space: usize, va: crate::addr::VirtAddr) -> Result<bool, SimError> {
+    pub fn request_demotion(&mut self, c: usize, space: usize, va: crate::arch::addr::VirtAddr) -> Result<bool, SimError> {
         self.xl.request_demotion(c, space, va, &mut Direct::new(&mut self.mem))
     }
 
     /// Unmap the page of `space` holding `va` (see [`Os::unmap`]).
-    pub fn unmap(&mut self, c: usize, space: usize, va: crate::addr::VirtAddr) -> Result<bool, SimError> {
+    pub fn unmap(&mut self, c: usize, space: usize, va: crate::arch::addr::VirtAddr) -> Result<bool, SimError> {
         self.xl.unmap(c, space, va, &mut Direct::new(&mut self.mem))
     }
 
     /// Make the 4 KB page of `space` holding `va` writable or read-only (see [`Os::protect`]).
-    pub fn protect(&mut self, c: usize, space: usize, va: crate::addr::VirtAddr, writable: bool) -> Result<bool, SimError> {
+    pub fn protect(&mut self, c: usize, space: usize, va: crate::arch::addr::VirtAddr, writable: bool) -> Result<bool, SimError> {
         self.xl.protect(c, space, va, writable, &mut Direct::new(&mut self.mem))
     }
 
@@ -448,7 +448,7 @@ pub(crate) fn run_loop<P: MemPort>(
     let slice = if places > 1 { xl.cfg.virt_switch_interval_cycles } else { xl.cfg.virt_vcpu_slice_cycles };
     xl.sched.vcpus = crate::os::sched::Vcpus::new(n, k, total, slice);
     for c in 0..n {
-        xl.contexts[c].ctx = xl.tagged(c, xl.contexts[c].ctx & crate::translate::tlb::SPACE_MASK);
+        xl.contexts[c].ctx = xl.tagged(c, xl.contexts[c].ctx & crate::arch::ctx::SPACE_MASK);
     }
     let mut batches: Vec<Vec<Ref>> = (0..total).map(|_| Vec::with_capacity(BATCH)).collect();
     let mut pos = vec![0usize; total];

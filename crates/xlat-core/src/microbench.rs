@@ -17,12 +17,13 @@
 //! times; the whole trace run `trace` times. The counters are sampled after each application
 //! of a word across the region.
 
-use crate::addr::VirtAddr;
+use crate::arch::addr::VirtAddr;
+use crate::arch::ctx::Invalidate;
+use crate::arch::pte::{PTE_A, PTE_D};
 use crate::error::SimError;
 use crate::machine::Machine;
-use crate::os::pt::{PTE_A, PTE_D};
 use crate::translate::mmu::TlbId;
-use crate::translate::tlb::{Invalidate, CODES};
+use crate::translate::tlb::CODES;
 use crate::workload::Ref;
 use thiserror::Error;
 

@@ -196,7 +196,7 @@ fn skip(m: &mut Machine, src: &mut Metered, n: u64, buf: &mut Vec<Ref>, dirtied:
                     // OS of a sampled run is not expected to clean pages.)
                     let space = m.xl.contexts[s].space;
                     if dirtied.insert(space, r.va) {
-                        m.xl.os.touch_store(space, crate::addr::VirtAddr(r.va));
+                        m.xl.os.touch_store(space, crate::arch::addr::VirtAddr(r.va));
                     }
                 }
             }

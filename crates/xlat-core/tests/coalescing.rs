@@ -8,10 +8,11 @@
 //! microbenchmark setup): every PTE read-write, A = D = 0, contiguous and aligned. The TLBs
 //! are Zen 3's (64-entry fully associative L1 DTLB, 2048-entry 16-way L2).
 
-use xlat_core::addr::{PageSize, VirtAddr};
-use xlat_core::os::pt::{PTE_A, PTE_D, PTE_P, PTE_PFN_MASK, PTE_RW};
+use xlat_core::arch::addr::{PageSize, VirtAddr};
+use xlat_core::arch::ctx::Invalidate;
+use xlat_core::arch::pte::{PTE_A, PTE_D, PTE_P, PTE_PFN_MASK, PTE_RW};
 use xlat_core::translate::mmu::TlbId;
-use xlat_core::translate::tlb::{Invalidate, TlbStats, GROUP};
+use xlat_core::translate::tlb::{TlbStats, GROUP};
 use xlat_core::{Config, Machine, Ref, Region};
 
 /// A 2 MB-aligned user address.

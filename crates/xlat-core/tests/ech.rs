@@ -5,7 +5,7 @@
 
 mod common;
 use common::{random_refs, region, BASE, GB};
-use xlat_core::addr::VirtAddr;
+use xlat_core::arch::addr::VirtAddr;
 use xlat_core::os::ech::cluster;
 use xlat_core::os::Os;
 use xlat_core::{Config, Stats};

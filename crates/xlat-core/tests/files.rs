@@ -3,8 +3,8 @@
 //! files over 2 MB), in-phase promotion and the linker's `maxpagesize` pitfall (seed 002
 //! §3.3, §3.5, Fig. 1), and Linux's THP leaving file mappings alone (§3.2).
 
-use xlat_core::addr::{PageSize, VirtAddr};
-use xlat_core::os::pt::{PTE_A, PTE_NX, PTE_RW};
+use xlat_core::arch::addr::{PageSize, VirtAddr};
+use xlat_core::arch::pte::{PTE_A, PTE_NX, PTE_RW};
 use xlat_core::os::Os;
 use xlat_core::{Config, FileMap, Ref, RefKind, Region, RunOptions, VecSource};
 

@@ -9,7 +9,7 @@ use common::{random_refs, region, GB};
 fn run(cfg: &Config, refs: Vec<Ref>, regions: Vec<Region>) -> Stats {
     common::run(cfg, refs, regions, true)
 }
-use xlat_core::addr::{PhysAddr, VirtAddr};
+use xlat_core::arch::addr::{PhysAddr, VirtAddr};
 use xlat_core::os::Os;
 use xlat_core::{Config, Machine, Ref, Region, Stats};
 

@@ -2,8 +2,8 @@
 //! the places where other simulators' walkers have had long-lived bugs, so each
 //! number here is derived by hand in the comment above it.
 
-use xlat_core::addr::{PageSize, VirtAddr};
-use xlat_core::os::pt::{PTE_A, PTE_D};
+use xlat_core::arch::addr::{PageSize, VirtAddr};
+use xlat_core::arch::pte::{PTE_A, PTE_D};
 use xlat_core::{Config, Machine, Ref, RunOptions, VecSource};
 
 fn cfg(pairs: &[(&str, &str)]) -> Config {

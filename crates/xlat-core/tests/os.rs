@@ -3,8 +3,8 @@
 //! of remappings, every TLB and page-walk-cache entry on every core agrees with a
 //! functional walk of the page tables.
 
-use xlat_core::addr::{PageSize, VirtAddr};
-use xlat_core::os::pt::{PTE_A, PTE_D};
+use xlat_core::arch::addr::{PageSize, VirtAddr};
+use xlat_core::arch::pte::{PTE_A, PTE_D};
 use xlat_core::os::OsOp;
 use xlat_core::translate::mmu::TlbId;
 use xlat_core::{Config, Machine, Ref, Region, RunOptions, Stats, VecSource};
@@ -117,7 +117,7 @@ fn a_reservation_is_promoted_only_when_fully_populated() {
     let block = f0.0 - pages[0];
     assert_eq!(block % 512, 0);
     for &p in &pages {
-        assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + p * 4096)), Some((xlat_core::addr::Frame(block + p), PageSize::Size4K)));
+        assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + p * 4096)), Some((xlat_core::arch::addr::Frame(block + p), PageSize::Size4K)));
     }
     let l1 = s.f("pt.nodes.l1");
     assert_eq!(l1, 1.0);
@@ -128,7 +128,7 @@ fn a_reservation_is_promoted_only_when_fully_populated() {
     assert_eq!(s.f("huge_coverage"), 1.0);
     assert_eq!(s.f("pt.nodes.l1"), 0.0);
     assert_eq!(s.f("shootdowns"), 1.0);
-    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 5)), Some((xlat_core::addr::Frame(block), PageSize::Size2M)));
+    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 5)), Some((xlat_core::arch::addr::Frame(block), PageSize::Size2M)));
     check_no_stale(&m);
 
     // Without promotion (FreeBSD's "reserv"): contiguous, never promoted.
@@ -694,7 +694,7 @@ fn a_demoted_superpage_is_promoted_again_in_place_on_freebsd() {
     let (block, size) = m.xl.os.translate(0, VirtAddr(BASE)).unwrap();
     assert_eq!(size, PageSize::Size2M);
     assert!(m.request_demotion(0, 0, VirtAddr(BASE)).unwrap());
-    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 4096)).unwrap(), (xlat_core::addr::Frame(block.0 + 1), PageSize::Size4K));
+    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 4096)).unwrap(), (xlat_core::arch::addr::Frame(block.0 + 1), PageSize::Size4K));
     let free = m.xl.os.phys.free_frames();
     assert!(m.request_promotion(0, 0, VirtAddr(BASE)).unwrap());
     assert_eq!(m.xl.os.translate(0, VirtAddr(BASE)).unwrap(), (block, PageSize::Size2M), "same block: no copy");

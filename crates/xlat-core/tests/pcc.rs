@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Rng, BASE};
-use xlat_core::addr::VirtAddr;
+use xlat_core::arch::addr::VirtAddr;
 use xlat_core::{Config, Machine, Ref, Region, RunOptions, Stats, VecSource};
 
 const MB2: u64 = 2 << 20;
@@ -203,7 +203,7 @@ fn the_daemon_promotes_the_hottest_region_first() {
     // 2 MB page.
     let sp = &m.xl.os.spaces[0];
     let hot = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
-    assert_eq!(hot.size, xlat_core::addr::PageSize::Size2M);
+    assert_eq!(hot.size, xlat_core::arch::addr::PageSize::Size2M);
 }
 
 /// Which region the daemon promotes first, read from a run that stops after one read-out.
@@ -222,7 +222,7 @@ fn the_first_promotion_is_the_hot_region() {
     let sp = &m.xl.os.spaces[0];
     for r in 0..REGIONS {
         let t = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + r * MB2)).unwrap();
-        assert_eq!(t.size == xlat_core::addr::PageSize::Size2M, r == HOT, "region {r}");
+        assert_eq!(t.size == xlat_core::arch::addr::PageSize::Size2M, r == HOT, "region {r}");
     }
 }
 
@@ -251,7 +251,7 @@ fn the_footprint_cap_limits_promotions_over_the_run() {
     assert_eq!(s.f("huge_coverage"), 0.5);
     let sp = &m.xl.os.spaces[0];
     let hot = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
-    assert_eq!(hot.size, xlat_core::addr::PageSize::Size2M);
+    assert_eq!(hot.size, xlat_core::arch::addr::PageSize::Size2M);
     assert_eq!(run("1").stats().f("promotions"), REGIONS as f64);
     assert_eq!(run("0").stats().f("promotions"), 0.0);
 }
@@ -337,7 +337,7 @@ fn promoted_regions_that_keep_walking_are_demoted_and_their_blocks_freed() {
     assert_eq!(s.f("huge_coverage"), 0.0);
     let sp = &m.xl.os.spaces[0];
     let now = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
-    assert_eq!(now.size, xlat_core::addr::PageSize::Size4K);
+    assert_eq!(now.size, xlat_core::arch::addr::PageSize::Size4K);
 }
 
 /// `pcc.bias` names programs of a mix: one the run does not have is an error, before it runs.
@@ -362,7 +362,7 @@ fn a_pcc_promotion_leaves_no_4k_entry_on_any_core_and_the_next_walks_end_at_2m()
         ("os.khugepaged_pages", "0"),
     ]);
     let hot = (BASE >> 21) + HOT;
-    let in_hot = |m: &Machine, size: xlat_core::addr::PageSize| -> Vec<usize> {
+    let in_hot = |m: &Machine, size: xlat_core::arch::addr::PageSize| -> Vec<usize> {
         (0..2)
             .map(|core| {
                 m.xl.mmus[core].tlbs.iter().flat_map(|l| l.entries()).filter(|(k, _)| k.size() == size && (k.vpn() << size.shift()) >> 21 == hot).count()
@@ -374,14 +374,14 @@ fn a_pcc_promotion_leaves_no_4k_entry_on_any_core_and_the_next_walks_end_at_2m()
     m.prefault().unwrap();
     let mut src = VecSource::new(vec![refs(9_000, 7), refs(9_000, 8)], regions());
     m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
-    assert!(in_hot(&m, xlat_core::addr::PageSize::Size4K).iter().all(|&n| n > 0), "{:?}", in_hot(&m, xlat_core::addr::PageSize::Size4K));
+    assert!(in_hot(&m, xlat_core::arch::addr::PageSize::Size4K).iter().all(|&n| n > 0), "{:?}", in_hot(&m, xlat_core::arch::addr::PageSize::Size4K));
     // The same run past the read-out (20,000 references): the hot region went first.
     let mut m = Machine::new(&c, 2, regions(), 1).unwrap();
     m.prefault().unwrap();
     let mut src = VecSource::new(vec![refs(10_500, 7), refs(10_500, 8)], regions());
     m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
     assert_eq!(m.stats().f("promotions"), 1.0);
-    assert_eq!(in_hot(&m, xlat_core::addr::PageSize::Size4K), vec![0, 0], "no 4 KB entry of the region on any core");
-    let huge = in_hot(&m, xlat_core::addr::PageSize::Size2M);
+    assert_eq!(in_hot(&m, xlat_core::arch::addr::PageSize::Size4K), vec![0, 0], "no 4 KB entry of the region on any core");
+    let huge = in_hot(&m, xlat_core::arch::addr::PageSize::Size2M);
     assert!(huge.iter().all(|&n| n >= 1), "each core holds the region as a 2 MB entry, filled by a walk: {huge:?}");
 }

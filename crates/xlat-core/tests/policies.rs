@@ -2,12 +2,13 @@
 //! reference model, on random streams.
 
 use std::collections::VecDeque;
-use xlat_core::addr::{PageSize, VirtAddr};
+use xlat_core::arch::addr::{PageSize, VirtAddr};
+use xlat_core::arch::ctx::Invalidate;
 use xlat_core::assoc::SetAssoc;
 use xlat_core::config::Policy;
 use xlat_core::memory::repl::LineKind;
 use xlat_core::translate::pwc::Pwc;
-use xlat_core::translate::tlb::{Invalidate, TlbArray, TlbEntry};
+use xlat_core::translate::tlb::{TlbArray, TlbEntry};
 
 mod common;
 use common::Rng;

@@ -1,7 +1,7 @@
 //! Shootdown protocols (seed 003, §4): IPIs, KVM's paravirtual flush and TCAT, on small
 //! machines whose every step is derived by hand in the comments.
 
-use xlat_core::addr::VirtAddr;
+use xlat_core::arch::addr::VirtAddr;
 use xlat_core::os::OsOp;
 use xlat_core::translate::mmu::TlbId;
 use xlat_core::{Config, Machine, Ref, RunOptions, Stats, VecSource};
@@ -34,7 +34,7 @@ fn cached(m: &Machine, c: usize, va: u64) -> bool {
     let mmu = &m.xl.mmus[c];
     [TlbId::L1d, TlbId::L2]
         .iter()
-        .any(|&id| mmu.tlb(id).entries().iter().any(|(k, _)| k.ctx == ctx && k.vpn() == va >> 12 && k.size() == xlat_core::addr::PageSize::Size4K))
+        .any(|&id| mmu.tlb(id).entries().iter().any(|(k, _)| k.ctx == ctx && k.vpn() == va >> 12 && k.size() == xlat_core::arch::addr::PageSize::Size4K))
 }
 
 /// The walk-through of Fig. 5.4. T1 is in the TLBs of CPU0 and CPU1 (both walked it, so
@@ -54,7 +54,7 @@ fn fig_5_4_walkthrough() {
     }
     assert!(cached(&m, 0, t1) && cached(&m, 1, t1) && cached(&m, 1, t2));
     let t = m.xl.mechs.tcat().unwrap();
-    let a = t.home(VirtAddr(t1), xlat_core::addr::PageSize::Size4K, m.xl.contexts[0].ctx);
+    let a = t.home(VirtAddr(t1), xlat_core::arch::addr::PageSize::Size4K, m.xl.contexts[0].ctx);
     assert_eq!(t.sharers(a), 0b11, "both cores filled T1 from its line");
     let before = m.stats();
     m.step(0, Ref::os_call(OsOp::Protect, t1, 1, 1)).unwrap();
@@ -255,7 +255,7 @@ fn without_the_flush_a_stale_translation_comes_back() {
         c.set("check.on_stale", "count").unwrap();
         let (mut m, t1) = migrated(c, flush);
         let ctx = m.xl.contexts[0].ctx;
-        let a = m.xl.mechs.tcat().unwrap().home(VirtAddr(t1), xlat_core::addr::PageSize::Size4K, ctx);
+        let a = m.xl.mechs.tcat().unwrap().home(VirtAddr(t1), xlat_core::arch::addr::PageSize::Size4K, ctx);
         assert!(!cached(&m, 0, t1) && !cached(&m, 1, t1), "flush {flush}: the directory reached both TLBs");
         assert_eq!(m.mem.cores[0].l1d.is_dirty(a), !flush, "flush {flush}: A is modified in CPU0's L1D only without it");
         assert_eq!(m.mem.llc.contains(a) || m.mem.cores[0].l2.contains(a), !flush, "flush {flush}: old copies stay below it");

@@ -4,8 +4,8 @@
 //! tables, VMs time-sliced with and without VPIDs, guest and host shootdowns. Each count is
 //! derived by hand in the comment above it.
 
-use xlat_core::addr::{PageSize, VirtAddr};
-use xlat_core::os::pt::{PTE_A, PTE_D};
+use xlat_core::arch::addr::{PageSize, VirtAddr};
+use xlat_core::arch::pte::{PTE_A, PTE_D};
 use xlat_core::translate::mmu::TlbId;
 use xlat_core::{Config, Machine, Ref, RunOptions, Stats, VecSource};
 
@@ -240,7 +240,7 @@ fn walks_set_accessed_and_dirty_bits_in_both_tables() {
         let sp = &vm.os.spaces[0];
         let (node, idx) = vm.os.pt.leaf_location(sp.root, sp.top, va, PageSize::Size4K).unwrap();
         let ge = vm.os.pt.entry(node, idx);
-        let gpa = VirtAddr(ge & xlat_core::os::pt::PTE_PFN_MASK);
+        let gpa = VirtAddr(ge & xlat_core::arch::pte::PTE_PFN_MASK);
         let hs = &m.xl.os.spaces[vm.space];
         let (hnode, hidx) = m.xl.os.pt.leaf_location(hs.root, hs.top, gpa, PageSize::Size4K).unwrap();
         (ge & (PTE_A | PTE_D), m.xl.os.pt.entry(hnode, hidx) & (PTE_A | PTE_D))

@@ -4,9 +4,10 @@
 //! host CPU to load them (and, when the memory side is on this thread, the simulated cache
 //! sets they will touch). Purely a host-speed measure: it changes no simulated state.
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::pte::{PTE_P, PTE_PFN_MASK};
 use crate::memory::port::MemPort;
-use crate::os::pt::{NodeId, NO_NODE, PTE_P, PTE_PFN_MASK};
+use crate::os::pt::{NodeId, NO_NODE};
 use crate::translate::Translator;
 use crate::workload::Ref;
 

@@ -291,7 +291,7 @@ fn guest_pt_host_pte_bytes(xl: &crate::translate::Translator) -> u64 {
             vm.os.pt.tree_nodes(sp.root, &mut nodes);
             for &(gpa, bytes) in &nodes {
                 for page in (gpa..gpa + bytes).step_by(4096) {
-                    if let Some((_, size)) = xl.os.translate(vm.space, crate::addr::VirtAddr(page)) {
+                    if let Some((_, size)) = xl.os.translate(vm.space, crate::arch::addr::VirtAddr(page)) {
                         leaves.insert((i, page & !(size.bytes() - 1)));
                     }
                 }

@@ -20,12 +20,12 @@
 //! a reference costs a short scan of the regions and one bit set, no allocation). One
 //! address space only (`os.processes=1`, not virtualized): the maps are keyed by address.
 
-use crate::addr::VirtAddr;
+use crate::arch::addr::VirtAddr;
+use crate::arch::ctx::Ctx;
 use crate::config::{Config, Promotion};
 use crate::mech::{Hooks, Mechanism, OsRequest, PromotionBudget};
 use crate::os::sched::Clock;
 use crate::stats::Stats;
-use crate::translate::tlb::Ctx;
 
 /// Buckets of access coverage (0-49, ..., 450-512 pages).
 const BUCKETS: usize = 10;

@@ -13,13 +13,14 @@ pub mod pomtlb;
 pub mod ptp;
 pub mod tcat;
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::ctx::{Ctx, Invalidate};
 use crate::config::Config;
 use crate::memory::port::{MemPort, Steer};
 use crate::os::sched::Clock;
 use crate::stats::{CoreCounters, Stats};
 use crate::translate::mmu::TlbId;
-use crate::translate::tlb::{Ctx, Invalidate, TlbEntry, TlbKey};
+use crate::translate::tlb::{TlbEntry, TlbKey};
 use crate::translate::walker::WalkStep;
 
 /// What a mechanism's periodic task asks of the OS (the OS decides, and pays, as for its

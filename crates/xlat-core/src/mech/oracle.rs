@@ -15,13 +15,14 @@
 
 use std::collections::HashMap;
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::ctx::{Ctx, SPACE_MASK};
 use crate::config::{Config, Promotion};
 use crate::mech::{Hooks, Mechanism, OsRequest, PromotionBudget};
 use crate::memory::port::MemPort;
 use crate::os::sched::Clock;
 use crate::stats::Stats;
-use crate::translate::tlb::{Ctx, TlbEntry, SPACE_MASK};
+use crate::translate::tlb::TlbEntry;
 
 /// The walks of one 2 MB region in a run without promotion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,7 +168,7 @@ mod tests {
     #[test]
     fn the_profile_ranks_regions_by_4k_walks() {
         let mut o = Oracle::new(1, 1, 1.0, 8);
-        let thread1 = 1 | 1 << crate::translate::tlb::THREAD_SHIFT;
+        let thread1 = 1 | 1 << crate::arch::ctx::THREAD_SHIFT;
         for (ctx, va) in [(1, 0x20_0000), (1, 0x40_0000), (thread1, 0x40_0000), (2, 0x20_0000), (2, 0x20_1000)] {
             walk(&mut o, ctx, va, PageSize::Size4K);
         }

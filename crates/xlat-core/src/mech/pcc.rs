@@ -64,14 +64,15 @@
 
 use std::cmp::Reverse;
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::ctx::{Ctx, Invalidate};
+use crate::arch::pte::{PTE_A, PTE_P};
 use crate::config::{Config, PccPolicy, PccPromotion, PccReadout, Promotion};
 use crate::mech::{Mechanism, OsRequest, PromotionBudget};
 use crate::memory::port::Table;
-use crate::os::pt::{leaf_size, PTE_A, PTE_P};
+use crate::os::pt::leaf_size;
 use crate::os::sched::Clock;
 use crate::stats::Stats;
-use crate::translate::tlb::{Ctx, Invalidate};
 use crate::translate::walker::WalkStep;
 
 /// One entry of a read-out: the OS's view of a promotion candidate.
@@ -535,7 +536,7 @@ impl Pcc {
             lists.push(small);
         }
         // With a bias, two rounds: the biased processes' candidates, then everyone else's.
-        let biased = |x: &Candidate, bias: &[Ctx]| bias.contains(&(x.ctx & crate::translate::tlb::SPACE_MASK));
+        let biased = |x: &Candidate, bias: &[Ctx]| bias.contains(&(x.ctx & crate::arch::ctx::SPACE_MASK));
         if self.daemon.bias.is_empty() {
             self.take(&lists, &mut picks.promote);
         } else {
@@ -724,9 +725,10 @@ impl Mechanism for Pcc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::ctx::VPID_SHIFT;
+    use crate::arch::pte::PTE_PS;
     use crate::mech::{AnyMech, Mechs};
-    use crate::os::pt::{NO_NODE, PTE_PS};
-    use crate::translate::tlb::VPID_SHIFT;
+    use crate::os::pt::NO_NODE;
 
     const MB2: u64 = 1 << 21;
     const GB: u64 = 1 << 30;

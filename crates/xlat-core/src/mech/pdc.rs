@@ -5,14 +5,15 @@
 //! replacement; xlat looks it up in parallel with the L2 DTLB (no cycles of its own) and
 //! replaces by LRU. A hit leaves the entry in place (the L1 is refilled from it).
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::ctx::{Ctx, Invalidate};
 use crate::assoc::{Key, SetAssoc};
 use crate::config::{Config, Policy};
 use crate::mech::{Hooks, Mechanism};
 use crate::memory::port::MemPort;
 use crate::stats::Stats;
 use crate::translate::mmu::TlbId;
-use crate::translate::tlb::{Ctx, Invalidate, TlbEntry, TlbKey};
+use crate::translate::tlb::{TlbEntry, TlbKey};
 
 crate::stats::counters! {
     /// The PDCs' events, summed over the cores (statistics `tlb.pdc.*`).

@@ -22,13 +22,14 @@
 //! DRAM still hold the old one. Such lines' old entries are kept aside ([`Unflushed`]) and
 //! answer lookups until the L1D writes the line back (or an MMU write to it takes the line).
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::ctx::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
 use crate::assoc::SetAssoc;
 use crate::config::{Config, Policy, PomHash};
 use crate::mech::Mechanism;
 use crate::memory::port::MemPort;
 use crate::stats::Stats;
-use crate::translate::tlb::{Ctx, Invalidate, TlbEntry, TlbKey, SPACE_MASK, VPID_SHIFT};
+use crate::translate::tlb::{TlbEntry, TlbKey};
 
 crate::stats::counters! {
     /// The POM-TLB's events, chip-wide (statistics `pomtlb.*`; where its lines were served

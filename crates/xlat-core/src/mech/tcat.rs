@@ -18,12 +18,13 @@
 //! 1 GB TLB entry has no one home (the POM-TLB holds its 2 MB pieces); it is dropped when an
 //! update names a page it covers.
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::ctx::{Ctx, Invalidate};
 use crate::config::{Config, ShootdownProtocol};
 use crate::mech::pomtlb::PomAddressing;
 use crate::mech::{FillFrom, Hooks, Mechanism};
 use crate::stats::Stats;
-use crate::translate::tlb::{Ctx, Invalidate, TlbKey, TlbLevel};
+use crate::translate::tlb::{TlbKey, TlbLevel};
 
 crate::stats::counters! {
     /// TCAT's events, chip-wide (statistics `tcat.*`).
@@ -145,8 +146,9 @@ impl Mechanism for Tcat {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::ctx::VPID_SHIFT;
     use crate::config::{Policy, PomHash, TlbSetIndex};
-    use crate::translate::tlb::{TlbEntry, VPID_SHIFT};
+    use crate::translate::tlb::TlbEntry;
 
     fn addr() -> PomAddressing {
         PomAddressing::new(16, 16, 16384 << 30, PomHash::Vpn)

@@ -17,7 +17,7 @@
 //! whose old position in way `w` is below the pointer lives in the new table's way `w`, so a
 //! lookup still reads one line per way.
 
-use crate::addr::Frame;
+use crate::arch::addr::Frame;
 use crate::os::frag::Rng;
 use crate::os::phys::PhysMem;
 use std::collections::HashMap;

@@ -17,7 +17,7 @@
 //! `phys.available_gb` first takes memory away as `memhog` does in the PCC artifact (which
 //! leaves footprint + 3 GB free before fragmenting), so X applies to what is left.
 
-use crate::addr::Frame;
+use crate::arch::addr::Frame;
 use crate::config::ConfigValue;
 use crate::os::phys::{PhysMem, MAX_ORDER, ORDER_2M};
 use std::fmt;

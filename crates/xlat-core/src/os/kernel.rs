@@ -29,15 +29,16 @@
 //!   in place (no copy). When a 4 KB allocation fails, the least recently used partially
 //!   populated reservation is broken (its unpopulated frames freed).
 
-use crate::addr::{Frame, PageSize, PhysAddr, VirtAddr};
+use crate::arch::addr::{Frame, PageSize, PhysAddr, VirtAddr};
+use crate::arch::ctx::Ctx;
+use crate::arch::pte::{PTE_A, PTE_D, PTE_NX, PTE_P, PTE_PFN_MASK, PTE_RW, PTE_US};
 use crate::config::{Config, Fragmentation, PagePolicy, PrefaultAs, PresetA, PtFormat, ThpDefrag};
 use crate::error::SimError;
 use crate::os::frag::{self, Rng};
 use crate::os::pagecache::{PageCache, PIECE};
 use crate::os::phys::{PhysMem, MAX_ORDER, ORDER_2M};
-use crate::os::pt::{NodeId, PageTables, ENTRIES, PTE_A, PTE_D, PTE_NX, PTE_P, PTE_PFN_MASK, PTE_RW, PTE_US};
+use crate::os::pt::{NodeId, PageTables, ENTRIES};
 use crate::stats::Stats;
-use crate::translate::tlb::Ctx;
 use crate::workload::Region;
 use std::collections::{BTreeMap, HashMap};
 
@@ -1467,7 +1468,7 @@ impl Os {
         let (root, top) = (sp.root, sp.top);
         let Some(m) = self.pt.translate(root, top, va) else { return false };
         let Some((node, idx)) = self.pt.leaf_location(root, top, va, m.size) else { return false };
-        let bits = crate::os::pt::PTE_A | crate::os::pt::PTE_D;
+        let bits = crate::arch::pte::PTE_A | crate::arch::pte::PTE_D;
         if self.pt.entry(node, idx) & bits != bits {
             self.pt.set_bits(node, idx, bits);
         }

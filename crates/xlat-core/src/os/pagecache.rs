@@ -5,7 +5,7 @@
 //! and the 2 MB piece (the VM object and its 2 MB-aligned pindex), which is what makes a
 //! file's pages contiguous and aligned for coalescing and promotion (seed 002 §3.3).
 
-use crate::addr::Frame;
+use crate::arch::addr::Frame;
 use std::collections::HashMap;
 
 /// Pages in a 2 MB piece of a file.

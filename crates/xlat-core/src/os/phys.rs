@@ -3,7 +3,7 @@
 //! exist. Page-table nodes get frames from here too, so they compete with data for
 //! contiguity, and their contents live in `pt`.
 
-use crate::addr::Frame;
+use crate::arch::addr::Frame;
 use crate::config::{ConfigValue, PcpOrder};
 use crate::os::frag::Rng;
 use std::collections::VecDeque;

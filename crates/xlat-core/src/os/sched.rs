@@ -29,14 +29,14 @@
 //!   the run keeps two host threads. The run loop checks for due tasks every
 //!   [`EVENT_CHECK`] references, never per reference.
 
-use crate::addr::VirtAddr;
+use crate::arch::addr::VirtAddr;
+use crate::arch::ctx::{Invalidate, VPID_SHIFT};
 use crate::config::Config;
 use crate::error::SimError;
 use crate::memory::port::MemPort;
 use crate::os::virt::Vm;
 use crate::os::Os;
 use crate::translate::mmu::HwContext;
-use crate::translate::tlb::{Invalidate, VPID_SHIFT};
 use crate::translate::Translator;
 use crate::workload::{Program, Region};
 
@@ -109,7 +109,7 @@ pub struct Sched {
 /// vCPU overcommit (`virt.vcpus_per_core` = k > 1): hardware context `c` of `n` time-slices
 /// the vCPUs (streams) c, c + n, c + 2n, ..., `virt.vcpu_slice_cycles` each; each vCPU has
 /// its own VPID, as KVM gives it, so its TLB entries are tagged with its place on the
-/// context (the [`crate::translate::tlb::THREAD_SHIFT`] bits). What a shootdown leaves for a
+/// context (the [`crate::arch::ctx::THREAD_SHIFT`] bits). What a shootdown leaves for a
 /// preempted vCPU waits here until it runs.
 #[derive(Clone, Debug, Default)]
 pub struct Vcpus {
@@ -293,7 +293,7 @@ pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Re
     Ok((os, vms, s))
 }
 
-pub use crate::os::shootdown::Scope;
+pub use crate::arch::ctx::Scope;
 
 impl Translator {
     /// Run the tasks that are due after `done` references: khugepaged, then each core's
@@ -373,7 +373,7 @@ impl Translator {
                 crate::mech::OsRequest::Demote { core, ctx, va } => (core, ctx, va, false),
             };
             let act = |os: &mut crate::os::Os, space: usize| if promote { os.request_promotion(space, va) } else { os.request_demotion_freeing(space, va) };
-            let ctx = ctx & crate::translate::tlb::SPACE_MASK;
+            let ctx = ctx & crate::arch::ctx::SPACE_MASK;
             if let Some(space) = self.os.spaces.iter().position(|sp| sp.ctx == ctx) {
                 self.os_request(core, port, |os| act(os, space))?;
             } else if let Some((vm, space)) = self.vms.iter().enumerate().find_map(|(i, v)| v.os.spaces.iter().position(|sp| sp.ctx == ctx).map(|s| (i, s))) {
@@ -389,7 +389,7 @@ impl Translator {
     }
 
     /// The context of address space `space` (of VM `vm` when virtualized).
-    pub(crate) fn ctx_of(&self, vm: usize, space: usize) -> crate::translate::tlb::Ctx {
+    pub(crate) fn ctx_of(&self, vm: usize, space: usize) -> crate::arch::ctx::Ctx {
         match self.vms.get(vm) {
             Some(v) => v.os.spaces[space].ctx,
             None => self.os.spaces[space].ctx,
@@ -398,15 +398,15 @@ impl Translator {
 
     /// The context tag hardware context `c` fills its TLB entries with for address-space
     /// context `ctx`: with thread-tagged TLBs (SMT), its thread on the core in the bits from
-    /// [`crate::translate::tlb::THREAD_SHIFT`] up; with vCPU overcommit, there, the place of
+    /// [`crate::arch::ctx::THREAD_SHIFT`] up; with vCPU overcommit, there, the place of
     /// the vCPU it runs (each vCPU has its own VPID).
-    pub(crate) fn tagged(&self, c: usize, ctx: crate::translate::tlb::Ctx) -> crate::translate::tlb::Ctx {
+    pub(crate) fn tagged(&self, c: usize, ctx: crate::arch::ctx::Ctx) -> crate::arch::ctx::Ctx {
         let per = self.cfg.system_threads_per_core as usize;
         let v = &self.sched.vcpus;
         if v.k > 1 {
-            ctx | (v.slot(v.lane[c]) as crate::translate::tlb::Ctx) << crate::translate::tlb::THREAD_SHIFT
+            ctx | (v.slot(v.lane[c]) as crate::arch::ctx::Ctx) << crate::arch::ctx::THREAD_SHIFT
         } else if self.cfg.tlb_thread_tagged && per > 1 {
-            ctx | ((c % per) as crate::translate::tlb::Ctx) << crate::translate::tlb::THREAD_SHIFT
+            ctx | ((c % per) as crate::arch::ctx::Ctx) << crate::arch::ctx::THREAD_SHIFT
         } else {
             ctx
         }

@@ -29,23 +29,13 @@
 //! shootdowns from the host (a gPA range of a VM changed) remove that range from the nested
 //! TLBs and vPWCs and every TLB and guest PWC entry of the VM, as INVEPT does.
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::ctx::Scope;
+use crate::arch::ctx::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
 use crate::config::ShootdownProtocol;
 use crate::memory::port::MemPort;
 use crate::os::kernel::Shootdown;
-use crate::translate::tlb::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
 use crate::translate::Translator;
-
-/// Which OS a shootdown queue belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// The native OS.
-    Native,
-    /// The host OS of a virtualized machine (ranges are guest-physical).
-    Host,
-    /// The guest OS of a VM.
-    Guest(usize),
-}
 
 /// What a shootdown cost whom, for the counters.
 #[derive(Default)]

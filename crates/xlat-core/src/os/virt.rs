@@ -22,10 +22,10 @@
 //! table is walked with the same routine as a native one, each entry's gPA translated
 //! through the nested TLB, the host vPWC and a walk of the host table before it is read.
 
+use crate::arch::ctx::{Ctx, VPID_SHIFT};
 use crate::config::{Config, Fragmentation, HostPagePolicy, PagePolicy};
 use crate::error::SimError;
 use crate::os::Os;
-use crate::translate::tlb::{Ctx, VPID_SHIFT};
 use crate::workload::Region;
 
 /// One virtual machine.

@@ -6,7 +6,7 @@
 //! sample one in N. With `check.on_stale=fail` (the default) the run stops at the first stale
 //! use with one line naming it; with `count` it goes on and reports `stale_translation_uses`.
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
 use crate::config::{Config, OnStale};
 use crate::error::SimError;
 use crate::stats::Stats;

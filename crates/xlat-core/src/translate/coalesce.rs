@@ -11,8 +11,8 @@
 //! store walks one of its pages and leaves the group's D bits mixed, and is reached by an
 //! invalidation of any of its pages; filling it evicts no 4 KB entry.
 
+use crate::arch::pte::{PTE_P, PTE_PFN_MASK};
 use crate::config::Coalescing;
-use crate::os::pt::{PTE_P, PTE_PFN_MASK};
 
 /// Which group sizes the walker checks: bit `s` set for groups of `2^s` pages (s = 2: 16 KB,
 /// s = 3: 32 KB). 0: coalescing is off and the walker checks nothing.
@@ -73,7 +73,7 @@ pub fn largest_in(pt: &crate::os::pt::PageTables, node: crate::os::pt::NodeId, i
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::os::pt::{PTE_A, PTE_D, PTE_NX, PTE_RW, PTE_US};
+    use crate::arch::pte::{PTE_A, PTE_D, PTE_NX, PTE_RW, PTE_US};
 
     const FLAGS: u64 = PTE_P | PTE_RW | PTE_US | PTE_A;
 

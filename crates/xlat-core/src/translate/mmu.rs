@@ -1,11 +1,12 @@
 //! One core's translation hardware: its TLB levels, page-walk caches and, for 2D walks, the
 //! host's page-walk cache (vPWC) and the nested TLB; and the context it translates for.
 
-use crate::addr::PageSize;
+use crate::arch::addr::PageSize;
+use crate::arch::ctx::{Ctx, Invalidate};
 use crate::config::{Config, Policy, PtFormat};
 use crate::stats::{CoreCounters, EchCounters, VirtCounters};
 use crate::translate::pwc::Pwc;
-use crate::translate::tlb::{Ctx, Invalidate, TlbLevel};
+use crate::translate::tlb::TlbLevel;
 
 /// The TLB levels of a core, by their place in [`Mmu::tlbs`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,7 +11,8 @@ pub mod pwc;
 pub mod tlb;
 pub mod walker;
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::ctx::Invalidate;
 use crate::config::Config;
 use crate::error::SimError;
 use crate::mech::{FillFrom, Mechs};
@@ -22,7 +23,7 @@ use crate::os::Os;
 use crate::stats::{CoreCounters, VirtCounters};
 use crate::timing::Early;
 use crate::translate::mmu::{HwContext, Mmu};
-use crate::translate::tlb::{Invalidate, TlbEntry, TlbStats};
+use crate::translate::tlb::{TlbEntry, TlbStats};
 use crate::translate::walker::{HostTable, WalkParams, Walked, Walker};
 use crate::workload::{Ref, RefKind};
 

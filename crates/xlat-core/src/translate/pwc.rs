@@ -1,13 +1,14 @@
 //! Page-walk caches: Intel-style paging-structure caches, one fully-associative LRU table per
 //! upper level of the page table, mapping a VA prefix (and context) to the node one level down.
 
-use crate::addr::VirtAddr;
+use crate::arch::addr::VirtAddr;
+use crate::arch::ctx::{Ctx, Invalidate};
 use crate::assoc::{Key, SetAssoc};
 use crate::config::Policy;
 use crate::memory::repl::LineKind;
 use crate::mrc::{StackKey, StackProfile};
 use crate::os::pt::{NodeId, NO_NODE};
-use crate::translate::tlb::{Ctx, Invalidate, TlbKey};
+use crate::translate::tlb::TlbKey;
 
 /// A small fully-associative LRU table of packed `u64` keys: one page-walk-cache level,
 /// probed on every walk (several times per 2D walk). A hash index finds a key without

@@ -9,27 +9,13 @@
 //! 4 KB pages, kept in the array of 4 KB pages under its own page-size code and probed
 //! before the 4 KB entries of the same pages.
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::ctx::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
 use crate::assoc::{Key, SetAssoc};
 use crate::config::{Policy, TlbSetIndex};
 
 use crate::memory::repl::LineKind;
 use crate::mrc::{Depths, StackKey, StackProfile};
-
-/// Address-space context of a translation: PCID in the low 12 bits, VPID above (0 natively).
-/// Host-side structures of a VM (nested TLB, vPWC) use the VM's VPID with PCID 0.
-pub type Ctx = u32;
-
-/// Bits of a [`Ctx`] below the VPID.
-pub const VPID_SHIFT: u32 = 12;
-
-/// With thread-tagged TLBs (`tlb.thread_tagged`, SMT), the hardware thread that filled an
-/// entry is kept in the [`Ctx`] bits from here up: the core's other threads never match it.
-/// Invalidations name address spaces and VMs, so they ignore these bits.
-pub const THREAD_SHIFT: u32 = 28;
-
-/// The bits of a [`Ctx`] that name the address space (PCID and VPID), without the thread.
-pub const SPACE_MASK: Ctx = (1 << THREAD_SHIFT) - 1;
 
 /// The page-size code of a coalesced entry in a [`TlbKey`] (codes 0-2 are the
 /// [`PageSize`]s), and the index of its counters in [`TlbStats`].
@@ -346,56 +332,11 @@ impl TlbArray {
     }
 }
 
-/// Which translations an invalidation removes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Invalidate {
-    /// Every page overlapping `[start, end)` of one context (INVLPG / a ranged flush).
-    Range { ctx: Ctx, start: u64, end: u64 },
-    /// Everything of one context (INVPCID single-context).
-    Context(Ctx),
-    /// Everything of one VM: contexts whose VPID (the bits above the PCID) is this
-    /// (INVVPID single-context, or INVEPT after the host changed the VM's EPT).
-    Vm(u32),
-    /// Everything (CR3 write without PCID, or INVPCID all).
-    All,
-    /// What one vCPU filled: entries tagged exactly `ctx`, the bits from [`THREAD_SHIFT`]
-    /// included (KVM flushing a rescheduled vCPU's VPID).
-    Tagged(Ctx),
-}
-
-impl Invalidate {
-    pub fn page(ctx: Ctx, va: VirtAddr) -> Invalidate {
-        Invalidate::Range { ctx, start: va.0, end: va.0 + 1 }
-    }
-
-    /// Whether this invalidation reaches the entry `k` of an array whose coalesced entries
-    /// are groups of `2^group_shift` pages (INVLPG of any page of a group drops the group).
-    #[inline]
-    fn matches(&self, k: &TlbKey, group_shift: u32) -> bool {
-        self.covers(k.ctx, k.vpn(), k.shift(group_shift))
-    }
-
-    /// Whether this invalidation reaches the `2^shift`-byte region number `tag` of context
-    /// `ctx` (a page, a page-walk-cache prefix, a mechanism's region). The one rule every
-    /// translation structure follows.
-    #[inline]
-    pub fn covers(&self, ctx: Ctx, tag: u64, shift: u32) -> bool {
-        // (Only a vCPU's flush sees the tag's thread bits.)
-        let space = ctx & SPACE_MASK;
-        match *self {
-            Invalidate::All => true,
-            Invalidate::Tagged(t) => ctx == t,
-            Invalidate::Context(c) => space == c,
-            Invalidate::Vm(v) => space >> VPID_SHIFT == v,
-            Invalidate::Range { ctx: c, start, end } => {
-                // (The region's last byte, not its end, so a region at the top of the address
-                // space does not overflow.)
-                let first = tag << shift;
-                let last = first | ((1u64 << shift) - 1);
-                space == c && first < end && last >= start
-            }
-        }
-    }
+/// Whether `inv` reaches the entry `k` of an array whose coalesced entries are groups of
+/// `2^group_shift` pages (INVLPG of any page of a group drops the group).
+#[inline]
+fn reaches(inv: &Invalidate, k: &TlbKey, group_shift: u32) -> bool {
+    inv.covers(k.ctx, k.vpn(), k.shift(group_shift))
 }
 
 /// What a TLB level counts (emitted as `tlb.<name>.*`).
@@ -670,14 +611,14 @@ impl TlbLevel {
         if let Some(p) = &mut self.prof {
             for (st, a) in p.stacks.iter_mut().zip(&self.arrays) {
                 let g = a.group_shift;
-                st.remove_where(|k| what.matches(&tlb_key(k), g));
+                st.remove_where(|k| reaches(&what, &tlb_key(k), g));
             }
         }
         self.arrays
             .iter_mut()
             .map(|a| {
                 let g = a.group_shift;
-                a.invalidate_where(|k| what.matches(k, g))
+                a.invalidate_where(|k| reaches(&what, k, g))
             })
             .sum()
     }

@@ -7,12 +7,14 @@
 //! page tables and the core's MMU, not the machine: a fault is returned to the caller, which
 //! asks the OS to map the page and walks again.
 
-use crate::addr::{PageSize, VirtAddr};
+use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::ctx::Ctx;
+use crate::arch::pte::{PTE_A, PTE_D, PTE_P, PTE_PFN_MASK};
 use crate::mech::Mechs;
 use crate::memory::port::{MemPort, Table};
-use crate::os::pt::{leaf_size, NodeId, PageTables, NO_NODE, PTE_A, PTE_D, PTE_P, PTE_PFN_MASK};
+use crate::os::pt::{leaf_size, NodeId, PageTables, NO_NODE};
 use crate::translate::mmu::Mmu;
-use crate::translate::tlb::{Ctx, TlbEntry};
+use crate::translate::tlb::TlbEntry;
 
 /// Which table a walk loop reads (its const parameter; see [`Table`]).
 const NATIVE: u8 = Table::Native as u8;
@@ -334,7 +336,7 @@ impl<P: MemPort> Walker<'_, P> {
                 // The cache said otherwise: the hardware misses, drops the region's entries
                 // and reads every way of the right size.
                 self.mmu.ech.stale_cwc += 1;
-                self.mmu.cwc.invalidate(crate::translate::tlb::Invalidate::Range { ctx, start: va.0 & !((1 << 30) - 1), end: (va.0 | ((1 << 30) - 1)) + 1 });
+                self.mmu.cwc.invalidate(crate::arch::ctx::Invalidate::Range { ctx, start: va.0 & !((1 << 30) - 1), end: (va.0 | ((1 << 30) - 1)) + 1 });
                 (0..ways).for_each(|w| lines.push(ech.pages[s].probe_line(cluster(va.0, s), w)));
             }
         }
@@ -558,11 +560,11 @@ impl<P: MemPort> Walker<'_, P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::addr::Frame;
+    use crate::arch::addr::Frame;
+    use crate::arch::pte::PTE_RW;
     use crate::config::Config;
     use crate::memory::port::Steer;
     use crate::os::phys::PhysMem;
-    use crate::os::pt::PTE_RW;
     use crate::workload::RefKind;
 
     /// What the walker asked of the memory side, in order.
