@@ -8,14 +8,15 @@ import json
 
 import pytest
 
-from xlat import study, sweep
+from xlat import report, study, sweep
 from xlat_testutil import REPO, has_core, paper_numbers_without_value, report_table_rows, study_copy
 
 STUDY = REPO / "studies" / "pcc"
 needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reason="engine has no simulate() yet")
 CAPS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.0]
-# Numbers the sweep does not cover (no multithread or multiprocess points).
-UNCOVERED: set[str] = set()
+# A number the tiny sweep leaves without a value: PageRank never takes over from STREAM when
+# both are gups here (paper.toml says why it may have none in the full run too).
+UNCOVERED: set[str] = {"mp_pr_takes_over_cap"}
 
 
 def test_spec_runs_the_utility_curve_and_the_baselines_on_haswell():
@@ -78,7 +79,9 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     assert res.sweep.failed == 0
     text = res.report.read_text()
     missing = paper_numbers_without_value(text, STUDY / "paper.toml")
-    assert missing == UNCOVERED, missing
+    # (This copy runs two threads only: the 4- and 8-thread numbers have no value.)
+    ids = {e["id"] for e in report.load_paper(STUDY / "paper.toml")}
+    assert missing == UNCOVERED | {i for i in ids if i.startswith(("mt4_", "mt8_"))}, missing
     for fig in ("utility_ipc.png", "utility_walks.png", "fragmentation.png", "pcc_size.png"):
         assert (res.report.parent / fig).is_file(), fig
     assert (res.report.parent / "reuse" / "gups" / "reuse.png").is_file()
