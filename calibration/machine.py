@@ -163,6 +163,21 @@ def champsim_config(preset: str, change: str = "base") -> dict:
 UNEXPRESSIBLE = {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none", "cache.llc.fill": "inclusive"}
 
 
+def champsim_drains(preset: str) -> dict[str, str]:
+    """xlat's write-drain keys for ChampSim's DRAM controller on ``preset`` (empty for a flat
+    DRAM): it drains from 7/8 to 6/8 of its write queue (``swap_write_mode``), so 8 writes of
+    its 64 a channel, and turns the data bus around for tRAS at each switch, where DDR4's
+    tWTR_L and read-to-write times are 7.5 to 9 ns."""
+    import xlat
+
+    k = xlat.resolve_config(preset)
+    if not k["dram.banks"]:
+        return {}
+    mem = champsim_config(preset)["physical_memory"]
+    batch = mem["channels"] * (mem["wq_size"] * 7 // 8 - mem["wq_size"] * 6 // 8)
+    return {"dram.write_batch": str(batch), "dram.turnaround_ns": f"{mem['tRAS'] * 2000 / mem['data_rate']:.2f}"}
+
+
 def xlat_keys(preset: str, change: str) -> dict[str, str]:
     """xlat's --set keys for ``change`` on ``preset``, as :func:`champsim_config` makes it, with
     :data:`UNEXPRESSIBLE`."""

@@ -135,7 +135,9 @@ def xlat_run(
         base, changed = preset, {**PRESET_KEYS, **machine.xlat_keys(preset, change)}
     else:
         base, changed = str(HERE / "xlat.toml"), CHANGES[change]
-    keys = {**changed, **(CHAMPSIM_WALKS if champsim_walks else {}), **(extra or {})}
+    # (With a preset's banked DRAM, ChampSim's write drains too: its controller's behaviour.)
+    champsim = {**CHAMPSIM_WALKS, **(machine.champsim_drains(preset) if preset else {})} if champsim_walks else {}
+    keys = {**changed, **champsim, **(extra or {})}
     r = xlat.simulate(base, trace=str(trace), trace_format="champsim", prefault=True, warmup_instructions=warmup, **keys)
     walks = r["walks"]
     return {

@@ -162,3 +162,17 @@ def test_the_fit_counts_ipc_within_15_percent_and_speed_ups_within_1_2x():
     assert "IPC within 15 % on 2 of 3 traces" in out
     assert "speed-ups within 1.2x on 1 of 2 (trace, change) pairs" in out
     assert "| b | 1.000 | 1.200 (+20 %) | 500 / 500 | +0 % / +25 % / +0 % | 1.25x (xlat more) |" in out
+
+
+def test_xlat_cs_gets_champsims_write_drains_on_a_banked_dram(cal):
+    """ChampSim drains 7/8 to 6/8 of its 64-entry write queue, 8 writes a channel, turning the bus
+    around for tRAS each way; xlat+cs gets the same (the presets keep their own controllers')."""
+    _, machine = cal
+    mem = machine.champsim_config("csalt8")["physical_memory"]
+    assert (mem["channels"], mem["wq_size"]) == (1, 64)
+    keys = machine.champsim_drains("csalt8")
+    assert keys["dram.write_batch"] == "8"
+    assert float(keys["dram.turnaround_ns"]) == pytest.approx(mem["tRAS"] * 2000 / mem["data_rate"], abs=0.01)
+    assert machine.champsim_drains("haswell")["dram.write_batch"] == "32"  # four channels
+    assert machine.champsim_drains("zen3") == {}  # a flat DRAM has no controller to drain
+    assert xlat.resolve_config("csalt8")["dram.write_batch"] == 19

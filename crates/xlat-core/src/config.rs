@@ -576,6 +576,8 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("dram.trp_ns", Limit::Real(1e6)),
     ("dram.trefi_ns", Limit::Real(1e9)),
     ("dram.trfc_ns", Limit::Real(1e6)),
+    ("dram.write_batch", Limit::Int(1 << 16)),
+    ("dram.turnaround_ns", Limit::Real(1e6)),
     ("dram.trcd_ns", Limit::Real(1e6)),
     ("dram.tcas_ns", Limit::Real(1e6)),
     ("dram.energy_nj", Limit::Real(1e6)),
@@ -801,6 +803,8 @@ config! {
     dram_tcas_ns: f64 = 15.0; "dram.tcas_ns"; "dram.banks > 0: column access time, reading from the open row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
     dram_trefi_ns: f64 = 0.0; "dram.trefi_ns"; "dram.banks > 0: refresh interval: every bank refreshes at once every this many ns, unavailable for dram.trfc_ns (DDR4: 7800; ChampSim's default: 32 ms / 8192 = 3906; 0: no refresh)";
     dram_trfc_ns: f64 = 350.0; "dram.trfc_ns"; "dram.banks > 0 and dram.trefi_ns > 0: refresh time, every bank unavailable (DDR4 8 Gb: 350; ChampSim's 16 GB channel: 368)";
+    dram_write_batch: u64 = 0; "dram.write_batch"; "dram.bandwidth_gbps > 0: write-backs wait in the controller's write queues and drain in batches of this many (over all channels: each channel's batch times the channels), the channel turning around twice a drain; reads arriving during a drain wait for it (0: no drains: each write-back takes a free slot of the channel when it leaves the LLC)";
+    dram_turnaround_ns: f64 = 0.0; "dram.turnaround_ns"; "dram.write_batch > 0: ns the data bus idles at each switch between reading and writing, twice a drain (DDR4: write-to-read tWTR_L 7.5 ns, read-to-write about 9; ChampSim's controller: tRAS)";
     dram_energy_nj: f64 = 15.0; "dram.energy_nj"; "DRAM dynamic energy per 64 B access (nJ)";
     pt_format: PtFormat = PtFormat::Radix4; "pt.format"; "page-table format: radix4, radix5, fpt (L4+L3 and L2+L1 flattened into 2 MB nodes, with the FPT+NF rule), fpt-l3l2 (the paper's Linux prototype), fpt-l4l3 (flattened root only), fpt5 (five levels as L5+L4, L3+L2 and L1), fpt-1g (one 1 GB L4+L3+L2 root node and L1)";
     pt_nf_threshold: u64 = 32; "pt.nf_threshold"; "pt.format=fpt: a 1 GB region whose flattened L2+L1 node comes to hold this many 2 MB pages is unflattened below the root (FPT+NF; the paper's 32; 0: never)";
@@ -1165,10 +1169,14 @@ impl Config {
             ("dram.tcas_ns", self.dram_tcas_ns),
             ("dram.trefi_ns", self.dram_trefi_ns),
             ("dram.trfc_ns", self.dram_trfc_ns),
+            ("dram.turnaround_ns", self.dram_turnaround_ns),
         ] {
             if v < 0.0 {
                 return Err(invalid(key, "must not be negative".into()));
             }
+        }
+        if self.dram_write_batch > 0 && self.dram_bandwidth_gbps == 0.0 {
+            return Err(invalid("dram.write_batch", "write drains take the channel's time: set dram.bandwidth_gbps too, or dram.write_batch=0".into()));
         }
         if !self.dram_banks.is_power_of_two() && self.dram_banks != 0 {
             return Err(invalid("dram.banks", format!("{} is not a power of two (0: no banks)", self.dram_banks)));
@@ -1424,6 +1432,14 @@ impl Config {
         (self.dram_latency_ns * self.core_freq_ghz).round() as u64
     }
 
+    /// The DRAM's write drains in core cycles (`dram.write_batch` > 0), or None.
+    pub fn dram_drain_timing(&self) -> Option<crate::memory::dram::DrainTiming> {
+        (self.dram_write_batch > 0).then(|| crate::memory::dram::DrainTiming {
+            batch: self.dram_write_batch,
+            turnaround: (self.dram_turnaround_ns * self.core_freq_ghz).round() as u64,
+        })
+    }
+
     /// The DRAM's banks in core cycles (`dram.banks` > 0), or None.
     pub fn dram_bank_timing(&self) -> Option<crate::memory::dram::BankTiming> {
         let cycles = |ns: f64| (ns * self.core_freq_ghz).round() as u64;
@@ -1513,6 +1529,8 @@ mod tests {
     #[test]
     fn refresh_interval_leaves_time_between_refreshes() {
         assert!(Config::from_pairs([("dram.trefi_ns", "3906.25"), ("dram.trfc_ns", "368")]).is_ok());
+        assert!(Config::from_pairs([("dram.write_batch", "8")]).is_err(), "drains without a channel");
+        assert!(Config::from_pairs([("dram.write_batch", "8"), ("dram.bandwidth_gbps", "17")]).is_ok());
         let e = Config::from_pairs([("dram.trefi_ns", "390")]).unwrap_err().to_string();
         assert!(e.starts_with("config key 'dram.trefi_ns'") && !e.contains('\n'), "{e}");
         assert!(Config::from_pairs([("dram.trefi_ns", "0"), ("dram.trfc_ns", "1e5")]).is_ok(), "no refresh: tRFC unused");

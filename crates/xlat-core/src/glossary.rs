@@ -340,6 +340,9 @@ pub static ENTRIES: &[Entry] = &[
         "Dirty lines written to DRAM: dirty LLC victims, and with `cache.llc.inclusive=true` dirty private copies back-invalidated with them."),
     e(Dram, "dram.queue_cycles", Counter, "cycles",
         "With `dram.bandwidth_gbps` > 0: cycles requests (reads and writes) waited for the channel, summed; 0 with unlimited bandwidth. Only reads' waits delay anything."),
+    e(Dram, "dram.drains", Counter, "drains",
+        "Write drains: batches of `dram.write_batch` write-backs that took the channel, with two turnarounds of `dram.turnaround_ns`, while reads waited.")
+        .only("`dram.write_batch` > 0 and `dram.bandwidth_gbps` > 0"),
     e(Dram, "dram.row_hits", Counter, "accesses", "Accesses (reads and write-backs) that found their row open in their bank: tCAS.").only("`dram.banks` > 0"),
     e(Dram, "dram.row_misses", Counter, "accesses", "Accesses to a bank with no row open (its first): tRCD + tCAS.").only("`dram.banks` > 0"),
     e(Dram, "dram.row_conflicts", Counter, "accesses", "Accesses that found another row open in their bank: tRP + tRCD + tCAS.").only("`dram.banks` > 0"),

@@ -131,6 +131,9 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         s.int("dram.reads", dram.reads);
         s.int("dram.writes", dram.writes);
         s.int("dram.queue_cycles", dram.queue_cycles);
+        if xl.cfg.dram_write_batch > 0 && xl.cfg.dram_bandwidth_gbps > 0.0 {
+            s.int("dram.drains", dram.drains());
+        }
         if let Some([hits, misses, conflicts, wait]) = dram.row_stats() {
             s.int("dram.row_hits", hits);
             s.int("dram.row_misses", misses);

@@ -14,12 +14,44 @@ pub struct Dram {
     /// Service time per line in 1/256 cycles (0: unlimited bandwidth).
     service_x256: u64,
     calendar: Calendar,
+    /// Write-backs drained in batches (`dram.write_batch` > 0, with a bandwidth limit).
+    drains: Option<Drains>,
     /// Banks and their row buffers (`dram.banks` > 0); None: every access takes `latency`.
     banks: Option<Box<Banks>>,
     pub energy_nj: f64,
     pub reads: u64,
     pub writes: u64,
     pub queue_cycles: u64,
+}
+
+/// Write drains: a memory controller holds write-backs in its write queue while it reads, and
+/// when the queue fills to its high watermark it turns the data bus around, writes a batch,
+/// and turns it back (ChampSim's `swap_write_mode`, DRAMSim's and Ramulator's write-drain
+/// modes alike). Reads wait for the whole drain, and each switch of direction leaves the bus
+/// idle (`turnaround`: the write-to-read and read-to-write times of the DDR standard). So a
+/// batch takes its writes' slots of the channel and the turnarounds' as one run from the
+/// arrival of the write that fills it, and reads arriving then wait behind it. Counted over
+/// all channels together: the writes of a drain are every channel's batch, and the slots the
+/// turnarounds leave idle are each channel's for as long as the two switches take, which sums
+/// to the two switches' length over the whole bandwidth (C channels of one C-th of it). This
+/// is the loaded regime, where reads keep the controller in read mode until a queue is full;
+/// a controller that also drains whenever it has no read to do does so at no read's cost.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DrainTiming {
+    /// Write-backs per drain, over all channels (each channel's batch, times the channels).
+    pub batch: u64,
+    /// Cycles the data bus idles at one switch between reading and writing.
+    pub turnaround: u64,
+}
+
+struct Drains {
+    timing: DrainTiming,
+    /// The write-backs waiting in the write queues.
+    pending: u64,
+    /// Slots a drain's two switches take, in 1/256 slots.
+    idle_x256: u64,
+    /// Drains done.
+    drains: u64,
 }
 
 /// Timing of a DRAM with banks and row buffers, in core cycles (`dram.*`).
@@ -270,12 +302,32 @@ impl Dram {
     pub fn new(latency: u64, bandwidth_gbps: f64, freq_ghz: f64, energy_nj: f64, banks: Option<BankTiming>) -> Dram {
         let service_x256 = if bandwidth_gbps > 0.0 { (crate::LINE_BYTES as f64 / bandwidth_gbps * freq_ghz * 256.0).round().max(1.0) as u64 } else { 0 };
         let banks = banks.map(|b| Box::new(Banks::new(b)));
-        Dram { latency, service_x256, calendar: Calendar::new(), banks, energy_nj, reads: 0, writes: 0, queue_cycles: 0 }
+        Dram { latency, service_x256, calendar: Calendar::new(), drains: None, banks, energy_nj, reads: 0, writes: 0, queue_cycles: 0 }
+    }
+
+    /// Drain write-backs in batches (see [`DrainTiming`]); only with a bandwidth limit (without
+    /// one there is no channel to drain on).
+    pub fn with_drains(mut self, drains: Option<DrainTiming>) -> Dram {
+        self.drains = drains.filter(|d| d.batch > 0 && self.service_x256 > 0).map(|timing| Drains {
+            timing,
+            pending: 0,
+            idle_x256: 2 * timing.turnaround * 256 * 256 / self.service_x256,
+            drains: 0,
+        });
+        self
+    }
+
+    /// Write drains done (0 without drains).
+    pub fn drains(&self) -> u64 {
+        self.drains.as_ref().map_or(0, |d| d.drains)
     }
 
     /// Zero its statistics, keeping its bookings and open rows (the end of warm-up).
     pub fn reset_stats(&mut self) {
         (self.reads, self.writes, self.queue_cycles) = (0, 0, 0);
+        if let Some(d) = &mut self.drains {
+            d.drains = 0;
+        }
         if let Some(b) = &mut self.banks {
             (b.row_hits, b.row_misses, b.row_conflicts, b.bank_wait_cycles) = (0, 0, 0, 0);
         }
@@ -312,6 +364,23 @@ impl Dram {
         }
         let ready = now + in_bank;
         let arrival = ready.saturating_mul(256) / self.service_x256;
+        if write {
+            if let Some(d) = &mut self.drains {
+                // Queued until the batch is full; then the batch and the two switches take the
+                // channel, a slot after another, from this write on.
+                d.pending += 1;
+                if d.pending >= d.timing.batch {
+                    d.pending = 0;
+                    d.drains += 1;
+                    let slots = d.timing.batch + d.idle_x256.div_ceil(256);
+                    let mut at = arrival;
+                    for _ in 0..slots {
+                        at = self.calendar.book(at) + 1;
+                    }
+                }
+                return 0;
+            }
+        }
         let slot = self.calendar.book(arrival);
         // (Whole cycles: a wait shorter than one rounds to 0.)
         let wait = ((slot - arrival) * self.service_x256) >> 8;
@@ -349,6 +418,52 @@ mod tests {
         assert!(d.access(0, 0, 0, false) >= 100);
         let mut free = Dram::new(100, 0.0, 2.0, 1.0, None);
         assert_eq!(free.access(0, 0, 0, false) + free.access(0, 0, 0, false), 200);
+    }
+
+    /// Write drains (ChampSim's write mode, as every controller with a write queue): the
+    /// write-backs of a batch take no slot until the batch is full, then take the channel with
+    /// the two turnarounds as one run, and a read arriving then waits for all of it.
+    #[test]
+    fn writes_drain_in_batches_and_reads_wait_for_a_drain() {
+        // 4 cycles a line; batches of 4; each switch of direction 8 cycles, 2 slots.
+        let mut d = Dram::new(100, 32.0, 2.0, 1.0, None).with_drains(Some(DrainTiming { batch: 4, turnaround: 8 }));
+        for _ in 0..3 {
+            assert_eq!(d.access(0, 0, 0, true), 0);
+        }
+        // Three write-backs queued: the channel is free for a read.
+        assert_eq!(d.access(0, 0, 0, false), 100);
+        assert_eq!(d.drains(), 0);
+        // The fourth fills the batch: 4 writes and 4 idle slots from slot 0 on (the read has
+        // slot 0), so slots 1 to 8; the next read takes slot 9, 36 cycles on.
+        assert_eq!(d.access(0, 0, 0, true), 0);
+        assert_eq!(d.drains(), 1);
+        assert_eq!(d.access(0, 0, 0, false), 136);
+        // After the drain, the channel is free again.
+        assert_eq!(d.access(0, 400, 0, false), 100);
+        // Without drains the same writes take a slot each when they come, and no turnaround.
+        let mut plain = Dram::new(100, 32.0, 2.0, 1.0, None).with_drains(None);
+        for _ in 0..4 {
+            assert_eq!(plain.access(0, 0, 0, true), 0);
+        }
+        assert_eq!(plain.access(0, 0, 0, false), 116);
+        // A batch without a bandwidth limit: no channel, no drains.
+        let mut free = Dram::new(100, 0.0, 2.0, 1.0, None).with_drains(Some(DrainTiming { batch: 1, turnaround: 8 }));
+        free.access(0, 0, 0, true);
+        assert_eq!(free.access(0, 0, 0, false), 100);
+        assert_eq!(free.drains(), 0);
+    }
+
+    /// The turnarounds are counted over all channels: at a given bandwidth, the channel time a
+    /// drain leaves idle is two switches' length, so a drain's run is its writes' slots plus
+    /// 2 x turnaround / slot time.
+    #[test]
+    fn a_drains_idle_slots_are_two_turnarounds() {
+        // 64 B at 16 GB/s and 1 GHz: 4 cycles a line; turnarounds of 10 cycles: 20 cycles, 5 slots.
+        let mut d = Dram::new(0, 16.0, 1.0, 1.0, None).with_drains(Some(DrainTiming { batch: 2, turnaround: 10 }));
+        assert_eq!(d.access(0, 0, 0, true), 0);
+        assert_eq!(d.access(0, 0, 0, true), 0);
+        // Slots 0..7 (2 writes and 5 idle) are taken: a read at 0 starts at slot 7, cycle 28.
+        assert_eq!(d.access(0, 0, 0, false), 28);
     }
 
     /// The calendar against a reference model (a set of taken slots, first free at or after

@@ -224,7 +224,8 @@ impl MemorySide {
             llc: Cache::new(cfg.cache_llc.size_kb, cfg.cache_llc.ways, cfg.cache_llc.latency, cfg.cache_llc.policy, cfg.cache_llc.energy_nj, seed ^ 0x11c)
                 .with_csalt(cfg)
                 .with_ways_per_owner(cores, cfg.cache_llc_ways_per_core),
-            dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj, cfg.dram_bank_timing()),
+            dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj, cfg.dram_bank_timing())
+                .with_drains(cfg.dram_drain_timing()),
             stacked: Dram::new(cfg.pomtlb_latency, cfg.pomtlb_bandwidth_gbps, cfg.core_freq_ghz, 0.0, None),
             floor: 0,
             tlb_lo: if cfg.pomtlb_enabled { (cfg.pomtlb_base_gb << 30) / crate::LINE_BYTES } else { u64::MAX },
