@@ -683,7 +683,7 @@ impl PageTables {
 
     /// The aligned groups of `2^shift` entries of level-1 nodes whose entries all map 4 KB
     /// pages: how many there are, and how many PTE coalescing could cache as one entry
-    /// ([`crate::translate::coalesce::coalescable`]): the contiguity the OS made.
+    /// ([`crate::arch::coalesce::coalescable`]): the contiguity the OS made.
     pub fn leaf_groups(&self, shift: u32) -> (u64, u64) {
         let n = 1usize << shift;
         let (mut groups, mut coalescable) = (0, 0);
@@ -695,7 +695,7 @@ impl PageTables {
             for first in (0..entries.len()).step_by(n) {
                 if entries[first..first + n].iter().all(|&e| e & (PTE_P | PTE_PS) == PTE_P) {
                     groups += 1;
-                    coalescable += crate::translate::coalesce::coalescable(entries, first, shift) as u64;
+                    coalescable += crate::arch::coalesce::coalescable(entries, first, shift) as u64;
                 }
             }
         }

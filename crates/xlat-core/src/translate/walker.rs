@@ -53,7 +53,7 @@ pub struct WalkParams {
     pub nested_tlb_data: bool,
     /// The coalescing group sizes native walks check (0: none; see
     /// [`crate::translate::coalesce`]).
-    pub coalesce: crate::translate::coalesce::GroupSizes,
+    pub coalesce: crate::arch::coalesce::GroupSizes,
     /// ASAP: page-table levels whose entries a native walk prefetches as it starts (0: off).
     pub asap: u8,
     /// Native walks read the elastic cuckoo page tables ([`crate::os::ech`]) instead.
