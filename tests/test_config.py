@@ -208,3 +208,16 @@ def test_preset_path_environment_shadows_builtin_presets(tmp_path, monkeypatch):
     assert C.resolve("skylake")["tlb.l2.entries"] == "3072"
     assert C.resolve("mybox")["walker.port"] == "l2"
     assert C.description(C.presets()["skylake"]) == "mine"
+
+
+def test_a_switched_off_key_added_later_leaves_the_fingerprint_alone():
+    """Stored points are keyed by the resolved configuration's hash: adding a key whose default
+    is the machine from before (a mechanism switched off) must not make every point stale,
+    while any other value of it must."""
+    from xlat import config as cfg
+
+    r = cfg.resolve("zen3")
+    assert all(r[k] == v for k, v in cfg.NEUTRAL.items()), "neutral values are the defaults"
+    before = {k: v for k, v in r.items() if k not in cfg.NEUTRAL}
+    assert cfg.config_hash(r) == cfg.config_hash(before)
+    assert cfg.config_hash({**r, "dram.write_batch": "8"}) != cfg.config_hash(r)

@@ -242,14 +242,26 @@ def _typed_value(text: str, expected: str) -> Any:
     return text
 
 
+# Keys added after results were first stored, with the value that is the machine from before
+# they existed (a mechanism switched off). At that value a key is left out of the fingerprint,
+# so adding a switched-off mechanism does not make every stored point of every study stale.
+NEUTRAL: dict[str, str] = {
+    "dram.write_batch": "0",
+    "dram.turnaround_ns": "0",
+}
+
+
 def config_hash(resolved: Mapping[str, str]) -> str:
     """A short, order-independent fingerprint of a resolved configuration.
 
     Give it the engine's text forms (what :func:`resolve` returns): the engine prints each
-    value canonically, so two spellings of one machine hash alike.
+    value canonically, so two spellings of one machine hash alike. Keys of :data:`NEUTRAL`
+    at their neutral value are left out.
     """
     h = hashlib.sha256()
     for k in sorted(resolved):
-        v = resolved[k]
-        h.update(f"{k}={value_text(k, v)}\n".encode())
+        v = value_text(k, resolved[k])
+        if NEUTRAL.get(k) == v:
+            continue
+        h.update(f"{k}={v}\n".encode())
     return h.hexdigest()[:12]
