@@ -47,9 +47,10 @@ def _tlb(entries: int, ways: int) -> tuple[int, int]:
 
 def _data_rate(bandwidth_gbps: float) -> int:
     """The DDR4 data rate (MT/s) of a preset's channels: the one of which its bandwidth is a
-    whole number of 8-byte channels (DDR4-2400 x 4 = 76.8 GB/s, DDR4-2133 x 1 = 17.06 GB/s),
+    whole number of 8-byte channels (DDR4-2400 x 4 = 76.8 GB/s, DDR4-2133 x 1 = 17.06 GB/s,
+    DDR4-2933 x 2 = 46.93 GB/s),
     else DDR4-2400 up to four channels' worth and DDR4-3200 above."""
-    for rate in (2400, 3200, 2133):
+    for rate in (2400, 3200, 2133, 2933):
         n = bandwidth_gbps / (rate * 8 / 1000)
         if n >= 0.99 and abs(n - round(n)) < 0.01:
             return rate
