@@ -453,6 +453,38 @@ mod tests {
         assert_eq!(free.drains(), 0);
     }
 
+    /// Drains neither lose nor invent channel time: on random reads and write-backs, the slots
+    /// taken are the reads' plus, per full batch, its writes and its idle slots; the write-backs
+    /// of a batch not yet full take none.
+    #[test]
+    fn drains_take_the_batches_and_their_turnarounds_and_nothing_else() {
+        let mut x = 12345u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (batch, turnaround) in [(1, 0), (3, 4), (8, 33), (19, 10)] {
+            // 4 cycles a slot: the idle slots of a drain are ceil(2 x turnaround / 4).
+            let mut d = Dram::new(0, 32.0, 2.0, 1.0, None).with_drains(Some(DrainTiming { batch, turnaround }));
+            let idle = (2 * turnaround).div_ceil(4);
+            let (mut reads, mut writes) = (0u64, 0u64);
+            for i in 0..2000u64 {
+                let write = next() % 3 == 0;
+                d.access(0, i * 3 + next() % 40, 0, write);
+                if write {
+                    writes += 1;
+                } else {
+                    reads += 1;
+                }
+            }
+            let taken: u64 = d.calendar.taken.iter().map(|w| u64::from(w.count_ones())).sum();
+            assert_eq!(d.drains(), writes / batch);
+            assert_eq!(taken, reads + writes / batch * (batch + idle), "batch {batch}, turnaround {turnaround}");
+        }
+    }
+
     /// The turnarounds are counted over all channels: at a given bandwidth, the channel time a
     /// drain leaves idle is two switches' length, so a drain's run is its writes' slots plus
     /// 2 x turnaround / slot time.
