@@ -109,7 +109,12 @@ fn cases() -> Vec<Case> {
             true,
         ),
         ("fpt", vec![("pt.format", "fpt")], 1, true),
-        ("dram_banks", vec![("dram.banks", "32"), ("dram.bandwidth_gbps", "25.6"), ("core.lq", "8")], 1, true),
+        (
+            "dram_banks",
+            vec![("dram.banks", "32"), ("dram.bandwidth_gbps", "25.6"), ("core.lq", "8"), ("dram.write_batch", "4"), ("dram.turnaround_ns", "8")],
+            1,
+            true,
+        ),
         ("radix5", vec![("pt.format", "radix5"), ("pwc.l5.entries", "2")], 1, true),
         ("thp", vec![("os.page_policy", "thp"), ("os.khugepaged_interval_cycles", "100000")], 1, false),
         (
