@@ -339,7 +339,7 @@ pub static ENTRIES: &[Entry] = &[
     e(Dram, "dram.writes", Counter, "lines",
         "Dirty lines written to DRAM: dirty LLC victims, and with `cache.llc.inclusive=true` dirty private copies back-invalidated with them."),
     e(Dram, "dram.queue_cycles", Counter, "cycles",
-        "With `dram.bandwidth_gbps` > 0: cycles requests (reads and writes) waited for the channel, summed; 0 with unlimited bandwidth. Only reads' waits delay anything."),
+        "With `dram.bandwidth_gbps` > 0: cycles requests (reads, and write-backs unless they drain in batches) waited for the channel, summed; 0 with unlimited bandwidth. Only reads' waits delay anything."),
     e(Dram, "dram.drains", Counter, "drains",
         "Write drains: batches of `dram.write_batch` write-backs that took the channel, with two turnarounds of `dram.turnaround_ns`, while reads waited.")
         .only("`dram.write_batch` > 0 and `dram.bandwidth_gbps` > 0"),
