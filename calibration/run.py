@@ -27,6 +27,7 @@ a ChampSim trace needs (``core.lookahead=8``, ChampSim's shuffled physical pages
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import re
@@ -154,8 +155,9 @@ def xlat_run(
     }
 
 
-def champsim_run(binaries: Path, trace: Path, change: str, warmup: int, instructions: int, outdir: Path, prefix: str = "champsim") -> dict[str, float]:
-    out = outdir / f"{trace.name.split('.')[0]}.{change}.out"
+def champsim_run(binaries: Path, trace: Path, change: str, warmup: int, instructions: int, outdir: Path, prefix: str, sha: str) -> dict[str, float]:
+    # (The output is named by the configuration too, so that one of another is never reused.)
+    out = outdir / f"{trace.name.split('.')[0]}.{change}.{sha}.out"
     if not out.exists():
         exe = binaries / f"{prefix}_{change}"
         p = subprocess.run([str(exe), "--hide-heartbeat", "-w", str(warmup), "-i", str(instructions), str(trace)], capture_output=True, text=True, check=False)
@@ -166,6 +168,23 @@ def champsim_run(binaries: Path, trace: Path, change: str, warmup: int, instruct
         tmp.write_text(p.stdout)
         tmp.replace(out)
     return parse_champsim(out.read_text())
+
+
+def config_sha(path: Path) -> str:
+    """The ChampSim configuration a binary is built from, as a short digest."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def pending(names: list[str], shas: dict[str, str], champ: dict, rerun: bool = False) -> list[tuple[str, str]]:
+    """The (trace, change) runs ChampSim still has to make: those whose stored numbers are
+    missing or came from another configuration (all of them with ``rerun``)."""
+    return [(n, ch) for n in names for ch, sha in shas.items() if rerun or champ.get(n, {}).get(ch, {}).get("config_sha") != sha]
+
+
+def save(store: Path, champ: dict) -> None:
+    tmp = store.with_suffix(".tmp")
+    tmp.write_text(json.dumps(champ, indent=1, sort_keys=True) + "\n")
+    tmp.replace(store)
 
 
 def champsim_dram(llc_miss_cycles: float, preset: str | None = None) -> dict[str, str]:
@@ -274,6 +293,7 @@ def main() -> int:
         "ChampSim configurations to RESULTS/PRESET/ and keeps ChampSim's numbers in champsim-PRESET.json",
     )
     ap.add_argument("--changes", help="comma-separated machine changes (default: all)")
+    ap.add_argument("--rerun", action="store_true", help="run ChampSim again where the store already holds its numbers for the same configuration")
     ap.add_argument("--jobs", "-j", type=int, default=2, help="ChampSim runs at once (default 2)")
     ap.add_argument("--results", type=Path, default=ROOT / "results" / "calibration", help="traces and ChampSim outputs")
     ap.add_argument(
@@ -354,24 +374,28 @@ def main() -> int:
         print(f"xlat: {name} done", file=sys.stderr)
     (outdir / "xlat.json").write_text(json.dumps({n: {k: r[k] for k in ("xlat", "xlat+cs")} for n, r in rows.items()}, indent=1))
     if args.champsim:
-        jobs = [(t["name"], ch) for t in traces for ch in changes]
+        # A run whose numbers the store holds for the same ChampSim configuration is not run
+        # again, and each finished run is stored at once: the store is committed, so an
+        # interrupted calibration goes on where it stopped, on any machine.
+        shas = {ch: config_sha(outdir / f"{prefix}_{ch}.json" if preset else HERE / "champsim" / f"{ch}.json") for ch in changes}
+        jobs = pending([t["name"] for t in traces], shas, champ, args.rerun)
+        if len(jobs) < len(traces) * len(changes):
+            print(f"ChampSim: {len(traces) * len(changes) - len(jobs)} runs kept from {store.name} (same configuration; --rerun runs them again)", file=sys.stderr)
         with ThreadPoolExecutor(args.jobs) as pool:
             futs = {
-                job: pool.submit(champsim_run, args.champsim, paths[job[0]], job[1], warmup, int(rows[job[0]]["xlat"]["base"]["instructions"]), outdir, prefix)
+                job: pool.submit(champsim_run, args.champsim, paths[job[0]], job[1], warmup, int(rows[job[0]]["xlat"]["base"]["instructions"]), outdir, prefix, shas[job[1]])
                 for job in jobs
             }
             for (name, ch), f in futs.items():
                 try:
-                    champ.setdefault(name, {})[ch] = f.result()
+                    champ.setdefault(name, {})[ch] = {**f.result(), "config_sha": shas[ch]}
                 except RuntimeError as e:
                     # (One line, and the other runs go on: the table shows what ran.)
                     print(f"ChampSim: {name} {ch}: {e}", file=sys.stderr)
                     continue
                 rows[name]["champsim"] = champ[name]
+                save(store, champ)
                 print(f"ChampSim: {name} {ch} done", file=sys.stderr)
-        tmp = store.with_suffix(".tmp")
-        tmp.write_text(json.dumps(champ, indent=1, sort_keys=True) + "\n")
-        tmp.replace(store)
     print(table(rows, tuple(c for c in changes if c != "base")))
     if preset:
         print()

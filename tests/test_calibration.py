@@ -5,6 +5,7 @@ describe, and a preset's ChampSim configuration is the preset's machine as Champ
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 
 import pytest
@@ -176,3 +177,24 @@ def test_xlat_cs_gets_champsims_write_drains_on_a_banked_dram(cal):
     assert machine.champsim_drains("haswell")["dram.write_batch"] == "32"  # four channels
     assert machine.champsim_drains("zen3") == {}  # a flat DRAM has no controller to drain
     assert xlat.resolve_config("csalt8")["dram.write_batch"] == 19
+
+
+def test_champsims_stored_numbers_are_kept_for_the_same_configuration_only(tmp_path):
+    sys.path.insert(0, str(REPO / "calibration"))
+    try:
+        run = importlib.import_module("run")
+    finally:
+        sys.path.remove(str(REPO / "calibration"))
+    cfg = tmp_path / "champsim_x_base.json"
+    cfg.write_text('{"ooo_cpu": [{"rob_size": 224}]}\n')
+    sha = run.config_sha(cfg)
+    store = tmp_path / "champsim-x.json"
+    run.save(store, {"gups": {"base": {"ipc": 0.5, "config_sha": sha}}, "bfs": {"base": {"ipc": 0.7, "config_sha": "0" * 16}}})
+    champ = json.loads(store.read_text())
+    # gups's run is kept; bfs's came from another configuration, stream has none.
+    assert run.pending(["gups", "bfs", "stream"], {"base": sha}, champ) == [("bfs", "base"), ("stream", "base")]
+    assert len(run.pending(["gups", "bfs", "stream"], {"base": sha}, champ, rerun=True)) == 3
+    # Another configuration (a ROB of another size) reruns every trace.
+    cfg.write_text('{"ooo_cpu": [{"rob_size": 256}]}\n')
+    assert len(run.pending(["gups", "bfs", "stream"], {"base": run.config_sha(cfg)}, champ)) == 3
+    assert not list(tmp_path.glob("*.tmp"))
