@@ -191,12 +191,12 @@ def champsim_dram(llc_miss_cycles: float, preset: str | None = None) -> dict[str
     """xlat's keys for a flat DRAM as slow as ChampSim's was on average: its LLC miss latency
     (from the LLC's miss to its fill, so the controller's queues, refreshes and read/write
     turnarounds included) less the LLC's latency, which xlat adds itself; no bandwidth limit
-    and no banks, as the queues are in the number already."""
+    and no banks or write drains, as the queues and drains are in the number already."""
     import xlat
 
     k = xlat.resolve_config(preset or str(HERE / "xlat.toml"))
     cycles = llc_miss_cycles - k["cache.llc.latency"]
-    return {"dram.latency_ns": f"{cycles / k['core.freq_ghz']:.2f}", "dram.bandwidth_gbps": "0", "dram.banks": "0"}
+    return {"dram.latency_ns": f"{cycles / k['core.freq_ghz']:.2f}", "dram.bandwidth_gbps": "0", "dram.banks": "0", "dram.write_batch": "0"}
 
 
 def pct(a: float, b: float) -> str:
