@@ -156,7 +156,8 @@ def xlat_run(
 
 
 def champsim_run(binaries: Path, trace: Path, change: str, warmup: int, instructions: int, outdir: Path, prefix: str, sha: str) -> dict[str, float]:
-    # (The output is named by the configuration too, so that one of another is never reused.)
+    # (The output is named by the configuration and the trace's recording too, so that one of
+    # another is never reused.)
     out = outdir / f"{trace.name.split('.')[0]}.{change}.{sha}.out"
     if not out.exists():
         exe = binaries / f"{prefix}_{change}"
@@ -171,14 +172,25 @@ def champsim_run(binaries: Path, trace: Path, change: str, warmup: int, instruct
 
 
 def config_sha(path: Path) -> str:
-    """The ChampSim configuration a binary is built from, as a short digest."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    """A file (the ChampSim configuration a binary is built from, a recorded trace) as a short
+    digest."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()[:16]
 
 
-def pending(names: list[str], shas: dict[str, str], champ: dict, rerun: bool = False) -> list[tuple[str, str]]:
+def pending(traces: dict[str, str], shas: dict[str, str], champ: dict, rerun: bool = False) -> list[tuple[str, str]]:
     """The (trace, change) runs ChampSim still has to make: those whose stored numbers are
-    missing or came from another configuration (all of them with ``rerun``)."""
-    return [(n, ch) for n in names for ch, sha in shas.items() if rerun or champ.get(n, {}).get(ch, {}).get("config_sha") != sha]
+    missing or came from another configuration or another recording of the trace (``traces``:
+    name -> the trace's digest), all of them with ``rerun``."""
+
+    def kept(n: str, ch: str) -> bool:
+        run = champ.get(n, {}).get(ch, {})
+        return run.get("config_sha") == shas[ch] and run.get("trace_sha") == traces[n]
+
+    return [(n, ch) for n in traces for ch in shas if rerun or not kept(n, ch)]
 
 
 def save(store: Path, champ: dict) -> None:
@@ -378,17 +390,18 @@ def main() -> int:
         # again, and each finished run is stored at once: the store is committed, so an
         # interrupted calibration goes on where it stopped, on any machine.
         shas = {ch: config_sha(outdir / f"{prefix}_{ch}.json" if preset else HERE / "champsim" / f"{ch}.json") for ch in changes}
-        jobs = pending([t["name"] for t in traces], shas, champ, args.rerun)
+        digests = {t["name"]: config_sha(paths[t["name"]]) for t in traces}
+        jobs = pending(digests, shas, champ, args.rerun)
         if len(jobs) < len(traces) * len(changes):
-            print(f"ChampSim: {len(traces) * len(changes) - len(jobs)} runs kept from {store.name} (same configuration; --rerun runs them again)", file=sys.stderr)
+            print(f"ChampSim: {len(traces) * len(changes) - len(jobs)} runs kept from {store.name} (same configuration and trace; --rerun runs them again)", file=sys.stderr)
         with ThreadPoolExecutor(args.jobs) as pool:
             futs = {
-                job: pool.submit(champsim_run, args.champsim, paths[job[0]], job[1], warmup, int(rows[job[0]]["xlat"]["base"]["instructions"]), outdir, prefix, shas[job[1]])
+                job: pool.submit(champsim_run, args.champsim, paths[job[0]], job[1], warmup, int(rows[job[0]]["xlat"]["base"]["instructions"]), outdir, prefix, f"{shas[job[1]]}-{digests[job[0]]}")
                 for job in jobs
             }
             for (name, ch), f in futs.items():
                 try:
-                    champ.setdefault(name, {})[ch] = {**f.result(), "config_sha": shas[ch]}
+                    champ.setdefault(name, {})[ch] = {**f.result(), "config_sha": shas[ch], "trace_sha": digests[name]}
                 except RuntimeError as e:
                     # (One line, and the other runs go on: the table shows what ran.)
                     print(f"ChampSim: {name} {ch}: {e}", file=sys.stderr)

@@ -179,7 +179,7 @@ def test_xlat_cs_gets_champsims_write_drains_on_a_banked_dram(cal):
     assert xlat.resolve_config("csalt8")["dram.write_batch"] == 19
 
 
-def test_champsims_stored_numbers_are_kept_for_the_same_configuration_only(tmp_path):
+def test_champsims_stored_numbers_are_kept_for_the_same_configuration_and_trace_only(tmp_path):
     sys.path.insert(0, str(REPO / "calibration"))
     try:
         run = importlib.import_module("run")
@@ -188,13 +188,19 @@ def test_champsims_stored_numbers_are_kept_for_the_same_configuration_only(tmp_p
     cfg = tmp_path / "champsim_x_base.json"
     cfg.write_text('{"ooo_cpu": [{"rob_size": 224}]}\n')
     sha = run.config_sha(cfg)
+    trace = tmp_path / "gups.champsim.xz"
+    trace.write_bytes(b"\x00" * 3_000_000)
+    t = run.config_sha(trace)
     store = tmp_path / "champsim-x.json"
-    run.save(store, {"gups": {"base": {"ipc": 0.5, "config_sha": sha}}, "bfs": {"base": {"ipc": 0.7, "config_sha": "0" * 16}}})
+    kept = {"ipc": 0.5, "config_sha": sha, "trace_sha": t}
+    run.save(store, {"gups": {"base": kept}, "bfs": {"base": {**kept, "config_sha": "0" * 16}}, "cc": {"base": {**kept, "trace_sha": "1" * 16}}})
     champ = json.loads(store.read_text())
-    # gups's run is kept; bfs's came from another configuration, stream has none.
-    assert run.pending(["gups", "bfs", "stream"], {"base": sha}, champ) == [("bfs", "base"), ("stream", "base")]
-    assert len(run.pending(["gups", "bfs", "stream"], {"base": sha}, champ, rerun=True)) == 3
+    traces = {"gups": t, "bfs": t, "cc": t, "stream": t}
+    # gups's run is kept; bfs's came from another configuration, cc's from another recording
+    # of its trace, and stream has none.
+    assert run.pending(traces, {"base": sha}, champ) == [("bfs", "base"), ("cc", "base"), ("stream", "base")]
+    assert len(run.pending(traces, {"base": sha}, champ, rerun=True)) == 4
     # Another configuration (a ROB of another size) reruns every trace.
     cfg.write_text('{"ooo_cpu": [{"rob_size": 256}]}\n')
-    assert len(run.pending(["gups", "bfs", "stream"], {"base": run.config_sha(cfg)}, champ)) == 3
+    assert len(run.pending(traces, {"base": run.config_sha(cfg)}, champ)) == 4
     assert not list(tmp_path.glob("*.tmp"))
