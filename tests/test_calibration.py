@@ -122,6 +122,14 @@ def test_what_champsim_cannot_do_alike_is_given_up_in_xlat(cal):
     for ch in machine.CHANGES:
         keys = machine.xlat_keys("zen3", ch)
         assert (keys["cache.l1d.prefetcher"], keys["cache.l2.prefetcher"], keys["cache.llc.fill"]) == ("none", "none", "inclusive")
+    # A DRAM controller's own latencies (skylake's gem5 front and back ends, 20 ns): ChampSim's
+    # read costs its bank timings, its queues and the burst, so xlat keeps the burst alone
+    # (DDR4-2400: 8 transfers, 3.33 ns); where the preset charges the burst alone already
+    # (csalt8's DDR4-2133, 3.75 ns) or its DRAM is flat (zen3), nothing changes.
+    assert machine.xlat_keys("skylake", "base")["dram.latency_ns"] == "3.33"
+    assert machine.xlat_keys("skylake4", "page2m")["dram.latency_ns"] == "3.33"
+    assert "dram.latency_ns" not in machine.xlat_keys("csalt8", "base")
+    assert "dram.latency_ns" not in machine.xlat_keys("zen3", "base")
 
 
 def test_a_banked_ddr4_2133_is_champsims_too(cal):
