@@ -20,6 +20,7 @@ pub mod memory;
 pub mod microbench;
 pub mod mrc;
 pub mod os;
+pub mod param;
 pub mod sample;
 pub mod stats;
 pub mod timing;

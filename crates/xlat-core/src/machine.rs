@@ -6,13 +6,14 @@
 //! [`crate::host::pipeline::Recorder`] while the other replays on the memory side.
 
 use crate::arch::ctx::{Ctx, Invalidate};
-use crate::config::{Config, PtFormat};
+use crate::config::Config;
 use crate::error::SimError;
 use crate::host::prefetch::{prefetch_ahead, prefetch_ahead_2d, PrefetchRing};
 use crate::mech::Mechs;
 use crate::memory::hierarchy::core_seed;
 use crate::memory::{Direct, MemPort, MemorySide};
 use crate::os::sched::Scope;
+use crate::param::PtFormat;
 use crate::stats::Stats;
 use crate::timing::{inflight, Early};
 use crate::translate::mmu::{HwContext, Mmu};
@@ -161,7 +162,7 @@ impl Machine {
         if hw as u64 > contexts {
             return Err(SimError::TooManyStreams { streams: hw, cores: contexts });
         }
-        if programs.len() > 1 && cfg.os_promotion == crate::config::Promotion::HawkEye {
+        if programs.len() > 1 && cfg.os_promotion == crate::param::Promotion::HawkEye {
             return Err(SimError::BadMix { why: "os.promotion=hawkeye models one address space; a mix has one per program".into() });
         }
         // (What footprint-relative limits, such as os.promotion_cap, count: every program's.)

@@ -114,11 +114,11 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         }
         s.int("store_buffer_stall_cycles", sb_stalls);
         let pom = xl.mechs.pomtlb().is_some();
-        let prefetcher = [crate::config::Prefetcher::None, xl.cfg.cache_l1d_prefetcher, xl.cfg.cache_l2_prefetcher];
+        let prefetcher = [crate::param::Prefetcher::None, xl.cfg.cache_l1d_prefetcher, xl.cfg.cache_l2_prefetcher];
         for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
             let c = &caches[j];
             emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6], pom);
-            if prefetcher[j] != crate::config::Prefetcher::None {
+            if prefetcher[j] != crate::param::Prefetcher::None {
                 s.int(format!("cache.{name}.prefetches"), c[7]);
                 s.int(format!("cache.{name}.prefetch_hits"), c[8]);
                 s.ratio(format!("cache.{name}.prefetch_accuracy"), c[8], c[7]);

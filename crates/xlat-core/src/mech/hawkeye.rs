@@ -22,9 +22,10 @@
 
 use crate::arch::addr::VirtAddr;
 use crate::arch::ctx::Ctx;
-use crate::config::{Config, Promotion};
+use crate::config::Config;
 use crate::mech::{Hooks, Mechanism, OsRequest, PromotionBudget};
 use crate::os::sched::Clock;
+use crate::param::Promotion;
 use crate::stats::Stats;
 
 /// Buckets of access coverage (0-49, ..., 450-512 pages).

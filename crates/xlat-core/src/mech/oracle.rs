@@ -17,10 +17,11 @@ use std::collections::HashMap;
 
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, SPACE_MASK};
-use crate::config::{Config, Promotion};
+use crate::config::Config;
 use crate::mech::{Hooks, Mechanism, OsRequest, PromotionBudget};
 use crate::memory::port::MemPort;
 use crate::os::sched::Clock;
+use crate::param::Promotion;
 use crate::stats::Stats;
 use crate::translate::tlb::TlbEntry;
 

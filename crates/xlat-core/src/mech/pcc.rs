@@ -67,11 +67,12 @@ use std::cmp::Reverse;
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate};
 use crate::arch::pte::{PTE_A, PTE_P};
-use crate::config::{Config, PccPolicy, PccPromotion, PccReadout, Promotion};
+use crate::config::Config;
 use crate::mech::{Mechanism, OsRequest, PromotionBudget};
 use crate::memory::port::Table;
 use crate::os::pt::leaf_size;
 use crate::os::sched::Clock;
+use crate::param::{PccPolicy, PccPromotion, PccReadout, Promotion};
 use crate::stats::Stats;
 use crate::translate::walker::WalkStep;
 
@@ -1207,7 +1208,7 @@ mod tests {
             |pairs: &[(&str, &str)]| Pcc::from_config(&Config::from_pairs(pairs.iter().copied()).unwrap(), 1, 0).map(|p| (p.daemon().period, p.daemon().first));
         assert_eq!(daemon(&[("os.promotion", "pcc")]), Some((30_000_000, 1_000_000)));
         assert_eq!(daemon(&[("pcc.enabled", "true")]), Some((0, 1_000_000)));
-        assert_eq!(Config::from_pairs([("os.promotion", "thp")]).unwrap().page_policy(), crate::config::PagePolicy::Thp);
+        assert_eq!(Config::from_pairs([("os.promotion", "thp")]).unwrap().page_policy(), crate::param::PagePolicy::Thp);
         assert!(err(&[("pcc.counter_bits", "0")]).contains("between 1 and 16"));
         assert!(err(&[("pcc.counter_bits", "17")]).contains("between 1 and 16"));
         assert!(err(&[("pcc.policy", "fifo")]).contains("one of lfu|lru"));

@@ -8,9 +8,10 @@
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate};
 use crate::assoc::{Key, SetAssoc};
-use crate::config::{Config, Policy};
+use crate::config::Config;
 use crate::mech::{Hooks, Mechanism};
 use crate::memory::port::MemPort;
+use crate::param::Policy;
 use crate::stats::Stats;
 use crate::translate::mmu::TlbId;
 use crate::translate::tlb::{TlbEntry, TlbKey};

@@ -25,9 +25,10 @@
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
 use crate::assoc::SetAssoc;
-use crate::config::{Config, Policy, PomHash};
+use crate::config::Config;
 use crate::mech::Mechanism;
 use crate::memory::port::MemPort;
+use crate::param::{Policy, PomHash};
 use crate::stats::Stats;
 use crate::translate::tlb::{TlbEntry, TlbKey};
 

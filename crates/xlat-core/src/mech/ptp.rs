@@ -5,9 +5,11 @@
 //! lines with `ptp.per_context`, everyone's once any core is in one otherwise).
 //! docs/extending.md walks through this file as the example of adding a mechanism.
 
-use crate::config::{Config, Policy, PtpMode};
+use crate::config::Config;
+
 use crate::mech::Mechanism;
 use crate::memory::port::Steer;
+use crate::param::{Policy, PtpMode};
 use crate::stats::CoreCounters;
 
 pub struct PtpDetector {

@@ -20,9 +20,10 @@
 
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate};
-use crate::config::{Config, ShootdownProtocol};
+use crate::config::Config;
 use crate::mech::pomtlb::PomAddressing;
 use crate::mech::{FillFrom, Hooks, Mechanism};
+use crate::param::ShootdownProtocol;
 use crate::stats::Stats;
 use crate::translate::tlb::{TlbKey, TlbLevel};
 
@@ -147,7 +148,7 @@ impl Mechanism for Tcat {
 mod tests {
     use super::*;
     use crate::arch::ctx::VPID_SHIFT;
-    use crate::config::{Policy, PomHash, TlbSetIndex};
+    use crate::param::{Policy, PomHash, TlbSetIndex};
     use crate::translate::tlb::TlbEntry;
 
     fn addr() -> PomAddressing {

@@ -2,10 +2,10 @@
 //! (data, page-table entries, TLB entries) and which core brought them in.
 
 use crate::assoc::SetAssoc;
-use crate::config::Policy;
 use crate::memory::csalt::Csalt;
 use crate::memory::repl::{AnyPolicy, LineKind};
 use crate::mrc::{StackKey, StackProfile};
+use crate::param::Policy;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct LineMeta {
@@ -139,7 +139,7 @@ impl Cache {
         let (sets, ways) = (self.arr.sets(), self.arr.ways());
         if let AnyPolicy::Csalt(c) = self.arr.policy_mut() {
             **c = Csalt::new(sets, ways, cfg.csalt_profiler, cfg.csalt_atd_sets as usize, cfg.csalt_epoch);
-            c.set_page_tables_translate(cfg.csalt_page_tables == crate::config::CsaltPageTables::Translation);
+            c.set_page_tables_translate(cfg.csalt_page_tables == crate::param::CsaltPageTables::Translation);
         }
         self
     }

@@ -15,8 +15,8 @@
 //! n ways to itself; and `global_pos`, the hit line's position in the real set's LRU order,
 //! the thesis's literal hardware (counters only, a heuristic).
 
-use crate::config::CsaltProfiler;
 use crate::memory::repl::{oldest, LineKind, ReplacementPolicy, SetView, Stamped};
+use crate::param::CsaltProfiler;
 
 /// One type's stack-distance profile: `hits[i]` hits at LRU stack position i (0 = most
 /// recent), `hits[K]` misses.

@@ -3,13 +3,15 @@
 //! physical lines, of data or page-table entries, and turns their latencies into cycles.
 //! [`Direct`] is the memory port that does each reference's accesses at once.
 
-use crate::config::{Config, CsaltFormula, LlcFill, Policy, Prefetcher, WalkerPort};
+use crate::config::Config;
+
 use crate::memory::cache::{Cache, Victim};
 use crate::memory::csalt::Criticality;
 use crate::memory::dram::Dram;
 use crate::memory::port::{MemPort, Steer, Table};
 use crate::memory::prefetcher::{Prefetch, MAX_DEGREE};
 use crate::memory::repl::LineKind;
+use crate::param::{CsaltFormula, LlcFill, Policy, Prefetcher, WalkerPort};
 use crate::stats::{CoreCounters, VirtCounters};
 use crate::timing::{Early, InFlight, Units, Window};
 use crate::workload::RefKind;
@@ -244,7 +246,7 @@ impl MemorySide {
         };
         // Caches with policy `ptp` protect every core's page-table lines from the start
         // (`ptp.mode=always`), or none until the phase detector finds a TLB-miss phase.
-        let all = if cfg.ptp_mode == crate::config::PtpMode::Always { u64::MAX } else { 0 };
+        let all = if cfg.ptp_mode == crate::param::PtpMode::Always { u64::MAX } else { 0 };
         m.steer(Steer::Ptp { probability: cfg.ptp_probability, cores: all, llc: all });
         m
     }

@@ -11,7 +11,7 @@
 //!   [`STREAM_WINDOW`] lines each) fetch the next `degree` adjacent lines that way. A longer
 //!   jump starts over, so scattered accesses to one page do not look like a stream.
 
-use crate::config::Prefetcher as Kind;
+use crate::param::Prefetcher as Kind;
 
 /// Pages tracked at once.
 const PAGES: usize = 16;

@@ -8,7 +8,7 @@
 //! ([`Ordered`], [`OrderedWide`]: nearly every structure) keep a set's order in one word
 //! instead, which the containers update inline.
 
-use crate::config::Policy;
+use crate::param::Policy;
 
 /// What a cache line holds; policies such as page-table prioritization look at it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -539,7 +539,7 @@ impl AnyPolicy {
             Policy::Srrip => AnyPolicy::Srrip(Srrip),
             Policy::Random => AnyPolicy::Random(Random { state: seed | 1 }),
             Policy::CsaltD | Policy::CsaltCd => {
-                AnyPolicy::Csalt(Box::new(crate::memory::csalt::Csalt::new(sets, ways, crate::config::CsaltProfiler::Atd, 0, 256_000)))
+                AnyPolicy::Csalt(Box::new(crate::memory::csalt::Csalt::new(sets, ways, crate::param::CsaltProfiler::Atd, 0, 256_000)))
             }
             Policy::Dip => AnyPolicy::Dip(Dip::new(sets, seed)),
         }

@@ -18,8 +18,8 @@
 //! leaves footprint + 3 GB free before fragmenting), so X applies to what is left.
 
 use crate::arch::addr::Frame;
-use crate::config::ConfigValue;
 use crate::os::phys::{PhysMem, MAX_ORDER, ORDER_2M};
+use crate::param::ConfigValue;
 use std::fmt;
 
 /// A fragmentation scenario.

@@ -32,12 +32,14 @@
 use crate::arch::addr::{Frame, PageSize, PhysAddr, VirtAddr};
 use crate::arch::ctx::Ctx;
 use crate::arch::pte::{PTE_A, PTE_D, PTE_NX, PTE_P, PTE_PFN_MASK, PTE_RW, PTE_US};
-use crate::config::{Config, Fragmentation, PagePolicy, PrefaultAs, PresetA, PtFormat, ThpDefrag};
+use crate::config::Config;
 use crate::error::SimError;
+use crate::os::frag::Fragmentation;
 use crate::os::frag::{self, Rng};
 use crate::os::pagecache::{PageCache, PIECE};
 use crate::os::phys::{PhysMem, MAX_ORDER, ORDER_2M};
 use crate::os::pt::{NodeId, PageTables, ENTRIES};
+use crate::param::{PagePolicy, PrefaultAs, PresetA, PtFormat, ThpDefrag};
 use crate::stats::Stats;
 use crate::workload::Region;
 use std::collections::{BTreeMap, HashMap};

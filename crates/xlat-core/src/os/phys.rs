@@ -4,8 +4,8 @@
 //! contiguity, and their contents live in `pt`.
 
 use crate::arch::addr::Frame;
-use crate::config::{ConfigValue, PcpOrder};
 use crate::os::frag::Rng;
+use crate::param::{ConfigValue, PcpOrder};
 use std::collections::VecDeque;
 use std::fmt;
 

@@ -32,9 +32,9 @@
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::Scope;
 use crate::arch::ctx::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
-use crate::config::ShootdownProtocol;
 use crate::memory::port::MemPort;
 use crate::os::kernel::Shootdown;
+use crate::param::ShootdownProtocol;
 use crate::translate::Translator;
 
 /// What a shootdown cost whom, for the counters.

@@ -23,9 +23,11 @@
 //! through the nested TLB, the host vPWC and a walk of the host table before it is read.
 
 use crate::arch::ctx::{Ctx, VPID_SHIFT};
-use crate::config::{Config, Fragmentation, HostPagePolicy, PagePolicy};
+use crate::config::Config;
 use crate::error::SimError;
+use crate::os::frag::Fragmentation;
 use crate::os::Os;
+use crate::param::{HostPagePolicy, PagePolicy};
 use crate::workload::Region;
 
 /// One virtual machine.
@@ -59,8 +61,8 @@ pub fn host_config(cfg: &Config) -> Config {
         HostPagePolicy::Thp => PagePolicy::Thp,
     };
     // (os.promotion and os.reservations describe the guest's OS.)
-    h.os_promotion = crate::config::Promotion::None;
-    h.os_reservations = crate::config::Reservations::None;
+    h.os_promotion = crate::param::Promotion::None;
+    h.os_reservations = crate::param::Reservations::None;
     h.os_huge_1g = false;
     h.phys_fragmentation = Fragmentation::None;
     h.phys_available_gb = 0.0;

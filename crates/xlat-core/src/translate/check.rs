@@ -7,8 +7,9 @@
 //! use with one line naming it; with `count` it goes on and reports `stale_translation_uses`.
 
 use crate::arch::addr::{PageSize, VirtAddr};
-use crate::config::{Config, OnStale};
+use crate::config::Config;
 use crate::error::SimError;
+use crate::param::OnStale;
 use crate::stats::Stats;
 use crate::translate::Translator;
 

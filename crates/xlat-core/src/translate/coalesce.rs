@@ -13,7 +13,7 @@
 //! invalidation of any of its pages; filling it evicts no 4 KB entry.
 
 use crate::arch::coalesce::{largest, GroupSizes};
-use crate::config::Coalescing;
+use crate::param::Coalescing;
 
 /// The group sizes some TLB level of the configuration coalesces (what walks check).
 pub fn group_sizes(cfg: &crate::config::Config) -> GroupSizes {

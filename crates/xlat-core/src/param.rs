@@ -1,0 +1,295 @@
+//! The values a configuration key can hold: the [`ConfigValue`] trait (parse, show, what a
+//! valid value looks like) and the named choices (replacement policies, page policies, the
+//! allocator's orders, ...). A floor below the configuration table and the components it
+//! configures: it imports nothing of the model, so a component can name its parameters' types
+//! without importing the table (`config.rs`), which imports the components.
+
+use std::fmt;
+
+/// A value type a config key can hold.
+pub trait ConfigValue: Sized + Clone {
+    fn parse(s: &str) -> Option<Self>;
+    fn show(&self) -> String;
+    /// What a valid value looks like, for error messages ("an integer", "one of lru|srrip").
+    fn expected() -> String;
+}
+
+impl ConfigValue for u64 {
+    fn parse(s: &str) -> Option<Self> {
+        let t = s.trim().replace('_', "");
+        if let Some(h) = t.strip_prefix("0x") {
+            return u64::from_str_radix(h, 16).ok();
+        }
+        t.parse().ok().or_else(|| {
+            // Accept integral floats ("2048.0") as TOML and Python may produce them.
+            t.parse::<f64>().ok().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19).map(|f| f as u64)
+        })
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+    fn expected() -> String {
+        "a non-negative integer".into()
+    }
+}
+
+impl ConfigValue for f64 {
+    fn parse(s: &str) -> Option<Self> {
+        s.trim().parse().ok().filter(|f: &f64| f.is_finite())
+    }
+    fn show(&self) -> String {
+        format!("{self}")
+    }
+    fn expected() -> String {
+        "a number".into()
+    }
+}
+
+impl ConfigValue for String {
+    fn parse(s: &str) -> Option<Self> {
+        Some(s.trim().to_string())
+    }
+    fn show(&self) -> String {
+        self.clone()
+    }
+    fn expected() -> String {
+        "text".into()
+    }
+}
+
+impl ConfigValue for bool {
+    fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Some(true),
+            "false" | "0" | "no" | "off" => Some(false),
+            _ => None,
+        }
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+    fn expected() -> String {
+        "true or false".into()
+    }
+}
+
+/// Declares a string-valued enum usable as a config value.
+macro_rules! config_enum {
+    ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($variant),+ }
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub fn name(&self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+        impl ConfigValue for $name {
+            fn parse(s: &str) -> Option<Self> {
+                match s.trim() { $($text => Some($name::$variant),)+ _ => None }
+            }
+            fn show(&self) -> String { self.name().to_string() }
+            fn expected() -> String {
+                let v: Vec<&str> = vec![$($text),+];
+                format!("one of {}", v.join("|"))
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.name()) }
+        }
+    };
+}
+
+config_enum!(
+    /// Replacement policy of a set-associative structure.
+    Policy { Lru = "lru", Srrip = "srrip", Random = "random", Fifo = "fifo", Ptp = "ptp", CsaltD = "csalt-d", CsaltCd = "csalt-cd", Dip = "dip" }
+);
+config_enum!(
+    /// How CSALT measures each type's stack distances.
+    CsaltProfiler { Atd = "atd", GlobalPos = "global_pos" }
+);
+config_enum!(
+    /// CSALT-CD's L2 weights: as printed in the thesis, or without the doubly counted term.
+    CsaltFormula { Printed = "printed", Corrected = "corrected" }
+);
+config_enum!(
+    /// When page-table prioritization is on.
+    PtpMode { Always = "always", Detector = "detector" }
+);
+config_enum!(
+    /// How a Promotion Candidate Cache ranks its entries and picks a victim.
+    PccPolicy { Lfu = "lfu", Lru = "lru" }
+);
+config_enum!(
+    /// What reading a Promotion Candidate Cache out does to it.
+    PccReadout { Invalidate = "invalidate", Flush = "flush" }
+);
+config_enum!(
+    /// How the POM-TLB picks a translation's set (seed 003, Eq. 5.10).
+    PomHash { Vpn = "vpn", Literal = "literal" }
+);
+config_enum!(
+    /// How a private TLB picks a translation's set: the low bits of the virtual page number,
+    /// or of the page number xor the VM ID (the POM-TLB's hash, which TCAT-cotagless needs).
+    TlbSetIndex { Vpn = "vpn", VpnXorVm = "vpn_xor_vm" }
+);
+config_enum!(
+    /// How the OS keeps the TLBs coherent when it changes a mapping (seed 003, §4): IPIs to
+    /// every target; KVM's paravirtual flush (preempted vCPUs flush at reschedule); TCAT
+    /// through the POM-TLB line's coherence, slaves dropping entries by co-tag or by set; or
+    /// the ideal bound, invalidations at no cost.
+    ShootdownProtocol { Ipi = "ipi", KvmTlb = "kvm_tlb", TcatCotag = "tcat-cotag", TcatCotagless = "tcat-cotagless", Ideal = "ideal" }
+);
+config_enum!(
+    /// What the translation checker does when a core uses a stale translation.
+    OnStale { Fail = "fail", Count = "count" }
+);
+config_enum!(
+    /// Who promotes 4 KB regions to 2 MB pages while a program runs (the PCC paper's
+    /// policies): nobody beyond the fault-time policy; the PCC's daemon; HawkEye; Linux's
+    /// greedy THP (fault-time huge pages and khugepaged); or the hindsight oracle.
+    Promotion { None = "none", Pcc = "pcc", HawkEye = "hawkeye", Thp = "thp", Oracle = "oracle" }
+);
+config_enum!(
+    /// How the PCC daemon picks among the cores' candidate lists.
+    PccPromotion { RoundRobin = "round-robin", Highest = "highest" }
+);
+config_enum!(
+    /// Page-table format of an address space.
+    PtFormat { Radix4 = "radix4", Radix5 = "radix5", Fpt = "fpt", FptL3L2 = "fpt-l3l2", FptL4L3 = "fpt-l4l3", Fpt5 = "fpt5", Fpt1G = "fpt-1g" }
+);
+
+impl PtFormat {
+    /// Level of the root: 5 for the five-level formats.
+    pub fn top(self) -> u8 {
+        if matches!(self, PtFormat::Radix5 | PtFormat::Fpt5) {
+            5
+        } else {
+            4
+        }
+    }
+
+    /// The page-walk-cache level that caches a flattened root's entries (they are keyed by
+    /// the 18 VA bits the root consumes, as entries of one level lower are), if the root is
+    /// flattened: its size is `pwc.flat.entries` and it is fully associative.
+    pub fn flat_root_pwc_level(self) -> Option<usize> {
+        match self {
+            PtFormat::Fpt | PtFormat::FptL4L3 => Some(3),
+            PtFormat::Fpt5 => Some(4),
+            _ => None,
+        }
+    }
+}
+config_enum!(
+    /// Which of CSALT's two partitions page-table lines belong to.
+    CsaltPageTables { Data = "data", Translation = "translation" }
+);
+config_enum!(
+    /// When the LLC is filled: with every line fetched from DRAM (`inclusive`, though not
+    /// strictly so unless `cache.llc.inclusive`), or only with lines the L2s evict (`victim`,
+    /// as Zen's L3).
+    LlcFill { Inclusive = "inclusive", Victim = "victim" }
+);
+config_enum!(
+    /// PT-Baker's helper thread (the PT-Baker thesis, `xlat-workloads/src/helper.rs`): none,
+    /// a user-space one that loads a byte of every `stride_pages`-th page (each load walks on
+    /// its core, bringing the page's page-table entries and a data line into the caches), or
+    /// the kernel one that reads only the pages' page-table entries.
+    PtBakerMode { Off = "off", User = "user", UserPrefetch = "user-prefetch", Kernel = "kernel" }
+);
+config_enum!(
+    /// Where PT-Baker's helper runs: on the next core, sharing the LLC with the program
+    /// (the thesis's default), or on the SMT sibling of the program's last thread, sharing
+    /// its core's private caches too.
+    PtBakerPlacement { Core = "core", Smt = "smt" }
+);
+config_enum!(
+    /// Which of the program's regions PT-Baker's helper sweeps: the largest (the thesis sweeps
+    /// the one region that causes most TLB misses) or all of them, one after another.
+    PtBakerRegions { Largest = "largest", All = "all" }
+);
+config_enum!(
+    /// Memory pressure beside the program (the PT-Baker thesis's stress-ng setups): none, one
+    /// cache stressor, or two or three stream stressors, each a program of its own on a core
+    /// of its own, sharing the LLC.
+    Pressure { None = "none", Cache1 = "cache1", Stream2 = "stream2", Stream3 = "stream3" }
+);
+config_enum!(
+    /// A cache's hardware data prefetcher (`memory/prefetcher.rs`).
+    Prefetcher { None = "none", Stride = "stride", Stream = "stream" }
+);
+config_enum!(
+    /// Where page-walk reads enter the cache hierarchy.
+    WalkerPort { L1d = "l1d", L2 = "l2" }
+);
+config_enum!(
+    /// AMD PTE coalescing of a TLB structure (the coalescing paper): groups of 4 (16 KB,
+    /// Zen 2/3) or 8 (32 KB, Zen/Zen+) contiguous, aligned 4 KB pages as one entry;
+    /// `inherit` (per structure) follows `tlb.coalescing`.
+    Coalescing { None = "none", K16 = "16k", K32 = "32k", Inherit = "inherit" }
+);
+config_enum!(
+    /// Page-size policy of the OS.
+    PagePolicy { Never = "never", Ideal = "ideal", Thp = "thp", Madvise = "madvise", FreeBsd = "freebsd" }
+);
+config_enum!(
+    /// Page sizes the hypervisor backs guest-physical memory with (the host side of a VM).
+    HostPagePolicy { Never = "never", Ideal = "ideal", Thp = "thp" }
+);
+config_enum!(
+    /// The order in which a CPU's free list hands out a batch of frames it took from the buddy
+    /// allocator (ascending addresses).
+    PcpOrder { Fifo = "fifo", Lifo = "lifo" }
+);
+config_enum!(
+    /// FreeBSD's reservations, as the coalescing paper names its kernels.
+    Reservations { None = "none", Reserv = "reserv", Super = "super" }
+);
+config_enum!(
+    /// Whether pages a file fault maps around the faulting one get their accessed bit at once.
+    PresetA { Auto = "auto", On = "on", Off = "off" }
+);
+config_enum!(
+    /// The `max-page-size` a traced executable is relinked with (`as-linked`: as it was built).
+    MaxPageSize { AsLinked = "as-linked", K4 = "4k", K16 = "16k", K32 = "32k", M2 = "2m" }
+);
+
+impl MaxPageSize {
+    /// The size in bytes, or `None` for `as-linked`.
+    pub fn bytes(self) -> Option<u64> {
+        match self {
+            MaxPageSize::AsLinked => None,
+            MaxPageSize::K4 => Some(4 << 10),
+            MaxPageSize::K16 => Some(16 << 10),
+            MaxPageSize::K32 => Some(32 << 10),
+            MaxPageSize::M2 => Some(2 << 20),
+        }
+    }
+}
+
+config_enum!(
+    /// Small reservations for files (the coalescing paper's §3.8 proposal).
+    SmallReservation { None = "none", K16 = "16k", K32 = "32k", K64 = "64k" }
+);
+
+impl SmallReservation {
+    /// 4 KB pages per reservation (1 for none).
+    pub fn pages(self) -> u64 {
+        match self {
+            SmallReservation::None => 1,
+            SmallReservation::K16 => 4,
+            SmallReservation::K32 => 8,
+            SmallReservation::K64 => 16,
+        }
+    }
+}
+
+config_enum!(
+    /// How `--prefault` leaves each page it maps.
+    PrefaultAs { Read = "read", Write = "write" }
+);
+config_enum!(
+    /// Linux THP `defrag`: when a huge-page fault that finds no free 2 MB block compacts.
+    ThpDefrag { Always = "always", Madvise = "madvise", Never = "never" }
+);
