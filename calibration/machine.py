@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 # ChampSim's machine changes, as run.py's CHANGES does them in xlat.
-CHANGES = ("base", "stlb4", "pwc4", "page2m", "stlbhuge", "ptp")
+CHANGES = ("base", "stlb4", "pwc4", "page2m", "stlbhuge", "ptp", "mshr4")
 
 
 def _sets(size_bytes: int, ways: int) -> int:
@@ -152,6 +152,11 @@ def champsim_config(preset: str, change: str = "base") -> dict:
         # The flattening paper's page-table prioritization in the L2 and the LLC: the replacement
         # policy of calibration/champsim/replacement/ptp (build with --replacement-dir).
         c["L2C"]["replacement"] = c["LLC"]["replacement"] = "ptp"
+    elif change == "mshr4":
+        # Four times the L1D's MSHRs (misses in flight), the L2's and LLC's as the base machine
+        # sizes them from it: the CSALT study's question, what more misses in flight are worth.
+        c["L1D"]["mshr_size"] = 4 * k["core.mshrs"]
+        c["L2C"]["mshr_size"] = c["LLC"]["mshr_size"] = max(64, 8 * k["core.mshrs"])
     elif change != "base":
         raise ValueError(f"unknown change {change!r} (known: {', '.join(CHANGES)})")
     return c
@@ -222,6 +227,8 @@ def _change_keys(preset: str, change: str) -> dict[str, str]:
         return {"os.page_policy": "ideal", "loader.trace_region_kb": "2048"}
     if change == "ptp":
         return {"cache.l2.policy": "ptp", "cache.llc.policy": "ptp", "ptp.mode": "always"}
+    if change == "mshr4":
+        return {"core.mshrs": str(4 * k["core.mshrs"])}
     return {}
 
 

@@ -237,7 +237,7 @@ def row(name: str, sims: dict[str, dict[str, dict[str, float]]], changes: tuple[
     return f"| {name} | " + " | ".join(cells) + " |"
 
 
-NAMES = {"page2m": "2 MB pages", "stlb4": "STLB x4", "pwc4": "PWC x4", "stlbhuge": "STLB 64 K", "ptp": "PTP"}
+NAMES = {"page2m": "2 MB pages", "stlb4": "STLB x4", "pwc4": "PWC x4", "stlbhuge": "STLB 64 K", "ptp": "PTP", "mshr4": "MSHRs x4"}
 
 
 def table(rows: dict[str, dict[str, dict[str, dict[str, float]]]], changes: tuple[str, ...] = ("page2m", "stlb4", "pwc4")) -> str:

@@ -97,6 +97,11 @@ def test_each_change_is_the_same_in_both_simulators(cal):
     keys = machine.xlat_keys("skylake", "ptp")
     assert (keys["cache.l2.policy"], keys["cache.llc.policy"], keys["ptp.mode"]) == ("ptp", "ptp", "always")
     assert (REPO / "calibration" / "champsim" / "replacement" / "ptp" / "ptp.cc").exists()
+    # Four times the misses in flight: the L1D's MSHRs in both (ChampSim's L2 and LLC as the
+    # base machine sizes them from the L1D's: xlat bounds their misses by the L1D's alone).
+    mshr4 = machine.champsim_config("csalt8", "mshr4")
+    assert mshr4["L1D"]["mshr_size"] == 4 * machine.champsim_config("csalt8")["L1D"]["mshr_size"] == int(machine.xlat_keys("csalt8", "mshr4")["core.mshrs"]) == 40
+    assert mshr4["L2C"]["mshr_size"] >= 2 * mshr4["L1D"]["mshr_size"]
     with pytest.raises(ValueError, match="unknown change"):
         machine.champsim_config("skylake", "bogus")
 
