@@ -248,6 +248,8 @@ def _typed_value(text: str, expected: str) -> Any:
 NEUTRAL: dict[str, str] = {
     "dram.write_batch": "0",
     "dram.turnaround_ns": "0",
+    "pwc.policy": "lru",
+    "virt.host_pwc.policy": "lru",
 }
 
 

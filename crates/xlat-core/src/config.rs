@@ -391,6 +391,7 @@ component! {
         l3_ways: u64; "l3.ways"; Some(Limit::Int(PWC)); "{} associativity of the L3 prefix table (0: fully associative; a flattened root's table always is)";
         l2_ways: u64; "l2.ways"; Some(Limit::Int(PWC)); "{} associativity of the L2 prefix table (0: fully associative, as Intel's; ChampSim's are set-associative, indexed by the low bits of the prefix)";
         flat_entries: u64; "flat.entries"; Some(Limit::Int(PWC)); "{} entries for the 18-bit prefix (bits 47:30) of a flattened L4+L3 root (format fpt or fpt-l4l3; the flattening paper's FPT uses the 24-entry structure)";
+        policy: Policy; "policy"; None; "{} replacement policy, every level (lru, fifo, random or srrip; Intel's and ChampSim's are LRU)";
     }
 }
 
@@ -587,8 +588,8 @@ config! {
         cache_l1d: CacheParams = CacheParams { size_kb: 32, ways: 8, latency: 4, policy: Policy::Lru, energy_nj: 0.05 }; "cache.l1d"; "L1 data cache";
         cache_l2: CacheParams = CacheParams { size_kb: 256, ways: 8, latency: 12, policy: Policy::Lru, energy_nj: 0.12 }; "cache.l2"; "private L2 cache";
         cache_llc: CacheParams = CacheParams { size_kb: 16384, ways: 8, latency: 42, policy: Policy::Lru, energy_nj: 0.6 }; "cache.llc"; "shared last-level cache";
-        pwc: PwcParams = PwcParams { l5_entries: 0, l4_entries: 4, l3_entries: 4, l2_entries: 24, l5_ways: 0, l4_ways: 0, l3_ways: 0, l2_ways: 0, flat_entries: 24 }; "pwc"; "page-walk cache";
-        virt_host_pwc: PwcParams = PwcParams { l5_entries: 0, l4_entries: 4, l3_entries: 4, l2_entries: 24, l5_ways: 0, l4_ways: 0, l3_ways: 0, l2_ways: 0, flat_entries: 24 }; "virt.host_pwc"; "host page-walk cache (vPWC, of guest-physical prefixes in 2D walks)";
+        pwc: PwcParams = PwcParams { l5_entries: 0, l4_entries: 4, l3_entries: 4, l2_entries: 24, l5_ways: 0, l4_ways: 0, l3_ways: 0, l2_ways: 0, flat_entries: 24, policy: Policy::Lru }; "pwc"; "page-walk cache";
+        virt_host_pwc: PwcParams = PwcParams { l5_entries: 0, l4_entries: 4, l3_entries: 4, l2_entries: 24, l5_ways: 0, l4_ways: 0, l3_ways: 0, l2_ways: 0, flat_entries: 24, policy: Policy::Lru }; "virt.host_pwc"; "host page-walk cache (vPWC, of guest-physical prefixes in 2D walks)";
     }
 }
 
@@ -723,6 +724,11 @@ impl Config {
         ] {
             if matches!(p, Policy::Ptp | Policy::CsaltD | Policy::CsaltCd | Policy::Dip) {
                 return Err(invalid(key, format!("{} is a cache policy, not a TLB policy", p.name())));
+            }
+        }
+        for (key, p) in [("pwc.policy", self.pwc.policy), ("virt.host_pwc.policy", self.virt_host_pwc.policy)] {
+            if matches!(p, Policy::Ptp | Policy::CsaltD | Policy::CsaltCd | Policy::Dip) {
+                return Err(invalid(key, format!("{} is a cache policy, not a page-walk-cache policy", p.name())));
             }
         }
         if self.csalt_epoch == 0 {
@@ -1216,6 +1222,11 @@ mod tests {
         assert!(Config::from_pairs([("pwc.l2.entries", "32"), ("pwc.l2.ways", "5")]).is_err());
         assert!(Config::from_pairs([("virt.host_pwc.l3.entries", "24"), ("virt.host_pwc.l3.ways", "2")]).is_err());
         assert!(Config::from_pairs([("pwc.l5.entries", "2"), ("pt.format", "radix5")]).is_ok());
+        // A PWC policy ranks by use; the cache policies that rank by what a line holds do not apply.
+        assert_eq!(Config::from_pairs([("pwc.policy", "fifo")]).unwrap().pwc.policy, Policy::Fifo);
+        assert!(Config::from_pairs([("virt.host_pwc.policy", "srrip")]).is_ok());
+        let e = Config::from_pairs([("pwc.policy", "ptp")]).unwrap_err().to_string();
+        assert!(e.contains("pwc.policy") && e.contains("not a page-walk-cache policy"), "{e}");
     }
 
     /// ChampSim's walk behaviours are validation knobs for native radix tables: each one names

@@ -196,17 +196,39 @@ fn tlb_invalidation_removes_exactly_the_range() {
     }
 }
 
-/// Reference PWC: per level, a fully associative LRU list of (prefix, ctx) -> node.
+/// Reference PWC: per level, a fully associative list of (prefix, ctx) -> node, in LRU order
+/// (a hit moves its entry to the front) or FIFO order (`pwc.policy=fifo`: a hit does not).
 #[test]
 fn pwc_longest_prefix_matches_model() {
-    // Real sizes (levels searched by scanning) and large ones (hash-indexed levels).
-    for sizes in [[0u64, 0, 24, 4, 4, 0], [0, 0, 96, 80, 65, 0]] {
-        check_pwc(sizes);
+    // Real sizes (levels searched by scanning) and large ones (hash-indexed levels under LRU,
+    // scanned under any other policy).
+    for policy in [Policy::Lru, Policy::Fifo] {
+        for sizes in [[0u64, 0, 24, 4, 4, 0], [0, 0, 96, 80, 65, 0]] {
+            check_pwc(sizes, policy);
+        }
     }
 }
 
-fn check_pwc(sizes: [u64; 6]) {
-    let mut pwc = Pwc::new(sizes, [0; 6], 1);
+/// The worked example of a PWC replacement policy: two L2 entries, A and B filled, A hit, C
+/// filled. LRU evicts B (A was used since); FIFO evicts A (first in).
+#[test]
+fn a_pwc_policy_decides_which_prefix_a_fill_evicts() {
+    let prefix = |i: u64| VirtAddr(i << 21);
+    for (policy, kept, evicted) in [(Policy::Lru, 0, 1), (Policy::Fifo, 1, 0)] {
+        let mut pwc = Pwc::new([0, 0, 2, 0, 0, 0], [0; 6], policy, 1);
+        let mut hits = [false; 6];
+        pwc.fill(prefix(0), 1, 2, 10);
+        pwc.fill(prefix(1), 1, 2, 11);
+        assert!(pwc.lookup(prefix(0), 1, 2, &mut hits).is_some());
+        pwc.fill(prefix(2), 1, 2, 12);
+        assert!(pwc.lookup(prefix(kept), 1, 2, &mut hits).is_some(), "{policy:?} keeps {kept}");
+        assert!(pwc.lookup(prefix(evicted), 1, 2, &mut hits).is_none(), "{policy:?} evicts {evicted}");
+    }
+}
+
+fn check_pwc(sizes: [u64; 6], policy: Policy) {
+    let lru = policy == Policy::Lru;
+    let mut pwc = Pwc::new(sizes, [0; 6], policy, 1);
     let mut model: Vec<VecDeque<(u64, u32)>> = vec![VecDeque::new(); 6];
     let mut rng = Rng(21);
     for step in 0..100_000 {
@@ -221,12 +243,14 @@ fn check_pwc(sizes: [u64; 6]) {
             let tag = va.0 >> (12 + 9 * (level as u32 - 1));
             let list = &mut model[level as usize];
             if let Some(p) = list.iter().position(|&(t, c)| t == tag && c == ctx) {
-                let e = list.remove(p).unwrap();
-                list.push_front(e);
-                assert!(hits[level as usize], "step {step}: level {level} should hit");
+                if lru {
+                    let e = list.remove(p).unwrap();
+                    list.push_front(e);
+                }
+                assert!(hits[level as usize], "{policy:?} step {step}: level {level} should hit");
                 want = Some(level - 1);
             } else {
-                assert!(!hits[level as usize], "step {step}: level {level} should miss");
+                assert!(!hits[level as usize], "{policy:?} step {step}: level {level} should miss");
             }
         }
         assert_eq!(got.map(|h| h.level), want);

@@ -157,15 +157,15 @@ impl Mmu {
             tlbs: [dtlb, itlb, stlb, l2i],
             data_path: [TlbId::L1d, TlbId::L2],
             fetch_path: [TlbId::L1i, if cfg.tlb_l2i_entries > 0 { TlbId::L2i } else { TlbId::L2 }],
-            pwc: Pwc::new(pwc_entries, pwc_ways, s + 7),
-            vpwc: Pwc::new(vpwc_entries, vpwc_ways, s + 9),
+            pwc: Pwc::new(pwc_entries, pwc_ways, cfg.pwc.policy, s + 7),
+            vpwc: Pwc::new(vpwc_entries, vpwc_ways, cfg.virt_host_pwc.policy, s + 9),
             ntlb,
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
             cwc: if cfg.ech_enabled {
-                Pwc::new([0, 0, cfg.ech_pmd_cwc_entries, cfg.ech_pud_cwc_entries, 0, 0], [0; 6], s + 15)
+                Pwc::new([0, 0, cfg.ech_pmd_cwc_entries, cfg.ech_pud_cwc_entries, 0, 0], [0; 6], Policy::Lru, s + 15)
             } else {
-                Pwc::new([0; 6], [0; 6], 0)
+                Pwc::new([0; 6], [0; 6], Policy::Lru, 0)
             },
             ech: EchCounters::default(),
             champsim_fillers: if cfg.champsim_pscl_reread && cfg.champsim_private_pte_lines {

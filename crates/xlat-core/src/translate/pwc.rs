@@ -1,5 +1,7 @@
-//! Page-walk caches: Intel-style paging-structure caches, one fully-associative LRU table per
-//! upper level of the page table, mapping a VA prefix (and context) to the node one level down.
+//! Page-walk caches: Intel-style paging-structure caches, one table per upper level of the page
+//! table (fully associative or set-associative; LRU, or any policy of `memory/repl.rs` that
+//! ranks by use rather than by what a line holds), mapping a VA prefix (and context) to the
+//! node one level down.
 
 use crate::arch::addr::VirtAddr;
 use crate::arch::ctx::{Ctx, Invalidate};
@@ -213,9 +215,9 @@ pub struct PwcProfile {
     pub levels: [Option<StackProfile>; 6],
 }
 
-/// One PWC level, exact LRU either way: real sizes (a few dozen entries) are one set
-/// searched with vector compares; large ones (design-space sweeps) are hash-indexed so a
-/// lookup stays O(1).
+/// One PWC level: real sizes (a few dozen entries) are one set searched with vector compares,
+/// under the level's replacement policy; large fully-associative LRU ones (design-space
+/// sweeps) are hash-indexed so a lookup stays O(1).
 enum PwcTable {
     /// `sets` sets (a power of two; 1 for a fully-associative table), by the low bits of the
     /// prefix.
@@ -227,13 +229,14 @@ enum PwcTable {
 const PWC_SCAN_MAX: usize = 64;
 
 impl PwcTable {
-    /// `ways` 0 (or `entries`): fully associative.
-    fn new(entries: usize, ways: usize) -> PwcTable {
+    /// `ways` 0 (or `entries`): fully associative. A large fully-associative table under a
+    /// policy other than LRU is scanned too (the hashed table keeps LRU order only).
+    fn new(entries: usize, ways: usize, policy: Policy, seed: u64) -> PwcTable {
         if ways > 0 && ways < entries {
             let sets = entries / ways;
-            PwcTable::Scan(SetAssoc::new(sets, ways, Policy::Lru, 0), sets as u64 - 1)
-        } else if entries <= PWC_SCAN_MAX {
-            PwcTable::Scan(SetAssoc::new(1, entries, Policy::Lru, 0), 0)
+            PwcTable::Scan(SetAssoc::new(sets, ways, policy, seed), sets as u64 - 1)
+        } else if entries <= PWC_SCAN_MAX || policy != Policy::Lru {
+            PwcTable::Scan(SetAssoc::new(1, entries, policy, seed), 0)
         } else {
             PwcTable::Hashed(FaLru::new(entries))
         }
@@ -317,9 +320,10 @@ const PWC_CTX_SHIFT: u32 = 40;
 
 impl Pwc {
     /// `entries[l]` entries for level `l` in `ways[l]` ways (0: fully associative; index 0
-    /// and 1 unused: leaf entries are translations, cached by the TLBs).
-    pub fn new(entries: [u64; 6], ways: [u64; 6], _seed: u64) -> Pwc {
-        let mk = |l: usize| (entries[l] > 0).then(|| PwcTable::new(entries[l] as usize, ways[l] as usize));
+    /// and 1 unused: leaf entries are translations, cached by the TLBs), each level replaced
+    /// by `policy` (`seed`: a random policy's).
+    pub fn new(entries: [u64; 6], ways: [u64; 6], policy: Policy, seed: u64) -> Pwc {
+        let mk = |l: usize| (entries[l] > 0).then(|| PwcTable::new(entries[l] as usize, ways[l] as usize, policy, seed + l as u64));
         Pwc { tables: [None, None, mk(2), mk(3), mk(4), mk(5)], prof: None }
     }
 
@@ -542,7 +546,7 @@ mod tests {
     fn set_associative_level_matches_per_set_lru_lists() {
         for (entries, ways) in [(32usize, 8usize), (8, 4), (4, 1)] {
             let sets = entries / ways;
-            let mut t = PwcTable::new(entries, ways);
+            let mut t = PwcTable::new(entries, ways, Policy::Lru, 0);
             let mut model: Vec<Vec<u64>> = vec![Vec::new(); sets]; // front = MRU
             let mut x = 0x9e37_79b9_7f4a_7c15u64;
             for step in 0..20_000u32 {
@@ -566,7 +570,7 @@ mod tests {
             }
         }
         // Two prefixes of one set evict each other in a direct-mapped table; another set's stay.
-        let mut t = PwcTable::new(4, 1);
+        let mut t = PwcTable::new(4, 1, Policy::Lru, 0);
         t.fill_absent(1, 10);
         t.fill_absent(2, 20);
         t.fill_absent(5, 50);
