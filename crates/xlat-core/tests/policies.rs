@@ -216,6 +216,8 @@ fn a_pwc_policy_decides_which_prefix_a_fill_evicts() {
     let prefix = |i: u64| VirtAddr(i << 21);
     for (policy, kept, evicted) in [(Policy::Lru, 0, 1), (Policy::Fifo, 1, 0)] {
         let mut pwc = Pwc::new([0, 0, 2, 0, 0, 0], [0; 6], policy, 1);
+        // (A one-pass miss-ratio curve of the level is exact only under LRU.)
+        assert_eq!(pwc.is_lru(2), policy == Policy::Lru);
         let mut hits = [false; 6];
         pwc.fill(prefix(0), 1, 2, 10);
         pwc.fill(prefix(1), 1, 2, 11);

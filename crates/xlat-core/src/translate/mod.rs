@@ -405,8 +405,7 @@ impl Translator {
                 let lowest = (2..=5u8).find(|&l| mmu.pwc.geometry(l).is_some());
                 for l in 2..=5u8 {
                     if let (Some(st), Some(g)) = (&p.levels[l as usize], mmu.pwc.geometry(l)) {
-                        // (PWC levels are LRU.)
-                        add(format!("pwc.l{l}"), vec![g], Some(l) == lowest, st.depths());
+                        add(format!("pwc.l{l}"), vec![g], Some(l) == lowest && mmu.pwc.is_lru(l), st.depths());
                     }
                 }
             }

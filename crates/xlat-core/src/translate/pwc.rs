@@ -370,6 +370,15 @@ impl Pwc {
         })
     }
 
+    /// Whether level `level`'s replacement is LRU (its miss-ratio curve from one pass is exact
+    /// only then).
+    pub fn is_lru(&self, level: u8) -> bool {
+        self.tables[level as usize].as_ref().is_some_and(|t| match t {
+            PwcTable::Scan(a, _) => a.is_lru(),
+            PwcTable::Hashed(_) => true,
+        })
+    }
+
     /// The profile, if [`Self::profile`] started one.
     pub fn profiled(&self) -> Option<&PwcProfile> {
         self.prof.as_deref()
