@@ -34,6 +34,13 @@ def test_a_curve_point_is_a_separate_runs_count():
     assert again.curves == r.curves and isinstance(again.curves[0], Curve)
 
 
+def test_a_pwc_curve_is_exact_only_under_lru():
+    # (Mattson's stack counts what LRU keeps; `pwc.policy=fifo` keeps other entries.)
+    for policy, exact in (("lru", True), ("fifo", False)):
+        r = xlat.simulate("skylake", WL, refs="20k", curves=["pwc.l2"], **{"pwc.policy": policy})
+        assert r.curves[0].exact is exact, policy
+
+
 def test_xlat_mrc_prints_writes_and_plots(tmp_path):
     out, png = tmp_path / "c.json", tmp_path / "c.png"
     p = run_xlat("mrc", "-w", WL, "-n", "30k", "-s", "tlb.l2,pwc", "--max-ways", "16", "--json", str(out), "--plot", str(png))
