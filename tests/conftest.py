@@ -1,7 +1,9 @@
-"""Test-session setup: the trace cache in a directory of the session's own, never the user's."""
+"""Test-session setup: the trace cache in a directory of the session's own, never the user's;
+Ctrl-C deliverable."""
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 
 import pytest
@@ -9,6 +11,13 @@ import pytest
 _CACHE = tempfile.mkdtemp(prefix="xlat-test-trace-cache-")
 os.environ["XLAT_CACHE_DIR"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, True)
+
+# A shell without job control starts a background command (`make test &`) with SIGINT ignored,
+# and every process started from it inherits that: the tests that Ctrl-C stops a run would see
+# their SIGINT ignored, by xlat and by the test process alike. Python's own handler is put back
+# (children then start with the default, as from a terminal).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # The quick tier (`make test-quick`, `-m "not slow"`) leaves out the modules that run whole
