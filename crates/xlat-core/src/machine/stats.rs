@@ -113,7 +113,7 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             s.float("ptbaker.passes", if h.pass > 0 { xl.helper_touches as f64 / h.pass as f64 } else { 0.0 });
         }
         s.int("store_buffer_stall_cycles", sb_stalls);
-        let pom = xl.mechs.pomtlb().is_some();
+        let pom = xl.mechs.caches_translations();
         let prefetcher = [crate::param::Prefetcher::None, xl.cfg.cache_l1d_prefetcher, xl.cfg.cache_l2_prefetcher];
         for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
             let c = &caches[j];
@@ -144,7 +144,7 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         s.float("energy_nj.cache", cache_energy);
         s.float("energy_nj.dram", dram_energy);
         s.float("energy_nj.total", cache_energy + dram_energy);
-        if xl.mechs.pomtlb().is_some() {
+        if pom {
             emit_tlb_lines(&mut s, mem);
         }
         if xl.cfg.asap_enabled {

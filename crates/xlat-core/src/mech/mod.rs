@@ -202,6 +202,13 @@ pub trait Mechanism {
         false
     }
 
+    /// The mechanism keeps translations as cache lines (`LineKind::TlbEntry`: an L3 TLB in
+    /// memory), so the machine's statistics split each cache's traffic by what a line holds and
+    /// report where those lines were served.
+    fn caches_translations(&self) -> bool {
+        false
+    }
+
     /// A periodic task (an OS daemon reading the mechanism's structures, say): its clock,
     /// its period and when it is first due.
     fn task(&self) -> Option<(Clock, u64, u64)> {
@@ -287,6 +294,9 @@ impl Mechanism for AnyMech {
     fn needs_memory_side(&self) -> bool {
         each!(self, m => m.needs_memory_side())
     }
+    fn caches_translations(&self) -> bool {
+        each!(self, m => m.caches_translations())
+    }
     fn task(&self) -> Option<(Clock, u64, u64)> {
         each!(self, m => m.task())
     }
@@ -361,6 +371,12 @@ impl Mechs {
     /// Whether some mechanism needs both halves of the machine on one thread.
     pub fn needs_memory_side(&self) -> bool {
         self.list.iter().any(|m| m.needs_memory_side())
+    }
+
+    /// Whether some mechanism keeps translations as cache lines
+    /// ([`Mechanism::caches_translations`]).
+    pub fn caches_translations(&self) -> bool {
+        self.list.iter().any(|m| m.caches_translations())
     }
 
     /// Every reference (call only if `hooks.reference`).

@@ -369,6 +369,10 @@ impl PomTlb {
 }
 
 impl Mechanism for PomTlb {
+    fn caches_translations(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn on_l2_tlb_miss<P: MemPort>(&mut self, _c: usize, va: VirtAddr, ctx: Ctx, write: bool, port: &mut P) -> Option<(TlbEntry, PageSize)> {
         // Both arrays' lines are read in parallel; the lookup waits for the slower.
