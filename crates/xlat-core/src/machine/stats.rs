@@ -113,11 +113,11 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             s.float("ptbaker.passes", if h.pass > 0 { xl.helper_touches as f64 / h.pass as f64 } else { 0.0 });
         }
         s.int("store_buffer_stall_cycles", sb_stalls);
-        let pom = xl.mechs.caches_translations();
+        let tlb_lines = xl.mechs.caches_translations();
         let prefetcher = [crate::param::Prefetcher::None, xl.cfg.cache_l1d_prefetcher, xl.cfg.cache_l2_prefetcher];
         for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
             let c = &caches[j];
-            emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6], pom);
+            emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6], tlb_lines);
             if prefetcher[j] != crate::param::Prefetcher::None {
                 s.int(format!("cache.{name}.prefetches"), c[7]);
                 s.int(format!("cache.{name}.prefetch_hits"), c[8]);
@@ -126,7 +126,7 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         }
         let (llc, dram) = (&mem.llc, &mem.dram);
         let l = &llc.counters;
-        emit_cache(&mut s, "llc", l.accesses, l.misses, l.writebacks, pom);
+        emit_cache(&mut s, "llc", l.accesses, l.misses, l.writebacks, tlb_lines);
         cache_energy += (llc.total_accesses() + l.writebacks) as f64 * llc.energy_nj;
         s.int("dram.reads", dram.reads);
         s.int("dram.writes", dram.writes);
@@ -144,7 +144,7 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         s.float("energy_nj.cache", cache_energy);
         s.float("energy_nj.dram", dram_energy);
         s.float("energy_nj.total", cache_energy + dram_energy);
-        if pom {
+        if tlb_lines {
             emit_tlb_lines(&mut s, mem);
         }
         if xl.cfg.asap_enabled {
