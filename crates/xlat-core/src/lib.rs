@@ -127,7 +127,7 @@ pub fn profile_walks(
     let mut watching = cfg.clone();
     watching.os_promotion = config::Promotion::Oracle;
     let m = run_machine(&watching, src, None, None, opts, prefault, seed, progress)?;
-    Ok(m.xl.mechs.oracle().expect("os.promotion=oracle builds the oracle").profile())
+    Ok(m.xl.mechs.hindsight().expect("os.promotion=oracle builds the oracle"))
 }
 
 /// Build the machine for `src` (its oracle acting on `profile`, if given), prefault, run.
@@ -143,8 +143,8 @@ fn run_machine(
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Machine, SimError> {
     let mut m = Machine::with_programs(cfg, src.streams(), src.programs(), seed)?;
-    if let (Some(o), Some(p)) = (m.xl.mechs.oracle_mut(), profile) {
-        o.set_profile(p.clone());
+    if let Some(p) = profile {
+        m.xl.mechs.act_on(p);
     }
     // (Before prefaulting: the stacks see whatever the structures see.)
     if let Some((structures, cap)) = curves {

@@ -204,10 +204,12 @@ impl Machine {
         // Every program's processes; one program runs in each of `virt.vms` VMs.
         let copies = cfg.os_processes * if cfg.virt_enabled && programs.len() == 1 { cfg.virt_vms } else { 1 };
         let mut mechs = Mechs::from_config(cfg, hw, &footprint_regions, copies);
-        if let Some(p) = mechs.pcc_mut() {
-            // `pcc.bias`: the contexts of the named programs' address spaces.
+        // `pcc.bias`: the contexts of the named programs' address spaces, favoured by the
+        // mechanisms that rank processes (the PCC's daemon; `pcc.bias` requires it).
+        let favoured = cfg.pcc_bias_programs().unwrap_or_default();
+        if !favoured.is_empty() {
             let mut ctxs = Vec::new();
-            for n in cfg.pcc_bias_programs().unwrap_or_default() {
+            for n in favoured {
                 let Some(&c) = programs.get(n).and_then(|prog| prog.streams.first()) else {
                     return Err(SimError::BadMix { why: format!("pcc.bias names program {n}, but the run has {} program(s)", programs.len()) });
                 };
@@ -216,7 +218,7 @@ impl Machine {
                     ctxs.push(vms.get(vm).map_or_else(|| os.spaces[space].ctx, |v| v.os.spaces[space].ctx));
                 }
             }
-            p.set_bias(ctxs);
+            mechs.favour(&ctxs);
         }
         let mut sched = sched;
         for (i, clock, period, first) in mechs.tasks() {

@@ -209,6 +209,19 @@ pub trait Mechanism {
         false
     }
 
+    /// The processes with contexts `ctxs` are to be favoured (`pcc.bias`: the address spaces
+    /// of the programs named): a policy that ranks processes puts theirs first.
+    fn favour(&mut self, _ctxs: &[Ctx]) {}
+
+    /// What a mechanism that acts in hindsight learnt from a run (the oracle's walks per
+    /// region), to act on in the next run of the same input ([`Mechanism::act_on`]).
+    fn hindsight(&self) -> Option<oracle::WalkProfile> {
+        None
+    }
+
+    /// Act on `profile`, a first run's [`Mechanism::hindsight`], from now on.
+    fn act_on(&mut self, _profile: &oracle::WalkProfile) {}
+
     /// A periodic task (an OS daemon reading the mechanism's structures, say): its clock,
     /// its period and when it is first due.
     fn task(&self) -> Option<(Clock, u64, u64)> {
@@ -296,6 +309,15 @@ impl Mechanism for AnyMech {
     }
     fn caches_translations(&self) -> bool {
         each!(self, m => m.caches_translations())
+    }
+    fn favour(&mut self, ctxs: &[Ctx]) {
+        each!(self, m => m.favour(ctxs))
+    }
+    fn hindsight(&self) -> Option<oracle::WalkProfile> {
+        each!(self, m => m.hindsight())
+    }
+    fn act_on(&mut self, profile: &oracle::WalkProfile) {
+        each!(self, m => m.act_on(profile))
     }
     fn task(&self) -> Option<(Clock, u64, u64)> {
         each!(self, m => m.task())
@@ -473,6 +495,26 @@ impl Mechs {
         }
     }
 
+    /// Favour the processes with contexts `ctxs` ([`Mechanism::favour`]).
+    pub fn favour(&mut self, ctxs: &[Ctx]) {
+        for m in &mut self.list {
+            m.favour(ctxs);
+        }
+    }
+
+    /// What the mechanisms that act in hindsight learnt ([`Mechanism::hindsight`]; one
+    /// mechanism has any).
+    pub fn hindsight(&self) -> Option<oracle::WalkProfile> {
+        self.list.iter().find_map(|m| m.hindsight())
+    }
+
+    /// Give a first run's hindsight to the mechanisms that act on it.
+    pub fn act_on(&mut self, profile: &oracle::WalkProfile) {
+        for m in &mut self.list {
+            m.act_on(profile);
+        }
+    }
+
     /// The periodic tasks of the mechanisms: (place in the list, clock, period, first due).
     pub fn tasks(&self) -> Vec<(usize, Clock, u64, u64)> {
         self.list.iter().enumerate().filter_map(|(i, m)| m.task().map(|(c, p, f)| (i, c, p, f))).collect()
@@ -510,22 +552,6 @@ impl Mechs {
     pub fn hawkeye(&self) -> Option<&hawkeye::HawkEye> {
         self.list.iter().find_map(|m| match m {
             AnyMech::HawkEye(h) => Some(&**h),
-            _ => None,
-        })
-    }
-
-    /// The hindsight oracle, if it promotes (`os.promotion=oracle`).
-    pub fn oracle(&self) -> Option<&oracle::Oracle> {
-        self.list.iter().find_map(|m| match m {
-            AnyMech::Oracle(o) => Some(&**o),
-            _ => None,
-        })
-    }
-
-    /// The same, to give it the first run's profile.
-    pub fn oracle_mut(&mut self) -> Option<&mut oracle::Oracle> {
-        self.list.iter_mut().find_map(|m| match m {
-            AnyMech::Oracle(o) => Some(&mut **o),
             _ => None,
         })
     }

@@ -90,16 +90,6 @@ impl Oracle {
         }
     }
 
-    /// What it has counted so far (the first run's result).
-    pub fn profile(&self) -> WalkProfile {
-        WalkProfile::ranked(&self.counts)
-    }
-
-    /// Act on `profile` (the first run's) from now on.
-    pub fn set_profile(&mut self, profile: WalkProfile) {
-        self.profile = Some(profile);
-    }
-
     /// A walk of `va` in `ctx` ended at a page of `size`: watching, count it if 4 KB.
     #[inline]
     pub fn count(&mut self, ctx: Ctx, va: VirtAddr, size: PageSize) {
@@ -122,6 +112,16 @@ impl Oracle {
 impl Mechanism for Oracle {
     fn hooks(&self) -> Hooks {
         Hooks { walk_end: true, ..Default::default() }
+    }
+
+    /// What it has counted so far (the first run's result).
+    fn hindsight(&self) -> Option<WalkProfile> {
+        Some(WalkProfile::ranked(&self.counts))
+    }
+
+    /// Act on `profile` (the first run's) from now on.
+    fn act_on(&mut self, profile: &WalkProfile) {
+        self.profile = Some(profile.clone());
     }
 
     #[inline]
@@ -174,7 +174,7 @@ mod tests {
             walk(&mut o, ctx, va, PageSize::Size4K);
         }
         walk(&mut o, 1, 0x60_0000, PageSize::Size2M);
-        let got: Vec<_> = o.profile().regions.iter().map(|r| (r.ctx, r.tag, r.walks)).collect();
+        let got: Vec<_> = o.hindsight().unwrap().regions.iter().map(|r| (r.ctx, r.tag, r.walks)).collect();
         assert_eq!(got, vec![(1, 2, 2), (2, 1, 2), (1, 1, 1)]);
     }
 
@@ -189,7 +189,7 @@ mod tests {
         let mut out = Vec::new();
         o.on_tick(&mut out);
         assert!(out.is_empty(), "watching");
-        o.set_profile(profile);
+        o.act_on(&profile);
         o.on_tick(&mut out);
         assert!(out.iter().all(|r| matches!(r, OsRequest::Promote { .. })));
         let vas: Vec<_> = out.iter().map(|r| r.va().0 >> 21).collect();

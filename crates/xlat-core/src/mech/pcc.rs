@@ -510,11 +510,6 @@ impl Pcc {
         &self.daemon
     }
 
-    /// Give the candidates of the processes with contexts `ctxs` precedence (`pcc.bias`).
-    pub fn set_bias(&mut self, ctxs: Vec<Ctx>) {
-        self.daemon.bias = ctxs;
-    }
-
     /// One read-out of every core's PCC and what it asks of the OS. Promotions: in the
     /// order the daemon's policy takes them (the biased processes' candidates first, with
     /// `pcc.bias`), at most `per_read`, each region once, none already huge or demoted
@@ -608,6 +603,11 @@ impl Pcc {
 impl Mechanism for Pcc {
     fn hooks(&self) -> crate::mech::Hooks {
         crate::mech::Hooks { walk_step: true, ..Default::default() }
+    }
+
+    /// The candidates of the processes with contexts `ctxs` go first (`pcc.bias`).
+    fn favour(&mut self, ctxs: &[Ctx]) {
+        self.daemon.bias = ctxs.to_vec();
     }
 
     #[inline]
@@ -1099,7 +1099,7 @@ mod tests {
         p2.cores = std::mem::take(&mut p.cores);
         p2.daemon.policy = PccPromotion::Highest;
         p2.daemon.per_read = 2;
-        p2.set_bias(vec![2]);
+        p2.favour(&[2]);
         assert_eq!(regions(p2.pick().promote), vec![3, 1], "context 2 first");
     }
 
