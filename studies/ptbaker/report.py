@@ -29,8 +29,8 @@ def _workload(df):
     import pandas as pd
 
     names = df["workload"].astype(str)
-    layout = df["param.layout"].astype(str) if "param.layout" in df.columns else pd.Series([""] * len(df), index=df.index)
-    skip = pd.to_numeric(df["skip"], errors="coerce").fillna(0) if "skip" in df.columns else pd.Series([0] * len(df), index=df.index)
+    layout = df.get("param.layout", pd.Series("", index=df.index)).astype(str)
+    skip = pd.to_numeric(df.get("skip", pd.Series(0, index=df.index)), errors="coerce").fillna(0)
     names = names.mask((names == "bfs") & (layout == "list"), "bfs-list")
     return names.mask((names == "hashjoin") & (skip > 0), "hashjoin-probe").values
 
