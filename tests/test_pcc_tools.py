@@ -58,6 +58,18 @@ def test_reuse_classifies_a_random_table_and_draws_fig2(tmp_path):
 
 
 @needs_tools
+def test_reuse_after_a_skip_counts_only_the_later_references():
+    # The accesses of references 1,000-1,999 per page are those of the first 2,000 less those
+    # of the first 1,000 (the PCC study measures PageRank's pull after its contributions pass).
+    def counts(r):
+        return dict(zip(r["page"], r["accesses"]))
+    w = "random:footprint=1M,reads=5000"
+    both, first, later = (counts(pcc.reuse(w, refs=n, skip=k)) for n, k in ((2000, 0), (1000, 0), (1000, 1000)))
+    assert sum(later.values()) == 1000
+    assert later == {p: n - first.get(p, 0) for p, n in both.items() if n > first.get(p, 0)}
+
+
+@needs_tools
 @pytest.mark.parametrize("args, needle", [
     (("--workload", "gups", "--distinct"), "reference limit"),
     (("--workload", "gups", "--trace", "x.trace"), "one of --workload and --trace"),

@@ -762,7 +762,8 @@ def cmd_reuse(args: argparse.Namespace) -> int:
     if args.output:
         check_output_directory(args.output)
     with ProgressBar(args.workload or os.path.basename(traces[0]), idle="reading the references and their distances"):
-        r = pcc.reuse(args.workload, traces or None, args.refs or 0, args.seed, args.distinct, args.trace_format, args.threshold)
+        r = pcc.reuse(args.workload, traces or None, args.refs or 0, args.seed, args.distinct, args.trace_format, args.threshold,
+                      skip=args.skip)
     s = pcc.summary(r)
     name = args.workload or ",".join(traces)
     kind = "stack (distinct pages)" if args.distinct else "references to other pages"
@@ -1191,6 +1192,8 @@ def build_parser() -> Parser:
     ru.add_argument("--trace", "-t", action="append", metavar="FILE[,FILE...]")
     ru.add_argument("--trace-format", choices=("native", "champsim", "lackey"), default=None)
     ru.add_argument("--refs", "-n", type=count_arg, metavar="N", help="data references to read (default: all; --distinct needs it)")
+    ru.add_argument("--skip", type=count_arg, default=0, metavar="N",
+                    help="leave out the first N references, as 'xlat run --skip' does (a program's set-up)")
     ru.add_argument("--seed", type=seed_arg, default=1, help="random seed of the workload (default 1)")
     ru.add_argument("--distinct", action="store_true", help="stack distance: distinct other pages in between")
     ru.add_argument("--threshold", type=number_at_least(0), default=1024, help="class threshold (default 1024, the paper's)")

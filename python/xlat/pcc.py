@@ -75,11 +75,12 @@ def classify(d4k: float, d2m: float, threshold: float = THRESHOLD) -> str:
 
 def reuse(workload: str | None = None, trace: str | os.PathLike | list | None = None, refs: int = 0,
           seed: int = 1, distinct: bool = False, trace_format: str | None = None,
-          threshold: float = THRESHOLD) -> dict:
-    """Every 4 KB page's reuse: columns ``page, accesses, d4k, d2m, d1g, class`` (NaN: used once)."""
+          threshold: float = THRESHOLD, skip: int = 0) -> dict:
+    """Every 4 KB page's reuse: columns ``page, accesses, d4k, d2m, d1g, class`` (NaN: used once),
+    over ``refs`` references after the first ``skip`` (left out as ``xlat run --skip`` leaves them)."""
     if trace is not None:
         trace = [str(t) for t in (trace if isinstance(trace, (list, tuple)) else [trace])]
-    d = dict(_core.reuse(workload, trace, trace_format, refs or 0, seed, distinct))
+    d = dict(_core.reuse(workload, trace, trace_format, refs or 0, seed, distinct, skip or 0))
     d["class"] = [classify(a, b, threshold) for a, b in zip(d["d4k"], d["d2m"])]
     return d
 

@@ -205,9 +205,10 @@ fn trace_cache_clear(dir: String) -> PyResult<(u64, u64)> {
 
 /// Reuse distances of every 4 KB page of a workload or trace (`xlat_workloads::reuse`):
 /// columns `{page, accesses, d4k, d2m, d1g}`, NaN where a page or region was used once.
-/// `distinct`: stack distances (distinct pages in between) instead of references.
+/// `distinct`: stack distances (distinct pages in between) instead of references; `skip`:
+/// references left out first, as `xlat run --skip` leaves them.
 #[pyfunction]
-#[pyo3(signature = (workload=None, trace=None, trace_format=None, refs=0, seed=1, distinct=false))]
+#[pyo3(signature = (workload=None, trace=None, trace_format=None, refs=0, seed=1, distinct=false, skip=0))]
 #[allow(clippy::too_many_arguments)]
 fn reuse<'py>(
     py: Python<'py>,
@@ -217,6 +218,7 @@ fn reuse<'py>(
     refs: u64,
     seed: u64,
     distinct: bool,
+    skip: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     if distinct && refs == 0 {
         return Err(WorkloadError::new_err("stack distances need a reference limit (--refs)"));
@@ -228,7 +230,7 @@ fn reuse<'py>(
             (None, Some(t)) => wl::open_trace_with(&t, trace_format.as_deref(), None).map_err(workload_err)?,
             _ => return Err(WorkloadError::new_err("give exactly one of a workload and a trace")),
         };
-        wl::reuse::reuse(&mut *src, refs, how).map_err(source_err)
+        wl::reuse::reuse(&mut *src, skip, refs, how).map_err(source_err)
     })?;
     let d = PyDict::new(py);
     let nan = |x: Option<f64>| x.unwrap_or(f64::NAN);

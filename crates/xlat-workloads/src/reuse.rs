@@ -173,10 +173,12 @@ impl Level {
     }
 }
 
-/// The reuse of every 4 KB page in the first `limit` data references of `src` (all of them
-/// if `limit` is 0, which [`Distance::Distinct`] does not allow: its tree is sized by it),
-/// sorted by page.
-pub fn reuse(src: &mut dyn RefSource, limit: u64, how: Distance) -> Result<Vec<PageReuse>, SourceError> {
+/// The reuse of every 4 KB page in the first `limit` data references of `src` after its first
+/// `skip` references (all of them if `limit` is 0, which [`Distance::Distinct`] does not allow:
+/// its tree is sized by it), sorted by page. The skipped references are those `xlat run --skip`
+/// drops (every kind counted, `skip / streams` rounded up from each stream), so both look at
+/// the same stretch of a program.
+pub fn reuse(src: &mut dyn RefSource, skip: u64, limit: u64, how: Distance) -> Result<Vec<PageReuse>, SourceError> {
     assert!(limit > 0 || how == Distance::Accesses, "stack distances need a reference limit");
     let limit = if limit == 0 { u64::MAX } else { limit };
     let cap = if how == Distance::Distinct { limit } else { 0 };
@@ -184,6 +186,7 @@ pub fn reuse(src: &mut dyn RefSource, limit: u64, how: Distance) -> Result<Vec<P
     let mut buf = Vec::with_capacity(1 << 14);
     let mut live = vec![true; src.streams()];
     let mut t = 0u64;
+    let mut to_skip = vec![skip.div_ceil(src.streams().max(1) as u64); src.streams()];
     'all: while live.iter().any(|&l| l) {
         for (s, alive) in live.iter_mut().enumerate() {
             if !*alive {
@@ -191,7 +194,9 @@ pub fn reuse(src: &mut dyn RefSource, limit: u64, how: Distance) -> Result<Vec<P
             }
             src.next_batch(s, &mut buf)?;
             *alive = !buf.is_empty();
-            for r in &buf {
+            let dropped = to_skip[s].min(buf.len() as u64) as usize;
+            to_skip[s] -= dropped as u64;
+            for r in &buf[dropped..] {
                 if r.is_os_call() || r.kind() == RefKind::Fetch {
                     continue;
                 }
@@ -228,7 +233,17 @@ mod tests {
 
     fn run(vas: &[u64], how: Distance) -> Vec<PageReuse> {
         let refs = vas.iter().map(|&va| Ref::load(va, 1)).collect();
-        reuse(&mut VecSource::new(vec![refs], vec![]), vas.len() as u64, how).unwrap()
+        reuse(&mut VecSource::new(vec![refs], vec![]), 0, vas.len() as u64, how).unwrap()
+    }
+
+    /// The first `skip` references are left out: A B A C A after two is A C A.
+    #[test]
+    fn skipped_references_are_not_counted() {
+        let (a, b, c) = (0, 0x1000, MB2);
+        let refs = [a, b, a, c, a].iter().map(|&va| Ref::load(va, 1)).collect();
+        let r = reuse(&mut VecSource::new(vec![refs], vec![]), 2, 3, Distance::Accesses).unwrap();
+        assert_eq!(r.iter().map(|p| (p.page, p.accesses)).collect::<Vec<_>>(), vec![(0, 2), (MB2 >> 12, 1)]);
+        assert_eq!(r[0].d4k, Some(1.0));
     }
 
     /// A worked example: pages A, B of one 2 MB region, C of another. A B A C A: A's
