@@ -5,14 +5,6 @@
 //! point, nothing more. `docs/extending.md` walks through adding one, with the PTP phase
 //! detector ([`ptp`]) as the example.
 
-pub mod hawkeye;
-pub mod oracle;
-pub mod pcc;
-pub mod pdc;
-pub mod pomtlb;
-pub mod ptp;
-pub mod tcat;
-
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate};
 use crate::config::Config;
@@ -238,30 +230,63 @@ pub trait Mechanism {
     fn reset_stats(&mut self) {}
 }
 
-/// Every mechanism xlat has, as one type (static dispatch).
-pub enum AnyMech {
-    PtpDetector(ptp::PtpDetector),
-    Pcc(pcc::Pcc),
-    // (Boxed: its arrays' headers would make every variant large.)
-    PomTlb(Box<pomtlb::PomTlb>),
-    Pdc(pdc::Pdc),
-    HawkEye(Box<hawkeye::HawkEye>),
-    Tcat(Box<tcat::Tcat>),
-    Oracle(Box<oracle::Oracle>),
-}
+/// Every mechanism xlat has, one line each: its module, its variant of [`AnyMech`] holding its
+/// type, and how the configuration makes it (`None`: it is off, not in the list, and costs
+/// nothing). The list's order is the order [`Mechs::from_config`] builds the list in, so the
+/// order in which the hooks reach them (the first answer of `on_l2_tlb_miss` wins). Adding a
+/// mechanism is its file in `mech/` and one line here: the macro declares the module, the
+/// variant, its arm in every hook's `match`, and its place in `from_config`.
+macro_rules! mechanisms {
+    ($($(#[$doc:meta])* $module:ident: $variant:ident($ty:ty) = |$m:ident| $make:expr;)*) => {
+        $(pub mod $module;)*
 
-macro_rules! each {
-    ($self:expr, $m:ident => $e:expr) => {
-        match $self {
-            AnyMech::PtpDetector($m) => $e,
-            AnyMech::Pcc($m) => $e,
-            AnyMech::PomTlb($m) => $e,
-            AnyMech::Pdc($m) => $e,
-            AnyMech::HawkEye($m) => $e,
-            AnyMech::Tcat($m) => $e,
-            AnyMech::Oracle($m) => $e,
+        /// Every mechanism xlat has, as one type (static dispatch).
+        pub enum AnyMech {
+            $($(#[$doc])* $variant($ty),)*
+        }
+
+        /// Each mechanism `from_config` may add, in the list's order.
+        fn configured(env: &Env, list: &mut Vec<AnyMech>) {
+            $(
+                let $m = env;
+                if let Some(x) = $make {
+                    list.push(AnyMech::$variant(x));
+                }
+            )*
+        }
+
+        /// Dispatch `$e` on the mechanism `$self` holds, with `$x` bound to it.
+        macro_rules! each {
+            ($self:expr, $x:ident => $e:expr) => {
+                match $self {
+                    $(AnyMech::$variant($x) => $e,)*
+                }
+            };
         }
     };
+}
+
+mechanisms! {
+    ptp: PtpDetector(ptp::PtpDetector) = |m| ptp::PtpDetector::from_config(m.cfg, m.cores);
+    pcc: Pcc(pcc::Pcc) = |m| pcc::Pcc::from_config(m.cfg, m.cores, m.footprint);
+    /// (On chip, it answers before a translation level in memory is read.)
+    pdc: Pdc(pdc::Pdc) = |m| pdc::Pdc::from_config(m.cfg, m.cores);
+    /// (Boxed, as the larger ones below: their arrays' headers would make every variant large.)
+    pomtlb: PomTlb(Box<pomtlb::PomTlb>) = |m| pomtlb::PomTlb::from_config(m.cfg).map(Box::new);
+    hawkeye: HawkEye(Box<hawkeye::HawkEye>) = |m| hawkeye::HawkEye::from_config(m.cfg, m.regions).map(Box::new);
+    tcat: Tcat(Box<tcat::Tcat>) = |m| tcat::Tcat::from_config(m.cfg).map(Box::new);
+    oracle: Oracle(Box<oracle::Oracle>) = |m| oracle::Oracle::from_config(m.cfg, m.footprint).map(Box::new);
+}
+
+/// What a mechanism's constructor in the [`mechanisms!`] list is given.
+pub struct Env<'a> {
+    pub cfg: &'a Config,
+    /// Cores of the machine.
+    pub cores: usize,
+    /// The workload's regions, and its footprint in 2 MB regions over all its copies (the
+    /// promotion daemons' cap).
+    pub regions: &'a [crate::Region],
+    pub footprint: u64,
 }
 
 impl Mechanism for AnyMech {
@@ -352,29 +377,7 @@ impl Mechs {
     /// of `regions` (their footprint sets the promotion daemons' cap).
     pub fn from_config(cfg: &Config, cores: usize, regions: &[crate::Region], copies: u64) -> Mechs {
         let mut list = Vec::new();
-        if let Some(d) = ptp::PtpDetector::from_config(cfg, cores) {
-            list.push(AnyMech::PtpDetector(d));
-        }
-        let footprint = footprint_2m(regions) * copies;
-        if let Some(p) = pcc::Pcc::from_config(cfg, cores, footprint) {
-            list.push(AnyMech::Pcc(p));
-        }
-        // (On chip, it answers before a translation level in memory is read.)
-        if let Some(p) = pdc::Pdc::from_config(cfg, cores) {
-            list.push(AnyMech::Pdc(p));
-        }
-        if let Some(p) = pomtlb::PomTlb::from_config(cfg) {
-            list.push(AnyMech::PomTlb(Box::new(p)));
-        }
-        if let Some(h) = hawkeye::HawkEye::from_config(cfg, regions) {
-            list.push(AnyMech::HawkEye(Box::new(h)));
-        }
-        if let Some(t) = tcat::Tcat::from_config(cfg) {
-            list.push(AnyMech::Tcat(Box::new(t)));
-        }
-        if let Some(o) = oracle::Oracle::from_config(cfg, footprint) {
-            list.push(AnyMech::Oracle(Box::new(o)));
-        }
+        configured(&Env { cfg, cores, regions, footprint: footprint_2m(regions) * copies }, &mut list);
         Mechs::new(list, cores)
     }
 
