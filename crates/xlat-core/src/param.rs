@@ -220,6 +220,10 @@ config_enum!(
     Prefetcher { None = "none", Stride = "stride", Stream = "stream" }
 );
 config_enum!(
+    /// A TLB prefetcher (`mech/tlbpf.rs`): which pages' translations it walks for ahead of use.
+    TlbPrefetcher { None = "none", Sequential = "sequential" }
+);
+config_enum!(
     /// Where page-walk reads enter the cache hierarchy.
     WalkerPort { L1d = "l1d", L2 = "l2" }
 );

@@ -96,6 +96,17 @@ pub enum FillFrom {
     Walk,
 }
 
+/// What became of a TLB prefetch a mechanism asked for ([`Mechanism::on_prefetch_walk`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefetched {
+    /// A TLB level of the core already held the page's translation: no walk.
+    Cached,
+    /// The walk found the page not mapped (a prefetch never faults): nothing to fill.
+    Unmapped,
+    /// The walk translated it to `e`, a page of `size`.
+    Walked(TlbEntry, PageSize),
+}
+
 /// Which of the per-reference hooks a mechanism implements: the translator calls a hook
 /// only if some mechanism listens, so the others cost one predictable branch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -107,6 +118,8 @@ pub struct Hooks {
     pub walk_end: bool,
     pub tlb_fill: bool,
     pub tlb_evict: bool,
+    /// The mechanism asks for TLB prefetches ([`Mechanism::prefetch_request`]).
+    pub tlb_prefetch: bool,
 }
 
 impl Hooks {
@@ -118,6 +131,7 @@ impl Hooks {
             walk_end: self.walk_end | o.walk_end,
             tlb_fill: self.tlb_fill | o.tlb_fill,
             tlb_evict: self.tlb_evict | o.tlb_evict,
+            tlb_prefetch: self.tlb_prefetch | o.tlb_prefetch,
         }
     }
 }
@@ -160,6 +174,21 @@ pub trait Mechanism {
     /// eviction, not an invalidation).
     #[inline(always)]
     fn on_tlb_evict(&mut self, _c: usize, _level: TlbId, _key: TlbKey, _e: TlbEntry) {}
+
+    /// The next page whose translation core `c` should prefetch, if any: once a reference's
+    /// data access is issued, the translator asks until `None`, and walks for each page
+    /// (see [`Mechanism::on_prefetch_walk`]). A prefetcher queues its requests from the
+    /// hooks that train it (`on_l2_tlb_miss`, say); the walks are the translator's, so that
+    /// they take a walker and read through the memory port as demand walks do.
+    #[inline(always)]
+    fn prefetch_request(&mut self, _c: usize) -> Option<VirtAddr> {
+        None
+    }
+
+    /// The prefetch of `va` in context `ctx` that core `c`'s mechanisms asked for is done
+    /// (every mechanism hears of every prefetch; a prefetcher keeps what it asked for).
+    #[inline(always)]
+    fn on_prefetch_walk(&mut self, _c: usize, _va: VirtAddr, _ctx: Ctx, _result: Prefetched) {}
 
     /// Instruction count at which core `c`'s next epoch ends (`u64::MAX`: no epochs).
     fn next_epoch(&self, _c: usize) -> u64 {
@@ -269,6 +298,8 @@ macro_rules! mechanisms {
 mechanisms! {
     ptp: PtpDetector(ptp::PtpDetector) = |m| ptp::PtpDetector::from_config(m.cfg, m.cores);
     pcc: Pcc(pcc::Pcc) = |m| pcc::Pcc::from_config(m.cfg, m.cores, m.footprint);
+    /// (Its prefetch buffer is looked up with the L2 TLB, so it answers before the PDC.)
+    tlbpf: TlbPrefetch(tlbpf::Sequential) = |m| tlbpf::Sequential::from_config(m.cfg, m.cores);
     /// (On chip, it answers before a translation level in memory is read.)
     pdc: Pdc(pdc::Pdc) = |m| pdc::Pdc::from_config(m.cfg, m.cores);
     /// (Boxed, as the larger ones below: their arrays' headers would make every variant large.)
@@ -316,6 +347,14 @@ impl Mechanism for AnyMech {
     #[inline(always)]
     fn on_tlb_evict(&mut self, c: usize, level: TlbId, key: TlbKey, e: TlbEntry) {
         each!(self, m => m.on_tlb_evict(c, level, key, e))
+    }
+    #[inline(always)]
+    fn prefetch_request(&mut self, c: usize) -> Option<VirtAddr> {
+        each!(self, m => m.prefetch_request(c))
+    }
+    #[inline(always)]
+    fn on_prefetch_walk(&mut self, c: usize, va: VirtAddr, ctx: Ctx, result: Prefetched) {
+        each!(self, m => m.on_prefetch_walk(c, va, ctx, result))
     }
     fn next_epoch(&self, c: usize) -> u64 {
         each!(self, m => m.next_epoch(c))
@@ -452,6 +491,20 @@ impl Mechs {
     pub fn on_tlb_evict(&mut self, c: usize, level: TlbId, key: TlbKey, e: TlbEntry) {
         for m in &mut self.list {
             m.on_tlb_evict(c, level, key, e);
+        }
+    }
+
+    /// The next TLB prefetch some mechanism asks core `c` to make (call only if
+    /// `hooks.tlb_prefetch`).
+    #[inline]
+    pub fn prefetch_request(&mut self, c: usize) -> Option<VirtAddr> {
+        self.list.iter_mut().find_map(|m| m.prefetch_request(c))
+    }
+
+    /// A TLB prefetch of core `c` is done.
+    pub fn on_prefetch_walk(&mut self, c: usize, va: VirtAddr, ctx: Ctx, result: Prefetched) {
+        for m in &mut self.list {
+            m.on_prefetch_walk(c, va, ctx, result);
         }
     }
 
