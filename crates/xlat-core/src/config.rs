@@ -392,7 +392,7 @@ component! {
         l3_ways: u64; "l3.ways"; Some(Limit::Int(PWC)); "{} associativity of the L3 prefix table (0: fully associative; a flattened root's table always is)";
         l2_ways: u64; "l2.ways"; Some(Limit::Int(PWC)); "{} associativity of the L2 prefix table (0: fully associative, as Intel's; ChampSim's are set-associative, indexed by the low bits of the prefix)";
         flat_entries: u64; "flat.entries"; Some(Limit::Int(PWC)); "{} entries for the 18-bit prefix (bits 47:30) of a flattened L4+L3 root (format fpt or fpt-l4l3; the flattening paper's FPT uses the 24-entry structure)";
-        policy: Policy; "policy"; None; "{} replacement policy, every level (lru, fifo, random or srrip; Intel's and ChampSim's are LRU)";
+        policy: Policy; "policy"; None; "{} replacement policy, every level (lru, fifo, random, srrip or nru; Intel's and ChampSim's are LRU)";
     }
 }
 
@@ -1221,7 +1221,7 @@ mod tests {
         let e = Config::from_pairs([("tlb.l2.entries", "1200"), ("tlb.l2.ways", "12")]).unwrap_err().to_string();
         assert!(e.contains("100 sets, not a power of two"), "{e}");
         let e = Config::from_pairs([("cache.llc.policy", "plru")]).unwrap_err().to_string();
-        assert_eq!(e, "config key 'cache.llc.policy': 'plru' is not one of lru|srrip|random|fifo|ptp|csalt-d|csalt-cd|dip");
+        assert_eq!(e, "config key 'cache.llc.policy': 'plru' is not one of lru|srrip|random|ptp|dip|nru|fifo|csalt-d|csalt-cd");
         assert!(Config::from_pairs([("pwc.l5.entries", "2")]).is_err());
         // Set-associative PWC levels: entries a multiple of the ways, a power-of-two sets.
         assert!(Config::from_pairs([("pwc.l2.entries", "32"), ("pwc.l2.ways", "8")]).is_ok());
