@@ -250,6 +250,8 @@ NEUTRAL: dict[str, str] = {
     "dram.turnaround_ns": "0",
     "pwc.policy": "lru",
     "virt.host_pwc.policy": "lru",
+    "tlb.prefetcher": "none",
+    "tlb.prefetch_buffer": "16",
 }
 
 

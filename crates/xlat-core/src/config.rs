@@ -218,6 +218,7 @@ pub const LIMITS: &[(&str, Limit)] = &[
     ("core.walkers", Limit::Int(4096)),
     ("core.lq", Limit::Int(1 << 16)),
     ("core.lookahead", Limit::Int(256)),
+    ("tlb.prefetch_buffer", Limit::Int(4096)),
     ("ptbaker.stride_pages", Limit::Int(1 << 30)),
     ("ptbaker.nops", Limit::Int(u32::MAX as u64 - 1)),
     ("ptbaker.sleep_cycles", Limit::Int(u32::MAX as u64)),
@@ -391,7 +392,7 @@ component! {
         l3_ways: u64; "l3.ways"; Some(Limit::Int(PWC)); "{} associativity of the L3 prefix table (0: fully associative; a flattened root's table always is)";
         l2_ways: u64; "l2.ways"; Some(Limit::Int(PWC)); "{} associativity of the L2 prefix table (0: fully associative, as Intel's; ChampSim's are set-associative, indexed by the low bits of the prefix)";
         flat_entries: u64; "flat.entries"; Some(Limit::Int(PWC)); "{} entries for the 18-bit prefix (bits 47:30) of a flattened L4+L3 root (format fpt or fpt-l4l3; the flattening paper's FPT uses the 24-entry structure)";
-        policy: Policy; "policy"; None; "{} replacement policy, every level (lru, fifo, random or srrip; Intel's and ChampSim's are LRU)";
+        policy: Policy; "policy"; None; "{} replacement policy, every level (lru, fifo, random, srrip or nru; Intel's and ChampSim's are LRU)";
     }
 }
 
@@ -443,6 +444,8 @@ config! {
     tlb_set_index: TlbSetIndex = TlbSetIndex::Vpn; "tlb.set_index"; "how the L1 and L2 TLBs pick a translation's set: vpn (the page number's low bits) or vpn_xor_vm (the page number xor the VM ID: the POM-TLB's hash, so a POM-TLB set's translations share one private-TLB set, as TCAT-cotagless needs)";
     tlb_thread_tagged: bool = false; "tlb.thread_tagged"; "SMT (system.threads_per_core > 1): TLB and page-walk-cache entries carry the hardware thread that filled them, so a core's threads never use each other's entries, even in one address space (AMD Zen; PT-Baker §4.4.5.1); false: competitively shared, a thread hits what its sibling filled";
     tlb_prefetch_walks: bool = true; "tlb.prefetch_walks"; "a software prefetch that misses the TLBs walks and fills them, as a load does (Zen 3: PT-Baker Fig. 4.3); false: it is dropped";
+    tlb_prefetcher: TlbPrefetcher = TlbPrefetcher::None; "tlb.prefetcher"; "TLB prefetcher: none, or sequential (Kandiraju and Sivasubramaniam's SP: each L2 TLB miss prefetches the translation of the next 4 KB page). A prefetch walks as a demand walk does, on a walker of the core, its reads through the caches, after the miss's own translation is known; the translation goes to a prefetch buffer of tlb.prefetch_buffer entries beside the L2 TLB, looked up on its misses";
+    tlb_prefetch_buffer: u64 = 16; "tlb.prefetch_buffer"; "entries of the TLB prefetcher's prefetch buffer, per core (fully associative, FIFO; a hit moves the translation into the TLBs)";
     tlb_perfect: bool = false; "tlb.perfect"; "every translation hits the L1 TLB: no walks (measures what translation costs)";
     pwc_latency: u64 = 1; "pwc.latency"; "page-walk cache lookup cycles (all levels in parallel)";
     walker_port: WalkerPort = WalkerPort::L1d; "walker.port"; "cache level where page-walk reads enter (l1d as on Intel, l2 as on AMD)";
@@ -707,6 +710,9 @@ impl Config {
         }
         if self.ptp_detector_epoch == 0 {
             return Err(invalid("ptp.detector_epoch", "must be at least 1".into()));
+        }
+        if self.tlb_prefetcher != TlbPrefetcher::None && self.tlb_prefetch_buffer == 0 {
+            return Err(invalid("tlb.prefetch_buffer", "must be at least 1 with a TLB prefetcher (its prefetches go there)".into()));
         }
         for (key, p) in [("cache.l1i.policy", self.cache_l1i.policy), ("cache.l1d.policy", self.cache_l1d.policy)] {
             if p == Policy::Ptp {
@@ -1215,7 +1221,7 @@ mod tests {
         let e = Config::from_pairs([("tlb.l2.entries", "1200"), ("tlb.l2.ways", "12")]).unwrap_err().to_string();
         assert!(e.contains("100 sets, not a power of two"), "{e}");
         let e = Config::from_pairs([("cache.llc.policy", "plru")]).unwrap_err().to_string();
-        assert_eq!(e, "config key 'cache.llc.policy': 'plru' is not one of lru|srrip|random|fifo|ptp|csalt-d|csalt-cd|dip");
+        assert_eq!(e, "config key 'cache.llc.policy': 'plru' is not one of lru|srrip|random|ptp|dip|nru|fifo|csalt-d|csalt-cd");
         assert!(Config::from_pairs([("pwc.l5.entries", "2")]).is_err());
         // Set-associative PWC levels: entries a multiple of the ways, a power-of-two sets.
         assert!(Config::from_pairs([("pwc.l2.entries", "32"), ("pwc.l2.ways", "8")]).is_ok());

@@ -101,10 +101,18 @@ macro_rules! config_enum {
     };
 }
 
-config_enum!(
-    /// Replacement policy of a set-associative structure.
-    Policy { Lru = "lru", Srrip = "srrip", Random = "random", Fifo = "fifo", Ptp = "ptp", CsaltD = "csalt-d", CsaltCd = "csalt-cd", Dip = "dip" }
-);
+/// `Policy` from the list of replacement policies (`memory/repl/mod.rs`, `policy_list!`), with
+/// the four `AnyPolicy` makes by hand: a policy is named where it is registered, and only its
+/// name reaches this floor (the types on the list's lines are not looked at here).
+macro_rules! policy_names {
+    ($($variant:ident = $name:literal: $ty:ident $(in $module:ident)? = |$sets:ident, $ways:ident, $seed:ident| $make:expr;)*) => {
+        config_enum!(
+            /// Replacement policy of a set-associative structure.
+            Policy { Lru = "lru", $($variant = $name,)* Fifo = "fifo", CsaltD = "csalt-d", CsaltCd = "csalt-cd" }
+        );
+    };
+}
+crate::memory::repl::policy_list!(policy_names);
 config_enum!(
     /// How CSALT measures each type's stack distances.
     CsaltProfiler { Atd = "atd", GlobalPos = "global_pos" }
@@ -218,6 +226,10 @@ config_enum!(
 config_enum!(
     /// A cache's hardware data prefetcher (`memory/prefetcher.rs`).
     Prefetcher { None = "none", Stride = "stride", Stream = "stream" }
+);
+config_enum!(
+    /// A TLB prefetcher (`mech/tlbpf.rs`): which pages' translations it walks for ahead of use.
+    TlbPrefetcher { None = "none", Sequential = "sequential" }
 );
 config_enum!(
     /// Where page-walk reads enter the cache hierarchy.

@@ -161,6 +161,9 @@ fn cases() -> Vec<Case> {
     if has_key("ech.enabled") {
         v.push(("ech", vec![("ech.enabled", "true")], 1, true));
     }
+    if has_key("tlb.prefetcher") {
+        v.push(("tlb_prefetch", vec![("tlb.prefetcher", "sequential")], 1, true));
+    }
     if has_key("asap.enabled") {
         v.push(("asap", vec![("asap.enabled", "true")], 1, true));
     }

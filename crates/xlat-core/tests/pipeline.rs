@@ -81,6 +81,8 @@ fn two_host_threads_give_one_threads_statistics() {
         ],
         &[("pomtlb.enabled", "true"), ("cache.l2.policy", "dip"), ("cache.llc.policy", "csalt-cd"), ("csalt.epoch", "5000")],
         &[("core.lookahead", "8")],
+        // TLB prefetch walks after the data access, on the walkers, counted apart.
+        &[("tlb.prefetcher", "sequential"), ("core.walkers", "1")],
         &[("virt.enabled", "true"), ("core.lookahead", "8")],
     ];
     for pairs in configs {

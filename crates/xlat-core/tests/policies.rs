@@ -60,7 +60,38 @@ fn model_access(m: &mut ModelSet, ways: usize, policy: Policy, key: u64) -> (boo
                 }
             }
         }
+        Policy::Nru => {
+            // Slots in way order with their used bit.
+            if m.slots.is_empty() {
+                m.slots = vec![None; ways];
+            }
+            let way = match m.slots.iter().position(|s| s.is_some_and(|(k, _)| k == key)) {
+                Some(w) => w,
+                None => {
+                    let w = m.slots.iter().position(|s| s.is_none()).or_else(|| m.slots.iter().position(|s| s.unwrap().1 == 0)).unwrap_or(0);
+                    let old = m.slots[w].map(|(k, _)| k);
+                    m.slots[w] = Some((key, 0));
+                    nru_use(m, w);
+                    return (false, old);
+                }
+            };
+            nru_use(m, way);
+            (true, None)
+        }
         Policy::Random | Policy::Ptp | Policy::CsaltD | Policy::CsaltCd | Policy::Dip => unreachable!("checked by their own tests"),
+    }
+}
+
+/// NRU's use of way `w`: its bit set, and if that sets every way's, the others cleared (an
+/// invalid way's bit is clear).
+fn nru_use(m: &mut ModelSet, w: usize) {
+    m.slots[w].as_mut().unwrap().1 = 1;
+    if m.slots.iter().all(|s| s.is_some_and(|(_, b)| b == 1)) {
+        for (i, s) in m.slots.iter_mut().enumerate() {
+            if i != w {
+                s.as_mut().unwrap().1 = 0;
+            }
+        }
     }
 }
 
@@ -95,8 +126,8 @@ fn check_policy(policy: Policy, sets: usize, ways: usize, keys: u64, seed: u64) 
 }
 
 #[test]
-fn lru_fifo_srrip_match_their_models() {
-    for policy in [Policy::Lru, Policy::Fifo, Policy::Srrip] {
+fn lru_fifo_srrip_nru_match_their_models() {
+    for policy in [Policy::Lru, Policy::Fifo, Policy::Srrip, Policy::Nru] {
         for (sets, ways, keys, seed) in [
             (1, 4, 16, 1),
             (8, 4, 200, 2),
@@ -210,11 +241,12 @@ fn pwc_longest_prefix_matches_model() {
 }
 
 /// The worked example of a PWC replacement policy: two L2 entries, A and B filled, A hit, C
-/// filled. LRU evicts B (A was used since); FIFO evicts A (first in).
+/// filled. LRU evicts B (A was used since); FIFO evicts A (first in); NRU evicts B (B's fill
+/// set both used bits, so A's was cleared; A's hit then cleared B's).
 #[test]
 fn a_pwc_policy_decides_which_prefix_a_fill_evicts() {
     let prefix = |i: u64| VirtAddr(i << 21);
-    for (policy, kept, evicted) in [(Policy::Lru, 0, 1), (Policy::Fifo, 1, 0)] {
+    for (policy, kept, evicted) in [(Policy::Lru, 0, 1), (Policy::Fifo, 1, 0), (Policy::Nru, 0, 1)] {
         let mut pwc = Pwc::new([0, 0, 2, 0, 0, 0], [0; 6], policy, 1);
         // (A one-pass miss-ratio curve of the level is exact only under LRU.)
         assert_eq!(pwc.is_lru(2), policy == Policy::Lru);
@@ -225,6 +257,43 @@ fn a_pwc_policy_decides_which_prefix_a_fill_evicts() {
         pwc.fill(prefix(2), 1, 2, 12);
         assert!(pwc.lookup(prefix(kept), 1, 2, &mut hits).is_some(), "{policy:?} keeps {kept}");
         assert!(pwc.lookup(prefix(evicted), 1, 2, &mut hits).is_none(), "{policy:?} evicts {evicted}");
+    }
+}
+
+/// A page-walk-cache level under `pwc.policy=nru` (24 entries, fully associative, as the
+/// default L2 level; and 4 sets of 8 ways, ChampSim's PSCL2) against the NRU model, one model
+/// set per PWC set: a walk probes the level and fills it on a miss, with invalidations between.
+#[test]
+fn pwc_under_nru_matches_its_model() {
+    for (entries, ways) in [(24u64, 0u64), (32, 8)] {
+        // (0 ways: fully associative, one set.)
+        let sets = entries.checked_div(ways).unwrap_or(1);
+        let set_ways = (entries / sets) as usize;
+        let mut pwc = Pwc::new([0, 0, entries, 0, 0, 0], [0, 0, ways, 0, 0, 0], Policy::Nru, 1);
+        let mut model = vec![ModelSet::default(); sets as usize];
+        let mut rng = Rng(0x5eed);
+        for step in 0..100_000 {
+            let tag = if rng.below(4) == 0 { rng.below(400) } else { rng.below(40) };
+            let va = VirtAddr(tag << 21);
+            let m = &mut model[(tag % sets) as usize];
+            if rng.below(32) == 0 {
+                pwc.invalidate(Invalidate::page(1, va));
+                if let Some(s) = m.slots.iter_mut().find(|s| s.is_some_and(|(k, _)| k == tag)) {
+                    *s = None;
+                }
+                continue;
+            }
+            let mut hits = [false; 6];
+            let hit = pwc.lookup(va, 1, 2, &mut hits).is_some();
+            let (mhit, _) = model_access(m, set_ways, Policy::Nru, tag);
+            assert_eq!(hit, mhit, "{entries}x{ways} step {step}: tag {tag}");
+            if !hit {
+                pwc.fill_missed(va, 1, 2, 7);
+            }
+        }
+        let held: std::collections::BTreeSet<u64> = pwc.entries().into_iter().map(|(_, k, _)| k.tag).collect();
+        let modelled: std::collections::BTreeSet<u64> = model.iter().flat_map(|m| m.slots.iter().flatten().map(|&(k, _)| k)).collect();
+        assert_eq!(held, modelled, "{entries}x{ways}: the same prefixes at the end");
     }
 }
 

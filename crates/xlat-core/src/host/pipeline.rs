@@ -77,6 +77,11 @@ pub(crate) enum Op {
     RewriteLine { line: u64, sharers: u32, flush: bool },
     /// The reference dispatched last does nothing more (a dropped prefetch).
     Dropped,
+    /// After the reference's data access, a TLB prefetcher's walk begins; its `Pte`,
+    /// `PteGroup` and `PtePrefetch` reads follow, then `PrefetchEnd`.
+    PrefetchWalk,
+    /// The prefetch walk is over `lat` cycles after its last step.
+    PrefetchEnd { lat: u32 },
     /// Warm-up ends here: statistics restart.
     Reset,
     /// The next reference waits for its producer, and these younger references would start
@@ -190,6 +195,16 @@ impl MemPort for Recorder {
     #[inline(always)]
     fn walk_end(&mut self) {
         // (The walk's `Op::End` rides on its data access.)
+    }
+
+    fn prefetch_walk_begin(&mut self) {
+        self.lat = 0;
+        self.ops.push(Op::PrefetchWalk);
+    }
+
+    fn prefetch_walk_end(&mut self) {
+        let lat = self.take_lat();
+        self.ops.push(Op::PrefetchEnd { lat });
     }
 
     fn tlb_read(&mut self, line: u64, parallel: bool) {
@@ -345,6 +360,11 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
                 port.stall(C, cycles);
             }
             Op::Dropped => port.dropped(),
+            Op::PrefetchWalk => port.prefetch_walk_begin(),
+            Op::PrefetchEnd { lat } => {
+                port.delay(lat as u64);
+                port.prefetch_walk_end();
+            }
             Op::Reset => port.reset_stats(),
             // (Before the reference's dispatch: the port keeps it until the reference is done.)
             Op::Early(e) => port.early(e),

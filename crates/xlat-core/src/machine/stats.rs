@@ -154,6 +154,14 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
             }
             a.emit("asap.", &mut s);
         }
+        // (A mechanism that asks for TLB prefetches: the memory side counted their walks.)
+        if xl.mechs.hooks.tlb_prefetch {
+            let mut a = crate::memory::hierarchy::PrefetchWalkCounters::default();
+            for x in &mem.ctxs {
+                a.add(&x.tlb_prefetch);
+            }
+            a.emit("tlb.prefetch.", &mut s);
+        }
         if xl.cfg.ech_enabled {
             let mut k = crate::stats::EchCounters::default();
             for m in &xl.mmus {

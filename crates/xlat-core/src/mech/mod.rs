@@ -5,14 +5,6 @@
 //! point, nothing more. `docs/extending.md` walks through adding one, with the PTP phase
 //! detector ([`ptp`]) as the example.
 
-pub mod hawkeye;
-pub mod oracle;
-pub mod pcc;
-pub mod pdc;
-pub mod pomtlb;
-pub mod ptp;
-pub mod tcat;
-
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate};
 use crate::config::Config;
@@ -104,6 +96,17 @@ pub enum FillFrom {
     Walk,
 }
 
+/// What became of a TLB prefetch a mechanism asked for ([`Mechanism::on_prefetch_walk`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefetched {
+    /// A TLB level of the core already held the page's translation: no walk.
+    Cached,
+    /// The walk found the page not mapped (a prefetch never faults): nothing to fill.
+    Unmapped,
+    /// The walk translated it to `e`, a page of `size`.
+    Walked(TlbEntry, PageSize),
+}
+
 /// Which of the per-reference hooks a mechanism implements: the translator calls a hook
 /// only if some mechanism listens, so the others cost one predictable branch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -115,6 +118,8 @@ pub struct Hooks {
     pub walk_end: bool,
     pub tlb_fill: bool,
     pub tlb_evict: bool,
+    /// The mechanism asks for TLB prefetches ([`Mechanism::prefetch_request`]).
+    pub tlb_prefetch: bool,
 }
 
 impl Hooks {
@@ -126,6 +131,7 @@ impl Hooks {
             walk_end: self.walk_end | o.walk_end,
             tlb_fill: self.tlb_fill | o.tlb_fill,
             tlb_evict: self.tlb_evict | o.tlb_evict,
+            tlb_prefetch: self.tlb_prefetch | o.tlb_prefetch,
         }
     }
 }
@@ -168,6 +174,21 @@ pub trait Mechanism {
     /// eviction, not an invalidation).
     #[inline(always)]
     fn on_tlb_evict(&mut self, _c: usize, _level: TlbId, _key: TlbKey, _e: TlbEntry) {}
+
+    /// The next page whose translation core `c` should prefetch, if any: once a reference's
+    /// data access is issued, the translator asks until `None`, and walks for each page
+    /// (see [`Mechanism::on_prefetch_walk`]). A prefetcher queues its requests from the
+    /// hooks that train it (`on_l2_tlb_miss`, say); the walks are the translator's, so that
+    /// they take a walker and read through the memory port as demand walks do.
+    #[inline(always)]
+    fn prefetch_request(&mut self, _c: usize) -> Option<VirtAddr> {
+        None
+    }
+
+    /// The prefetch of `va` in context `ctx` that core `c`'s mechanisms asked for is done
+    /// (every mechanism hears of every prefetch; a prefetcher keeps what it asked for).
+    #[inline(always)]
+    fn on_prefetch_walk(&mut self, _c: usize, _va: VirtAddr, _ctx: Ctx, _result: Prefetched) {}
 
     /// Instruction count at which core `c`'s next epoch ends (`u64::MAX`: no epochs).
     fn next_epoch(&self, _c: usize) -> u64 {
@@ -238,30 +259,65 @@ pub trait Mechanism {
     fn reset_stats(&mut self) {}
 }
 
-/// Every mechanism xlat has, as one type (static dispatch).
-pub enum AnyMech {
-    PtpDetector(ptp::PtpDetector),
-    Pcc(pcc::Pcc),
-    // (Boxed: its arrays' headers would make every variant large.)
-    PomTlb(Box<pomtlb::PomTlb>),
-    Pdc(pdc::Pdc),
-    HawkEye(Box<hawkeye::HawkEye>),
-    Tcat(Box<tcat::Tcat>),
-    Oracle(Box<oracle::Oracle>),
-}
+/// Every mechanism xlat has, one line each: its module, its variant of [`AnyMech`] holding its
+/// type, and how the configuration makes it (`None`: it is off, not in the list, and costs
+/// nothing). The list's order is the order [`Mechs::from_config`] builds the list in, so the
+/// order in which the hooks reach them (the first answer of `on_l2_tlb_miss` wins). Adding a
+/// mechanism is its file in `mech/` and one line here: the macro declares the module, the
+/// variant, its arm in every hook's `match`, and its place in `from_config`.
+macro_rules! mechanisms {
+    ($($(#[$doc:meta])* $module:ident: $variant:ident($ty:ty) = |$m:ident| $make:expr;)*) => {
+        $(pub mod $module;)*
 
-macro_rules! each {
-    ($self:expr, $m:ident => $e:expr) => {
-        match $self {
-            AnyMech::PtpDetector($m) => $e,
-            AnyMech::Pcc($m) => $e,
-            AnyMech::PomTlb($m) => $e,
-            AnyMech::Pdc($m) => $e,
-            AnyMech::HawkEye($m) => $e,
-            AnyMech::Tcat($m) => $e,
-            AnyMech::Oracle($m) => $e,
+        /// Every mechanism xlat has, as one type (static dispatch).
+        pub enum AnyMech {
+            $($(#[$doc])* $variant($ty),)*
+        }
+
+        /// Each mechanism `from_config` may add, in the list's order.
+        fn configured(env: &Env, list: &mut Vec<AnyMech>) {
+            $(
+                let $m = env;
+                if let Some(x) = $make {
+                    list.push(AnyMech::$variant(x));
+                }
+            )*
+        }
+
+        /// Dispatch `$e` on the mechanism `$self` holds, with `$x` bound to it.
+        macro_rules! each {
+            ($self:expr, $x:ident => $e:expr) => {
+                match $self {
+                    $(AnyMech::$variant($x) => $e,)*
+                }
+            };
         }
     };
+}
+
+mechanisms! {
+    ptp: PtpDetector(ptp::PtpDetector) = |m| ptp::PtpDetector::from_config(m.cfg, m.cores);
+    pcc: Pcc(pcc::Pcc) = |m| pcc::Pcc::from_config(m.cfg, m.cores, m.footprint);
+    /// (Its prefetch buffer is looked up with the L2 TLB, so it answers before the PDC.)
+    tlbpf: TlbPrefetch(tlbpf::Sequential) = |m| tlbpf::Sequential::from_config(m.cfg, m.cores);
+    /// (On chip, it answers before a translation level in memory is read.)
+    pdc: Pdc(pdc::Pdc) = |m| pdc::Pdc::from_config(m.cfg, m.cores);
+    /// (Boxed, as the larger ones below: their arrays' headers would make every variant large.)
+    pomtlb: PomTlb(Box<pomtlb::PomTlb>) = |m| pomtlb::PomTlb::from_config(m.cfg).map(Box::new);
+    hawkeye: HawkEye(Box<hawkeye::HawkEye>) = |m| hawkeye::HawkEye::from_config(m.cfg, m.regions).map(Box::new);
+    tcat: Tcat(Box<tcat::Tcat>) = |m| tcat::Tcat::from_config(m.cfg).map(Box::new);
+    oracle: Oracle(Box<oracle::Oracle>) = |m| oracle::Oracle::from_config(m.cfg, m.footprint).map(Box::new);
+}
+
+/// What a mechanism's constructor in the [`mechanisms!`] list is given.
+pub struct Env<'a> {
+    pub cfg: &'a Config,
+    /// Cores of the machine.
+    pub cores: usize,
+    /// The workload's regions, and its footprint in 2 MB regions over all its copies (the
+    /// promotion daemons' cap).
+    pub regions: &'a [crate::Region],
+    pub footprint: u64,
 }
 
 impl Mechanism for AnyMech {
@@ -291,6 +347,14 @@ impl Mechanism for AnyMech {
     #[inline(always)]
     fn on_tlb_evict(&mut self, c: usize, level: TlbId, key: TlbKey, e: TlbEntry) {
         each!(self, m => m.on_tlb_evict(c, level, key, e))
+    }
+    #[inline(always)]
+    fn prefetch_request(&mut self, c: usize) -> Option<VirtAddr> {
+        each!(self, m => m.prefetch_request(c))
+    }
+    #[inline(always)]
+    fn on_prefetch_walk(&mut self, c: usize, va: VirtAddr, ctx: Ctx, result: Prefetched) {
+        each!(self, m => m.on_prefetch_walk(c, va, ctx, result))
     }
     fn next_epoch(&self, c: usize) -> u64 {
         each!(self, m => m.next_epoch(c))
@@ -352,29 +416,7 @@ impl Mechs {
     /// of `regions` (their footprint sets the promotion daemons' cap).
     pub fn from_config(cfg: &Config, cores: usize, regions: &[crate::Region], copies: u64) -> Mechs {
         let mut list = Vec::new();
-        if let Some(d) = ptp::PtpDetector::from_config(cfg, cores) {
-            list.push(AnyMech::PtpDetector(d));
-        }
-        let footprint = footprint_2m(regions) * copies;
-        if let Some(p) = pcc::Pcc::from_config(cfg, cores, footprint) {
-            list.push(AnyMech::Pcc(p));
-        }
-        // (On chip, it answers before a translation level in memory is read.)
-        if let Some(p) = pdc::Pdc::from_config(cfg, cores) {
-            list.push(AnyMech::Pdc(p));
-        }
-        if let Some(p) = pomtlb::PomTlb::from_config(cfg) {
-            list.push(AnyMech::PomTlb(Box::new(p)));
-        }
-        if let Some(h) = hawkeye::HawkEye::from_config(cfg, regions) {
-            list.push(AnyMech::HawkEye(Box::new(h)));
-        }
-        if let Some(t) = tcat::Tcat::from_config(cfg) {
-            list.push(AnyMech::Tcat(Box::new(t)));
-        }
-        if let Some(o) = oracle::Oracle::from_config(cfg, footprint) {
-            list.push(AnyMech::Oracle(Box::new(o)));
-        }
+        configured(&Env { cfg, cores, regions, footprint: footprint_2m(regions) * copies }, &mut list);
         Mechs::new(list, cores)
     }
 
@@ -449,6 +491,20 @@ impl Mechs {
     pub fn on_tlb_evict(&mut self, c: usize, level: TlbId, key: TlbKey, e: TlbEntry) {
         for m in &mut self.list {
             m.on_tlb_evict(c, level, key, e);
+        }
+    }
+
+    /// The next TLB prefetch some mechanism asks core `c` to make (call only if
+    /// `hooks.tlb_prefetch`).
+    #[inline]
+    pub fn prefetch_request(&mut self, c: usize) -> Option<VirtAddr> {
+        self.list.iter_mut().find_map(|m| m.prefetch_request(c))
+    }
+
+    /// A TLB prefetch of core `c` is done.
+    pub fn on_prefetch_walk(&mut self, c: usize, va: VirtAddr, ctx: Ctx, result: Prefetched) {
+        for m in &mut self.list {
+            m.on_prefetch_walk(c, va, ctx, result);
         }
     }
 

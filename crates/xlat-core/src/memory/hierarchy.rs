@@ -63,6 +63,8 @@ pub struct ContextMem {
     pub coherence_invalidations: u64,
     /// ASAP's prefetches (with `asap.enabled`).
     pub asap: AsapCounters,
+    /// A TLB prefetcher's walks (`tlb.prefetcher`).
+    pub tlb_prefetch: PrefetchWalkCounters,
     /// Walks after an L3 TLB lookup (its misses, as the memory side sees them: CSALT-CD).
     lookup_walks: u64,
     /// Instructions and cycles at the last statistics reset.
@@ -82,6 +84,7 @@ impl ContextMem {
             tlb_lines: TlbLineCounters::default(),
             coherence_invalidations: 0,
             asap: AsapCounters::default(),
+            tlb_prefetch: PrefetchWalkCounters::default(),
             lookup_walks: 0,
             base_instr: 0,
             base_cycles: 0,
@@ -161,6 +164,21 @@ crate::stats::counters! {
         served_l2: "served.l2",
         served_llc: "served.llc",
         served_dram: "served.dram",
+    }
+}
+
+crate::stats::counters! {
+    /// A TLB prefetcher's walks, their reads and where those were served (statistics
+    /// `tlb.prefetch.*`, beside the prefetcher's own).
+    pub struct PrefetchWalkCounters {
+        walks: "walks",
+        steps: "steps",
+        served_l1: "served.l1",
+        served_l2: "served.l2",
+        served_llc: "served.llc",
+        served_dram: "served.dram",
+        walk_cycles: "walk_cycles",
+        walker_wait_cycles: "walker_wait_cycles",
     }
 }
 
@@ -607,6 +625,35 @@ impl MemorySide {
         lat
     }
 
+    /// A TLB prefetcher's walk on core `c` reads page-table line `line` at cycle `at`, as a
+    /// demand walk's read ([`MemorySide::read_pte`]) but counted apart. Returns its latency.
+    #[cold]
+    #[inline(never)]
+    pub fn read_pte_prefetch(&mut self, c: usize, line: u64, at: u64) -> u64 {
+        let mshr = self.walk_entry == Entry::L1d;
+        let ask = if mshr { Ask::Mshr(at) } else { Ask::At(at) };
+        let (lat, served, below) = self.access_from(c, line, LineKind::PageTable, false, self.walk_entry, ask);
+        let lat = self.arrival(c, line, served, at, lat, mshr.then_some(below)).1 - at;
+        let k = &mut self.ctxs[c].tlb_prefetch;
+        k.steps += 1;
+        served.count([&mut k.served_l1, &mut k.served_l2, &mut k.served_llc, &mut k.served_dram]);
+        lat
+    }
+
+    /// A TLB prefetcher's walk on core `c` that wanted a walker at `t`, got one at `start` and
+    /// took `lat` cycles holds it meanwhile, as a demand walk does ([`MemorySide::walk_done`]);
+    /// nothing waits for it.
+    #[cold]
+    #[inline(never)]
+    pub fn prefetch_walk_done(&mut self, c: usize, t: u64, start: u64, lat: u64) {
+        let k = self.core_of(c);
+        self.cores[k].walkers.book(t, start, lat);
+        let x = &mut self.ctxs[c].tlb_prefetch;
+        x.walks += 1;
+        x.walk_cycles += lat;
+        x.walker_wait_cycles += start - t;
+    }
+
     /// Core `c`'s MMU prefetches page-table `line` at cycle `at` (ASAP): an access like a walk
     /// read, entering where walk reads do, that leaves the line in flight for the walk.
     pub fn pte_prefetch(&mut self, c: usize, line: u64, at: u64) {
@@ -844,6 +891,7 @@ impl MemorySide {
             x.vcounters = VirtCounters::default();
             x.tlb_lines = TlbLineCounters::default();
             x.asap = AsapCounters::default();
+            x.tlb_prefetch = PrefetchWalkCounters::default();
             x.lookup_walks = 0;
             x.coherence_invalidations = 0;
             x.base_instr = x.window.instructions();
@@ -989,6 +1037,10 @@ pub struct Direct<'a> {
     walk_want: u64,
     walk_from: u64,
     walk_done: u64,
+    /// A TLB prefetcher's walk is under way ([`MemPort::prefetch_walk_begin`]): its reads
+    /// count apart, and it wanted its walker at `prefetch_want`.
+    prefetching: bool,
+    prefetch_want: u64,
 }
 
 impl<'a> Direct<'a> {
@@ -1012,6 +1064,8 @@ impl<'a> Direct<'a> {
             walk_want: 0,
             walk_from: 0,
             walk_done: 0,
+            prefetching: false,
+            prefetch_want: 0,
         }
     }
 }
@@ -1116,6 +1170,10 @@ impl MemPort for Direct<'_> {
 
     #[inline(always)]
     fn read_pte(&mut self, line: u64, table: Table) {
+        if self.prefetching {
+            self.lat += self.mem.read_pte_prefetch(self.c, line, self.walk_start + self.lat);
+            return;
+        }
         self.lat += self.mem.read_pte(self.c, line, table, self.walk_start + self.lat);
     }
 
@@ -1127,7 +1185,8 @@ impl MemPort for Direct<'_> {
         if first {
             (self.group_at, self.group_lat) = (self.walk_start + self.lat, 0);
         }
-        let lat = self.mem.read_pte(self.c, line, table, self.group_at);
+        let lat =
+            if self.prefetching { self.mem.read_pte_prefetch(self.c, line, self.group_at) } else { self.mem.read_pte(self.c, line, table, self.group_at) };
         if wait && lat > self.group_lat {
             self.lat += lat - self.group_lat;
             self.group_lat = lat;
@@ -1146,6 +1205,18 @@ impl MemPort for Direct<'_> {
         // (Started by a younger reference, the walk may be done before this one looked up.)
         self.t = self.t.max(self.walk_done);
         self.walked = true;
+    }
+
+    fn prefetch_walk_begin(&mut self) {
+        // (After the reference's data access: its own walk's state is no longer needed.)
+        (self.lat, self.fault_cycles, self.prefetching) = (0, 0, true);
+        self.prefetch_want = self.t;
+        self.walk_start = self.mem.walk_start(self.c, self.t);
+    }
+
+    fn prefetch_walk_end(&mut self) {
+        self.prefetching = false;
+        self.mem.prefetch_walk_done(self.c, self.prefetch_want, self.walk_start, self.lat);
     }
 
     fn tlb_read(&mut self, line: u64, parallel: bool) {

@@ -19,7 +19,9 @@ pub enum Table {
 /// The memory side as the translation side sees it. Calls come in the order of a
 /// reference's life: `dispatch`, then `l2_tlb` if the L1 TLBs missed, `tlb_read`s if an L3
 /// TLB is looked up, then (for a walk) `walk_begin`, `delay`/`read_pte`/`fault` in the order
-/// their cycles add up, `tlb_write`s, `walk_end`; finally `data`.
+/// their cycles add up, `tlb_write`s, `walk_end`; then `data`; finally, for each TLB
+/// prefetch a mechanism asked for, `prefetch_walk_begin`, its `delay`s and reads,
+/// `prefetch_walk_end`.
 pub trait MemPort {
     /// The memory side's state is on this thread: prefetching it into the host's caches
     /// ahead of use pays.
@@ -54,6 +56,14 @@ pub trait MemPort {
     fn fault(&mut self, cost: u64);
     /// The walk is done (it may have waited for a free walker).
     fn walk_end(&mut self);
+    /// After the reference's data access, a TLB prefetcher's walk begins: it wants a walker
+    /// once the reference's translation is known, and its `delay`s and reads (`read_pte`,
+    /// `read_pte_group`, `pte_prefetch`) follow until [`MemPort::prefetch_walk_end`]. It
+    /// holds its walker and its reads go through the caches as a demand walk's do, but no
+    /// reference waits for it, and it counts apart from demand walks.
+    fn prefetch_walk_begin(&mut self);
+    /// The prefetch walk is done.
+    fn prefetch_walk_end(&mut self);
     /// After the L2 TLB missed, the MMU reads line `line` of a translation structure in
     /// memory (an L3 TLB), entering the caches at L2; with `parallel`, at the same time as
     /// the read before it (translation waits for the slower).

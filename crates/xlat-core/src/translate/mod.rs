@@ -102,6 +102,9 @@ impl Translator {
             RefKind::Prefetch => k.prefetches += 1,
         }
         port.data(((frame << 12) + va.offset(size)) >> 6);
+        if self.mechs.hooks.tlb_prefetch {
+            self.tlb_prefetches(c, port);
+        }
         if self.mechs.epochs && self.mechs.epoch_due(c, port.instructions(c)) {
             let mmu = &mut self.mmus[core];
             let l2_misses = mmu.tlb(crate::translate::mmu::TlbId::L2).stats.misses;
@@ -219,6 +222,40 @@ impl Translator {
             self.mechs.on_tlb_fill(core, va, size, ctx, FillFrom::Walk);
         }
         Ok(Some((e.frame, size)))
+    }
+
+    /// Walk for the pages core `c`'s mechanisms ask to prefetch (after a reference's data
+    /// access) and hand each result back to them. A page a TLB level of the core holds is
+    /// not walked. The walk is a demand walk's, for a load: it reads through the port (which
+    /// counts it apart and lets no reference wait for it), fills the page-walk caches, and
+    /// sets accessed bits, as x86 hardware does before it caches a translation anywhere; a
+    /// page it finds not mapped is dropped (a prefetch never faults: the OS is not called).
+    #[inline(never)]
+    fn tlb_prefetches<P: MemPort>(&mut self, c: usize, port: &mut P) {
+        use crate::mech::Prefetched;
+        let HwContext { core, space, vm, ctx } = self.contexts[c];
+        while let Some(va) = self.mechs.prefetch_request(core) {
+            let mmu = &mut self.mmus[core];
+            let result = if mmu.tlbs.iter().any(|t| t.holds_page(va, ctx)) {
+                Prefetched::Cached
+            } else {
+                port.prefetch_walk_begin();
+                let mut w = Walker { mmu, ctx, port: &mut *port, mechs: &mut self.mechs, p: &self.walk, c: core, miss: false };
+                let walked = if self.virt {
+                    let v = &mut self.vms[vm];
+                    let mut host = HostTable { pt: &mut self.os.pt, root: self.os.spaces[v.space].root, ctx: v.ctx };
+                    w.walk_2d(&mut v.os.pt, v.os.spaces[space].root, &mut host, va, false)
+                } else {
+                    w.walk(&mut self.os.pt, self.os.spaces[space].root, va, false)
+                };
+                port.prefetch_walk_end();
+                match walked {
+                    Walked::Leaf(e, size) => Prefetched::Walked(e, size),
+                    Walked::Fault | Walked::HostFault { .. } => Prefetched::Unmapped,
+                }
+            };
+            self.mechs.on_prefetch_walk(core, va, ctx, result);
+        }
     }
 
     /// Whether context `c`'s address space maps `va` (in a VM: the guest maps it, and the

@@ -1,5 +1,5 @@
 //! Page-walk caches: Intel-style paging-structure caches, one table per upper level of the page
-//! table (fully associative or set-associative; LRU, or any policy of `memory/repl.rs` that
+//! table (fully associative or set-associative; LRU, or any policy of `memory/repl/` that
 //! ranks by use rather than by what a line holds), mapping a VA prefix (and context) to the
 //! node one level down.
 

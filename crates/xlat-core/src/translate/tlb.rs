@@ -516,6 +516,23 @@ impl TlbLevel {
         None
     }
 
+    /// Whether this level holds a translation of `va`'s page, leaving its replacement state
+    /// as it is (a prefetcher's check before it walks).
+    pub fn holds_page(&self, va: VirtAddr, ctx: Ctx) -> bool {
+        if let Some(a) = self.group_holder {
+            let arr = &self.arrays[a as usize];
+            if arr.live[GROUP] != 0 && arr.arr.probe(arr.group_set(va, ctx), TlbKey::group(va, arr.group_shift, ctx)).is_some() {
+                return true;
+            }
+        }
+        PageSize::ALL.into_iter().any(|size| {
+            self.holder[size as usize].is_some_and(|a| {
+                let arr = &self.arrays[a as usize];
+                arr.holds_any(size) && arr.arr.probe(arr.set_of(va, size, ctx), TlbKey::new(va, size, ctx)).is_some()
+            })
+        })
+    }
+
     /// Mark the cached translation of `va` dirty (after a walk set the PTE's D bit).
     #[inline]
     pub fn set_dirty(&mut self, va: VirtAddr, size: PageSize, ctx: Ctx) {

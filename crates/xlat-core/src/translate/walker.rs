@@ -610,6 +610,12 @@ mod tests {
         fn walk_end(&mut self) {
             unreachable!()
         }
+        fn prefetch_walk_begin(&mut self) {
+            unreachable!()
+        }
+        fn prefetch_walk_end(&mut self) {
+            unreachable!()
+        }
         fn tlb_read(&mut self, _: u64, _: bool) {
             unreachable!()
         }

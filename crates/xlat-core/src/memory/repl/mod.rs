@@ -508,58 +508,84 @@ impl ReplacementPolicy for Dip {
     }
 }
 
-/// Every policy, chosen by config, dispatched by `match`.
-pub enum AnyPolicy {
-    /// LRU and FIFO for sets of 2 to 16 ways.
-    Ordered(Ordered),
-    /// LRU and FIFO for sets of 17 to 25 ways.
-    OrderedWide(OrderedWide),
-    /// LRU and FIFO for other sets.
-    Stamped(Stamped),
-    Ptp(Ptp),
-    Srrip(Srrip),
-    Random(Random),
-    /// (Boxed: its profiles would make every variant large.)
-    Csalt(Box<crate::memory::csalt::Csalt>),
-    Dip(Dip),
-}
-
-impl AnyPolicy {
-    /// The policy for `sets` sets of `ways` ways. (CSALT is made by its cache, which knows
-    /// its parameters: here it starts as its defaults.)
-    pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> AnyPolicy {
-        match policy {
-            Policy::Lru | Policy::Fifo if Order::fits(ways) => AnyPolicy::Ordered(Ordered { refresh_on_hit: policy == Policy::Lru, order: Order::new(ways) }),
-            Policy::Lru | Policy::Fifo if WideOrder::fits(ways) => {
-                AnyPolicy::OrderedWide(OrderedWide { refresh_on_hit: policy == Policy::Lru, order: WideOrder::new(ways) })
-            }
-            Policy::Lru => AnyPolicy::Stamped(Stamped::lru()),
-            Policy::Fifo => AnyPolicy::Stamped(Stamped::fifo()),
-            Policy::Ptp => AnyPolicy::Ptp(Ptp::new(seed)),
-            Policy::Srrip => AnyPolicy::Srrip(Srrip),
-            Policy::Random => AnyPolicy::Random(Random { state: seed | 1 }),
-            Policy::CsaltD | Policy::CsaltCd => {
-                AnyPolicy::Csalt(Box::new(crate::memory::csalt::Csalt::new(sets, ways, crate::param::CsaltProfiler::Atd, 0, 256_000)))
-            }
-            Policy::Dip => AnyPolicy::Dip(Dip::new(sets, seed)),
-        }
-    }
-}
-
-macro_rules! dispatch {
-    ($self:ident, $p:ident => $e:expr) => {
-        match $self {
-            AnyPolicy::Ordered($p) => $e,
-            AnyPolicy::OrderedWide($p) => $e,
-            AnyPolicy::Stamped($p) => $e,
-            AnyPolicy::Ptp($p) => $e,
-            AnyPolicy::Srrip($p) => $e,
-            AnyPolicy::Random($p) => $e,
-            AnyPolicy::Csalt($p) => $e,
-            AnyPolicy::Dip($p) => $e,
+/// Every replacement policy but the four `AnyPolicy` makes by hand (LRU and FIFO, run
+/// inline over an order word or stamps; CSALT-D and CSALT-CD, one type for two names), one line
+/// each: its `Policy` variant, its name in the configuration, the type that implements it (with
+/// its module, for a policy in a file of its own under `memory/repl/`) and how it is made from
+/// the structure's sets, ways and seed. The line is all there is to register a policy: the list
+/// makes the module, the `AnyPolicy` variant, its arm in `AnyPolicy::new` and in `dispatch!`,
+/// and (through `param.rs`, which names the list's policies in `Policy`) the value every
+/// `*.policy` key accepts. A callback: `policy_list!(m)` hands the lines to macro `m`.
+macro_rules! policy_list {
+    ($m:path) => {
+        $m! {
+            Srrip = "srrip": Srrip = |_sets, _ways, _seed| Srrip;
+            Random = "random": Random = |_sets, _ways, seed| Random { state: seed | 1 };
+            Ptp = "ptp": Ptp = |_sets, _ways, seed| Ptp::new(seed);
+            Dip = "dip": Dip = |sets, _ways, seed| Dip::new(sets, seed);
+            Nru = "nru": Nru in nru = |_sets, _ways, _seed| nru::Nru;
         }
     };
 }
+pub(crate) use policy_list;
+
+/// `AnyPolicy`, its constructor and its dispatch from [`policy_list!`]'s lines.
+macro_rules! any_policy {
+    ($($variant:ident = $name:literal: $ty:ident $(in $module:ident)? = |$sets:ident, $ways:ident, $seed:ident| $make:expr;)*) => {
+        $($(pub mod $module;)?)*
+
+        /// Every policy, chosen by config, dispatched by `match`.
+        pub enum AnyPolicy {
+            /// LRU and FIFO for sets of 2 to 16 ways.
+            Ordered(Ordered),
+            /// LRU and FIFO for sets of 17 to 25 ways.
+            OrderedWide(OrderedWide),
+            /// LRU and FIFO for other sets.
+            Stamped(Stamped),
+            /// (Boxed: its profiles would make every variant large.)
+            Csalt(Box<crate::memory::csalt::Csalt>),
+            $($variant($($module::)? $ty),)*
+        }
+
+        impl AnyPolicy {
+            /// The policy for `sets` sets of `ways` ways. (CSALT is made by its cache, which
+            /// knows its parameters: here it starts as its defaults.)
+            pub fn new(policy: Policy, sets: usize, ways: usize, seed: u64) -> AnyPolicy {
+                match policy {
+                    Policy::Lru | Policy::Fifo if Order::fits(ways) => {
+                        AnyPolicy::Ordered(Ordered { refresh_on_hit: policy == Policy::Lru, order: Order::new(ways) })
+                    }
+                    Policy::Lru | Policy::Fifo if WideOrder::fits(ways) => {
+                        AnyPolicy::OrderedWide(OrderedWide { refresh_on_hit: policy == Policy::Lru, order: WideOrder::new(ways) })
+                    }
+                    Policy::Lru => AnyPolicy::Stamped(Stamped::lru()),
+                    Policy::Fifo => AnyPolicy::Stamped(Stamped::fifo()),
+                    Policy::CsaltD | Policy::CsaltCd => {
+                        AnyPolicy::Csalt(Box::new(crate::memory::csalt::Csalt::new(sets, ways, crate::param::CsaltProfiler::Atd, 0, 256_000)))
+                    }
+                    $(Policy::$variant => {
+                        let ($sets, $ways, $seed) = (sets, ways, seed);
+                        AnyPolicy::$variant($make)
+                    })*
+                }
+            }
+        }
+
+        macro_rules! dispatch {
+            ($self:ident, $p:ident => $e:expr) => {
+                match $self {
+                    AnyPolicy::Ordered($p) => $e,
+                    AnyPolicy::OrderedWide($p) => $e,
+                    AnyPolicy::Stamped($p) => $e,
+                    AnyPolicy::Csalt($p) => $e,
+                    $(AnyPolicy::$variant($p) => $e,)*
+                }
+            };
+        }
+    };
+}
+
+policy_list!(any_policy);
 
 impl ReplacementPolicy for AnyPolicy {
     fn init(&self, ages: &mut [u32]) {
