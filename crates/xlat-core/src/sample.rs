@@ -171,18 +171,24 @@ fn skip(m: &mut Machine, src: &mut Metered, n: u64, buf: &mut Vec<Ref>, dirtied:
     }
     src.allow(n);
     let mut dropped = 0;
-    let counted: Vec<usize> = (0..src.streams()).filter(|&s| src.counted[s]).collect();
+    // (A batch of each stream in turn, as a run takes them: a kernel's threads make their
+    // references together, so one stream drained first would leave the others' buffered.)
+    let mut live: Vec<usize> = (0..src.streams()).filter(|&s| src.counted[s]).collect();
     let contexts = m.xl.contexts.len();
-    for s in counted {
-        // With vCPU overcommit a context time-slices streams c, c + n, ...: stream s's OS
-        // calls are its context's (one program, so one address space on every slot). Programs
-        // time-sliced on shared cores have a space each, which a skipped call cannot switch to.
-        let c = s % contexts;
-        let elsewhere = s >= contexts && m.xl.sched.places > 1;
-        loop {
+    while !live.is_empty() {
+        let mut i = 0;
+        while i < live.len() {
+            let s = live[i];
+            // With vCPU overcommit a context time-slices streams c, c + n, ...: stream s's OS
+            // calls are its context's (one program, so one address space on every slot).
+            // Programs time-sliced on shared cores have a space each, which a skipped call
+            // cannot switch to.
+            let c = s % contexts;
+            let elsewhere = s >= contexts && m.xl.sched.places > 1;
             src.next_batch(s, buf)?;
             if buf.is_empty() {
-                break;
+                live.remove(i);
+                continue;
             }
             for r in buf.iter() {
                 if r.is_os_call() {
@@ -201,6 +207,7 @@ fn skip(m: &mut Machine, src: &mut Metered, n: u64, buf: &mut Vec<Ref>, dirtied:
                 }
             }
             dropped += buf.len() as u64;
+            i += 1;
         }
     }
     Ok(dropped)

@@ -2,7 +2,8 @@
 //! does, counter by counter; skipped stores leave their pages dirty; bad plans are one error.
 
 use xlat_core::sample::Sample;
-use xlat_core::{Config, Ref, RunOptions, Stats, VecSource};
+use xlat_core::workload::{Region, SourceError};
+use xlat_core::{Config, Ref, RefSource, RunOptions, Stats, VecSource};
 
 mod common;
 use common::{region, Rng, BASE, GB};
@@ -67,4 +68,41 @@ fn a_bad_plan_is_one_error() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("bad sampling") && e.contains("warm + unit <= period"), "{e}");
+}
+
+/// Two streams made together, as a kernel's threads are: like the kernels' buffers, it
+/// refuses to let one stream run more than `slack` references ahead of the other.
+struct Lockstep {
+    inner: VecSource,
+    read: [u64; 2],
+    slack: u64,
+}
+
+impl RefSource for Lockstep {
+    fn streams(&self) -> usize {
+        2
+    }
+    fn regions(&self) -> Vec<Region> {
+        self.inner.regions()
+    }
+    fn next_batch(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {
+        self.inner.next_batch(stream, out)?;
+        self.read[stream] += out.len() as u64;
+        if self.read[stream] > self.read[1 - stream] + self.slack {
+            return Err(SourceError::Workload { name: "lockstep".into(), what: "streams consumed too unevenly".into() });
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_skip_takes_the_streams_in_turn() {
+    // 200,000 references skipped over two streams, 100,000 of each, where neither stream
+    // may be read more than 20,000 ahead: the skip reads a batch of each in turn.
+    let streams = vec![stream(120_000, 5), stream(120_000, 6)];
+    let mut src = Lockstep { inner: VecSource::new(streams, region(GB)), read: [0; 2], slack: 20_000 };
+    let cfg = Config::from_pairs([("system.cores", "2")]).unwrap();
+    let opts = RunOptions { skip: 200_000, threads: 1, ..Default::default() };
+    let s = xlat_core::simulate(&cfg, &mut src, opts, true, 1, &mut |_| true).unwrap();
+    assert_eq!(s.f("refs"), 40_000.0);
 }
