@@ -15,7 +15,7 @@ STUDY = REPO / "studies" / "pcc"
 needs_sim = pytest.mark.skipif(not has_core("simulate", "resolve_config"), reason="engine has no simulate() yet")
 CAPS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.0]
 # A number the tiny sweep leaves without a value: PageRank never takes over from STREAM when
-# both are gups here (paper.toml says why it may have none in the full run too).
+# both are gups here.
 UNCOVERED: set[str] = {"mp_pr_takes_over_cap"}
 
 
@@ -38,6 +38,13 @@ def test_spec_runs_the_utility_curve_and_the_baselines_on_haswell():
     assert caps == CAPS
     assert {p.workload for p in full.points if p.config.label.startswith("hawkeye os.")} == {"pagerank", "bfs", "xsbench"}
     assert {f"{x}-{f}" for x in ("linux", "pcc", "hawkeye", "4k") for f in (50, 90)} <= {p.config.label for p in full.points}
+    # The paper's inputs (Tab. 1: Kronecker 25), each measured past its set-up (PageRank's
+    # contributions pass, 4 references a vertex; BFS's parent reset, one); --quick keeps scale 21.
+    big = [p for p in full.points if p.workload in ("pagerank", "bfs")]
+    assert {dict(p.params)["scale"] for p in big} == {25}
+    assert all(p.skip >= (4 if p.workload == "pagerank" else 1) << 25 for p in big)
+    quick = sweep.load_spec(STUDY / "sweep.toml", quick=True)
+    assert {dict(p.params)["scale"] for p in quick.points if p.workload == "pagerank"} == {21}
 
 
 @needs_sim

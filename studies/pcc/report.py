@@ -165,7 +165,7 @@ def _multi_sections(t, out_dir, values):
 
 def _spec(df, w):
     """The workload spec of ``w`` (a name ``_keys`` gives) as the sweep ran it (its ``param.*``
-    columns)."""
+    columns), and the references it fast-forwarded (``skip``)."""
     rows = df[_keys(df) == w]
     one = rows[rows["config_label"].astype(str) == "4k"]
     row = (one if len(one) else rows).iloc[0]
@@ -177,7 +177,8 @@ def _spec(df, w):
 
     params = [f"{c[6:]}={text(row[c])}" for c in df.columns if c.startswith("param.") and not pd.isna(row[c]) and str(row[c]) != ""]
     name = str(row["workload"])
-    return name + (":" + ",".join(params) if params else "")
+    skip = int(row["skip"]) if "skip" in df.columns and not pd.isna(row["skip"]) else 0
+    return name + (":" + ",".join(params) if params else ""), skip
 
 
 def _reuse_section(df, out_dir, workloads, values):
@@ -195,7 +196,8 @@ def _reuse_section(df, out_dir, workloads, values):
         d = out_dir / "reuse" / w
         csv = d / "pages.csv"
         if not csv.exists():
-            r = pcc.reuse(_spec(df, w), refs=refs)
+            spec, skip = _spec(df, w)
+            r = pcc.reuse(spec, refs=refs, skip=skip)
             pcc.write_csv(r, csv)
             pcc.scatter(r, d / "reuse.png", title=f"{w}: pages by reuse (Fig. 2)")
         p = pd.read_csv(csv)
@@ -210,7 +212,7 @@ def _reuse_section(df, out_dir, workloads, values):
         return []
     t = pd.DataFrame(rows)
     return ["", "## Reuse distance (Fig. 2)", "",
-            (f"`xlat reuse` over each workload's first {refs:,} data references: a page's distance is the references "
+            (f"`xlat reuse` over the {refs:,} data references each workload's points measure (after what they fast-forward): a page's distance is the references "
              "to other pages between its uses (the artifact's EMA, outliers over 3 sigma skipped); HUB pages are those "
              "too far apart for a 1024-entry TLB whose 2 MB region is not."), "",
             report.markdown_table(t), "", *figs]
