@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::memory::port::{MemPort, Steer};
 use crate::os::sched::Clock;
 use crate::stats::{CoreCounters, Stats};
-use crate::translate::mmu::TlbId;
+use crate::translate::mmu::{Mmu, TlbId};
 use crate::translate::tlb::{TlbEntry, TlbKey};
 use crate::translate::walker::WalkStep;
 
@@ -120,6 +120,8 @@ pub struct Hooks {
     pub tlb_evict: bool,
     /// The mechanism asks for TLB prefetches ([`Mechanism::prefetch_request`]).
     pub tlb_prefetch: bool,
+    /// Every walk's write of its translation into memory ([`Mechanism::on_walk_write`]).
+    pub walk_write: bool,
 }
 
 impl Hooks {
@@ -132,6 +134,7 @@ impl Hooks {
             tlb_fill: self.tlb_fill | o.tlb_fill,
             tlb_evict: self.tlb_evict | o.tlb_evict,
             tlb_prefetch: self.tlb_prefetch | o.tlb_prefetch,
+            walk_write: self.walk_write | o.walk_write,
         }
     }
 }
@@ -216,6 +219,46 @@ pub trait Mechanism {
     fn on_flush(&mut self, c: usize, what: Invalidate) -> usize {
         self.on_invalidate(c, what)
     }
+
+    // Translation coherence through home lines (TCAT, `shootdown.protocol=tcat-*`). A
+    // mechanism may give every translation a home line in memory and know which cores' TLBs
+    // were filled from it (its directory of TLB sharers); a shootdown is then a rewrite of
+    // those lines by the initiator, whose write the directory forwards to exactly the
+    // sharers. The OS runs the initiator's side (which protocol, the rewrites and what they
+    // cost, `os/shootdown.rs`); the directory and the sharers' drops are the mechanism's, and
+    // what the line holds is the L3 TLB's (the POM-TLB): three parties, so three hooks rather
+    // than one, and the OS never needs to know which mechanism plays which part.
+
+    /// A shootdown of `ranges` (`pages` pages, so the page sizes the change may have been to)
+    /// in context `ctx` is to be carried as rewrites of home lines: add each line to rewrite,
+    /// with the page it names, to `out`. `false`: the mechanism does not carry shootdowns (and
+    /// adds nothing).
+    fn shootdown_lines(&self, _ranges: &[(u64, u64)], _pages: u64, _ctx: Ctx, _out: &mut Vec<(u64, VirtAddr)>) -> bool {
+        false
+    }
+
+    /// Context `holder` is about to rewrite home line `line`, clearing the translation of `va`
+    /// in context `ctx`, and flushes it after if `flush`: a structure whose entries live in
+    /// the line (the POM-TLB) reacts to what its copies will still say.
+    fn on_line_rewrite(&mut self, _line: u64, _va: VirtAddr, _ctx: Ctx, _holder: usize, _flush: bool) {}
+
+    /// The rewrite of home line `line` (naming `va` of `ctx`) reaches its TLB sharers: each
+    /// drops from its TLBs (in `mmus`, by core) the entries the line names, and acknowledges.
+    /// Returns the cores reached (a mask; 0 from a mechanism without home lines).
+    fn invalidate_line(&mut self, _line: u64, _va: VirtAddr, _ctx: Ctx, _mmus: &mut [Mmu]) -> u64 {
+        0
+    }
+
+    /// A shootdown went the baseline's way (interrupts and flushes), not through
+    /// [`Mechanism::shootdown_lines`]: a mechanism that carries shootdowns counts what it left.
+    fn on_baseline_shootdown(&mut self) {}
+
+    /// A walk on core `c` wrote `va`'s translation (a page of `size`, context `ctx`) into
+    /// memory: its home line, where [`Mechanism::on_walk_end`] installed it in an L3 TLB. A
+    /// mechanism that tracks the line's TLB sharers may invalidate the others' entries (in
+    /// `mmus`, by core), as a plain coherence protocol would.
+    #[inline(always)]
+    fn on_walk_write(&mut self, _c: usize, _va: VirtAddr, _size: PageSize, _ctx: Ctx, _mmus: &mut [Mmu]) {}
 
     /// The mechanism steers the memory side from the translation side's events, so both
     /// halves must run on one host thread.
@@ -367,6 +410,22 @@ impl Mechanism for AnyMech {
     }
     fn on_flush(&mut self, c: usize, what: Invalidate) -> usize {
         each!(self, m => m.on_flush(c, what))
+    }
+    fn shootdown_lines(&self, ranges: &[(u64, u64)], pages: u64, ctx: Ctx, out: &mut Vec<(u64, VirtAddr)>) -> bool {
+        each!(self, m => m.shootdown_lines(ranges, pages, ctx, out))
+    }
+    fn on_line_rewrite(&mut self, line: u64, va: VirtAddr, ctx: Ctx, holder: usize, flush: bool) {
+        each!(self, m => m.on_line_rewrite(line, va, ctx, holder, flush))
+    }
+    fn invalidate_line(&mut self, line: u64, va: VirtAddr, ctx: Ctx, mmus: &mut [Mmu]) -> u64 {
+        each!(self, m => m.invalidate_line(line, va, ctx, mmus))
+    }
+    fn on_baseline_shootdown(&mut self) {
+        each!(self, m => m.on_baseline_shootdown())
+    }
+    #[inline(always)]
+    fn on_walk_write(&mut self, c: usize, va: VirtAddr, size: PageSize, ctx: Ctx, mmus: &mut [Mmu]) {
+        each!(self, m => m.on_walk_write(c, va, size, ctx, mmus))
     }
     fn needs_memory_side(&self) -> bool {
         each!(self, m => m.needs_memory_side())
@@ -539,6 +598,41 @@ impl Mechs {
         self.list.iter_mut().map(|m| m.on_flush(c, what)).sum()
     }
 
+    /// The home lines a shootdown is carried as, from the first mechanism that carries it
+    /// ([`Mechanism::shootdown_lines`]); `false`: none does.
+    pub fn shootdown_lines(&self, ranges: &[(u64, u64)], pages: u64, ctx: Ctx, out: &mut Vec<(u64, VirtAddr)>) -> bool {
+        self.list.iter().any(|m| m.shootdown_lines(ranges, pages, ctx, out))
+    }
+
+    /// Home line `line` is about to be rewritten ([`Mechanism::on_line_rewrite`]).
+    pub fn on_line_rewrite(&mut self, line: u64, va: VirtAddr, ctx: Ctx, holder: usize, flush: bool) {
+        for m in &mut self.list {
+            m.on_line_rewrite(line, va, ctx, holder, flush);
+        }
+    }
+
+    /// The rewrite of `line` reaches its TLB sharers ([`Mechanism::invalidate_line`]):
+    /// returns the cores reached.
+    pub fn invalidate_line(&mut self, line: u64, va: VirtAddr, ctx: Ctx, mmus: &mut [Mmu]) -> u64 {
+        self.list.iter_mut().fold(0, |cores, m| cores | m.invalidate_line(line, va, ctx, mmus))
+    }
+
+    /// A shootdown went the baseline's way ([`Mechanism::on_baseline_shootdown`]).
+    pub fn on_baseline_shootdown(&mut self) {
+        for m in &mut self.list {
+            m.on_baseline_shootdown();
+        }
+    }
+
+    /// A walk on core `c` wrote its translation into memory (call only if `hooks.walk_write`;
+    /// a configuration that asks for it, so off the common path).
+    #[cold]
+    pub fn on_walk_write(&mut self, c: usize, va: VirtAddr, size: PageSize, ctx: Ctx, mmus: &mut [Mmu]) {
+        for m in &mut self.list {
+            m.on_walk_write(c, va, size, ctx, mmus);
+        }
+    }
+
     pub fn emit_stats(&self, s: &mut Stats) {
         for m in &self.list {
             m.emit_stats(s);
@@ -612,18 +706,11 @@ impl Mechs {
         })
     }
 
-    /// TCAT, if the machine keeps TLBs coherent with it (`shootdown.protocol=tcat-*`).
+    /// TCAT, if the machine keeps TLBs coherent with it (`shootdown.protocol=tcat-*`): tests and
+    /// studies read its directory; the engine reaches it through the home-line hooks.
     pub fn tcat(&self) -> Option<&tcat::Tcat> {
         self.list.iter().find_map(|m| match m {
             AnyMech::Tcat(t) => Some(&**t),
-            _ => None,
-        })
-    }
-
-    /// The same, to run its protocol.
-    pub fn tcat_mut(&mut self) -> Option<&mut tcat::Tcat> {
-        self.list.iter_mut().find_map(|m| match m {
-            AnyMech::Tcat(t) => Some(&mut **t),
             _ => None,
         })
     }
@@ -632,14 +719,6 @@ impl Mechs {
     pub fn pomtlb(&self) -> Option<&pomtlb::PomTlb> {
         self.list.iter().find_map(|m| match m {
             AnyMech::PomTlb(p) => Some(&**p),
-            _ => None,
-        })
-    }
-
-    /// The same, for TCAT's initiator to change its lines.
-    pub fn pomtlb_mut(&mut self) -> Option<&mut pomtlb::PomTlb> {
-        self.list.iter_mut().find_map(|m| match m {
-            AnyMech::PomTlb(p) => Some(&mut **p),
             _ => None,
         })
     }

@@ -19,8 +19,9 @@
 //! copy of a line says otherwise is TCAT's initiator rewriting a line without flushing it
 //! (`tcat.flush=false`, the thesis's §5.2.5.1 counterexample): the cleared line sits modified
 //! in the initiator's L1D, which the MMU's path does not read, while its L2, the LLC and the
-//! DRAM still hold the old one. Such lines' old entries are kept aside ([`Unflushed`]) and
-//! answer lookups until the L1D writes the line back (or an MMU write to it takes the line).
+//! DRAM still hold the old one. Such lines' old entries are kept aside ([`Unflushed`]: the
+//! initiator announces each rewrite through [`Mechanism::on_line_rewrite`]) and answer lookups
+//! until the L1D writes the line back (or an MMU write to it takes the line).
 
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
@@ -285,7 +286,7 @@ impl PomTlb {
 
     /// TCAT's initiator is about to clear `va`'s entries (of context `ctx`) in `line` and
     /// will not flush it: keep them as what every copy but context `holder`'s L1D still says.
-    pub fn keep_unflushed(&mut self, line: u64, va: VirtAddr, ctx: Ctx, holder: usize) {
+    fn keep_unflushed(&mut self, line: u64, va: VirtAddr, ctx: Ctx, holder: usize) {
         let ctx = ctx & SPACE_MASK;
         for size in [PageSize::Size4K, PageSize::Size2M] {
             if self.line(va, size, ctx) != line {
@@ -393,6 +394,15 @@ impl Mechanism for PomTlb {
 
     fn on_invalidate(&mut self, _c: usize, what: Invalidate) -> usize {
         self.invalidate(what)
+    }
+
+    /// A rewrite of one of its lines (TCAT's initiator): flushed, every copy goes and the
+    /// entry's invalidation (the shootdown's range) is the whole story; not flushed, the old
+    /// entry stays readable (see the module comment).
+    fn on_line_rewrite(&mut self, line: u64, va: VirtAddr, ctx: Ctx, holder: usize, flush: bool) {
+        if !flush {
+            self.keep_unflushed(line, va, ctx, holder);
+        }
     }
 
     /// Its entries carry the process's and the VM's own IDs, which a core's tag flush does

@@ -11,7 +11,12 @@
 //! entry of the private-TLB set A's POM-TLB set selects, Eq. 5.11-5.12, which needs the TLBs
 //! indexed by the same hash: `tlb.set_index=vpn_xor_vm`). The initiator's side, the
 //! hypervisor's read-modify-write and flush of A, is the shootdown protocol's
-//! (`crate::os::shootdown`).
+//! (`crate::os::shootdown`), which reaches this module only through the mechanism layer's
+//! home-line hooks: [`Mechanism::shootdown_lines`] names the lines a shootdown rewrites,
+//! [`Mechanism::invalidate_line`] is the directory's forward of a rewrite to the sharers and
+//! their drops, and [`Mechanism::on_walk_write`] the same for a walk's write of a line
+//! (`tcat.fill_invalidates`). What the line held is the POM-TLB's
+//! ([`Mechanism::on_line_rewrite`]).
 //!
 //! A co-tag is a pure function of the entry's page, size and context (its home line), so
 //! xlat computes it from the entry's tag instead of storing it: the same entries match. A
@@ -25,6 +30,7 @@ use crate::mech::pomtlb::PomAddressing;
 use crate::mech::{FillFrom, Hooks, Mechanism};
 use crate::param::ShootdownProtocol;
 use crate::stats::Stats;
+use crate::translate::mmu::Mmu;
 use crate::translate::tlb::{TlbKey, TlbLevel};
 
 crate::stats::counters! {
@@ -55,6 +61,8 @@ pub struct Tcat {
     pub cotag: bool,
     /// Per POM-TLB line, from its first: the cores whose TLBs were filled from it.
     sharers: Vec<u64>,
+    /// A walk's write of a line invalidates its other sharers (`tcat.fill_invalidates`).
+    pub fill_invalidates: bool,
     pub counters: TcatCounters,
 }
 
@@ -66,12 +74,12 @@ impl Tcat {
             ShootdownProtocol::TcatCotagless => false,
             _ => return None,
         };
-        Some(Tcat::new(PomAddressing::from_config(cfg), cotag))
+        Some(Tcat { fill_invalidates: cfg.tcat_fill_invalidates, ..Tcat::new(PomAddressing::from_config(cfg), cotag) })
     }
 
     pub fn new(addr: PomAddressing, cotag: bool) -> Tcat {
         let (lo, hi) = addr.lines();
-        Tcat { addr, cotag, sharers: vec![0; (hi - lo) as usize], counters: TcatCounters::default() }
+        Tcat { addr, cotag, sharers: vec![0; (hi - lo) as usize], fill_invalidates: false, counters: TcatCounters::default() }
     }
 
     /// The home line of `va`'s translation as a page of `size` in context `ctx` (a 1 GB
@@ -112,11 +120,78 @@ impl Tcat {
         let Some((size, s_pom)) = self.addr.set_of_line(line) else { return 0 };
         tlb.invalidate_hashed_set(size, s_pom) + tlb.invalidate_keys(covers_1g)
     }
+
+    /// The invalidation of `line` (naming `va` of `ctx`) at the cores of `cores`, on every TLB
+    /// level of theirs: the entries each core dropped, by core, summed; and how many of those
+    /// cores had none (`spurious`).
+    fn drop_at(&self, cores: u64, line: u64, va: VirtAddr, ctx: Ctx, mmus: &mut [Mmu]) -> (usize, u64) {
+        let mut dropped = 0;
+        let mut spurious = 0;
+        for mmu in mmus.iter_mut().enumerate().filter(|&(c, _)| cores >> c & 1 == 1).map(|(_, m)| m) {
+            let n: usize = mmu.tlbs.iter_mut().map(|t| self.invalidate(t, line, va, ctx)).sum();
+            dropped += n;
+            spurious += u64::from(n == 0);
+        }
+        (dropped, spurious)
+    }
 }
 
 impl Mechanism for Tcat {
     fn hooks(&self) -> Hooks {
-        Hooks { tlb_fill: true, ..Default::default() }
+        Hooks { tlb_fill: true, walk_write: self.fill_invalidates, ..Default::default() }
+    }
+
+    /// Per page, its home line as a 4 KB page, as a 2 MB page, or both: the ranges over the
+    /// pages the OS counted give the stride of the mappings it changed, and so the sizes the
+    /// change may have been to (a 1 GB page's lines are its 2 MB pieces').
+    fn shootdown_lines(&self, ranges: &[(u64, u64)], pages: u64, ctx: Ctx, out: &mut Vec<(u64, VirtAddr)>) -> bool {
+        let bytes: u64 = ranges.iter().map(|&(s, e)| e - s).sum();
+        let stride = bytes / pages.max(1);
+        let small = stride < PageSize::Size2M.bytes();
+        let large = stride > PageSize::Size4K.bytes();
+        for &(start, end) in ranges {
+            if small {
+                out.extend((start >> 12..end.div_ceil(4096)).map(|p| VirtAddr(p << 12)).map(|va| (self.home(va, PageSize::Size4K, ctx), va)));
+            }
+            if large {
+                out.extend((start >> 21..end.div_ceil(PageSize::Size2M.bytes())).map(|r| VirtAddr(r << 21)).map(|va| (self.home(va, PageSize::Size2M, ctx), va)));
+            }
+        }
+        true
+    }
+
+    /// The directory forwards the rewrite to every sharer (the initiator's own core too, by
+    /// self-snoop), each drops what the line names, and the acknowledgements clear the line's
+    /// sharers.
+    fn invalidate_line(&mut self, line: u64, va: VirtAddr, ctx: Ctx, mmus: &mut [Mmu]) -> u64 {
+        let sharers = self.sharers(line);
+        let (dropped, spurious) = self.drop_at(sharers, line, va, ctx, mmus);
+        self.acked(line);
+        let t = &mut self.counters;
+        t.lines += 1;
+        t.messages += u64::from(sharers.count_ones());
+        t.spurious += spurious;
+        t.invalidations += dropped as u64;
+        sharers
+    }
+
+    fn on_baseline_shootdown(&mut self) {
+        self.counters.fallbacks += 1;
+    }
+
+    /// `tcat.fill_invalidates` (the only case `hooks` asks for it): the walk's write of the
+    /// home line, as a plain protocol would, invalidates what the line's other TLB sharers
+    /// hold from it; they acknowledge, the writer stays a sharer.
+    #[cold]
+    fn on_walk_write(&mut self, c: usize, va: VirtAddr, size: PageSize, ctx: Ctx, mmus: &mut [Mmu]) {
+        let line = self.home(va, size, ctx);
+        let others = self.sharers(line) & !(1u64 << c);
+        if others == 0 {
+            return;
+        }
+        let (dropped, _) = self.drop_at(others, line, va, ctx, mmus);
+        self.acked_by(line, others);
+        self.counters.fill_invalidations += dropped as u64;
     }
 
     /// A fill from the POM-TLB or a walk read (or wrote) the home line: the core becomes one
@@ -191,6 +266,43 @@ mod tests {
         let a = tcat.home(va, PageSize::Size4K, ctx);
         assert_eq!(tcat.invalidate(&mut plain, a, va, ctx), 0);
         assert!(plain.lookup(va, ctx).is_some(), "the stale entry is still there");
+    }
+
+    /// The home-line hooks, as the OS's initiator drives them through `Mechs`: a shootdown
+    /// of one 4 KB page is its 4 KB home line (of one 2 MB page, its 2 MB line); the line's
+    /// rewrite reaches both sharers, which drop T1 from their L2 TLBs and acknowledge, so a
+    /// second rewrite reaches nobody; a shootdown left to the baseline is a fallback. A
+    /// machine without TCAT carries no shootdown by lines.
+    #[test]
+    fn the_hooks_carry_a_shootdown_to_the_sharers() {
+        use crate::mech::{AnyMech, Mechs};
+        let (t1, ctx) = (VirtAddr(0x7f00_0001_2000), 1);
+        let cfg = Config::default();
+        let mut mmus: Vec<Mmu> = (0..2).map(|c| Mmu::new(&cfg, c)).collect();
+        let mut mechs = Mechs::new(vec![AnyMech::Tcat(Box::new(Tcat::new(addr(), true)))], 2);
+        for (c, mmu) in mmus.iter_mut().enumerate() {
+            mmu.tlbs[crate::translate::mmu::TlbId::L2 as usize].insert_absent(t1, PageSize::Size4K, ctx, TlbEntry::page(0x100, true));
+            mechs.on_tlb_fill(c, t1, PageSize::Size4K, ctx, FillFrom::Walk);
+        }
+        let mut lines = Vec::new();
+        assert!(mechs.shootdown_lines(&[(t1.0, t1.0 + 4096)], 1, ctx, &mut lines));
+        let tcat = mechs.tcat().unwrap();
+        let a = tcat.home(t1, PageSize::Size4K, ctx);
+        assert_eq!(lines, vec![(a, t1)]);
+        let mut huge = Vec::new();
+        assert!(mechs.shootdown_lines(&[(0x4000_0000, 0x4020_0000)], 1, ctx, &mut huge));
+        assert_eq!(huge, vec![(tcat.home(VirtAddr(0x4000_0000), PageSize::Size2M, ctx), VirtAddr(0x4000_0000))]);
+
+        assert_eq!(mechs.invalidate_line(a, t1, ctx, &mut mmus), 0b11);
+        assert!(mmus.iter_mut().all(|m| m.tlbs[crate::translate::mmu::TlbId::L2 as usize].lookup(t1, ctx).is_none()));
+        assert_eq!(mechs.invalidate_line(a, t1, ctx, &mut mmus), 0, "the acknowledgements cleared the sharers");
+        mechs.on_baseline_shootdown();
+        let k = &mechs.tcat().unwrap().counters;
+        assert_eq!((k.lines, k.messages, k.invalidations, k.spurious, k.fallbacks), (2, 2, 2, 0, 1));
+
+        let mut none = Mechs::new(Vec::new(), 2);
+        assert!(!none.shootdown_lines(&[(t1.0, t1.0 + 4096)], 1, ctx, &mut lines));
+        assert_eq!(none.invalidate_line(a, t1, ctx, &mut mmus), 0);
     }
 
     /// Sharers are set by fills from the POM-TLB or a walk, not by refills from the L2 TLB,

@@ -13,8 +13,11 @@
 //! - **tcat-cotag**, **tcat-cotagless**: for each page, the hypervisor read-modify-writes and
 //!   flushes its POM-TLB home line (both page sizes' lines when the change could have been
 //!   to either), and the directory forwards the invalidation to exactly the line's TLB
-//!   sharers, which drop entries by co-tag or by set ([`crate::mech::tcat`]). Without the
-//!   flush (`tcat.flush=false`) the old line stays readable (see [`crate::mech::pomtlb`]).
+//!   sharers, which drop entries by co-tag or by set. Without the flush (`tcat.flush=false`)
+//!   the old line stays readable. This file is the initiator; the lines, the directory, the
+//!   sharers' drops and what the line held are the mechanisms', reached through the
+//!   mechanism layer's home-line hooks (`shootdown_lines`, `on_line_rewrite`,
+//!   `invalidate_line`, `on_baseline_shootdown`: [`crate::mech::Mechanism`]), never by name.
 //!   No interrupts and no busy wait: the initiator pays the memory side's cycles for the
 //!   lines. Page-walk caches and mechanisms' structures drop the range on every core, at no
 //!   cost (the thesis does not say how MMU caches find their entries). Shootdowns over the
@@ -29,7 +32,7 @@
 //! shootdowns from the host (a gPA range of a VM changed) remove that range from the nested
 //! TLBs and vPWCs and every TLB and guest PWC entry of the VM, as INVEPT does.
 
-use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::addr::VirtAddr;
 use crate::arch::ctx::Scope;
 use crate::arch::ctx::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
 use crate::memory::port::MemPort;
@@ -74,22 +77,25 @@ impl Translator {
             return cost;
         }
         let pending = std::mem::take(&mut os.pending);
+        let mut lines = Vec::new();
         for sd in pending {
             let ctx = match scope {
                 Scope::Guest(vm) => self.vms[vm].os.spaces[sd.space].ctx,
                 _ => self.os.spaces[sd.space].ctx,
             };
             let full = sd.pages > self.cfg.os_flush_ceiling_pages;
-            let tcat = matches!(self.cfg.shootdown_protocol, ShootdownProtocol::TcatCotag | ShootdownProtocol::TcatCotagless);
+            let by_lines = matches!(self.cfg.shootdown_protocol, ShootdownProtocol::TcatCotag | ShootdownProtocol::TcatCotagless);
+            // The lines a TCAT shootdown rewrites come from the mechanism that keeps their
+            // directory; with none (no machine builds that: TCAT's protocol makes it), the
+            // baseline runs.
+            lines.clear();
             let k = if self.cfg.shootdown_protocol == ShootdownProtocol::Ideal {
                 self.invalidate_everywhere(scope, ctx, &sd, full);
                 Charged::default()
-            } else if tcat && !full && scope != Scope::Host {
-                self.tcat_shootdown(ctx, &sd, initiator, port)
+            } else if by_lines && !full && scope != Scope::Host && self.mechs.shootdown_lines(&sd.ranges, sd.pages, ctx, &mut lines) {
+                self.rewrite_lines(ctx, &sd, &lines, initiator, port)
             } else {
-                if let Some(t) = self.mechs.tcat_mut() {
-                    t.counters.fallbacks += 1;
-                }
+                self.mechs.on_baseline_shootdown();
                 self.invalidate_everywhere(scope, ctx, &sd, full);
                 let kvm = self.cfg.shootdown_protocol != ShootdownProtocol::Ipi && !self.vms.is_empty();
                 self.interrupt(scope, sd.space, initiator, kvm, port)
@@ -179,59 +185,30 @@ impl Translator {
         k
     }
 
-    /// TCAT (see the module comment): per page, rewrite and flush its home lines; the
-    /// directory's forwards drop the sharers' entries.
-    fn tcat_shootdown<P: MemPort>(&mut self, ctx: Ctx, sd: &Shootdown, initiator: Option<usize>, port: &mut P) -> Charged {
-        let Some(tcat) = self.mechs.tcat() else { return Charged::default() };
-        // The page sizes the change may have been to: the ranges over the pages the OS
-        // counted give the stride of the mappings it changed.
-        let bytes: u64 = sd.ranges.iter().map(|&(s, e)| e - s).sum();
-        let stride = bytes / sd.pages.max(1);
-        let small = stride < PageSize::Size2M.bytes();
-        let large = stride > PageSize::Size4K.bytes();
-        let mut lines: Vec<(u64, VirtAddr)> = Vec::new();
-        for &(start, end) in &sd.ranges {
-            if small {
-                lines.extend((start >> 12..end.div_ceil(4096)).map(|p| VirtAddr(p << 12)).map(|va| (tcat.home(va, PageSize::Size4K, ctx), va)));
-            }
-            if large {
-                lines.extend(
-                    (start >> 21..end.div_ceil(PageSize::Size2M.bytes())).map(|r| VirtAddr(r << 21)).map(|va| (tcat.home(va, PageSize::Size2M, ctx), va)),
-                );
-            }
-        }
+    /// TCAT (see the module comment): the initiator rewrites, and flushes unless
+    /// `tcat.flush=false`, each of the home `lines` of the shootdown's pages; the directory
+    /// forwards each rewrite to the line's TLB sharers, which drop what it names
+    /// ([`crate::mech::Mechanism::invalidate_line`]). Only the initiator's cycles are
+    /// charged: the memory side's for the rewrite, which depend on how many other cores the
+    /// directory reached.
+    fn rewrite_lines<P: MemPort>(&mut self, ctx: Ctx, sd: &Shootdown, lines: &[(u64, VirtAddr)], initiator: Option<usize>, port: &mut P) -> Charged {
         let mut k = Charged::default();
         let init_core = initiator.map(|c| self.contexts[c].core);
-        for (line, va) in lines {
-            let tcat = self.mechs.tcat().expect("checked above");
-            let sharers = tcat.sharers(line);
-            let mut dropped = 0;
-            let mut spurious = 0;
-            for core in (0..self.mmus.len()).filter(|&c| sharers >> c & 1 == 1) {
-                let n: usize = self.mmus[core].tlbs.iter_mut().map(|t| tcat.invalidate(t, line, va, ctx)).sum();
-                dropped += n;
-                spurious += u64::from(n == 0);
-            }
-            let others = (sharers & !init_core.map_or(0, |c| 1u64 << c)).count_ones();
+        let flush = self.cfg.tcat_flush;
+        for &(line, va) in lines {
+            // (Announced before the write, while the line still holds what an unflushed
+            // copy will go on saying.)
             if let Some(c) = initiator {
-                let flush = self.cfg.tcat_flush;
-                if !flush {
-                    if let Some(p) = self.mechs.pomtlb_mut() {
-                        p.keep_unflushed(line, va, ctx, c);
-                    }
-                }
+                self.mechs.on_line_rewrite(line, va, ctx, c, flush);
+            }
+            let sharers = self.mechs.invalidate_line(line, va, ctx, &mut self.mmus);
+            if let Some(c) = initiator {
+                let others = (sharers & !init_core.map_or(0, |c| 1u64 << c)).count_ones();
                 k.init += port.rewrite_line(c, line, others, flush).unwrap_or(0);
             }
-            let tcat = self.mechs.tcat_mut().expect("checked above");
-            tcat.acked(line);
-            let t = &mut tcat.counters;
-            t.lines += 1;
-            t.messages += u64::from(sharers.count_ones());
-            t.spurious += spurious;
-            t.invalidations += dropped as u64;
         }
-        // Page-walk caches and mechanisms' structures (the POM-TLB's entry, which the
-        // rewrite cleared) drop the ranges everywhere.
+        // Page-walk caches and mechanisms' structures (an L3 TLB's entry, which the rewrite
+        // cleared) drop the ranges everywhere.
         for &(start, end) in &sd.ranges {
             let what = Invalidate::Range { ctx: ctx & SPACE_MASK, start, end };
             for c in 0..self.mmus.len() {
@@ -240,26 +217,6 @@ impl Translator {
             }
         }
         k
-    }
-
-    /// `tcat.fill_invalidates`: core `core`'s walk wrote `va`'s translation into its home line,
-    /// and, as a plain protocol would, the write invalidates what the line's other TLB sharers
-    /// hold from it (`tcat.fill_invalidations` counts the entries dropped).
-    #[cold]
-    pub(crate) fn tcat_fill_write(&mut self, core: usize, va: VirtAddr, size: PageSize, ctx: Ctx) {
-        let Some(tcat) = self.mechs.tcat() else { return };
-        let line = tcat.home(va, size, ctx);
-        let others = tcat.sharers(line) & !(1u64 << core);
-        if others == 0 {
-            return;
-        }
-        let mut dropped = 0;
-        for c in (0..self.mmus.len()).filter(|&c| others >> c & 1 == 1) {
-            dropped += self.mmus[c].tlbs.iter_mut().map(|t| tcat.invalidate(t, line, va, ctx)).sum::<usize>();
-        }
-        let tcat = self.mechs.tcat_mut().expect("checked above");
-        tcat.acked_by(line, others);
-        tcat.counters.fill_invalidations += dropped as u64;
     }
 
     /// Context `c` switched to another vCPU (vCPU overcommit): it fills its TLBs under that

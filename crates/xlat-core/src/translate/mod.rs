@@ -201,8 +201,8 @@ impl Translator {
         let (e, size) = self.walk(c, va, write, present, port)?;
         if self.mechs.hooks.walk_end {
             self.mechs.on_walk_end(core, va, ctx, e, size, port);
-            if self.cfg.tcat_fill_invalidates {
-                self.tcat_fill_write(core, va, size, ctx);
+            if self.mechs.hooks.walk_write {
+                self.mechs.on_walk_write(core, va, size, ctx, &mut self.mmus);
             }
         }
         port.walk_end();
