@@ -173,87 +173,7 @@ impl Mechanism for Sequential {
 mod tests {
     use super::*;
     use crate::mech::{AnyMech, Mechs};
-    use crate::memory::port::{Steer, Table};
-    use crate::workload::RefKind;
-
-    /// The buffer answers without touching memory: a port that takes no call.
-    struct NoPort;
-
-    impl MemPort for NoPort {
-        const LOCAL: bool = true;
-        fn dispatch(&mut self, _: usize, _: u32, _: RefKind, _: u8) {
-            unreachable!()
-        }
-        fn l2_tlb(&mut self) {
-            unreachable!()
-        }
-        fn walk_begin(&mut self) {
-            unreachable!()
-        }
-        fn delay(&mut self, _: u64) {
-            unreachable!()
-        }
-        fn read_pte(&mut self, _: u64, _: Table) {
-            unreachable!()
-        }
-        fn pte_prefetch(&mut self, _: u64) {
-            unreachable!()
-        }
-        fn read_pte_group(&mut self, _: u64, _: Table, _: bool, _: bool) {
-            unreachable!()
-        }
-        fn fault(&mut self, _: u64) {
-            unreachable!()
-        }
-        fn walk_end(&mut self) {
-            unreachable!()
-        }
-        fn prefetch_walk_begin(&mut self) {
-            unreachable!()
-        }
-        fn prefetch_walk_end(&mut self) {
-            unreachable!()
-        }
-        fn tlb_read(&mut self, _: u64, _: bool) {
-            unreachable!()
-        }
-        fn tlb_write(&mut self, _: u64) {
-            unreachable!()
-        }
-        fn os_delay(&mut self, _: u64) {
-            unreachable!()
-        }
-        fn data(&mut self, _: u64) {
-            unreachable!()
-        }
-        fn dropped(&mut self) {
-            unreachable!()
-        }
-        fn reset_stats(&mut self) {
-            unreachable!()
-        }
-        fn stall(&mut self, _: usize, _: u64) {
-            unreachable!()
-        }
-        fn os_call(&mut self, _: usize, _: u32, _: u64) {
-            unreachable!()
-        }
-        fn rewrite_line(&mut self, _: usize, _: u64, _: u32, _: bool) -> Option<u64> {
-            unreachable!()
-        }
-        fn holds_modified(&self, _: usize, _: u64) -> bool {
-            unreachable!()
-        }
-        fn now(&self, _: usize) -> u64 {
-            unreachable!()
-        }
-        fn instructions(&self, _: usize) -> u64 {
-            unreachable!()
-        }
-        fn steer(&mut self, _: Steer) {
-            unreachable!()
-        }
-    }
+    use crate::memory::port::fake::FakePort;
 
     fn page(n: u64) -> VirtAddr {
         VirtAddr(0x7f00_0000_0000 + n * 4096)
@@ -266,25 +186,27 @@ mod tests {
     /// other core's buffer is its own.
     #[test]
     fn a_miss_prefetches_the_next_page_into_the_buffer() {
+        // (The buffer answers without touching memory: the port records no call.)
+        let mut port = FakePort::default();
         let mut m = Mechs::new(vec![AnyMech::TlbPrefetch(Sequential::new(2, 2))], 2);
         assert!(m.hooks.tlb_prefetch && m.hooks.l2_tlb_miss);
         let ctx = 1;
         let e = |frame| TlbEntry::page(frame, false);
-        assert_eq!(m.on_l2_tlb_miss(0, VirtAddr(page(0).0 + 123), ctx, false, &mut NoPort), None);
+        assert_eq!(m.on_l2_tlb_miss(0, VirtAddr(page(0).0 + 123), ctx, false, &mut port), None);
         assert_eq!(m.prefetch_request(0), Some(page(1)));
         assert_eq!(m.prefetch_request(0), None, "one request per miss");
         assert_eq!(m.prefetch_request(1), None, "the other core asked for nothing");
         m.on_prefetch_walk(0, page(1), ctx, Prefetched::Walked(e(501), PageSize::Size4K));
-        assert_eq!(m.on_l2_tlb_miss(1, page(1), ctx, false, &mut NoPort), None, "core 1's buffer is its own");
+        assert_eq!(m.on_l2_tlb_miss(1, page(1), ctx, false, &mut port), None, "core 1's buffer is its own");
         assert_eq!(m.prefetch_request(1), Some(page(2)));
         m.on_prefetch_walk(1, page(2), ctx, Prefetched::Unmapped);
-        assert_eq!(m.on_l2_tlb_miss(0, VirtAddr(page(1).0 + 8), ctx, false, &mut NoPort), Some((e(501), PageSize::Size4K)));
-        assert_eq!(m.on_l2_tlb_miss(0, page(1), 2, false, &mut NoPort), None, "another context's page is not this one");
+        assert_eq!(m.on_l2_tlb_miss(0, VirtAddr(page(1).0 + 8), ctx, false, &mut port), Some((e(501), PageSize::Size4K)));
+        assert_eq!(m.on_l2_tlb_miss(0, page(1), 2, false, &mut port), None, "another context's page is not this one");
         assert_eq!(m.prefetch_request(0), Some(page(2)));
         m.on_prefetch_walk(0, page(2), ctx, Prefetched::Walked(e(502), PageSize::Size4K));
-        assert_eq!(m.on_l2_tlb_miss(0, page(1), ctx, false, &mut NoPort), None, "a hit moved it out");
+        assert_eq!(m.on_l2_tlb_miss(0, page(1), ctx, false, &mut port), None, "a hit moved it out");
         assert_eq!(m.prefetch_request(0), None, "page 2 is in the buffer already");
-        assert_eq!(m.on_l2_tlb_miss(0, page(2), ctx, true, &mut NoPort), None, "a store walks to set D");
+        assert_eq!(m.on_l2_tlb_miss(0, page(2), ctx, true, &mut port), None, "a store walks to set D");
         m.prefetch_request(0);
         m.on_prefetch_walk(0, page(3), ctx, Prefetched::Cached);
         // FIFO: 10, 11, then 12 replaces 10.
@@ -293,11 +215,11 @@ mod tests {
         }
         let Some(AnyMech::TlbPrefetch(pf)) = m.get(0) else { panic!("the prefetcher") };
         assert_eq!(pf.occupancy(0), 2);
-        assert_eq!(m.on_l2_tlb_miss(0, page(10), ctx, false, &mut NoPort), None, "the oldest went");
+        assert_eq!(m.on_l2_tlb_miss(0, page(10), ctx, false, &mut port), None, "the oldest went");
         // A shootdown of page 11 in this context.
         assert_eq!(m.on_invalidate(0, Invalidate::Range { ctx, start: page(11).0, end: page(12).0 }), 1);
-        assert_eq!(m.on_l2_tlb_miss(0, page(11), ctx, false, &mut NoPort), None);
-        assert_eq!(m.on_l2_tlb_miss(0, page(12), ctx, false, &mut NoPort), Some((e(512), PageSize::Size4K)));
+        assert_eq!(m.on_l2_tlb_miss(0, page(11), ctx, false, &mut port), None);
+        assert_eq!(m.on_l2_tlb_miss(0, page(12), ctx, false, &mut port), Some((e(512), PageSize::Size4K)));
         let mut s = Stats::default();
         m.emit_stats(&mut s);
         // Requests taken: page 1, page 2 (core 1), page 2, page 3.
@@ -307,15 +229,18 @@ mod tests {
         assert_eq!(s.f("tlb.prefetch.unmapped"), 1.0);
         assert_eq!(s.f("tlb.prefetch.requests"), 4.0);
         assert_eq!(s.f("tlb.prefetch.accuracy"), 0.4);
+        assert!(port.0.is_empty(), "{:?}", port.0);
     }
 
     /// A 2 MB page's translation answers a miss anywhere in it.
     #[test]
     fn a_large_page_answers_for_all_of_it() {
+        let mut port = FakePort::default();
         let mut pf = Sequential::new(4, 1);
         let base = VirtAddr(0x4000_0000);
         pf.on_prefetch_walk(0, base, 1, Prefetched::Walked(TlbEntry::page(512, true), PageSize::Size2M));
-        assert_eq!(pf.on_l2_tlb_miss(0, VirtAddr(base.0 + 0x1f_f000), 1, true, &mut NoPort), Some((TlbEntry::page(512, true), PageSize::Size2M)));
+        assert_eq!(pf.on_l2_tlb_miss(0, VirtAddr(base.0 + 0x1f_f000), 1, true, &mut port), Some((TlbEntry::page(512, true), PageSize::Size2M)));
         assert_eq!(pf.prefetch_request(0), Some(VirtAddr(base.0 + 0x20_0000)), "the page after the 4 KB page missed");
+        assert!(port.0.is_empty(), "{:?}", port.0);
     }
 }

@@ -126,3 +126,96 @@ pub enum Steer {
     /// L2s, `llc` (by owner) for the LLC.
     Ptp { probability: f64, cores: u64, llc: u64 },
 }
+
+/// A fake memory side for one-component tests: it writes down a walk's calls and takes no
+/// other (the walker never dispatches or touches data: those are the translator's; a
+/// mechanism answering from its own structure calls nothing).
+#[cfg(test)]
+pub(crate) mod fake {
+    use super::{MemPort, Steer, Table};
+    use crate::workload::RefKind;
+
+    /// What the walker asked of the memory side, in order.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(crate) enum Call {
+        Delay(u64),
+        Pte(u64, Table),
+        Prefetch(u64),
+        Group(u64, bool, bool),
+    }
+
+    /// A memory port that only writes down the walk's calls (the walker never dispatches or
+    /// touches data: those are the translator's).
+    #[derive(Default)]
+    pub(crate) struct FakePort(pub(crate) Vec<Call>);
+
+    impl MemPort for FakePort {
+        const LOCAL: bool = false;
+        fn dispatch(&mut self, _: usize, _: u32, _: RefKind, _: u8) {
+            unreachable!()
+        }
+        fn l2_tlb(&mut self) {
+            unreachable!()
+        }
+        fn walk_begin(&mut self) {
+            unreachable!()
+        }
+        fn delay(&mut self, cycles: u64) {
+            self.0.push(Call::Delay(cycles));
+        }
+        fn read_pte(&mut self, line: u64, table: Table) {
+            self.0.push(Call::Pte(line, table));
+        }
+        fn read_pte_group(&mut self, line: u64, _: Table, first: bool, wait: bool) {
+            self.0.push(Call::Group(line, first, wait));
+        }
+        fn pte_prefetch(&mut self, line: u64) {
+            self.0.push(Call::Prefetch(line));
+        }
+        fn fault(&mut self, _: u64) {
+            unreachable!()
+        }
+        fn walk_end(&mut self) {
+            unreachable!()
+        }
+        fn prefetch_walk_begin(&mut self) {
+            unreachable!()
+        }
+        fn prefetch_walk_end(&mut self) {
+            unreachable!()
+        }
+        fn tlb_read(&mut self, _: u64, _: bool) {
+            unreachable!()
+        }
+        fn tlb_write(&mut self, _: u64) {
+            unreachable!()
+        }
+        fn holds_modified(&self, _: usize, _: u64) -> bool {
+            false
+        }
+        fn rewrite_line(&mut self, _: usize, _: u64, _: u32, _: bool) -> Option<u64> {
+            unreachable!()
+        }
+        fn os_delay(&mut self, _: u64) {
+            unreachable!()
+        }
+        fn data(&mut self, _: u64) {
+            unreachable!()
+        }
+        fn dropped(&mut self) {
+            unreachable!()
+        }
+        fn reset_stats(&mut self) {}
+        fn stall(&mut self, _: usize, _: u64) {}
+        fn os_call(&mut self, _: usize, _: u32, _: u64) {
+            unreachable!()
+        }
+        fn now(&self, _: usize) -> u64 {
+            0
+        }
+        fn instructions(&self, _: usize) -> u64 {
+            0
+        }
+        fn steer(&mut self, _: Steer) {}
+    }
+}

@@ -233,21 +233,14 @@ impl Translator {
     #[inline(never)]
     fn tlb_prefetches<P: MemPort>(&mut self, c: usize, port: &mut P) {
         use crate::mech::Prefetched;
-        let HwContext { core, space, vm, ctx } = self.contexts[c];
+        let HwContext { core, ctx, .. } = self.contexts[c];
         while let Some(va) = self.mechs.prefetch_request(core) {
             let mmu = &mut self.mmus[core];
             let result = if mmu.tlbs.iter().any(|t| t.holds_page(va, ctx)) {
                 Prefetched::Cached
             } else {
                 port.prefetch_walk_begin();
-                let mut w = Walker { mmu, ctx, port: &mut *port, mechs: &mut self.mechs, p: &self.walk, c: core, miss: false };
-                let walked = if self.virt {
-                    let v = &mut self.vms[vm];
-                    let mut host = HostTable { pt: &mut self.os.pt, root: self.os.spaces[v.space].root, ctx: v.ctx };
-                    w.walk_2d(&mut v.os.pt, v.os.spaces[space].root, &mut host, va, false)
-                } else {
-                    w.walk(&mut self.os.pt, self.os.spaces[space].root, va, false)
-                };
+                let walked = self.walk_once(self.contexts[c], va, false, false, port);
                 port.prefetch_walk_end();
                 match walked {
                     Walked::Leaf(e, size) => Prefetched::Walked(e, size),
@@ -255,6 +248,21 @@ impl Translator {
                 }
             };
             self.mechs.on_prefetch_walk(core, va, ctx, result);
+        }
+    }
+
+    /// One walk of `va` by context `x`'s core: natively, or in 2D through its VM's table and
+    /// the host's. `miss`: the walk answers a TLB miss (not a retry, nor a dirty-bit walk).
+    #[inline(always)]
+    fn walk_once<P: MemPort>(&mut self, x: HwContext, va: VirtAddr, write: bool, miss: bool, port: &mut P) -> Walked {
+        let HwContext { core, space, vm, ctx } = x;
+        let mut w = Walker { mmu: &mut self.mmus[core], ctx, port, mechs: &mut self.mechs, p: &self.walk, c: core, miss };
+        if self.virt {
+            let v = &mut self.vms[vm];
+            let mut host = HostTable { pt: &mut self.os.pt, root: self.os.spaces[v.space].root, ctx: v.ctx };
+            w.walk_2d(&mut v.os.pt, v.os.spaces[space].root, &mut host, va, write)
+        } else {
+            w.walk(&mut self.os.pt, self.os.spaces[space].root, va, write)
         }
     }
 
@@ -280,7 +288,7 @@ impl Translator {
         // Each fault maps one more page (natively the page; in a VM a guest page, or the
         // host page behind a guest page-table node or data page): a handful at most.
         for attempt in 0..64 {
-            let HwContext { core, space, vm, ctx } = self.contexts[c];
+            let HwContext { core, space, vm, .. } = self.contexts[c];
             let miss = attempt == 0 && !dirty_bit;
             let k = &mut self.mmus[core].counters;
             if miss {
@@ -288,14 +296,7 @@ impl Translator {
             } else if attempt > 0 {
                 k.walk_retries += 1;
             }
-            let mut w = Walker { mmu: &mut self.mmus[core], ctx, port: &mut *port, mechs: &mut self.mechs, p: &self.walk, c: core, miss };
-            let walked = if self.virt {
-                let v = &mut self.vms[vm];
-                let mut host = HostTable { pt: &mut self.os.pt, root: self.os.spaces[v.space].root, ctx: v.ctx };
-                w.walk_2d(&mut v.os.pt, v.os.spaces[space].root, &mut host, va, write)
-            } else {
-                w.walk(&mut self.os.pt, self.os.spaces[space].root, va, write)
-            };
+            let walked = self.walk_once(self.contexts[c], va, write, miss, port);
             let cost = match walked {
                 Walked::Leaf(e, size) => return Ok((e, size)),
                 Walked::Fault if !self.virt => {
