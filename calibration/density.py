@@ -18,7 +18,9 @@ kernels are past their initialization) is fast-forwarded (``skip``) but for its 
 references, which are simulated unmeasured; then ``--refs`` references (at most the study's) are
 measured. Where density.toml gives a ``measure`` (pcc, which has no warm-up; PageRank in
 coalescing, whose study window starts in its sequential first pass) that many are measured
-instead: the study's whole window. ``skip = false`` (tcat) simulates the whole warm-up.
+instead: the study's whole window. A kernel's ``skip`` is what its points fast-forward before
+that (pcc: PageRank's first pass, BFS's parent reset). ``skip = false`` (tcat) simulates the
+whole warm-up.
 """
 
 from __future__ import annotations
@@ -81,13 +83,15 @@ def metrics(s: dict[str, float]) -> dict[str, float]:
 
 
 def window(kernel: dict, study: dict, refs: int, warm: int) -> tuple[int, int, int]:
-    """(skip, warm-up, refs): the study's warm-up fast-forwarded but for its last ``warm``."""
+    """(skip, warm-up, refs): what the kernel's points skip, then the study's warm-up
+    fast-forwarded but for its last ``warm``."""
     w = count(kernel.get("warmup", study["warmup"]))
     measure = kernel.get("measure", study.get("measure"))
     n = count(measure) if measure else min(count(study["refs"]), refs)
+    first = count(kernel.get("skip", 0))
     if not study.get("skip", True):
-        return 0, w, n
-    return w - min(w, warm), min(w, warm), n
+        return first, w, n
+    return first + w - min(w, warm), min(w, warm), n
 
 
 def run(kernel: dict, study: dict, refs: int, warm: int) -> dict[str, float]:

@@ -58,7 +58,7 @@ def test_every_kernel_is_a_point_of_its_studys_baseline(spec):
         assert p.config.base == base, k["workload"]
         assert dict(p.config.overrides) == {**s.get("set", {}), **k.get("set", {})}, k["workload"]
         assert p.warmup == _sweep.parse_count(k.get("warmup", s["warmup"])), k["workload"]
-        assert p.skip == 0
+        assert p.skip == _sweep.parse_count(k.get("skip", 0)), k["workload"]
 
 
 def test_every_paper_number_has_a_source(density, spec):
