@@ -7,7 +7,9 @@
 //! (radix and flattened), one and two host threads, several cores, several processes with
 //! and without PCIDs, THP with khugepaged and faults, fragmentation, two VMs, the PTP
 //! detector, a perfect TLB, the AMD-style walker port with an inclusive LLC and a DRAM
-//! queue, warm-up, the POM-TLB, CSALT and DIP, coalesced TLB entries, and data prefetchers. Each is small enough that the whole set runs in about a minute.
+//! queue, warm-up, the POM-TLB, CSALT and DIP, coalesced TLB entries, data prefetchers, a TLB
+//! prefetcher, and TCAT's shootdowns over the POM-TLB. Each is small enough that the whole set
+//! runs in about a minute.
 use xlat_core::{Config, Machine, RunOptions};
 
 /// (name, workload spec, references, warm-up, prefault, host threads, config pairs)
@@ -78,6 +80,16 @@ const CASES: &[Case] = &[
     ("coalescing_faults", GUPS_SMALL, 600_000, 0, false, 1, &["tlb.coalescing=32k"]),
     ("asap_2t", GUPS, 1_000_000, 200_000, true, 2, &["asap.enabled=true"]),
     ("prefetchers_2t", "bfs:scale=15", 1_000_000, 200_000, true, 2, &["cache.l1d.prefetcher=stride", "cache.l2.prefetcher=stream"]),
+    ("tlb_prefetch_2t", GUPS_SMALL, 1_000_000, 200_000, true, 2, &["tlb.prefetcher=sequential", "core.walkers=1"]),
+    (
+        "tcat",
+        "kvstore:threads=4,keys=256K,ops=8M,writes=0.05,churn=0.032",
+        600_000,
+        100_000,
+        true,
+        1,
+        &["system.cores=4", "pomtlb.enabled=true", "coherence.enabled=true", "shootdown.protocol=tcat-cotag", "tcat.flush=false", "tcat.fill_invalidates=true"],
+    ),
 ];
 
 fn main() {
