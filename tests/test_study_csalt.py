@@ -22,7 +22,9 @@ def test_spec_runs_the_five_schemes_on_csalt8_with_two_vms():
         assert labels[:5] == MAIN and "conventional-1vm" in labels and "csalt-cd-trace" in labels
         for p in spec.points:
             s = dict(p.config.overrides)
-            assert p.config.base == "csalt8" and s["virt.enabled"] is True and p.prefault, p
+            # Every point in VMs but the native ones (Tab. 3.1's native column, Fig. 6.6).
+            native = p.config.label.endswith("-native")
+            assert p.config.base == "csalt8" and s.get("virt.enabled", False) is not native and p.prefault, p
             # Two VMs per core in every main scheme; the POM-TLB in all but conventional TLBs.
             if p.config.label in MAIN:
                 assert s["virt.vms"] == 2 and s.get("pomtlb.enabled", False) == (p.config.label != "conventional"), p
@@ -30,6 +32,11 @@ def test_spec_runs_the_five_schemes_on_csalt8_with_two_vms():
         assert trace and all(p.interval for p in trace) and {p.workload for p in trace} == {"cc"}
     full = sweep.load_spec(STUDY / "sweep.toml")
     assert {p.workload for p in full.points if p.config.label == "csalt-cd"} == {"gups", "bfs", "cc", "pagerank", "canneal", "mix"}
+    # Natively: two processes per core on the main comparison's timer, as its two VMs are.
+    for label in ("pomtlb-native", "csalt-cd-native"):
+        s = dict(next(p for p in full.points if p.config.label == label).config.overrides)
+        assert (s["os.processes"], s["os.timeslice_cycles"], s["pomtlb.enabled"]) == (2, 1000000, True), label
+    assert {p.workload for p in full.points if p.config.label == "conventional-native"} == {"gups", "bfs", "cc", "pagerank", "canneal"}
     # The heterogeneous pairs (Tab. 6.2): two programs on the same 8 cores, in the main schemes only.
     pairs = [p for p in full.points if p.workload == "mix"]
     assert {p.config.label for p in pairs} == set(MAIN) and len(pairs) == 10
@@ -59,15 +66,16 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     res = study.run(str(d), workers=2, root=tmp_path / "results", progress=False)
     assert res.sweep.failed == 0
     text = res.report.read_text()
-    # Every number has an xlat value (the sensitivity sweeps are in this tiny copy too), but
-    # those no point of the study measures (paper.toml's note says "no ... point") and those of
-    # the workloads this copy leaves out.
+    # Every number has an xlat value (the sensitivity sweeps and the native points are in this
+    # tiny copy too), but those no point of the study measures (paper.toml's note says "no ...
+    # point") and those of the workloads this copy leaves out.
     entries = report.load_paper(STUDY / "paper.toml")
     unmeasured = {e["id"] for e in entries if e.get("note", "").startswith("no ")}
     # (The copy switches every VM at 20,000 cycles: no "30 ms" point.)
     absent = {e["id"] for e in entries if any(w in e["id"] for w in ("pagerank", "canneal", "bfs", "graph500", "30ms"))}
     missing = paper_numbers_without_value(text, STUDY / "paper.toml")
-    assert unmeasured and unmeasured <= missing and missing <= unmeasured | absent, missing - unmeasured - absent
+    assert unmeasured <= missing and missing <= unmeasured | absent, missing - unmeasured - absent
+    assert {"walk_cycles_native_gups", "walk_cycles_native_cc", "native_csalt_cd", "native_cc_csalt_cd"}.isdisjoint(missing), missing
     assert (res.report.parent / "speedup.png").is_file() and (res.report.parent / "partition.png").is_file()
     assert "## Sensitivity" in text
     # The pair's row in the main table, under its label.

@@ -89,6 +89,14 @@ def render(df, out_dir, quick):
     # Tab. 3.1's virtualized column was measured on the real host with one VM: the one-VM points.
     for w in ("canneal", "cc", "bfs", "gups", "pagerank"):
         values[f"walk_cycles_virt_{w}"] = _get(t, "conventional-1vm", w, "walk_cpw")
+        values[f"walk_cycles_native_{w}"] = _get(t, "conventional-native", w, "walk_cpw")
+    # Fig. 6.6: natively, two processes per core on a timer, CSALT-CD over the POM-TLB (the
+    # baseline of Fig. 6.1, which the text gives for Fig. 6.6 too).
+    native = [w for w in wl if not math.isnan(_get(t, "csalt-cd-native", w, "ipc"))]
+    if native:
+        values["native_csalt_cd"] = _ratio(t, "csalt-cd-native", "pomtlb-native", "ipc", native)
+    if "cc" in native:
+        values["native_cc_csalt_cd"] = _ratio(t, "csalt-cd-native", "pomtlb-native", "ipc", ["cc"])
     # §3.2: each pagerank instance's cycles with a second VM switching on its cores over alone.
     # Per instruction it runs (its own slices only): IPC alone / IPC with the other VM.
     values["pagerank_cycles_switching"] = _ratio(t, "conventional-1vm", "conventional", "ipc", ["pagerank"])
