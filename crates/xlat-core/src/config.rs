@@ -406,6 +406,7 @@ config! {
     core_store_buffer: u64 = 56; "core.store_buffer"; "store-buffer entries: a store retires into one once translated and holds it until it commits, in order, with its line there; a full buffer holds the next store's retirement (0: unlimited)";
     core_walkers: u64 = 2; "core.walkers"; "page walks in flight at once";
     core_lq: u64 = 0; "core.lq"; "load-queue entries: a load holds one from dispatch until its data arrives, and a load finding none free waits to dispatch, with everything behind it (0: unlimited)";
+    timing_pools: PoolModel = PoolModel::Fast; "timing.pools"; "resource model of each core's MSHRs and page walkers, both granting units first come first served by request cycle: fast (the schedule of the requests seen so far, in request order; a request that comes after a later one is served in its place and those after it again) or exact (busy units counted per cycle over every booking; a later request's lost wait booked where a unit is free): docs/timing.md, \"Two resource models\"";
     core_inflight: bool = true; "core.inflight"; "in-flight state: a reference waits for work in flight that it needs (the fill of its line: an MSHR merge; the walk of its 4 KB page: a TLB-miss merge) (false: caches and TLBs serve a line or translation the moment its access is simulated; for ablation)";
     core_lookahead: u64 = 0; "core.lookahead"; "references a dependent reference (one that waits for its producer) looks ahead, within the reorder buffer, for a younger one that does not wait for it and accesses its 4 KB page (any load or store) or its line (a load): that one issues first, and starts the walk or the fill the dependent one merges into; 8 finds every case in the calibration traces (0: off, the default: the kernels record every reference's producer, which leaves it nothing to find; docs/timing.md)";
     tlb_l1d_entries: u64 = 64; "tlb.l1d.entries"; "L1 DTLB entries for 4 KB pages (all sizes if tlb.l1d.unified)";
@@ -1198,7 +1199,7 @@ mod tests {
         assert!(msg.contains("tlb.l2.entires"), "{msg}");
         assert!(msg.contains("tlb.l2.entries"), "{msg}");
         let e = Config::default().set("nosuch", "5").unwrap_err().to_string();
-        assert!(e.contains("sections: system, core, tlb"), "{e}");
+        assert!(e.contains("sections: system, core, timing, tlb"), "{e}");
         let listed: Vec<&str> = e.split("sections: ").nth(1).unwrap().trim_end_matches(')').split(", ").collect();
         assert!(listed.iter().all(|s| listed.iter().filter(|t| *t == s).count() == 1), "each section once: {e}");
     }

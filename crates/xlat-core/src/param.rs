@@ -232,6 +232,11 @@ config_enum!(
     TlbPrefetcher { None = "none", Sequential = "sequential" }
 );
 config_enum!(
+    /// The resource model of a core's MSHRs and walkers (`timing/pool.rs`): fast (per-unit
+    /// timelines) or exact (per-cycle counts of every booking).
+    PoolModel { Fast = "fast", Exact = "exact" }
+);
+config_enum!(
     /// Where page-walk reads enter the cache hierarchy.
     WalkerPort { L1d = "l1d", L2 = "l2" }
 );

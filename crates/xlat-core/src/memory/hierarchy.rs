@@ -13,7 +13,7 @@ use crate::memory::prefetcher::{Prefetch, MAX_DEGREE};
 use crate::memory::repl::LineKind;
 use crate::param::{CsaltFormula, LlcFill, Policy, Prefetcher, WalkerPort};
 use crate::stats::{CoreCounters, VirtCounters};
-use crate::timing::{Early, InFlight, Units, Window};
+use crate::timing::{Early, InFlight, Pool, Window};
 use crate::workload::RefKind;
 
 /// Where an access was served.
@@ -109,8 +109,8 @@ pub struct CoreMem {
     pub l1d: Cache,
     pub l2: Cache,
     /// L1D misses in flight (`core.mshrs`) and page walks (`core.walkers`).
-    pub mshrs: Units,
-    pub walkers: Units,
+    pub mshrs: Pool,
+    pub walkers: Pool,
     /// Lines on their way to this core (by line), and walks not yet done (by 4 KB page of
     /// the translated address's frame): see [`InFlight`].
     fills: InFlight,
@@ -129,8 +129,8 @@ impl CoreMem {
             l2: Cache::new(cfg.cache_l2.size_kb, cfg.cache_l2.ways, cfg.cache_l2.latency, cfg.cache_l2.policy, cfg.cache_l2.energy_nj, s + 6)
                 .with_csalt(cfg)
                 .with_prefetcher(cfg.cache_l2_prefetcher != Prefetcher::None),
-            mshrs: Units::new(cfg.core_mshrs),
-            walkers: Units::new(cfg.core_walkers),
+            mshrs: Pool::new(cfg.core_mshrs, cfg.timing_pools),
+            walkers: Pool::new(cfg.core_walkers, cfg.timing_pools),
             fills: InFlight::default(),
             walks: InFlight::default(),
             pf_l1d: Prefetch::new(cfg.cache_l1d_prefetcher, cfg.cache_l1d_prefetch_degree),

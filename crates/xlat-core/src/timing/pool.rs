@@ -1,0 +1,51 @@
+//! A pool of identical units (a core's MSHRs, its page walkers) under either resource model
+//! (`timing.pools`): [`Schedule`], fast, the default; or [`Units`], exact, the reference the
+//! fast one is checked against (`calibration/pools.py`, `tests/timing_reference.rs`).
+
+use super::schedule::Schedule;
+use super::window::Units;
+use crate::param::PoolModel;
+
+pub enum Pool {
+    Fast(Schedule),
+    Exact(Units),
+}
+
+impl Pool {
+    pub fn new(n: u64, model: PoolModel) -> Pool {
+        match model {
+            PoolModel::Fast => Pool::Fast(Schedule::new(n)),
+            PoolModel::Exact => Pool::Exact(Units::new(n)),
+        }
+    }
+
+    /// When an operation that wants to start at `t` would start, without booking it; no
+    /// request comes before `floor`.
+    #[inline]
+    pub fn start(&mut self, t: u64, floor: u64) -> u64 {
+        match self {
+            Pool::Fast(p) => p.start(t, floor),
+            Pool::Exact(p) => p.start(t, floor),
+        }
+    }
+
+    /// When a request at `t` that goes ahead of those waiting for a unit would start: when the
+    /// first unit running at `t` frees (a page walk's read at the L1D's MSHRs).
+    #[inline]
+    pub fn start_ahead(&mut self, t: u64, floor: u64) -> u64 {
+        match self {
+            Pool::Fast(p) => p.start_ahead(t, floor),
+            Pool::Exact(p) => p.start_ahead(t, floor),
+        }
+    }
+
+    /// One unit busy for `dur` cycles from `s` (where `start` or `start_ahead` said), for a
+    /// request at `t`.
+    #[inline]
+    pub fn book(&mut self, t: u64, s: u64, dur: u64) {
+        match self {
+            Pool::Fast(p) => p.book(t, s, dur),
+            Pool::Exact(p) => p.book(t, s, dur),
+        }
+    }
+}
