@@ -206,13 +206,19 @@ impl Schedule {
 mod tests {
     use super::*;
 
-    #[test]
-    fn in_time_order_a_request_takes_the_unit_that_frees_first() {
-        let mut p = Schedule::new(2);
-        for (t, dur) in [(0, 100), (10, 50), (20, 30), (30, 10)] {
+    /// `n` units given `(cycle, duration)` requests, each booked where it would start.
+    fn booked(n: u64, reqs: &[(u64, u64)]) -> Schedule {
+        let mut p = Schedule::new(n);
+        for &(t, dur) in reqs {
             let s = p.start(t, 0);
             p.book(t, s, dur);
         }
+        p
+    }
+
+    #[test]
+    fn in_time_order_a_request_takes_the_unit_that_frees_first() {
+        let mut p = booked(2, &[(0, 100), (10, 50), (20, 30), (30, 10)]);
         // 0..100 and 10..60 on the two units; the third waits for 60 (60..90), the fourth
         // for 90 (90..100).
         assert_eq!(p.start(40, 0), 100);
@@ -240,11 +246,7 @@ mod tests {
     fn a_request_ahead_of_the_queue_takes_the_next_unit_to_free() {
         // Two units busy 0..100 and 0..200 with work queued behind each; a request going
         // ahead waits for the first running booking to end, not for the queue.
-        let mut p = Schedule::new(2);
-        for (t, dur) in [(0, 100), (0, 200), (1, 100), (2, 100)] {
-            let s = p.start(t, 0);
-            p.book(t, s, dur);
-        }
+        let mut p = booked(2, &[(0, 100), (0, 200), (1, 100), (2, 100)]);
         assert_eq!(p.start(5, 0), 200);
         assert_eq!(p.start_ahead(5, 0), 100);
         p.book(5, 100, 10);
