@@ -254,6 +254,13 @@ def main() -> int:
     print(f"trace_champsim: a ChampSim .xz trace of GUPS, {tc['refs'] / 1e6:.0f} M refs: first run {tc['first_run_refs_per_s'] / 1e6:.2f} M refs/s "
           f"(decodes it into the trace cache), later runs {tc['refs_per_s'] / 1e6:.2f} M refs/s, {tc['later_vs_kernel']:.2f}x the kernel's "
           f"{tc['kernel_refs_per_s'] / 1e6:.2f} M; without the cache {tc['uncached_refs_per_s'] / 1e6:.2f} M refs/s")
+    champ = HERE / "champsim.json"
+    if champ.exists():
+        # (ChampSim's rate as benches/champsim_rate.py recorded it: another trace of GUPS, on
+        # the host and date it names; a ratio across hosts is rough.)
+        c = json.loads(champ.read_text())
+        print(f"trace_champsim: {tc['refs_per_s'] / c['refs_per_s']:,.0f}x ChampSim's recorded {c['refs_per_s']:,.0f} refs/s "
+              f"({c['binary']} on {c['trace']}, {c['date']}, {c['cpu']}; benches/champsim.json; goal 6,000x)")
     mc = results["mrc_tlb_l2"]
     print(f"mrc_tlb_l2: the L2 TLB at {mc['sizes']} sizes on {mc['workload']}, {mc['refs'] / 1e6:.0f} M refs: one run with its "
           f"miss-ratio curve {mc['curve_seconds']:.1f} s, the {mc['sizes']} runs it replaces {mc['separate_seconds']:.1f} s "
