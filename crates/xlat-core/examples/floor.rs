@@ -19,7 +19,7 @@
 //! - memory side: three LRU caches (L1D 32 KB, L2 256 KB and LLC 16 MB, 8-way; non-inclusive
 //!   fills and write-backs as `MemorySide::access` does them) kept as bare key arrays, a dirty
 //!   mask and the engine's order word (`repl::Order`); LLC sets prefetched ahead; then the same
-//!   with the engine's timing (`timing::Window`, `Units` for the walkers and MSHRs, `InFlight`
+//!   with the engine's timing (`timing::Window`, a `Pool` for the walkers and MSHRs, `InFlight`
 //!   for lines and pages in flight, used as `memory::hierarchy` uses them), then with the
 //!   engine's own caches (`cache::Cache`) instead of the lean ones: same decisions, same
 //!   cycles. The physical layout is not the engine's (data frames in page order, table
@@ -32,8 +32,9 @@ use std::time::Instant;
 use xlat_core::config::Policy;
 use xlat_core::memory::cache::Cache;
 use xlat_core::memory::repl::{LineKind, Order, WideOrder};
+use xlat_core::param::PoolModel;
 use xlat_core::prefetch;
-use xlat_core::timing::{InFlight, Units, Window};
+use xlat_core::timing::{InFlight, Pool, Window};
 
 /// One LRU cache: `W` ways per set.
 struct Lean<const W: usize> {
@@ -500,15 +501,15 @@ fn translate_all(f: &mut Front, refs: &[(u64, bool)]) -> (f64, Vec<Step>) {
 }
 
 /// The memory side: a hierarchy, and with `timing` the engine's timing: its window (4 wide,
-/// 224-entry ROB, 56-entry store buffer), two walkers and ten MSHRs (`timing::Units`, walk
-/// reads that miss the L1D holding one as data misses do), and the lines and pages still in
-/// flight (`timing::InFlight`), used as `memory::hierarchy` uses them.
+/// 224-entry ROB, 56-entry store buffer), two walkers and ten MSHRs (`timing::Pool`, the
+/// default fast model; walk reads that miss the L1D holding one as data misses do), and the
+/// lines and pages still in flight (`timing::InFlight`), used as `memory::hierarchy` uses them.
 struct Memory<H> {
     h: H,
     timing: bool,
     w: Window,
-    walkers: Units,
-    mshrs: Units,
+    walkers: Pool,
+    mshrs: Pool,
     fills: InFlight,
     walks: InFlight,
     /// Of the reference that walks: its dispatch, when it wanted a walker, when it got one,
@@ -526,7 +527,19 @@ const PWC: u64 = 1;
 impl<H: Levels> Memory<H> {
     fn new(h: H, timing: bool) -> Self {
         let (fills, walks) = (InFlight::default(), InFlight::default());
-        Memory { h, timing, w: Window::new(4, 224, 56, 0), walkers: Units::new(2), mshrs: Units::new(10), fills, walks, issue: 0, t: 0, start: 0, lat: 0 }
+        Memory {
+            h,
+            timing,
+            w: Window::new(4, 224, 56, 0),
+            walkers: Pool::new(2, PoolModel::Fast),
+            mshrs: Pool::new(10, PoolModel::Fast),
+            fills,
+            walks,
+            issue: 0,
+            t: 0,
+            start: 0,
+            lat: 0,
+        }
     }
 
     /// When the line of an access at `t`, served at level `served`, arrives (the engine's
@@ -540,7 +553,8 @@ impl<H: Levels> Memory<H> {
         if served == 0 {
             return t + lat;
         }
-        let start = self.mshrs.acquire(t, lat, self.w.now());
+        let start = self.mshrs.start(t, self.w.now());
+        self.mshrs.book(t, start, lat);
         self.fills.put(line, t, start + lat);
         start + lat
     }
