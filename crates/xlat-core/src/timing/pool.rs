@@ -12,10 +12,16 @@ pub enum Pool {
 }
 
 impl Pool {
+    /// Units up to which the fast model serves a pool. It copies the units' free cycles for
+    /// each request, so a pool of thousands (an MSHR count meaning "unlimited") would cost that
+    /// many words a request; such a pool never fills, and the exact one, whose cost is the
+    /// bookings' length, books it (both start every request at its own cycle there).
+    const FAST_UP_TO: u64 = 256;
+
     pub fn new(n: u64, model: PoolModel) -> Pool {
         match model {
-            PoolModel::Fast => Pool::Fast(Schedule::new(n)),
-            PoolModel::Exact => Pool::Exact(Units::new(n)),
+            PoolModel::Fast if n <= Self::FAST_UP_TO => Pool::Fast(Schedule::new(n)),
+            PoolModel::Fast | PoolModel::Exact => Pool::Exact(Units::new(n)),
         }
     }
 
