@@ -13,8 +13,8 @@
 //! at the L1D's MSHRs) is put before the requests still waiting at its cycle.
 //!
 //! A request in time order costs a pass over the `n` units' free cycles (kept in order: which
-//! unit is which does not matter), and every eighth a copy of them (a checkpoint); one out of
-//! order, a pass for each request from the checkpoint before it on. The exact pool ([`Units`](super::Units)) instead counts busy units
+//! unit is which does not matter) and a copy of them; one out of order, that for each request
+//! after it. The exact pool ([`Units`](super::Units)) instead counts busy units
 //! per cycle over every booking, and books a later request's lost wait where fewer than `n` are
 //! busy; the two differ where several requests are out of order at once (docs/timing.md, "Two
 //! resource models"; `calibration/pools.py` compares them).
@@ -37,60 +37,20 @@ impl Entry {
     }
 }
 
-/// The units' free cycles, in order (which unit is which does not matter), in a ring from
-/// `head`: a request served next takes the first, from the later of its own cycle and that, and
-/// its end mostly comes last, so serving it moves nothing.
-#[derive(Clone, Debug)]
-struct Free {
-    ring: Vec<u64>,
-    head: usize,
-}
-
-impl Free {
-    fn new(n: usize) -> Free {
-        Free { ring: vec![0; n], head: 0 }
+/// The units' free cycles, in order (which unit is which does not matter): a request served
+/// next takes the first, from the later of its own cycle and that; returns its start.
+#[inline]
+fn serve(free: &mut [u64], from: u64, dur: u64) -> u64 {
+    let start = from.max(free[0]);
+    let end = start + dur;
+    // (Its end goes in order, mostly last: the units before it move down one.)
+    let mut j = 0;
+    while j + 1 < free.len() && free[j + 1] <= end {
+        free[j] = free[j + 1];
+        j += 1;
     }
-
-    #[inline]
-    fn first(&self) -> u64 {
-        self.ring[self.head]
-    }
-
-    /// Serve a request from `from` for `dur` cycles; returns its start.
-    #[inline]
-    fn serve(&mut self, from: u64, dur: u64) -> u64 {
-        let n = self.ring.len();
-        let start = from.max(self.ring[self.head]);
-        let end = start + dur;
-        // The first unit's slot becomes the last place; its end moves ahead of the later ones.
-        let mut j = self.head;
-        self.head = if j + 1 == n { 0 } else { j + 1 };
-        for _ in 1..n {
-            let prev = if j == 0 { n - 1 } else { j - 1 };
-            if self.ring[prev] <= end {
-                break;
-            }
-            self.ring[j] = self.ring[prev];
-            j = prev;
-        }
-        self.ring[j] = end;
-        start
-    }
-
-    /// The free cycles in order into `out`.
-    #[inline]
-    fn save(&self, out: &mut [u64]) {
-        let (a, b) = self.ring.split_at(self.head);
-        out[..b.len()].copy_from_slice(b);
-        out[b.len()..].copy_from_slice(a);
-    }
-
-    /// The free cycles in order from `saved`.
-    #[inline]
-    fn load(&mut self, saved: &[u64]) {
-        self.ring.copy_from_slice(saved);
-        self.head = 0;
-    }
+    free[j] = end;
+    start
 }
 
 pub struct Schedule {
@@ -98,63 +58,29 @@ pub struct Schedule {
     /// The live requests in service order, from `head` on.
     entries: Vec<Entry>,
     head: usize,
-    /// The units' free cycles before every `K`-th request (`n` per checkpoint, each in order):
-    /// those before any other request are served again from the checkpoint before it. (The free
-    /// cycles before a request are the `n` latest ends of the requests before it, as a request
-    /// served takes the unit that frees first and frees it no earlier.)
-    checkpoints: Vec<u64>,
-    /// The units' free cycles after every request.
-    after: Free,
+    /// The units' free cycles before each request (`n` per entry, in entry order), each in
+    /// order.
+    before: Vec<u64>,
+    /// The units' free cycles after every request, in order.
+    after: Vec<u64>,
     /// The longest request kept: one that started that long before a cycle has ended by then.
     longest: u64,
-    /// The units' free cycles before request `at` (`usize::MAX`: none), served again from its
-    /// checkpoint: kept from a request's `start` for its `book`.
-    free: Free,
-    at: usize,
-    /// The place of the last request asked about (cycle, place; place `usize::MAX`: none), kept
-    /// from its `start` for its `book`.
-    placed: (u64, usize),
-    /// The floor of the last request asked about: requests that came and ended before it are
-    /// forgotten after a booking.
-    floor: u64,
+    /// Scratch: free cycles while serving again.
+    free: Vec<u64>,
 }
 
 impl Schedule {
-    /// Requests forgotten at a time, once this many have come and ended before the floor (a
-    /// multiple of `K`).
+    /// Requests forgotten at a time, once this many have come and ended before the floor.
     const PRUNE: usize = 32;
-    /// Requests a checkpoint of the free cycles stands for.
-    const K: usize = 8;
 
     pub fn new(n: u64) -> Schedule {
         let n = n.clamp(1, 1 << 16) as usize;
-        Schedule {
-            n,
-            entries: Vec::new(),
-            head: 0,
-            checkpoints: Vec::new(),
-            after: Free::new(n),
-            longest: 0,
-            free: Free::new(n),
-            at: usize::MAX,
-            placed: (0, usize::MAX),
-            floor: 0,
-        }
+        Schedule { n, entries: Vec::new(), head: 0, before: Vec::new(), after: vec![0; n], longest: 0, free: vec![0; n] }
     }
 
     /// Where a request at `t` is served: after every request no later than it.
     #[inline]
-    fn place_of(&mut self, t: u64) -> usize {
-        if self.placed.0 == t && self.placed.1 != usize::MAX {
-            return self.placed.1;
-        }
-        let p = self.search(t);
-        self.placed = (t, p);
-        p
-    }
-
-    #[inline]
-    fn search(&self, t: u64) -> usize {
+    fn place_of(&self, t: u64) -> usize {
         // (From the back: a request mostly comes last, or a few places before.)
         let mut p = self.entries.len();
         while p > self.head && self.entries[p - 1].key > t {
@@ -166,28 +92,13 @@ impl Schedule {
         p
     }
 
-    /// The units' free cycles before the request at `p < entries.len()`, into `free`: its
-    /// checkpoint's, and the requests from there to it served again.
-    fn free_before(&mut self, p: usize) {
-        if self.at == p {
-            return;
-        }
-        let (n, c) = (self.n, p / Self::K);
-        self.free.load(&self.checkpoints[c * n..(c + 1) * n]);
-        for x in &self.entries[c * Self::K..p] {
-            self.free.serve(x.from, x.dur);
-        }
-        self.at = p;
-    }
-
     /// When the first unit is free for the request at `p`.
     #[inline]
-    fn first_free(&mut self, p: usize) -> u64 {
+    fn first_free(&self, p: usize) -> u64 {
         if p == self.entries.len() {
-            self.after.first()
+            self.after[0]
         } else {
-            self.free_before(p);
-            self.free.first()
+            self.before[p * self.n]
         }
     }
 
@@ -195,9 +106,8 @@ impl Schedule {
     /// request no later than `t`, by the unit that frees first.
     #[inline]
     pub fn start(&mut self, t: u64, floor: u64) -> u64 {
-        self.floor = floor;
-        let p = self.place_of(t);
-        t.max(self.first_free(p))
+        self.forget_before(floor);
+        t.max(self.first_free(self.place_of(t)))
     }
 
     /// When a request at `t` that goes ahead of the requests waiting for a unit would start
@@ -205,29 +115,28 @@ impl Schedule {
     /// then, else when the first of the requests running at `t` (served before it, started by
     /// then) ends.
     pub fn start_ahead(&mut self, t: u64, floor: u64) -> u64 {
-        self.floor = floor;
+        self.forget_before(floor);
         let p = self.place_of(t);
-        let first = self.first_free(p);
-        if first <= t {
+        if self.first_free(p) <= t {
             return t;
         }
         // Every unit is busy at `t` (a request served before it starts at its own cycle, no
         // later than `t`, or when a unit frees): the first of those running then to end.
-        let mut running = u64::MAX;
+        let mut first = u64::MAX;
         for x in self.entries[self.head..p].iter().rev() {
             if x.start + self.longest <= t {
                 break;
             }
             if x.start <= t && x.end() > t {
-                running = running.min(x.end());
+                first = first.min(x.end());
             }
         }
         // (None found, if the queue at `t` waits behind a request that went ahead of it from
         // later on: it goes where the queue would.)
-        if running == u64::MAX {
-            first
+        if first == u64::MAX {
+            self.first_free(p)
         } else {
-            running.max(t)
+            first.max(t)
         }
     }
 
@@ -251,61 +160,43 @@ impl Schedule {
             }
             from = s;
         }
-        let (n, len) = (self.n, self.entries.len());
-        if p == len {
+        let n = self.n;
+        if p == self.entries.len() {
             // (In time order, the usual case: served last.)
-            if len % Self::K == 0 {
-                let c = self.checkpoints.len();
-                self.checkpoints.resize(c + n, 0);
-                self.after.save(&mut self.checkpoints[c..]);
-            }
-            let start = self.after.serve(from, dur);
+            self.before.extend_from_slice(&self.after);
+            let start = serve(&mut self.after, from, dur);
             self.entries.push(Entry { key, from, dur, start });
-            self.at = usize::MAX;
-            self.placed.1 = usize::MAX;
-            self.forget_before();
             return;
         }
-        // Served in its place, and every request after it again, each checkpoint from its
-        // block on written anew.
-        self.free_before(p);
-        self.at = usize::MAX;
-        self.placed.1 = usize::MAX;
+        self.free.clear();
+        self.free.extend_from_slice(&self.before[p * n..(p + 1) * n]);
         self.entries.insert(p, Entry { key, from, dur, start: 0 });
-        if len % Self::K == 0 {
-            self.checkpoints.resize(self.checkpoints.len() + n, 0);
-        }
-        for i in p..=len {
-            if i % Self::K == 0 {
-                self.free.save(&mut self.checkpoints[i / Self::K * n..(i / Self::K + 1) * n]);
-            }
-            let x = &mut self.entries[i];
-            x.start = self.free.serve(x.from, x.dur);
+        let len = self.before.len();
+        self.before.resize(len + n, 0);
+        self.before.copy_within(p * n..len, (p + 1) * n);
+        for (x, before) in self.entries[p..].iter_mut().zip(self.before[p * n..].chunks_exact_mut(n)) {
+            before.copy_from_slice(&self.free);
+            x.start = serve(&mut self.free, x.from, x.dur);
         }
         std::mem::swap(&mut self.after, &mut self.free);
-        self.forget_before();
     }
 
-    /// Forget the requests that came and ended before the floor, from the first, once there
-    /// are many: no request comes before the floor, so none is served before them again, and
-    /// none runs at a request's cycle (so when they are forgotten changes nothing). (Mostly in
-    /// order: a look at one entry tells whether a batch can go.)
+    /// Forget the requests that came and ended before `floor`, from the first, once there are
+    /// many: no request comes before the floor, so none is served before them again, and none
+    /// runs at a request's cycle. (Mostly in order: a look at one entry tells whether a batch
+    /// can go.)
     #[inline]
-    fn forget_before(&mut self) {
-        let floor = self.floor;
+    fn forget_before(&mut self, floor: u64) {
         let done = |x: &Entry| x.key < floor && x.end() <= floor;
         if self.entries.len() - self.head > 2 * Self::PRUNE && done(&self.entries[self.head + Self::PRUNE]) {
             while self.head < self.entries.len() && done(&self.entries[self.head]) {
                 self.head += 1;
             }
-            // (Drop them, whole checkpoints' worth, once they are as many as the live ones:
-            // amortized.)
+            // (Drop them once they are as many as the live ones: amortized.)
             if self.head * 2 >= self.entries.len() {
-                let drop = self.head / Self::K * Self::K;
-                self.entries.drain(..drop);
-                self.checkpoints.drain(..drop / Self::K * self.n);
-                self.head -= drop;
-                self.at = usize::MAX;
+                self.entries.drain(..self.head);
+                self.before.drain(..self.head * self.n);
+                self.head = 0;
             }
         }
     }
