@@ -11,8 +11,8 @@
 //! stamps no victim search picks. An LRU or FIFO array also remembers the block it last hit
 //! or filled, so the next reference to the same page or line skips the search.
 
+use crate::memory::repl::Policy;
 use crate::memory::repl::{oldest, AnyPolicy, LineInfo, LineKind, Order, ReplacementPolicy, SetView, WideOrder};
-use crate::param::Policy;
 use std::marker::PhantomData;
 
 /// A key that has a reserved "invalid" value, so a way needs no separate valid bit.

@@ -5,6 +5,7 @@
 use std::fmt;
 use thiserror::Error;
 
+pub use crate::memory::repl::Policy;
 pub use crate::os::frag::Fragmentation;
 pub use crate::os::phys::FrameOrder;
 pub use crate::param::*;

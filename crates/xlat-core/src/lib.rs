@@ -21,7 +21,7 @@ pub mod microbench;
 pub mod mrc;
 pub mod os;
 pub mod param;
-pub mod sample;
+pub mod rng;
 pub mod stats;
 pub mod timing;
 pub mod translate;
@@ -30,7 +30,7 @@ pub mod workload;
 pub use config::{Config, ConfigError};
 pub use error::SimError;
 pub use host::hostmem::huge_vec;
-pub use machine::{Machine, RunOptions};
+pub use machine::{sample, Machine, RunOptions};
 pub use stats::{StatValue, Stats};
 pub use workload::{FileMap, Helper, Program, Ref, RefKind, RefSource, Region, SourceError, VecSource};
 

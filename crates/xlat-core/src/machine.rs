@@ -21,6 +21,7 @@ use crate::translate::walker::WalkParams;
 use crate::translate::Translator;
 use crate::workload::{Program, Ref, RefSource};
 
+pub mod sample;
 mod stats;
 
 /// How much to run.
@@ -337,8 +338,8 @@ impl Machine {
     #[inline(never)] // one call per run; keeps it a unit in profiles
     pub fn run(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
         if opts.skip > 0 {
-            let mut ahead = crate::sample::Metered::new(src);
-            let done = crate::sample::fast_forward(self, &mut ahead, opts.skip)?;
+            let mut ahead = sample::Metered::new(src);
+            let done = sample::fast_forward(self, &mut ahead, opts.skip)?;
             if done < opts.skip {
                 return Err(SimError::SkipTooLong { skip: opts.skip, done });
             }

@@ -4,8 +4,6 @@
 //! configures: it imports nothing of the model, so a component can name its parameters' types
 //! without importing the table (`config.rs`), which imports the components.
 
-use std::fmt;
-
 /// A value type a config key can hold.
 pub trait ConfigValue: Sized + Clone {
     fn parse(s: &str) -> Option<Self>;
@@ -85,7 +83,7 @@ macro_rules! config_enum {
                 match self { $($name::$variant => $text),+ }
             }
         }
-        impl ConfigValue for $name {
+        impl $crate::param::ConfigValue for $name {
             fn parse(s: &str) -> Option<Self> {
                 match s.trim() { $($text => Some($name::$variant),)+ _ => None }
             }
@@ -95,24 +93,13 @@ macro_rules! config_enum {
                 format!("one of {}", v.join("|"))
             }
         }
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.name()) }
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result { f.write_str(self.name()) }
         }
     };
 }
+pub(crate) use config_enum;
 
-/// `Policy` from the list of replacement policies (`memory/repl/mod.rs`, `policy_list!`), with
-/// the four `AnyPolicy` makes by hand: a policy is named where it is registered, and only its
-/// name reaches this floor (the types on the list's lines are not looked at here).
-macro_rules! policy_names {
-    ($($variant:ident = $name:literal: $ty:ident $(in $module:ident)? = |$sets:ident, $ways:ident, $seed:ident| $make:expr;)*) => {
-        config_enum!(
-            /// Replacement policy of a set-associative structure.
-            Policy { Lru = "lru", $($variant = $name,)* Fifo = "fifo", CsaltD = "csalt-d", CsaltCd = "csalt-cd" }
-        );
-    };
-}
-crate::memory::repl::policy_list!(policy_names);
 config_enum!(
     /// How CSALT measures each type's stack distances.
     CsaltProfiler { Atd = "atd", GlobalPos = "global_pos" }

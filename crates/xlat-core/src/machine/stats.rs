@@ -229,7 +229,7 @@ fn emit_part(
 /// CSALT's partitions (data ways now, summed over the cores' L2s), its epochs and the
 /// weights of its last choice, for each cache it partitions.
 fn emit_csalt(s: &mut Stats, mem: &MemorySide) {
-    let l2: Vec<&crate::memory::csalt::Csalt> = mem.cores.iter().filter_map(|c| c.l2.csalt()).collect();
+    let l2: Vec<&crate::memory::repl::csalt::Csalt> = mem.cores.iter().filter_map(|c| c.l2.csalt()).collect();
     for (name, parts) in [("l2", l2), ("llc", mem.llc.csalt().into_iter().collect())] {
         if parts.is_empty() {
             continue;

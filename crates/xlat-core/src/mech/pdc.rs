@@ -11,7 +11,7 @@ use crate::assoc::{Key, SetAssoc};
 use crate::config::Config;
 use crate::mech::{Hooks, Mechanism};
 use crate::memory::port::MemPort;
-use crate::param::Policy;
+use crate::memory::repl::Policy;
 use crate::stats::Stats;
 use crate::translate::mmu::TlbId;
 use crate::translate::tlb::{TlbEntry, TlbKey};

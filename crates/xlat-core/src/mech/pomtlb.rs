@@ -29,7 +29,8 @@ use crate::assoc::SetAssoc;
 use crate::config::Config;
 use crate::mech::Mechanism;
 use crate::memory::port::MemPort;
-use crate::param::{Policy, PomHash};
+use crate::memory::repl::Policy;
+use crate::param::{PomHash};
 use crate::stats::Stats;
 use crate::translate::tlb::{TlbEntry, TlbKey};
 

@@ -9,7 +9,8 @@ use crate::config::Config;
 
 use crate::mech::Mechanism;
 use crate::memory::port::Steer;
-use crate::param::{Policy, PtpMode};
+use crate::memory::repl::Policy;
+use crate::param::{PtpMode};
 use crate::stats::CoreCounters;
 
 pub struct PtpDetector {

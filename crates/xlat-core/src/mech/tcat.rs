@@ -223,7 +223,8 @@ impl Mechanism for Tcat {
 mod tests {
     use super::*;
     use crate::arch::ctx::VPID_SHIFT;
-    use crate::param::{Policy, PomHash, TlbSetIndex};
+    use crate::memory::repl::Policy;
+use crate::param::{PomHash, TlbSetIndex};
     use crate::translate::tlb::TlbEntry;
 
     fn addr() -> PomAddressing {

@@ -2,10 +2,10 @@
 //! (data, page-table entries, TLB entries) and which core brought them in.
 
 use crate::assoc::SetAssoc;
-use crate::memory::csalt::Csalt;
+use crate::memory::repl::csalt::Csalt;
+use crate::memory::repl::Policy;
 use crate::memory::repl::{AnyPolicy, LineKind};
 use crate::mrc::{StackKey, StackProfile};
-use crate::param::Policy;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct LineMeta {

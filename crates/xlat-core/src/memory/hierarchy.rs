@@ -6,12 +6,13 @@
 use crate::config::Config;
 
 use crate::memory::cache::{Cache, Victim};
-use crate::memory::csalt::Criticality;
 use crate::memory::dram::Dram;
 use crate::memory::port::{MemPort, Steer, Table};
 use crate::memory::prefetcher::{Prefetch, MAX_DEGREE};
+use crate::memory::repl::csalt::Criticality;
 use crate::memory::repl::LineKind;
-use crate::param::{CsaltFormula, LlcFill, Policy, Prefetcher, WalkerPort};
+use crate::memory::repl::Policy;
+use crate::param::{CsaltFormula, LlcFill, Prefetcher, WalkerPort};
 use crate::stats::{CoreCounters, VirtCounters};
 use crate::timing::{Early, InFlight, Pool, Window};
 use crate::workload::RefKind;

@@ -2,7 +2,6 @@
 //! the translation side drives them.
 
 pub mod cache;
-pub mod csalt;
 pub mod dram;
 pub mod hierarchy;
 pub mod port;

@@ -18,8 +18,8 @@
 //! lookup still reads one line per way.
 
 use crate::arch::addr::Frame;
-use crate::os::frag::Rng;
 use crate::os::phys::PhysMem;
+use crate::rng::Rng;
 use std::collections::HashMap;
 
 /// Parameters (`ech.*`).

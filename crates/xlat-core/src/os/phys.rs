@@ -4,8 +4,8 @@
 //! contiguity, and their contents live in `pt`.
 
 use crate::arch::addr::Frame;
-use crate::os::frag::Rng;
 use crate::param::{ConfigValue, PcpOrder};
+use crate::rng::Rng;
 use std::collections::VecDeque;
 use std::fmt;
 

@@ -4,7 +4,8 @@
 use crate::arch::addr::PageSize;
 use crate::arch::ctx::{Ctx, Invalidate};
 use crate::config::Config;
-use crate::param::{Policy, PtFormat};
+use crate::memory::repl::Policy;
+use crate::param::PtFormat;
 use crate::stats::{CoreCounters, EchCounters, VirtCounters};
 use crate::translate::pwc::Pwc;
 use crate::translate::tlb::TlbLevel;

@@ -7,9 +7,9 @@ use crate::arch::addr::VirtAddr;
 use crate::arch::ctx::{Ctx, Invalidate};
 use crate::assoc::{Key, SetAssoc};
 use crate::memory::repl::LineKind;
+use crate::memory::repl::Policy;
 use crate::mrc::{StackKey, StackProfile};
 use crate::os::pt::{NodeId, NO_NODE};
-use crate::param::Policy;
 use crate::translate::tlb::TlbKey;
 
 /// A small fully-associative LRU table of packed `u64` keys: one page-walk-cache level,

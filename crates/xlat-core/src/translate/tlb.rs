@@ -12,7 +12,8 @@
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
 use crate::assoc::{Key, SetAssoc};
-use crate::param::{Policy, TlbSetIndex};
+use crate::memory::repl::Policy;
+use crate::param::TlbSetIndex;
 
 use crate::memory::repl::LineKind;
 use crate::mrc::{Depths, StackKey, StackProfile};

@@ -8,7 +8,7 @@
 //! ([`Ordered`], [`OrderedWide`]: nearly every structure) keep a set's order in one word
 //! instead, which the containers update inline.
 
-use crate::param::Policy;
+pub mod csalt;
 
 /// What a cache line holds; policies such as page-table prioritization look at it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -514,8 +514,8 @@ impl ReplacementPolicy for Dip {
 /// its module, for a policy in a file of its own under `memory/repl/`) and how it is made from
 /// the structure's sets, ways and seed. The line is all there is to register a policy: the list
 /// makes the module, the `AnyPolicy` variant, its arm in `AnyPolicy::new` and in `dispatch!`,
-/// and (through `param.rs`, which names the list's policies in `Policy`) the value every
-/// `*.policy` key accepts. A callback: `policy_list!(m)` hands the lines to macro `m`.
+/// and `Policy`, the value every `*.policy` key accepts. A callback: `policy_list!(m)` hands
+/// the lines to macro `m`.
 macro_rules! policy_list {
     ($m:path) => {
         $m! {
@@ -527,7 +527,18 @@ macro_rules! policy_list {
         }
     };
 }
-pub(crate) use policy_list;
+
+/// `Policy`, the value every `*.policy` key takes: the list's policies and the four
+/// `AnyPolicy` makes by hand (the types on the list's lines are not looked at here).
+macro_rules! policy_names {
+    ($($variant:ident = $name:literal: $ty:ident $(in $module:ident)? = |$sets:ident, $ways:ident, $seed:ident| $make:expr;)*) => {
+        crate::param::config_enum!(
+            /// Replacement policy of a set-associative structure.
+            Policy { Lru = "lru", $($variant = $name,)* Fifo = "fifo", CsaltD = "csalt-d", CsaltCd = "csalt-cd" }
+        );
+    };
+}
+policy_list!(policy_names);
 
 /// `AnyPolicy`, its constructor and its dispatch from [`policy_list!`]'s lines.
 macro_rules! any_policy {
@@ -543,7 +554,7 @@ macro_rules! any_policy {
             /// LRU and FIFO for other sets.
             Stamped(Stamped),
             /// (Boxed: its profiles would make every variant large.)
-            Csalt(Box<crate::memory::csalt::Csalt>),
+            Csalt(Box<csalt::Csalt>),
             $($variant($($module::)? $ty),)*
         }
 
@@ -561,7 +572,7 @@ macro_rules! any_policy {
                     Policy::Lru => AnyPolicy::Stamped(Stamped::lru()),
                     Policy::Fifo => AnyPolicy::Stamped(Stamped::fifo()),
                     Policy::CsaltD | Policy::CsaltCd => {
-                        AnyPolicy::Csalt(Box::new(crate::memory::csalt::Csalt::new(sets, ways, crate::param::CsaltProfiler::Atd, 0, 256_000)))
+                        AnyPolicy::Csalt(Box::new(csalt::Csalt::new(sets, ways, crate::param::CsaltProfiler::Atd, 0, 256_000)))
                     }
                     $(Policy::$variant => {
                         let ($sets, $ways, $seed) = (sets, ways, seed);

@@ -15,7 +15,7 @@
 //! n ways to itself; and `global_pos`, the hit line's position in the real set's LRU order,
 //! the thesis's literal hardware (counters only, a heuristic).
 
-use crate::memory::repl::{oldest, LineKind, ReplacementPolicy, SetView, Stamped};
+use super::{oldest, LineKind, ReplacementPolicy, SetView, Stamped};
 use crate::param::CsaltProfiler;
 
 /// One type's stack-distance profile: `hits[i]` hits at LRU stack position i (0 = most
@@ -184,7 +184,7 @@ impl Csalt {
 }
 
 impl ReplacementPolicy for Csalt {
-    crate::memory::repl::lru_stamps!();
+    super::lru_stamps!();
     #[inline]
     fn on_fill(&mut self, set: &mut SetView, way: usize) {
         self.lru.on_fill(set, way)
