@@ -1,12 +1,6 @@
 //! Statistics: counters with hierarchical dotted names (the glossary, docs/statistics.md, is
 //! the contract with every study: extend it, never rename silently).
 
-use crate::config::Config;
-use crate::memory::repl::LineKind;
-use crate::os::Os;
-use crate::translate::mmu::{TlbId, TLB_LEVELS};
-use crate::translate::tlb::TlbStats;
-
 /// A statistic's value: counters stay integers in JSON, ratios are floats.
 #[derive(Clone, Copy, Debug)]
 pub enum StatValue {
@@ -244,38 +238,6 @@ impl CoreCounters {
     }
 }
 
-/// Page tables, mapped memory and OS statistics of `oses` (summed), under prefix `p`.
-pub(crate) fn emit_os(s: &mut Stats, p: &str, oses: &[&Os], top: u8, coalescing: bool) {
-    let sum = |f: &dyn Fn(&Os) -> u64| oses.iter().map(|os| f(os)).sum::<u64>();
-    if coalescing {
-        // (A scan of every leaf node, once per run: the contiguity the allocator made.)
-        for (shift, name) in [(2, "16k"), (3, "32k")] {
-            let (groups, ok) = oses.iter().map(|os| os.pt.leaf_groups(shift)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-            s.ratio(format!("{p}pt.coalescable.{name}"), ok, groups);
-        }
-    }
-    s.int(format!("{p}pt.nodes"), sum(&|os| os.pt.total_nodes()));
-    let mut bytes = 0;
-    for level in 1..=top {
-        s.int(format!("{p}pt.nodes.l{level}"), sum(&|os| os.pt.nodes_at(level)));
-        let b = sum(&|os| os.pt.bytes_at(level));
-        s.int(format!("{p}pt_bytes.l{level}"), b);
-        bytes += b;
-    }
-    s.int(format!("{p}pt_bytes"), bytes);
-    s.int(format!("{p}pt.flat_nodes"), sum(&|os| os.pt.flat_nodes()));
-    s.int(format!("{p}pt.flatten_fallbacks"), sum(&|os| os.pt.flatten_fallbacks));
-    s.int(format!("{p}pt.unflattened"), sum(&|os| os.pt.unflattened));
-    s.int(format!("{p}pt.late_flattened"), sum(&|os| os.pt.late_flattened));
-    let mapped = sum(&|os| os.spaces.iter().map(|sp| sp.mapped_bytes).sum());
-    let huge = sum(&|os| os.spaces.iter().map(|sp| sp.huge_bytes).sum());
-    s.int(format!("{p}mapped_bytes"), mapped);
-    s.ratio(format!("{p}huge_coverage"), huge, mapped);
-    s.int(format!("{p}phys.free_bytes"), sum(&|os| os.phys.free_frames()) << 12);
-    s.int(format!("{p}phys.free_2m_blocks"), sum(&|os| os.phys.free_2m_blocks()));
-    Os::emit_sum(oses, p, s);
-}
-
 /// Ratios of 2D walks (under `prefix`).
 pub(crate) fn derived_virt(s: &mut Stats, p: &str, k: &CoreCounters, v: &VirtCounters) {
     s.ratio(format!("{p}walk_steps_per_walk.guest"), v.miss_guest_steps, k.walks);
@@ -283,88 +245,6 @@ pub(crate) fn derived_virt(s: &mut Stats, p: &str, k: &CoreCounters, v: &VirtCou
     s.int(format!("{p}tlb.nested.accesses"), v.nested_tlb_hits + v.nested_tlb_misses);
     s.ratio(format!("{p}tlb.nested.hit_rate"), v.nested_tlb_hits, v.nested_tlb_hits + v.nested_tlb_misses);
     s.ratio(format!("{p}walk_steps_per_host_walk"), v.host_steps, v.host_walks);
-}
-
-/// A core's TLB levels' counters (under `prefix`), by [`TlbId`]: lookups, hits and misses
-/// of each, and the L1 DTLB's hits by page size. With PTE coalescing (`coalescing`), also
-/// the L1 DTLB's coalesced hits and the coalescing paper's T2 split of L1 TLB misses: by
-/// L2 hit or miss, for the L1 DTLB also by the size of the entry it was refilled with.
-pub(crate) fn emit_tlbs(s: &mut Stats, p: &str, t: &[TlbStats; TLB_LEVELS], cfg: &Config) {
-    use crate::translate::tlb::GROUP;
-    let coalescing = cfg.coalescing_any();
-    for id in TlbId::ALL.into_iter().filter(|id| id.exists(cfg)) {
-        let (k, name) = (&t[id as usize], id.name());
-        s.int(format!("{p}tlb.{name}.accesses"), k.accesses);
-        s.int(format!("{p}tlb.{name}.hits"), k.hits);
-        s.int(format!("{p}tlb.{name}.misses"), k.misses);
-        if id == TlbId::L1d {
-            for (i, size) in ["4k", "2m", "1g"].iter().enumerate() {
-                s.int(format!("{p}tlb.{name}.hits_{size}"), k.hits_by_size[i]);
-            }
-        }
-        if !coalescing {
-            continue;
-        }
-        match id {
-            TlbId::L1d => {
-                s.int(format!("{p}tlb.{name}.hits_coalesced"), k.hits_by_size[GROUP]);
-                for (j, by) in ["l2_hit", "l2_miss"].iter().enumerate() {
-                    for (i, size) in ["4k", "2m", "1g", "coalesced"].iter().enumerate() {
-                        s.int(format!("{p}tlb.{name}.misses.{by}.{size}"), k.refills[j][i]);
-                    }
-                }
-            }
-            TlbId::L1i => {
-                for (j, by) in ["l2_hit", "l2_miss"].iter().enumerate() {
-                    s.int(format!("{p}tlb.{name}.misses.{by}"), k.refills[j].iter().sum::<u64>());
-                }
-            }
-            TlbId::L2 | TlbId::L2i => {}
-        }
-    }
-}
-
-/// Add `b`'s TLB counters to `a`'s.
-pub(crate) fn add_tlbs(a: &mut [TlbStats; TLB_LEVELS], b: &[TlbStats; TLB_LEVELS]) {
-    for (x, y) in a.iter_mut().zip(b) {
-        x.accesses += y.accesses;
-        x.hits += y.hits;
-        x.misses += y.misses;
-        for (h, g) in x.hits_by_size.iter_mut().zip(y.hits_by_size) {
-            *h += g;
-        }
-        for (r, q) in x.refills.iter_mut().flatten().zip(y.refills.iter().flatten()) {
-            *r += q;
-        }
-    }
-}
-
-/// Ratios derived from counters (under `prefix`).
-pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; TLB_LEVELS], instr: u64, cfg: &Config) {
-    let kilo = instr as f64 / 1000.0;
-    let mpki = |m: u64| if kilo > 0.0 { m as f64 / kilo } else { f64::NAN };
-    for id in TlbId::ALL.into_iter().filter(|id| id.exists(cfg)) {
-        s.float(format!("{p}tlb.{}.mpki", id.name()), mpki(t[id as usize].misses));
-    }
-    s.ratio(format!("{p}walk_steps_per_walk"), k.miss_walk_steps, k.walks);
-    s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, k.walks + k.dirty_walks);
-}
-
-/// A cache's statistics; `tlb_lines`: by line kind including POM-TLB lines (`tlbe`).
-pub(crate) fn emit_cache(s: &mut Stats, name: &str, acc: [u64; 3], miss: [u64; 3], wb: u64, tlb_lines: bool) {
-    let (a, m): (u64, u64) = (acc.iter().sum(), miss.iter().sum());
-    s.int(format!("cache.{name}.accesses"), a);
-    s.int(format!("cache.{name}.hits"), a - m);
-    s.int(format!("cache.{name}.misses"), m);
-    s.ratio(format!("cache.{name}.miss_rate"), m, a);
-    let kinds: &[LineKind] = if tlb_lines { &LineKind::ALL } else { &[LineKind::Data, LineKind::PageTable] };
-    for &kind in kinds {
-        let i = kind as usize;
-        s.int(format!("cache.{name}.{}.accesses", kind.name()), acc[i]);
-        s.int(format!("cache.{name}.{}.misses", kind.name()), miss[i]);
-        s.ratio(format!("cache.{name}.{}.miss_rate", kind.name()), miss[i], acc[i]);
-    }
-    s.int(format!("cache.{name}.writebacks"), wb);
 }
 
 #[cfg(test)]

@@ -2,11 +2,14 @@
 //! per core (`coreN.`) and summed, with the ratios derived from them (see
 //! [`crate::Machine::stats`] and `docs/statistics.md`).
 
+use crate::memory::cache::emit_cache;
 use crate::memory::hierarchy::TlbLineCounters;
 use crate::memory::repl::LineKind;
 use crate::memory::MemorySide;
+use crate::os::kernel::emit_os;
 use crate::os::Os;
-use crate::stats::{add_tlbs, derived, derived_virt, emit_cache, emit_os, emit_tlbs, CoreCounters, Stats, VirtCounters};
+use crate::stats::{derived_virt, CoreCounters, Stats, VirtCounters};
+use crate::translate::mmu::{add_tlbs, derived, emit_tlbs};
 use crate::translate::tlb::TlbStats;
 use crate::translate::Translator;
 

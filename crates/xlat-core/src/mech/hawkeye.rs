@@ -24,7 +24,7 @@ use crate::arch::addr::VirtAddr;
 use crate::arch::ctx::Ctx;
 use crate::config::Config;
 use crate::mech::{Hooks, Mechanism, OsRequest, PromotionBudget};
-use crate::os::sched::Clock;
+use crate::arch::clock::Clock;
 use crate::param::Promotion;
 use crate::stats::Stats;
 

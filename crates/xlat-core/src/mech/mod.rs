@@ -6,14 +6,14 @@
 //! detector ([`ptp`]) as the example.
 
 use crate::arch::addr::{PageSize, VirtAddr};
+use crate::arch::clock::Clock;
 use crate::arch::ctx::{Ctx, Invalidate};
+use crate::arch::pte::{NodeId, Table};
 use crate::config::Config;
 use crate::memory::port::{MemPort, Steer};
-use crate::os::sched::Clock;
 use crate::stats::{CoreCounters, Stats};
 use crate::translate::mmu::{Mmu, TlbId};
 use crate::translate::tlb::{TlbEntry, TlbKey};
-use crate::translate::walker::WalkStep;
 
 /// What a mechanism's periodic task asks of the OS (the OS decides, and pays, as for its
 /// own work: a promotion copies pages and shoots down the old translations).
@@ -137,6 +137,23 @@ impl Hooks {
             walk_write: self.walk_write | o.walk_write,
         }
     }
+}
+
+/// One entry a walk read, as mechanisms see it ([`Mechanism::on_walk_step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkStep {
+    pub table: Table,
+    /// The address being translated (guest-physical for a host table).
+    pub va: VirtAddr,
+    /// The context the walk translates for (a VM's host-side context for a host table).
+    pub ctx: Ctx,
+    /// Level of the entry (1 = a 4 KB leaf's; a flattened node's entries have the lower of
+    /// its two levels).
+    pub level: u8,
+    /// The entry as the walk found it, before the walker set its accessed bit.
+    pub entry: u64,
+    pub node: NodeId,
+    pub index: usize,
 }
 
 /// The hooks a mechanism may implement. Defaults do nothing.

@@ -20,7 +20,7 @@ use crate::arch::ctx::{Ctx, SPACE_MASK};
 use crate::config::Config;
 use crate::mech::{Hooks, Mechanism, OsRequest, PromotionBudget};
 use crate::memory::port::MemPort;
-use crate::os::sched::Clock;
+use crate::arch::clock::Clock;
 use crate::param::Promotion;
 use crate::stats::Stats;
 use crate::translate::tlb::TlbEntry;

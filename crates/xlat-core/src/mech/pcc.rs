@@ -66,15 +66,12 @@ use std::cmp::Reverse;
 
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate};
-use crate::arch::pte::{PTE_A, PTE_P};
+use crate::arch::pte::{leaf_size, Table, PTE_A, PTE_P};
 use crate::config::Config;
-use crate::mech::{Mechanism, OsRequest, PromotionBudget};
-use crate::memory::port::Table;
-use crate::os::pt::leaf_size;
-use crate::os::sched::Clock;
+use crate::mech::{Mechanism, OsRequest, PromotionBudget, WalkStep};
+use crate::arch::clock::Clock;
 use crate::param::{PccPolicy, PccPromotion, PccReadout, Promotion};
 use crate::stats::Stats;
-use crate::translate::walker::WalkStep;
 
 /// One entry of a read-out: the OS's view of a promotion candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -729,7 +726,7 @@ mod tests {
     use crate::arch::ctx::VPID_SHIFT;
     use crate::arch::pte::PTE_PS;
     use crate::mech::{AnyMech, Mechs};
-    use crate::os::pt::NO_NODE;
+    use crate::arch::pte::NO_NODE;
 
     const MB2: u64 = 1 << 21;
     const GB: u64 = 1 << 30;

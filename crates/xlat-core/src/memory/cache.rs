@@ -6,6 +6,7 @@ use crate::memory::repl::csalt::Csalt;
 use crate::memory::repl::Policy;
 use crate::memory::repl::{AnyPolicy, LineKind};
 use crate::mrc::{StackKey, StackProfile};
+use crate::stats::Stats;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct LineMeta {
@@ -318,6 +319,23 @@ impl Cache {
     pub fn total_misses(&self) -> u64 {
         self.counters.misses.iter().sum::<u64>()
     }
+}
+
+/// A cache's statistics; `tlb_lines`: by line kind including POM-TLB lines (`tlbe`).
+pub(crate) fn emit_cache(s: &mut Stats, name: &str, acc: [u64; 3], miss: [u64; 3], wb: u64, tlb_lines: bool) {
+    let (a, m): (u64, u64) = (acc.iter().sum(), miss.iter().sum());
+    s.int(format!("cache.{name}.accesses"), a);
+    s.int(format!("cache.{name}.hits"), a - m);
+    s.int(format!("cache.{name}.misses"), m);
+    s.ratio(format!("cache.{name}.miss_rate"), m, a);
+    let kinds: &[LineKind] = if tlb_lines { &LineKind::ALL } else { &[LineKind::Data, LineKind::PageTable] };
+    for &kind in kinds {
+        let i = kind as usize;
+        s.int(format!("cache.{name}.{}.accesses", kind.name()), acc[i]);
+        s.int(format!("cache.{name}.{}.misses", kind.name()), miss[i]);
+        s.ratio(format!("cache.{name}.{}.miss_rate", kind.name()), miss[i], acc[i]);
+    }
+    s.int(format!("cache.{name}.writebacks"), wb);
 }
 
 #[cfg(test)]

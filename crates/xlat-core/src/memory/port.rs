@@ -7,14 +7,7 @@
 
 use crate::workload::RefKind;
 
-/// Which page table a walk reads: the native one, a VM's host (EPT) table, or a guest's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Table {
-    Native = 0,
-    Host = 1,
-    Guest = 2,
-}
+pub use crate::arch::pte::Table;
 
 /// The memory side as the translation side sees it. Calls come in the order of a
 /// reference's life: `dispatch`, then `l2_tlb` if the L1 TLBs missed, `tlb_read`s if an L3

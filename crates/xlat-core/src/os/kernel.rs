@@ -1569,3 +1569,35 @@ fn lowhalf_limit(regions: &[Region]) -> (u64, u64) {
     let lower = chunks.len() / 2;
     (chunks.get(lower).copied().unwrap_or(u64::MAX), lower as u64)
 }
+
+/// Page tables, mapped memory and OS statistics of `oses` (summed), under prefix `p`.
+pub(crate) fn emit_os(s: &mut Stats, p: &str, oses: &[&Os], top: u8, coalescing: bool) {
+    let sum = |f: &dyn Fn(&Os) -> u64| oses.iter().map(|os| f(os)).sum::<u64>();
+    if coalescing {
+        // (A scan of every leaf node, once per run: the contiguity the allocator made.)
+        for (shift, name) in [(2, "16k"), (3, "32k")] {
+            let (groups, ok) = oses.iter().map(|os| os.pt.leaf_groups(shift)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+            s.ratio(format!("{p}pt.coalescable.{name}"), ok, groups);
+        }
+    }
+    s.int(format!("{p}pt.nodes"), sum(&|os| os.pt.total_nodes()));
+    let mut bytes = 0;
+    for level in 1..=top {
+        s.int(format!("{p}pt.nodes.l{level}"), sum(&|os| os.pt.nodes_at(level)));
+        let b = sum(&|os| os.pt.bytes_at(level));
+        s.int(format!("{p}pt_bytes.l{level}"), b);
+        bytes += b;
+    }
+    s.int(format!("{p}pt_bytes"), bytes);
+    s.int(format!("{p}pt.flat_nodes"), sum(&|os| os.pt.flat_nodes()));
+    s.int(format!("{p}pt.flatten_fallbacks"), sum(&|os| os.pt.flatten_fallbacks));
+    s.int(format!("{p}pt.unflattened"), sum(&|os| os.pt.unflattened));
+    s.int(format!("{p}pt.late_flattened"), sum(&|os| os.pt.late_flattened));
+    let mapped = sum(&|os| os.spaces.iter().map(|sp| sp.mapped_bytes).sum());
+    let huge = sum(&|os| os.spaces.iter().map(|sp| sp.huge_bytes).sum());
+    s.int(format!("{p}mapped_bytes"), mapped);
+    s.ratio(format!("{p}huge_coverage"), huge, mapped);
+    s.int(format!("{p}phys.free_bytes"), sum(&|os| os.phys.free_frames()) << 12);
+    s.int(format!("{p}phys.free_2m_blocks"), sum(&|os| os.phys.free_2m_blocks()));
+    Os::emit_sum(oses, p, s);
+}

@@ -7,9 +7,7 @@ use crate::arch::pte::*;
 use crate::os::phys::PhysMem;
 use thiserror::Error;
 
-/// Index of a node in [`PageTables`].
-pub type NodeId = u32;
-pub const NO_NODE: NodeId = u32::MAX;
+pub use crate::arch::pte::{leaf_size, NodeId, NO_NODE};
 
 /// Number of entries in a 4 KB node.
 pub const ENTRIES: usize = 512;
@@ -208,22 +206,6 @@ pub enum EntryKind {
     /// A pointer into the page tables themselves: the recursive slot or the glue table
     /// ([`PageTables::install_recursive`]).
     PageTables,
-}
-
-/// The size of the page an entry maps when it is a leaf: any present entry of a level-1
-/// node, a PS entry at level 2 (2 MB) or 3 (1 GB). `entry_level` is the level of the entry
-/// (as [`PageTables::index_at`] returns it).
-#[inline]
-pub fn leaf_size(entry_level: u8, e: u64) -> Option<PageSize> {
-    match entry_level {
-        // PS at level 1 (x86's PAT bit, never set here) marks a replica of a 2 MB page in a
-        // flattened L2+L1 node.
-        1 if e & PTE_PS != 0 => Some(PageSize::Size2M),
-        1 => Some(PageSize::Size4K),
-        2 if e & PTE_PS != 0 => Some(PageSize::Size2M),
-        3 if e & PTE_PS != 0 => Some(PageSize::Size1G),
-        _ => None,
-    }
 }
 
 /// Every page-table node of the machine (all address spaces share physical memory).

@@ -30,6 +30,7 @@
 //!   [`EVENT_CHECK`] references, never per reference.
 
 use crate::arch::addr::VirtAddr;
+pub use crate::arch::clock::Clock;
 use crate::arch::ctx::{Invalidate, VPID_SHIFT};
 use crate::config::Config;
 use crate::error::SimError;
@@ -44,18 +45,6 @@ use crate::workload::{Program, Region};
 pub const EVENT_CHECK: u64 = 256;
 /// Missed khugepaged wake-ups run at one check, at most.
 const MAX_CATCH_UP: u32 = 64;
-
-/// What a task's period is counted in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Clock {
-    /// Simulated cycles: of the core the task belongs to, or the machine's time (the
-    /// smallest core clock) for a machine-wide task. Only the memory side knows them, so
-    /// such tasks keep a run on one host thread.
-    Cycles,
-    /// References simulated since the run began (all cores): known to the translating
-    /// thread, so a run with only such tasks can still be split over two.
-    References,
-}
 
 /// Periodic work of the OS or of a mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,9 +6,9 @@ use crate::arch::ctx::{Ctx, Invalidate};
 use crate::config::Config;
 use crate::memory::repl::Policy;
 use crate::param::PtFormat;
-use crate::stats::{CoreCounters, EchCounters, VirtCounters};
+use crate::stats::{CoreCounters, EchCounters, Stats, VirtCounters};
 use crate::translate::pwc::Pwc;
-use crate::translate::tlb::TlbLevel;
+use crate::translate::tlb::{TlbLevel, TlbStats};
 
 /// The TLB levels of a core, by their place in [`Mmu::tlbs`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +65,9 @@ pub struct HwContext {
     pub vm: usize,
     pub ctx: Ctx,
 }
+
+/// Slots per level of [`Mmu::champsim_fillers`] (direct-mapped by region).
+pub const FILLER_SLOTS: usize = 4096;
 
 pub struct Mmu {
     /// The TLB levels, indexed by [`TlbId`].
@@ -169,11 +172,7 @@ impl Mmu {
                 Pwc::new([0; 6], [0; 6], Policy::Lru, 0)
             },
             ech: EchCounters::default(),
-            champsim_fillers: if cfg.champsim_pscl_reread && cfg.champsim_private_pte_lines {
-                vec![(u64::MAX, 0); crate::translate::walker::FILLER_SLOTS * 5]
-            } else {
-                Vec::new()
-            },
+            champsim_fillers: if cfg.champsim_pscl_reread && cfg.champsim_private_pte_lines { vec![(u64::MAX, 0); FILLER_SLOTS * 5] } else { Vec::new() },
         }
     }
 
@@ -195,4 +194,69 @@ impl Mmu {
     pub fn invalidate_nested(&mut self, what: Invalidate) -> usize {
         self.ntlb.invalidate(what) + self.vpwc.invalidate(what)
     }
+}
+
+/// A core's TLB levels' counters (under `prefix`), by [`TlbId`]: lookups, hits and misses
+/// of each, and the L1 DTLB's hits by page size. With PTE coalescing (`coalescing`), also
+/// the L1 DTLB's coalesced hits and the coalescing paper's T2 split of L1 TLB misses: by
+/// L2 hit or miss, for the L1 DTLB also by the size of the entry it was refilled with.
+pub(crate) fn emit_tlbs(s: &mut Stats, p: &str, t: &[TlbStats; TLB_LEVELS], cfg: &Config) {
+    use crate::translate::tlb::GROUP;
+    let coalescing = cfg.coalescing_any();
+    for id in TlbId::ALL.into_iter().filter(|id| id.exists(cfg)) {
+        let (k, name) = (&t[id as usize], id.name());
+        s.int(format!("{p}tlb.{name}.accesses"), k.accesses);
+        s.int(format!("{p}tlb.{name}.hits"), k.hits);
+        s.int(format!("{p}tlb.{name}.misses"), k.misses);
+        if id == TlbId::L1d {
+            for (i, size) in ["4k", "2m", "1g"].iter().enumerate() {
+                s.int(format!("{p}tlb.{name}.hits_{size}"), k.hits_by_size[i]);
+            }
+        }
+        if !coalescing {
+            continue;
+        }
+        match id {
+            TlbId::L1d => {
+                s.int(format!("{p}tlb.{name}.hits_coalesced"), k.hits_by_size[GROUP]);
+                for (j, by) in ["l2_hit", "l2_miss"].iter().enumerate() {
+                    for (i, size) in ["4k", "2m", "1g", "coalesced"].iter().enumerate() {
+                        s.int(format!("{p}tlb.{name}.misses.{by}.{size}"), k.refills[j][i]);
+                    }
+                }
+            }
+            TlbId::L1i => {
+                for (j, by) in ["l2_hit", "l2_miss"].iter().enumerate() {
+                    s.int(format!("{p}tlb.{name}.misses.{by}"), k.refills[j].iter().sum::<u64>());
+                }
+            }
+            TlbId::L2 | TlbId::L2i => {}
+        }
+    }
+}
+
+/// Add `b`'s TLB counters to `a`'s.
+pub(crate) fn add_tlbs(a: &mut [TlbStats; TLB_LEVELS], b: &[TlbStats; TLB_LEVELS]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        x.accesses += y.accesses;
+        x.hits += y.hits;
+        x.misses += y.misses;
+        for (h, g) in x.hits_by_size.iter_mut().zip(y.hits_by_size) {
+            *h += g;
+        }
+        for (r, q) in x.refills.iter_mut().flatten().zip(y.refills.iter().flatten()) {
+            *r += q;
+        }
+    }
+}
+
+/// Ratios derived from counters (under `prefix`).
+pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; TLB_LEVELS], instr: u64, cfg: &Config) {
+    let kilo = instr as f64 / 1000.0;
+    let mpki = |m: u64| if kilo > 0.0 { m as f64 / kilo } else { f64::NAN };
+    for id in TlbId::ALL.into_iter().filter(|id| id.exists(cfg)) {
+        s.float(format!("{p}tlb.{}.mpki", id.name()), mpki(t[id as usize].misses));
+    }
+    s.ratio(format!("{p}walk_steps_per_walk"), k.miss_walk_steps, k.walks);
+    s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, k.walks + k.dirty_walks);
 }

@@ -10,33 +10,16 @@
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::Ctx;
 use crate::arch::pte::{PTE_A, PTE_D, PTE_P, PTE_PFN_MASK};
-use crate::mech::Mechs;
+use crate::mech::{Mechs, WalkStep};
 use crate::memory::port::{MemPort, Table};
 use crate::os::pt::{leaf_size, NodeId, PageTables, NO_NODE};
-use crate::translate::mmu::Mmu;
+use crate::translate::mmu::{Mmu, FILLER_SLOTS};
 use crate::translate::tlb::TlbEntry;
 
 /// Which table a walk loop reads (its const parameter; see [`Table`]).
 const NATIVE: u8 = Table::Native as u8;
 const HOST: u8 = Table::Host as u8;
 const GUEST: u8 = Table::Guest as u8;
-
-/// One entry a walk read, as mechanisms see it ([`crate::mech::Mechanism::on_walk_step`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WalkStep {
-    pub table: Table,
-    /// The address being translated (guest-physical for a host table).
-    pub va: VirtAddr,
-    /// The context the walk translates for (a VM's host-side context for a host table).
-    pub ctx: Ctx,
-    /// Level of the entry (1 = a 4 KB leaf's; a flattened node's entries have the lower of
-    /// its two levels).
-    pub level: u8,
-    /// The entry as the walk found it, before the walker set its accessed bit.
-    pub entry: u64,
-    pub node: NodeId,
-    pub index: usize,
-}
 
 /// What the walker needs of the configuration.
 #[derive(Clone, Copy, Debug)]
@@ -96,9 +79,6 @@ fn champsim_entry_addr(level: u8, va: VirtAddr, index: u64) -> u64 {
 fn champsim_key(level: u8, va: VirtAddr) -> u64 {
     va.0 >> (12 + 9 * (level as u32 - 1))
 }
-
-/// Slots per level of [`Mmu::champsim_fillers`] (direct-mapped by region).
-pub const FILLER_SLOTS: usize = 4096;
 
 /// Entry `index` of the page ChampSim gives the level-`level` entries of prefix `key`.
 fn champsim_page_entry(level: u8, key: u64, index: u64) -> u64 {
