@@ -13,6 +13,7 @@ use crate::mech::Mechs;
 use crate::memory::hierarchy::core_seed;
 use crate::memory::{Direct, MemPort, MemorySide};
 use crate::os::sched::Scope;
+use crate::os::{Hardware, Kernel};
 use crate::param::PtFormat;
 use crate::stats::Stats;
 use crate::timing::{inflight, Early};
@@ -57,6 +58,8 @@ pub(crate) const BATCH: usize = 4096;
 
 pub struct Machine {
     pub xl: Translator,
+    /// The OS side, beside the translator (see [`Kernel`]).
+    pub kernel: Kernel,
     pub mem: MemorySide,
     /// Statistics over time of the last run ([`RunOptions::interval`], 0 if none): the
     /// statistics when measurement began (the end of warm-up) and at the end of each
@@ -226,22 +229,9 @@ impl Machine {
             sched.add(crate::os::sched::Work::Mech(i), clock, period, first);
         }
         let checker = crate::translate::check::Checker::from_config(cfg);
-        let xl = Translator {
-            cfg: cfg.clone(),
-            mmus,
-            contexts,
-            os,
-            vms,
-            sched,
-            mechs,
-            checker,
-            walk,
-            virt: cfg.virt_enabled,
-            pte_lines: Vec::new(),
-            helper: None,
-            helper_touches: 0,
-        };
-        Ok(Machine { xl, mem: MemorySide::new(cfg, hw, seed), interval: 0, marks: Vec::new(), host_times: None })
+        let xl = Translator { cfg: cfg.clone(), mmus, mechs, checker, walk, virt: cfg.virt_enabled, helper: None, helper_touches: 0 };
+        let kernel = Kernel::new(cfg, os, vms, sched, contexts);
+        Ok(Machine { xl, kernel, mem: MemorySide::new(cfg, hw, seed), interval: 0, marks: Vec::new(), host_times: None })
     }
 
     pub fn config(&self) -> &Config {
@@ -250,39 +240,39 @@ impl Machine {
 
     /// Map every page of the workload's regions now.
     pub fn prefault(&mut self) -> Result<(), SimError> {
-        let xl = &mut self.xl;
-        if xl.virt {
+        let kernel = &mut self.kernel;
+        if kernel.virt {
             // Every guest maps its processes' regions, then the host backs every
             // guest-physical page they use (page-table nodes and data), in ascending gPA
             // order, as if the guest had touched them.
-            if xl.vms.iter().all(|v| v.os.spaces.iter().all(|sp| sp.regions.is_empty())) {
+            if kernel.vms.iter().all(|v| v.os.spaces.iter().all(|sp| sp.regions.is_empty())) {
                 return Err(SimError::NothingToPrefault);
             }
-            let (ggb, hgb) = (xl.cfg.virt_guest_mem_gb, xl.cfg.phys_size_gb);
-            for vm in 0..xl.vms.len() {
-                for s in 0..xl.vms[vm].os.spaces.len() {
-                    xl.vms[vm].os.prefault(s).map_err(|e| crate::os::virt::guest_error(vm, ggb, e))?;
+            let (ggb, hgb) = (kernel.cfg.virt_guest_mem_gb, kernel.cfg.phys_size_gb);
+            for vm in 0..kernel.vms.len() {
+                for s in 0..kernel.vms[vm].os.spaces.len() {
+                    kernel.vms[vm].os.prefault(s).map_err(|e| crate::os::virt::guest_error(vm, ggb, e))?;
                 }
-                let space = xl.vms[vm].space;
-                for (start, len) in xl.vms[vm].os.memory_in_use() {
-                    xl.os.prefault_range(space, start, start + len).map_err(|e| crate::os::virt::host_error(vm, hgb, start, e))?;
+                let space = kernel.vms[vm].space;
+                for (start, len) in kernel.vms[vm].os.memory_in_use() {
+                    kernel.os.prefault_range(space, start, start + len).map_err(|e| crate::os::virt::host_error(vm, hgb, start, e))?;
                 }
             }
         } else {
-            if xl.os.spaces.iter().all(|sp| sp.regions.is_empty()) {
+            if kernel.os.spaces.iter().all(|sp| sp.regions.is_empty()) {
                 return Err(SimError::NothingToPrefault);
             }
-            for s in 0..xl.os.spaces.len() {
-                xl.os.prefault(s)?;
+            for s in 0..kernel.os.spaces.len() {
+                kernel.os.prefault(s)?;
             }
         }
-        xl.after_prefault(&mut Direct::new(&mut self.mem));
+        kernel.after_prefault(&mut self.xl, &mut Direct::new(&mut self.mem));
         Ok(())
     }
 
     /// Simulate one reference on core `c`.
     pub fn step(&mut self, c: usize, r: Ref) -> Result<(), SimError> {
-        self.xl.step(c, r, Early::NONE, &mut Direct::new(&mut self.mem))
+        self.xl.step(c, r, Early::NONE, &mut self.kernel, &mut Direct::new(&mut self.mem))
     }
 
     /// Profile translation structures from now on for one-pass miss-ratio curves (see
@@ -327,6 +317,7 @@ impl Machine {
     /// warm-up.
     pub fn reset_stats(&mut self) {
         self.xl.reset_stats();
+        self.kernel.reset_stats();
         self.mem.reset_stats();
     }
 
@@ -356,11 +347,11 @@ impl Machine {
     /// [`Machine::run`] on this thread alone.
     pub(crate) fn run_direct(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
         if opts.interval == 0 {
-            return run_loop(&mut self.xl, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut |_, _| {});
+            return run_loop(&mut self.xl, &mut self.kernel, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut |_, _, _| {});
         }
         let marks = &mut self.marks;
-        let mut mark = |xl: &Translator, port: &Direct| marks.push(stats::stats_of(xl, port.mem));
-        run_loop(&mut self.xl, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut mark)
+        let mut mark = |xl: &Translator, kernel: &Kernel, port: &Direct| marks.push(stats::stats_of(xl, kernel, port.mem));
+        run_loop(&mut self.xl, &mut self.kernel, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut mark)
     }
 
     /// Invalidate translations `what` names on every core (TLBs and page-walk caches).
@@ -373,47 +364,47 @@ impl Machine {
         self.xl.shootdown_nested(what)
     }
 
-    /// Apply the shootdowns the OS (the host's, virtualized) queued (see [`Translator::os_sync`]).
+    /// Apply the shootdowns the OS (the host's, virtualized) queued (see [`Kernel::os_sync`]).
     pub fn os_sync(&mut self, initiator: Option<usize>) -> u64 {
-        self.xl.os_sync(initiator, &mut Direct::new(&mut self.mem))
+        self.kernel.os_sync(initiator, &mut self.xl, &mut Direct::new(&mut self.mem))
     }
 
-    /// Apply the shootdowns the OS of `scope` queued (see [`Translator::sync`]).
+    /// Apply the shootdowns the OS of `scope` queued (see [`Kernel::sync`]).
     pub fn sync(&mut self, scope: Scope, initiator: Option<usize>) -> u64 {
-        self.xl.sync(scope, initiator, &mut Direct::new(&mut self.mem))
+        self.kernel.sync(scope, initiator, &mut self.xl, &mut Direct::new(&mut self.mem))
     }
 
     /// A mechanism on core `c` asks the OS to promote the 2 MB region of `space` holding
-    /// `va` (see [`Translator::request_promotion`]).
+    /// `va` (see [`Kernel::request_promotion`]).
     pub fn request_promotion(&mut self, c: usize, space: usize, va: crate::arch::addr::VirtAddr) -> Result<bool, SimError> {
-        self.xl.request_promotion(c, space, va, &mut Direct::new(&mut self.mem))
+        self.kernel.request_promotion(c, space, va, &mut self.xl, &mut Direct::new(&mut self.mem))
     }
 
-    /// Demote the 2 MB page of `space` holding `va` (see [`Os::request_demotion`]).
+    /// Demote the 2 MB page of `space` holding `va` (see [`crate::os::Os::request_demotion`]).
     pub fn request_demotion(&mut self, c: usize, space: usize, va: crate::arch::addr::VirtAddr) -> Result<bool, SimError> {
-        self.xl.request_demotion(c, space, va, &mut Direct::new(&mut self.mem))
+        self.kernel.request_demotion(c, space, va, &mut self.xl, &mut Direct::new(&mut self.mem))
     }
 
-    /// Unmap the page of `space` holding `va` (see [`Os::unmap`]).
+    /// Unmap the page of `space` holding `va` (see [`crate::os::Os::unmap`]).
     pub fn unmap(&mut self, c: usize, space: usize, va: crate::arch::addr::VirtAddr) -> Result<bool, SimError> {
-        self.xl.unmap(c, space, va, &mut Direct::new(&mut self.mem))
+        self.kernel.unmap(c, space, va, &mut self.xl, &mut Direct::new(&mut self.mem))
     }
 
-    /// Make the 4 KB page of `space` holding `va` writable or read-only (see [`Os::protect`]).
+    /// Make the 4 KB page of `space` holding `va` writable or read-only (see [`crate::os::Os::protect`]).
     pub fn protect(&mut self, c: usize, space: usize, va: crate::arch::addr::VirtAddr, writable: bool) -> Result<bool, SimError> {
-        self.xl.protect(c, space, va, writable, &mut Direct::new(&mut self.mem))
+        self.kernel.protect(c, space, va, writable, &mut self.xl, &mut Direct::new(&mut self.mem))
     }
 
     /// Run khugepaged once now, on core `c`.
     pub fn run_khugepaged(&mut self, c: usize) -> Result<(), SimError> {
-        self.xl.run_khugepaged(c, &mut Direct::new(&mut self.mem))
+        self.kernel.run_khugepaged(c, &mut self.xl, &mut Direct::new(&mut self.mem))
     }
 
     /// All statistics, with the glossary's names. One core: bare names. Several: `coreN.`
     /// per core plus sums (and machine-wide ratios) under the bare names. With
     /// [`RunOptions::interval`], [`Stats::series`] holds each interval's.
     pub fn stats(&self) -> Stats {
-        let mut s = stats::stats_of(&self.xl, &self.mem);
+        let mut s = stats::stats_of(&self.xl, &self.kernel, &self.mem);
         if self.interval > 0 && !self.marks.is_empty() {
             // (The first mark is the start of measurement: the end of warm-up.)
             let all: Vec<&Stats> = self.marks.iter().chain([&s]).collect();
@@ -432,27 +423,28 @@ impl Machine {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_loop<P: MemPort>(
     xl: &mut Translator,
+    kernel: &mut Kernel,
     port: &mut P,
     src: &mut dyn RefSource,
     opts: RunOptions,
     progress: &mut dyn FnMut(u64) -> bool,
     chunk: usize,
     flush: &mut dyn FnMut(&mut P),
-    mark: &mut dyn FnMut(&Translator, &P),
+    mark: &mut dyn FnMut(&Translator, &Kernel, &P),
 ) -> Result<u64, SimError> {
-    let n = xl.contexts.len();
+    let n = kernel.contexts.len();
     // The streams: one per hardware context, or with vCPU overcommit `k` per context (context
     // `c` time-slices streams c, c + n, c + 2n, ...), `lane[c]` the one it runs now.
     // (The translator keeps which vCPU each context runs: shootdowns need to know.)
     // (Programs that share cores are time-sliced the same way, `virt.switch_interval_cycles`
     // each: see `Machine::with_programs`.)
-    let places = xl.sched.places;
+    let places = kernel.sched.places;
     let k = if places > 1 { places } else { xl.cfg.virt_vcpus_per_core.max(1) as usize };
     let total = if k > 1 { src.streams().max(n) } else { n };
     let slice = if places > 1 { xl.cfg.virt_switch_interval_cycles } else { xl.cfg.virt_vcpu_slice_cycles };
-    xl.sched.vcpus = crate::os::sched::Vcpus::new(n, k, total, slice);
+    kernel.sched.vcpus = crate::os::sched::Vcpus::new(n, k, total, slice);
     for c in 0..n {
-        xl.contexts[c].ctx = xl.tagged(c, xl.contexts[c].ctx & crate::arch::ctx::SPACE_MASK);
+        kernel.contexts[c].ctx = kernel.tagged(c, kernel.contexts[c].ctx & crate::arch::ctx::SPACE_MASK);
     }
     let mut batches: Vec<Vec<Ref>> = (0..total).map(|_| Vec::with_capacity(BATCH)).collect();
     let mut pos = vec![0usize; total];
@@ -477,7 +469,7 @@ pub(crate) fn run_loop<P: MemPort>(
     let instructions = |port: &P| (0..n).map(|c| port.instructions(c)).sum::<u64>();
     let mut next_mark = u64::MAX;
     if opts.interval > 0 && warm {
-        mark(xl, port);
+        mark(xl, kernel, port);
         next_mark = instructions(port) + opts.interval;
     }
     // How far a dependent reference looks ahead for a younger one that starts its work.
@@ -498,23 +490,23 @@ pub(crate) fn run_loop<P: MemPort>(
         if c == usize::MAX {
             break;
         }
-        if port.now(c) >= xl.sched.vcpus.slice_end[c] {
+        if port.now(c) >= kernel.sched.vcpus.slice_end[c] {
             // The vCPU's time slice is over: the core switches to its next one.
-            xl.sched.vcpus.slice_end[c] = port.now(c) + slice;
-            if !next_vcpu(xl, port, c) {
+            kernel.sched.vcpus.slice_end[c] = port.now(c) + slice;
+            if !next_vcpu(xl, kernel, port, c) {
                 continue;
             }
             rings[c].region = u64::MAX;
         }
-        let s = xl.sched.vcpus.lane[c];
+        let s = kernel.sched.vcpus.lane[c];
         if pos[s] == batches[s].len() {
             src.next_batch(s, &mut batches[s])?;
             pos[s] = 0;
             rings[c].region = u64::MAX;
             if batches[s].is_empty() {
-                xl.sched.vcpus.ended[s] = true;
+                kernel.sched.vcpus.ended[s] = true;
                 // (With overcommit the core goes on with its other vCPUs, if any is left.)
-                if k == 1 || !next_vcpu(xl, port, c) {
+                if k == 1 || !next_vcpu(xl, kernel, port, c) {
                     ended[c] = true;
                 }
                 continue;
@@ -527,16 +519,16 @@ pub(crate) fn run_loop<P: MemPort>(
         let end = if n == 1 && k == 1 { batches[s].len().min(pos[s].saturating_add(left)) } else { pos[s] + 1 };
         while pos[s] < end {
             if xl.virt {
-                prefetch_ahead_2d(xl, port, c, &batches[s], pos[s], &mut rings[c]);
+                prefetch_ahead_2d(kernel, port, c, &batches[s], pos[s], &mut rings[c]);
             } else {
-                prefetch_ahead(xl, port, c, &batches[s], pos[s], &mut rings[c]);
+                prefetch_ahead(kernel, port, c, &batches[s], pos[s], &mut rings[c]);
             }
             let r = batches[s][pos[s]];
             // (Within the batch: a dependent reference near its end sees fewer ahead.)
             let early = if lookahead > 0 && r.producer() != 0 { inflight::early(&batches[s][pos[s]..], lookahead, rob) } else { Early::NONE };
             pos[s] += 1;
             let recorded = port.recorded();
-            if let Err(e) = xl.step(c, r, early, port) {
+            if let Err(e) = xl.step(c, r, early, kernel, port) {
                 port.truncate(recorded); // (a reference's ops are replayed whole or not at all)
                 return Err(e);
             }
@@ -547,17 +539,17 @@ pub(crate) fn run_loop<P: MemPort>(
             }
             if done & (crate::os::sched::EVENT_CHECK - 1) == 0 {
                 if paced {
-                    for &s in &xl.sched.vcpus.lane {
+                    for &s in &kernel.sched.vcpus.lane {
                         if let Some(r) = pos[s].checked_sub(1).and_then(|p| batches[s].get(p)) {
                             src.observe(s, r.va);
                         }
                     }
                 }
-                if xl.sched.check_due(done) {
-                    xl.os_events(done, port)?;
+                if kernel.sched.check_due(done) {
+                    kernel.os_events(done, xl, port)?;
                 }
                 if next_mark != u64::MAX && instructions(port) >= next_mark {
-                    mark(xl, port);
+                    mark(xl, kernel, port);
                     next_mark = instructions(port) + opts.interval;
                 }
             }
@@ -568,10 +560,11 @@ pub(crate) fn run_loop<P: MemPort>(
                     warm_at = measured;
                 }
                 xl.reset_stats();
+                kernel.reset_stats();
                 port.reset_stats();
                 warm = true;
                 if opts.interval > 0 {
-                    mark(xl, port);
+                    mark(xl, kernel, port);
                     next_mark = instructions(port) + opts.interval;
                 }
             }
@@ -607,25 +600,25 @@ pub(crate) fn run_loop<P: MemPort>(
 
 /// vCPU overcommit: context `c` switches to its next vCPU whose stream has not ended
 /// (streams c, c + n, c + 2n, ...), paying `virt.switch_cycles`, and what shootdowns left
-/// for it (see [`Translator::vcpu_switched`]). False if none is left but the one it runs,
+/// for it (see [`Kernel::vcpu_switched`]). False if none is left but the one it runs,
 /// which then runs on if it has not ended.
-fn next_vcpu<P: MemPort>(xl: &mut Translator, port: &mut P, c: usize) -> bool {
-    let v = &xl.sched.vcpus;
+fn next_vcpu<P: MemPort>(xl: &mut Translator, kernel: &mut Kernel, port: &mut P, c: usize) -> bool {
+    let v = &kernel.sched.vcpus;
     let (n, total) = (v.lane.len(), v.ended.len());
     let mine: Vec<usize> = (c..total).step_by(n).collect();
     let at = mine.iter().position(|&s| s == v.lane[c]).unwrap_or(0);
     let next = (1..=mine.len()).map(|i| mine[(at + i) % mine.len()]).find(|&s| !v.ended[s]);
     match next {
         Some(s) if s != v.lane[c] => {
-            xl.sched.vcpus.lane[c] = s;
+            kernel.sched.vcpus.lane[c] = s;
             port.stall(c, xl.cfg.virt_switch_cycles);
-            let core = xl.contexts[c].core;
-            if xl.sched.places > 1 {
+            let core = kernel.contexts[c].core;
+            if kernel.sched.places > 1 {
                 xl.mmus[core].vcounters.vm_switches += 1;
             } else {
                 xl.mmus[core].vcounters.vcpu_switches += 1;
             }
-            xl.vcpu_switched(c, port);
+            kernel.vcpu_switched(c, xl, port);
             true
         }
         Some(_) => true,

@@ -159,7 +159,7 @@ fn apply(m: &mut Machine, sub: u64, op: Op) -> Result<(), SimError> {
         Op::Read(k) => m.step(0, Ref::load(page(k), 1)),
         Op::Write(k) => m.step(0, Ref::store(page(k), 1)),
         Op::Invlpg(k) => {
-            let ctx = m.xl.contexts[0].ctx;
+            let ctx = m.kernel.contexts[0].ctx;
             m.xl.invalidate(0, Invalidate::page(ctx, VirtAddr(page(k))));
             Ok(())
         }
@@ -168,9 +168,9 @@ fn apply(m: &mut Machine, sub: u64, op: Op) -> Result<(), SimError> {
 
 /// Each page's state in the page tables (the paper's final `mincore` report).
 pub fn mincore(m: &Machine, r: Region) -> Vec<PageState> {
-    let sp = &m.xl.os.spaces[0];
+    let sp = &m.kernel.os.spaces[0];
     (0..r.pages)
-        .map(|p| match m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(r.base + p * 4096)) {
+        .map(|p| match m.kernel.os.pt.translate(sp.root, sp.top, VirtAddr(r.base + p * 4096)) {
             Some(f) => PageState { valid: true, accessed: f.entry & PTE_A != 0, modified: f.entry & PTE_D != 0 },
             None => PageState { valid: false, accessed: false, modified: false },
         })

@@ -59,7 +59,7 @@ fn word(m: &mut Machine, n: u64, ops: &[Op]) {
                 Op::R(k) => m.step(0, Ref::load(page(k), 1)).unwrap(),
                 Op::W(k) => m.step(0, Ref::store(page(k), 1)).unwrap(),
                 Op::Inv(k) => {
-                    let ctx = m.xl.contexts[0].ctx;
+                    let ctx = m.kernel.contexts[0].ctx;
                     m.xl.invalidate(0, Invalidate::page(ctx, VirtAddr(page(k))));
                 }
             }
@@ -123,8 +123,8 @@ fn walks(m: &Machine) -> u64 {
 }
 
 fn pte(m: &Machine, va: u64) -> u64 {
-    let sp = &m.xl.os.spaces[0];
-    m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(va)).unwrap().entry
+    let sp = &m.kernel.os.spaces[0];
+    m.kernel.os.pt.translate(sp.root, sp.top, VirtAddr(va)).unwrap().entry
 }
 
 const G4: u64 = PAGES / 4;
@@ -307,8 +307,8 @@ fn u9_without_reservations_only_chance_contiguity_coalesces() {
     let rewalked = since(before, l1d(&m)).l2_miss[GROUP];
     // The reference: a group is coalescable iff its frames are contiguous from an aligned
     // first frame (every page is read once and never written, so A and D agree).
-    let sp = &m.xl.os.spaces[0];
-    let frame = |p: u64| m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + p * 4096)).unwrap().frame.0;
+    let sp = &m.kernel.os.spaces[0];
+    let frame = |p: u64| m.kernel.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + p * 4096)).unwrap().frame.0;
     let chance: Vec<bool> = (0..G4).map(|g| frame(4 * g) % 4 == 0 && (1..4).all(|k| frame(4 * g + k) == frame(4 * g) + k)).collect();
     assert_eq!(first, chance.iter().filter(|&&c| c).count() as u64);
     assert_eq!(rewalked, first, "the same groups coalesce when walked again");
@@ -338,17 +338,17 @@ impl Rng {
 /// entry on the data path (L1 DTLB, L2) also means every page is still clean: a store that
 /// set a D bit destroyed it.
 fn check_coalesced(m: &Machine, step: usize) {
-    let sp = &m.xl.os.spaces[0];
+    let sp = &m.kernel.os.spaces[0];
     for id in TlbId::ALL {
         let lvl = m.xl.mmus[0].tlb(id);
         let g = lvl.group_shift();
         for (k, e) in lvl.entries().into_iter().filter(|(k, _)| k.code() == GROUP) {
             let first = k.vpn() << (12 + g);
             let attrs = |pte: u64| pte & !PTE_PFN_MASK & !PTE_D;
-            let pte0 = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(first)).map(|f| f.entry);
+            let pte0 = m.kernel.os.pt.translate(sp.root, sp.top, VirtAddr(first)).map(|f| f.entry);
             for i in 0..1u64 << g {
                 let va = first + i * 4096;
-                let found = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(va));
+                let found = m.kernel.os.pt.translate(sp.root, sp.top, VirtAddr(va));
                 let Some(f) = found else { panic!("step {step}: {} entry {first:#x} covers unmapped {va:#x}", id.name()) };
                 assert_eq!((f.size, f.frame.0), (PageSize::Size4K, e.frame + i), "step {step}: {} {va:#x}", id.name());
                 assert_eq!(attrs(f.entry), attrs(pte0.unwrap()), "step {step}: {} {va:#x} attributes", id.name());
@@ -396,7 +396,7 @@ fn a_coalesced_entry_never_translates_a_page_it_does_not_map() {
                 0..=54 => m.step(0, Ref::load(va, 1)).unwrap(),
                 55..=84 => m.step(0, Ref::store(va, 1)).unwrap(),
                 85..=89 => {
-                    let ctx = m.xl.contexts[0].ctx;
+                    let ctx = m.kernel.contexts[0].ctx;
                     m.xl.invalidate(0, Invalidate::page(ctx, VirtAddr(va)));
                 }
                 90..=95 => {

@@ -113,15 +113,15 @@ fn accessed_and_dirty_bits_are_set_as_hardware_does() {
     m.prefault().unwrap();
     let va = VirtAddr(BASE + 0x5000);
     let leaf = |m: &Machine| {
-        let sp = &m.xl.os.spaces[0];
-        let (node, idx) = m.xl.os.pt.leaf_location(sp.root, sp.top, va, PageSize::Size4K).unwrap();
-        m.xl.os.pt.entry(node, idx)
+        let sp = &m.kernel.os.spaces[0];
+        let (node, idx) = m.kernel.os.pt.leaf_location(sp.root, sp.top, va, PageSize::Size4K).unwrap();
+        m.kernel.os.pt.entry(node, idx)
     };
     assert_eq!(leaf(&m) & (PTE_A | PTE_D), 0, "prefaulted pages start clean and unaccessed");
     m.step(0, Ref::load(va.0, 1)).unwrap();
     assert_eq!(leaf(&m) & (PTE_A | PTE_D), PTE_A, "a load's walk sets A only");
-    let sp = &m.xl.os.spaces[0];
-    let root_entry = m.xl.os.pt.entry(sp.root, va.index(4));
+    let sp = &m.kernel.os.spaces[0];
+    let root_entry = m.kernel.os.pt.entry(sp.root, va.index(4));
     assert_ne!(root_entry & PTE_A, 0, "upper-level entries used by the walk get A too");
     // A store through the clean TLB entry must walk again to set D.
     m.step(0, Ref::store(va.0, 1)).unwrap();
@@ -135,9 +135,9 @@ fn accessed_and_dirty_bits_are_set_as_hardware_does() {
     assert_eq!((m.stats().f("walks"), m.stats().f("tlb.dirty_walks")), (1.0, 1.0));
     // Another page is never touched: still clean.
     let other = VirtAddr(BASE + 0x9000);
-    let sp = &m.xl.os.spaces[0];
-    let (node, idx) = m.xl.os.pt.leaf_location(sp.root, sp.top, other, PageSize::Size4K).unwrap();
-    assert_eq!(m.xl.os.pt.entry(node, idx) & (PTE_A | PTE_D), 0);
+    let sp = &m.kernel.os.spaces[0];
+    let (node, idx) = m.kernel.os.pt.leaf_location(sp.root, sp.top, other, PageSize::Size4K).unwrap();
+    assert_eq!(m.kernel.os.pt.entry(node, idx) & (PTE_A | PTE_D), 0);
 }
 
 #[test]

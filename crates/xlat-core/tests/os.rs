@@ -52,15 +52,15 @@ fn touch(m: &mut Machine, c: usize, va: u64, store: bool) {
 /// only if the leaf is; a PWC entry points to the node the path really has there.
 fn check_no_stale(m: &Machine) {
     for (c, core) in m.xl.mmus.iter().enumerate() {
-        let t = &m.xl.contexts[c];
-        assert_eq!(t.ctx, m.xl.os.spaces[t.space].ctx, "core {c} runs its space's PCID");
+        let t = &m.kernel.contexts[c];
+        assert_eq!(t.ctx, m.kernel.os.spaces[t.space].ctx, "core {c} runs its space's PCID");
         for (name, level) in TlbId::ALL.map(|id| (id.name(), core.tlb(id))) {
             for (key, e) in level.entries() {
                 let space = key.ctx as usize - 1;
                 let size = key.size();
                 let va = VirtAddr(key.vpn() << size.shift());
-                let sp = &m.xl.os.spaces[space];
-                let found = m.xl.os.pt.translate(sp.root, sp.top, va);
+                let sp = &m.kernel.os.spaces[space];
+                let found = m.kernel.os.pt.translate(sp.root, sp.top, va);
                 let Some(found) = found else { panic!("core {c} {name}: stale entry for unmapped {:#x} ({size:?}, space {space})", va.0) };
                 assert_eq!((found.size, found.frame.0), (size, e.frame), "core {c} {name}: {:#x} of space {space}", va.0);
                 assert!(!e.dirty || found.entry & PTE_D != 0, "core {c} {name}: dirty entry for a clean page {:#x}", va.0);
@@ -72,8 +72,8 @@ fn check_no_stale(m: &Machine) {
                 let space = key.ctx as usize - 1;
                 let size = key.size();
                 let va = VirtAddr(key.vpn() << size.shift());
-                let sp = &m.xl.os.spaces[space];
-                let Some(found) = m.xl.os.pt.translate(sp.root, sp.top, va) else {
+                let sp = &m.kernel.os.spaces[space];
+                let Some(found) = m.kernel.os.pt.translate(sp.root, sp.top, va) else {
                     panic!("POM-TLB: stale entry for unmapped {:#x} ({size:?}, space {space})", va.0)
                 };
                 // (A 1 GB page is held as 2 MB pieces.)
@@ -87,8 +87,8 @@ fn check_no_stale(m: &Machine) {
         for (level, key, node) in core.pwc.entries() {
             let space = key.ctx as usize - 1;
             let va = VirtAddr(key.tag << (12 + 9 * (level as u32 - 1)));
-            let sp = &m.xl.os.spaces[space];
-            let real = m.xl.os.pt.node_at(sp.root, sp.top, va, level - 1);
+            let sp = &m.kernel.os.spaces[space];
+            let real = m.kernel.os.pt.node_at(sp.root, sp.top, va, level - 1);
             assert_eq!(real, Some(node), "core {c} PWC L{level}: prefix {:#x} of space {space}", va.0);
         }
     }
@@ -113,11 +113,11 @@ fn a_reservation_is_promoted_only_when_fully_populated() {
     assert_eq!(s.f("os.reservations"), 1.0);
     assert_eq!(s.f("huge_coverage"), 0.0);
     // The reservation puts each page at its offset in one aligned 2 MB block.
-    let (f0, _) = m.xl.os.translate(0, VirtAddr(BASE + pages[0] * 4096)).unwrap();
+    let (f0, _) = m.kernel.os.translate(0, VirtAddr(BASE + pages[0] * 4096)).unwrap();
     let block = f0.0 - pages[0];
     assert_eq!(block % 512, 0);
     for &p in &pages {
-        assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + p * 4096)), Some((xlat_core::arch::addr::Frame(block + p), PageSize::Size4K)));
+        assert_eq!(m.kernel.os.translate(0, VirtAddr(BASE + p * 4096)), Some((xlat_core::arch::addr::Frame(block + p), PageSize::Size4K)));
     }
     let l1 = s.f("pt.nodes.l1");
     assert_eq!(l1, 1.0);
@@ -128,7 +128,7 @@ fn a_reservation_is_promoted_only_when_fully_populated() {
     assert_eq!(s.f("huge_coverage"), 1.0);
     assert_eq!(s.f("pt.nodes.l1"), 0.0);
     assert_eq!(s.f("shootdowns"), 1.0);
-    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 5)), Some((xlat_core::arch::addr::Frame(block), PageSize::Size2M)));
+    assert_eq!(m.kernel.os.translate(0, VirtAddr(BASE + 5)), Some((xlat_core::arch::addr::Frame(block), PageSize::Size2M)));
     check_no_stale(&m);
 
     // Without promotion (FreeBSD's "reserv"): contiguous, never promoted.
@@ -154,25 +154,25 @@ fn reservations_are_broken_under_memory_pressure() {
 #[test]
 fn pinned_fragmentation_breaks_exactly_that_fraction_of_blocks() {
     let base = Machine::new(&cfg(&[("phys.size_gb", "4")]), 1, vec![], 1).unwrap();
-    let total = base.xl.os.start.free_2m_blocks;
+    let total = base.kernel.os.start.free_2m_blocks;
     assert_eq!(total, 2047);
     for x in [0.5, 0.9] {
         let c = cfg(&[("phys.size_gb", "4"), ("phys.fragmentation", &format!("pinned:{x}"))]);
         let m = Machine::new(&c, 1, vec![], 1).unwrap();
         let pinned = (x * total as f64).round() as u64;
-        assert_eq!(m.xl.os.start.free_2m_blocks, total - pinned, "pinned:{x}");
-        assert_eq!(m.xl.os.start.pinned_frames, pinned);
+        assert_eq!(m.kernel.os.start.free_2m_blocks, total - pinned, "pinned:{x}");
+        assert_eq!(m.kernel.os.start.pinned_frames, pinned);
         let s = m.stats();
         assert_eq!(s.f("phys.start.free_2m_blocks"), (total - pinned) as f64);
         // A pinned block still has 511 free frames, as orders 0..8.
-        assert_eq!(s.f("phys.start.free_blocks.order8"), pinned as f64 + base.xl.os.start.free_blocks[8] as f64);
+        assert_eq!(s.f("phys.start.free_blocks.order8"), pinned as f64 + base.kernel.os.start.free_blocks[8] as f64);
         let m2 = Machine::new(&c, 1, vec![], 1).unwrap();
         assert_eq!(m2.stats(), s, "reproducible from the seed");
     }
     // With memhog (phys.available_gb), X applies to what is left.
     let c = cfg(&[("phys.size_gb", "4"), ("phys.available_gb", "1"), ("phys.fragmentation", "pinned:0.5")]);
     let m = Machine::new(&c, 1, vec![], 1).unwrap();
-    assert!(m.xl.os.start.free_2m_blocks <= 256 && m.xl.os.start.free_2m_blocks >= 250, "{}", m.xl.os.start.free_2m_blocks);
+    assert!(m.kernel.os.start.free_2m_blocks <= 256 && m.kernel.os.start.free_2m_blocks >= 250, "{}", m.kernel.os.start.free_2m_blocks);
 }
 
 #[test]
@@ -196,7 +196,7 @@ fn aged_memory_reaches_its_target() {
     let c = cfg(&[("phys.size_gb", "2"), ("phys.fragmentation", "aged:3"), ("phys.aged_target", "0.25")]);
     let m = Machine::new(&c, 1, vec![], 1).unwrap();
     let whole = 1023.0_f64;
-    assert_eq!(m.xl.os.start.free_2m_blocks as f64, (0.25 * whole).round());
+    assert_eq!(m.kernel.os.start.free_2m_blocks as f64, (0.25 * whole).round());
     let s = m.stats();
     let spread = (0..9).filter(|o| s.f(&format!("phys.start.free_blocks.order{o}")) > 0.0).count();
     assert!(spread >= 6, "aging leaves free blocks of many orders: {spread}");
@@ -250,8 +250,8 @@ fn lowhalf_maps_the_lower_half_in_2m_pages() {
     assert!((cov - 0.5).abs() < 1e-12, "{cov}");
     let mut m = Machine::new(&c, 1, regions, 1).unwrap();
     m.prefault().unwrap();
-    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 127 * MB)).unwrap().1, PageSize::Size2M);
-    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 128 * MB)).unwrap().1, PageSize::Size4K);
+    assert_eq!(m.kernel.os.translate(0, VirtAddr(BASE + 127 * MB)).unwrap().1, PageSize::Size2M);
+    assert_eq!(m.kernel.os.translate(0, VirtAddr(BASE + 128 * MB)).unwrap().1, PageSize::Size4K);
     // A trace declares no regions: lowhalf cannot know the halves.
     assert!(Machine::new(&c, 1, vec![], 1).is_err());
 }
@@ -337,11 +337,11 @@ fn compaction_makes_a_2m_block_from_movable_pages() {
         touch(&mut m, 0, BASE + p * 4096, p % 7 == 0);
     }
     for p in (0..(120 * MB / 4096)).step_by(2) {
-        m.xl.os.unmap(0, VirtAddr(BASE + p * 4096)).unwrap();
+        m.kernel.os.unmap(0, VirtAddr(BASE + p * 4096)).unwrap();
     }
     m.os_sync(None);
-    m.xl.os.phys.drain_pcp();
-    let before = m.xl.os.phys.free_2m_blocks();
+    m.kernel.os.phys.drain_pcp();
+    let before = m.kernel.os.phys.free_2m_blocks();
     assert!(before < 8, "{before} free 2 MB blocks");
     for i in 0..8 {
         touch(&mut m, 0, BASE + GB + i * 2 * MB, true);
@@ -351,12 +351,12 @@ fn compaction_makes_a_2m_block_from_movable_pages() {
     assert!(s.f("os.compactions") >= (8 - before) as f64, "{}", s.f("os.compactions"));
     assert!(s.f("os.migrated_pages") > 0.0);
     for i in 0..8 {
-        assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + GB + i * 2 * MB)).unwrap().1, PageSize::Size2M);
+        assert_eq!(m.kernel.os.translate(0, VirtAddr(BASE + GB + i * 2 * MB)).unwrap().1, PageSize::Size2M);
     }
     // The migrated pages are still mapped, each to a frame of its own.
     let mut frames = std::collections::HashSet::new();
     for p in (1..(120 * MB / 4096)).step_by(2) {
-        let (f, size) = m.xl.os.translate(0, VirtAddr(BASE + p * 4096)).unwrap();
+        let (f, size) = m.kernel.os.translate(0, VirtAddr(BASE + p * 4096)).unwrap();
         assert_eq!(size, PageSize::Size4K);
         assert!(frames.insert(f), "frame {f:?} mapped twice");
     }
@@ -397,7 +397,7 @@ fn skipping_the_shootdown_is_caught() {
     let c = cfg(&[]);
     let mut m = Machine::new(&c, 1, vec![region("heap", BASE, 4 * MB)], 1).unwrap();
     touch(&mut m, 0, BASE, false);
-    assert!(m.xl.os.unmap(0, VirtAddr(BASE)).unwrap());
+    assert!(m.kernel.os.unmap(0, VirtAddr(BASE)).unwrap());
     let stale = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_no_stale(&m)));
     assert!(stale.is_err(), "the checker must see the stale translation");
     m.os_sync(None);
@@ -536,8 +536,8 @@ fn bad_os_keys_are_one_line_errors() {
 
 /// The leaf mapping `va` in space 0.
 fn leaf(m: &Machine, va: u64) -> xlat_core::os::pt::Mapping {
-    let sp = &m.xl.os.spaces[0];
-    m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(va)).expect("mapped")
+    let sp = &m.kernel.os.spaces[0];
+    m.kernel.os.pt.translate(sp.root, sp.top, VirtAddr(va)).expect("mapped")
 }
 
 /// Share of the 16 KB-aligned groups of 4 pages of `[start, start + len)` whose frames are
@@ -547,7 +547,7 @@ fn coalescable_16k(m: &Machine, space: usize, start: u64, len: u64) -> f64 {
     let groups = len / (16 * 1024);
     for g in 0..groups {
         let va = start + g * 16 * 1024;
-        let frames: Vec<u64> = (0..4).filter_map(|i| m.xl.os.translate(space, VirtAddr(va + i * 4096))).map(|(f, _)| f.0).collect();
+        let frames: Vec<u64> = (0..4).filter_map(|i| m.kernel.os.translate(space, VirtAddr(va + i * 4096))).map(|(f, _)| f.0).collect();
         if frames.len() == 4 && frames[0] % 4 == 0 && frames.windows(2).all(|w| w[1] == w[0] + 1) {
             ok += 1;
         }
@@ -600,9 +600,9 @@ fn prefaulting_as_writes_maps_in_address_order_and_leaves_pages_accessed_and_dir
     assert!(share > 0.1 && share < 1.0, "{share}");
     // The page tables' own count (statistic pt.coalescable.16k) agrees: every group of the
     // region is whole and uniformly accessed and dirty, so only contiguity decides.
-    let (groups, ok) = linux.xl.os.pt.leaf_groups(2);
+    let (groups, ok) = linux.kernel.os.pt.leaf_groups(2);
     assert_eq!((groups, ok as f64 / groups as f64), (len / (16 << 10), share));
-    assert!(linux.xl.os.pt.leaf_groups(3).1 * 2 <= ok, "a 32 KB group is two 16 KB ones");
+    assert!(linux.kernel.os.pt.leaf_groups(3).1 * 2 <= ok, "a 32 KB group is two 16 KB ones");
     assert_eq!(coalescable_16k(&prefaulted(&[("phys.pcp_order", "lifo")]), 0, BASE, len), 0.0);
     let resv = prefaulted(&[("os.page_policy", "freebsd"), ("os.reservation_promote", "false")]);
     assert_eq!(coalescable_16k(&resv, 0, BASE, len), 1.0);
@@ -662,7 +662,7 @@ fn a_lower_promotion_threshold_promotes_a_reservation_early_where_the_region_cov
             touch(&mut m, 0, BASE + p * 4096, true);
             touch(&mut m, 0, BASE + 8 * MB + p * 4096, true);
         }
-        let size = |va: u64| m.xl.os.translate(0, VirtAddr(va)).map(|(_, s)| s);
+        let size = |va: u64| m.kernel.os.translate(0, VirtAddr(va)).map(|(_, s)| s);
         assert_eq!(size(BASE + 300 * 4096), if promoted { Some(PageSize::Size2M) } else { None }, "at {at}");
         assert_eq!(size(BASE + 8 * MB), Some(PageSize::Size4K), "a 1 MB region is never promoted early");
         assert_eq!(m.stats().f("promotions"), if promoted { 1.0 } else { 0.0 });
@@ -691,14 +691,14 @@ fn a_demoted_superpage_is_promoted_again_in_place_on_freebsd() {
     for p in 0..512 {
         touch(&mut m, 0, BASE + p * 4096, false);
     }
-    let (block, size) = m.xl.os.translate(0, VirtAddr(BASE)).unwrap();
+    let (block, size) = m.kernel.os.translate(0, VirtAddr(BASE)).unwrap();
     assert_eq!(size, PageSize::Size2M);
     assert!(m.request_demotion(0, 0, VirtAddr(BASE)).unwrap());
-    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE + 4096)).unwrap(), (xlat_core::arch::addr::Frame(block.0 + 1), PageSize::Size4K));
-    let free = m.xl.os.phys.free_frames();
+    assert_eq!(m.kernel.os.translate(0, VirtAddr(BASE + 4096)).unwrap(), (xlat_core::arch::addr::Frame(block.0 + 1), PageSize::Size4K));
+    let free = m.kernel.os.phys.free_frames();
     assert!(m.request_promotion(0, 0, VirtAddr(BASE)).unwrap());
-    assert_eq!(m.xl.os.translate(0, VirtAddr(BASE)).unwrap(), (block, PageSize::Size2M), "same block: no copy");
-    assert!(m.xl.os.phys.free_frames() <= free + 1, "no new block was allocated and the old frames stay");
+    assert_eq!(m.kernel.os.translate(0, VirtAddr(BASE)).unwrap(), (block, PageSize::Size2M), "same block: no copy");
+    assert!(m.kernel.os.phys.free_frames() <= free + 1, "no new block was allocated and the old frames stay");
     check_no_stale(&m);
 }
 

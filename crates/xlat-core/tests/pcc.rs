@@ -58,7 +58,7 @@ fn the_most_walked_region_ranks_first() {
         let list = pcc.peek(0);
         assert_eq!(list.len(), REGIONS as usize, "{policy}: {list:?}");
         assert_eq!(list[0].start(), VirtAddr(BASE + HOT * MB2), "{policy}: {list:?}");
-        assert_eq!(list[0].ctx, m.xl.contexts[0].ctx);
+        assert_eq!(list[0].ctx, m.kernel.contexts[0].ctx);
         assert!(list.windows(2).all(|w| w[0].freq >= w[1].freq), "{policy}: read-out by frequency: {list:?}");
         assert!(list.iter().all(|c| !c.huge));
         assert!(s.f("walks") > 10_000.0, "the small TLBs miss: {} walks", s.f("walks"));
@@ -141,7 +141,7 @@ fn in_a_vm_the_pcc_ranks_guest_virtual_regions() {
     let s = m.stats();
     let list = m.xl.mechs.pcc().unwrap().peek(0);
     assert_eq!(list[0].start(), VirtAddr(BASE + HOT * MB2), "{list:?}");
-    assert_eq!(list[0].ctx, m.xl.contexts[0].ctx);
+    assert_eq!(list[0].ctx, m.kernel.contexts[0].ctx);
     assert!(list[0].ctx >> 12 != 0, "a guest context has a VPID");
     assert!(s.f("host_walks") > 0.0);
     assert_eq!(s.f("pcc.lookups"), s.f("walks"), "prefaulted: every guest walk reaches the PMD stage");
@@ -201,8 +201,8 @@ fn the_daemon_promotes_the_hottest_region_first() {
     assert_eq!(two.f("huge_coverage"), 1.0);
     // The hot region was the first promoted: after the first read-out its pages are one
     // 2 MB page.
-    let sp = &m.xl.os.spaces[0];
-    let hot = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
+    let sp = &m.kernel.os.spaces[0];
+    let hot = m.kernel.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
     assert_eq!(hot.size, xlat_core::arch::addr::PageSize::Size2M);
 }
 
@@ -219,9 +219,9 @@ fn the_first_promotion_is_the_hot_region() {
     ]);
     let m = machine(&c, 20_300);
     assert_eq!(m.stats().f("promotions"), 1.0);
-    let sp = &m.xl.os.spaces[0];
+    let sp = &m.kernel.os.spaces[0];
     for r in 0..REGIONS {
-        let t = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + r * MB2)).unwrap();
+        let t = m.kernel.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + r * MB2)).unwrap();
         assert_eq!(t.size == xlat_core::arch::addr::PageSize::Size2M, r == HOT, "region {r}");
     }
 }
@@ -249,8 +249,8 @@ fn the_footprint_cap_limits_promotions_over_the_run() {
     let s = m.stats();
     assert_eq!(s.f("promotions"), 2.0);
     assert_eq!(s.f("huge_coverage"), 0.5);
-    let sp = &m.xl.os.spaces[0];
-    let hot = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
+    let sp = &m.kernel.os.spaces[0];
+    let hot = m.kernel.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
     assert_eq!(hot.size, xlat_core::arch::addr::PageSize::Size2M);
     assert_eq!(run("1").stats().f("promotions"), REGIONS as f64);
     assert_eq!(run("0").stats().f("promotions"), 0.0);
@@ -335,8 +335,8 @@ fn promoted_regions_that_keep_walking_are_demoted_and_their_blocks_freed() {
     assert_eq!(s.f("os.migrated_pages"), 512.0 * n);
     assert_eq!(s.f("pcc.daemon.requests"), n, "none promoted again");
     assert_eq!(s.f("huge_coverage"), 0.0);
-    let sp = &m.xl.os.spaces[0];
-    let now = m.xl.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
+    let sp = &m.kernel.os.spaces[0];
+    let now = m.kernel.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + HOT * MB2)).unwrap();
     assert_eq!(now.size, xlat_core::arch::addr::PageSize::Size4K);
 }
 

@@ -30,7 +30,7 @@ fn tcat(protocol: &'static str) -> Config {
 
 /// Whether core `c`'s L1D or L2 TLB translates `va` in the context it runs.
 fn cached(m: &Machine, c: usize, va: u64) -> bool {
-    let ctx = m.xl.contexts[c].ctx;
+    let ctx = m.kernel.contexts[c].ctx;
     let mmu = &m.xl.mmus[c];
     [TlbId::L1d, TlbId::L2]
         .iter()
@@ -54,7 +54,7 @@ fn fig_5_4_walkthrough() {
     }
     assert!(cached(&m, 0, t1) && cached(&m, 1, t1) && cached(&m, 1, t2));
     let t = m.xl.mechs.tcat().unwrap();
-    let a = t.home(VirtAddr(t1), xlat_core::arch::addr::PageSize::Size4K, m.xl.contexts[0].ctx);
+    let a = t.home(VirtAddr(t1), xlat_core::arch::addr::PageSize::Size4K, m.kernel.contexts[0].ctx);
     assert_eq!(t.sharers(a), 0b11, "both cores filled T1 from its line");
     let before = m.stats();
     m.step(0, Ref::os_call(OsOp::Protect, t1, 1, 1)).unwrap();
@@ -167,9 +167,9 @@ fn the_checker_catches_a_missed_shootdown() {
         let mut m = Machine::new(&c, 2, region(16 * MB), 1).unwrap();
         let va = BASE + 7 * 4096;
         m.step(0, Ref::load(va, 1)).unwrap();
-        let space = m.xl.contexts[0].space;
-        assert!(m.xl.vms[0].os.unmap(space, VirtAddr(va)).unwrap());
-        m.xl.vms[0].os.pending.clear();
+        let space = m.kernel.contexts[0].space;
+        assert!(m.kernel.vms[0].os.unmap(space, VirtAddr(va)).unwrap());
+        m.kernel.vms[0].os.pending.clear();
         let r = m.step(0, Ref::load(va, 1));
         if on_stale == "fail" {
             let e = r.unwrap_err().to_string();
@@ -192,7 +192,7 @@ fn a_store_invalidates_the_other_cores_copies() {
         let va = BASE + 64;
         m.step(0, Ref::load(va, 1)).unwrap();
         m.step(1, Ref::load(va, 1)).unwrap();
-        let line = m.xl.os.translate(0, VirtAddr(va)).map(|(f, _)| (f.0 << 6) + 1).unwrap();
+        let line = m.kernel.os.translate(0, VirtAddr(va)).map(|(f, _)| (f.0 << 6) + 1).unwrap();
         assert!(m.mem.cores[0].l1d.contains(line) && m.mem.cores[1].l1d.contains(line));
         m.step(1, Ref::store(va, 1)).unwrap();
         assert_eq!(m.mem.cores[0].l1d.contains(line) || m.mem.cores[0].l2.contains(line), !on, "coherence {on}");
@@ -254,7 +254,7 @@ fn without_the_flush_a_stale_translation_comes_back() {
         let mut c = tcat("tcat-cotag");
         c.set("check.on_stale", "count").unwrap();
         let (mut m, t1) = migrated(c, flush);
-        let ctx = m.xl.contexts[0].ctx;
+        let ctx = m.kernel.contexts[0].ctx;
         let a = m.xl.mechs.tcat().unwrap().home(VirtAddr(t1), xlat_core::arch::addr::PageSize::Size4K, ctx);
         assert!(!cached(&m, 0, t1) && !cached(&m, 1, t1), "flush {flush}: the directory reached both TLBs");
         assert_eq!(m.mem.cores[0].l1d.is_dirty(a), !flush, "flush {flush}: A is modified in CPU0's L1D only without it");

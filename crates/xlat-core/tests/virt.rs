@@ -184,8 +184,8 @@ fn guest_large_pages_are_splintered_by_small_host_pages() {
 /// Every TLB entry of core 0 maps a guest-virtual page to the host-physical frame the guest
 /// table and the host table give for it.
 fn check_tlb_against_tables(m: &Machine) {
-    let (core, t) = (&m.xl.mmus[0], &m.xl.contexts[0]);
-    let vm = &m.xl.vms[t.vm];
+    let (core, t) = (&m.xl.mmus[0], &m.kernel.contexts[0]);
+    let vm = &m.kernel.vms[t.vm];
     let mut checked = 0;
     for (key, e) in core.tlb(TlbId::L2).entries().into_iter().chain(core.tlb(TlbId::L1d).entries()) {
         if key.ctx != t.ctx {
@@ -195,7 +195,7 @@ fn check_tlb_against_tables(m: &Machine) {
         let va = VirtAddr(key.vpn() << size.shift());
         let (gframe, gsize) = vm.os.translate(t.space, va).expect("cached gVA is mapped in the guest");
         let gpa = VirtAddr(gframe.addr().0 + va.offset(gsize));
-        let (hframe, hsize) = m.xl.os.translate(vm.space, gpa).expect("its gPA is mapped by the host");
+        let (hframe, hsize) = m.kernel.os.translate(vm.space, gpa).expect("its gPA is mapped by the host");
         assert!(size <= gsize && size <= hsize, "TLB page size {size:?} within guest {gsize:?} and host {hsize:?}");
         assert_eq!({ e.frame }, (hframe.addr().0 + gpa.offset(hsize)) >> 12, "gVA {:#x}", va.0);
         checked += 1;
@@ -236,14 +236,14 @@ fn walks_set_accessed_and_dirty_bits_in_both_tables() {
     m.prefault().unwrap();
     let va = VirtAddr(BASE + 0x5000);
     let leaves = |m: &Machine| {
-        let vm = &m.xl.vms[0];
+        let vm = &m.kernel.vms[0];
         let sp = &vm.os.spaces[0];
         let (node, idx) = vm.os.pt.leaf_location(sp.root, sp.top, va, PageSize::Size4K).unwrap();
         let ge = vm.os.pt.entry(node, idx);
         let gpa = VirtAddr(ge & xlat_core::arch::pte::PTE_PFN_MASK);
-        let hs = &m.xl.os.spaces[vm.space];
-        let (hnode, hidx) = m.xl.os.pt.leaf_location(hs.root, hs.top, gpa, PageSize::Size4K).unwrap();
-        (ge & (PTE_A | PTE_D), m.xl.os.pt.entry(hnode, hidx) & (PTE_A | PTE_D))
+        let hs = &m.kernel.os.spaces[vm.space];
+        let (hnode, hidx) = m.kernel.os.pt.leaf_location(hs.root, hs.top, gpa, PageSize::Size4K).unwrap();
+        (ge & (PTE_A | PTE_D), m.kernel.os.pt.entry(hnode, hidx) & (PTE_A | PTE_D))
     };
     assert_eq!(leaves(&m), (0, 0), "prefaulted pages start clean and unaccessed on both sides");
     m.step(0, Ref::load(va.0, 1)).unwrap();
@@ -304,7 +304,7 @@ fn two_vms_time_slice_a_core_with_and_without_vpids() {
         let mut src = VecSource::new(vec![random_refs(200_000, 2 * MB, 9)], region(2 * MB));
         m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
         let vpids: std::collections::BTreeSet<u32> = m.xl.mmus[0].tlb(TlbId::L2).entries().iter().map(|(k, _)| k.ctx >> 12).collect();
-        (m.xl.contexts[0].vm, vpids)
+        (m.kernel.contexts[0].vm, vpids)
     };
     let (_, vpids) = run_machine(&base);
     assert_eq!(vpids.into_iter().collect::<Vec<_>>(), vec![1, 2]);
@@ -319,13 +319,13 @@ fn guest_and_host_shootdowns_reach_the_right_structures() {
     for p in 0..64 {
         m.step(0, Ref::load(BASE + p * 4096, 1)).unwrap();
     }
-    let vctx = m.xl.vms[0].ctx;
+    let vctx = m.kernel.vms[0].ctx;
     let ntlb_of = |m: &Machine| m.xl.mmus[0].ntlb.entries().iter().filter(|(k, _)| k.ctx == vctx).count();
     let (tlb0, ntlb0) = (m.xl.mmus[0].tlb(TlbId::L2).occupancy(), ntlb_of(&m));
     assert!(tlb0 >= 64 && ntlb0 > 0);
 
     // The guest unmaps a page: its gVA leaves the TLBs; the nested TLB (gPA -> hPA) stays.
-    assert!(m.xl.vms[0].os.unmap(0, VirtAddr(BASE)).unwrap());
+    assert!(m.kernel.vms[0].os.unmap(0, VirtAddr(BASE)).unwrap());
     m.sync(xlat_core::os::sched::Scope::Guest(0), Some(0));
     assert_eq!(m.xl.mmus[0].tlb(TlbId::L2).occupancy(), tlb0 - 1);
     assert_eq!(ntlb_of(&m), ntlb0);
@@ -334,8 +334,8 @@ fn guest_and_host_shootdowns_reach_the_right_structures() {
     // The host remaps guest-physical memory (a promotion of a gPA region into a 2 MB host
     // page): the range leaves the nested TLBs and vPWCs, and every gVA translation of the VM
     // goes (INVEPT), since any may derive from it.
-    let gpa = m.xl.vms[0].os.translate(0, VirtAddr(BASE + 4096)).unwrap().0.addr().0;
-    let hspace = m.xl.vms[0].space;
+    let gpa = m.kernel.vms[0].os.translate(0, VirtAddr(BASE + 4096)).unwrap().0.addr().0;
+    let hspace = m.kernel.vms[0].space;
     assert!(m.request_promotion(0, hspace, VirtAddr(gpa)).unwrap());
     assert_eq!(m.xl.mmus[0].tlb(TlbId::L2).occupancy(), 0);
     assert!(ntlb_of(&m) < ntlb0);

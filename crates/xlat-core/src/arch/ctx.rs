@@ -1,6 +1,8 @@
 //! Address-space contexts and invalidations: the tags translation structures carry, and which
 //! of their entries an invalidation (INVLPG, INVPCID, INVVPID, a shootdown) removes. The one
-//! rule every translation structure follows is [`Invalidate::covers`].
+//! rule every translation structure follows is [`Invalidate::covers`]. Also what the OS and
+//! the hardware tell each other about contexts: what a hardware context runs ([`HwContext`],
+//! which the OS sets), and what a mechanism asks of the OS ([`OsRequest`]).
 
 use crate::arch::addr::VirtAddr;
 
@@ -73,4 +75,39 @@ pub enum Scope {
     Host,
     /// The guest OS of a VM.
     Guest(usize),
+}
+
+/// A hardware context (a hardware thread): the address space it runs, in which VM, under
+/// which PCID/VPID, and the core whose MMU translates for it. The OS switches what a context
+/// runs; the core's TLBs and page-walk caches stay, tagged by `ctx`. (One context per core:
+/// SMT, two on one core, is the next step.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwContext {
+    pub core: usize,
+    /// Address space (in a VM: a space of the VM's guest OS).
+    pub space: usize,
+    /// VM (0 natively).
+    pub vm: usize,
+    pub ctx: Ctx,
+}
+
+/// What a mechanism's periodic task asks of the OS (the OS decides, and pays, as for its
+/// own work: a promotion copies pages and shoots down the old translations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OsRequest {
+    /// Promote the 2 MB region holding `va` of the address space with context `ctx` (a
+    /// guest's, in a VM), on behalf of core `core`.
+    Promote { core: usize, ctx: Ctx, va: VirtAddr },
+    /// Demote the 2 MB page holding `va` and free its 2 MB block (its 512 pages move to
+    /// 4 KB frames), so that another region can be promoted into it.
+    Demote { core: usize, ctx: Ctx, va: VirtAddr },
+}
+
+impl OsRequest {
+    /// The address the request is about.
+    pub fn va(&self) -> VirtAddr {
+        match *self {
+            OsRequest::Promote { va, .. } | OsRequest::Demote { va, .. } => va,
+        }
+    }
 }

@@ -381,12 +381,12 @@ impl Machine {
         };
         threads >= 2
             && opts.interval == 0
-            && self.xl.contexts.len() == 1
+            && self.kernel.contexts.len() == 1
             && self.xl.cfg.virt_vcpus_per_core <= 1
-            && self.xl.vms.len() <= 1
+            && self.kernel.vms.len() <= 1
             && !self.xl.perfect()
             && !self.xl.mechs.needs_memory_side()
-            && !self.xl.sched.needs_clocks()
+            && !self.kernel.sched.needs_clocks()
     }
 
     /// [`Machine::run`] on two host threads: this one translates, recording through a
@@ -403,7 +403,7 @@ impl Machine {
         let start = Instant::now();
         // (Busy times are taken per buffer, thousands of references: nothing per reference.)
         let mut waited = Duration::ZERO;
-        let Machine { xl, mem, .. } = self;
+        let Machine { xl, kernel, mem, .. } = self;
         let result = std::thread::scope(|s| {
             let replay = std::thread::Builder::new().name("xlat-replay".into()).spawn_scoped(s, move || {
                 let mut busy = Duration::ZERO;
@@ -427,7 +427,7 @@ impl Machine {
                 // (A failed send means the replaying thread panicked; the scope re-raises.)
                 let _ = full_tx.send(std::mem::replace(&mut rec.ops, next));
             };
-            let result = crate::machine::run_loop(xl, &mut rec, src, opts, progress, CHUNK, &mut flush, &mut |_, _| {});
+            let result = crate::machine::run_loop(xl, kernel, &mut rec, src, opts, progress, CHUNK, &mut flush, &mut |_, _, _| {});
             flush(&mut rec);
             drop(full_tx);
             // A panic of the replaying thread is this thread's: the run's results are not whole.

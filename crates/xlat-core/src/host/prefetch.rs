@@ -8,7 +8,7 @@ use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::pte::{PTE_P, PTE_PFN_MASK};
 use crate::memory::port::MemPort;
 use crate::os::pt::{NodeId, NO_NODE};
-use crate::translate::Translator;
+use crate::os::Kernel;
 use crate::workload::Ref;
 
 pub const PREFETCH_DISTANCE: usize = 32;
@@ -67,11 +67,11 @@ impl PrefetchRing {
 /// pipeline over its own stream; a stale node id (after a remap, or a context switch to
 /// another address space) names in-bounds storage and only costs a useless prefetch.
 #[inline]
-pub fn prefetch_ahead<P: MemPort>(xl: &Translator, port: &P, c: usize, batch: &[Ref], i: usize, ring: &mut PrefetchRing) {
+pub fn prefetch_ahead<P: MemPort>(kernel: &Kernel, port: &P, c: usize, batch: &[Ref], i: usize, ring: &mut PrefetchRing) {
     const D: usize = PREFETCH_DISTANCE;
-    let core = &xl.contexts[c];
-    let sp = &xl.os.spaces[core.space];
-    let pt = &xl.os.pt;
+    let core = &kernel.contexts[c];
+    let sp = &kernel.os.spaces[core.space];
+    let pt = &kernel.os.pt;
     if let Some(r) = batch.get(i + 2 * D) {
         ring.find_leaf(i + 2 * D, r.va, pt, sp.root);
     }
@@ -112,12 +112,12 @@ pub fn prefetch_ahead<P: MemPort>(xl: &Translator, port: &P, c: usize, batch: &[
 /// host leaf as a hint at `D / 2` and prefetches its entry at `D / 4` (reads would stall
 /// the thread that is the bottleneck in a VM). Changes no simulated state.
 #[inline]
-pub fn prefetch_ahead_2d<P: MemPort>(xl: &Translator, port: &P, c: usize, batch: &[Ref], i: usize, ring: &mut PrefetchRing) {
+pub fn prefetch_ahead_2d<P: MemPort>(kernel: &Kernel, port: &P, c: usize, batch: &[Ref], i: usize, ring: &mut PrefetchRing) {
     const D: usize = PREFETCH_DISTANCE;
-    let core = &xl.contexts[c];
-    let vm = &xl.vms[core.vm];
+    let core = &kernel.contexts[c];
+    let vm = &kernel.vms[core.vm];
     let (gsp, gpt) = (&vm.os.spaces[core.space], &vm.os.pt);
-    let (hsp, hpt) = (&xl.os.spaces[vm.space], &xl.os.pt);
+    let (hsp, hpt) = (&kernel.os.spaces[vm.space], &kernel.os.pt);
     // (Translating for a pipelined run, the caches are the other thread's business.)
     let sets = |line: u64| {
         if P::LOCAL {

@@ -174,7 +174,7 @@ fn skip(m: &mut Machine, src: &mut Metered, n: u64, buf: &mut Vec<Ref>, dirtied:
     // (A batch of each stream in turn, as a run takes them: a kernel's threads make their
     // references together, so one stream drained first would leave the others' buffered.)
     let mut live: Vec<usize> = (0..src.streams()).filter(|&s| src.counted[s]).collect();
-    let contexts = m.xl.contexts.len();
+    let contexts = m.kernel.contexts.len();
     while !live.is_empty() {
         let mut i = 0;
         while i < live.len() {
@@ -184,7 +184,7 @@ fn skip(m: &mut Machine, src: &mut Metered, n: u64, buf: &mut Vec<Ref>, dirtied:
             // Programs time-sliced on shared cores have a space each, which a skipped call
             // cannot switch to.
             let c = s % contexts;
-            let elsewhere = s >= contexts && m.xl.sched.places > 1;
+            let elsewhere = s >= contexts && m.kernel.sched.places > 1;
             src.next_batch(s, buf)?;
             if buf.is_empty() {
                 live.remove(i);
@@ -200,9 +200,9 @@ fn skip(m: &mut Machine, src: &mut Metered, n: u64, buf: &mut Vec<Ref>, dirtied:
                     // The dirty bits the skipped stores would set: otherwise the measured
                     // stores find clean pages and walk again to set them. (Once a page: the
                     // OS of a sampled run is not expected to clean pages.)
-                    let space = m.xl.contexts[s].space;
+                    let space = m.kernel.contexts[s].space;
                     if dirtied.insert(space, r.va) {
-                        m.xl.os.touch_store(space, crate::arch::addr::VirtAddr(r.va));
+                        m.kernel.os.touch_store(space, crate::arch::addr::VirtAddr(r.va));
                     }
                 }
             }

@@ -7,14 +7,14 @@ use crate::memory::hierarchy::TlbLineCounters;
 use crate::memory::repl::LineKind;
 use crate::memory::MemorySide;
 use crate::os::kernel::emit_os;
-use crate::os::Os;
+use crate::os::{Kernel, Os};
 use crate::stats::{derived_virt, CoreCounters, Stats, VirtCounters};
 use crate::translate::mmu::{add_tlbs, derived, emit_tlbs};
 use crate::translate::tlb::TlbStats;
 use crate::translate::Translator;
 
 /// The statistics of a machine's two sides (see [`Machine::stats`]).
-pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
+pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> Stats {
     {
         let mut s = Stats::default();
         let virt = xl.virt;
@@ -62,8 +62,8 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         }
         // A mix: each program's, summed over its cores (its cycles: its slowest core's). Not
         // where programs share cores: the cores' counts are theirs together.
-        if xl.sched.programs.len() > 1 && xl.sched.places == 1 {
-            for (n, cores) in xl.sched.programs.iter().enumerate() {
+        if kernel.sched.programs.len() > 1 && kernel.sched.places == 1 {
+            for (n, cores) in kernel.sched.programs.iter().enumerate() {
                 let (mut k, mut v, mut t) = (CoreCounters::default(), VirtCounters::default(), [TlbStats::default(); crate::translate::mmu::TLB_LEVELS]);
                 let (mut instr, mut cycles) = (0, 0);
                 // (Its contexts' memory-side counts, and the translation side's of its cores,
@@ -75,7 +75,7 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
                     v.add(&x.vcounters);
                     instr += x.instructions();
                     cycles = cycles.max(x.cycles());
-                    let core = xl.contexts[c].core;
+                    let core = kernel.contexts[c].core;
                     if core != last_core {
                         let mmu = &xl.mmus[core];
                         k.add(&mmu.counters);
@@ -87,8 +87,8 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
                 emit_part(&mut s, &format!("prog{n}."), &k, &v, &t, instr, cycles, xl);
                 if !virt {
                     // (Which huge pages each program holds: the PCC paper's Fig. 9.)
-                    let spaces = cores.first().map_or(&[][..], |&c| xl.sched.spaces_of(c));
-                    let (mapped, huge) = spaces.iter().fold((0, 0), |(m, h), &i| (m + xl.os.spaces[i].mapped_bytes, h + xl.os.spaces[i].huge_bytes));
+                    let spaces = cores.first().map_or(&[][..], |&c| kernel.sched.spaces_of(c));
+                    let (mapped, huge) = spaces.iter().fold((0, 0), |(m, h), &i| (m + kernel.os.spaces[i].mapped_bytes, h + kernel.os.spaces[i].huge_bytes));
                     s.int(format!("prog{n}.mapped_bytes"), mapped);
                     s.ratio(format!("prog{n}.huge_coverage"), huge, mapped);
                 }
@@ -171,7 +171,7 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
                 k.add(&m.ech);
             }
             k.emit("ech.", &mut s);
-            let oses: Vec<&Os> = std::iter::once(&xl.os).chain(xl.vms.iter().map(|v| &v.os)).collect();
+            let oses: Vec<&Os> = std::iter::once(&kernel.os).chain(kernel.vms.iter().map(|v| &v.os)).collect();
             let spaces = || oses.iter().flat_map(|os| os.pt.ech_spaces());
             s.int("ech.bytes", spaces().map(|e| e.bytes()).sum());
             let st = spaces().map(|e| e.stats()).fold(crate::os::ech::CuckooStats::default(), |a, b| crate::os::ech::CuckooStats {
@@ -188,13 +188,13 @@ pub(super) fn stats_of(xl: &Translator, mem: &MemorySide) -> Stats {
         if virt {
             // Bare names: the guests' (the application's) tables and memory; `host.`: the
             // hypervisor's EPTs and the machine's memory.
-            let guests: Vec<&Os> = xl.vms.iter().map(|v| &v.os).collect();
+            let guests: Vec<&Os> = kernel.vms.iter().map(|v| &v.os).collect();
             emit_os(&mut s, "", &guests, top, false);
-            emit_os(&mut s, "host.", &[&xl.os], host_top, false);
-            s.int("virt.guest_pt_host_pte_bytes", guest_pt_host_pte_bytes(xl));
+            emit_os(&mut s, "host.", &[&kernel.os], host_top, false);
+            s.int("virt.guest_pt_host_pte_bytes", guest_pt_host_pte_bytes(kernel));
         } else {
             let coalescing = crate::translate::coalesce::group_sizes(&xl.cfg) != 0;
-            emit_os(&mut s, "", &[&xl.os], top, coalescing);
+            emit_os(&mut s, "", &[&kernel.os], top, coalescing);
         }
         xl.mechs.emit_stats(&mut s);
         xl.checker.emit(&mut s);
@@ -296,16 +296,16 @@ fn emit_contexts(s: &mut Stats, mem: &MemorySide) {
 /// Bytes of the host (EPT) leaf entries that map the guests' page-table nodes: one 8-byte entry
 /// per host page holding any guest node (the flattening paper's §4.1: 22 KB of host PTEs for
 /// graph500's 11 MB guest table, with 4 KB host pages).
-fn guest_pt_host_pte_bytes(xl: &crate::translate::Translator) -> u64 {
+fn guest_pt_host_pte_bytes(kernel: &Kernel) -> u64 {
     let mut leaves = std::collections::BTreeSet::new();
     let mut nodes = Vec::new();
-    for (i, vm) in xl.vms.iter().enumerate() {
+    for (i, vm) in kernel.vms.iter().enumerate() {
         for sp in &vm.os.spaces {
             nodes.clear();
             vm.os.pt.tree_nodes(sp.root, &mut nodes);
             for &(gpa, bytes) in &nodes {
                 for page in (gpa..gpa + bytes).step_by(4096) {
-                    if let Some((_, size)) = xl.os.translate(vm.space, crate::arch::addr::VirtAddr(page)) {
+                    if let Some((_, size)) = kernel.os.translate(vm.space, crate::arch::addr::VirtAddr(page)) {
                         leaves.insert((i, page & !(size.bytes() - 1)));
                     }
                 }

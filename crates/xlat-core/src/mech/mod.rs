@@ -15,26 +15,7 @@ use crate::stats::{CoreCounters, Stats};
 use crate::translate::mmu::{Mmu, TlbId};
 use crate::translate::tlb::{TlbEntry, TlbKey};
 
-/// What a mechanism's periodic task asks of the OS (the OS decides, and pays, as for its
-/// own work: a promotion copies pages and shoots down the old translations).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OsRequest {
-    /// Promote the 2 MB region holding `va` of the address space with context `ctx` (a
-    /// guest's, in a VM), on behalf of core `core`.
-    Promote { core: usize, ctx: Ctx, va: VirtAddr },
-    /// Demote the 2 MB page holding `va` and free its 2 MB block (its 512 pages move to
-    /// 4 KB frames), so that another region can be promoted into it.
-    Demote { core: usize, ctx: Ctx, va: VirtAddr },
-}
-
-impl OsRequest {
-    /// The address the request is about.
-    pub fn va(&self) -> VirtAddr {
-        match *self {
-            OsRequest::Promote { va, .. } | OsRequest::Demote { va, .. } => va,
-        }
-    }
-}
+pub use crate::arch::ctx::OsRequest;
 
 /// The footprint cap of a promotion daemon (`os.promotion_cap`, the paper's utility curve,
 /// spec 001 §7.3): over the whole run it may ask for at most `limit` distinct 2 MB regions,

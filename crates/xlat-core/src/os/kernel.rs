@@ -6,7 +6,7 @@
 //! Every change that can leave a stale translation goes through [`Os::flush`], which queues
 //! a [`Shootdown`]; the machine applies the queue (invalidating the TLBs and page-walk
 //! caches of every core, and charging the initiator and the remote cores) right after the
-//! OS call that produced it, before any other translation happens (`Translator::os_sync`).
+//! OS call that produced it, before any other translation happens (`Kernel::os_sync`).
 //! Work the OS does on behalf of a core (zeroing a huge page, copying for a collapse or a
 //! compaction) accumulates in [`Os::charge`] and is charged the same way.
 //!
@@ -1177,7 +1177,7 @@ impl Os {
                     self.update_leaf(space, base, size, |e| e & !(PTE_A | PTE_D));
                     self.counters.freed_pages += size.frames();
                 }
-                OsOp::ReadPtes | OsOp::Sleep => unreachable!("neither changes a mapping (Translator::os_call does them)"),
+                OsOp::ReadPtes | OsOp::Sleep => unreachable!("neither changes a mapping (Kernel::os_call does them)"),
             }
             changed += size.frames();
             flushed += 1;

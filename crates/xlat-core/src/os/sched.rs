@@ -1,4 +1,5 @@
-//! Processes on cores, and the OS's hooks into the machine.
+//! Processes on cores: booting them, who runs where, and the timed tasks of the OS and the
+//! mechanisms (the kernel runs them when due: `events.rs`).
 //!
 //! - Booting: physical memory is fragmented as `phys.fragmentation` says, then
 //!   `os.processes` copies of the workload get one address space each.
@@ -9,8 +10,8 @@
 //!   references. Core `i` starts with process `i mod N`. A switch costs
 //!   `os.switch_cycles`; without PCIDs (`os.pcid=false`) it flushes the core's TLBs and
 //!   page-walk caches, as a CR3 write does.
-//! - Shootdowns: [`Translator::os_sync`] applies what the OS queued: the ranges leave the TLBs
-//!   and PWCs of every core (entries are tagged by PCID, so cores that ran the process
+//! - Shootdowns: [`crate::os::Kernel::os_sync`] (`shootdown.rs`) applies what the OS
+//!   queued: the ranges leave the TLBs and PWCs of every core (entries are tagged by PCID, so cores that ran the process
 //!   earlier lose theirs too, as Linux's deferred flush on switch-in would), the initiator
 //!   pays `os.shootdown_initiator_cycles` (or `os.shootdown_local_cycles` when no other
 //!   core runs the address space) and every other core running it `os.shootdown_remote_cycles`.
@@ -29,22 +30,15 @@
 //!   the run keeps two host threads. The run loop checks for due tasks every
 //!   [`EVENT_CHECK`] references, never per reference.
 
-use crate::arch::addr::VirtAddr;
 pub use crate::arch::clock::Clock;
-use crate::arch::ctx::{Invalidate, VPID_SHIFT};
 use crate::config::Config;
 use crate::error::SimError;
-use crate::memory::port::MemPort;
 use crate::os::virt::Vm;
 use crate::os::Os;
-use crate::translate::mmu::HwContext;
-use crate::translate::Translator;
 use crate::workload::{Program, Region};
 
 /// The run loop looks for due OS events every this many references (a power of two).
 pub const EVENT_CHECK: u64 = 256;
-/// Missed khugepaged wake-ups run at one check, at most.
-const MAX_CATCH_UP: u32 = 64;
 
 /// Periodic work of the OS or of a mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,7 +178,22 @@ impl Sched {
         self.update_next();
     }
 
-    fn update_next(&mut self) {
+    /// Core `c` moves on to the next process in its queue, within the VM it runs (returned).
+    pub fn next_process(&mut self, c: usize) -> usize {
+        let (q, vm) = (self.queues[c].len(), self.vm[c]);
+        let i = c * self.vms + vm;
+        self.cur[i] = (self.cur[i] + 1) % q;
+        vm
+    }
+
+    /// Core `c` moves on to the next VM (returned).
+    pub fn next_vm(&mut self, c: usize) -> usize {
+        self.vm[c] = (self.vm[c] + 1) % self.vms;
+        self.vm[c]
+    }
+
+    /// Recompute the earliest deadlines after tasks ran or were added.
+    pub(crate) fn update_next(&mut self) {
         let next = |clock| self.tasks.iter().filter(|t| t.clock == clock).map(|t| t.next).min().unwrap_or(u64::MAX);
         (self.next_cycles, self.next_refs) = (next(Clock::Cycles), next(Clock::References));
     }
@@ -283,317 +292,3 @@ pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Re
 }
 
 pub use crate::arch::ctx::Scope;
-
-impl Translator {
-    /// Run the tasks that are due after `done` references: khugepaged, then each core's
-    /// process and VM switches, then the mechanisms' tasks.
-    pub(crate) fn os_events<P: MemPort>(&mut self, done: u64, port: &mut P) -> Result<(), SimError> {
-        // The machine's time (the smallest core clock) and the core that has it, which
-        // runs (and pays for) machine-wide work.
-        let (mut first, mut now) = (0, u64::MAX);
-        if self.sched.needs_clocks() {
-            for i in 0..self.contexts.len() {
-                if port.now(i) < now {
-                    (first, now) = (i, port.now(i));
-                }
-            }
-        }
-        for i in 0..self.sched.tasks.len() {
-            let t = self.sched.tasks[i];
-            let clock = match (t.clock, t.work) {
-                (Clock::References, _) => done,
-                (Clock::Cycles, Work::Switch(c) | Work::VmSwitch(c)) => port.now(c),
-                (Clock::Cycles, _) => now,
-            };
-            if clock < t.next {
-                continue;
-            }
-            let next = match t.work {
-                Work::Khugepaged => self.khugepaged(first, now, t, port),
-                Work::Switch(c) => {
-                    self.context_switch(c, port);
-                    port.now(c) + t.period
-                }
-                Work::VmSwitch(c) => {
-                    self.vm_switch(c, port);
-                    port.now(c) + t.period
-                }
-                Work::Mech(m) => {
-                    self.mech_tick(m, port)?;
-                    t.next + t.period
-                }
-            };
-            self.sched.tasks[i].next = next;
-        }
-        self.sched.update_next();
-        Ok(())
-    }
-
-    /// khugepaged's wake-ups that fell due by `now` (at most [`MAX_CATCH_UP`]; beyond that
-    /// the schedule restarts from now), on core `first`; returns the next wake-up.
-    fn khugepaged<P: MemPort>(&mut self, first: usize, now: u64, t: Task, port: &mut P) -> u64 {
-        let mut next = t.next;
-        let mut runs = 0;
-        while next <= now {
-            if runs == MAX_CATCH_UP {
-                return now + t.period;
-            }
-            runs += 1;
-            for vm in 0..self.vms.len() {
-                self.vms[vm].os.phys.cpu = first;
-                self.vms[vm].os.khugepaged();
-                let cost = self.sync(Scope::Guest(vm), Some(first), port);
-                stall(port, first, cost);
-            }
-            self.os.phys.cpu = first;
-            self.os.khugepaged();
-            let cost = self.os_sync(Some(first), port);
-            stall(port, first, cost);
-            next += t.period;
-        }
-        next
-    }
-
-    /// The periodic task of mechanism `m` ran: carry out what it asks of the OS.
-    fn mech_tick<P: MemPort>(&mut self, m: usize, port: &mut P) -> Result<(), SimError> {
-        for req in self.mechs.on_tick(m) {
-            let (core, ctx, va, promote) = match req {
-                crate::mech::OsRequest::Promote { core, ctx, va } => (core, ctx, va, true),
-                crate::mech::OsRequest::Demote { core, ctx, va } => (core, ctx, va, false),
-            };
-            let act = |os: &mut crate::os::Os, space: usize| if promote { os.request_promotion(space, va) } else { os.request_demotion_freeing(space, va) };
-            let ctx = ctx & crate::arch::ctx::SPACE_MASK;
-            if let Some(space) = self.os.spaces.iter().position(|sp| sp.ctx == ctx) {
-                self.os_request(core, port, |os| act(os, space))?;
-            } else if let Some((vm, space)) = self.vms.iter().enumerate().find_map(|(i, v)| v.os.spaces.iter().position(|sp| sp.ctx == ctx).map(|s| (i, s))) {
-                self.check_core(core)?;
-                self.vms[vm].os.phys.cpu = core;
-                let gb = self.cfg.virt_guest_mem_gb;
-                act(&mut self.vms[vm].os, space).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
-                let cost = self.sync(Scope::Guest(vm), Some(core), port);
-                stall(port, core, cost);
-            }
-        }
-        Ok(())
-    }
-
-    /// The context of address space `space` (of VM `vm` when virtualized).
-    pub(crate) fn ctx_of(&self, vm: usize, space: usize) -> crate::arch::ctx::Ctx {
-        match self.vms.get(vm) {
-            Some(v) => v.os.spaces[space].ctx,
-            None => self.os.spaces[space].ctx,
-        }
-    }
-
-    /// The context tag hardware context `c` fills its TLB entries with for address-space
-    /// context `ctx`: with thread-tagged TLBs (SMT), its thread on the core in the bits from
-    /// [`crate::arch::ctx::THREAD_SHIFT`] up; with vCPU overcommit, there, the place of
-    /// the vCPU it runs (each vCPU has its own VPID).
-    pub(crate) fn tagged(&self, c: usize, ctx: crate::arch::ctx::Ctx) -> crate::arch::ctx::Ctx {
-        let per = self.cfg.system_threads_per_core as usize;
-        let v = &self.sched.vcpus;
-        if v.k > 1 {
-            ctx | (v.slot(v.lane[c]) as crate::arch::ctx::Ctx) << crate::arch::ctx::THREAD_SHIFT
-        } else if self.cfg.tlb_thread_tagged && per > 1 {
-            ctx | ((c % per) as crate::arch::ctx::Ctx) << crate::arch::ctx::THREAD_SHIFT
-        } else {
-            ctx
-        }
-    }
-
-    /// Switch core `c` to the next process in its queue (within the VM it runs).
-    fn context_switch<P: MemPort>(&mut self, c: usize, port: &mut P) {
-        let q = self.sched.queues[c].len();
-        let vm = self.sched.vm[c];
-        let i = c * self.sched.vms + vm;
-        self.sched.cur[i] = (self.sched.cur[i] + 1) % q;
-        let space = self.sched.running(c);
-        let (pcid, cost) = (self.cfg.os_pcid, self.cfg.os_switch_cycles);
-        let ctx = self.ctx_of(vm, space);
-        // A CR3 write without PCIDs flushes the linear translations: in a VM, its own.
-        let flush = if self.vms.is_empty() { Invalidate::All } else { Invalidate::Vm(ctx >> VPID_SHIFT) };
-        let ctx = self.tagged(c, ctx);
-        let t = &mut self.contexts[c];
-        (t.space, t.ctx) = (space, ctx);
-        let core = t.core;
-        if !pcid {
-            self.flush_local(core, flush);
-        }
-        port.stall(c, cost);
-        match self.vms.get_mut(vm) {
-            Some(v) => v.os.counters.context_switches += 1,
-            None => self.os.counters.context_switches += 1,
-        }
-    }
-
-    /// Switch core `c` to the next VM: it runs the process that VM last ran there.
-    fn vm_switch<P: MemPort>(&mut self, c: usize, port: &mut P) {
-        let vm = (self.sched.vm[c] + 1) % self.sched.vms;
-        self.sched.vm[c] = vm;
-        let space = self.sched.running(c);
-        let ctx = self.tagged(c, self.ctx_of(vm, space));
-        let (vpid, cost) = (self.cfg.virt_vpid, self.cfg.virt_switch_cycles);
-        let t = &mut self.contexts[c];
-        (t.vm, t.space, t.ctx) = (vm, space, ctx);
-        let core = t.core;
-        self.mmus[core].vcounters.vm_switches += 1;
-        if !vpid {
-            self.flush_local(core, Invalidate::All);
-            self.mmus[core].invalidate_nested(Invalidate::All);
-        }
-        port.stall(c, cost);
-    }
-
-    /// After prefaulting: apply the shootdowns (the TLBs are empty anyway) and start the
-    /// OS statistics from zero, as the core statistics do.
-    pub(crate) fn after_prefault<P: MemPort>(&mut self, port: &mut P) {
-        for vm in 0..self.vms.len() {
-            self.sync(Scope::Guest(vm), None, port);
-            self.vms[vm].os.counters = Default::default();
-        }
-        self.os_sync(None, port);
-        self.os.counters = Default::default();
-    }
-
-    /// A mechanism on core `c` asks the OS to promote the 2 MB region of `space` holding
-    /// `va` (see [`Os::request_promotion`]); core `c` pays for the work and the shootdown.
-    /// These requests go to [`Translator::os`]: virtualized, the host, so `space` is a VM's
-    /// host space (`Vm::space`) and `va` a guest-physical address; a guest OS is reached
-    /// through `Translator::vms[vm].os` and [`Translator::sync`] with `Scope::Guest(vm)`.
-    pub fn request_promotion<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, port: &mut P) -> Result<bool, SimError> {
-        self.os_request(c, port, |os| os.request_promotion(space, va))
-    }
-
-    /// Demote the 2 MB page of `space` holding `va` (see [`Os::request_demotion`]).
-    pub fn request_demotion<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, port: &mut P) -> Result<bool, SimError> {
-        self.os_request(c, port, |os| os.request_demotion(space, va))
-    }
-
-    /// Unmap the page of `space` holding `va` (see [`Os::unmap`]).
-    pub fn unmap<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, port: &mut P) -> Result<bool, SimError> {
-        self.os_request(c, port, |os| os.unmap(space, va))
-    }
-
-    /// Protect the 4 KB page of `space` holding `va` (see [`Os::protect`]).
-    pub fn protect<P: MemPort>(&mut self, c: usize, space: usize, va: VirtAddr, writable: bool, port: &mut P) -> Result<bool, SimError> {
-        self.os_request(c, port, |os| os.protect(space, va, writable))
-    }
-
-    /// The program on hardware context `c` asks its OS to change its mappings (an OS-call
-    /// reference, [`crate::workload::Ref::os_call`]): natively the OS, in a VM the guest's.
-    /// The core pays `os.call_cycles`, the OS work and the shootdown, which reaches every
-    /// core that runs the address space.
-    #[cold]
-    #[inline(never)]
-    pub fn os_call<P: MemPort>(&mut self, c: usize, r: crate::workload::Ref, port: &mut P) -> Result<(), SimError> {
-        let Some(op) = crate::os::OsOp::from_code(r.size) else {
-            return Err(SimError::BadOsCall { code: r.size, va: r.va });
-        };
-        let HwContext { space, vm, core, .. } = self.contexts[c];
-        if op == crate::os::OsOp::ReadPtes {
-            return self.read_ptes(c, r, port);
-        }
-        if op == crate::os::OsOp::Sleep {
-            // (The cycles travel in the address field.)
-            port.os_call(c, r.inst_delta, r.va);
-            return Ok(());
-        }
-        if op == crate::os::OsOp::Free && !self.cfg.os_madv_free {
-            // (jemalloc told not to call it: its bookkeeping runs, no system call.)
-            let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
-            os.counters.ignored_calls += 1;
-            port.os_call(c, r.inst_delta, 0);
-            return Ok(());
-        }
-        let start = r.va & !0xfff;
-        let end = start.saturating_add(r.pages() as u64 * 4096);
-        let scope = if self.virt { Scope::Guest(vm) } else { Scope::Native };
-        let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
-        os.phys.cpu = core;
-        os.call(space, op, start, end)?;
-        let cost = self.cfg.os_call_cycles + self.sync(scope, Some(c), port);
-        port.os_call(c, r.inst_delta, cost);
-        Ok(())
-    }
-
-    /// A software walk in the kernel ([`crate::os::OsOp::ReadPtes`]): one dependent load of
-    /// each level's entry line, through the core's caches (the kernel's direct map needs no
-    /// translation). In a VM the guest kernel walks its own table: each entry's guest-physical
-    /// address reaches memory through the host's table (the guest's direct map is taken to hit
-    /// in the TLBs, as 1 GB pages do), and an entry on a page the host has not mapped yet costs
-    /// an EPT violation first.
-    fn read_ptes<P: MemPort>(&mut self, c: usize, r: crate::workload::Ref, port: &mut P) -> Result<(), SimError> {
-        let HwContext { space, vm, .. } = self.contexts[c];
-        // (A scratch list kept across calls: a helper makes one call per touch.)
-        let mut lines = std::mem::take(&mut self.pte_lines);
-        lines.clear();
-        let found = if self.virt { self.guest_pte_lines(c, VirtAddr(r.va), &mut lines, port) } else { self.os.pte_lines(space, VirtAddr(r.va), &mut lines) };
-        if found.is_ok() {
-            let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
-            os.counters.pte_reads += lines.len() as u64;
-            for (i, &line) in lines.iter().enumerate() {
-                port.dispatch(c, if i == 0 { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, u8::from(i > 0));
-                port.data(line);
-            }
-        }
-        self.pte_lines = lines;
-        found
-    }
-
-    /// The host-physical lines of a guest table's entries for `va` (see [`Translator::read_ptes`]).
-    fn guest_pte_lines<P: MemPort>(&mut self, c: usize, va: VirtAddr, lines: &mut Vec<u64>, port: &mut P) -> Result<(), SimError> {
-        let HwContext { space, vm, .. } = self.contexts[c];
-        let gb = self.cfg.virt_guest_mem_gb;
-        self.vms[vm].os.pte_lines(space, va, lines).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
-        let hspace = self.vms[vm].space;
-        for line in lines.iter_mut() {
-            let gpa = VirtAddr(*line << 6);
-            let (frame, size) = match self.os.translate(hspace, gpa) {
-                Some(m) => m,
-                None => {
-                    let cost = self.ept_violation(c, gpa, false, port)?;
-                    stall(port, c, cost);
-                    self.os.translate(hspace, gpa).expect("the host's fault handler mapped the page")
-                }
-            };
-            *line = (frame.addr().0 + gpa.offset(size)) >> 6;
-        }
-        Ok(())
-    }
-
-    /// Core `c` asks the OS (the host's, virtualized) to do `f`; it pays for the work and
-    /// the shootdowns.
-    fn os_request<P: MemPort>(&mut self, c: usize, port: &mut P, f: impl FnOnce(&mut Os) -> Result<bool, SimError>) -> Result<bool, SimError> {
-        self.check_core(c)?;
-        self.os.phys.cpu = c;
-        let done = f(&mut self.os)?;
-        let cost = self.os_sync(Some(c), port);
-        stall(port, c, cost);
-        Ok(done)
-    }
-
-    /// Run khugepaged once now, on core `c` (tests, and mechanisms that drive it).
-    pub fn run_khugepaged<P: MemPort>(&mut self, c: usize, port: &mut P) -> Result<(), SimError> {
-        self.check_core(c)?;
-        self.os.phys.cpu = c;
-        self.os.khugepaged();
-        let cost = self.os_sync(Some(c), port);
-        stall(port, c, cost);
-        Ok(())
-    }
-
-    /// `c` names a hardware context (a core, without SMT).
-    fn check_core(&self, c: usize) -> Result<(), SimError> {
-        if c >= self.contexts.len() {
-            return Err(SimError::NoSuchCore { core: c, cores: self.contexts.len() });
-        }
-        Ok(())
-    }
-}
-
-/// Stall core `c` for `cycles` of OS work.
-fn stall<P: MemPort>(port: &mut P, c: usize, cycles: u64) {
-    if cycles > 0 {
-        port.stall(c, cycles);
-    }
-}

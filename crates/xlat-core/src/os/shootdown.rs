@@ -37,8 +37,8 @@ use crate::arch::ctx::Scope;
 use crate::arch::ctx::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
 use crate::memory::port::MemPort;
 use crate::os::kernel::Shootdown;
+use crate::os::system::{Hardware, Kernel};
 use crate::param::ShootdownProtocol;
-use crate::translate::Translator;
 
 /// What a shootdown cost whom, for the counters.
 #[derive(Default)]
@@ -54,20 +54,20 @@ struct Charged {
     deferred: u64,
 }
 
-impl Translator {
+impl Kernel {
     /// Apply the shootdowns the OS queued and charge them, plus the OS work it accumulated
     /// ([`crate::os::Os::charge`]). The remote cores are stalled here; the initiator's cycles
     /// are returned for the caller to charge (as fault latency, or a stall). `None`: work
     /// done before the run (prefaulting), charged to nobody.
-    /// Virtualized, `Translator::os` is the host: see [`Translator::sync`]. Stalls go
+    /// Virtualized, `Kernel::os` is the host: see [`Kernel::sync`]. Stalls go
     /// through `port`.
-    pub fn os_sync<P: MemPort>(&mut self, initiator: Option<usize>, port: &mut P) -> u64 {
+    pub fn os_sync<H: Hardware, P: MemPort>(&mut self, initiator: Option<usize>, hw: &mut H, port: &mut P) -> u64 {
         let scope = if self.vms.is_empty() { Scope::Native } else { Scope::Host };
-        self.sync(scope, initiator, port)
+        self.sync(scope, initiator, hw, port)
     }
 
-    /// [`Translator::os_sync`] for the OS of `scope` (see the module comment).
-    pub fn sync<P: MemPort>(&mut self, scope: Scope, initiator: Option<usize>, port: &mut P) -> u64 {
+    /// [`Kernel::os_sync`] for the OS of `scope` (see the module comment).
+    pub fn sync<H: Hardware, P: MemPort>(&mut self, scope: Scope, initiator: Option<usize>, hw: &mut H, port: &mut P) -> u64 {
         let os = match scope {
             Scope::Guest(vm) => &mut self.vms[vm].os,
             _ => &mut self.os,
@@ -90,13 +90,13 @@ impl Translator {
             // baseline runs.
             lines.clear();
             let k = if self.cfg.shootdown_protocol == ShootdownProtocol::Ideal {
-                self.invalidate_everywhere(scope, ctx, &sd, full);
+                self.invalidate_everywhere(scope, ctx, &sd, full, hw);
                 Charged::default()
-            } else if by_lines && !full && scope != Scope::Host && self.mechs.shootdown_lines(&sd.ranges, sd.pages, ctx, &mut lines) {
-                self.rewrite_lines(ctx, &sd, &lines, initiator, port)
+            } else if by_lines && !full && scope != Scope::Host && hw.shootdown_lines(&sd.ranges, sd.pages, ctx, &mut lines) {
+                self.rewrite_lines(ctx, &sd, &lines, initiator, hw, port)
             } else {
-                self.mechs.on_baseline_shootdown();
-                self.invalidate_everywhere(scope, ctx, &sd, full);
+                hw.on_baseline_shootdown();
+                self.invalidate_everywhere(scope, ctx, &sd, full, hw);
                 let kvm = self.cfg.shootdown_protocol != ShootdownProtocol::Ipi && !self.vms.is_empty();
                 self.interrupt(scope, sd.space, initiator, kvm, port)
             };
@@ -119,21 +119,21 @@ impl Translator {
 
     /// The baseline's invalidation: the ranges (or the whole address space, or for the host
     /// the VM) leave every core's TLBs, page-walk caches and mechanisms' structures.
-    fn invalidate_everywhere(&mut self, scope: Scope, ctx: Ctx, sd: &Shootdown, full: bool) {
+    fn invalidate_everywhere<H: Hardware>(&mut self, scope: Scope, ctx: Ctx, sd: &Shootdown, full: bool, hw: &mut H) {
         if scope == Scope::Host {
-            self.shootdown(Invalidate::Vm(ctx >> VPID_SHIFT));
+            hw.shootdown(Invalidate::Vm(ctx >> VPID_SHIFT));
             if full {
-                self.shootdown_nested(Invalidate::Context(ctx));
+                hw.shootdown_nested(Invalidate::Context(ctx));
             } else {
                 for &(start, end) in &sd.ranges {
-                    self.shootdown_nested(Invalidate::Range { ctx, start, end });
+                    hw.shootdown_nested(Invalidate::Range { ctx, start, end });
                 }
             }
         } else if full {
-            self.shootdown(Invalidate::Context(ctx));
+            hw.shootdown(Invalidate::Context(ctx));
         } else {
             for &(start, end) in &sd.ranges {
-                self.shootdown(Invalidate::Range { ctx, start, end });
+                hw.shootdown(Invalidate::Range { ctx, start, end });
             }
         }
     }
@@ -191,7 +191,15 @@ impl Translator {
     /// ([`crate::mech::Mechanism::invalidate_line`]). Only the initiator's cycles are
     /// charged: the memory side's for the rewrite, which depend on how many other cores the
     /// directory reached.
-    fn rewrite_lines<P: MemPort>(&mut self, ctx: Ctx, sd: &Shootdown, lines: &[(u64, VirtAddr)], initiator: Option<usize>, port: &mut P) -> Charged {
+    fn rewrite_lines<H: Hardware, P: MemPort>(
+        &mut self,
+        ctx: Ctx,
+        sd: &Shootdown,
+        lines: &[(u64, VirtAddr)],
+        initiator: Option<usize>,
+        hw: &mut H,
+        port: &mut P,
+    ) -> Charged {
         let mut k = Charged::default();
         let init_core = initiator.map(|c| self.contexts[c].core);
         let flush = self.cfg.tcat_flush;
@@ -199,9 +207,9 @@ impl Translator {
             // (Announced before the write, while the line still holds what an unflushed
             // copy will go on saying.)
             if let Some(c) = initiator {
-                self.mechs.on_line_rewrite(line, va, ctx, c, flush);
+                hw.on_line_rewrite(line, va, ctx, c, flush);
             }
-            let sharers = self.mechs.invalidate_line(line, va, ctx, &mut self.mmus);
+            let sharers = hw.invalidate_line(line, va, ctx);
             if let Some(c) = initiator {
                 let others = (sharers & !init_core.map_or(0, |c| 1u64 << c)).count_ones();
                 k.init += port.rewrite_line(c, line, others, flush).unwrap_or(0);
@@ -211,9 +219,8 @@ impl Translator {
         // cleared) drop the ranges everywhere.
         for &(start, end) in &sd.ranges {
             let what = Invalidate::Range { ctx: ctx & SPACE_MASK, start, end };
-            for c in 0..self.mmus.len() {
-                self.mmus[c].pwc.invalidate(what);
-                self.mechs.on_invalidate(c, what);
+            for c in 0..hw.cores() {
+                hw.invalidate_walk_caches(c, what);
             }
         }
         k
@@ -222,7 +229,7 @@ impl Translator {
     /// Context `c` switched to another vCPU (vCPU overcommit): it fills its TLBs under that
     /// vCPU's tag, takes the shootdown interrupts it missed while preempted, and, if kvm_tlb
     /// asked it to, flushes its TLB entries.
-    pub(crate) fn vcpu_switched<P: MemPort>(&mut self, c: usize, port: &mut P) {
+    pub(crate) fn vcpu_switched<H: Hardware, P: MemPort>(&mut self, c: usize, hw: &mut H, port: &mut P) {
         if self.sched.places > 1 {
             // Programs sharing the core: the stream it runs now is another program's, in its
             // own VM (without VPIDs the switch flushes the core's translations, as a VM switch).
@@ -233,8 +240,8 @@ impl Translator {
             (t.space, t.vm, t.ctx) = (space, vm, ctx);
             let core = t.core;
             if !self.cfg.virt_vpid {
-                self.flush_local(core, Invalidate::All);
-                self.mmus[core].invalidate_nested(Invalidate::All);
+                hw.flush_local(core, Invalidate::All);
+                hw.invalidate_nested(core, Invalidate::All);
             }
         }
         let ctx = self.tagged(c, self.contexts[c].ctx & SPACE_MASK);
@@ -247,7 +254,7 @@ impl Translator {
         }
         if std::mem::take(&mut v.should_flush[s]) {
             let core = self.contexts[c].core;
-            self.flush_local(core, Invalidate::Tagged(ctx));
+            hw.flush_local(core, Invalidate::Tagged(ctx));
         }
     }
 }

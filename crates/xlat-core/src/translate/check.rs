@@ -9,6 +9,7 @@
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::config::Config;
 use crate::error::SimError;
+use crate::os::Kernel;
 use crate::param::OnStale;
 use crate::stats::Stats;
 use crate::translate::Translator;
@@ -56,17 +57,17 @@ impl Translator {
     /// Context `c` is about to use `frame` (the first 4 KB frame of a page of `size`) for
     /// `va`: compare it with the page tables (see the module comment).
     #[cold]
-    pub(crate) fn check_translation(&mut self, c: usize, va: VirtAddr, frame: u64, size: PageSize) -> Result<(), SimError> {
+    pub(crate) fn check_translation(&mut self, kernel: &Kernel, c: usize, va: VirtAddr, frame: u64, size: PageSize) -> Result<(), SimError> {
         self.checker.checked += 1;
         let used = frame + (va.offset(size) >> 12);
-        let t = self.contexts[c];
+        let t = kernel.contexts[c];
         let now = if self.virt {
-            self.vms[t.vm].os.translate(t.space, va).and_then(|(gf, gs)| {
+            kernel.vms[t.vm].os.translate(t.space, va).and_then(|(gf, gs)| {
                 let gpa = VirtAddr(gf.addr().0 + va.offset(gs));
-                self.os.translate(self.vms[t.vm].space, gpa).map(|(hf, hs)| hf.0 + (gpa.offset(hs) >> 12))
+                kernel.os.translate(kernel.vms[t.vm].space, gpa).map(|(hf, hs)| hf.0 + (gpa.offset(hs) >> 12))
             })
         } else {
-            self.os.translate(t.space, va).map(|(f, s)| f.0 + (va.offset(s) >> 12))
+            kernel.os.translate(t.space, va).map(|(f, s)| f.0 + (va.offset(s) >> 12))
         };
         if now == Some(used) {
             return Ok(());

@@ -2,7 +2,7 @@
 //! host's page-walk cache (vPWC) and the nested TLB; and the context it translates for.
 
 use crate::arch::addr::PageSize;
-use crate::arch::ctx::{Ctx, Invalidate};
+use crate::arch::ctx::Invalidate;
 use crate::config::Config;
 use crate::memory::repl::Policy;
 use crate::param::PtFormat;
@@ -52,19 +52,7 @@ pub type TlbPath = [TlbId; PATH_LEN];
 
 pub const PATH_LEN: usize = 2;
 
-/// A hardware context (a hardware thread): the address space it runs, in which VM, under
-/// which PCID/VPID, and the core whose MMU translates for it. The OS switches what a context
-/// runs; the core's TLBs and page-walk caches stay, tagged by `ctx`. (One context per core:
-/// SMT, two on one core, is the next step.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HwContext {
-    pub core: usize,
-    /// Address space (in a VM: a space of the VM's guest OS).
-    pub space: usize,
-    /// VM (0 natively).
-    pub vm: usize,
-    pub ctx: Ctx,
-}
+pub use crate::arch::ctx::HwContext;
 
 /// Slots per level of [`Mmu::champsim_fillers`] (direct-mapped by region).
 pub const FILLER_SLOTS: usize = 4096;

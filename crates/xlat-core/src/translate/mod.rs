@@ -12,14 +12,12 @@ pub mod tlb;
 pub mod walker;
 
 use crate::arch::addr::{PageSize, VirtAddr};
-use crate::arch::ctx::Invalidate;
+use crate::arch::ctx::{Ctx, Invalidate, OsRequest};
 use crate::config::Config;
 use crate::error::SimError;
 use crate::mech::{FillFrom, Mechs};
 use crate::memory::port::MemPort;
-use crate::os::sched::{Sched, Scope};
-use crate::os::virt::Vm;
-use crate::os::Os;
+use crate::os::{Hardware, Kernel};
 use crate::stats::{CoreCounters, VirtCounters};
 use crate::timing::Early;
 use crate::translate::mmu::{HwContext, Mmu};
@@ -31,24 +29,12 @@ pub struct Translator {
     pub(crate) cfg: Config,
     /// Per core.
     pub mmus: Vec<Mmu>,
-    /// The hardware contexts, one per stream of the workload (and, for now, per core): what
-    /// each runs and on which core's MMU.
-    pub contexts: Vec<HwContext>,
-    /// The OS natively; virtualized, the host OS (the hypervisor), whose address spaces
-    /// are the VMs' guest-physical memories (their page tables are the EPTs).
-    pub os: Os,
-    /// Virtualized: the VMs, each with its guest OS. Empty natively.
-    pub vms: Vec<Vm>,
-    /// Processes on cores and the OS's next background event.
-    pub sched: Sched,
     pub mechs: Mechs,
     /// The translation invariant's checker (`check.translations`).
     pub checker: check::Checker,
     pub(crate) walk: WalkParams,
     /// Virtualized (2D walks).
     pub(crate) virt: bool,
-    /// Scratch for a kernel software walk's entry lines (`OsOp::ReadPtes`).
-    pub(crate) pte_lines: Vec<u64>,
     /// PT-Baker's helper thread of the run, if any, and its touches since warm-up.
     pub(crate) helper: Option<crate::workload::Helper>,
     pub(crate) helper_touches: u64,
@@ -72,26 +58,26 @@ impl Translator {
     /// the younger references that would start its walk or fill first, if it waits for a
     /// producer (see [`crate::timing::inflight`]).
     #[inline]
-    pub fn step<P: MemPort>(&mut self, c: usize, r: Ref, early: Early, port: &mut P) -> Result<(), SimError> {
+    pub fn step<P: MemPort>(&mut self, c: usize, r: Ref, early: Early, kernel: &mut Kernel, port: &mut P) -> Result<(), SimError> {
         if r.is_os_call() {
-            return self.os_call(c, r, port);
+            return kernel.os_call(c, r, self, port);
         }
-        let (kind, va, core) = (r.kind(), VirtAddr(r.va), self.contexts[c].core);
+        let (kind, va, core) = (r.kind(), VirtAddr(r.va), kernel.contexts[c].core);
         port.dispatch(c, r.inst_delta, kind, r.producer());
         if !early.is_none() {
             port.early(early);
         }
         if self.mechs.hooks.reference {
-            self.mechs.on_reference(core, va, self.contexts[c].ctx);
+            self.mechs.on_reference(core, va, kernel.contexts[c].ctx);
         }
-        let Some((frame, size)) = self.translate(c, va, kind, port)? else {
+        let Some((frame, size)) = self.translate(c, va, kind, kernel, port)? else {
             // A prefetch that would have had to walk where prefetches do not, or to fault.
             self.mmus[core].counters.prefetches_dropped += 1;
             port.dropped();
             return Ok(());
         };
         if self.checker.every != 0 && self.checker.due() {
-            self.check_translation(c, va, frame, size)?;
+            self.check_translation(kernel, c, va, frame, size)?;
         }
         let k = &mut self.mmus[core].counters;
         k.refs += 1;
@@ -103,7 +89,7 @@ impl Translator {
         }
         port.data(((frame << 12) + va.offset(size)) >> 6);
         if self.mechs.hooks.tlb_prefetch {
-            self.tlb_prefetches(c, port);
+            self.tlb_prefetches(c, kernel, port);
         }
         if self.mechs.epochs && self.mechs.epoch_due(c, port.instructions(c)) {
             let mmu = &mut self.mmus[core];
@@ -119,15 +105,15 @@ impl Translator {
     /// walk. Returns the page's first frame and its size; nothing for a prefetch that is
     /// dropped instead ([`RefKind::Prefetch`]).
     #[inline]
-    fn translate<P: MemPort>(&mut self, c: usize, va: VirtAddr, kind: RefKind, port: &mut P) -> Result<Option<(u64, PageSize)>, SimError> {
+    fn translate<P: MemPort>(&mut self, c: usize, va: VirtAddr, kind: RefKind, kernel: &mut Kernel, port: &mut P) -> Result<Option<(u64, PageSize)>, SimError> {
         let write = kind == RefKind::Store;
         if self.cfg.tlb_perfect {
-            if kind == RefKind::Prefetch && !self.mapped(c, va) {
+            if kind == RefKind::Prefetch && !kernel.mapped(c, va) {
                 return Ok(None);
             }
-            return self.translate_perfect(c, va, write, port).map(Some);
+            return self.translate_perfect(c, va, write, kernel, port).map(Some);
         }
-        let HwContext { core, ctx, .. } = self.contexts[c];
+        let HwContext { core, ctx, .. } = kernel.contexts[c];
         let mmu = &mut self.mmus[core];
         let path = if kind == RefKind::Fetch { mmu.fetch_path } else { mmu.data_path };
         // Whether some level holds a translation of the page (a clean one a store cannot
@@ -194,11 +180,11 @@ impl Translator {
             }
         }
         // A prefetch walks only where prefetches start walks, and never to fault.
-        if kind == RefKind::Prefetch && !(self.cfg.tlb_prefetch_walks && self.mapped(c, va)) {
+        if kind == RefKind::Prefetch && !(self.cfg.tlb_prefetch_walks && kernel.mapped(c, va)) {
             return Ok(None);
         }
         port.walk_begin();
-        let (e, size) = self.walk(c, va, write, present, port)?;
+        let (e, size) = self.walk(c, va, write, present, kernel, port)?;
         if self.mechs.hooks.walk_end {
             self.mechs.on_walk_end(core, va, ctx, e, size, port);
             if self.mechs.hooks.walk_write {
@@ -231,16 +217,16 @@ impl Translator {
     /// sets accessed bits, as x86 hardware does before it caches a translation anywhere; a
     /// page it finds not mapped is dropped (a prefetch never faults: the OS is not called).
     #[inline(never)]
-    fn tlb_prefetches<P: MemPort>(&mut self, c: usize, port: &mut P) {
+    fn tlb_prefetches<P: MemPort>(&mut self, c: usize, kernel: &mut Kernel, port: &mut P) {
         use crate::mech::Prefetched;
-        let HwContext { core, ctx, .. } = self.contexts[c];
+        let HwContext { core, ctx, .. } = kernel.contexts[c];
         while let Some(va) = self.mechs.prefetch_request(core) {
             let mmu = &mut self.mmus[core];
             let result = if mmu.tlbs.iter().any(|t| t.holds_page(va, ctx)) {
                 Prefetched::Cached
             } else {
                 port.prefetch_walk_begin();
-                let walked = self.walk_once(self.contexts[c], va, false, false, port);
+                let walked = self.walk_once(kernel.contexts[c], va, false, false, kernel, port);
                 port.prefetch_walk_end();
                 match walked {
                     Walked::Leaf(e, size) => Prefetched::Walked(e, size),
@@ -254,29 +240,16 @@ impl Translator {
     /// One walk of `va` by context `x`'s core: natively, or in 2D through its VM's table and
     /// the host's. `miss`: the walk answers a TLB miss (not a retry, nor a dirty-bit walk).
     #[inline(always)]
-    fn walk_once<P: MemPort>(&mut self, x: HwContext, va: VirtAddr, write: bool, miss: bool, port: &mut P) -> Walked {
+    fn walk_once<P: MemPort>(&mut self, x: HwContext, va: VirtAddr, write: bool, miss: bool, kernel: &mut Kernel, port: &mut P) -> Walked {
         let HwContext { core, space, vm, ctx } = x;
         let mut w = Walker { mmu: &mut self.mmus[core], ctx, port, mechs: &mut self.mechs, p: &self.walk, c: core, miss };
         if self.virt {
-            let v = &mut self.vms[vm];
-            let mut host = HostTable { pt: &mut self.os.pt, root: self.os.spaces[v.space].root, ctx: v.ctx };
+            let v = &mut kernel.vms[vm];
+            let mut host = HostTable { pt: &mut kernel.os.pt, root: kernel.os.spaces[v.space].root, ctx: v.ctx };
             w.walk_2d(&mut v.os.pt, v.os.spaces[space].root, &mut host, va, write)
         } else {
-            w.walk(&mut self.os.pt, self.os.spaces[space].root, va, write)
+            w.walk(&mut kernel.os.pt, kernel.os.spaces[space].root, va, write)
         }
-    }
-
-    /// Whether context `c`'s address space maps `va` (in a VM: the guest maps it, and the
-    /// host the guest-physical page), so that a walk for it would not fault.
-    fn mapped(&self, c: usize, va: VirtAddr) -> bool {
-        let HwContext { space, vm, .. } = self.contexts[c];
-        if !self.virt {
-            return self.os.translate(space, va).is_some();
-        }
-        let Some((gframe, gsize)) = self.vms[vm].os.translate(space, va) else {
-            return false;
-        };
-        self.os.translate(self.vms[vm].space, VirtAddr(gframe.addr().0 + va.offset(gsize))).is_some()
     }
 
     /// A page walk for `va` on core `c`, natively or 2D; on a fault the OS (the guest's, or
@@ -284,35 +257,35 @@ impl Translator {
     /// the walk starts again (the instruction re-executes: a second walk). A walk to set a
     /// clean translation's dirty bit (`dirty_bit`) counts as `tlb.dirty_walks` (in
     /// `translate`), any other as one of `walks`; each retry as `walks.retries`.
-    fn walk<P: MemPort>(&mut self, c: usize, va: VirtAddr, write: bool, dirty_bit: bool, port: &mut P) -> Result<(TlbEntry, PageSize), SimError> {
+    fn walk<P: MemPort>(
+        &mut self,
+        c: usize,
+        va: VirtAddr,
+        write: bool,
+        dirty_bit: bool,
+        kernel: &mut Kernel,
+        port: &mut P,
+    ) -> Result<(TlbEntry, PageSize), SimError> {
         // Each fault maps one more page (natively the page; in a VM a guest page, or the
         // host page behind a guest page-table node or data page): a handful at most.
         for attempt in 0..64 {
-            let HwContext { core, space, vm, .. } = self.contexts[c];
+            let core = kernel.contexts[c].core;
             let miss = attempt == 0 && !dirty_bit;
-            let k = &mut self.mmus[core].counters;
+            let n = &mut self.mmus[core].counters;
             if miss {
-                k.walks += 1;
+                n.walks += 1;
             } else if attempt > 0 {
-                k.walk_retries += 1;
+                n.walk_retries += 1;
             }
-            let walked = self.walk_once(self.contexts[c], va, write, miss, port);
+            let walked = self.walk_once(kernel.contexts[c], va, write, miss, kernel, port);
             let cost = match walked {
                 Walked::Leaf(e, size) => return Ok((e, size)),
-                Walked::Fault if !self.virt => {
-                    self.os.fault_on(c, space, va, write)?;
-                    let cost = self.cfg.os_fault_cycles + self.os_sync(Some(c), port);
-                    self.mmus[core].counters.faults += 1;
-                    cost
-                }
                 Walked::Fault => {
-                    let gb = self.cfg.virt_guest_mem_gb;
-                    self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
-                    let cost = self.cfg.os_fault_cycles + self.sync(Scope::Guest(vm), Some(c), port);
+                    let cost = kernel.fault(c, va, write, self, port)?;
                     self.mmus[core].counters.faults += 1;
                     cost
                 }
-                Walked::HostFault { gpa, data } => self.ept_violation(c, VirtAddr(gpa), write && data, port)?,
+                Walked::HostFault { gpa, data } => kernel.ept_violation(c, VirtAddr(gpa), write && data, self, port)?,
             };
             self.mmus[core].counters.fault_cycles += cost;
             port.fault(cost);
@@ -320,54 +293,38 @@ impl Translator {
         unreachable!("the walk of {:#x} keeps faulting after the OS mapped its pages", va.0)
     }
 
-    /// Context `c`'s VM touched guest-physical `gpa`, which its host table does not map: the
-    /// host maps it (an EPT violation, counted on the core). Returns its cost in cycles.
-    pub(crate) fn ept_violation<P: MemPort>(&mut self, c: usize, gpa: VirtAddr, write: bool, port: &mut P) -> Result<u64, SimError> {
-        let HwContext { core, vm, .. } = self.contexts[c];
-        let (hspace, gb) = (self.vms[vm].space, self.cfg.phys_size_gb);
-        self.os.fault_on(c, hspace, gpa, write).map_err(|e| crate::os::virt::host_error(vm, gb, gpa.0, e))?;
-        let cost = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), port);
-        let v = &mut self.mmus[core].vcounters;
-        v.ept_violations += 1;
-        v.ept_fault_cycles += cost;
-        Ok(cost)
-    }
-
     /// A perfect TLB: translate functionally, faulting in the OS (the guest's and the
     /// host's in a VM) as needed; the core stalls for the handlers.
-    fn translate_perfect<P: MemPort>(&mut self, c: usize, va: VirtAddr, write: bool, port: &mut P) -> Result<(u64, PageSize), SimError> {
-        let HwContext { core, space, vm, .. } = self.contexts[c];
+    fn translate_perfect<P: MemPort>(&mut self, c: usize, va: VirtAddr, write: bool, kernel: &mut Kernel, port: &mut P) -> Result<(u64, PageSize), SimError> {
+        let HwContext { core, space, vm, .. } = kernel.contexts[c];
         if !self.virt {
-            if let Some((frame, size)) = self.os.translate(space, va) {
+            if let Some((frame, size)) = kernel.os.translate(space, va) {
                 return Ok((frame.0, size));
             }
-            self.os.fault_on(c, space, va, write)?;
-            let cost = self.cfg.os_fault_cycles + self.os_sync(Some(c), port);
-            let k = &mut self.mmus[core].counters;
-            k.faults += 1;
-            k.fault_cycles += cost;
-            let (frame, size) = self.os.translate(space, va).expect("the fault handler mapped the page");
+            let cost = kernel.fault(c, va, write, self, port)?;
+            let n = &mut self.mmus[core].counters;
+            n.faults += 1;
+            n.fault_cycles += cost;
+            let (frame, size) = kernel.os.translate(space, va).expect("the fault handler mapped the page");
             port.os_delay(cost);
             return Ok((frame.0, size));
         }
         let mut cost = 0;
-        let (gframe, gsize) = match self.vms[vm].os.translate(space, va) {
+        let (gframe, gsize) = match kernel.vms[vm].os.translate(space, va) {
             Some(m) => m,
             None => {
-                let gb = self.cfg.virt_guest_mem_gb;
-                self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
-                cost += self.cfg.os_fault_cycles + self.sync(Scope::Guest(vm), Some(c), port);
+                cost += kernel.fault(c, va, write, self, port)?;
                 self.mmus[core].counters.faults += 1;
-                self.vms[vm].os.translate(space, va).expect("the guest's fault handler mapped the page")
+                kernel.vms[vm].os.translate(space, va).expect("the guest's fault handler mapped the page")
             }
         };
         let gpa = VirtAddr(gframe.addr().0 + va.offset(gsize));
-        let hspace = self.vms[vm].space;
-        let (hframe, hsize) = match self.os.translate(hspace, gpa) {
+        let hspace = kernel.vms[vm].space;
+        let (hframe, hsize) = match kernel.os.translate(hspace, gpa) {
             Some(m) => m,
             None => {
-                cost += self.ept_violation(c, gpa, write, port)?;
-                self.os.translate(hspace, gpa).expect("the host's fault handler mapped the page")
+                cost += kernel.ept_violation(c, gpa, write, self, port)?;
+                kernel.os.translate(hspace, gpa).expect("the host's fault handler mapped the page")
             }
         };
         self.mmus[core].counters.fault_cycles += cost;
@@ -451,7 +408,7 @@ impl Translator {
         out
     }
 
-    /// Zero the translation side's statistics (TLB, walk and OS counters), keeping its state.
+    /// Zero the translation side's statistics (TLB and walk counters), keeping its state.
     pub fn reset_stats(&mut self) {
         for mmu in &mut self.mmus {
             if let Some(p) = mmu.pwc.profiled_mut() {
@@ -468,10 +425,6 @@ impl Translator {
             for t in &mut mmu.tlbs {
                 t.stats = TlbStats::default();
             }
-        }
-        self.os.counters = Default::default();
-        for vm in &mut self.vms {
-            vm.os.counters = Default::default();
         }
         self.mechs.reset_stats();
         self.checker.reset_stats();
@@ -490,15 +443,48 @@ impl Translator {
     pub fn flush_local(&mut self, c: usize, what: Invalidate) -> usize {
         self.mmus[c].invalidate(what) + self.mechs.on_flush(c, what)
     }
+}
 
-    /// [`Translator::invalidate`] on every core.
-    pub fn shootdown(&mut self, what: Invalidate) -> usize {
-        (0..self.mmus.len()).map(|c| self.invalidate(c, what)).sum()
+/// The translator as the OS sees it: what caches translations, by core, and the mechanisms'
+/// hooks for TCAT's home lines and periodic tasks.
+impl Hardware for Translator {
+    fn cores(&self) -> usize {
+        self.mmus.len()
     }
-
-    /// Invalidate host-side translations of VMs (nested TLBs and vPWCs) on every core: the
-    /// gPA ranges and contexts of `what` are a VM's (`VPID << 12`).
-    pub fn shootdown_nested(&mut self, what: Invalidate) -> usize {
-        self.mmus.iter_mut().map(|m| m.invalidate_nested(what)).sum()
+    fn invalidate(&mut self, core: usize, what: Invalidate) -> usize {
+        Translator::invalidate(self, core, what)
+    }
+    fn flush_local(&mut self, core: usize, what: Invalidate) -> usize {
+        Translator::flush_local(self, core, what)
+    }
+    fn invalidate_nested(&mut self, core: usize, what: Invalidate) -> usize {
+        self.mmus[core].invalidate_nested(what)
+    }
+    fn invalidate_walk_caches(&mut self, core: usize, what: Invalidate) {
+        self.mmus[core].pwc.invalidate(what);
+        self.mechs.on_invalidate(core, what);
+    }
+    fn shootdown_lines(&self, ranges: &[(u64, u64)], pages: u64, ctx: Ctx, out: &mut Vec<(u64, VirtAddr)>) -> bool {
+        self.mechs.shootdown_lines(ranges, pages, ctx, out)
+    }
+    fn on_baseline_shootdown(&mut self) {
+        self.mechs.on_baseline_shootdown();
+    }
+    fn on_line_rewrite(&mut self, line: u64, va: VirtAddr, ctx: Ctx, holder: usize, flush: bool) {
+        self.mechs.on_line_rewrite(line, va, ctx, holder, flush);
+    }
+    fn invalidate_line(&mut self, line: u64, va: VirtAddr, ctx: Ctx) -> u64 {
+        self.mechs.invalidate_line(line, va, ctx, &mut self.mmus)
+    }
+    fn tick(&mut self, m: usize) -> Vec<OsRequest> {
+        self.mechs.on_tick(m)
+    }
+    fn vm_switched(&mut self, core: usize) {
+        self.mmus[core].vcounters.vm_switches += 1;
+    }
+    fn ept_violation(&mut self, core: usize, cycles: u64) {
+        let v = &mut self.mmus[core].vcounters;
+        v.ept_violations += 1;
+        v.ept_fault_cycles += cycles;
     }
 }
