@@ -2,7 +2,7 @@
 
 ``simulate(..., sample="10M:1M:100k")`` simulates, of every 10 M references, the last 1.1 M
 (1 M to warm the TLBs, caches and page-walk caches up again, 100 k measured) and skips the
-rest (``crates/xlat-core/src/sample.rs``). Each measured unit's counts come back apart; the
+rest (``crates/xlat-core/src/machine/sample.rs``). Each measured unit's counts come back apart; the
 run's statistics are their sums with the usual ratios, and a ratio's 95 % confidence interval
 is the ratio estimator's over the units (the units are a systematic sample of the stream).
 """
