@@ -51,8 +51,9 @@ def has_config_key(key: str) -> bool:
 
 
 def study_copy(study, tmp_path):
-    """A study's report.py and paper.toml copied under ``tmp_path/studies/NAME`` (for a test
-    to write its own tiny sweep.toml there), and the real sweep.toml's contents."""
+    """A study's report.py, paper.toml and report templates (``*.md.in``) copied under
+    ``tmp_path/studies/NAME`` (for a test to write its own tiny sweep.toml there), and the real
+    sweep.toml's contents."""
     import shutil
     import sys
 
@@ -62,7 +63,7 @@ def study_copy(study, tmp_path):
         import tomli as tomllib
     d = tmp_path / "studies" / study.name
     d.mkdir(parents=True)
-    for f in ("report.py", "paper.toml"):
+    for f in ["report.py", "paper.toml"] + sorted(p.name for p in study.glob("*.md.in")):
         shutil.copy(study / f, d / f)
     with open(study / "sweep.toml", "rb") as f:
         return d, tomllib.load(f)

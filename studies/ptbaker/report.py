@@ -12,8 +12,11 @@ the main thread's references, so it is the baseline's cycles over the helper run
 clock: the main thread's time).
 """
 import math
+from pathlib import Path
 
 from xlat import report
+
+HERE = Path(__file__).resolve().parent
 
 MODES = ["off", "user", "user-prefetch", "kernel", "ptp"]
 ENVS = ["native", "cache1", "stream2", "vm", "smt"]
@@ -175,38 +178,28 @@ def render(df, out_dir, quick):
         sel = s[(s["workload"] == w) & (s["mode"] == "user-prefetch") & (s["throttle"].str.startswith("sleep"))]
         values[f"{w}_user_prefetch_sleep"] = float(sel["speedup"].max()) if len(sel) else math.nan
 
-    body = []
+    # The report's prose and layout are in report.md.in; the run's tables and figures fill it.
+    parts = {"served": "", "served_figure": "", "speedups": "", "speedup_figure": "", "versus_ptp": "", "quick": quick}
     # Where the main thread's walk references were served, without a helper.
     base = t[t["mode"] == "off"].groupby(["env", "workload"], sort=False)[["l2", "l3", "dram", "walk_refs_pki", "walk_cycles_per_walk"]].mean().reset_index()
     if len(base):
         fig = report.bar_figure(base[base["env"] == "native"], x="workload", y="dram", path=out_dir / "dram_share.png",
                                 title="Walk references served from DRAM, no helper, native",
                                 ylabel="share of walk references (L2 + L3 + DRAM)")
-        body += ["## Where walk references are served (Figs. 3.2, 3.3)", "",
-                 "The main thread's walk references by where they were served, without a helper, in each environment.", ""]
-        body += [report.figure_md(fig, out_dir, "Share of the main thread's walk references served from DRAM, no helper"), ""]
-        body += [report.markdown_table(base, headers=["env", "workload", "L2", "L3", "DRAM", "walk refs per 1000 instr.", "cycles per walk"]), ""]
+        parts["served_figure"] = report.figure_md(fig, out_dir, "Share of the main thread's walk references served from DRAM, no helper")
+        parts["served"] = report.markdown_table(base, headers=["env", "workload", "L2", "L3", "DRAM", "walk refs per 1000 instr.", "cycles per walk"])
     if len(s):
         plain = s[s["throttle"] == "—"]
         fig = report.bar_figure(plain, x="workload", y="speedup", hue="mode", path=out_dir / "speedup.png",
                                 title="Speed-up of the helpers over none, per environment (mean over environments)",
                                 ylabel="speed-up")
-        body += [report.figure_md(fig, out_dir, "Speed-up over no helper (mean over the environments run)"), ""]
-        body += ["## Speed-ups and DRAM walk references removed (Figs. 6.1-6.11)", "",
-                 ("Each helper point against no helper in the same environment: speed-up (the baseline's cycles over "
-                  "the helper run's for the same main-thread work), the share of DRAM walk references it removed, the "
-                  "share left, and cycles per walk."), "",
-                 report.markdown_table(s, headers=["workload", "env", "mode", "throttle", "speed-up", "DRAM refs cut",
-                                                  "DRAM share", "cycles per walk"]), ""]
+        parts["speedup_figure"] = report.figure_md(fig, out_dir, "Speed-up over no helper (mean over the environments run)")
+        parts["speedups"] = report.markdown_table(s, headers=["workload", "env", "mode", "throttle", "speed-up", "DRAM refs cut",
+                                                            "DRAM share", "cycles per walk"])
     versus = _versus_ptp(t, s)
     if len(versus):
-        body += ["## PT-Baker or page-table prioritization", "",
-                 ("The flattening seed's prioritization (`ptp`: the L2 and L3 choose victims among data lines 99 % "
-                  "of the time) keeps the same entries in the same caches from the cache's side, with no helper. "
-                  "Per workload and environment, the speed-up of each over no helper (the helpers without throttle) "
-                  "and the DRAM share of walk references left; the best of the three is marked."), "",
-                 report.markdown_table(versus, headers=["workload", "env", "user", "kernel", "ptp", "DRAM user",
-                                                       "DRAM kernel", "DRAM ptp", "best"]), ""]
-    if quick:
-        body += ["Quick mode: three workloads, 1 M references per point; the numbers are indicative only.", ""]
-    return "\n".join(body), values
+        parts["versus_ptp"] = report.markdown_table(versus, headers=["workload", "env", "user", "kernel", "ptp", "DRAM user",
+                                                                    "DRAM kernel", "DRAM ptp", "best"])
+    template = HERE / "report.md.in"
+    return report.fill(template.read_text(encoding="utf-8"), parts, where=str(template)), values
+
