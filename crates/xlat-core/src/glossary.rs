@@ -430,7 +430,7 @@ pub static ENTRIES: &[Entry] = &[
     e(Os, "[host.]os.freed_pages", Counter, "pages", "4 KB pages whose A and D bits the programs' madv-free calls (madvise MADV_FREE) cleared (a 2 MB page counts 512); 0 with `os.madv_free=false`, which ignores the calls."),
     e(Os, "[host.]os.ignored_calls", Counter, "calls", "madv-free calls in the streams that made no system call because `os.madv_free=false` (jemalloc told not to make them): not in `os.calls`."),
     e(Os, "[host.]os.pte_reads", Counter, "PTE reads",
-        "Page-table entries loaded by software walks in the kernel (read-ptes OS calls, as PT-Baker's kernel-mode helper makes), through the core's caches as data: a context's calls continue one depth-first walk, so a call loads the leaf entry's line, and the upper levels' only where the walk enters a new leaf table (the PMD entry) or above."),
+        "Page-table entries loaded by software walks in the kernel (read-ptes OS calls, as PT-Baker's kernel-mode helper makes): one dependent load per level, through the core's caches as data."),
     e(Os, "[host.]os.page_cache_reads", Counter, "pages",
         "File pages read into the page cache: a fault on a page of a read-only file mapping (a region with a file, e.g. a traced program's text from its `.maps`) that is not cached reads its `os.readahead_pages` cluster. Each page is read once and shared by every mapping of the file."),
     e(Os, "[host.]os.fault_around_pages", Counter, "pages",

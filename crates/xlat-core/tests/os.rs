@@ -724,22 +724,3 @@ fn thp_madvise_maps_huge_pages_only_in_madvised_regions() {
     let s = run(&cfg(&[("os.page_policy", "madvise"), ("os.madvise_regions", "*")]), vec![refs], regions, false);
     assert_eq!(s.f("os.huge_faults"), 8.0);
 }
-
-/// A kernel software walk (read-ptes, PT-Baker's kernel helper) continues depth-first from its
-/// context's last call, as Linux's `mm/pagewalk.c` does: a strided sweep over two leaf tables
-/// reads the four levels once, then only leaf lines, and the PMD entry again where the leaf
-/// table changes; each later pass re-reads the PMD entry at its start.
-#[test]
-fn a_software_walk_reads_upper_entries_once_per_leaf_table() {
-    let cfg = cfg(&[]);
-    let regions = vec![region("data", BASE, 4 * MB)];
-    let pass: Vec<Ref> = (0..1024 / 8).map(|i| Ref::os_call(OsOp::ReadPtes, BASE + i * 8 * 4096, 1, 1)).collect();
-    let reads = |passes: usize| {
-        let calls: Vec<Ref> = pass.iter().copied().cycle().take(passes * pass.len()).collect();
-        run(&cfg, vec![calls], regions.clone(), true).get("os.pte_reads").unwrap().as_f64()
-    };
-    // First pass: PML4, PDPT, PMD and leaf, 63 leaf lines, the next PMD entry and its leaf,
-    // 63 leaf lines. A second pass starts at another leaf table: PMD entry and leaf again.
-    assert_eq!(reads(1), (4 + 63 + 2 + 63) as f64);
-    assert_eq!(reads(2), (4 + 63 + 2 + 63 + 2 + 63 + 2 + 63) as f64);
-}

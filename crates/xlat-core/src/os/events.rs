@@ -278,17 +278,12 @@ impl Kernel {
         Ok(())
     }
 
-    /// A software walk in the kernel ([`crate::os::OsOp::ReadPtes`]) to `va`'s entry, through
-    /// the core's caches (the kernel's direct map needs no translation). A context's
-    /// successive calls continue one depth-first walk, as Linux's `mm/pagewalk.c` (PT-Baker's
-    /// system call) goes: PGD, PUD, PMD, then the strided entries of one leaf table, then the
-    /// next PMD entry. So a call reads only the levels below the first one whose entry line
-    /// changed since the context's last call (the leaf's line, or from the PMD entry on when the
-    /// leaf table changed), the first of them an independent load and each one after it
-    /// dependent on the one before. In a VM the guest kernel walks its own table: each entry's
-    /// guest-physical address reaches memory through the host's table (the guest's direct map
-    /// is taken to hit in the TLBs, as 1 GB pages do), and an entry on a page the host has not
-    /// mapped yet costs an EPT violation first.
+    /// A software walk in the kernel ([`crate::os::OsOp::ReadPtes`]): one dependent load of
+    /// each level's entry line, through the core's caches (the kernel's direct map needs no
+    /// translation). In a VM the guest kernel walks its own table: each entry's guest-physical
+    /// address reaches memory through the host's table (the guest's direct map is taken to hit
+    /// in the TLBs, as 1 GB pages do), and an entry on a page the host has not mapped yet costs
+    /// an EPT violation first.
     fn read_ptes<H: Hardware, P: MemPort>(&mut self, c: usize, r: crate::workload::Ref, hw: &mut H, port: &mut P) -> Result<(), SimError> {
         let HwContext { space, vm, .. } = self.contexts[c];
         // (A scratch list kept across calls: a helper makes one call per touch.)
@@ -297,14 +292,12 @@ impl Kernel {
         let found =
             if self.virt { self.guest_pte_lines(c, VirtAddr(r.va), &mut lines, hw, port) } else { self.os.pte_lines(space, VirtAddr(r.va), &mut lines) };
         if found.is_ok() {
-            let from = self.walked[c].first_new(space, vm, &lines);
             let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
-            os.counters.pte_reads += (lines.len() - from) as u64;
-            for (i, &line) in lines.iter().enumerate().skip(from) {
-                port.dispatch(c, if i == from { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, u8::from(i > from));
+            os.counters.pte_reads += lines.len() as u64;
+            for (i, &line) in lines.iter().enumerate() {
+                port.dispatch(c, if i == 0 { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, u8::from(i > 0));
                 port.data(line);
             }
-            self.walked[c].remember(space, vm, &lines);
         }
         self.pte_lines = lines;
         found

@@ -74,51 +74,11 @@ pub struct Kernel {
     pub(crate) virt: bool,
     /// Scratch for a kernel software walk's entry lines (`OsOp::ReadPtes`).
     pub(crate) pte_lines: Vec<u64>,
-    /// Per hardware context: where its kernel software walk is (see [`SoftWalk`]).
-    pub(crate) walked: Vec<SoftWalk>,
-}
-
-/// Where a context's kernel software walk (`OsOp::ReadPtes`) stands: the entry lines its last
-/// call read or kept, root first, in which address space.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct SoftWalk {
-    at: Option<(usize, usize)>,
-    lines: [u64; 5],
-    len: usize,
-}
-
-impl SoftWalk {
-    /// The first of `lines` (a walk to a leaf entry, root first) a walk that continues from
-    /// here must read: the first upper level whose line differs; the PMD entry's (the level
-    /// above the leaf) when only the leaf table changed; else the leaf's. All of them where
-    /// the walk starts afresh (another address space, or a table of another depth).
-    pub(crate) fn first_new(&self, space: usize, vm: usize, lines: &[u64]) -> usize {
-        let n = lines.len();
-        if self.at != Some((space, vm)) || self.len != n || n < 2 {
-            return 0;
-        }
-        if let Some(i) = (0..n - 1).find(|&i| lines[i] != self.lines[i]) {
-            return i;
-        }
-        // (A leaf table is one 4 KB page: 64 lines.)
-        if lines[n - 1] >> 6 != self.lines[n - 1] >> 6 {
-            n - 2
-        } else {
-            n - 1
-        }
-    }
-
-    pub(crate) fn remember(&mut self, space: usize, vm: usize, lines: &[u64]) {
-        let n = lines.len().min(self.lines.len());
-        self.lines[..n].copy_from_slice(&lines[..n]);
-        (self.at, self.len) = (Some((space, vm)), lines.len());
-    }
 }
 
 impl Kernel {
     pub fn new(cfg: &Config, os: Os, vms: Vec<Vm>, sched: Sched, contexts: Vec<HwContext>) -> Kernel {
-        let walked = vec![SoftWalk::default(); contexts.len()];
-        Kernel { cfg: cfg.clone(), os, vms, sched, contexts, virt: cfg.virt_enabled, pte_lines: Vec::new(), walked }
+        Kernel { cfg: cfg.clone(), os, vms, sched, contexts, virt: cfg.virt_enabled, pte_lines: Vec::new() }
     }
 
     /// Whether context `c`'s address space maps `va` (in a VM: the guest maps it, and the
