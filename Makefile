@@ -26,9 +26,9 @@ demo: install
 
 test: install lint test-rust test-c test-python
 
-# The inner loop: the Rust crates' unit tests and the Python tests that run no whole study
-# (tests/conftest.py marks those `slow`); no lint, no integration-test binaries.
-test-quick: install
+# The inner loop: lint, the Rust crates' unit tests and the Python tests that run no whole
+# study (tests/conftest.py marks those `slow`); no integration-test binaries.
+test-quick: install lint
 	cargo test --workspace --exclude xlat-py --lib --profile release-tests -q
 	$(PY) -m pytest tests -n 2 -m "not slow"
 
