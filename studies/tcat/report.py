@@ -11,8 +11,11 @@ averages over workloads are geometric means.
 """
 import math
 import re
+from pathlib import Path
 
 from xlat import report
+
+HERE = Path(__file__).resolve().parent
 
 VIRT = ["kvm_tlb", "ipi", "tcat-cotag", "tcat-cotagless", "tcat-cotag-fillinv", "tcat-cotag-noflush", "ideal"]
 RATIOS = ["1:1", "2:1", "3:1", "4:1"]
@@ -116,18 +119,17 @@ def render(df, out_dir, quick):
                              "walks_pki": _get(t, s, w, "walks") / instr * 1000,
                              "stale": _get(t, s, w, "stale_translation_uses") / checked if checked else math.nan})
     table = pd.DataFrame(rows)
-    body = ["## Speed-ups (Fig. 6.11, 6.13)", "",
-            ("Each scheme against its baseline: kvm_tlb at 2:1 overcommit (8 cores, 16 vCPUs of one VM), "
-             "IPI shootdowns natively (16 SMT contexts). `ideal` keeps the invalidations and charges nothing."), ""]
+    # The report's prose and layout are in report.md.in; the run's tables and figures fill it.
+    parts = {"speedups": "", "speedup_figure": "", "overcommit": "", "overcommit_figure": "", "quick": quick}
     if len(table):
         virt = table[table["scheme"].isin(VIRT)]
         fig = report.bar_figure(virt, x="workload", y="speedup", hue="scheme", path=out_dir / "speedup.png",
                                 title="2:1 overcommit: speed-up over kvm_tlb (geomean of the 8 cores' IPC)",
                                 ylabel="speed-up over kvm_tlb")
-        body += [report.figure_md(fig, out_dir, "IPC speed-up over baseline-kvmtlb, per workload and protocol"), "",
-                 report.markdown_table(table, headers=["workload", "scheme", "speed-up", "shootdowns", "shootdown cycles",
-                                                       "busy wait", "IPIs", "deferred flushes", "TCAT lines",
-                                                       "TCAT drops", "walks PKI", "stale uses"])]
+        parts["speedup_figure"] = report.figure_md(fig, out_dir, "IPC speed-up over baseline-kvmtlb, per workload and protocol")
+        parts["speedups"] = report.markdown_table(table, headers=["workload", "scheme", "speed-up", "shootdowns", "shootdown cycles",
+                                                                "busy wait", "IPIs", "deferred flushes", "TCAT lines",
+                                                                "TCAT drops", "walks PKI", "stale uses"])
     over = _overcommit(t, workloads)
     if len(over) and over["ratio"].nunique() > 1:
         for _, r in over.iterrows():
@@ -136,36 +138,12 @@ def render(df, out_dir, quick):
         fig = report.bar_figure(over.rename(columns={"cotag": "speedup"}), x="ratio", y="speedup", hue="workload",
                                 path=out_dir / "overcommit.png", title="TCAT-cotag over kvm_tlb by vCPU overcommit",
                                 ylabel="speed-up over kvm_tlb")
-        body += ["", "## Overcommit (Tab. 6.3's ratios)", "",
-                 ("kvm_tlb, TCAT-cotag and ideal at each of Tab. 6.3's ratios, with that ratio's penalty (scaled by "
-                  "1/10) and one thread per vCPU (8, 16, 24, 32). The thesis measured the penalties at every ratio "
-                  "but simulated TCAT at 2:1 only. `penalty`: kvm_tlb's average cycles per shootdown; `ideal`, "
-                  "`cotag`: speed-ups over kvm_tlb; `left`: the share of ideal's IPC TCAT-cotag falls short by."), "",
-                 report.figure_md(fig, out_dir, "TCAT-cotag speed-up over kvm_tlb at each overcommit ratio"), "",
-                 report.markdown_table(over, headers=["workload", "ratio", "penalty", "ideal", "cotag", "left"])]
+        parts["overcommit_figure"] = report.figure_md(fig, out_dir, "TCAT-cotag speed-up over kvm_tlb at each overcommit ratio")
+        parts["overcommit"] = report.markdown_table(over, headers=["workload", "ratio", "penalty", "ideal", "cotag", "left"])
     nf = t[t["scheme"] == "tcat-cotag-noflush"]
     for _, r in nf.iterrows():
         values[f"{r['workload']}_noflush_stale"] = r["stale_translation_uses"] / r["check.translations_checked"]
         values[f"{r['workload']}_noflush_stale_hits"] = r["pomtlb.stale_hits"]
-    notes = [
-        ("- The workloads' shootdown rates are inputs, set once so that kvm_tlb loses about what the thesis "
-         "measured on real machines (apache ~25 %, dedup ~20 %): compare the `ideal` rows with paper.toml's "
-         "ideal entries. What xlat measures is how much of that loss each protocol leaves."),
-        ("- `ipi` at 2:1 is xlat's model of plain IPIs under overcommit: the initiator waits for each preempted "
-         "target vCPU until its next slice (`busy_wait_cycles`); kvm_tlb avoids that wait with deferred flushes."),
-        ("- TCAT's rows pay its line rewrites and flushes (`shootdown_cycles`), and co-tagless drops whole TLB sets "
-         "(`TCAT drops`), which later walks refill."),
-        ("- `tcat-cotag-fillinv` lets the MMU's fill writes invalidate the line's other sharers too (no xlat_inv "
-         "filter, `tcat.fill_invalidates=true`); its `TCAT drops` include those."),
-        ("- `pressure` is not the thesis's: kvstore over 32 M keys, whose L2 TLB misses about 85 times per "
-         "thousand instructions, to show what co-tagless's whole-set drops cost when TLB entries are scarce "
-         "(compare its `TCAT drops` and speed-up with co-tag's)."),
-        ("- `stale uses`: the share of the translations the checker compared with the page tables (one in 97) that "
-         "were stale. It must be 0 everywhere but `tcat-cotag-noflush` (`tcat.flush=false`, §5.2.5.1): there the "
-         "hypervisor does not flush the POM-TLB line it cleared, other cores read the old copy "
-         "(`pomtlb.stale_hits`) and use translations the page tables no longer give."),
-    ]
-    body += ["", "## Reading it", "", *notes]
-    if quick:
-        body += ["", "Quick mode: 2 M references after 3 M of warm-up per point; the numbers are indicative only."]
-    return "\n".join(body), {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
+    template = HERE / "report.md.in"
+    text = report.fill(template.read_text(encoding="utf-8"), parts, where=str(template)).rstrip("\n")
+    return text, {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
