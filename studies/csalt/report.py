@@ -7,8 +7,11 @@ a scheme over that of the baseline; averages over workloads are geometric means.
 """
 import math
 import re
+from pathlib import Path
 
 from xlat import report, results
+
+HERE = Path(__file__).resolve().parent
 
 MAIN = ["conventional", "pomtlb", "dip", "csalt-d", "csalt-cd"]
 
@@ -142,15 +145,16 @@ def render(df, out_dir, quick):
                          "llc_tlb_lines": _get(t, c, w, "cache.llc.tlb_lines"),
                          "l2d_mpki": _get(t, c, w, "l2d_mpki"), "llcd_mpki": _get(t, c, w, "llcd_mpki")})
     table = pd.DataFrame(rows)
-    body = ["## The main comparison (2 VMs per core, timer switches)", ""]
+    # The report's prose and layout are in report.md.in; the run's tables and figures fill it.
+    parts = {"main": "", "main_figure": "", "partition": "", "sensitivity": "", "quick": quick}
     if len(table):
         fig = report.bar_figure(table.rename(columns={"config": "scheme"}), x="workload", y="speedup", hue="scheme", path=out_dir / "speedup.png",
                                 title="Speed-up over conventional TLBs (geomean of the 8 cores' IPC)",
                                 ylabel="speed-up over conventional")
-        body += [report.figure_md(fig, out_dir, "IPC speed-up over conventional L1/L2 TLBs, per workload and scheme"), "",
-                 report.markdown_table(table, headers=["workload", "config", "IPC (gm)", "speed-up", "walks",
-                                                       "L2 TLB MPKI", "POM-TLB hit rate", "L2 TLB lines",
-                                                       "LLC TLB lines", "L2 data MPKI", "LLC data MPKI"])]
+        parts["main_figure"] = report.figure_md(fig, out_dir, "IPC speed-up over conventional L1/L2 TLBs, per workload and scheme")
+        parts["main"] = report.markdown_table(table, headers=["workload", "config", "IPC (gm)", "speed-up", "walks",
+                                                            "L2 TLB MPKI", "POM-TLB hit rate", "L2 TLB lines",
+                                                            "LLC TLB lines", "L2 data MPKI", "LLC data MPKI"])
 
     # -- the partition and the TLB lines' occupancy over time ------------------------------------
     trace = df[df["config_label"].astype(str).str.startswith("csalt-cd-trace")]
@@ -171,9 +175,8 @@ def render(df, out_dir, quick):
         fig = report.line_figure(pf, x="instructions", y="tlb_share", hue="what", path=out_dir / "partition.png",
                                  title="CSALT-CD on connected components: TLB lines' share over time",
                                  xlabel="instructions after warm-up", ylabel="share for POM-TLB lines")
-        body += ["", "## The partition over time (Fig. 6.3)", "",
-                 report.figure_md(fig, out_dir, "Share of the ways CSALT-CD gives to POM-TLB lines (L2s' mean, LLC) "
-                                                "and share of the lines that hold them, at each interval's end")]
+        parts["partition"] = report.figure_md(fig, out_dir, "Share of the ways CSALT-CD gives to POM-TLB lines (L2s' mean, LLC) "
+                                                            "and share of the lines that hold them, at each interval's end")
 
     # -- sensitivity ---------------------------------------------------------------------------
     sens_rows = []
@@ -187,8 +190,7 @@ def render(df, out_dir, quick):
             sens_rows.append({"axis": "csalt.epoch", "value": v, "workload": w,
                               "csalt-cd / pomtlb": _get(t, "csalt-cd-epoch", w, "ipc", **{"csalt.epoch": v}) / _get(t, "pomtlb", w, "ipc")})
     if sens_rows:
-        body += ["", "## Sensitivity (Fig. 6.8-6.10)", "", report.markdown_table(pd.DataFrame(sens_rows))]
-    if quick:
-        body += ["", ("Quick mode: gups (1 GB per VM) and cc (scale 21), 1 M references after 3 M over 8 cores, "
-                      "VMs switched every 250 K cycles; the numbers are indicative only.")]
-    return "\n".join(body), {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
+        parts["sensitivity"] = report.markdown_table(pd.DataFrame(sens_rows))
+    template = HERE / "report.md.in"
+    text = report.fill(template.read_text(encoding="utf-8"), parts, where=str(template)).rstrip("\n")
+    return text, {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
