@@ -8,8 +8,11 @@ models timing; the paper measures wall-clock time on a real machine); averages o
 workloads are geometric means.
 """
 import math
+from pathlib import Path
 
 from xlat import report
+
+HERE = Path(__file__).resolve().parent
 
 GRAPH = ("pagerank", "pagerank-dbg", "bfs", "sssp")
 
@@ -67,12 +70,11 @@ def _ratio(t, a, b, workloads):
 POLICIES = ("round-robin", "highest")
 
 
-def _multi_sections(t, out_dir, values):
+def _multi_sections(t, out_dir, values, parts):
     """Fig. 8 (threads of one process, a PCC per core) and Fig. 9 (two processes; round-robin,
-    highest count, and PageRank biased)."""
+    highest count, and PageRank biased): their tables into ``parts``."""
     import pandas as pd
 
-    body = []
     mtp = t[t["config"] == "pcc-mt"]
     if len(mtp):
         rows = []
@@ -96,10 +98,7 @@ def _multi_sections(t, out_dir, values):
             oi = [_gmean(list(x["of ideal (ratio)"])) for _, x in g.groupby(["cap %", "policy"])]
             values[f"mt{th}_speedup_low"], values[f"mt{th}_speedup"] = min(sp), max(sp)
             values[f"mt{th}_of_ideal_low"], values[f"mt{th}_of_ideal_high"] = min(oi), max(oi)
-        body += ["", "## Threads (Fig. 8)", "",
-                 ("One process, two, four or eight threads on as many cores, a PCC per core; the daemon merges the lists "
-                  "(`pcc.promotion`). Speed-up is the machine's IPC over the 4 KB run's with as many threads."), "",
-                 report.markdown_table(mtt)]
+        parts["threads"] = report.markdown_table(mtt)
     # Two programs: PageRank with SSSP (both TLB-bound), and with STREAM (the TLB-insensitive
     # stand-in for the paper's mcf).
     sensitive = []  # (the TLB-sensitive programs' speed-ups at 1-4 %, for §1's multiprocess range)
@@ -152,15 +151,9 @@ def _multi_sections(t, out_dir, values):
                 first = c
             prev = now
         values["mp_sssp_takes_over_cap" if who else "mp_pr_takes_over_cap"] = first
-        body += ["", f"## Two processes: PageRank + {other} (Fig. 9)", "",
-                 (f"PageRank (core 0) and {other} (core 1) side by side, a PCC each, under one cap counted over both "
-                  "footprints; each program's IPC over its own in the 4 KB co-run, and over the all-2 MB co-run's; and the "
-                  "share of each program's memory in huge pages at the end (`progN.huge_coverage`)."
-                  + (" STREAM stands in for the paper's mcf (SPEC CPU is not ours to ship): a program the TLB "
-                     "does not slow." if other == "STREAM" else "")), "", report.markdown_table(mpt)]
+        parts["with_" + other.lower()] = report.markdown_table(mpt)
     if sensitive:
         values["mp_speedup_low"], values["mp_speedup_high"] = min(sensitive), max(sensitive)
-    return body
 
 
 def _spec(df, w):
@@ -181,7 +174,7 @@ def _spec(df, w):
     return name + (":" + ",".join(params) if params else ""), skip
 
 
-def _reuse_section(df, out_dir, workloads, values):
+def _reuse_section(df, out_dir, workloads, values, parts):
     """Fig. 2: each workload's pages by reuse class over the study's references, computed once
     per workload and kept beside the report (``reuse/<workload>/``; delete it after changing
     a workload's parameters)."""
@@ -208,17 +201,13 @@ def _reuse_section(df, out_dir, workloads, values):
                      "hub (refs)": hub["accesses"].sum() / nref,
                      "HUB regions": hub["va"].map(lambda v: int(v, 16) >> 21).nunique()})
         figs.append(report.figure_md(d / "reuse.png", out_dir, f"{w}: one point per 4 KB page"))
-    if not rows:
-        return []
-    t = pd.DataFrame(rows)
-    return ["", "## Reuse distance (Fig. 2)", "",
-            (f"`xlat reuse` over the {refs:,} data references each workload's points measure (after what they fast-forward): a page's distance is the references "
-             "to other pages between its uses (the artifact's EMA, outliers over 3 sigma skipped); HUB pages are those "
-             "too far apart for a 1024-entry TLB whose 2 MB region is not."), "",
-            report.markdown_table(t), "", *figs]
+    if rows:
+        parts["reuse_refs"] = f"{refs:,}"
+        parts["reuse"] = report.markdown_table(pd.DataFrame(rows))
+        parts["reuse_figures"] = "\n".join(figs)
 
 
-def _cost_section(values):
+def _cost_section(values, parts):
     """The PCC's storage, computed (``xlat pcc-cost``), beside the paper's."""
     from xlat import pcc
 
@@ -230,8 +219,7 @@ def _cost_section(values):
     rows = [{"": what, "xlat": ours, "paper": paper} for what, ours, paper in pcc.cost_rows(c)]
     import pandas as pd
 
-    return ["", "## Hardware cost (§3.2.1)", "", "`xlat pcc-cost` (61-bit virtual addresses, as the paper's 40-bit tags imply):", "",
-            report.markdown_table(pd.DataFrame(rows))]
+    parts["cost"] = report.markdown_table(pd.DataFrame(rows))
 
 
 def render(df, out_dir, quick):
@@ -266,7 +254,11 @@ def render(df, out_dir, quick):
                      "of ideal (gain)": 1.0, "walks cut": walk_cut("ideal", w), "promotions": math.nan,
                      "huge coverage": _get(t, "ideal", w, "huge_coverage")})
     curve = pd.DataFrame(rows)
-    body = ["## The utility curve (Fig. 5)", ""]
+    # The report's prose and layout are in report.md.in; the run's tables and figures fill it.
+    parts = {k: "" for k in ("curve", "curve_figures", "selection", "fragmentation", "fragmentation_figure", "size",
+                             "size_figure", "threads", "with_sssp", "with_stream", "reuse", "reuse_refs", "reuse_figures",
+                             "cost")}
+    parts["quick"] = quick
     if len(curve):
         pts = curve[curve["policy"] != "ideal"].copy()
         pts["series"] = pts["workload"] + " " + pts["policy"]
@@ -276,9 +268,10 @@ def render(df, out_dir, quick):
         fig2 = report.line_figure(pts, x="cap %", y="walks cut", hue="series", path=out_dir / "utility_walks.png",
                                   title="Walks removed vs footprint promoted", xlabel="cap (% of footprint)",
                                   ylabel="walks removed (fraction of 4 KB's)", logx=True)
-        body += [report.figure_md(fig, out_dir, "IPC over the 4 KB run's, PCC, HawkEye and the hindsight oracle (ours), per cap (all-2 MB in the table)"), "",
-                 report.figure_md(fig2, out_dir, "Walks removed, as a fraction of the 4 KB run's"), "",
-                 report.markdown_table(curve)]
+        parts["curve_figures"] = "\n\n".join([
+            report.figure_md(fig, out_dir, "IPC over the 4 KB run's, PCC, HawkEye and the hindsight oracle (ours), per cap (all-2 MB in the table)"),
+            report.figure_md(fig2, out_dir, "Walks removed, as a fraction of the 4 KB run's")])
+        parts["curve"] = report.markdown_table(curve)
 
     c1, c4 = 0.01, 0.04
     if caps:
@@ -308,11 +301,7 @@ def render(df, out_dir, quick):
         if orc:
             sel = [{"workload": w, "cap %": round(c * 100), **{m: walk_cut(m, w, cap=c) for m in ("pcc", "hawkeye", "oracle")}}
                    for w in orc for c in caps]
-            body += ["", "### Selection against hindsight (ours)", "",
-                     ("Walks removed (fraction of the 4 KB run's) by each policy at each cap. The oracle promotes, at the "
-                      "PCC's first read, the regions with the most 4 KB walks in a run without promotion; the PCC's "
-                      "and HawkEye's picks are limited by what they have seen by then, and HawkEye's by 8 per window."), "",
-                     report.markdown_table(pd.DataFrame(sel))]
+            parts["selection"] = report.markdown_table(pd.DataFrame(sel))
     values["ideal_speedup"] = _gmean([speedup("ideal", w) for w in workloads])
     values["ideal_speedup_max"] = max((x for x in (speedup("ideal", w) for w in workloads) if not math.isnan(x)), default=math.nan)
     # (§5.4.1's 1.1-1.4 references a walk that page-walk caches leave, here the 4 KB runs'.)
@@ -348,9 +337,8 @@ def render(df, out_dir, quick):
         ft = pd.DataFrame(frag_rows)
         fig = report.bar_figure(ft[ft["fragmentation %"] == 90], x="workload", y="speed-up", hue="scheme", path=out_dir / "fragmentation.png",
                                 title="90 % fragmented: speed-up over 4 KB (Fig. 7)", ylabel="speed-up over 4 KB")
-        body += ["", "## Fragmented memory (Fig. 7)", "",
-                 report.figure_md(fig, out_dir, "At 90 % fragmentation, IPC over the 4 KB run's on the same memory"), "",
-                 report.markdown_table(ft)]
+        parts["fragmentation_figure"] = report.figure_md(fig, out_dir, "At 90 % fragmentation, IPC over the 4 KB run's on the same memory")
+        parts["fragmentation"] = report.markdown_table(ft)
 
     # -- PCC size ---------------------------------------------------------------------------------
     sz = t[t["config"] == "pcc-size"]
@@ -372,11 +360,11 @@ def render(df, out_dir, quick):
             best = g["walks cut"].max()
             sat.append(int(g[g["walks cut"] >= 0.95 * best]["entries"].min()))
         values["pcc_size_saturation"] = sorted(sat)[len(sat) // 2]
-        body += ["", "## PCC size (Fig. 6)", "", report.figure_md(fig, out_dir, "Walks removed by PCC size, 32 % cap"), "",
-                 report.markdown_table(st)]
-    body += _multi_sections(t, out_dir, values)
-    body += _reuse_section(df, out_dir, workloads, values)
-    body += _cost_section(values)
-    if quick:
-        body += ["", "Quick mode: PageRank (scale 21) only, caps 1, 4, 32, 100 %, 90 % fragmentation; indicative only."]
-    return "\n".join(body), {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
+        parts["size_figure"] = report.figure_md(fig, out_dir, "Walks removed by PCC size, 32 % cap")
+        parts["size"] = report.markdown_table(st)
+    _multi_sections(t, out_dir, values, parts)
+    _reuse_section(df, out_dir, workloads, values, parts)
+    _cost_section(values, parts)
+    template = HERE / "report.md.in"
+    text = report.fill(template.read_text(encoding="utf-8"), parts, where=str(template)).rstrip("\n")
+    return text, {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
