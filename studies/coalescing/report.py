@@ -6,8 +6,11 @@ the L2 DTLB hit and by the size of the entry that refilled the L1: the paper's
 the report body with the xlat values of paper.toml's entries.
 """
 import math
+from pathlib import Path
 
 from xlat import report
+
+HERE = Path(__file__).resolve().parent
 
 # The paper's programs, as the kernels here stand for them.
 PAPER_NAME = {"xsbench": "XSBench", "canneal": "Canneal", "pagerank": "GraphChi", "liblinear": "BlockSVM"}
@@ -123,12 +126,12 @@ def _paired_rows(t, names, columns, col, key, values, paper, digits):
 
 
 def _bars(t, col, path, title, ylabel, caption):
-    """A bar figure of `col` per paper column, one bar per workload; its Markdown lines."""
+    """A bar figure of `col` per paper column, one bar per workload: its Markdown ("" without points)."""
     points = t[t["setup"].isin(COLUMNS)]
     if not len(points):
-        return []
+        return ""
     fig = report.bar_figure(points, x="setup", y=col, hue="workload", path=path, title=title, xlabel="configuration", ylabel=ylabel)
-    return [report.figure_md(fig, path.parent, caption), ""]
+    return report.figure_md(fig, path.parent, caption)
 
 
 def render(df, out_dir, quick):
@@ -139,19 +142,13 @@ def render(df, out_dir, quick):
     named = {w: _program(w) for w in PROGRAMS if PROGRAMS[w] and w in set(t["workload"])}
     paper = {e["id"]: e["paper"] for e in report.load_paper(__file__.replace("report.py", "paper.toml"))}
     values = {}
-    body = []
+    # The report's prose and layout are in report.md.in; the run's tables and figures fill it.
+    parts = {"quick": quick}
 
     # --- T-C: contiguity each allocator makes, seen as coalesced L2 DTLB hits ----------------
     rows = _paired_rows(t, {w: f"{PAPER_NAME[w]} ({w})" for w in workloads} | named, COLUMNS, "l2_hit.coalesced.pct",
                         "coalesced_share_{c}_{w}", values, paper, 1)
-    body += ["## Contiguity by chance and by design (T-C)", "",
-             ("Share (%) of L2 DTLB hits served by coalesced entries (16 KB on zen3, 32 KB on zenplus); "
-             "the paper's value in parentheses where it has one. Linux's per-CPU lists hand out ascending "
-             "frames, so pages first touched in address order are contiguous by chance, except where a "
-             "page-table page is taken between them; FreeBSD's page cache hands a batch out last frame "
-             "first, so without reservations no group is contiguous; reservations place every page at "
-             "its offset in an aligned 2 MB block."), "",
-             report.markdown_table(rows, columns=["workload"] + COLUMNS), ""]
+    parts["tc"] = report.markdown_table(rows, columns=["workload"] + COLUMNS)
     rows = []
     for w in workloads:
         row = [f"{PAPER_NAME[w]} ({w})"]
@@ -159,11 +156,8 @@ def render(df, out_dir, quick):
             size = "32k" if c.startswith("F2") else "16k"
             row.append(_cell(_get(t, c, w, f"groups.{size}"), None, 1))
         rows.append(row)
-    body += [("The allocator's contiguity itself, as the page tables hold it at the end of the run "
-             "(statistic `pt.coalescable.16k`, `.32k` on zenplus): the share (%) of aligned groups of "
-             "4 KB pages that coalescing could cache as one entry, whether the TLBs needed them or not."), "",
-             report.markdown_table(rows, columns=["workload"] + COLUMNS), ""]
-    body += _bars(t, "l2_hit.coalesced.pct", out_dir / "coalesced_share.png", "Coalesced share of L2 DTLB hits", "% of L2 DTLB hits",
+    parts["tc_groups"] = report.markdown_table(rows, columns=["workload"] + COLUMNS)
+    parts["tc_figure"] = _bars(t, "l2_hit.coalesced.pct", out_dir / "coalesced_share.png", "Coalesced share of L2 DTLB hits", "% of L2 DTLB hits",
                   "Share of L2 DTLB hits served by coalesced entries, per configuration and workload")
 
     # --- T-A: L1 DTLB misses and what reservations and promotion cut ------------------------
@@ -174,13 +168,9 @@ def render(df, out_dir, quick):
             row.append(_row_cell(t, f"{cpu}-noresv", w, "l1d", values, paper, 3))
             row += _cuts(t, cpu, w, "l1d", values, paper)
         rows.append(row)
-    body += ["## L1 DTLB misses (T-A)", "",
-             ("L1 DTLB misses per 1000 instructions without reservations (noresv), and the percentage "
-             "reservations (reserv) and reservations with promotion (super) cut from them on the same "
-             "CPU; the paper's cut in parentheses."), "",
-             report.markdown_table(rows, columns=["workload", "F5 noresv", "F5 reserv cut %", "F5 super cut %",
-                                                  "F2 noresv", "F2 reserv cut %", "F2 super cut %"]), ""]
-    body += _bars(t, "l1d", out_dir / "l1d_misses.png", "L1 DTLB misses", "per 1000 instructions", "L1 DTLB misses per 1000 instructions")
+    parts["ta"] = report.markdown_table(rows, columns=["workload", "F5 noresv", "F5 reserv cut %", "F5 super cut %",
+                                                        "F2 noresv", "F2 reserv cut %", "F2 super cut %"])
+    parts["ta_figure"] = _bars(t, "l1d", out_dir / "l1d_misses.png", "L1 DTLB misses", "per 1000 instructions", "L1 DTLB misses per 1000 instructions")
 
     # --- T-B: 16 KB vs 32 KB, across CPUs (the paper's) and on one geometry (the ablation) ---
     rows = []
@@ -193,13 +183,8 @@ def render(df, out_dir, quick):
                      _row_cell(t, "F2-reserv", w, "l2_miss.4k", values, paper, 3), ratio, _cell(z3),
                      _cell(z3 / f5 if f5 else math.nan, None, 2),
                      _cell(_get(t, "F5-reserv", w, "l2_miss")), _cell(_get(t, "Z3-32k-reserv", w, "l2_miss"))])
-    body += ["## 16 KB against 32 KB groups (T-B)", "",
-             ("4 KB L2 DTLB misses (walks that made a 4 KB entry) per 1000 instructions with reservations "
-             "and no promotion. The paper's ratio compares its two CPUs (F2 = zenplus, 32 KB and a "
-             "1536-entry L2 DTLB; F5 = zen3, 16 KB and 2048 entries); Z3-32k is zen3's geometry with "
-             "32 KB groups, so its ratio to F5 is the group size alone. All L2 DTLB misses beside them."), "",
-             report.markdown_table(rows, columns=["workload", "F5 4K misses", "F2 4K misses", "F2 / F5", "Z3-32k 4K misses",
-                                                  "Z3-32k / F5", "F5 all misses", "Z3-32k all misses"]), ""]
+    parts["tb"] = report.markdown_table(rows, columns=["workload", "F5 4K misses", "F2 4K misses", "F2 / F5", "Z3-32k 4K misses",
+                                                        "Z3-32k / F5", "F5 all misses", "Z3-32k all misses"])
 
     # --- T-F: cycles ----------------------------------------------------------------------
     rows = []
@@ -210,12 +195,7 @@ def render(df, out_dir, quick):
             row.append(_paired(values, paper, f"cycles_{_id(c)}_{w}", _get(t, c, w, "cycles") / ref if ref else math.nan, 3))
         row.append(_paired(values, paper, f"cycles_f5_reserv_over_noresv_{w}", _ratio(t, w, "cycles", "F5-reserv", "F5-noresv"), 3))
         rows.append(row)
-    body += ["## Cycles (T-F)", "",
-             ("Cycles normalized to F5-super (the paper's user-space unhalted cycles, normalized the same "
-             "way); the paper's value in parentheses where this study has the column. The paper's "
-             "F2 runs are on a slower CPU with a smaller LLC (zenplus here models its TLBs and caches). "
-             "The last column is what reservations alone do, F5-reserv over F5-noresv (§5.3)."), "",
-             report.markdown_table(rows, columns=["workload"] + COLUMNS + ["F5 reserv / noresv"]), ""]
+    parts["tf"] = report.markdown_table(rows, columns=["workload"] + COLUMNS + ["F5 reserv / noresv"])
 
     # --- What coalescing itself is worth, with reservations ---------------------------------
     rows = []
@@ -224,10 +204,7 @@ def render(df, out_dir, quick):
         c_on, c_off = _get(t, "F5-reserv", w, "cycles"), _get(t, "F5-reserv-nocoal", w, "cycles")
         rows.append([f"{PAPER_NAME[w]} ({w})", _cell(off), _cell(on), _cell(_cut(off, on), None, 1),
                      _cell(_cut(c_off, c_on), None, 2)])
-    body += ["## What coalescing is worth", "",
-             ("F5-reserv against the same run with coalescing off: L2 DTLB misses (page walks) per 1000 "
-             "instructions, and the cycles saved. Not in the paper, which cannot turn coalescing off."), "",
-             report.markdown_table(rows, columns=["workload", "L2 misses, off", "L2 misses, 16 KB", "walks cut %", "cycles cut %"]), ""]
+    parts["worth"] = report.markdown_table(rows, columns=["workload", "L2 misses, off", "L2 misses, 16 KB", "walks cut %", "cycles cut %"])
 
     # --- MADV_FREE and superpages (nomdv) ---------------------------------------------------
     rows = []
@@ -254,30 +231,17 @@ def render(df, out_dir, quick):
                 _cell(huge[1], paper.get("nomdv_huge_share_f5") if w == "churn" else None, 1),
                 _cell(_get(t, "F5-super", w, "os.calls"), None, 3)]
         rows.append(row)
-    body += ["## MADV_FREE and superpages (nomdv)", "",
-             ("jemalloc returns freed memory with madvise(MADV_FREE); FreeBSD then clears the range's A "
-              "and D bits and demotes every 2 MB page the range covers in part, and nothing promotes it "
-              "again (the pages stay mapped, so no fault comes). nomdv is super with the calls ignored "
-              "(`os.madv_free=false`). The kernels of the paper's programs free nothing, so nomdv is super "
-              "for them, as in the paper (its ratio in parentheses); the jemalloc heap (`churn` with "
-              "`free=madv_free`, 64 KB chunks) shows the mechanism, beside the paper's Clang (its cut and "
-              "2 MB share in parentheses). L1 DTLB misses per 1000 instructions."), "",
-             report.markdown_table(rows, columns=["workload", "F5-super", "F5-nomdv", "F5 nomdv cut % / ratio", "F2-super", "F2-nomdv",
-                                                  "F2 nomdv cut % / ratio", "2 MB % of L2 hits, F5-super", "F5-nomdv",
-                                                  "madvise calls PKI, F5-super"]), ""]
+    parts["nomdv"] = report.markdown_table(rows, columns=["workload", "F5-super", "F5-nomdv", "F5 nomdv cut % / ratio", "F2-super", "F2-nomdv",
+                                                           "F2 nomdv cut % / ratio", "2 MB % of L2 hits, F5-super", "F5-nomdv",
+                                                           "madvise calls PKI, F5-super"])
 
     # --- Code: the real programs' L1 ITLB misses (T-E) and the linker's phase shift ----------
     programs = [w for w in PROGRAMS if w in set(t["workload"])]
-    if programs:
-        body += _code_section(t, programs, paper, values, out_dir)
-    else:
-        body += ["## Code: L1 ITLB misses (T-E)", "",
-                 "No real program ran (prepare.py traces them with valgrind, which this machine lacks).", ""]
+    parts["programs"] = bool(programs)
+    parts.update(_code_section(t, programs, paper, values, out_dir))
 
     # --- Every T2 row, per workload ---------------------------------------------------------
-    body += ["## The T2 counters", "",
-             ("Per 1000 instructions; shares of L2 DTLB hits and misses by entry size in %; the paper's "
-              "value in parentheses where §5 quotes it (its text, or a cell this study compares)."), ""]
+    t2 = []
     labels = list(dict.fromkeys(t["setup"]))
     for w in workloads + (["churn"] if "churn" in set(t["workload"]) else []) + programs:
         rows = []
@@ -290,11 +254,10 @@ def render(df, out_dir, quick):
                  ("2 MB pages, % of mapped memory", "huge_coverage", 1), ("IPC", "ipc", 3)]:
             rows.append([name] + [_row_cell(t, c, w, col, values, paper, digits) for c in labels])
         title = f"{PAPER_NAME[w]} ({w})" if w in PAPER_NAME else f"jemalloc heap ({w})" if w == "churn" else f"{w} (traced)"
-        body += [f"### {title}", "", report.markdown_table(rows, columns=["counter"] + labels), ""]
-
-    if quick:
-        body += ["Quick mode: smaller inputs, 2 M references per point; the numbers are indicative only."]
-    return "\n".join(body), values
+        t2.append(f"### {title}\n\n" + report.markdown_table(rows, columns=["counter"] + labels))
+    parts["t2"] = "\n\n".join(t2)
+    template = HERE / "report.md.in"
+    return report.fill(template.read_text(encoding="utf-8"), parts, where=str(template)), values
 
 
 def _program(w):
@@ -304,32 +267,27 @@ def _program(w):
 def _code_section(t, programs, paper, values, out_dir):
     """T-E for the traced programs: L1 ITLB misses per configuration and what reservations
     cut, on the FreeBSD binaries (F5, F2: relinked with 2 MB) and the Linux ones (LB); then
-    Fig. 1's phase shift (F5-reserv relinked with 4 KB) and A-bit presetting."""
+    Fig. 1's phase shift (F5-reserv relinked with 4 KB) and A-bit presetting: its tables and
+    figure, for the template ("" without programs)."""
+    out = {"te": "", "te_cuts": "", "te_cycles": "", "te_linker": "", "te_figure": ""}
+    if not programs:
+        return out
     rows = _paired_rows(t, {w: _program(w) for w in programs}, CODE_COLUMNS, "l1i", "l1i_pki_{c}_{w}", values, paper, 3)
-    body = ["## Code: L1 ITLB misses (T-E)", "",
-            ("L1 ITLB misses per 1000 instructions of the programs traced here (prepare.py: GCC's cc1 "
-             "stands for the paper's Clang, node for its Node.js; sqlite, Python and xz are the issue's). "
-             "F5 and F2 run the programs relinked with max-page-size 2 MB, as the paper's FreeBSD world; "
-             "L and LB run them as Debian linked them. The paper's value in parentheses."), "",
-            report.markdown_table(rows, columns=["program"] + CODE_COLUMNS), ""]
+    out["te"] = report.markdown_table(rows, columns=["program"] + CODE_COLUMNS)
     rows = []
     for w in programs:
         row = [_program(w)]
         for cpu in ("F5", "F2", "LB"):
             row += _cuts(t, cpu, w, "l1i", values, paper)
         rows.append(row)
-    body += [("The cut (%) in L1 ITLB misses reservations (reserv) and reservations with promotion (super) "
-              "make against noresv on the same CPU and binary."), "",
-             report.markdown_table(rows, columns=["program", "F5 reserv", "F5 super", "F2 reserv", "F2 super", "LB reserv", "LB super"]), ""]
+    out["te_cuts"] = report.markdown_table(rows, columns=["program", "F5 reserv", "F5 super", "F2 reserv", "F2 super", "LB reserv", "LB super"])
     # §5.3.1 quotes Clang's cycles as what one column saves against another, not as T4's cells.
     # (Each with the id of its paper number, named as the kernels' cycles_f5_reserv_over_noresv_<w>.)
     pairs = [("F5-reserv", "F5-noresv", "f5_reserv_over_noresv"), ("F5-nomdv", "F5-noresv", "f5_nomdv_over_noresv"),
              ("LB-reserv", "L-nothp", "lb_reserv_over_l_nothp"), ("LB-super", "L-thp", "lb_super_over_l_thp")]
     rows = [[_program(w)] + [_paired(values, paper, f"cycles_{key}_{w}", _ratio(t, w, "cycles", a, b), 3) for a, b, key in pairs]
             for w in programs]
-    body += [("Cycles of one column over another, as §5.3.1 compares them for Clang (the paper's ratio of "
-              "its T4 cells in parentheses)."), "",
-             report.markdown_table(rows, columns=["program"] + [f"{a} / {b}" for a, b, _ in pairs]), ""]
+    out["te_cycles"] = report.markdown_table(rows, columns=["program"] + [f"{a} / {b}" for a, b, _ in pairs])
     rows = []
     for w in programs:
         two, four, pre = (_get(t, c, w, col) for c, col in (("F5-reserv", "l1i"), ("F5-reserv-4k", "l1i"), ("F5-reserv-presetA", "l1i")))
@@ -337,19 +295,12 @@ def _code_section(t, programs, paper, values, out_dir):
         groups = (_get(t, "F5-reserv", w, "groups.16k"), _get(t, "F5-reserv-4k", w, "groups.16k"), _get(t, "F5-reserv-presetA", w, "groups.16k"))
         rows.append([_program(w), _cell(two), _cell(four), _cell(-_cut(two, four), None, 1), _cell(walks[0]), _cell(walks[1]),
                      _cell(groups[0], None, 1), _cell(groups[1], None, 1), _cell(pre), _cell(groups[2], None, 1)])
-    body += ["### The linker's max-page-size (Fig. 1) and A-bit presetting (§3.8)", "",
-             ("F5-reserv with the programs relinked with LLD's default max-page-size of 4 KB against 2 MB: "
-              "each segment after a shared file page lies a page further from its file offset, so no group "
-              "of its code pages is aligned with the file's reservation (validation target 7: no coalesced "
-              "code). L1 ITLB misses and those that walked, per 1000 instructions; the share (%) of aligned "
-              "16 KB groups the page tables hold coalescable (`pt.coalescable.16k`, code and data); and "
-              "F5-reserv with the A bit preset on the pages a file fault maps around the faulting one."), "",
-             report.markdown_table(rows, columns=["program", "L1I, 2 MB", "L1I, 4 KB", "4 KB adds %", "walks, 2 MB", "walks, 4 KB",
-                                                  "groups %, 2 MB", "groups %, 4 KB", "L1I, preset A", "groups %, preset A"]), ""]
+    out["te_linker"] = report.markdown_table(rows, columns=["program", "L1I, 2 MB", "L1I, 4 KB", "4 KB adds %", "walks, 2 MB", "walks, 4 KB",
+                                                          "groups %, 2 MB", "groups %, 4 KB", "L1I, preset A", "groups %, preset A"])
     points = t[t["setup"].isin(CODE_COLUMNS) & t["workload"].isin(programs)]
     if len(points):
         path = out_dir / "l1i_misses.png"
         fig = report.bar_figure(points, x="setup", y="l1i", hue="workload", path=path, title="L1 ITLB misses",
                                 xlabel="configuration", ylabel="per 1000 instructions")
-        body += [report.figure_md(fig, path.parent, "L1 ITLB misses per 1000 instructions of the traced programs"), ""]
-    return body
+        out["te_figure"] = report.figure_md(fig, path.parent, "L1 ITLB misses per 1000 instructions of the traced programs")
+    return out
