@@ -182,7 +182,7 @@ impl Machine {
                     Some(v) => v.os.spaces[space].ctx,
                     None => os.spaces[space].ctx,
                 };
-                // (Thread-tagged TLBs: see `Translator::tagged`.)
+                // (Thread-tagged TLBs: see `Kernel::tagged`.)
                 let thread = if cfg.tlb_thread_tagged && per > 1 { ((i % per) as Ctx) << crate::arch::ctx::THREAD_SHIFT } else { 0 };
                 HwContext { core: i / per, space, vm, ctx: ctx | thread }
             })
