@@ -65,7 +65,7 @@ pub fn simulate_with(
     seed: u64,
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Stats, SimError> {
-    if cfg.os_promotion == config::Promotion::Oracle && profile.is_none() {
+    if cfg.promotion.kind == config::Promotion::Oracle && profile.is_none() {
         return Err(SimError::OracleNeedsProfile);
     }
     Ok(run_machine(cfg, src, profile, None, opts, prefault, seed, progress)?.stats())
@@ -84,7 +84,7 @@ pub fn simulate_curves(
     seed: u64,
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<(Stats, Vec<mrc::Curve>), SimError> {
-    if cfg.os_promotion == config::Promotion::Oracle {
+    if cfg.promotion.kind == config::Promotion::Oracle {
         return Err(SimError::OracleNeedsProfile);
     }
     let m = run_machine(cfg, src, None, Some((structures, cap)), opts, prefault, seed, progress)?;
@@ -103,7 +103,7 @@ pub fn simulate_sampled(
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<sample::Sampled, SimError> {
     s.check()?;
-    if cfg.os_promotion == config::Promotion::Oracle {
+    if cfg.promotion.kind == config::Promotion::Oracle {
         return Err(SimError::OracleNeedsProfile);
     }
     let mut m = Machine::with_programs(cfg, src.streams(), src.programs(), seed)?;
@@ -125,7 +125,7 @@ pub fn profile_walks(
 ) -> Result<mech::oracle::WalkProfile, SimError> {
     // (The oracle without a profile watches and never promotes.)
     let mut watching = cfg.clone();
-    watching.os_promotion = config::Promotion::Oracle;
+    watching.promotion.kind = config::Promotion::Oracle;
     let m = run_machine(&watching, src, None, None, opts, prefault, seed, progress)?;
     Ok(m.xl.mechs.hindsight().expect("os.promotion=oracle builds the oracle"))
 }

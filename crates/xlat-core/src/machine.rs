@@ -100,7 +100,7 @@ impl Machine {
         }
         // vCPU overcommit: the streams are vCPUs, `vcpus_per_core` of them time-sliced on each
         // hardware context (see `run_loop`); the machine has one context per core.
-        let vcpus = cfg.virt_vcpus_per_core.max(1) as usize;
+        let vcpus = cfg.virt.vcpus_per_core.max(1) as usize;
         // Programs that share cores (`Program::slot`): each core time-slices them, each in a VM
         // of its own, as vCPU overcommit time-slices vCPUs (see `run_loop`): `places` streams
         // per core, stream `s` on core `s % (streams / places)`.
@@ -115,21 +115,21 @@ impl Machine {
             let b = programs.iter().position(|p| p.slot > 0).unwrap_or(0);
             let core = programs[b].streams.first().map_or(0, |&s| s % width);
             let a = programs.iter().position(|q| q.slot == 0 && q.streams.iter().any(|&s| s % width == core)).unwrap_or(0);
-            if !cfg.virt_enabled {
+            if !cfg.virt.enabled {
                 return Err(SimError::BadMix {
                     why: format!("programs {a} and {b} both run on core {core}: programs share a core only in VMs of their own (virt.enabled=true), which the core time-slices"),
                 });
             }
-            if vcpus > 1 || cfg.system_threads_per_core > 1 || cfg.os_processes > 1 {
+            if vcpus > 1 || cfg.system.threads_per_core > 1 || cfg.sched.processes > 1 {
                 return Err(SimError::BadMix {
                     why: format!(
                         "programs {a} and {b} share core {core}: VMs time-sliced on a core run one vCPU per core and one process (not virt.vcpus_per_core, system.threads_per_core or os.processes > 1)"
                     ),
                 });
             }
-            if width as u64 > cfg.system_cores {
+            if width as u64 > cfg.system.cores {
                 return Err(SimError::BadMix {
-                    why: format!("the programs run on {width} cores, but the machine has {} cores (system.cores)", cfg.system_cores),
+                    why: format!("the programs run on {width} cores, but the machine has {} cores (system.cores)", cfg.system.cores),
                 });
             }
         }
@@ -142,8 +142,8 @@ impl Machine {
         } else {
             (streams, programs)
         };
-        let per = cfg.system_threads_per_core.max(1) as usize;
-        let contexts = cfg.system_cores * per as u64;
+        let per = cfg.system.threads_per_core.max(1) as usize;
+        let contexts = cfg.system.cores * per as u64;
         // The hardware contexts the streams run on (fewer than the streams where programs
         // share cores: stream `s` on context `s % hw`).
         let hw = streams / places;
@@ -156,7 +156,7 @@ impl Machine {
                 .filter(|_| programs.len() > 1 || streams != prog.streams.len())
             {
                 let has = if per == 1 {
-                    format!("{} cores (system.cores)", cfg.system_cores)
+                    format!("{} cores (system.cores)", cfg.system.cores)
                 } else {
                     format!("{contexts} hardware contexts (system.cores x system.threads_per_core)")
                 };
@@ -166,7 +166,7 @@ impl Machine {
         if hw as u64 > contexts {
             return Err(SimError::TooManyStreams { streams: hw, cores: contexts });
         }
-        if programs.len() > 1 && cfg.os_promotion == crate::param::Promotion::HawkEye {
+        if programs.len() > 1 && cfg.promotion.kind == crate::param::Promotion::HawkEye {
             return Err(SimError::BadMix { why: "os.promotion=hawkeye models one address space; a mix has one per program".into() });
         }
         // (What footprint-relative limits, such as os.promotion_cap, count: every program's.)
@@ -183,30 +183,30 @@ impl Machine {
                     None => os.spaces[space].ctx,
                 };
                 // (Thread-tagged TLBs: see `Kernel::tagged`.)
-                let thread = if cfg.tlb_thread_tagged && per > 1 { ((i % per) as Ctx) << crate::arch::ctx::THREAD_SHIFT } else { 0 };
+                let thread = if cfg.tlb.thread_tagged && per > 1 { ((i % per) as Ctx) << crate::arch::ctx::THREAD_SHIFT } else { 0 };
                 HwContext { core: i / per, space, vm, ctx: ctx | thread }
             })
             .collect();
         let levels = |f: PtFormat| f.top();
         let walk = WalkParams {
-            pwc_latency: cfg.pwc_latency,
-            nested_latency: cfg.tlb_nested_latency,
-            top: levels(cfg.pt_format),
-            host_top: levels(cfg.virt_host_pt_format),
-            ntlb: cfg.virt_enabled && cfg.tlb_nested_entries > 0,
-            nested_tlb_data: cfg.virt_nested_tlb_data,
+            pwc_latency: cfg.walker.pwc_latency,
+            nested_latency: cfg.tlb_nested.latency,
+            top: levels(cfg.pt.format),
+            host_top: levels(cfg.virt.host_pt_format),
+            ntlb: cfg.virt.enabled && cfg.tlb_nested.entries > 0,
+            nested_tlb_data: cfg.virt.nested_tlb_data,
             coalesce: crate::translate::coalesce::group_sizes(cfg),
-            asap: if cfg.asap_enabled { cfg.asap_levels as u8 } else { 0 },
-            ech: cfg.ech_enabled,
+            asap: if cfg.asap.enabled { cfg.asap.levels as u8 } else { 0 },
+            ech: cfg.ech.enabled,
             champsim: crate::translate::walker::ChampSimWalks {
-                reread: cfg.champsim_pscl_reread,
-                private_lines: cfg.champsim_private_pte_lines,
-                first_touch: cfg.champsim_first_touch_cycles,
-                no_dirty: cfg.champsim_no_dirty_bits,
+                reread: cfg.champsim.pscl_reread,
+                private_lines: cfg.champsim.private_pte_lines,
+                first_touch: cfg.champsim.first_touch_cycles,
+                no_dirty: cfg.champsim.no_dirty_bits,
             },
         };
         // Every program's processes; one program runs in each of `virt.vms` VMs.
-        let copies = cfg.os_processes * if cfg.virt_enabled && programs.len() == 1 { cfg.virt_vms } else { 1 };
+        let copies = cfg.sched.processes * if cfg.virt.enabled && programs.len() == 1 { cfg.virt.vms } else { 1 };
         let mut mechs = Mechs::from_config(cfg, hw, &footprint_regions, copies);
         // `pcc.bias`: the contexts of the named programs' address spaces, favoured by the
         // mechanisms that rank processes (the PCC's daemon; `pcc.bias` requires it).
@@ -229,7 +229,7 @@ impl Machine {
             sched.add(crate::os::sched::Work::Mech(i), clock, period, first);
         }
         let checker = crate::translate::check::Checker::from_config(cfg);
-        let xl = Translator { cfg: cfg.clone(), mmus, mechs, checker, walk, virt: cfg.virt_enabled, helper: None, helper_touches: 0 };
+        let xl = Translator { cfg: cfg.clone(), mmus, mechs, checker, walk, virt: cfg.virt.enabled, helper: None, helper_touches: 0 };
         let kernel = Kernel::new(cfg, os, vms, sched, contexts);
         Ok(Machine { xl, kernel, mem: MemorySide::new(cfg, hw, seed), interval: 0, marks: Vec::new(), host_times: None })
     }
@@ -248,7 +248,7 @@ impl Machine {
             if kernel.vms.iter().all(|v| v.os.spaces.iter().all(|sp| sp.regions.is_empty())) {
                 return Err(SimError::NothingToPrefault);
             }
-            let (ggb, hgb) = (kernel.cfg.virt_guest_mem_gb, kernel.cfg.phys_size_gb);
+            let (ggb, hgb) = (kernel.cfg.virt.guest_mem_gb, kernel.cfg.phys.size_gb);
             for vm in 0..kernel.vms.len() {
                 for s in 0..kernel.vms[vm].os.spaces.len() {
                     kernel.vms[vm].os.prefault(s).map_err(|e| crate::os::virt::guest_error(vm, ggb, e))?;
@@ -439,9 +439,9 @@ pub(crate) fn run_loop<P: MemPort>(
     // (Programs that share cores are time-sliced the same way, `virt.switch_interval_cycles`
     // each: see `Machine::with_programs`.)
     let places = kernel.sched.places;
-    let k = if places > 1 { places } else { xl.cfg.virt_vcpus_per_core.max(1) as usize };
+    let k = if places > 1 { places } else { xl.cfg.virt.vcpus_per_core.max(1) as usize };
     let total = if k > 1 { src.streams().max(n) } else { n };
-    let slice = if places > 1 { xl.cfg.virt_switch_interval_cycles } else { xl.cfg.virt_vcpu_slice_cycles };
+    let slice = if places > 1 { xl.cfg.virt.switch_interval_cycles } else { xl.cfg.virt.vcpu_slice_cycles };
     kernel.sched.vcpus = crate::os::sched::Vcpus::new(n, k, total, slice);
     for c in 0..n {
         kernel.contexts[c].ctx = kernel.tagged(c, kernel.contexts[c].ctx & crate::arch::ctx::SPACE_MASK);
@@ -473,8 +473,8 @@ pub(crate) fn run_loop<P: MemPort>(
         next_mark = instructions(port) + opts.interval;
     }
     // How far a dependent reference looks ahead for a younger one that starts its work.
-    let lookahead = if xl.cfg.core_inflight { xl.cfg.core_lookahead as usize } else { 0 };
-    let rob = xl.cfg.core_rob;
+    let lookahead = if xl.cfg.core.inflight { xl.cfg.core.lookahead as usize } else { 0 };
+    let rob = xl.cfg.core.rob;
     // One prefetch pipeline per core: each runs ahead in its own stream.
     let mut rings: Vec<PrefetchRing> = (0..n).map(|_| PrefetchRing::new()).collect();
     'run: while measured < limit {
@@ -611,7 +611,7 @@ fn next_vcpu<P: MemPort>(xl: &mut Translator, kernel: &mut Kernel, port: &mut P,
     match next {
         Some(s) if s != v.lane[c] => {
             kernel.sched.vcpus.lane[c] = s;
-            port.stall(c, xl.cfg.virt_switch_cycles);
+            port.stall(c, xl.cfg.virt.switch_cycles);
             let core = kernel.contexts[c].core;
             if kernel.sched.places > 1 {
                 xl.mmus[core].vcounters.vm_switches += 1;

@@ -71,6 +71,109 @@ impl ConfigValue for bool {
     }
 }
 
+/// A configuration key or value that cannot be used, with the key's name.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+// What the user typed (a key, a value) is shown with control characters escaped, so that the
+// message stays one line whatever was typed.
+pub enum ConfigError {
+    #[error("unknown config key '{}'{hint}", key.escape_debug())]
+    UnknownKey { key: String, hint: String },
+    #[error("config key '{}': '{}' is not {expected}", key.escape_debug(), value.escape_debug())]
+    BadValue { key: String, value: String, expected: String },
+    #[error("config key '{}': {why}", key.escape_debug())]
+    Invalid { key: String, why: String },
+}
+
+/// The largest value of a numeric key.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Limit {
+    Int(u64),
+    /// An integer with a lower bound too: (min, max).
+    IntRange(u64, u64),
+    Real(f64),
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Limit::Int(n) | Limit::IntRange(_, n) => write!(f, "{n}"),
+            Limit::Real(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+/// The bounds most numeric keys share. Why they are what they are: sizes and counts stay far
+/// above any machine studied and far below what would overflow a size computation or exhaust
+/// host memory (a cache or TLB is allocated whole, and its host arrays are indexed with
+/// `usize` arithmetic); a latency or cost is charged per event, so with at most 2^32 cycles
+/// per event a cycle counter cannot wrap before 2^32 such events; intervals and reference
+/// counts are added to a running `u64` clock.
+pub mod bound {
+    pub const ENTRIES: u64 = 1 << 20;
+    pub const WAYS: u64 = 4096;
+    pub const PWC: u64 = 4096;
+    pub const CACHE_KB: u64 = 1 << 20;
+    pub const LATENCY: u64 = 1 << 20;
+    pub const COST: u64 = 1 << 32;
+    pub const INTERVAL: u64 = 1 << 50;
+}
+
+/// One key of a component: its name below the component's mount point, its doc (`{}` stands
+/// for the mounted structure's name), its upper bound if numeric, and what it accepts.
+pub struct ComponentKey {
+    pub suffix: &'static str,
+    pub doc: &'static str,
+    pub limit: Option<Limit>,
+    pub expected: fn() -> String,
+}
+
+/// A component's parameters, as the configuration table mounts them: its keys, and each
+/// key's value in text form to read and write.
+pub trait Component {
+    /// Its keys, below its mount point.
+    const KEYS: &'static [ComponentKey];
+    /// Set key `suffix` (of the full key `key`); `None` if it has no such key.
+    fn set(&mut self, suffix: &str, key: &str, value: &str) -> Option<Result<(), ConfigError>>;
+    /// The value of key `suffix` in text form; `None` if it has no such key.
+    fn get(&self, suffix: &str) -> Option<String>;
+}
+
+/// Declares a component's parameters once, in the module of the component they configure: a
+/// struct whose fields are keys below wherever the configuration table (`config.rs`) mounts
+/// it (`cache.l2` + `size_kb` is `cache.l2.size_kb`; a component mounted at the root names
+/// whole keys). Each field: its type, its default, its key below the mount point, its upper
+/// bound if numeric, and its doc.
+macro_rules! component {
+    ($(#[$m:meta])* $name:ident { $( $field:ident : $ty:ty = $default:expr ; $suffix:literal ; $limit:expr ; $doc:literal ; )* }) => {
+        $(#[$m])*
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct $name { $( pub $field: $ty, )* }
+
+        impl Default for $name {
+            fn default() -> Self { $name { $( $field: $default, )* } }
+        }
+
+        impl $crate::param::Component for $name {
+            const KEYS: &'static [$crate::param::ComponentKey] = &[$( $crate::param::ComponentKey { suffix: $suffix, doc: $doc, limit: $limit, expected: <$ty as $crate::param::ConfigValue>::expected } ),*];
+
+            fn set(&mut self, suffix: &str, key: &str, value: &str) -> Option<Result<(), $crate::param::ConfigError>> {
+                match suffix {
+                    $( $suffix => Some(match <$ty as $crate::param::ConfigValue>::parse(value) {
+                        Some(v) => { self.$field = v; Ok(()) }
+                        None => Err($crate::param::ConfigError::BadValue { key: key.to_string(), value: value.to_string(), expected: <$ty as $crate::param::ConfigValue>::expected() }),
+                    }), )*
+                    _ => None,
+                }
+            }
+
+            fn get(&self, suffix: &str) -> Option<String> {
+                match suffix { $( $suffix => Some($crate::param::ConfigValue::show(&self.$field)), )* _ => None }
+            }
+        }
+    };
+}
+pub(crate) use component;
+
 /// Declares a string-valued enum usable as a config value.
 macro_rules! config_enum {
     ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {

@@ -55,7 +55,7 @@ fn run(name: &str, pairs: &[(&str, &str)], cores: usize, prefault: bool) -> Stat
         let helper = (name == "helper").then_some(xlat_core::Helper { stream: cores - 1, pass: 2048 });
         WithHelper(inner, helper)
     };
-    let profile = (cfg.os_promotion == xlat_core::config::Promotion::Oracle)
+    let profile = (cfg.promotion.kind == xlat_core::config::Promotion::Oracle)
         .then(|| xlat_core::profile_walks(&cfg, &mut src(), RunOptions::default(), prefault, 1, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}")));
     xlat_core::simulate_with(&cfg, &mut src(), profile.as_ref(), RunOptions::default(), prefault, 1, &mut |_| true).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
@@ -242,7 +242,7 @@ fn old_structure_names_are_aliases() {
     assert_eq!(canonical("xvpwc.l2.hits"), "xvpwc.l2.hits");
     assert!(glossary::lookup("core1.nested_tlb.misses").is_some());
     let c = Config::from_pairs([("nested_tlb.entries", "8"), ("vpwc.l3.entries", "2")]).unwrap();
-    assert_eq!((c.tlb_nested_entries, c.virt_host_pwc.l3_entries), (8, 2));
+    assert_eq!((c.tlb_nested.entries, c.virt_host_pwc.l3_entries), (8, 2));
     assert_eq!(c.get("nested_tlb.entries").as_deref(), Some("8"));
     assert!(Config::from_pairs([("nested_tlb.entriez", "8")]).is_err());
 }

@@ -78,7 +78,7 @@ fn a_walk_takes_only_as_long_as_its_own_reads() {
     let s = run(&cfg(true, &pairs), common::random_refs(50_000, 4 * GB, 3), region(4 * GB), true);
     let c = Config::default();
     let worst_read = c.cache_llc.latency + c.dram_latency_cycles();
-    let bound = (c.pwc_latency + 4 * 2 * worst_read) as f64;
+    let bound = (c.walker.pwc_latency + 4 * 2 * worst_read) as f64;
     assert!(s.f("walk_cycles_per_walk") < bound, "{} >= {bound}", s.f("walk_cycles_per_walk"));
     assert!(s.f("walk_cycles.hist.ge4096") == 0.0);
 }

@@ -375,8 +375,8 @@ fn a_shootdown_reaches_every_core_running_the_space_and_is_charged() {
     assert!(m.request_promotion(0, 0, VirtAddr(BASE)).unwrap());
     let s = m.stats();
     assert_eq!((s.f("promotions"), s.f("shootdowns"), s.f("os.shootdown_ipis")), (1.0, 1.0, 1.0));
-    assert_eq!(s.f("shootdown_cycles"), (c.os_shootdown_initiator_cycles + c.os_shootdown_remote_cycles) as f64);
-    assert!(m.mem.ctxs[1].window.now() >= before + c.os_shootdown_remote_cycles, "the remote core lost the interrupt's cycles");
+    assert_eq!(s.f("shootdown_cycles"), (c.shootdown.initiator_cycles + c.shootdown.remote_cycles) as f64);
+    assert!(m.mem.ctxs[1].window.now() >= before + c.shootdown.remote_cycles, "the remote core lost the interrupt's cycles");
     // 512 pages > the flush ceiling: the whole address space left both cores' TLBs.
     assert_eq!(s.f("os.full_flushes"), 1.0);
     assert_eq!(m.xl.mmus[0].tlb(TlbId::L2).occupancy() + m.xl.mmus[1].tlb(TlbId::L2).occupancy(), 0);

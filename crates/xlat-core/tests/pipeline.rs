@@ -92,7 +92,7 @@ fn two_host_threads_give_one_threads_statistics() {
                 let one = run(&c, &refs, prefault, opts, 1);
                 let two = run(&c, &refs, prefault, opts, 2);
                 assert!(one.f("walks") > 1000.0 && one.f("tlb.dirty_walks") > 0.0, "the stream exercises walks");
-                if c.core_lookahead > 0 {
+                if c.core.lookahead > 0 {
                     assert!(one.f("inflight.early_walks") > 0.0 && one.f("inflight.early_fills") > 0.0, "and younger references starting work");
                 }
                 assert_eq!(one, two, "config {pairs:?}, prefault {prefault}, {opts:?}");

@@ -47,11 +47,11 @@ fn a_read_stream_at_a_quarter_of_the_channel_waits_almost_nothing_for_it() {
     let reads = u(&s, "dram.reads");
     assert!(reads >= FOOTPRINT / 64, "every line misses to DRAM: {reads}");
     // The channel's share the stream used, from its cycles: about a quarter.
-    let gbps = reads as f64 * 64.0 / (u(&s, "cycles") as f64 / cfg.core_freq_ghz);
-    assert!((0.15..0.35).contains(&(gbps / cfg.dram_bandwidth_gbps)), "the stream uses {gbps:.1} GB/s of {}", cfg.dram_bandwidth_gbps);
+    let gbps = reads as f64 * 64.0 / (u(&s, "cycles") as f64 / cfg.core.freq_ghz);
+    assert!((0.15..0.35).contains(&(gbps / cfg.dram.bandwidth_gbps)), "the stream uses {gbps:.1} GB/s of {}", cfg.dram.bandwidth_gbps);
     // One slot is 64 B / 70 GB/s = 3.7 cycles: a read waits less than that on average.
     let wait = u(&s, "dram.queue_cycles") as f64 / reads as f64;
-    eprintln!("{gbps:.1} GB/s of {}; a read waits {wait:.2} cycles for the channel", cfg.dram_bandwidth_gbps);
+    eprintln!("{gbps:.1} GB/s of {}; a read waits {wait:.2} cycles for the channel", cfg.dram.bandwidth_gbps);
     assert!(wait < 3.7, "a DRAM read waits {wait:.1} cycles for the channel");
 }
 

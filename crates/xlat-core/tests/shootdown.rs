@@ -121,7 +121,7 @@ fn kvm_tlb_does_not_wait_for_preempted_vcpus() {
     let (ipi, c) = run("ipi");
     let (kvm, _) = run("kvm_tlb");
     let (ideal, _) = run("ideal");
-    let ipi_cycles = (c.os_shootdown_initiator_cycles - c.os_shootdown_local_cycles) as f64;
+    let ipi_cycles = (c.shootdown.initiator_cycles - c.shootdown.local_cycles) as f64;
     assert_eq!((ipi.f("shootdowns"), ipi.f("os.shootdown_ipis"), ipi.f("os.deferred_flushes")), (1.0, 3.0, 0.0));
     assert!(ipi.f("busy_wait_cycles") > ipi_cycles + 100_000.0, "ipi waits for the preempted vCPUs: {}", ipi.f("busy_wait_cycles"));
     assert_eq!((kvm.f("shootdowns"), kvm.f("os.shootdown_ipis"), kvm.f("os.deferred_flushes")), (1.0, 1.0, 2.0));

@@ -106,14 +106,14 @@ fn simulate<'py>(
     let (desc, stats, made_curves, sampled) = interruptible(py, move |stop| {
         let open = || -> PyResult<(xlat_workloads::WorkloadDesc, Box<dyn xlat_core::RefSource>)> {
             // (Regions from a trace's pages, for --prefault: loader.trace_region_kb.)
-            let page_regions = prefault.then_some(cfg.loader_trace_region_kb * 1024);
+            let page_regions = prefault.then_some(cfg.loader.trace_region_kb * 1024);
             let (desc, mut src) = match (&workload, &trace, &mix) {
                 // (An interrupt stops the kernels at once, while they build their input too.)
                 (Some(w), None, None) => xlat_workloads::open_until(w, seed, stop.clone()).map_err(workload_err)?,
                 (None, Some(t), None) => {
-                    xlat_workloads::open_trace_until(t, trace_format.as_deref(), page_regions, cfg.loader_max_page_size.bytes(), &stop).map_err(workload_err)?
+                    xlat_workloads::open_trace_until(t, trace_format.as_deref(), page_regions, cfg.loader.max_page_size.bytes(), &stop).map_err(workload_err)?
                 }
-                (None, None, Some(_)) if cfg.loader_max_page_size.bytes().is_some() => {
+                (None, None, Some(_)) if cfg.loader.max_page_size.bytes().is_some() => {
                     return Err(XlatError::new_err("loader.max_page_size relinks a --trace run's program; a mix's traces run as linked"));
                 }
                 (None, None, Some(m)) => xlat_workloads::open_mix_with(m, seed, stop.clone(), page_regions).map_err(workload_err)?,
@@ -164,7 +164,7 @@ fn simulate<'py>(
                 made_curves = c;
                 s
             })
-        } else if cfg.os_promotion == xlat_core::config::Promotion::Oracle {
+        } else if cfg.promotion.kind == xlat_core::config::Promotion::Oracle {
             match xlat_core::profile_walks(&cfg, src.as_mut(), opts, prefault, seed, &mut report) {
                 Ok(profile) => {
                     drop(src);
@@ -295,10 +295,10 @@ fn pcc_cost(py: Python<'_>, config: Vec<(String, String)>, va_bits: u32, tlb_ent
     if !(31..=64).contains(&va_bits) {
         return Err(XlatError::new_err(format!("--va-bits {va_bits}: must be between 31 and 64")));
     }
-    let k = xlat_core::mech::pcc::PccCost::new(va_bits, c.pcc_entries, c.pcc_entries_1g, c.pcc_counter_bits as u32, tlb_entry_bytes, c.tlb_l2_entries);
+    let k = xlat_core::mech::pcc::PccCost::new(va_bits, c.pcc.entries, c.pcc.entries_1g, c.pcc.counter_bits as u32, tlb_entry_bytes, c.tlb_l2.entries);
     let d = PyDict::new(py);
-    d.set_item("entries", c.pcc_entries)?;
-    d.set_item("entries_1g", c.pcc_entries_1g)?;
+    d.set_item("entries", c.pcc.entries)?;
+    d.set_item("entries_1g", c.pcc.entries_1g)?;
     d.set_item("entry_bits_2m", k.entry_bits_2m)?;
     d.set_item("entry_bytes_2m", k.entry_bytes_2m)?;
     d.set_item("bytes_2m", k.bytes_2m)?;
@@ -307,7 +307,7 @@ fn pcc_cost(py: Python<'_>, config: Vec<(String, String)>, va_bits: u32, tlb_ent
     d.set_item("bytes_1g", k.bytes_1g)?;
     d.set_item("bytes", k.bytes)?;
     d.set_item("tlb_entries", k.tlb_entries)?;
-    d.set_item("l2_entries", c.tlb_l2_entries)?;
+    d.set_item("l2_entries", c.tlb_l2.entries)?;
     d.set_item("tlb_gain", k.tlb_gain)?;
     d.set_item("pages", k.pages)?;
     d.set_item("reach_bytes", k.reach_bytes)?;

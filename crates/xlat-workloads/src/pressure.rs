@@ -27,19 +27,19 @@ use crate::WorkloadError;
 /// `src` (one program) with what the machine's config runs beside it: PT-Baker's helper and
 /// stressors. Returns `src` itself when the config asks for neither.
 pub fn beside(src: Box<dyn RefSource>, cfg: &Config, seed: u64, stop: Arc<AtomicBool>) -> Result<Box<dyn RefSource>, WorkloadError> {
-    if cfg.ptbaker_mode == PtBakerMode::Off && cfg.pressure == Pressure::None {
+    if cfg.ptbaker.mode == PtBakerMode::Off && cfg.workload.pressure == Pressure::None {
         return Ok(src);
     }
     let bad = |why: String| WorkloadError::BadSpec { spec: "the machine's config".into(), why };
     if src.programs().len() != 1 {
         return Err(bad("ptbaker.* and pressure run beside one program, not a mix (add the helper or the stressors to the mix)".into()));
     }
-    let per_core = cfg.system_threads_per_core.max(1) as usize;
-    let contexts = cfg.system_cores as usize * per_core;
+    let per_core = cfg.system.threads_per_core.max(1) as usize;
+    let contexts = cfg.system.cores as usize * per_core;
     let mut src = src;
-    if cfg.ptbaker_mode != PtBakerMode::Off {
+    if cfg.ptbaker.mode != PtBakerMode::Off {
         let n = src.streams();
-        let at = match cfg.ptbaker_placement {
+        let at = match cfg.ptbaker.placement {
             // The first context of the next core.
             PtBakerPlacement::Core => n.div_ceil(per_core) * per_core,
             PtBakerPlacement::Smt if n % per_core == 0 => {
@@ -52,30 +52,30 @@ pub fn beside(src: Box<dyn RefSource>, cfg: &Config, seed: u64, stop: Arc<Atomic
         if at >= contexts {
             return Err(bad(format!(
                 "the helper needs context {at} but the machine has {contexts} (system.cores={}, system.threads_per_core={per_core})",
-                cfg.system_cores
+                cfg.system.cores
             )));
         }
-        let mode = match cfg.ptbaker_mode {
+        let mode = match cfg.ptbaker.mode {
             PtBakerMode::Kernel => HelperMode::Pte,
             PtBakerMode::UserPrefetch => HelperMode::Prefetch,
             _ => HelperMode::Touch,
         };
         // (Both within u32: LIMITS.)
-        let mut h = HelperSource::new(src, cfg.ptbaker_stride_pages, cfg.ptbaker_nops as u32, cfg.ptbaker_sleep_cycles as u32, mode)
-            .with_ahead(cfg.ptbaker_ahead)
+        let mut h = HelperSource::new(src, cfg.ptbaker.stride_pages, cfg.ptbaker.nops as u32, cfg.ptbaker.sleep_cycles as u32, mode)
+            .with_ahead(cfg.ptbaker.ahead)
             .at(at);
-        if cfg.ptbaker_regions == PtBakerRegions::Largest {
+        if cfg.ptbaker.regions == PtBakerRegions::Largest {
             h = h.largest_region();
         }
         src = Box::new(h);
     }
     let llc = cfg.cache_llc.size_kb << 10;
-    let specs: Vec<String> = match cfg.pressure {
+    let specs: Vec<String> = match cfg.workload.pressure {
         Pressure::None => Vec::new(),
         // (Work without end: the stressors stop when the program does.)
         Pressure::Cache1 => vec![format!("gups:footprint={llc},updates=1T,materialize=no")],
         Pressure::Stream2 | Pressure::Stream3 => {
-            let k = if cfg.pressure == Pressure::Stream2 { 2 } else { 3 };
+            let k = if cfg.workload.pressure == Pressure::Stream2 { 2 } else { 3 };
             vec![format!("stream:n={},iters=1T", 4 * llc / 8); k]
         }
     };
@@ -83,12 +83,12 @@ pub fn beside(src: Box<dyn RefSource>, cfg: &Config, seed: u64, stop: Arc<Atomic
         return Ok(src);
     }
     let first = src.streams().div_ceil(per_core);
-    if first + specs.len() > cfg.system_cores as usize {
+    if first + specs.len() > cfg.system.cores as usize {
         return Err(bad(format!(
             "pressure={} needs {} more core(s) after the program's {first}, but system.cores={}",
-            cfg.pressure,
+            cfg.workload.pressure,
             specs.len(),
-            cfg.system_cores
+            cfg.system.cores
         )));
     }
     let mut runners = Vec::with_capacity(specs.len());

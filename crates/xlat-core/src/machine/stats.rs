@@ -108,7 +108,7 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
             emit_contexts(&mut s, mem);
         }
         s.int("rob_stall_cycles", rob_stalls);
-        if xl.cfg.core_lq > 0 {
+        if xl.cfg.core.lq > 0 {
             s.int("lq_stall_cycles", lq_stalls);
         }
         if let Some(h) = xl.helper {
@@ -117,7 +117,7 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
         }
         s.int("store_buffer_stall_cycles", sb_stalls);
         let tlb_lines = xl.mechs.caches_translations();
-        let prefetcher = [crate::param::Prefetcher::None, xl.cfg.cache_l1d_prefetcher, xl.cfg.cache_l2_prefetcher];
+        let prefetcher = [crate::param::Prefetcher::None, xl.cfg.cache_l1d_prefetch.prefetcher, xl.cfg.cache_l2_prefetch.prefetcher];
         for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
             let c = &caches[j];
             emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6], tlb_lines);
@@ -134,7 +134,7 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
         s.int("dram.reads", dram.reads);
         s.int("dram.writes", dram.writes);
         s.int("dram.queue_cycles", dram.queue_cycles);
-        if xl.cfg.dram_write_batch > 0 && xl.cfg.dram_bandwidth_gbps > 0.0 {
+        if xl.cfg.dram.write_batch > 0 && xl.cfg.dram.bandwidth_gbps > 0.0 {
             s.int("dram.drains", dram.drains());
         }
         if let Some([hits, misses, conflicts, wait]) = dram.row_stats() {
@@ -150,7 +150,7 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
         if tlb_lines {
             emit_tlb_lines(&mut s, mem);
         }
-        if xl.cfg.asap_enabled {
+        if xl.cfg.asap.enabled {
             let mut a = crate::memory::hierarchy::AsapCounters::default();
             for x in &mem.ctxs {
                 a.add(&x.asap);
@@ -165,7 +165,7 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
             }
             a.emit("tlb.prefetch.", &mut s);
         }
-        if xl.cfg.ech_enabled {
+        if xl.cfg.ech.enabled {
             let mut k = crate::stats::EchCounters::default();
             for m in &xl.mmus {
                 k.add(&m.ech);
@@ -198,7 +198,7 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
         }
         xl.mechs.emit_stats(&mut s);
         xl.checker.emit(&mut s);
-        if xl.cfg.coherence_enabled {
+        if xl.cfg.coherence.enabled {
             s.int("coherence.invalidations", mem.ctxs.iter().map(|x| x.coherence_invalidations).sum::<u64>());
         }
         s

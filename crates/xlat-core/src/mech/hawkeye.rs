@@ -28,6 +28,16 @@ use crate::arch::clock::Clock;
 use crate::param::Promotion;
 use crate::stats::Stats;
 
+use crate::param::component;
+
+component! {
+    /// HawkEye's promotion daemon (`hawkeye.*`).
+    HawkEyeParams {
+        window_refs: u64 = 1_000_000; "window_refs"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "os.promotion=hawkeye: references in HawkEye's measurement window (the paper's 1 s, as accesses per second x 1); it then sleeps os.promotion_interval references";
+        promote_per_interval: u64 = 8; "promote_per_interval"; Some(crate::param::Limit::Int(1 << 20)); "2 MB regions HawkEye promotes at most per window (khugepaged's 4096 pages scanned = 8 regions)";
+    }
+}
+
 /// Buckets of access coverage (0-49, ..., 450-512 pages).
 const BUCKETS: usize = 10;
 
@@ -58,7 +68,7 @@ struct Slot {
 
 /// What HawkEye is built from (the `hawkeye.*` keys).
 #[derive(Clone, Copy, Debug)]
-pub struct HawkEyeParams {
+pub struct HawkEyeSpec {
     pub window_refs: u64,
     pub sleep_refs: u64,
     pub per_interval: usize,
@@ -70,7 +80,7 @@ pub struct HawkEye {
     slots: Vec<Slot>,
     /// The span of the last reference (references cluster).
     last: usize,
-    p: HawkEyeParams,
+    p: HawkEyeSpec,
     /// References into the current cycle (window, then sleep).
     phase: u64,
     windows: u64,
@@ -84,18 +94,18 @@ pub struct HawkEye {
 impl HawkEye {
     /// HawkEye, if `cfg` has it promote (`os.promotion=hawkeye`), over the process's `regions`.
     pub fn from_config(cfg: &Config, regions: &[crate::Region]) -> Option<HawkEye> {
-        (cfg.os_promotion == Promotion::HawkEye).then(|| {
-            let p = HawkEyeParams {
-                window_refs: cfg.hawkeye_window_refs,
-                sleep_refs: cfg.os_promotion_interval,
-                per_interval: cfg.hawkeye_promote_per_interval as usize,
-                cap: cfg.os_promotion_cap,
+        (cfg.promotion.kind == Promotion::HawkEye).then(|| {
+            let p = HawkEyeSpec {
+                window_refs: cfg.hawkeye.window_refs,
+                sleep_refs: cfg.promotion.interval,
+                per_interval: cfg.hawkeye.promote_per_interval as usize,
+                cap: cfg.promotion.cap,
             };
             HawkEye::new(p, regions)
         })
     }
 
-    pub fn new(p: HawkEyeParams, regions: &[crate::Region]) -> HawkEye {
+    pub fn new(p: HawkEyeSpec, regions: &[crate::Region]) -> HawkEye {
         let mut spans: Vec<Span> = Vec::new();
         let mut base = 0;
         let mut sorted: Vec<_> = regions.iter().filter(|r| r.len > 0).map(|r| (r.start >> 21, (r.start + r.len - 1) >> 21)).collect();
@@ -260,8 +270,8 @@ mod tests {
     const MB2: u64 = 1 << 21;
     const BASE: u64 = 0x4000_0000;
 
-    fn params(window: u64, sleep: u64) -> HawkEyeParams {
-        HawkEyeParams { window_refs: window, sleep_refs: sleep, per_interval: 8, cap: 1.0 }
+    fn params(window: u64, sleep: u64) -> HawkEyeSpec {
+        HawkEyeSpec { window_refs: window, sleep_refs: sleep, per_interval: 8, cap: 1.0 }
     }
 
     fn region(start: u64, len: u64) -> crate::Region {
@@ -338,7 +348,7 @@ mod tests {
     /// The footprint cap: floor(footprint x cap) regions over the run.
     #[test]
     fn the_footprint_cap_applies() {
-        let mut h = HawkEye::new(HawkEyeParams { cap: 0.1, ..params(20 * 512, 0) }, &[region(BASE, 20 * MB2)]);
+        let mut h = HawkEye::new(HawkEyeSpec { cap: 0.1, ..params(20 * 512, 0) }, &[region(BASE, 20 * MB2)]);
         assert_eq!(h.budget().limit, 2);
         for r in 0..20 {
             touch(&mut h, r, 512);

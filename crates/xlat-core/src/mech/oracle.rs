@@ -73,8 +73,8 @@ impl Oracle {
     /// The oracle, watching, if `cfg` has it promote (`os.promotion=oracle`), for a footprint
     /// of `footprint_2m` 2 MB regions.
     pub fn from_config(cfg: &Config, footprint_2m: u64) -> Option<Oracle> {
-        (cfg.os_promotion == Promotion::Oracle)
-            .then(|| Oracle::new(cfg.os_promotion_first.max(1), cfg.os_promotion_interval.max(1), cfg.os_promotion_cap, footprint_2m))
+        (cfg.promotion.kind == Promotion::Oracle)
+            .then(|| Oracle::new(cfg.promotion.first.max(1), cfg.promotion.interval.max(1), cfg.promotion.cap, footprint_2m))
     }
 
     pub fn new(first: u64, period: u64, cap: f64, footprint_2m: u64) -> Oracle {

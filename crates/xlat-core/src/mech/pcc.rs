@@ -73,6 +73,24 @@ use crate::arch::clock::Clock;
 use crate::param::{PccPolicy, PccPromotion, PccReadout, Promotion};
 use crate::stats::Stats;
 
+use crate::param::component;
+
+component! {
+    /// The Promotion Candidate Cache (`pcc.*`).
+    PccParams {
+        enabled: bool = false; "enabled"; None; "Promotion Candidate Cache (the PCC paper, Manocha et al., MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates; os.promotion=pcc turns it on with the OS daemon that promotes from it, this key alone leaves it to be read by a program";
+        entries: u64 = 128; "entries"; Some(crate::param::Limit::Int(65536)); "2 MB PCC entries per core, fully associative, tagged by VA >> 21 and context (the paper's Tab. 2: 128 entries, 768 B)";
+        entries_1g: u64 = 0; "entries_1g"; Some(crate::param::Limit::Int(65536)); "1 GB PCC entries per core, counting walks per 1 GB region from 4 KB and 2 MB pages (the paper's option 1, §3.2.3; it costs 8 entries, 40 B, and evaluates none; 0: no 1 GB PCC)";
+        policy: crate::param::PccPolicy = crate::param::PccPolicy::Lfu; "policy"; None; "PCC replacement: lfu (entries kept in frequency order, the tail evicted: the artifact's EVICTION_POLICY 2) or lru (the policy the paper's text settles on, §3.2.1); read-out is by frequency either way";
+        counter_bits: u64 = 8; "counter_bits"; Some(crate::param::Limit::IntRange(1, 16)); "bits of each PCC frequency counter (Tab. 2: 8); when one reaches 2^bits - 1 every counter is halved";
+        readout: crate::param::PccReadout = crate::param::PccReadout::Invalidate; "readout"; None; "what an OS read-out does: invalidate (nothing; promoted regions leave through their shootdowns, the paper's §3.3) or flush (empty the PCC, as the artifact's simulator does)";
+        promote_per_read: u64 = 128; "promote_per_read"; Some(crate::param::Limit::Int(1 << 20)); "2 MB regions the daemon promotes at most per read-out, over all cores' PCCs (the paper's C = the PCC's size, 128, §3.3.1)";
+        demotion: bool = false; "demotion"; None; "os.promotion=pcc: PCC-driven demotion (§3.3.3, as the artifact): a region the daemon promoted that reappears in a later read-out with a count above 0 (its 2 MB page still walks) is demoted, once, and its 2 MB block freed for another candidate (its 512 pages move to 4 KB frames)";
+        bias: String = String::new(); "bias"; None; "os.promotion=pcc: comma-separated program numbers of a mix (0 = the first) whose candidates the daemon promotes first, until they run out, then the others' (the paper's promotion_bias_process PID list, §3.3.2); empty: no bias";
+        promotion: crate::param::PccPromotion = crate::param::PccPromotion::RoundRobin; "promotion"; None; "how the daemon picks among the cores' lists: round-robin (take each list's next in turn, the paper's promotion_policy=0) or highest (the highest count among the lists' heads, promotion_policy=1), §3.3.2";
+    }
+}
+
 /// One entry of a read-out: the OS's view of a promotion candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Candidate {
@@ -422,7 +440,7 @@ pub struct Daemon {
 
 /// What a PCC is built from (the `pcc.*` keys).
 #[derive(Clone, Copy, Debug)]
-pub struct PccParams {
+pub struct PccSpec {
     pub entries: usize,
     pub entries_1g: usize,
     pub counter_bits: u32,
@@ -440,23 +458,23 @@ pub struct PccParams {
     pub footprint_2m: u64,
 }
 
-impl PccParams {
+impl PccSpec {
     /// The keys of `cfg`, for a footprint of `footprint_2m` 2 MB regions: a daemon if
     /// `os.promotion=pcc`.
-    pub fn from_config(cfg: &Config, footprint_2m: u64) -> PccParams {
-        let daemon = cfg.os_promotion == Promotion::Pcc;
-        PccParams {
-            entries: cfg.pcc_entries as usize,
-            entries_1g: cfg.pcc_entries_1g as usize,
-            counter_bits: cfg.pcc_counter_bits as u32,
-            policy: cfg.pcc_policy,
-            readout: cfg.pcc_readout,
-            daemon_refs: if daemon { cfg.os_promotion_interval } else { 0 },
-            daemon_first_refs: cfg.os_promotion_first,
-            promote_per_read: cfg.pcc_promote_per_read as usize,
-            promotion: cfg.pcc_promotion,
-            demotion: cfg.pcc_demotion,
-            cap: cfg.os_promotion_cap,
+    pub fn from_config(cfg: &Config, footprint_2m: u64) -> PccSpec {
+        let daemon = cfg.promotion.kind == Promotion::Pcc;
+        PccSpec {
+            entries: cfg.pcc.entries as usize,
+            entries_1g: cfg.pcc.entries_1g as usize,
+            counter_bits: cfg.pcc.counter_bits as u32,
+            policy: cfg.pcc.policy,
+            readout: cfg.pcc.readout,
+            daemon_refs: if daemon { cfg.promotion.interval } else { 0 },
+            daemon_first_refs: cfg.promotion.first,
+            promote_per_read: cfg.pcc.promote_per_read as usize,
+            promotion: cfg.pcc.promotion,
+            demotion: cfg.pcc.demotion,
+            cap: cfg.promotion.cap,
             footprint_2m,
         }
     }
@@ -474,10 +492,10 @@ impl Pcc {
     /// The PCCs, if `cfg` gives cores one (`pcc.enabled` or `os.promotion=pcc`), for a
     /// footprint of `footprint_2m` 2 MB regions.
     pub fn from_config(cfg: &Config, cores: usize, footprint_2m: u64) -> Option<Pcc> {
-        cfg.pcc_on().then(|| Pcc::new(PccParams::from_config(cfg, footprint_2m), cores))
+        cfg.pcc_on().then(|| Pcc::new(PccSpec::from_config(cfg, footprint_2m), cores))
     }
 
-    pub fn new(p: PccParams, cores: usize) -> Pcc {
+    pub fn new(p: PccSpec, cores: usize) -> Pcc {
         let cores = (0..cores)
             .map(|_| CorePcc {
                 pcc: CandidateCache::new(p.entries, p.counter_bits, p.policy, PageSize::Size2M),
@@ -735,8 +753,8 @@ mod tests {
     const COLD: u64 = PTE_P;
     const WARM: u64 = PTE_P | PTE_A;
 
-    fn params(entries: usize, policy: PccPolicy) -> PccParams {
-        PccParams {
+    fn params(entries: usize, policy: PccPolicy) -> PccSpec {
+        PccSpec {
             entries,
             entries_1g: 0,
             counter_bits: 8,
@@ -959,7 +977,7 @@ mod tests {
     #[test]
     fn flush_on_read_empties_the_pcc() {
         for mode in [PccReadout::Invalidate, PccReadout::Flush] {
-            let mut p = Pcc::new(PccParams { readout: mode, ..params(8, PccPolicy::Lfu) }, 1);
+            let mut p = Pcc::new(PccSpec { readout: mode, ..params(8, PccPolicy::Lfu) }, 1);
             for va in [BASE, BASE, BASE + MB2, BASE] {
                 walk(&mut p, 0, va, WARM);
             }
@@ -979,7 +997,7 @@ mod tests {
     /// page-walk cache started below the PUD.
     #[test]
     fn the_1g_pcc_counts_walks_per_gigabyte() {
-        let mut p = Pcc::new(PccParams { entries_1g: 8, ..params(8, PccPolicy::Lfu) }, 1);
+        let mut p = Pcc::new(PccSpec { entries_1g: 8, ..params(8, PccPolicy::Lfu) }, 1);
         let g = |p: &Pcc| p.core(0).pcc_1g.as_ref().unwrap().ranked().iter().map(|c| (c.tag, c.freq, c.huge)).collect::<Vec<_>>();
         // A cold PUD: filtered by the 1 GB PCC (the PMD is warm: the 2 MB PCC counts it).
         for (level, e) in [(4, WARM), (3, COLD), (2, WARM), (1, WARM)] {
@@ -1106,7 +1124,7 @@ mod tests {
     #[test]
     fn the_footprint_cap_counts_distinct_regions_over_read_outs() {
         // 100 regions of footprint at 3 %: 3 regions.
-        let mut p = Pcc::new(PccParams { cap: 0.03, footprint_2m: 100, ..params(8, PccPolicy::Lfu) }, 1);
+        let mut p = Pcc::new(PccSpec { cap: 0.03, footprint_2m: 100, ..params(8, PccPolicy::Lfu) }, 1);
         assert_eq!(p.daemon.budget.limit, 3);
         for (region, walks) in [(1, 3), (2, 2)] {
             for _ in 0..walks + 1 {
@@ -1134,7 +1152,7 @@ mod tests {
     /// promoted again; a huge entry it did not promote (the fault-time policy's) is left.
     #[test]
     fn a_promoted_region_that_still_walks_is_demoted_once() {
-        let mut p = Pcc::new(PccParams { demotion: true, ..params(8, PccPolicy::Lfu) }, 1);
+        let mut p = Pcc::new(PccSpec { demotion: true, ..params(8, PccPolicy::Lfu) }, 1);
         let walk_huge = |p: &mut Pcc, va: u64| walk(p, 0, va, WARM | PTE_PS);
         let regions = |v: &[(usize, Candidate)]| v.iter().map(|(_, x)| (x.start().0 - BASE) / MB2).collect::<Vec<_>>();
         walk(&mut p, 0, BASE + MB2, WARM);

@@ -16,6 +16,16 @@ use crate::stats::Stats;
 use crate::translate::mmu::TlbId;
 use crate::translate::tlb::{TlbEntry, TlbKey};
 
+use crate::param::component;
+
+component! {
+    /// The Page Directory Cache (`tlb.pdc.*`).
+    PdcParams {
+        entries: u64 = 0; "entries"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "Page Directory Cache entries per core (AMD Zen 3: 64): a victim cache of the 1 GB translations the L1 DTLB evicts, looked up with the L2 DTLB (which then needs no 1 GB array: tlb.l2.entries_1g=0); 0: none";
+        ways: u64 = 64; "ways"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "Page Directory Cache associativity (entries or more: fully associative)";
+    }
+}
+
 crate::stats::counters! {
     /// The PDCs' events, summed over the cores (statistics `tlb.pdc.*`).
     pub struct PdcCounters {
@@ -37,7 +47,7 @@ pub struct Pdc {
 impl Pdc {
     /// The PDCs of a machine of `cores` cores, if `cfg` has them (`tlb.pdc.entries` > 0).
     pub fn from_config(cfg: &Config, cores: usize) -> Option<Pdc> {
-        (cfg.tlb_pdc_entries > 0).then(|| Pdc::new(cfg.tlb_pdc_entries, cfg.tlb_pdc_ways, cores))
+        (cfg.tlb_pdc.entries > 0).then(|| Pdc::new(cfg.tlb_pdc.entries, cfg.tlb_pdc.ways, cores))
     }
 
     pub fn new(entries: u64, ways: u64, cores: usize) -> Pdc {

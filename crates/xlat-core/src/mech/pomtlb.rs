@@ -34,6 +34,22 @@ use crate::param::{PomHash};
 use crate::stats::Stats;
 use crate::translate::tlb::{TlbEntry, TlbKey};
 
+use crate::param::component;
+
+component! {
+    /// The POM-TLB (`pomtlb.*`).
+    PomTlbParams {
+        enabled: bool = false; "enabled"; None; "POM-TLB (Ryoo et al. ISCA'17, the L3 TLB of the CSALT thesis, Marathe 2018): a shared translation array in die-stacked DRAM, looked up on an L2 TLB miss through the L2 cache and the LLC as lines of kind TLB entry, filled after each walk";
+        size_mb: u64 = 16; "size_mb"; Some(crate::param::Limit::Int(1024)); "POM-TLB array for 4 KB pages, in MB of memory (16-byte entries, one 64-byte line per set; the thesis's 16 MB)";
+        large_size_mb: u64 = 1; "large_size_mb"; Some(crate::param::Limit::Int(1024)); "POM-TLB array for 2 MB pages, in MB (the thesis does not say how the 16 MB is split; 1 MB holds 65,536 2 MB translations)";
+        ways: u64 = 4; "ways"; Some(crate::param::Limit::IntRange(1, 4)); "POM-TLB entries per set; sets are one 64-byte line, so at most 4 (the thesis's 4-way)";
+        latency: u64 = 132; "latency"; Some(crate::param::Limit::Int(crate::param::bound::LATENCY)); "die-stacked DRAM latency beyond the LLC, in core cycles (Tab. 6.1: 11-11-11 at a 1 GHz bus, a row miss tRP+tRCD+tCAS = 33 ns = 132 cycles at 4 GHz)";
+        bandwidth_gbps: f64 = 0.0; "bandwidth_gbps"; Some(crate::param::Limit::Real(1e6)); "die-stacked DRAM bandwidth for the queue model (Tab. 6.1: 128 bits at DDR 2 GHz = 32 GB/s; 0: unlimited, the default, because the one-queue model makes reads issued earlier wait behind fills issued later)";
+        base_gb: u64 = 16384; "base_gb"; Some(crate::param::Limit::Int(1 << 20)); "physical address of the POM-TLB in GB (BASE_ADDR_POM-TLB, Eq. 5.10): above every frame the OS allocates; the 2 MB array follows the 4 KB one";
+        hash: crate::param::PomHash = crate::param::PomHash::Vpn; "hash"; None; "POM-TLB set index: vpn ((VPN xor VM ID) mod sets, one set per page, the reading TCAT needs) or literal (Eq. 5.10 as printed: (VA xor VM ID) >> 6 on the page-aligned VA)";
+    }
+}
+
 crate::stats::counters! {
     /// The POM-TLB's events, chip-wide (statistics `pomtlb.*`; where its lines were served
     /// is counted by the memory side).
@@ -98,7 +114,7 @@ impl PomAddressing {
 
     /// The POM-TLB's addressing in machines of `cfg`.
     pub fn from_config(cfg: &Config) -> PomAddressing {
-        PomAddressing::new(cfg.pomtlb_size_mb, cfg.pomtlb_large_size_mb, cfg.pomtlb_base_gb << 30, cfg.pomtlb_hash)
+        PomAddressing::new(cfg.pomtlb.size_mb, cfg.pomtlb.large_size_mb, cfg.pomtlb.base_gb << 30, cfg.pomtlb.hash)
     }
 
     /// The set of `va`'s translation of `size` (4 KB or 2 MB) in context `ctx`: Eq. 5.10 and
@@ -174,7 +190,7 @@ pub struct PomTlb {
 impl PomTlb {
     /// The POM-TLB, if `cfg` has one (`pomtlb.enabled`).
     pub fn from_config(cfg: &Config) -> Option<PomTlb> {
-        cfg.pomtlb_enabled.then(|| PomTlb::new(cfg.pomtlb_size_mb, cfg.pomtlb_large_size_mb, cfg.pomtlb_ways, cfg.pomtlb_base_gb << 30, cfg.pomtlb_hash))
+        cfg.pomtlb.enabled.then(|| PomTlb::new(cfg.pomtlb.size_mb, cfg.pomtlb.large_size_mb, cfg.pomtlb.ways, cfg.pomtlb.base_gb << 30, cfg.pomtlb.hash))
     }
 
     /// Arrays of `small_mb` (4 KB pages) and `large_mb` (2 MB pages) of `ways`-way sets,
@@ -434,7 +450,7 @@ mod tests {
     use super::*;
 
     fn default_pom() -> PomTlb {
-        let cfg = Config { pomtlb_enabled: true, ..Config::default() };
+        let cfg = Config::from_pairs([("pomtlb.enabled", "true")]).unwrap();
         PomTlb::from_config(&cfg).expect("enabled")
     }
 
@@ -470,7 +486,7 @@ mod tests {
     /// index zero: only every 64th set is used.
     #[test]
     fn literal_hash_uses_one_set_in_64() {
-        let cfg = Config { pomtlb_enabled: true, pomtlb_hash: PomHash::Literal, ..Config::default() };
+        let cfg = Config::from_pairs([("pomtlb.enabled", "true"), ("pomtlb.hash", "literal")]).unwrap();
         let p = PomTlb::from_config(&cfg).unwrap();
         for i in 0..1000u64 {
             let set = p.set_index(VirtAddr(i * 4096 + 123), PageSize::Size4K, 0);

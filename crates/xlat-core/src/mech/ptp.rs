@@ -13,6 +13,19 @@ use crate::memory::repl::Policy;
 use crate::param::{PtpMode};
 use crate::stats::CoreCounters;
 
+use crate::param::component;
+
+component! {
+    /// Page-table prioritization (`ptp.*`) in caches with `policy=ptp`.
+    PtpParams {
+        mode: crate::param::PtpMode = crate::param::PtpMode::Always; "mode"; None; "caches with policy=ptp: prioritize page-table lines always, or only in TLB-miss phases (detector)";
+        probability: f64 = 0.99; "probability"; Some(crate::param::Limit::Real(1.0)); "probability that a victim is the LRU non-page-table line (the paper's 99 %)";
+        detector_mpki: f64 = 5.0; "detector_mpki"; Some(crate::param::Limit::Real(1e6)); "detector: a core is in a TLB-miss phase when its L2 TLB MPKI over the last epoch is at least this (the paper gives no threshold)";
+        detector_epoch: u64 = 100000; "detector_epoch"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "detector: epoch length in instructions";
+        per_context: bool = false; "per_context"; None; "shared caches protect only the page-table lines of cores in a TLB-miss phase (else any core's phase protects all)";
+    }
+}
+
 pub struct PtpDetector {
     epoch: u64,
     mpki: f64,
@@ -34,8 +47,8 @@ struct CoreState {
 impl PtpDetector {
     /// The detector, if `cfg` asks for one (`ptp.mode=detector` and a cache with policy `ptp`).
     pub fn from_config(cfg: &Config, cores: usize) -> Option<PtpDetector> {
-        let on = cfg.ptp_mode == PtpMode::Detector && (cfg.cache_l2.policy == Policy::Ptp || cfg.cache_llc.policy == Policy::Ptp);
-        on.then(|| PtpDetector::new(cfg.ptp_detector_epoch, cfg.ptp_detector_mpki, cfg.ptp_probability, cfg.ptp_per_context, cores))
+        let on = cfg.ptp.mode == PtpMode::Detector && (cfg.cache_l2.policy == Policy::Ptp || cfg.cache_llc.policy == Policy::Ptp);
+        on.then(|| PtpDetector::new(cfg.ptp.detector_epoch, cfg.ptp.detector_mpki, cfg.ptp.probability, cfg.ptp.per_context, cores))
     }
 
     pub fn new(epoch: u64, mpki: f64, probability: f64, per_context: bool, cores: usize) -> PtpDetector {

@@ -33,6 +33,16 @@ use crate::stats::Stats;
 use crate::translate::mmu::Mmu;
 use crate::translate::tlb::{TlbKey, TlbLevel};
 
+use crate::param::component;
+
+component! {
+    /// TCAT's translation coherence (`tcat.*`).
+    TcatParams {
+        fill_invalidates: bool = false; "fill_invalidates"; None; "TCAT: the MMU's write of a walk's translation into its POM-TLB line also invalidates the line's other TLB sharers, as a plain coherence protocol would (false: such writes carry no xlat_inv flag and TLBs ignore them, the seed's recommended default; true measures what that filter saves)";
+        flush: bool = true; "flush"; None; "TCAT: the hypervisor flushes (CLFLUSH) the POM-TLB line after its read-modify-write, as the thesis requires (false shows its §5.2.5.1 counterexample: the cleared line stays modified in the initiator's L1D, which the MMU never reads, and until it is written back every L3 TLB lookup of the line finds the old, valid translation; pomtlb.stale_hits counts them, the translation checker catches their use)";
+    }
+}
+
 crate::stats::counters! {
     /// TCAT's events, chip-wide (statistics `tcat.*`).
     pub struct TcatCounters {
@@ -69,12 +79,12 @@ pub struct Tcat {
 impl Tcat {
     /// TCAT, if `cfg` asks for it (`shootdown.protocol=tcat-cotag|tcat-cotagless`).
     pub fn from_config(cfg: &Config) -> Option<Tcat> {
-        let cotag = match cfg.shootdown_protocol {
+        let cotag = match cfg.shootdown.protocol {
             ShootdownProtocol::TcatCotag => true,
             ShootdownProtocol::TcatCotagless => false,
             _ => return None,
         };
-        Some(Tcat { fill_invalidates: cfg.tcat_fill_invalidates, ..Tcat::new(PomAddressing::from_config(cfg), cotag) })
+        Some(Tcat { fill_invalidates: cfg.tcat.fill_invalidates, ..Tcat::new(PomAddressing::from_config(cfg), cotag) })
     }
 
     pub fn new(addr: PomAddressing, cotag: bool) -> Tcat {

@@ -29,6 +29,16 @@ use crate::param::TlbPrefetcher;
 use crate::stats::Stats;
 use crate::translate::tlb::TlbEntry;
 
+use crate::param::component;
+
+component! {
+    /// The TLB prefetcher (`tlb.prefetcher`, `tlb.prefetch_buffer`).
+    TlbPrefetchParams {
+        prefetcher: crate::param::TlbPrefetcher = crate::param::TlbPrefetcher::None; "prefetcher"; None; "TLB prefetcher: none, or sequential (Kandiraju and Sivasubramaniam's SP: each L2 TLB miss prefetches the translation of the next 4 KB page). A prefetch walks as a demand walk does, on a walker of the core, its reads through the caches, after the miss's own translation is known; the translation goes to a prefetch buffer of tlb.prefetch_buffer entries beside the L2 TLB, looked up on its misses";
+        buffer: u64 = 16; "prefetch_buffer"; Some(crate::param::Limit::Int(4096)); "entries of the TLB prefetcher's prefetch buffer, per core (fully associative, FIFO; a hit moves the translation into the TLBs)";
+    }
+}
+
 crate::stats::counters! {
     /// The prefetcher's events, summed over the cores (statistics `tlb.prefetch.*`; the
     /// memory side counts the walks).
@@ -81,7 +91,7 @@ pub struct Sequential {
 impl Sequential {
     /// The prefetcher of a machine of `cores` cores, if `cfg` has one.
     pub fn from_config(cfg: &Config, cores: usize) -> Option<Sequential> {
-        (cfg.tlb_prefetcher == TlbPrefetcher::Sequential).then(|| Sequential::new(cfg.tlb_prefetch_buffer as usize, cores))
+        (cfg.tlb_prefetch.prefetcher == TlbPrefetcher::Sequential).then(|| Sequential::new(cfg.tlb_prefetch.buffer as usize, cores))
     }
 
     /// Prefetch buffers of `entries` entries (at least 1) for `cores` cores.

@@ -8,6 +8,20 @@ use crate::memory::repl::{AnyPolicy, LineKind};
 use crate::mrc::{StackKey, StackProfile};
 use crate::stats::Stats;
 
+use crate::param::component;
+
+component! {
+    /// A cache level: its geometry, timing, replacement and energy (`cache.l1i`, `cache.l1d`,
+    /// `cache.l2`, `cache.llc`; each level's own keys, such as its prefetcher, stay beside it).
+    CacheParams {
+        size_kb: u64 = 32; "size_kb"; Some(crate::param::Limit::Int(crate::param::bound::CACHE_KB)); "{} size in KB";
+        ways: u64 = 8; "ways"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "{} associativity";
+        latency: u64 = 4; "latency"; Some(crate::param::Limit::Int(crate::param::bound::LATENCY)); "{} load-to-use latency of a hit, in cycles";
+        policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "{} replacement policy";
+        energy_nj: f64 = 0.05; "energy_nj"; Some(crate::param::Limit::Real(1e6)); "{} dynamic energy per access (nJ)";
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct LineMeta {
     pub dirty: bool,
@@ -139,8 +153,8 @@ impl Cache {
     pub fn with_csalt(mut self, cfg: &crate::config::Config) -> Cache {
         let (sets, ways) = (self.arr.sets(), self.arr.ways());
         if let AnyPolicy::Csalt(c) = self.arr.policy_mut() {
-            **c = Csalt::new(sets, ways, cfg.csalt_profiler, cfg.csalt_atd_sets as usize, cfg.csalt_epoch);
-            c.set_page_tables_translate(cfg.csalt_page_tables == crate::param::CsaltPageTables::Translation);
+            **c = Csalt::new(sets, ways, cfg.csalt.profiler, cfg.csalt.atd_sets as usize, cfg.csalt.epoch);
+            c.set_page_tables_translate(cfg.csalt.page_tables == crate::param::CsaltPageTables::Translation);
         }
         self
     }

@@ -17,6 +17,24 @@ use crate::stats::{CoreCounters, VirtCounters};
 use crate::timing::{Early, InFlight, Pool, Window};
 use crate::workload::RefKind;
 
+use crate::param::component;
+
+component! {
+    /// The LLC's own keys beside its geometry (`cache.llc.*`): way partitioning, inclusion, fill.
+    LlcParams {
+        ways_per_core: u64 = 0; "ways_per_core"; Some(crate::param::Limit::Int(64)); "way partitioning of the LLC (as Intel's Cache Allocation Technology): core c fills only ways c*n .. c*n+n-1, modulo the ways (they overlap when cores x n exceeds them), and hits in any; with n = ways / cores and programs that share no memory, each core has an LLC of its own. LRU or FIFO only; 0: shared";
+        inclusive: bool = false; "inclusive"; None; "LLC evictions back-invalidate private caches";
+        fill: crate::param::LlcFill = crate::param::LlcFill::Inclusive; "fill"; None; "what fills the LLC: every line fetched from DRAM (inclusive), or only lines evicted from an L2, clean or dirty (victim, as Zen's L3: an LLC hit moves the line to the L2, so the two hold different lines, unless another core's L2 put it there: a line likely shared stays, as in AMD's mostly exclusive L3; and a line another core's L2 holds is served from there, through the L3's shadow tags, at the LLC's latency)";
+    }
+}
+
+component! {
+    /// Coherence of the private caches (`coherence.*`).
+    CoherenceParams {
+        enabled: bool = false; "enabled"; None; "coherence of the private caches (a directory at the LLC, MESI-like): a store invalidates the line's copies in the other cores' L1s and L2s and, when there were any, waits for the directory's round trip (2 x cache.llc.latency); false: stores leave other cores' copies alone (no data is modelled, only where lines are). TCAT needs it";
+    }
+}
+
 /// Where an access was served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -77,9 +95,9 @@ impl ContextMem {
     fn new(cfg: &Config) -> ContextMem {
         // SMT: the contexts of a core split its dispatch width, reorder buffer and store
         // buffer evenly (as Intel's cores partition the ROB and store buffer statically).
-        let n = cfg.system_threads_per_core.max(1);
+        let n = cfg.system.threads_per_core.max(1);
         ContextMem {
-            window: Window::new((cfg.core_width / n).max(1), (cfg.core_rob / n).max(1), cfg.core_store_buffer.div_ceil(n), cfg.core_lq.div_ceil(n)),
+            window: Window::new((cfg.core.width / n).max(1), (cfg.core.rob / n).max(1), cfg.core.store_buffer.div_ceil(n), cfg.core.lq.div_ceil(n)),
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
             tlb_lines: TlbLineCounters::default(),
@@ -126,16 +144,16 @@ impl CoreMem {
         CoreMem {
             l1i: Cache::new(cfg.cache_l1i.size_kb, cfg.cache_l1i.ways, cfg.cache_l1i.latency, cfg.cache_l1i.policy, cfg.cache_l1i.energy_nj, s + 4),
             l1d: Cache::new(cfg.cache_l1d.size_kb, cfg.cache_l1d.ways, cfg.cache_l1d.latency, cfg.cache_l1d.policy, cfg.cache_l1d.energy_nj, s + 5)
-                .with_prefetcher(cfg.cache_l1d_prefetcher != Prefetcher::None),
+                .with_prefetcher(cfg.cache_l1d_prefetch.prefetcher != Prefetcher::None),
             l2: Cache::new(cfg.cache_l2.size_kb, cfg.cache_l2.ways, cfg.cache_l2.latency, cfg.cache_l2.policy, cfg.cache_l2.energy_nj, s + 6)
                 .with_csalt(cfg)
-                .with_prefetcher(cfg.cache_l2_prefetcher != Prefetcher::None),
-            mshrs: Pool::new(cfg.core_mshrs, cfg.timing_pools),
-            walkers: Pool::new(cfg.core_walkers, cfg.timing_pools),
+                .with_prefetcher(cfg.cache_l2_prefetch.prefetcher != Prefetcher::None),
+            mshrs: Pool::new(cfg.core.mshrs, cfg.timing.pools),
+            walkers: Pool::new(cfg.core.walkers, cfg.timing.pools),
             fills: InFlight::default(),
             walks: InFlight::default(),
-            pf_l1d: Prefetch::new(cfg.cache_l1d_prefetcher, cfg.cache_l1d_prefetch_degree),
-            pf_l2: Prefetch::new(cfg.cache_l2_prefetcher, cfg.cache_l2_prefetch_degree),
+            pf_l1d: Prefetch::new(cfg.cache_l1d_prefetch.prefetcher, cfg.cache_l1d_prefetch.degree),
+            pf_l2: Prefetch::new(cfg.cache_l2_prefetch.prefetcher, cfg.cache_l2_prefetch.degree),
         }
     }
 }
@@ -234,7 +252,7 @@ impl MemorySide {
     /// (context `i` on core `i / threads_per_core`); core `i`'s structures are seeded from
     /// `seed` and `i` as [`core_seed`] says.
     pub fn new(cfg: &Config, contexts: usize, seed: u64) -> MemorySide {
-        let per = cfg.system_threads_per_core.max(1) as usize;
+        let per = cfg.system.threads_per_core.max(1) as usize;
         let cores = contexts.div_ceil(per);
         let mut m = MemorySide {
             ctxs: (0..contexts).map(|_| ContextMem::new(cfg)).collect(),
@@ -244,29 +262,29 @@ impl MemorySide {
             cores: (0..cores as u64).map(|i| CoreMem::new(cfg, core_seed(seed, i))).collect(),
             llc: Cache::new(cfg.cache_llc.size_kb, cfg.cache_llc.ways, cfg.cache_llc.latency, cfg.cache_llc.policy, cfg.cache_llc.energy_nj, seed ^ 0x11c)
                 .with_csalt(cfg)
-                .with_ways_per_owner(cores, cfg.cache_llc_ways_per_core),
-            dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram_bandwidth_gbps, cfg.core_freq_ghz, cfg.dram_energy_nj, cfg.dram_bank_timing())
+                .with_ways_per_owner(cores, cfg.llc.ways_per_core),
+            dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram.bandwidth_gbps, cfg.core.freq_ghz, cfg.dram.energy_nj, cfg.dram_bank_timing())
                 .with_drains(cfg.dram_drain_timing()),
-            stacked: Dram::new(cfg.pomtlb_latency, cfg.pomtlb_bandwidth_gbps, cfg.core_freq_ghz, 0.0, None),
+            stacked: Dram::new(cfg.pomtlb.latency, cfg.pomtlb.bandwidth_gbps, cfg.core.freq_ghz, 0.0, None),
             floor: 0,
-            tlb_lo: if cfg.pomtlb_enabled { (cfg.pomtlb_base_gb << 30) / crate::LINE_BYTES } else { u64::MAX },
+            tlb_lo: if cfg.pomtlb.enabled { (cfg.pomtlb.base_gb << 30) / crate::LINE_BYTES } else { u64::MAX },
             partitioned: [cfg.cache_l2.policy, cfg.cache_llc.policy].iter().any(|p| matches!(p, Policy::CsaltD | Policy::CsaltCd)),
             cd: [cfg.cache_l2.policy, cfg.cache_llc.policy].contains(&Policy::CsaltCd).then(|| Box::new(CdEstimator::new(cfg, cores))),
-            walk_entry: match cfg.walker_port {
+            walk_entry: match cfg.walker.port {
                 WalkerPort::L1d => Entry::L1d,
                 WalkerPort::L2 => Entry::L2,
             },
-            llc_inclusive: cfg.cache_llc_inclusive,
-            llc_victim: cfg.cache_llc_fill == LlcFill::Victim,
-            l2_tlb_latency: cfg.tlb_l2_latency,
-            inflight: cfg.core_inflight,
-            prefetching: cfg.cache_l1d_prefetcher != Prefetcher::None || cfg.cache_l2_prefetcher != Prefetcher::None,
-            coherence: cfg.coherence_enabled,
+            llc_inclusive: cfg.llc.inclusive,
+            llc_victim: cfg.llc.fill == LlcFill::Victim,
+            l2_tlb_latency: cfg.tlb_l2.latency,
+            inflight: cfg.core.inflight,
+            prefetching: cfg.cache_l1d_prefetch.prefetcher != Prefetcher::None || cfg.cache_l2_prefetch.prefetcher != Prefetcher::None,
+            coherence: cfg.coherence.enabled,
         };
         // Caches with policy `ptp` protect every core's page-table lines from the start
         // (`ptp.mode=always`), or none until the phase detector finds a TLB-miss phase.
-        let all = if cfg.ptp_mode == crate::param::PtpMode::Always { u64::MAX } else { 0 };
-        m.steer(Steer::Ptp { probability: cfg.ptp_probability, cores: all, llc: all });
+        let all = if cfg.ptp.mode == crate::param::PtpMode::Always { u64::MAX } else { 0 };
+        m.steer(Steer::Ptp { probability: cfg.ptp.probability, cores: all, llc: all });
         m
     }
 
@@ -952,9 +970,9 @@ impl CdEstimator {
     fn new(cfg: &Config, cores: usize) -> CdEstimator {
         let dram = cfg.dram_latency_cycles() as f64;
         let inputs = Criticality {
-            l1t_acc: cfg.tlb_l1d_latency as f64,
-            l2t_acc: cfg.tlb_l2_latency as f64,
-            l3t_acc: cfg.pomtlb_latency as f64,
+            l1t_acc: cfg.tlb_l1d.latency as f64,
+            l2t_acc: cfg.tlb_l2.latency as f64,
+            l3t_acc: cfg.pomtlb.latency as f64,
             l1d_acc: cfg.cache_l1d.latency as f64,
             l2d_acc: cfg.cache_l2.latency as f64,
             l3d_acc: cfg.cache_llc.latency as f64,
@@ -965,7 +983,7 @@ impl CdEstimator {
             dram_acc: dram,
         };
         CdEstimator {
-            corrected: cfg.csalt_formula == CsaltFormula::Corrected,
+            corrected: cfg.csalt.formula == CsaltFormula::Corrected,
             inputs,
             base: vec![CdTotals::default(); cores + 1],
             last: vec![inputs; cores + 1],

@@ -22,9 +22,24 @@ use crate::os::phys::PhysMem;
 use crate::rng::Rng;
 use std::collections::HashMap;
 
+use crate::param::component;
+
+component! {
+    /// Elastic cuckoo page tables (`ech.*`).
+    EchParams {
+        enabled: bool = false; "enabled"; None; "elastic cuckoo page tables (ECH; Skarlatos et al., ASPLOS'20), a comparator of the flattening paper: per page size a d-ary elastic cuckoo hash table of 8-entry lines, walked by reading every way a page could be in at once; cuckoo walk caches of which page sizes map a region say which tables to read (native, pt.format=radix4; the OS's radix tree stays its own record)";
+        ways: u64 = 3; "ways"; Some(crate::param::Limit::IntRange(1, 8)); "ECH: ways (d) of each hashed table, read in parallel by a walk";
+        slots: u64 = 16384; "slots"; Some(crate::param::Limit::IntRange(64, 1 << 24)); "ECH: lines per way of a new table (a power of two; the ECPT paper's initial 16 K)";
+        load_factor: f64 = 0.6; "load_factor"; Some(crate::param::Limit::Real(1.0)); "ECH: occupancy above which a table grows (elastic resizing; the ECPT paper's 0.6)";
+        growth: u64 = 4; "growth"; Some(crate::param::Limit::IntRange(2, 16)); "ECH: how many times larger a grown table is (a power of two)";
+        pmd_cwc_entries: u64 = 16; "pmd_cwc.entries"; Some(crate::param::Limit::Int(4096)); "ECH: entries of the cuckoo walk cache of 2 MB regions (fully associative; says whether a region holds 4 KB pages or a 2 MB page, and its way)";
+        pud_cwc_entries: u64 = 2; "pud_cwc.entries"; Some(crate::param::Limit::Int(4096)); "ECH: entries of the cuckoo walk cache of 1 GB regions (which page sizes a region holds)";
+    }
+}
+
 /// Parameters (`ech.*`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct EchParams {
+pub struct EchGeometry {
     /// Ways (d): parallel reads per lookup of one table.
     pub ways: usize,
     /// Lines per way of a new table (a power of two).
@@ -146,7 +161,7 @@ impl Generation {
 }
 
 impl Cuckoo {
-    pub fn new(phys: &mut PhysMem, p: &EchParams, seed: u64) -> Cuckoo {
+    pub fn new(phys: &mut PhysMem, p: &EchGeometry, seed: u64) -> Cuckoo {
         let mut stats = CuckooStats::default();
         let cur = Generation::new(phys, p.ways, p.slots, &mut stats);
         Cuckoo { ways: p.ways, load_factor: p.load_factor, growth: p.growth, cur, old: None, len: 0, rng: Rng::new(seed), stats }
@@ -394,7 +409,7 @@ pub struct EchSpace {
 }
 
 impl EchSpace {
-    pub fn new(phys: &mut PhysMem, p: &EchParams, seed: u64) -> EchSpace {
+    pub fn new(phys: &mut PhysMem, p: &EchGeometry, seed: u64) -> EchSpace {
         EchSpace {
             pages: std::array::from_fn(|s| Cuckoo::new(phys, p, seed ^ (s as u64 + 1))),
             pmd_cwt: Cuckoo::new(phys, p, seed ^ 0x10),
@@ -491,8 +506,8 @@ pub fn check_against(t: &Cuckoo, reference: &HashMap<u64, u64>) -> Result<(), St
 mod tests {
     use super::*;
 
-    fn params(slots: usize) -> EchParams {
-        EchParams { ways: 3, slots, load_factor: 0.6, growth: 4 }
+    fn params(slots: usize) -> EchGeometry {
+        EchGeometry { ways: 3, slots, load_factor: 0.6, growth: 4 }
     }
 
     /// The cuckoo table against a `HashMap` on a random stream of sets and removes, small

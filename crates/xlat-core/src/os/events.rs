@@ -101,7 +101,7 @@ impl Kernel {
             } else if let Some((vm, space)) = self.vms.iter().enumerate().find_map(|(i, v)| v.os.spaces.iter().position(|sp| sp.ctx == ctx).map(|s| (i, s))) {
                 self.check_core(core)?;
                 self.vms[vm].os.phys.cpu = core;
-                let gb = self.cfg.virt_guest_mem_gb;
+                let gb = self.cfg.virt.guest_mem_gb;
                 act(&mut self.vms[vm].os, space).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
                 let cost = self.sync(Scope::Guest(vm), Some(core), hw, port);
                 stall(port, core, cost);
@@ -117,20 +117,20 @@ impl Kernel {
         let HwContext { space, vm, .. } = self.contexts[c];
         if !self.virt {
             self.os.fault_on(c, space, va, write)?;
-            return Ok(self.cfg.os_fault_cycles + self.os_sync(Some(c), hw, port));
+            return Ok(self.cfg.os.fault_cycles + self.os_sync(Some(c), hw, port));
         }
-        let gb = self.cfg.virt_guest_mem_gb;
+        let gb = self.cfg.virt.guest_mem_gb;
         self.vms[vm].os.fault_on(c, space, va, write).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
-        Ok(self.cfg.os_fault_cycles + self.sync(Scope::Guest(vm), Some(c), hw, port))
+        Ok(self.cfg.os.fault_cycles + self.sync(Scope::Guest(vm), Some(c), hw, port))
     }
 
     /// Context `c`'s VM touched guest-physical `gpa`, which its host table does not map: the
     /// host maps it (an EPT violation, counted on the core). Returns its cost in cycles.
     pub fn ept_violation<H: Hardware, P: MemPort>(&mut self, c: usize, gpa: VirtAddr, write: bool, hw: &mut H, port: &mut P) -> Result<u64, SimError> {
         let HwContext { core, vm, .. } = self.contexts[c];
-        let (hspace, gb) = (self.vms[vm].space, self.cfg.phys_size_gb);
+        let (hspace, gb) = (self.vms[vm].space, self.cfg.phys.size_gb);
         self.os.fault_on(c, hspace, gpa, write).map_err(|e| crate::os::virt::host_error(vm, gb, gpa.0, e))?;
-        let cost = self.cfg.virt_ept_fault_cycles + self.os_sync(Some(c), hw, port);
+        let cost = self.cfg.virt.ept_fault_cycles + self.os_sync(Some(c), hw, port);
         hw.ept_violation(core, cost);
         Ok(cost)
     }
@@ -148,11 +148,11 @@ impl Kernel {
     /// [`crate::arch::ctx::THREAD_SHIFT`] up; with vCPU overcommit, there, the place of
     /// the vCPU it runs (each vCPU has its own VPID).
     pub(crate) fn tagged(&self, c: usize, ctx: crate::arch::ctx::Ctx) -> crate::arch::ctx::Ctx {
-        let per = self.cfg.system_threads_per_core as usize;
+        let per = self.cfg.system.threads_per_core as usize;
         let v = &self.sched.vcpus;
         if v.k > 1 {
             ctx | (v.slot(v.lane[c]) as crate::arch::ctx::Ctx) << crate::arch::ctx::THREAD_SHIFT
-        } else if self.cfg.tlb_thread_tagged && per > 1 {
+        } else if self.cfg.tlb.thread_tagged && per > 1 {
             ctx | ((c % per) as crate::arch::ctx::Ctx) << crate::arch::ctx::THREAD_SHIFT
         } else {
             ctx
@@ -163,7 +163,7 @@ impl Kernel {
     fn context_switch<H: Hardware, P: MemPort>(&mut self, c: usize, hw: &mut H, port: &mut P) {
         let vm = self.sched.next_process(c);
         let space = self.sched.running(c);
-        let (pcid, cost) = (self.cfg.os_pcid, self.cfg.os_switch_cycles);
+        let (pcid, cost) = (self.cfg.sched.pcid, self.cfg.sched.switch_cycles);
         let ctx = self.ctx_of(vm, space);
         // A CR3 write without PCIDs flushes the linear translations: in a VM, its own.
         let flush = if self.vms.is_empty() { Invalidate::All } else { Invalidate::Vm(ctx >> VPID_SHIFT) };
@@ -186,7 +186,7 @@ impl Kernel {
         let vm = self.sched.next_vm(c);
         let space = self.sched.running(c);
         let ctx = self.tagged(c, self.ctx_of(vm, space));
-        let (vpid, cost) = (self.cfg.virt_vpid, self.cfg.virt_switch_cycles);
+        let (vpid, cost) = (self.cfg.virt.vpid, self.cfg.virt.switch_cycles);
         let t = &mut self.contexts[c];
         (t.vm, t.space, t.ctx) = (vm, space, ctx);
         let core = t.core;
@@ -260,7 +260,7 @@ impl Kernel {
             port.os_call(c, r.inst_delta, r.va);
             return Ok(());
         }
-        if op == crate::os::OsOp::Free && !self.cfg.os_madv_free {
+        if op == crate::os::OsOp::Free && !self.cfg.os.madv_free {
             // (jemalloc told not to call it: its bookkeeping runs, no system call.)
             let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
             os.counters.ignored_calls += 1;
@@ -273,7 +273,7 @@ impl Kernel {
         let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
         os.phys.cpu = core;
         os.call(space, op, start, end)?;
-        let cost = self.cfg.os_call_cycles + self.sync(scope, Some(c), hw, port);
+        let cost = self.cfg.os.call_cycles + self.sync(scope, Some(c), hw, port);
         port.os_call(c, r.inst_delta, cost);
         Ok(())
     }
@@ -306,7 +306,7 @@ impl Kernel {
     /// The host-physical lines of a guest table's entries for `va` (see [`Kernel::read_ptes`]).
     fn guest_pte_lines<H: Hardware, P: MemPort>(&mut self, c: usize, va: VirtAddr, lines: &mut Vec<u64>, hw: &mut H, port: &mut P) -> Result<(), SimError> {
         let HwContext { space, vm, .. } = self.contexts[c];
-        let gb = self.cfg.virt_guest_mem_gb;
+        let gb = self.cfg.virt.guest_mem_gb;
         self.vms[vm].os.pte_lines(space, va, lines).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
         let hspace = self.vms[vm].space;
         for line in lines.iter_mut() {

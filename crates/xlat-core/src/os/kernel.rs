@@ -45,6 +45,34 @@ use crate::stats::Stats;
 use crate::workload::Region;
 use std::collections::{BTreeMap, HashMap};
 
+use crate::param::component;
+
+component! {
+    /// The OS's memory management (`os.*`): page sizes, THP and khugepaged, reservations, file pages, fault and call costs.
+    OsParams {
+        page_policy: crate::param::PagePolicy = crate::param::PagePolicy::Never; "page_policy"; None; "page sizes the OS maps: never (4 KB only), ideal (every eligible 2 MB region in 2 MB pages), thp (Linux THP enabled=always), madvise (Linux THP enabled=madvise: os.madvise_regions only), freebsd (FreeBSD reservations, promoted in place when full)";
+        madvise_regions: String = String::new(); "madvise_regions"; None; "page_policy=madvise: comma-separated names of the workload regions that call madvise(MADV_HUGEPAGE) ('*': all; empty: none, as a program that never calls it)";
+        thp_defrag: crate::param::ThpDefrag = crate::param::ThpDefrag::Madvise; "thp_defrag"; None; "Linux THP defrag: a huge-page fault that finds no free 2 MB block compacts memory always, in madvised regions only (madvise, Linux's default) or never";
+        khugepaged_pages: u64 = 4096; "khugepaged_pages"; Some(crate::param::Limit::Int(1 << 30)); "khugepaged pages_to_scan per wake-up, 512 per 2 MB region scanned (Linux default 4096 = 8 regions); 0 turns khugepaged off";
+        khugepaged_interval_cycles: u64 = 20_000_000_000; "khugepaged_interval_cycles"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "simulated cycles between khugepaged wake-ups (Linux scan_sleep_millisecs = 10 s, 2e10 cycles at 2 GHz; lower it for short runs)";
+        khugepaged_max_ptes_none: u64 = 511; "khugepaged_max_ptes_none"; Some(crate::param::Limit::Int(511)); "khugepaged collapses a 2 MB region only if at most this many of its 4 KB pages are unmapped (Linux default 511)";
+        khugepaged_defrag: bool = true; "khugepaged_defrag"; None; "khugepaged compacts memory when no free 2 MB block exists (Linux khugepaged/defrag, default on)";
+        huge_1g: bool = false; "huge_1g"; None; "page_policy=ideal: map the 1 GB-aligned whole gigabytes of a region with 1 GB pages (as hugetlbfs with 1 GB pages)";
+        reservations: crate::param::Reservations = crate::param::Reservations::None; "reservations"; None; "the coalescing paper's FreeBSD kernels: reserv (os.page_policy=freebsd with os.reservation_promote=false: reservations, no 2 MB pages) or super (with promotion); none leaves it to os.page_policy (whose never is the paper's noresv). Needs os.page_policy never or freebsd";
+        reservation_promote: bool = true; "reservation_promote"; None; "page_policy=freebsd: promote a fully populated reservation to a 2 MB page (false: reservations only, the coalescing paper's 'reserv')";
+        reservation_promote_at: u64 = 512; "reservation_promote_at"; Some(crate::param::Limit::Int(512)); "page_policy=freebsd with os.reservation_promote: a reservation is promoted to a 2 MB page once this many of its 512 pages are populated, the rest zeroed (FreeBSD: 512, all of them; Quicksilver promotes at 64, the threshold the coalescing paper's §3.8 suggests revisiting); below 512 only where the 2 MB region lies inside one workload region";
+        page_copy_cycles: u64 = 400; "page_copy_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "cycles to copy or zero one 4 KB page (~200 ns at ~20 GB/s): a 2 MB fault zeroes 511 pages more than a 4 KB one, a collapse or compaction copies";
+        call_cycles: u64 = 1000; "call_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "cycles of a system call that changes the program's mappings (munmap, mprotect, move_pages in a trace or kernel: entry, exit and VMA work, ~0.5 us), besides the shootdown it issues and the pages it copies";
+        madv_free: bool = true; "madv_free"; None; "the OS honours a program's madvise(MADV_FREE) (OS-call op madv-free, the churn kernel's free=madv_free): clear the range's A and D bits, demote 2 MB pages it covers in part, shoot it down; false ignores the calls, as jemalloc told not to make them (the coalescing paper's nomdv)";
+        small_reservation: crate::param::SmallReservation = crate::param::SmallReservation::None; "small_reservation"; None; "page_policy=freebsd: a file page that gets no 2 MB reservation (a file of 2 MB or less, a file's last partial piece) comes from an aligned reservation of this size for its chunk, where the chunk lies whole inside the file (16k, 32k, 64k: the coalescing paper's §3.8 proposal of smaller reservations; none: FreeBSD's single 2 MB size)";
+        readahead_pages: u64 = 32; "readahead_pages"; Some(crate::param::Limit::Int(512)); "a fault on a page of a file that is not in the page cache reads the aligned cluster of this many pages around it (a power of two; Linux's read-around is 128 KB, 32 pages; 1 reads the page alone)";
+        fault_around_pages: u64 = 16; "fault_around_pages"; Some(crate::param::Limit::Int(512)); "a fault on a file page also maps the cached pages of the aligned cluster of this many pages around it that the mapping covers (a power of two; Linux's fault_around_bytes is 64 KB, 16 pages; FreeBSD prefaults a similar window; 1 maps the faulting page alone)";
+        preset_a: crate::param::PresetA = crate::param::PresetA::Auto; "preset_a"; None; "pages a file fault maps around the faulting one (os.fault_around_pages) get the accessed bit at once: on, off, or auto (on for the Linux policies, whose x86 fault-around maps pages young; off for page_policy=freebsd, which maps them with A clear, so a group of them cannot coalesce until each page is touched; on is the coalescing paper's §3.8 proposal)";
+        prefault_as: crate::param::PrefaultAs = crate::param::PrefaultAs::Read; "prefault_as"; None; "how --prefault maps the footprint, page by page in address order: read (each page as a read fault leaves it: clean and not yet accessed) or write (as a program's initialization loop writing every page leaves it: accessed and dirty, so a coalescing group or a FreeBSD reservation is uniform at once)";
+        fault_cycles: u64 = 2000; "fault_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "cycles charged per page fault (Linux minor anonymous fault, ~1 us)";
+    }
+}
+
 const MB2: u64 = 2 << 20;
 const GB1: u64 = 1 << 30;
 
@@ -334,14 +362,14 @@ impl Os {
     pub fn new(cfg: &Config) -> Os {
         let layout = cfg.pt_layout();
         let (top, va_bits) = if layout.top() == 5 { (5, 56) } else { (4, 47) };
-        let phys = PhysMem::new(cfg.phys_size_gb << 30)
-            .with_pcp(cfg.system_cores as usize, cfg.phys_pcp_batch, cfg.phys_pcp_high, cfg.phys_pcp_order)
-            .with_frame_order(cfg.phys_frame_order);
+        let phys = PhysMem::new(cfg.phys.size_gb << 30)
+            .with_pcp(cfg.system.cores as usize, cfg.phys.pcp_batch, cfg.phys.pcp_high, cfg.phys.pcp_order)
+            .with_frame_order(cfg.phys.frame_order);
         let thp = matches!(cfg.page_policy(), PagePolicy::Thp | PagePolicy::Madvise);
-        let compaction = thp && (cfg.os_thp_defrag != ThpDefrag::Never || cfg.os_khugepaged_defrag);
-        let names: Vec<String> = cfg.os_madvise_regions.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
+        let compaction = thp && (cfg.os.thp_defrag != ThpDefrag::Never || cfg.os.khugepaged_defrag);
+        let names: Vec<String> = cfg.os.madvise_regions.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
         let mut pt = PageTables::new();
-        pt.set_late_flatten(cfg.pt_late_flatten as u16);
+        pt.set_late_flatten(cfg.pt.late_flatten as u16);
         if let Some(p) = cfg.ech_params() {
             pt.enable_ech(p);
         }
@@ -356,23 +384,23 @@ impl Os {
             start: PhysSnapshot::default(),
             top,
             va_bits,
-            format: cfg.pt_format,
+            format: cfg.pt.format,
             layout,
-            recursive_slot: cfg.pt_recursive_slot as usize,
-            phys_gb: cfg.phys_size_gb,
+            recursive_slot: cfg.pt.recursive_slot as usize,
+            phys_gb: cfg.phys.size_gb,
             policy: cfg.page_policy(),
-            defrag: cfg.os_thp_defrag,
-            khugepaged_defrag: cfg.os_khugepaged_defrag,
-            khugepaged_pages: cfg.os_khugepaged_pages,
-            max_ptes_none: cfg.os_khugepaged_max_ptes_none,
-            huge_1g: cfg.os_huge_1g,
+            defrag: cfg.os.thp_defrag,
+            khugepaged_defrag: cfg.os.khugepaged_defrag,
+            khugepaged_pages: cfg.os.khugepaged_pages,
+            max_ptes_none: cfg.os.khugepaged_max_ptes_none,
+            huge_1g: cfg.os.huge_1g,
             resv_promote: cfg.reservation_promote(),
-            resv_promote_at: cfg.os_reservation_promote_at.clamp(1, ENTRIES as u64) as u16,
-            prefault_write: cfg.os_prefault_as == PrefaultAs::Write,
-            copy_cycles: cfg.os_page_copy_cycles,
-            fragmentation: cfg.phys_fragmentation,
-            aged_target: cfg.phys_aged_target,
-            available_gb: cfg.phys_available_gb,
+            resv_promote_at: cfg.os.reservation_promote_at.clamp(1, ENTRIES as u64) as u16,
+            prefault_write: cfg.os.prefault_as == PrefaultAs::Write,
+            copy_cycles: cfg.os.page_copy_cycles,
+            fragmentation: cfg.phys.fragmentation,
+            aged_target: cfg.phys.aged_target,
+            available_gb: cfg.phys.available_gb,
             madvise_all: names.iter().any(|n| n == "*"),
             madvise_names: names,
             reservations: BTreeMap::new(),
@@ -382,14 +410,14 @@ impl Os {
             compact_defer_shift: 0,
             compact_skipped: 0,
             page_cache: PageCache::default(),
-            readahead: cfg.os_readahead_pages,
-            fault_around: cfg.os_fault_around_pages,
-            preset_a: match cfg.os_preset_a {
+            readahead: cfg.os.readahead_pages,
+            fault_around: cfg.os.fault_around_pages,
+            preset_a: match cfg.os.preset_a {
                 PresetA::On => true,
                 PresetA::Off => false,
                 PresetA::Auto => cfg.page_policy() != PagePolicy::FreeBsd,
             },
-            small_reservation: cfg.os_small_reservation.pages(),
+            small_reservation: cfg.os.small_reservation.pages(),
         }
     }
 

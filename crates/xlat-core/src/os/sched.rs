@@ -205,7 +205,7 @@ impl Sched {
 /// one program runs in `virt.vms` VMs, each core time-slicing them; a mix of programs runs
 /// each in a VM of its own, pinned to the program's cores.
 pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Result<(Os, Vec<Vm>, Sched), SimError> {
-    let n = cfg.os_processes as usize;
+    let n = cfg.sched.processes as usize;
     let mix = programs.len() > 1;
     // Which program each stream runs; a stream none names (an idle core) keeps program 0's
     // spaces and never switches.
@@ -220,7 +220,7 @@ pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Re
         }
     }
     // SMT: a core's hardware contexts run one program (its statistics are the core's).
-    let per = cfg.system_threads_per_core.max(1) as usize;
+    let per = cfg.system.threads_per_core.max(1) as usize;
     for (core, ctxs) in prog_of.chunks(per).enumerate() {
         let mut on = ctxs.iter().flatten();
         if let Some(&a) = on.next() {
@@ -229,16 +229,16 @@ pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Re
             }
         }
     }
-    let (os, vms, spaces) = if cfg.virt_enabled {
+    let (os, vms, spaces) = if cfg.virt.enabled {
         let vm_regions: Vec<&[Region]> = if mix {
-            if cfg.virt_vms != 1 && cfg.virt_vms as usize != programs.len() {
+            if cfg.virt.vms != 1 && cfg.virt.vms as usize != programs.len() {
                 return Err(SimError::BadMix {
-                    why: format!("a virtualized mix runs each program in its own VM: {} programs, but virt.vms={}", programs.len(), cfg.virt_vms),
+                    why: format!("a virtualized mix runs each program in its own VM: {} programs, but virt.vms={}", programs.len(), cfg.virt.vms),
                 });
             }
             programs.iter().map(|p| &p.regions[..]).collect()
         } else {
-            vec![&programs[0].regions[..]; cfg.virt_vms as usize]
+            vec![&programs[0].regions[..]; cfg.virt.vms as usize]
         };
         let (host, vms) = crate::os::virt::boot(cfg, &vm_regions, seed)?;
         // (Guest spaces are numbered per VM: every VM's processes are 0..n.)
@@ -257,11 +257,11 @@ pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Re
     // Each core time-slices the VMs, unless each program has its own (pinned to its cores).
     let vm_switching = nvms > 1 && !mix;
     let khugepaged = os.khugepaged_enabled() || vms.iter().any(|v| v.os.khugepaged_enabled());
-    let timeslice = cfg.os_timeslice_cycles;
+    let timeslice = cfg.sched.timeslice_cycles;
     let mut tasks = Vec::new();
     let every = |work, period| Task { work, clock: Clock::Cycles, period, next: period };
     if khugepaged {
-        tasks.push(every(Work::Khugepaged, cfg.os_khugepaged_interval_cycles));
+        tasks.push(every(Work::Khugepaged, cfg.os.khugepaged_interval_cycles));
     }
     for (c, p) in prog_of.iter().enumerate() {
         if p.is_none() {
@@ -271,7 +271,7 @@ pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Re
             tasks.push(every(Work::Switch(c), timeslice));
         }
         if vm_switching {
-            tasks.push(every(Work::VmSwitch(c), cfg.virt_switch_interval_cycles));
+            tasks.push(every(Work::VmSwitch(c), cfg.virt.switch_interval_cycles));
         }
     }
     let prog = |c: usize| prog_of[c].unwrap_or(0);
@@ -279,7 +279,7 @@ pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Re
         programs: programs.iter().map(|p| p.streams.clone()).collect(),
         queues: (0..streams).map(|c| spaces[prog(c)].clone()).collect(),
         cur: (0..streams * nvms).map(|i| (i / nvms) % n).collect(),
-        vm: (0..streams).map(|c| if mix && cfg.virt_enabled { prog(c) } else { 0 }).collect(),
+        vm: (0..streams).map(|c| if mix && cfg.virt.enabled { prog(c) } else { 0 }).collect(),
         vms: nvms,
         places: programs.iter().map(|p| p.slot + 1).max().unwrap_or(1),
         tasks,
@@ -292,3 +292,15 @@ pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Re
 }
 
 pub use crate::arch::ctx::Scope;
+
+use crate::param::component;
+
+component! {
+    /// The scheduler (`os.processes`, `os.timeslice_cycles`, `os.pcid`, `os.switch_cycles`).
+    SchedParams {
+        processes: u64 = 1; "processes"; Some(crate::param::Limit::Int(256)); "copies of the workload, each in its own address space; every core time-slices its stream among them round-robin";
+        timeslice_cycles: u64 = 8_000_000; "timeslice_cycles"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "os.processes > 1: cycles a process runs before the core switches to the next (4 ms at 2 GHz, a tick at HZ=250)";
+        pcid: bool = true; "pcid"; None; "TLB and PWC entries are tagged by address space (PCID); false: every context switch flushes them";
+        switch_cycles: u64 = 4000; "switch_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "direct cost of a context switch in cycles (~2 us, of the order lmbench lat_ctx reports)";
+    }
+}

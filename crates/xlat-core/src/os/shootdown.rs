@@ -40,6 +40,19 @@ use crate::os::kernel::Shootdown;
 use crate::os::system::{Hardware, Kernel};
 use crate::param::ShootdownProtocol;
 
+use crate::param::component;
+
+component! {
+    /// TLB shootdowns: the protocol and what each costs (`shootdown.protocol`, `os.shootdown_*`, `os.flush_ceiling_pages`).
+    ShootdownParams {
+        initiator_cycles: u64 = 8000; "os.shootdown_initiator_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "cycles the core changing a mapping spends on an IPI shootdown (send, local flush, wait for acks): ~4 us at 2 GHz; native Skylake measures 7,666-22,922 cycles (the CSALT/TCAT thesis, Tab. 6.3)";
+        remote_cycles: u64 = 2000; "os.shootdown_remote_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "cycles each other core running the address space loses to the shootdown interrupt (entry, invalidation, ack; ~1 us, an assumption)";
+        local_cycles: u64 = 200; "os.shootdown_local_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "cycles of a shootdown no other core needs (a local INVLPG or flush, ~100 ns)";
+        protocol: crate::param::ShootdownProtocol = crate::param::ShootdownProtocol::Ipi; "shootdown.protocol"; None; "how TLBs are kept coherent when a mapping changes: ipi (interrupt every core that runs the address space, wait for each; a preempted vCPU acks when it runs again), kvm_tlb (KVM's paravirtual flush: running vCPUs get IPIs, preempted ones flush all their entries when rescheduled), tcat-cotag or tcat-cotagless (TCAT: rewrite and flush the page's POM-TLB line; its TLB sharers drop the entries homed there, or the whole matching set; needs pomtlb.enabled), ideal (the translations go, at no cost to anyone: the seed's Ideal-sim bound)";
+        flush_ceiling_pages: u64 = 33; "os.flush_ceiling_pages"; Some(crate::param::Limit::Int(1 << 30)); "a shootdown of more 4 KB pages than this flushes the address space's whole TLB and PWC contents instead (Linux x86 tlb_single_page_flush_ceiling)";
+    }
+}
+
 /// What a shootdown cost whom, for the counters.
 #[derive(Default)]
 struct Charged {
@@ -83,13 +96,13 @@ impl Kernel {
                 Scope::Guest(vm) => self.vms[vm].os.spaces[sd.space].ctx,
                 _ => self.os.spaces[sd.space].ctx,
             };
-            let full = sd.pages > self.cfg.os_flush_ceiling_pages;
-            let by_lines = matches!(self.cfg.shootdown_protocol, ShootdownProtocol::TcatCotag | ShootdownProtocol::TcatCotagless);
+            let full = sd.pages > self.cfg.shootdown.flush_ceiling_pages;
+            let by_lines = matches!(self.cfg.shootdown.protocol, ShootdownProtocol::TcatCotag | ShootdownProtocol::TcatCotagless);
             // The lines a TCAT shootdown rewrites come from the mechanism that keeps their
             // directory; with none (no machine builds that: TCAT's protocol makes it), the
             // baseline runs.
             lines.clear();
-            let k = if self.cfg.shootdown_protocol == ShootdownProtocol::Ideal {
+            let k = if self.cfg.shootdown.protocol == ShootdownProtocol::Ideal {
                 self.invalidate_everywhere(scope, ctx, &sd, full, hw);
                 Charged::default()
             } else if by_lines && !full && scope != Scope::Host && hw.shootdown_lines(&sd.ranges, sd.pages, ctx, &mut lines) {
@@ -97,7 +110,7 @@ impl Kernel {
             } else {
                 hw.on_baseline_shootdown();
                 self.invalidate_everywhere(scope, ctx, &sd, full, hw);
-                let kvm = self.cfg.shootdown_protocol != ShootdownProtocol::Ipi && !self.vms.is_empty();
+                let kvm = self.cfg.shootdown.protocol != ShootdownProtocol::Ipi && !self.vms.is_empty();
                 self.interrupt(scope, sd.space, initiator, kvm, port)
             };
             let os = match scope {
@@ -109,7 +122,7 @@ impl Kernel {
             }
             os.shootdowns += 1;
             os.shootdown_ipis += k.ipis;
-            os.shootdown_cycles += k.init + k.ipis * self.cfg.os_shootdown_remote_cycles;
+            os.shootdown_cycles += k.init + k.ipis * self.cfg.shootdown.remote_cycles;
             os.busy_wait_cycles += k.busy;
             os.deferred_flushes += k.deferred;
             cost += k.init;
@@ -142,7 +155,7 @@ impl Kernel {
     /// them; returns what the initiator pays.
     fn interrupt<P: MemPort>(&mut self, scope: Scope, space: usize, initiator: Option<usize>, kvm: bool, port: &mut P) -> Charged {
         let cfg = &self.cfg;
-        let (init_cycles, local_cycles, remote_cycles) = (cfg.os_shootdown_initiator_cycles, cfg.os_shootdown_local_cycles, cfg.os_shootdown_remote_cycles);
+        let (init_cycles, local_cycles, remote_cycles) = (cfg.shootdown.initiator_cycles, cfg.shootdown.local_cycles, cfg.shootdown.remote_cycles);
         let host_vm = if scope == Scope::Host { self.vms.iter().position(|v| v.space == space) } else { None };
         let mut k = Charged::default();
         for (i, t) in self.contexts.iter().enumerate() {
@@ -202,7 +215,7 @@ impl Kernel {
     ) -> Charged {
         let mut k = Charged::default();
         let init_core = initiator.map(|c| self.contexts[c].core);
-        let flush = self.cfg.tcat_flush;
+        let flush = self.cfg.tcat.flush;
         for &(line, va) in lines {
             // (Announced before the write, while the line still holds what an unflushed
             // copy will go on saying.)
@@ -239,7 +252,7 @@ impl Kernel {
             let t = &mut self.contexts[c];
             (t.space, t.vm, t.ctx) = (space, vm, ctx);
             let core = t.core;
-            if !self.cfg.virt_vpid {
+            if !self.cfg.virt.vpid {
                 hw.flush_local(core, Invalidate::All);
                 hw.invalidate_nested(core, Invalidate::All);
             }

@@ -78,7 +78,7 @@ pub struct Kernel {
 
 impl Kernel {
     pub fn new(cfg: &Config, os: Os, vms: Vec<Vm>, sched: Sched, contexts: Vec<HwContext>) -> Kernel {
-        Kernel { cfg: cfg.clone(), os, vms, sched, contexts, virt: cfg.virt_enabled, pte_lines: Vec::new() }
+        Kernel { cfg: cfg.clone(), os, vms, sched, contexts, virt: cfg.virt.enabled, pte_lines: Vec::new() }
     }
 
     /// Whether context `c`'s address space maps `va` (in a VM: the guest maps it, and the

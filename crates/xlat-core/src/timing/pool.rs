@@ -6,6 +6,15 @@ use super::schedule::Schedule;
 use super::window::Units;
 use crate::param::PoolModel;
 
+use crate::param::component;
+
+component! {
+    /// The resource model of the cores' MSHR and walker pools (`timing.*`).
+    PoolParams {
+        pools: crate::param::PoolModel = crate::param::PoolModel::Fast; "pools"; None; "resource model of each core's MSHRs and page walkers, both granting units first come first served by request cycle: fast (the schedule of the requests seen so far, in request order; a request that comes after a later one is served in its place and those after it again) or exact (busy units counted per cycle over every booking; a later request's lost wait booked where a unit is free): docs/timing.md, \"Two resource models\"";
+    }
+}
+
 pub enum Pool {
     Fast(Schedule),
     Exact(Units),

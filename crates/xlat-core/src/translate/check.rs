@@ -14,6 +14,16 @@ use crate::param::OnStale;
 use crate::stats::Stats;
 use crate::translate::Translator;
 
+use crate::param::component;
+
+component! {
+    /// The translation checker (`check.*`).
+    CheckParams {
+        translations: u64 = 0; "translations"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "check every N-th translation a core uses against a functional walk of the current page tables (both dimensions in a VM): 1 checks every reference (tests), larger N samples (studies); 0: off. See check.on_stale";
+        on_stale: crate::param::OnStale = crate::param::OnStale::Fail; "on_stale"; None; "when a checked translation is stale: fail (stop the run with one line naming the core, the address and both frames) or count (statistic stale_translation_uses)";
+    }
+}
+
 /// The checker's state: how often it checks and what it found.
 #[derive(Clone, Debug, Default)]
 pub struct Checker {
@@ -27,7 +37,7 @@ pub struct Checker {
 
 impl Checker {
     pub fn from_config(cfg: &Config) -> Checker {
-        Checker { every: cfg.check_translations, countdown: cfg.check_translations, fail: cfg.check_on_stale == OnStale::Fail, ..Default::default() }
+        Checker { every: cfg.check.translations, countdown: cfg.check.translations, fail: cfg.check.on_stale == OnStale::Fail, ..Default::default() }
     }
 
     /// Whether this reference's translation is one to check.

@@ -41,7 +41,7 @@ impl TlbId {
 
     /// Whether machines of `cfg` have this level (and report its statistics).
     pub fn exists(self, cfg: &Config) -> bool {
-        self != TlbId::L2i || cfg.tlb_l2i_entries > 0
+        self != TlbId::L2i || cfg.tlb_l2i.entries > 0
     }
 }
 
@@ -53,6 +53,19 @@ pub type TlbPath = [TlbId; PATH_LEN];
 pub const PATH_LEN: usize = 2;
 
 pub use crate::arch::ctx::HwContext;
+
+use crate::param::component;
+
+component! {
+    /// What every TLB level shares (`tlb.*`): coalescing, set index, thread tags, prefetch walks, the perfect-TLB bound.
+    TlbParams {
+        coalescing: crate::param::Coalescing = crate::param::Coalescing::None; "coalescing"; None; "PTE coalescing (AMD Zen) in every TLB structure: none, 16k (groups of 4 PTEs, Zen 2/3) or 32k (8 PTEs, Zen/Zen+); per structure tlb.<level>.coalescing";
+        set_index: crate::param::TlbSetIndex = crate::param::TlbSetIndex::Vpn; "set_index"; None; "how the L1 and L2 TLBs pick a translation's set: vpn (the page number's low bits) or vpn_xor_vm (the page number xor the VM ID: the POM-TLB's hash, so a POM-TLB set's translations share one private-TLB set, as TCAT-cotagless needs)";
+        thread_tagged: bool = false; "thread_tagged"; None; "SMT (system.threads_per_core > 1): TLB and page-walk-cache entries carry the hardware thread that filled them, so a core's threads never use each other's entries, even in one address space (AMD Zen; PT-Baker §4.4.5.1); false: competitively shared, a thread hits what its sibling filled";
+        prefetch_walks: bool = true; "prefetch_walks"; None; "a software prefetch that misses the TLBs walks and fills them, as a load does (Zen 3: PT-Baker Fig. 4.3); false: it is dropped";
+        perfect: bool = false; "perfect"; None; "every translation hits the L1 TLB: no walks (measures what translation costs)";
+    }
+}
 
 /// Slots per level of [`Mmu::champsim_fillers`] (direct-mapped by region).
 pub const FILLER_SLOTS: usize = 4096;
@@ -88,41 +101,41 @@ impl Mmu {
     /// [`crate::memory::hierarchy::core_seed`]).
     pub fn new(cfg: &Config, s: u64) -> Mmu {
         use PageSize::*;
-        let dtlb = if cfg.tlb_l1d_unified {
-            TlbLevel::new(&[(cfg.tlb_l1d_entries, cfg.tlb_l1d_ways, &[Size4K, Size2M, Size1G])], cfg.tlb_l1d_policy, s + 1)
+        let dtlb = if cfg.tlb_l1d.unified {
+            TlbLevel::new(&[(cfg.tlb_l1d.entries, cfg.tlb_l1d.ways, &[Size4K, Size2M, Size1G])], cfg.tlb_l1d.policy, s + 1)
         } else {
             TlbLevel::new(
                 &[
-                    (cfg.tlb_l1d_entries, cfg.tlb_l1d_ways, &[Size4K]),
-                    (cfg.tlb_l1d_entries_2m, cfg.tlb_l1d_ways_2m, &[Size2M]),
-                    (cfg.tlb_l1d_entries_1g, cfg.tlb_l1d_ways_1g, &[Size1G]),
+                    (cfg.tlb_l1d.entries, cfg.tlb_l1d.ways, &[Size4K]),
+                    (cfg.tlb_l1d.entries_2m, cfg.tlb_l1d.ways_2m, &[Size2M]),
+                    (cfg.tlb_l1d.entries_1g, cfg.tlb_l1d.ways_1g, &[Size1G]),
                 ],
-                cfg.tlb_l1d_policy,
+                cfg.tlb_l1d.policy,
                 s + 1,
             )
         };
         let itlb = TlbLevel::new(
-            &[(cfg.tlb_l1i_entries, cfg.tlb_l1i_ways, &[Size4K]), (cfg.tlb_l1i_entries_2m, cfg.tlb_l1i_ways_2m, &[Size2M])],
-            cfg.tlb_l1i_policy,
+            &[(cfg.tlb_l1i.entries, cfg.tlb_l1i.ways, &[Size4K]), (cfg.tlb_l1i.entries_2m, cfg.tlb_l1i.ways_2m, &[Size2M])],
+            cfg.tlb_l1i.policy,
             s + 2,
         );
         let stlb = TlbLevel::new(
-            &[(cfg.tlb_l2_entries, cfg.tlb_l2_ways, &[Size4K, Size2M]), (cfg.tlb_l2_entries_1g, cfg.tlb_l2_ways_1g, &[Size1G])],
-            cfg.tlb_l2_policy,
+            &[(cfg.tlb_l2.entries, cfg.tlb_l2.ways, &[Size4K, Size2M]), (cfg.tlb_l2.entries_1g, cfg.tlb_l2.ways_1g, &[Size1G])],
+            cfg.tlb_l2.policy,
             s + 3,
         );
         // A PWC table is indexed by the lowest level of the node whose entries it caches
         // (tag = VA >> 12+9(level-1)). A flattened L4+L3 root's entries are keyed by
         // VA[47:30], like L3 entries, in the table the paper sizes separately.
         let mut pwc_entries = [0, 0, cfg.pwc.l2_entries, cfg.pwc.l3_entries, cfg.pwc.l4_entries, cfg.pwc.l5_entries];
-        if cfg.pt_format != PtFormat::Radix5 {
+        if cfg.pt.format != PtFormat::Radix5 {
             pwc_entries[5] = 0;
         }
-        let v = cfg.virt_enabled;
+        let v = cfg.virt.enabled;
         let ways = |p: &crate::config::PwcParams| [0, 0, p.l2_ways, p.l3_ways, p.l4_ways, p.l5_ways];
         let mut pwc_ways = ways(&cfg.pwc);
         let mut vpwc_ways = ways(&cfg.virt_host_pwc);
-        if let Some(l) = cfg.pt_format.flat_root_pwc_level() {
+        if let Some(l) = cfg.pt.format.flat_root_pwc_level() {
             (pwc_entries[l], pwc_ways[l]) = (cfg.pwc.flat_entries, 0);
         }
         let mut vpwc_entries = if v {
@@ -130,37 +143,37 @@ impl Mmu {
         } else {
             [0; 6]
         };
-        if let (true, Some(l)) = (v, cfg.virt_host_pt_format.flat_root_pwc_level()) {
+        if let (true, Some(l)) = (v, cfg.virt.host_pt_format.flat_root_pwc_level()) {
             (vpwc_entries[l], vpwc_ways[l]) = (cfg.virt_host_pwc.flat_entries, 0);
         }
         // Zen's L2 ITLB holds 4 KB and 2 MB pages; a 1 GB code page is cached as the 2 MB
         // piece holding the fetch (seeds/002 T1: "smashed").
-        let l2i = TlbLevel::new(&[(cfg.tlb_l2i_entries, cfg.tlb_l2i_ways, &[Size4K, Size2M])], cfg.tlb_l2i_policy, s + 10).smashing_1g();
+        let l2i = TlbLevel::new(&[(cfg.tlb_l2i.entries, cfg.tlb_l2i.ways, &[Size4K, Size2M])], cfg.tlb_l2i.policy, s + 10).smashing_1g();
         let group = |name| crate::translate::coalesce::group_shift(cfg.coalescing(name));
-        let dtlb = dtlb.coalescing(group("l1d"), (0, 0), cfg.tlb_l1d_policy, s + 11);
-        let itlb = itlb.coalescing(group("l1i"), (0, 0), cfg.tlb_l1i_policy, s + 12);
-        let stlb = stlb.coalescing(group("l2"), (cfg.tlb_l2_entries_coalesced, cfg.tlb_l2_ways_coalesced), cfg.tlb_l2_policy, s + 13);
-        let l2i = l2i.coalescing(group("l2i"), (0, 0), cfg.tlb_l2i_policy, s + 14);
-        let ix = cfg.tlb_set_index;
+        let dtlb = dtlb.coalescing(group("l1d"), (0, 0), cfg.tlb_l1d.policy, s + 11);
+        let itlb = itlb.coalescing(group("l1i"), (0, 0), cfg.tlb_l1i.policy, s + 12);
+        let stlb = stlb.coalescing(group("l2"), (cfg.tlb_l2.entries_coalesced, cfg.tlb_l2.ways_coalesced), cfg.tlb_l2.policy, s + 13);
+        let l2i = l2i.coalescing(group("l2i"), (0, 0), cfg.tlb_l2i.policy, s + 14);
+        let ix = cfg.tlb.set_index;
         let (dtlb, itlb, stlb, l2i) = (dtlb.indexed(ix), itlb.indexed(ix), stlb.indexed(ix), l2i.indexed(ix));
-        let ntlb_entries = if v { cfg.tlb_nested_entries } else { 0 };
-        let ntlb = TlbLevel::new(&[(ntlb_entries, cfg.tlb_nested_ways, &[Size4K, Size2M, Size1G])], Policy::Lru, s + 8);
+        let ntlb_entries = if v { cfg.tlb_nested.entries } else { 0 };
+        let ntlb = TlbLevel::new(&[(ntlb_entries, cfg.tlb_nested.ways, &[Size4K, Size2M, Size1G])], Policy::Lru, s + 8);
         Mmu {
             tlbs: [dtlb, itlb, stlb, l2i],
             data_path: [TlbId::L1d, TlbId::L2],
-            fetch_path: [TlbId::L1i, if cfg.tlb_l2i_entries > 0 { TlbId::L2i } else { TlbId::L2 }],
+            fetch_path: [TlbId::L1i, if cfg.tlb_l2i.entries > 0 { TlbId::L2i } else { TlbId::L2 }],
             pwc: Pwc::new(pwc_entries, pwc_ways, cfg.pwc.policy, s + 7),
             vpwc: Pwc::new(vpwc_entries, vpwc_ways, cfg.virt_host_pwc.policy, s + 9),
             ntlb,
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
-            cwc: if cfg.ech_enabled {
-                Pwc::new([0, 0, cfg.ech_pmd_cwc_entries, cfg.ech_pud_cwc_entries, 0, 0], [0; 6], Policy::Lru, s + 15)
+            cwc: if cfg.ech.enabled {
+                Pwc::new([0, 0, cfg.ech.pmd_cwc_entries, cfg.ech.pud_cwc_entries, 0, 0], [0; 6], Policy::Lru, s + 15)
             } else {
                 Pwc::new([0; 6], [0; 6], Policy::Lru, 0)
             },
             ech: EchCounters::default(),
-            champsim_fillers: if cfg.champsim_pscl_reread && cfg.champsim_private_pte_lines { vec![(u64::MAX, 0); FILLER_SLOTS * 5] } else { Vec::new() },
+            champsim_fillers: if cfg.champsim.pscl_reread && cfg.champsim.private_pte_lines { vec![(u64::MAX, 0); FILLER_SLOTS * 5] } else { Vec::new() },
         }
     }
 

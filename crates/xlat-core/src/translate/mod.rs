@@ -50,7 +50,7 @@ fn evicted(mechs: &mut Mechs, c: usize, id: crate::translate::mmu::TlbId, lvl: &
 
 impl Translator {
     pub(crate) fn perfect(&self) -> bool {
-        self.cfg.tlb_perfect
+        self.cfg.tlb.perfect
     }
 
     /// Simulate one reference of hardware context `c`: dispatch, translation, data access,
@@ -107,7 +107,7 @@ impl Translator {
     #[inline]
     fn translate<P: MemPort>(&mut self, c: usize, va: VirtAddr, kind: RefKind, kernel: &mut Kernel, port: &mut P) -> Result<Option<(u64, PageSize)>, SimError> {
         let write = kind == RefKind::Store;
-        if self.cfg.tlb_perfect {
+        if self.cfg.tlb.perfect {
             if kind == RefKind::Prefetch && !kernel.mapped(c, va) {
                 return Ok(None);
             }
@@ -180,7 +180,7 @@ impl Translator {
             }
         }
         // A prefetch walks only where prefetches start walks, and never to fault.
-        if kind == RefKind::Prefetch && !(self.cfg.tlb_prefetch_walks && kernel.mapped(c, va)) {
+        if kind == RefKind::Prefetch && !(self.cfg.tlb.prefetch_walks && kernel.mapped(c, va)) {
             return Ok(None);
         }
         port.walk_begin();
