@@ -23,7 +23,7 @@ use crate::translate::Translator;
 use crate::workload::{Program, Ref, RefSource};
 
 pub mod sample;
-mod stats;
+pub(crate) mod stats;
 
 /// How much to run.
 #[derive(Clone, Copy, Debug, Default)]

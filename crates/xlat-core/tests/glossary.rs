@@ -210,7 +210,7 @@ fn every_statistic_is_declared_and_every_declaration_emitted() {
     }
     assert!(
         undeclared.is_empty(),
-        "statistics emitted but not declared in crates/xlat-core/src/glossary.rs (add an entry, then regenerate docs/statistics.md):\n  {}",
+        "statistics emitted but not declared (add an entry beside the code that emits them, see crates/xlat-core/src/glossary.rs, then regenerate docs/statistics.md):\n  {}",
         undeclared.join("\n  ")
     );
     let mut dead = Vec::new();

@@ -205,6 +205,92 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
     }
 }
 
+/// The glossary's entries of the statistics [`stats_of`] and [`emit_part`] emit themselves: the
+/// machine's instructions, cycles and stalls, DRAM and energy, PT-Baker's helper.
+pub(crate) const STATS: &[crate::glossary::Entry] = {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Core, "[core<N>.]instructions", Counter, "instructions",
+            "Instructions dispatched by the timing window: the sum of the references' instruction deltas (`inst_delta`). Bare: summed over cores."),
+        e(Core, "[core<N>.]cycles", Counter, "cycles",
+            "Cycles to run everything dispatched to retirement (the core's clock, or its last retirement if later). Bare: the slowest core's (the maximum, not a sum)."),
+        e(Core, "[core<N>.]ipc", Ratio, "instructions/cycle",
+            "`instructions` / `cycles`. Bare: all cores' instructions over the slowest core's cycles. Compare with `tlb.perfect=true` for what translation costs."),
+        e(Core, "rob_stall_cycles", Counter, "cycles",
+            "Cycles dispatch waited for the reorder buffer (`core.rob` entries) to free an entry, summed over cores (there is no per-core form)."),
+        e(Core, "lq_stall_cycles", Counter, "cycles",
+            "Cycles dispatch waited for a load-queue entry (`core.lq` entries, each held from a load's dispatch until its data arrives), beyond what it waited for the reorder buffer; summed over cores (there is no per-core form).").only("`core.lq` > 0"),
+        e(Core, "store_buffer_stall_cycles", Counter, "cycles",
+            "Cycles retirement waited for a store-buffer entry (`core.store_buffer` entries, freed as stores commit in order once their lines are there), beyond what it waited for older instructions anyway; summed over cores (there is no per-core form)."),
+        e(Dram, "dram.reads", Counter, "lines", "Lines read from DRAM: the LLC's demand misses (data and PTE reads)."),
+        e(Dram, "dram.writes", Counter, "lines",
+            "Dirty lines written to DRAM: dirty LLC victims, and with `cache.llc.inclusive=true` dirty private copies back-invalidated with them."),
+        e(Dram, "dram.queue_cycles", Counter, "cycles",
+            "With `dram.bandwidth_gbps` > 0: cycles requests (reads, and write-backs unless they drain in batches) waited for the channel, summed; 0 with unlimited bandwidth. Only reads' waits delay anything."),
+        e(Dram, "dram.drains", Counter, "drains",
+            "Write drains: batches of `dram.write_batch` write-backs that took the channel, with two turnarounds of `dram.turnaround_ns`, while reads waited.")
+            .only("`dram.write_batch` > 0 and `dram.bandwidth_gbps` > 0"),
+        e(Dram, "dram.row_hits", Counter, "accesses", "Accesses (reads and write-backs) that found their row open in their bank: tCAS.").only("`dram.banks` > 0"),
+        e(Dram, "dram.row_misses", Counter, "accesses", "Accesses to a bank with no row open (its first): tRCD + tCAS.").only("`dram.banks` > 0"),
+        e(Dram, "dram.row_conflicts", Counter, "accesses", "Accesses that found another row open in their bank: tRP + tRCD + tCAS.").only("`dram.banks` > 0"),
+        e(Dram, "dram.bank_wait_cycles", Counter, "cycles", "Cycles reads waited for their bank to finish earlier reads or a refresh, summed (write-backs yield to reads: they wait in the write queue and delay no one).").only("`dram.banks` > 0"),
+        e(Energy, "energy_nj.cache", Float, "nJ", "Every cache's (lookups + write-backs received) x its `cache.<cache>.energy_nj`, summed."),
+        e(Energy, "energy_nj.dram", Float, "nJ", "(`dram.reads` + `dram.writes`) x `dram.energy_nj`."),
+        e(Energy, "energy_nj.total", Float, "nJ", "`energy_nj.cache` + `energy_nj.dram`."),
+        e(Mechanisms, "ptbaker.touches", Counter, "touches",
+            "Touches of PT-Baker's helper thread: its loads or prefetches (`ptbaker.mode=user`, `user-prefetch`) or its software walks (`kernel`: read-ptes calls, which read `os.pte_reads` lines), after warm-up.")
+        .only("`ptbaker.mode` other than `off`"),
+        e(Mechanisms, "ptbaker.passes", Float, "passes",
+            "`ptbaker.touches` over the touches of one pass over the helper's regions: passes it made, the last one partial (0 with `ptbaker.ahead`, which follows a thread instead).")
+        .only("`ptbaker.mode` other than `off`"),
+    ]
+};
+
+/// The same for the caches' prefetchers and coherence (beside each cache's own, [`emit_cache`]).
+pub(crate) const CACHE_STATS: &[crate::glossary::Entry] = {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Caches, "cache.<pfcache>.prefetches", Counter, "lines",
+            "Lines the cache's data prefetcher brought in (lines already there are not fetched again). Prefetches are not demand `accesses`; from DRAM they count in `dram.reads`.")
+            .only("`cache.<pfcache>.prefetcher` other than `none`"),
+        e(Caches, "cache.<pfcache>.prefetch_hits", Counter, "lines",
+            "Prefetched lines a demand access then hit (each line's first hit; a hit on a prefetch still in flight waits for it and counts).")
+            .only("`cache.<pfcache>.prefetcher` other than `none`"),
+        e(Caches, "cache.<pfcache>.prefetch_accuracy", Ratio, "fraction", "`prefetch_hits` / `prefetches`.")
+            .only("`cache.<pfcache>.prefetcher` other than `none`"),
+        e(Caches, "coherence.invalidations", Counter, "copies",
+            "Copies of lines in other cores' L1s and L2s that stores invalidated (a store takes its line exclusively; it waits for the directory's round trip when there were copies).").only("`coherence.enabled=true`"),
+    ]
+};
+
+/// The same for the programs of a mix (beside the OS's, [`emit_os`]).
+pub(crate) const PROGRAM_STATS: &[crate::glossary::Entry] = {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Os, "prog<N>.mapped_bytes", Counter, "bytes", "A mix's program: bytes its address spaces map at the end of the run.").only("a native `--mix`"),
+        e(Os, "prog<N>.huge_coverage", Ratio, "fraction", "A mix's program: share of its `mapped_bytes` mapped by 2 MB or 1 GB pages at the end of the run (how a promotion daemon shared the huge pages between programs).").only("a native `--mix`"),
+    ]
+};
+
+/// The same for virtual machines (beside the VMs' counters, [`VirtCounters`]).
+pub(crate) const VIRT_STATS: &[crate::glossary::Entry] = {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Vms, "virt.guest_pt_host_pte_bytes", Counter, "bytes", "Bytes of host (EPT) leaf entries mapping the guests' page tables at the end of the run: 8 per host page that holds a guest page-table node (the flattening paper's 22 KB of host PTEs for graph500's 11 MB guest table).").only("`virt.enabled=true`"),
+    ]
+};
+
+/// The same for ECH's hashed tables (beside its walks' counters, [`crate::stats::EchCounters`]).
+pub(crate) const ECH_STATS: &[crate::glossary::Entry] = {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Mechanisms, "ech.bytes", Counter, "bytes", "ECH: simulated memory of every address space's hashed tables and cuckoo walk tables at the end of the run (both tables of one that is growing), besides the OS's own radix tree (`pt_bytes`).").only("`ech.enabled=true`"),
+        e(Mechanisms, "ech.resizes", Counter, "tables", "ECH: hashed tables grown (elastic resizing: `ech.growth` times larger once fuller than `ech.load_factor`), since the tables were created.").only("`ech.enabled=true`"),
+        e(Mechanisms, "ech.kicks", Counter, "keys", "ECH: entries displaced by cuckoo insertions, since the tables were created.").only("`ech.enabled=true`"),
+        e(Mechanisms, "ech.scattered_ways", Counter, "ways", "ECH: table ways that found no free contiguous block and were placed in single frames (ECH needs large contiguous allocations: the flattening paper's objection to it).").only("`ech.enabled=true`"),
+    ]
+};
+
 /// The statistics of part of the machine (a core, a program's cores) under prefix `p`.
 #[allow(clippy::too_many_arguments)]
 fn emit_part(
@@ -248,6 +334,18 @@ fn emit_csalt(s: &mut Stats, mem: &MemorySide) {
     }
 }
 
+/// The glossary's entries of what [`emit_csalt`] emits.
+pub(crate) const CSALT_STATS: &[crate::glossary::Entry] = {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Mechanisms, "csalt.<pcache>.data_ways", Counter, "ways", "CSALT's partition now: ways data lines may fill (page-table lines count as data), the rest for POM-TLB lines; for `l2`, summed over the cores' L2s (divide by the cores for the mean). A level, not a count: an `--interval` series holds its change per interval.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
+        e(Mechanisms, "csalt.<pcache>.epochs", Counter, "epochs", "Epochs ended (every `csalt.epoch` demand accesses to the cache), each a repartitioning.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
+        e(Mechanisms, "csalt.<pcache>.changes", Counter, "epochs", "Epochs whose repartitioning changed the number of data ways.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
+        e(Mechanisms, "csalt.<pcache>.s_dat", Float, "factor", "The data weight S_Dat of the last repartitioning (CSALT-CD, Eqs. 5.6-5.8 for L2, their analogue for the LLC; 1 for CSALT-D); for `l2`, the mean over the cores.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
+        e(Mechanisms, "csalt.<pcache>.s_tr", Float, "factor", "The TLB-entry weight S_Tr of the last repartitioning (CSALT-CD, Eqs. 5.3-5.5 for L2; 1 for CSALT-D).").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
+    ]
+};
+
 /// The memory side's statistics of an L3 TLB in memory: where its lines were served, the
 /// die-stacked DRAM's traffic, and the share of each cache its lines occupy now.
 fn emit_tlb_lines(s: &mut Stats, mem: &MemorySide) {
@@ -272,6 +370,49 @@ fn emit_tlb_lines(s: &mut Stats, mem: &MemorySide) {
     s.int("cache.llc.tlbe.lines", llc_tlb);
 }
 
+/// The glossary's entries of what [`emit_tlb_lines`] emits itself (beside [`TlbLineCounters`]).
+pub(crate) const TLB_LINE_STATS: &[crate::glossary::Entry] = {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(
+            Caches,
+            "cache.l2.tlb_lines",
+            Ratio,
+            "fraction",
+            "Share of all cores' L2 lines holding POM-TLB entries at the end of the run (a snapshot; with `--interval`, one per interval).",
+        )
+        .only("`pomtlb.enabled=true`"),
+        e(
+            Caches,
+            "cache.llc.tlb_lines",
+            Ratio,
+            "fraction",
+            "Share of the LLC's lines holding POM-TLB entries at the end of the run (a snapshot; with `--interval`, one per interval).",
+        )
+        .only("`pomtlb.enabled=true`"),
+        e(
+            Caches,
+            "cache.l2.tlbe.lines",
+            Counter,
+            "lines",
+            "Lines of all cores' L2s holding POM-TLB entries at the end of the run. A level: an `--interval` series holds its change per interval.",
+        )
+        .only("`pomtlb.enabled=true`"),
+        e(
+            Caches,
+            "cache.llc.tlbe.lines",
+            Counter,
+            "lines",
+            "Lines of the LLC holding POM-TLB entries at the end of the run. A level: an `--interval` series holds its change per interval.",
+        )
+        .only("`pomtlb.enabled=true`"),
+        e(Mechanisms, "pomtlb.dram.reads", Counter, "lines", "Reads of the die-stacked DRAM (POM-TLB line misses in the LLC).").only("`pomtlb.enabled=true`"),
+        e(Mechanisms, "pomtlb.dram.writes", Counter, "lines", "Write-backs of dirty POM-TLB lines to the die-stacked DRAM.").only("`pomtlb.enabled=true`"),
+        e(Mechanisms, "pomtlb.dram.queue_cycles", Counter, "cycles", "Cycles requests waited for the die-stacked DRAM (`pomtlb.bandwidth_gbps` > 0).")
+            .only("`pomtlb.enabled=true`"),
+    ]
+};
+
 /// SMT: what each hardware context did on the memory side (`ctx<N>.`), which a core's
 /// statistics sum over its threads (PT-Baker's helper on the main thread's sibling).
 fn emit_contexts(s: &mut Stats, mem: &MemorySide) {
@@ -292,6 +433,31 @@ fn emit_contexts(s: &mut Stats, mem: &MemorySide) {
         }
     }
 }
+
+/// The glossary's entries of what [`emit_contexts`] emits.
+pub(crate) const CONTEXT_STATS: &[crate::glossary::Entry] = {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Core, "ctx<N>.instructions", Counter, "instructions", "Instructions hardware context N dispatched (a core's `instructions` sum its threads').")
+            .only("SMT (`system.threads_per_core` > 1)"),
+        e(Core, "ctx<N>.cycles", Counter, "cycles", "Hardware context N's clock at the end (its last retirement if later).")
+            .only("SMT (`system.threads_per_core` > 1)"),
+        e(Core, "ctx<N>.ipc", Ratio, "instructions/cycle", "`ctx<N>.instructions` / `ctx<N>.cycles`.").only("SMT (`system.threads_per_core` > 1)"),
+        e(Walks, "ctx<N>.walk_cycles", Counter, "cycles", "`walk_cycles` of hardware context N's walks alone.").only("SMT (`system.threads_per_core` > 1)"),
+        e(Walks, "ctx<N>.walk_cycles_per_walk", Ratio, "cycles", "`ctx<N>.walk_cycles` per walk of the context (dirty-bit walks included).")
+            .only("SMT (`system.threads_per_core` > 1)"),
+        e(
+            Served,
+            "ctx<N>.pte_served.<where>",
+            Counter,
+            "PTE reads",
+            "`pte_served.<where>` of hardware context N's walks alone (a core's sum its threads': PT-Baker's helper on the sibling walks too).",
+        )
+        .only("SMT (`system.threads_per_core` > 1)"),
+        e(Served, "ctx<N>.data_served.<where>", Counter, "references", "`data_served.<where>` of hardware context N's references alone.")
+            .only("SMT (`system.threads_per_core` > 1)"),
+    ]
+};
 
 /// Bytes of the host (EPT) leaf entries that map the guests' page-table nodes: one 8-byte entry
 /// per host page holding any guest node (the flattening paper's §4.1: 22 KB of host PTEs for

@@ -218,6 +218,15 @@ impl HawkEye {
     }
 }
 
+/// The glossary's entries of the mechanism's statistics: what `emit_stats` emits.
+pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[{
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Mechanisms, "hawkeye.windows", Counter, "windows", "HawkEye's measurement windows ended (every `hawkeye.window_refs` + `os.promotion_interval` references, first after `hawkeye.window_refs`).").only("`os.promotion=hawkeye`"),
+        e(Mechanisms, "hawkeye.requests", Counter, "regions", "Promotions HawkEye asked the OS for: at most `hawkeye.promote_per_interval` per window, each region once over the run, and at most `os.promotion_cap` of the footprint. The OS's `promotions` counts those it carried out.").only("`os.promotion=hawkeye`"),
+    ]
+}];
+
 impl Mechanism for HawkEye {
     fn hooks(&self) -> Hooks {
         Hooks { reference: true, ..Default::default() }

@@ -337,6 +337,12 @@ macro_rules! mechanisms {
             )*
         }
 
+        /// The glossary's entries of every mechanism's statistics (each module's `STATS`), in the
+        /// list's order.
+        pub(crate) fn stats() -> impl Iterator<Item = &'static crate::glossary::Entry> {
+            [$($module::STATS),*].into_iter().flatten().flat_map(|t| t.iter())
+        }
+
         /// Dispatch `$e` on the mechanism `$self` holds, with `$x` bound to it.
         macro_rules! each {
             ($self:expr, $x:ident => $e:expr) => {

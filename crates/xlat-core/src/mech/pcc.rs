@@ -120,24 +120,33 @@ fn emit_pcc(k: &PccCounters, prefix: &str, occupancy: u64, s: &mut Stats) {
 
 crate::stats::counters! {
     /// Event counts of one PCC (statistics `pcc.*`, and `pcc.1g.*` for the 1 GB PCC).
-    pub struct PccCounters {
-        /// Walks that reached the PCC's stage: `filtered + inserts + hits`.
-        lookups: "lookups",
-        /// Walks the cold-miss filter dropped (the region's entry had its A bit clear).
-        filtered: "filtered",
-        inserts: "inserts",
-        hits: "hits",
-        /// Lookups by walks that ended at a page of the region's size.
-        huge_lookups: "huge_lookups",
-        evictions: "evictions",
-        /// Halvings of every counter.
-        decays: "decays",
-        /// Entries dropped by shootdowns and flushes.
-        invalidations: "invalidations",
-        /// Read-outs by the OS.
-        reads: "reads",
-        /// Entries dropped by read-outs (`pcc.readout=flush`).
-        flushed: "flushed",
+    pub struct PccCounters under "[core<N>.]<pcc>." {
+        lookups: "lookups" => (Mechanisms, Counter, "lookups",
+            "Walks of the native or guest table (never host walks) that reached the PCC's stage: the PMD (level-2) entry for `pcc`, the PUD (level-3) entry for `pcc.1g`, or a level below it after a page-walk-cache hit. Includes walks that only set a dirty bit and walks that then fault. `filtered` + `inserts` + `hits`.")
+            .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        filtered: "filtered" => (Mechanisms, Counter, "lookups",
+            "Lookups the cold-miss filter dropped: the walk found the region's entry (the PMD or PUD entry, or the leaf of a page of the region's size) with its accessed bit clear, so this is the first walk into the region. A flattened L2+L1 node has no PMD entry: its walks are never filtered by `pcc`.")
+            .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        inserts: "inserts" => (Mechanisms, Counter, "lookups",
+            "Lookups past the filter that found no entry for the region (and context) and inserted it with count 0.")
+            .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        hits: "hits" => (Mechanisms, Counter, "lookups",
+            "Lookups past the filter that found the region's entry and added 1 to its count.")
+            .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        huge_lookups: "huge_lookups" => (Mechanisms, Counter, "lookups",
+            "Lookups past the filter by walks that ended at a page of the region's size (an already promoted region, whose entry is then marked huge).")
+            .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        evictions: "evictions" => (Mechanisms, Counter, "entries",
+            "Entries evicted to make room for an insert (`pcc.policy`: lfu or lru).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        decays: "decays" => (Mechanisms, Counter, "halvings",
+            "Times every count was halved because one reached 2^`pcc.counter_bits` - 1.").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        invalidations: "invalidations" => (Mechanisms, Counter, "entries",
+            "Entries dropped by shootdowns and flushes reaching the core (a range overlapping the region, its context, its VM, or everything).")
+            .only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        reads: "reads" => (Mechanisms, Counter, "read-outs",
+            "Read-outs of the PCC by the OS (its ranked candidate list).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        flushed: "flushed" => (Mechanisms, Counter, "entries",
+            "Entries emptied by read-outs (`pcc.readout=flush`; 0 with `invalidate`).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
     }
 }
 
@@ -614,6 +623,18 @@ impl Pcc {
         self.cores[c].pcc.ranked()
     }
 }
+
+/// The glossary's entries of the mechanism's statistics: its counters, and the occupancy and
+/// the daemon's counts `emit_stats` adds.
+pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[PccCounters::STATS, {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Mechanisms, "[core<N>.]<pcc>.occupancy", Counter, "entries", "Valid entries at the end of the run (state: not reset by warm-up).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        e(Mechanisms, "pcc.daemon.reads", Counter, "read-outs", "Times the OS's promotion daemon read every core's PCC out (every `os.promotion_interval` references, first after `os.promotion_first`).").only("`os.promotion=pcc`"),
+        e(Mechanisms, "pcc.daemon.requests", Counter, "regions", "Promotions the daemon asked the OS for: at most `pcc.promote_per_read` per read-out, each region once, none already huge or demoted, and over the run at most `os.promotion_cap` of the footprint in distinct regions. The OS's `promotions` counts those it carried out.").only("`os.promotion=pcc`"),
+        e(Mechanisms, "pcc.daemon.demotions", Counter, "regions", "Demotions the daemon asked the OS for (`pcc.demotion`): regions it promoted that came back in a read-out as huge entries with a count above 0, each once. The OS's `demotions` counts those it carried out; each frees a 2 MB block, its 512 pages moving to 4 KB frames (`os.migrated_pages`).").only("`os.promotion=pcc` and `pcc.demotion=true`"),
+    ]
+}];
 
 impl Mechanism for Pcc {
     fn hooks(&self) -> crate::mech::Hooks {

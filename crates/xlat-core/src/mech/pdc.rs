@@ -28,13 +28,12 @@ component! {
 
 crate::stats::counters! {
     /// The PDCs' events, summed over the cores (statistics `tlb.pdc.*`).
-    pub struct PdcCounters {
-        /// L1 DTLB misses the L2 DTLB did not serve, looked up here.
-        lookups: "tlb.pdc.lookups",
-        /// Of them, those it translated (a store needs a dirty entry).
-        hits: "tlb.pdc.hits",
-        /// 1 GB translations the L1 DTLB evicted into it.
-        fills: "tlb.pdc.fills",
+    pub struct PdcCounters under "" {
+        lookups: "tlb.pdc.lookups" => (Tlbs, Counter, "lookups",
+            "L1 DTLB misses the L2 DTLB did not serve, looked up in the cores' Page Directory Caches (summed over cores).").only("`tlb.pdc.entries` > 0"),
+        hits: "tlb.pdc.hits" => (Tlbs, Counter, "lookups",
+            "Of `tlb.pdc.lookups`, those a PDC translated (a 1 GB page the L1 DTLB had evicted; a store needs a dirty entry).").only("`tlb.pdc.entries` > 0"),
+        fills: "tlb.pdc.fills" => (Tlbs, Counter, "entries", "1 GB translations the L1 DTLBs evicted into their PDCs.").only("`tlb.pdc.entries` > 0"),
     }
 }
 
@@ -76,6 +75,15 @@ impl Pdc {
         a.probe(a.set_of(va.vpn(PageSize::Size1G)), TlbKey::new(va, PageSize::Size1G, ctx)).is_some()
     }
 }
+
+/// The glossary's entries of the mechanism's statistics: its counters, and the hit rate
+/// `emit_stats` adds.
+pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[PdcCounters::STATS, {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Tlbs, "tlb.pdc.hit_rate", Ratio, "fraction", "`tlb.pdc.hits` / `tlb.pdc.lookups`.").only("`tlb.pdc.entries` > 0"),
+    ]
+}];
 
 impl Mechanism for Pdc {
     fn hooks(&self) -> Hooks {

@@ -53,25 +53,24 @@ component! {
 crate::stats::counters! {
     /// The POM-TLB's events, chip-wide (statistics `pomtlb.*`; where its lines were served
     /// is counted by the memory side).
-    pub struct PomCounters {
-        /// L2 TLB misses that looked the POM-TLB up: `hits + misses`.
-        lookups: "lookups",
-        hits: "hits",
-        /// Hits in the 2 MB array.
-        hits_2m: "hits_2m",
-        /// Lookups that walked: no entry, or a store found a clean one (`dirty_walks`).
-        misses: "misses",
-        /// Stores that found a clean entry and walked to set the PTE's D bit.
-        dirty_walks: "dirty_walks",
-        /// Translations written after walks.
-        fills: "fills",
-        /// Valid entries a fill replaced.
-        evictions: "evictions",
-        /// Entries dropped by shootdowns and flushes.
-        invalidations: "invalidations",
-        /// Hits on an old entry of a line rewritten without a flush (`tcat.flush=false`):
-        /// stale translations the MMU picked up from a cached copy.
-        stale_hits: "stale_hits",
+    pub struct PomCounters under "pomtlb." {
+        lookups: "lookups" => (Mechanisms, Counter, "lookups",
+            "L2 TLB misses that looked the POM-TLB up (not stores through a clean L1/L2 entry, which walk at once): `hits` + `misses`. Every lookup reads two lines, one per array.")
+            .only("`pomtlb.enabled=true`"),
+        hits: "hits" => (Mechanisms, Counter, "lookups",
+            "Lookups that found the translation (a store needs a dirty one); the L1 and L2 TLBs are filled and no walk runs.").only("`pomtlb.enabled=true`"),
+        hits_2m: "hits_2m" => (Mechanisms, Counter, "lookups",
+            "Hits in the 2 MB array (a 1 GB page is held as the 2 MB piece touched).").only("`pomtlb.enabled=true`"),
+        misses: "misses" => (Mechanisms, Counter, "lookups", "Lookups that walked: no entry, or a store found a clean one.").only("`pomtlb.enabled=true`"),
+        dirty_walks: "dirty_walks" => (Mechanisms, Counter, "lookups",
+            "Misses of stores that found a clean entry and walked to set the PTE's D bit (included in `misses`).").only("`pomtlb.enabled=true`"),
+        fills: "fills" => (Mechanisms, Counter, "translations",
+            "Translations written after walks (each a write of its set's line through the L2 cache).").only("`pomtlb.enabled=true`"),
+        evictions: "evictions" => (Mechanisms, Counter, "entries", "Valid entries a fill replaced (LRU within the 4-entry set).").only("`pomtlb.enabled=true`"),
+        invalidations: "invalidations" => (Mechanisms, Counter, "entries", "Entries dropped by shootdowns and flushes.").only("`pomtlb.enabled=true`"),
+        stale_hits: "stale_hits" => (Mechanisms, Counter, "lookups",
+            "Hits (in `hits`) on an old entry of a line TCAT's initiator rewrote without flushing it (`tcat.flush=false`, the §5.2.5.1 counterexample): until the initiator's L1D writes the line back, the copies the MMU reads still hold the translation the rewrite cleared. 0 otherwise.")
+            .only("`pomtlb.enabled=true`"),
     }
 }
 
@@ -385,6 +384,18 @@ impl PomTlb {
         (self.small.sets.occupancy(), self.large.sets.occupancy())
     }
 }
+
+/// The glossary's entries of the mechanism's statistics: its counters, and what `emit_stats`
+/// adds (its lines' trips through the caches are the memory side's,
+/// [`crate::memory::hierarchy::TlbLineCounters`]).
+pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[PomCounters::STATS, {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Mechanisms, "pomtlb.hit_rate", Ratio, "fraction", "`hits` / `lookups`.").only("`pomtlb.enabled=true`"),
+        e(Mechanisms, "pomtlb.occupancy", Counter, "entries", "Valid entries of the 4 KB array at the end of the run (state: not reset by warm-up).").only("`pomtlb.enabled=true`"),
+        e(Mechanisms, "pomtlb.occupancy_2m", Counter, "entries", "Valid entries of the 2 MB array at the end of the run.").only("`pomtlb.enabled=true`"),
+    ]
+}];
 
 impl Mechanism for PomTlb {
     fn caches_translations(&self) -> bool {

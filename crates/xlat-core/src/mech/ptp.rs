@@ -73,6 +73,10 @@ impl PtpDetector {
     }
 }
 
+/// The glossary's entries of the mechanism's statistics: none, its epochs are counted by the cores
+/// (`ptp.*` in [`crate::stats::CoreCounters`]).
+pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[];
+
 impl Mechanism for PtpDetector {
     fn next_epoch(&self, c: usize) -> u64 {
         self.cores[c].end

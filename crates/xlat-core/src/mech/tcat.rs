@@ -45,23 +45,25 @@ component! {
 
 crate::stats::counters! {
     /// TCAT's events, chip-wide (statistics `tcat.*`).
-    pub struct TcatCounters {
-        /// POM-TLB lines the hypervisor read-modify-wrote and flushed (one per page size that
-        /// may map an updated page).
-        lines: "tcat.lines",
-        /// Invalidations the directory forwarded to TLB sharers (the initiator's own, by
-        /// self-snoop, included).
-        messages: "tcat.messages",
-        /// Messages that found no entry to drop (the sharer had evicted them silently).
-        spurious: "tcat.spurious",
-        /// TLB entries the sharers dropped.
-        invalidations: "tcat.invalidations",
-        /// TLB entries other cores dropped because a walk's fill wrote their line
-        /// (`tcat.fill_invalidates=true` only).
-        fill_invalidations: "tcat.fill_invalidations",
-        /// Shootdowns TCAT left to the baseline protocol: over `os.flush_ceiling_pages`, or a
-        /// host's (gPA) change, which TCAT does not cover.
-        fallbacks: "tcat.fallbacks",
+    pub struct TcatCounters under "" {
+        lines: "tcat.lines" => (Mechanisms, Counter, "lines",
+            "POM-TLB lines the hypervisor read-modify-wrote and flushed for guest page-table updates (TCAT's initiator: one per page, per page size its mapping may have had).")
+            .only("`shootdown.protocol=tcat-cotag|tcat-cotagless`"),
+        messages: "tcat.messages" => (Mechanisms, Counter, "messages",
+            "Invalidations the directory forwarded to the TLB sharers of those lines (the initiator's own core by self-snoop included).")
+            .only("`shootdown.protocol=tcat-cotag|tcat-cotagless`"),
+        spurious: "tcat.spurious" => (Mechanisms, Counter, "messages",
+            "Of `tcat.messages`, those that found no entry to drop (sharers are sticky; TLB evictions are silent).")
+            .only("`shootdown.protocol=tcat-cotag|tcat-cotagless`"),
+        invalidations: "tcat.invalidations" => (Mechanisms, Counter, "entries",
+            "TLB entries the sharers dropped: those homed in the line (co-tag), or the whole private-TLB set it selects (co-tagless).")
+            .only("`shootdown.protocol=tcat-cotag|tcat-cotagless`"),
+        fill_invalidations: "tcat.fill_invalidations" => (Mechanisms, Counter, "entries",
+            "TLB entries other cores dropped because a walk's fill wrote their POM-TLB line (`tcat.fill_invalidates=true`, a plain protocol without the xlat_inv filter; 0 otherwise).")
+            .only("`shootdown.protocol=tcat-cotag|tcat-cotagless`"),
+        fallbacks: "tcat.fallbacks" => (Mechanisms, Counter, "shootdowns",
+            "Shootdowns left to the baseline protocol (kvm_tlb in a VM, ipi natively): over `os.flush_ceiling_pages` pages, or the host's gPA changes, which TCAT does not cover.")
+            .only("`shootdown.protocol=tcat-cotag|tcat-cotagless`"),
     }
 }
 
@@ -145,6 +147,9 @@ impl Tcat {
         (dropped, spurious)
     }
 }
+
+/// The glossary's entries of the mechanism's statistics: its counters.
+pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[TcatCounters::STATS];
 
 impl Mechanism for Tcat {
     fn hooks(&self) -> Hooks {

@@ -42,17 +42,20 @@ component! {
 crate::stats::counters! {
     /// The prefetcher's events, summed over the cores (statistics `tlb.prefetch.*`; the
     /// memory side counts the walks).
-    pub struct TlbPrefetchCounters {
-        /// Pages asked for.
-        requests: "tlb.prefetch.requests",
-        /// Of them, pages a TLB level of the core already held: no walk.
-        cached: "tlb.prefetch.cached",
-        /// Pages walked for and found not mapped: nothing filled.
-        unmapped: "tlb.prefetch.unmapped",
-        /// Translations put into the prefetch buffer.
-        fills: "tlb.prefetch.fills",
-        /// L2 TLB misses the prefetch buffer translated (its useful prefetches).
-        hits: "tlb.prefetch.hits",
+    pub struct TlbPrefetchCounters under "" {
+        requests: "tlb.prefetch.requests" => (Tlbs, Counter, "pages",
+            "Pages whose translations the TLB prefetcher asked for (the sequential one: the 4 KB page after each L2 TLB miss's, unless its prefetch buffer held it), summed over cores: `tlb.prefetch.cached` + `tlb.prefetch.walks`.")
+            .only("`tlb.prefetcher` other than `none`"),
+        cached: "tlb.prefetch.cached" => (Tlbs, Counter, "pages",
+            "Requests for a page a TLB level of the core already held: no walk.").only("`tlb.prefetcher` other than `none`"),
+        unmapped: "tlb.prefetch.unmapped" => (Tlbs, Counter, "walks",
+            "Prefetch walks that found the page not mapped: dropped (a prefetch never faults).").only("`tlb.prefetcher` other than `none`"),
+        fills: "tlb.prefetch.fills" => (Tlbs, Counter, "entries",
+            "Translations prefetch walks put into the prefetch buffers (`tlb.prefetch.walks` - `tlb.prefetch.unmapped`).")
+            .only("`tlb.prefetcher` other than `none`"),
+        hits: "tlb.prefetch.hits" => (Tlbs, Counter, "lookups",
+            "L2 TLB misses a prefetch buffer translated (the useful prefetches): the translation moves into the TLBs and no walk runs (a store needs a dirty one). The L2 TLB's `misses` still count them.")
+            .only("`tlb.prefetcher` other than `none`"),
     }
 }
 
@@ -106,6 +109,16 @@ impl Sequential {
         self.cores[c].slots.iter().flatten().count()
     }
 }
+
+/// The glossary's entries of the mechanism's statistics: its counters, and the accuracy
+/// `emit_stats` adds (its walks are the memory side's,
+/// [`crate::memory::hierarchy::PrefetchWalkCounters`]).
+pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[TlbPrefetchCounters::STATS, {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Tlbs, "tlb.prefetch.accuracy", Ratio, "fraction", "`tlb.prefetch.hits` / `tlb.prefetch.fills`.").only("`tlb.prefetcher` other than `none`"),
+    ]
+}];
 
 impl Mechanism for Sequential {
     fn hooks(&self) -> Hooks {

@@ -352,6 +352,26 @@ pub(crate) fn emit_cache(s: &mut Stats, name: &str, acc: [u64; 3], miss: [u64; 3
     s.int(format!("cache.{name}.writebacks"), wb);
 }
 
+/// The glossary's entries of what [`emit_cache`] emits.
+pub(crate) const STATS: &[crate::glossary::Entry] = {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Caches, "cache.<cache>.accesses", Counter, "lookups",
+            "Demand lookups: L1I the fetches' data; L1D loads, stores and (with `walker.port=l1d`) PTE reads; L2 the L1 misses (and PTE reads with `walker.port=l2`); LLC the L2 misses of every core."),
+        e(Caches, "cache.<cache>.hits", Counter, "lookups", "`accesses` - `misses`."),
+        e(Caches, "cache.<cache>.misses", Counter, "lookups", "Lookups that missed; the line is then fetched from the next level and filled on the way back."),
+        e(Caches, "cache.<cache>.miss_rate", Ratio, "fraction", "`misses` / `accesses`."),
+        e(Caches, "cache.<cache>.<kind>.accesses", Counter, "lookups", "Lookups for lines of that kind: `data` for the references' data, `pt` for page-table entries read by walks."),
+        e(Caches, "cache.<cache>.<kind>.misses", Counter, "lookups", "Lookups of that kind that missed."),
+        e(Caches, "cache.<cache>.<kind>.miss_rate", Ratio, "fraction", "`<kind>.misses` / `<kind>.accesses`."),
+        e(Caches, "cache.<cache>.writebacks", Counter, "lines",
+            "Dirty lines written back into this cache by the level above (evicted from an L1 into the L2, from an L2 into the LLC), so always 0 for `l1i` and `l1d`. Dirty lines leaving the LLC are `dram.writes`."),
+        e(Caches, "cache.<cache>.tlbe.accesses", Counter, "lookups", "Lookups of lines holding POM-TLB entries (the MMU's reads and fills; never in the L1s, which the MMU's path skips).").only("`pomtlb.enabled=true`"),
+        e(Caches, "cache.<cache>.tlbe.misses", Counter, "lookups", "Lookups of POM-TLB lines that missed.").only("`pomtlb.enabled=true`"),
+        e(Caches, "cache.<cache>.tlbe.miss_rate", Ratio, "fraction", "`tlbe.misses` / `tlbe.accesses`.").only("`pomtlb.enabled=true`"),
+    ]
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

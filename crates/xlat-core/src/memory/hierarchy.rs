@@ -161,25 +161,29 @@ impl CoreMem {
 crate::stats::counters! {
     /// The memory side's share of an L3 TLB in memory (the POM-TLB): its lines' trips
     /// through the caches (statistics `pomtlb.*`).
-    pub struct TlbLineCounters {
-        /// Lines read by lookups (two per lookup: the 4 KB and the 2 MB array).
-        reads: "line_reads",
-        served_l2: "served.l2",
-        served_llc: "served.llc",
-        /// Served by the die-stacked DRAM that holds the structure.
-        served_dram: "served.dram",
-        /// Cycles lookups added to translation (the slower of each parallel pair).
-        lookup_cycles: "lookup_cycles",
-        /// Lines written by fills after walks.
-        writes: "line_writes",
+    pub struct TlbLineCounters under "pomtlb." {
+        reads: "line_reads" => (Mechanisms, Counter, "lines",
+            "POM-TLB lines read by lookups, counted by the memory side: two per lookup.").only("`pomtlb.enabled=true`"),
+        served_l2: "served.l2" => (Mechanisms, Counter, "lines",
+            "Line reads served by the core's L2 cache (the MMU's path skips the L1D).").only("`pomtlb.enabled=true`"),
+        served_llc: "served.llc" => (Mechanisms, Counter, "lines", "Line reads served by the LLC.").only("`pomtlb.enabled=true`"),
+        served_dram: "served.dram" => (Mechanisms, Counter, "lines",
+            "Line reads served by the die-stacked DRAM that holds the POM-TLB (`pomtlb.latency`).").only("`pomtlb.enabled=true`"),
+        lookup_cycles: "lookup_cycles" => (Mechanisms, Counter, "cycles",
+            "Cycles lookups added to translation: per lookup, the slower of its two parallel line reads.").only("`pomtlb.enabled=true`"),
+        writes: "line_writes" => (Mechanisms, Counter, "lines",
+            "POM-TLB lines written by fills (stores through L2, write-allocate).").only("`pomtlb.enabled=true`"),
     }
 }
 
 crate::stats::counters! {
     /// ASAP's page-table prefetches and where they were served (statistics `asap.*`).
-    pub struct AsapCounters {
-        prefetches: "prefetches",
-        served_l1: "served.l1",
+    pub struct AsapCounters under "asap." {
+        prefetches: "prefetches" => (Mechanisms, Counter, "lines",
+            "Page-table lines ASAP prefetched as walks started: the entries of the last `asap.levels` levels below each walk's first node (the walk reads them later, finding them in flight or arrived). Each is a cache access of kind `pt`, but not a walk step.")
+            .only("`asap.enabled=true`"),
+        served_l1: "served.l1" as "served.<where>" => (Mechanisms, Counter, "lines",
+            "Where ASAP's prefetches were served (`l1` when the walk would have hit there anyway).").only("`asap.enabled=true`"),
         served_l2: "served.l2",
         served_llc: "served.llc",
         served_dram: "served.dram",
@@ -189,15 +193,21 @@ crate::stats::counters! {
 crate::stats::counters! {
     /// A TLB prefetcher's walks, their reads and where those were served (statistics
     /// `tlb.prefetch.*`, beside the prefetcher's own).
-    pub struct PrefetchWalkCounters {
-        walks: "walks",
-        steps: "steps",
-        served_l1: "served.l1",
+    pub struct PrefetchWalkCounters under "tlb.prefetch." {
+        walks: "walks" => (Tlbs, Counter, "walks",
+            "Prefetch walks: walks for requested pages, on a walker of the core once the triggering reference's translation was known; no reference waits for them. Not in `walks`; their page-walk-cache lookups count in `pwc.*`, their reads in `tlb.prefetch.steps`, not `walk_steps`.")
+            .only("`tlb.prefetcher` other than `none`"),
+        steps: "steps" => (Tlbs, Counter, "entries",
+            "Page-table entries prefetch walks read, each a cache access of kind `pt` entering at `walker.port`.").only("`tlb.prefetcher` other than `none`"),
+        served_l1: "served.l1" as "served.<where>" => (Tlbs, Counter, "entries",
+            "Where prefetch walks' reads were served.").only("`tlb.prefetcher` other than `none`"),
         served_l2: "served.l2",
         served_llc: "served.llc",
         served_dram: "served.dram",
-        walk_cycles: "walk_cycles",
-        walker_wait_cycles: "walker_wait_cycles",
+        walk_cycles: "walk_cycles" => (Tlbs, Counter, "cycles",
+            "Cycles prefetch walks held their walkers (from getting one to their last read).").only("`tlb.prefetcher` other than `none`"),
+        walker_wait_cycles: "walker_wait_cycles" => (Tlbs, Counter, "cycles",
+            "Cycles prefetch walks waited for a free walker.").only("`tlb.prefetcher` other than `none`"),
     }
 }
 

@@ -63,6 +63,16 @@ impl Checker {
     }
 }
 
+/// The glossary's entries of what [`Checker::emit`] emits.
+pub(crate) const STATS: &[crate::glossary::Entry] = {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Os, "check.translations_checked", Counter, "references", "References whose translation the checker compared with a functional walk of the current page tables.").only("`check.translations` > 0"),
+        e(Os, "stale_translation_uses", Counter, "references",
+            "Checked references that used a translation the page tables no longer give (a missed shootdown; always 0 unless a protocol is broken on purpose). With `check.on_stale=fail` the first one stops the run.").only("`check.translations` > 0"),
+    ]
+};
+
 impl Translator {
     /// Context `c` is about to use `frame` (the first 4 KB frame of a page of `size`) for
     /// `va`: compare it with the page tables (see the module comment).

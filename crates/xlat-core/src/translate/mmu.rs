@@ -261,3 +261,53 @@ pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; T
     s.ratio(format!("{p}walk_steps_per_walk"), k.miss_walk_steps, k.walks);
     s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, k.walks + k.dirty_walks);
 }
+
+/// The glossary's entries of what [`emit_tlbs`] and [`derived`] emit.
+pub(crate) const STATS: &[crate::glossary::Entry] = {
+    use crate::glossary::{e, Kind::*, Section::*};
+    &[
+        e(Tlbs, "[core<N>.]tlb.l1d.accesses", Counter, "lookups",
+            "L1 DTLB lookups: one per load and store. Includes stores that find only a clean entry, which count neither as a hit nor as a miss (they walk to set the dirty bit: `tlb.dirty_walks`), so hits + misses can be less than accesses."),
+        e(Tlbs, "[core<N>.]tlb.l1d.hits", Counter, "lookups",
+            "L1 DTLB lookups that found a usable translation (for a store, a dirty one). Also by page size: `hits_4k`, `hits_2m`, `hits_1g` (and, with PTE coalescing, `hits_coalesced`)."),
+        e(Tlbs, "[core<N>.]tlb.l1d.hits_4k", Counter, "lookups", "L1 DTLB hits on a 4 KB entry."),
+        e(Tlbs, "[core<N>.]tlb.l1d.hits_2m", Counter, "lookups", "L1 DTLB hits on a 2 MB entry."),
+        e(Tlbs, "[core<N>.]tlb.l1d.hits_1g", Counter, "lookups", "L1 DTLB hits on a 1 GB entry."),
+        e(Tlbs, "[core<N>.]tlb.l1d.hits_coalesced", Counter, "lookups",
+            "L1 DTLB hits on a coalesced entry (PTE coalescing: a group of 4 or 8 contiguous, aligned 4 KB pages). With coalescing, `hits_4k` counts hits on single 4 KB pages only.")
+            .only("`tlb.coalescing` (or a `tlb.<level>.coalescing`) other than `none`"),
+        e(Tlbs, "[core<N>.]tlb.l1d.misses", Counter, "lookups", "L1 DTLB lookups that found no entry for the page; each goes on to the L2 TLB."),
+        e(Tlbs, "[core<N>.]tlb.l1d.misses.l2_hit.<tlbsize>", Counter, "lookups",
+            "L1 DTLB misses the L2 TLB answered, by the size of the entry the L1 DTLB was refilled with: the coalescing paper's T2 `ls_l1_d_tlb_miss.tlb_reload_<size>_l2_hit` (its \"L2 DTLB hits\"). A coalesced L2 entry refills an L1 DTLB that does not coalesce (or coalesces larger groups) with a 4 KB entry.")
+            .only("`tlb.coalescing` (or a `tlb.<level>.coalescing`) other than `none`"),
+        e(Tlbs, "[core<N>.]tlb.l1d.misses.l2_miss.<tlbsize>", Counter, "lookups",
+            "L1 DTLB misses that needed a page walk (an L2 TLB miss, or a store that found only a clean L2 entry), by the size of the entry the walk refilled the L1 DTLB with: T2's `tlb_reload_<size>_l2_miss` (its \"L2 DTLB misses\"); `coalesced` counts walks that created a coalesced entry. `l2_hit.*` + `l2_miss.*` = `tlb.l1d.misses`.")
+            .only("`tlb.coalescing` (or a `tlb.<level>.coalescing`) other than `none`"),
+        e(Tlbs, "[core<N>.]tlb.l1d.mpki", Float, "per 1000 instructions", "`tlb.l1d.misses` per thousand `instructions` (undefined without instructions)."),
+        e(Tlbs, "[core<N>.]tlb.l1i.accesses", Counter, "lookups", "L1 ITLB lookups: one per fetch. None is a store, so (unlike the L1 DTLB's) hits + misses = accesses."),
+        e(Tlbs, "[core<N>.]tlb.l1i.hits", Counter, "lookups", "L1 ITLB lookups that found the translation."),
+        e(Tlbs, "[core<N>.]tlb.l1i.misses", Counter, "lookups", "L1 ITLB lookups that found no entry for the page; each goes on to the L2 TLB."),
+        e(Tlbs, "[core<N>.]tlb.l1i.misses.l2_hit", Counter, "lookups",
+            "L1 ITLB misses the L2 TLB (the L2 ITLB if there is one) answered: the coalescing paper's T2 `bp_l1_tlb_miss_l2_tlb_hit` (no size split, as on the hardware).")
+            .only("`tlb.coalescing` (or a `tlb.<level>.coalescing`) other than `none`"),
+        e(Tlbs, "[core<N>.]tlb.l1i.misses.l2_miss", Counter, "lookups",
+            "L1 ITLB misses that needed a page walk: T2's `bp_l1_tlb_miss_l2_tlb_miss`. `l2_hit` + `l2_miss` = `tlb.l1i.misses`.")
+            .only("`tlb.coalescing` (or a `tlb.<level>.coalescing`) other than `none`"),
+        e(Tlbs, "[core<N>.]tlb.l1i.mpki", Float, "per 1000 instructions", "`tlb.l1i.misses` per thousand `instructions` (all instructions, not only fetches)."),
+        e(Tlbs, "[core<N>.]tlb.l2.accesses", Counter, "lookups",
+            "L2 TLB lookups: one per L1 TLB miss (data and instruction; data only with an L2 ITLB, `tlb.l2i.entries` > 0); each pays `tlb.l2.latency`. Stores that found a clean L1 entry walk without looking here."),
+        e(Tlbs, "[core<N>.]tlb.l2.hits", Counter, "lookups",
+            "L2 TLB lookups that found an entry for the page, including stores that found a clean one and walk to set the dirty bit (unlike the L1 levels, so hits + misses = accesses). A usable hit fills the L1 level."),
+        e(Tlbs, "[core<N>.]tlb.l2.misses", Counter, "lookups", "L2 TLB lookups that found no entry: each starts a page walk."),
+        e(Tlbs, "[core<N>.]tlb.l2.mpki", Float, "per 1000 instructions", "`tlb.l2.misses` per thousand `instructions`."),
+        e(Tlbs, "[core<N>.]tlb.l2i.accesses", Counter, "lookups",
+            "L2 ITLB lookups: one per L1 ITLB miss; each pays `tlb.l2.latency`. (Without an L2 ITLB these are L2 TLB lookups.)")
+            .only("`tlb.l2i.entries` > 0"),
+        e(Tlbs, "[core<N>.]tlb.l2i.hits", Counter, "lookups", "L2 ITLB lookups that found the translation; each fills the L1 ITLB (a 1 GB code page is held as the 2 MB piece fetched from).")
+            .only("`tlb.l2i.entries` > 0"),
+        e(Tlbs, "[core<N>.]tlb.l2i.misses", Counter, "lookups", "L2 ITLB lookups that found no entry: each starts a page walk.").only("`tlb.l2i.entries` > 0"),
+        e(Tlbs, "[core<N>.]tlb.l2i.mpki", Float, "per 1000 instructions", "`tlb.l2i.misses` per thousand `instructions`.").only("`tlb.l2i.entries` > 0"),
+        e(Walks, "[core<N>.]walk_steps_per_walk", Ratio, "reads/walk", "`walk_steps.miss` / `walks`: entries a TLB miss's walk reads after the page-walk caches."),
+        e(Walks, "[core<N>.]walk_cycles_per_walk", Ratio, "cycles/walk", "`walk_cycles` / (`walks` + `tlb.dirty_walks`): the mean latency of a translation's walk (retries folded in), as `walk_cycles.hist.*` counts them."),
+    ]
+};
