@@ -126,3 +126,13 @@ def test_the_checker_finds_a_circle():
     # (A check that cannot fail proves nothing: two modules naming each other are found.)
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e::f": {"e"}, "e": {"e::f"}}
     assert circles(edges) == [["a", "b", "c"]]
+
+
+def test_only_the_mount_table_and_the_machine_see_the_whole_configuration():
+    # (Components are built from their own parameters: `config.rs` mounts them and hands
+    # each aggregate its part, the machine (`machine.rs`, `machine/`, and the crate's entry
+    # points in `lib.rs`) keeps the whole.)
+    allowed = ("config", "machine", "")
+    bad = [m for m, path in _modules().items()
+           if re.search(r"\bConfig\b", _strip(path.read_text())) and not any(_under(m, a) if a else m == a for a in allowed)]
+    assert bad == []

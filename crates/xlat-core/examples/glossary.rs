@@ -2,5 +2,5 @@
 //! (`crates/xlat-core/src/glossary.rs`) gathers them:
 //! `cargo run --release -p xlat-core --example glossary > docs/statistics.md`.
 fn main() {
-    print!("{}", xlat_core::glossary::markdown());
+    print!("{}", xlat_core::machine::glossary::markdown());
 }

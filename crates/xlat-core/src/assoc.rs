@@ -120,7 +120,7 @@ fn align_up(n: usize, a: usize) -> usize {
 impl<K: Key, V: Copy + Default> SetAssoc<K, V> {
     /// `sets` must be a power of two and `ways` at most 4096 (checked by config validation).
     pub fn new(sets: usize, ways: usize, policy: Policy, seed: u64) -> Self {
-        assert!(sets.is_power_of_two() && ways > 0 && ways <= 4096, "geometry {sets}x{ways} must be validated by Config");
+        assert!(sets.is_power_of_two() && ways > 0 && ways <= 4096, "geometry {sets}x{ways} must be validated by the configuration");
         assert!(std::mem::align_of::<K>() <= 8 && std::mem::align_of::<V>() <= 8);
         let policy = AnyPolicy::new(policy, sets, ways, seed);
         // (Unused geometries are placeholders: `fast` says which one the hot paths read.)

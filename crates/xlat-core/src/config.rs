@@ -39,6 +39,15 @@ macro_rules! config {
         /// `xlat config show` lists them.
         pub const MOUNTS: &[(&str, &str, &[ComponentKey])] = &[$( ($prefix, $name, <$mty as Component>::KEYS) ),*];
 
+        impl Parts for Config {
+            fn part<T: 'static>(&self) -> &T {
+                $( if let Some(x) = (&self.$mfield as &dyn std::any::Any).downcast_ref::<T>() {
+                    return x;
+                } )*
+                panic!("no component of type {} is mounted", std::any::type_name::<T>())
+            }
+        }
+
         impl Config {
             /// Set one key from its text form.
             pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
@@ -266,14 +275,85 @@ impl Config {
         }
     }
 
-    /// ECH's table parameters, if `ech.enabled`.
-    pub fn ech_params(&self) -> Option<crate::os::ech::EchGeometry> {
-        self.ech.enabled.then_some(crate::os::ech::EchGeometry {
-            ways: self.ech.ways as usize,
-            slots: self.ech.slots as usize,
-            load_factor: self.ech.load_factor,
-            growth: self.ech.growth as usize,
+    /// What each core's translation hardware is built from.
+    pub fn mmu(&self) -> crate::translate::mmu::MmuParams<'_> {
+        crate::translate::mmu::MmuParams {
+            l1d: &self.tlb_l1d,
+            l1i: &self.tlb_l1i,
+            l2: &self.tlb_l2,
+            l2i: &self.tlb_l2i,
+            nested: &self.tlb_nested,
+            set_index: self.tlb.set_index,
+            coalescing: ["l1d", "l1i", "l2", "l2i"].map(|n| self.coalescing(n)),
+            pwc: &self.pwc,
+            host_pwc: &self.virt_host_pwc,
+            format: self.pt.format,
+            host_format: self.virt.host_pt_format,
+            virt: self.virt.enabled,
+            ech: &self.ech,
+            champsim_fillers: self.champsim.pscl_reread && self.champsim.private_pte_lines,
+        }
+    }
+
+    /// What the memory side is built from.
+    pub fn memory(&self) -> crate::memory::hierarchy::MemoryParams<'_> {
+        crate::memory::hierarchy::MemoryParams {
+            threads_per_core: self.system.threads_per_core,
+            core: &self.core,
+            pools: self.timing.pools,
+            l1i: &self.cache_l1i,
+            l1d: &self.cache_l1d,
+            l2: &self.cache_l2,
+            llc: &self.cache_llc,
+            l1d_prefetch: &self.cache_l1d_prefetch,
+            l2_prefetch: &self.cache_l2_prefetch,
+            llc_keys: &self.llc,
+            coherence: self.coherence.enabled,
+            csalt: &self.csalt,
+            dram: &self.dram,
+            pom: crate::memory::hierarchy::StackedDram {
+                latency: self.pomtlb.latency,
+                bandwidth_gbps: self.pomtlb.bandwidth_gbps,
+                first_line: if self.pomtlb.enabled { (self.pomtlb.base_gb << 30) / crate::LINE_BYTES } else { u64::MAX },
+            },
+            walker_port: self.walker.port,
+            l1_tlb_latency: self.tlb_l1d.latency,
+            l2_tlb_latency: self.tlb_l2.latency,
+            ptp_always: self.ptp.mode == PtpMode::Always,
+            ptp_probability: self.ptp.probability,
+        }
+    }
+
+    /// The mechanisms of a machine of `cores` cores that runs `copies` copies of `regions`
+    /// (their footprint sets the promotion daemons' cap).
+    pub fn mechanisms(&self, cores: usize, regions: &[crate::Region], copies: u64) -> crate::mech::Mechs {
+        crate::mech::Mechs::build(&crate::mech::Env {
+            parts: self,
+            cores,
+            regions,
+            footprint: crate::mech::footprint_2m(regions) * copies,
+            ptp_caches: self.cache_l2.policy == Policy::Ptp || self.cache_llc.policy == Policy::Ptp,
+            shootdown: self.shootdown.protocol,
         })
+    }
+
+    /// What the OS side is built from: its components', and the rules that read keys of
+    /// several (the page-size policy in force, the reservations' promotion).
+    pub fn kernel(&self) -> crate::os::KernelParams {
+        crate::os::KernelParams {
+            system: self.system.clone(),
+            os: self.os.clone(),
+            sched: self.sched.clone(),
+            shootdown: self.shootdown.clone(),
+            phys: self.phys.clone(),
+            pt: self.pt.clone(),
+            ech: self.ech.clone(),
+            virt: self.virt.clone(),
+            page_policy: self.page_policy(),
+            reservation_promote: self.reservation_promote(),
+            thread_tagged: self.tlb.thread_tagged,
+            tcat_flush: self.tcat.flush,
+        }
     }
 
     /// Some TLB level coalesces PTEs.
@@ -774,45 +854,9 @@ impl Config {
         self.pcc.enabled || self.promotion.kind == Promotion::Pcc
     }
 
-    /// The page-table layout `pt.format` selects.
-    pub fn pt_layout(&self) -> crate::os::pt::Layout {
-        use crate::os::pt::Layout;
-        match self.pt.format {
-            PtFormat::Radix4 => Layout::Radix4,
-            PtFormat::Radix5 => Layout::Radix5,
-            PtFormat::Fpt => Layout::Fpt { nf: self.pt.nf_threshold as u16 },
-            PtFormat::FptL3L2 => Layout::FptL3L2,
-            PtFormat::FptL4L3 => Layout::FptL4L3,
-            PtFormat::Fpt5 => Layout::Fpt5,
-            PtFormat::Fpt1G => Layout::Fpt1G,
-        }
-    }
-
     /// DRAM latency in core cycles.
     pub fn dram_latency_cycles(&self) -> u64 {
-        (self.dram.latency_ns * self.core.freq_ghz).round() as u64
-    }
-
-    /// The DRAM's write drains in core cycles (`dram.write_batch` > 0), or None.
-    pub fn dram_drain_timing(&self) -> Option<crate::memory::dram::DrainTiming> {
-        (self.dram.write_batch > 0).then(|| crate::memory::dram::DrainTiming {
-            batch: self.dram.write_batch,
-            turnaround: (self.dram.turnaround_ns * self.core.freq_ghz).round() as u64,
-        })
-    }
-
-    /// The DRAM's banks in core cycles (`dram.banks` > 0), or None.
-    pub fn dram_bank_timing(&self) -> Option<crate::memory::dram::BankTiming> {
-        let cycles = |ns: f64| (ns * self.core.freq_ghz).round() as u64;
-        (self.dram.banks > 0).then(|| crate::memory::dram::BankTiming {
-            banks: self.dram.banks,
-            row_lines: self.dram.row_kb * 1024 / crate::LINE_BYTES,
-            trp: cycles(self.dram.trp_ns),
-            trcd: cycles(self.dram.trcd_ns),
-            tcas: cycles(self.dram.tcas_ns),
-            trefi: cycles(self.dram.trefi_ns),
-            trfc: cycles(self.dram.trfc_ns),
-        })
+        self.dram.latency_cycles(self.core.freq_ghz)
     }
 }
 

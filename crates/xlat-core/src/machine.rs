@@ -9,7 +9,6 @@ use crate::arch::ctx::{Ctx, Invalidate};
 use crate::config::Config;
 use crate::error::SimError;
 use crate::host::prefetch::{prefetch_ahead, prefetch_ahead_2d, PrefetchRing};
-use crate::mech::Mechs;
 use crate::memory::hierarchy::core_seed;
 use crate::memory::{Direct, MemPort, MemorySide};
 use crate::os::sched::Scope;
@@ -17,11 +16,13 @@ use crate::os::{Hardware, Kernel};
 use crate::param::PtFormat;
 use crate::stats::Stats;
 use crate::timing::{inflight, Early};
+use crate::translate::mmu::TlbShape;
 use crate::translate::mmu::{HwContext, Mmu};
 use crate::translate::walker::WalkParams;
 use crate::translate::Translator;
 use crate::workload::{Program, Ref, RefSource};
 
+pub mod glossary;
 pub mod sample;
 pub(crate) mod stats;
 
@@ -57,6 +58,8 @@ pub const PROGRESS_EVERY: u64 = 1 << 16;
 pub(crate) const BATCH: usize = 4096;
 
 pub struct Machine {
+    /// The configuration it was built from.
+    cfg: Config,
     pub xl: Translator,
     /// The OS side, beside the translator (see [`Kernel`]).
     pub kernel: Kernel,
@@ -171,8 +174,9 @@ impl Machine {
         }
         // (What footprint-relative limits, such as os.promotion_cap, count: every program's.)
         let footprint_regions: Vec<crate::Region> = programs.iter().flat_map(|p| p.regions.iter().cloned()).collect();
-        let (os, vms, sched) = crate::os::sched::boot(cfg, streams, &programs, seed)?;
-        let mmus = (0..hw.div_ceil(per)).map(|i| Mmu::new(cfg, core_seed(seed, i as u64))).collect();
+        let kp = cfg.kernel();
+        let (os, vms, sched) = crate::os::sched::boot(&kp, streams, &programs, seed)?;
+        let mmus = (0..hw.div_ceil(per)).map(|i| Mmu::new(&cfg.mmu(), core_seed(seed, i as u64))).collect();
         // Stream `i` runs on hardware context `i`, on core `i / threads_per_core` (where
         // programs share cores, context `i` starts with stream `i`, its first program's).
         let contexts = (0..hw)
@@ -195,7 +199,7 @@ impl Machine {
             host_top: levels(cfg.virt.host_pt_format),
             ntlb: cfg.virt.enabled && cfg.tlb_nested.entries > 0,
             nested_tlb_data: cfg.virt.nested_tlb_data,
-            coalesce: crate::translate::coalesce::group_sizes(cfg),
+            coalesce: crate::translate::coalesce::group_sizes(&["l1d", "l1i", "l2", "l2i"].map(|n| cfg.coalescing(n))),
             asap: if cfg.asap.enabled { cfg.asap.levels as u8 } else { 0 },
             ech: cfg.ech.enabled,
             champsim: crate::translate::walker::ChampSimWalks {
@@ -207,7 +211,7 @@ impl Machine {
         };
         // Every program's processes; one program runs in each of `virt.vms` VMs.
         let copies = cfg.sched.processes * if cfg.virt.enabled && programs.len() == 1 { cfg.virt.vms } else { 1 };
-        let mut mechs = Mechs::from_config(cfg, hw, &footprint_regions, copies);
+        let mut mechs = cfg.mechanisms(hw, &footprint_regions, copies);
         // `pcc.bias`: the contexts of the named programs' address spaces, favoured by the
         // mechanisms that rank processes (the PCC's daemon; `pcc.bias` requires it).
         let favoured = cfg.pcc_bias_programs().unwrap_or_default();
@@ -228,14 +232,27 @@ impl Machine {
         for (i, clock, period, first) in mechs.tasks() {
             sched.add(crate::os::sched::Work::Mech(i), clock, period, first);
         }
-        let checker = crate::translate::check::Checker::from_config(cfg);
-        let xl = Translator { cfg: cfg.clone(), mmus, mechs, checker, walk, virt: cfg.virt.enabled, helper: None, helper_touches: 0 };
-        let kernel = Kernel::new(cfg, os, vms, sched, contexts);
-        Ok(Machine { xl, kernel, mem: MemorySide::new(cfg, hw, seed), interval: 0, marks: Vec::new(), host_times: None })
+        let checker = crate::translate::check::Checker::new(&cfg.check);
+        let xl = Translator {
+            perfect: cfg.tlb.perfect,
+            prefetch_walks: cfg.tlb.prefetch_walks,
+            tlb_shape: TlbShape { l2i: cfg.tlb_l2i.entries > 0, coalescing: cfg.coalescing_any() },
+            lookahead: if cfg.core.inflight { cfg.core.lookahead as usize } else { 0 },
+            rob: cfg.core.rob,
+            mmus,
+            mechs,
+            checker,
+            walk,
+            virt: cfg.virt.enabled,
+            helper: None,
+            helper_touches: 0,
+        };
+        let kernel = Kernel::new(&kp, os, vms, sched, contexts);
+        Ok(Machine { cfg: cfg.clone(), xl, kernel, mem: MemorySide::new(&cfg.memory(), hw, seed), interval: 0, marks: Vec::new(), host_times: None })
     }
 
     pub fn config(&self) -> &Config {
-        &self.xl.cfg
+        &self.cfg
     }
 
     /// Map every page of the workload's regions now.
@@ -349,8 +366,8 @@ impl Machine {
         if opts.interval == 0 {
             return run_loop(&mut self.xl, &mut self.kernel, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut |_, _, _| {});
         }
-        let marks = &mut self.marks;
-        let mut mark = |xl: &Translator, kernel: &Kernel, port: &Direct| marks.push(stats::stats_of(xl, kernel, port.mem));
+        let (marks, cfg) = (&mut self.marks, &self.cfg);
+        let mut mark = |xl: &Translator, kernel: &Kernel, port: &Direct| marks.push(stats::stats_of(cfg, xl, kernel, port.mem));
         run_loop(&mut self.xl, &mut self.kernel, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut mark)
     }
 
@@ -404,7 +421,7 @@ impl Machine {
     /// per core plus sums (and machine-wide ratios) under the bare names. With
     /// [`RunOptions::interval`], [`Stats::series`] holds each interval's.
     pub fn stats(&self) -> Stats {
-        let mut s = stats::stats_of(&self.xl, &self.kernel, &self.mem);
+        let mut s = stats::stats_of(&self.cfg, &self.xl, &self.kernel, &self.mem);
         if self.interval > 0 && !self.marks.is_empty() {
             // (The first mark is the start of measurement: the end of warm-up.)
             let all: Vec<&Stats> = self.marks.iter().chain([&s]).collect();
@@ -439,9 +456,9 @@ pub(crate) fn run_loop<P: MemPort>(
     // (Programs that share cores are time-sliced the same way, `virt.switch_interval_cycles`
     // each: see `Machine::with_programs`.)
     let places = kernel.sched.places;
-    let k = if places > 1 { places } else { xl.cfg.virt.vcpus_per_core.max(1) as usize };
+    let k = if places > 1 { places } else { kernel.cfg.virt.vcpus_per_core.max(1) as usize };
     let total = if k > 1 { src.streams().max(n) } else { n };
-    let slice = if places > 1 { xl.cfg.virt.switch_interval_cycles } else { xl.cfg.virt.vcpu_slice_cycles };
+    let slice = if places > 1 { kernel.cfg.virt.switch_interval_cycles } else { kernel.cfg.virt.vcpu_slice_cycles };
     kernel.sched.vcpus = crate::os::sched::Vcpus::new(n, k, total, slice);
     for c in 0..n {
         kernel.contexts[c].ctx = kernel.tagged(c, kernel.contexts[c].ctx & crate::arch::ctx::SPACE_MASK);
@@ -473,8 +490,8 @@ pub(crate) fn run_loop<P: MemPort>(
         next_mark = instructions(port) + opts.interval;
     }
     // How far a dependent reference looks ahead for a younger one that starts its work.
-    let lookahead = if xl.cfg.core.inflight { xl.cfg.core.lookahead as usize } else { 0 };
-    let rob = xl.cfg.core.rob;
+    let lookahead = xl.lookahead;
+    let rob = xl.rob;
     // One prefetch pipeline per core: each runs ahead in its own stream.
     let mut rings: Vec<PrefetchRing> = (0..n).map(|_| PrefetchRing::new()).collect();
     'run: while measured < limit {
@@ -611,7 +628,7 @@ fn next_vcpu<P: MemPort>(xl: &mut Translator, kernel: &mut Kernel, port: &mut P,
     match next {
         Some(s) if s != v.lane[c] => {
             kernel.sched.vcpus.lane[c] = s;
-            port.stall(c, xl.cfg.virt.switch_cycles);
+            port.stall(c, kernel.cfg.virt.switch_cycles);
             let core = kernel.contexts[c].core;
             if kernel.sched.places > 1 {
                 xl.mmus[core].vcounters.vm_switches += 1;

@@ -138,6 +138,14 @@ pub trait Component {
     fn get(&self, suffix: &str) -> Option<String>;
 }
 
+/// A machine's mounted components, found by type: what a mechanism's constructor asks for
+/// (see `mech::mechanisms!`), without naming the configuration that holds them.
+pub trait Parts {
+    /// The mounted component of type `T` (the first, if several are). A type nothing mounts
+    /// is a wiring error of the engine, found by every test that builds a machine.
+    fn part<T: 'static>(&self) -> &T;
+}
+
 /// Declares a component's parameters once, in the module of the component they configure: a
 /// struct whose fields are keys below wherever the configuration table (`config.rs`) mounts
 /// it (`cache.l2` + `size_kb` is `cache.l2.size_kb`; a component mounted at the root names
@@ -400,3 +408,55 @@ config_enum!(
     /// Linux THP `defrag`: when a huge-page fault that finds no free 2 MB block compacts.
     ThpDefrag { Always = "always", Madvise = "madvise", Never = "never" }
 );
+
+/// A fragmentation scenario of physical memory before the run (`phys.fragmentation`; see
+/// `os::frag`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fragmentation {
+    None,
+    /// Fraction of the free 2 MB blocks that get one pinned page.
+    Pinned(f64),
+    LowHalf,
+    /// Seed of the churn.
+    Aged(u64),
+}
+
+impl ConfigValue for Fragmentation {
+    fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        match s {
+            "none" => return Some(Fragmentation::None),
+            "lowhalf" => return Some(Fragmentation::LowHalf),
+            _ => {}
+        }
+        if let Some(x) = s.strip_prefix("pinned:") {
+            let x = x.trim();
+            let f = match x.strip_suffix('%') {
+                Some(p) => p.trim().parse::<f64>().ok()? / 100.0,
+                None => x.parse::<f64>().ok()?,
+            };
+            return (f.is_finite() && (0.0..=1.0).contains(&f)).then_some(Fragmentation::Pinned(f));
+        }
+        if let Some(seed) = s.strip_prefix("aged:") {
+            return u64::parse(seed).map(Fragmentation::Aged);
+        }
+        None
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+    fn expected() -> String {
+        "none, pinned:X (X a fraction 0..1, e.g. pinned:0.9), lowhalf or aged:SEED".into()
+    }
+}
+
+impl std::fmt::Display for Fragmentation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fragmentation::None => f.write_str("none"),
+            Fragmentation::Pinned(x) => write!(f, "pinned:{x}"),
+            Fragmentation::LowHalf => f.write_str("lowhalf"),
+            Fragmentation::Aged(s) => write!(f, "aged:{s}"),
+        }
+    }
+}

@@ -77,7 +77,7 @@ fn a_large_footprint_misses_the_walk_caches() {
 fn the_tables_follow_promotions_and_demotions() {
     // 512 4 KB pages, collapsed into a 2 MB page (khugepaged's or the PCC's promotion), then
     // split again: the clusters and the walk-table entry follow each step.
-    let mut os = Os::new(&cfg(&[]));
+    let mut os = Os::new(&cfg(&[]).kernel());
     let sp = os.create_space(region(4 << 20)).unwrap();
     let root = os.spaces[sp].root;
     for i in 0..512u64 {

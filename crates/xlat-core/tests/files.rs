@@ -13,7 +13,7 @@ const MB: u64 = 1 << 20;
 const TEXT: u64 = 0x4000_0000;
 
 fn os(pairs: &[(&str, &str)]) -> Os {
-    let mut os = Os::new(&Config::from_pairs(pairs.iter().copied()).unwrap());
+    let mut os = Os::new(&Config::from_pairs(pairs.iter().copied()).unwrap().kernel());
     os.prepare(&[], 1, 1).unwrap();
     os
 }

@@ -160,7 +160,7 @@ fn kva(l4: u64, l3: u64, l2: u64, l1: u64, off: u64) -> VirtAddr {
 
 /// A process whose OS (`pairs`) faulted in the page at indices (a, b, c, d).
 fn os_with_page(pairs: &[(&str, &str)], (a, b, c, d): (u64, u64, u64, u64)) -> (Os, usize, VirtAddr) {
-    let mut os = Os::new(&cfg(pairs));
+    let mut os = Os::new(&cfg(pairs).kernel());
     let sp = os.create_space(Vec::new()).unwrap();
     let page = kva(a, b, c, d, 0);
     os.fault(sp, page, true).unwrap();
@@ -218,7 +218,7 @@ fn the_os_flattens_a_fallen_back_node_late() {
     // No 2 MB block while the first pages fault in: their L2+L1 node falls back to 4 KB
     // levels (3 reads per walk). Blocks free again; the next page that gives the node its
     // 4th entry merges it (2 reads), and every page still translates to its frame.
-    let mut os = Os::new(&cfg(&[("pt.format", "fpt"), ("pt.late_flatten", "4"), ("phys.size_gb", "2")]));
+    let mut os = Os::new(&cfg(&[("pt.format", "fpt"), ("pt.late_flatten", "4"), ("phys.size_gb", "2")]).kernel());
     let sp = os.create_space(Vec::new()).unwrap();
     let mut held = Vec::new();
     while let Some(f) = os.phys.alloc(9) {

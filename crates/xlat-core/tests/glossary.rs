@@ -3,7 +3,7 @@
 //! (with the right kind); and every declared name is emitted by one of them.
 
 use std::collections::BTreeSet;
-use xlat_core::glossary::{self, Kind};
+use xlat_core::glossary::Kind;
 use xlat_core::{Config, Ref, RefKind, RunOptions, StatValue, Stats, VecSource};
 
 mod common;
@@ -185,7 +185,7 @@ fn docs_statistics_md_is_the_glossary() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/statistics.md");
     let doc = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
-        doc == glossary::markdown(),
+        doc == xlat_core::machine::glossary::markdown(),
         "docs/statistics.md is not the glossary's rendering: regenerate it with\n    cargo run --release -p xlat-core --example glossary > docs/statistics.md"
     );
 }
@@ -198,7 +198,7 @@ fn every_statistic_is_declared_and_every_declaration_emitted() {
         let s = run(name, &pairs, cores, prefault);
         assert!(s.f("refs") > 0.0, "{name}: nothing ran");
         for (stat, v) in &s.entries {
-            match glossary::lookup(stat) {
+            match xlat_core::machine::glossary::lookup(stat) {
                 None => undeclared.push(format!("{stat} ({name})")),
                 Some(e) => {
                     let int = matches!(v, StatValue::Int(_));
@@ -214,7 +214,7 @@ fn every_statistic_is_declared_and_every_declaration_emitted() {
         undeclared.join("\n  ")
     );
     let mut dead = Vec::new();
-    for e in glossary::entries() {
+    for e in xlat_core::machine::glossary::entries() {
         if NOT_RUN.iter().any(|(p, _)| *p == e.pattern) {
             continue;
         }
@@ -240,7 +240,7 @@ fn old_structure_names_are_aliases() {
     assert_eq!(canonical("core2.vpwc.l2.hits"), "core2.virt.host_pwc.l2.hits");
     assert_eq!(canonical("virt.nested_tlb_data"), "virt.nested_tlb_data");
     assert_eq!(canonical("xvpwc.l2.hits"), "xvpwc.l2.hits");
-    assert!(glossary::lookup("core1.nested_tlb.misses").is_some());
+    assert!(xlat_core::machine::glossary::lookup("core1.nested_tlb.misses").is_some());
     let c = Config::from_pairs([("nested_tlb.entries", "8"), ("vpwc.l3.entries", "2")]).unwrap();
     assert_eq!((c.tlb_nested.entries, c.virt_host_pwc.l3_entries), (8, 2));
     assert_eq!(c.get("nested_tlb.entries").as_deref(), Some("8"));

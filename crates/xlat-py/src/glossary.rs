@@ -8,13 +8,13 @@ type Row = (&'static str, &'static str, &'static str, &'static str, &'static str
 /// Every glossary entry, in document order.
 #[pyfunction]
 fn stat_glossary() -> Vec<Row> {
-    glossary::entries().iter().map(|e| (e.pattern, e.section.title(), e.kind.name(), e.unit, e.doc, e.only)).collect()
+    xlat_core::machine::glossary::entries().iter().map(|e| (e.pattern, e.section.title(), e.kind.name(), e.unit, e.doc, e.only)).collect()
 }
 
 /// The pattern of the glossary entry that a concrete statistic name matches, if any.
 #[pyfunction]
 fn stat_lookup(name: &str) -> Option<&'static str> {
-    glossary::lookup(name).map(|e| e.pattern)
+    xlat_core::machine::glossary::lookup(name).map(|e| e.pattern)
 }
 
 /// The glossary's sections in document order: (title, introduction).

@@ -382,7 +382,7 @@ impl Machine {
         threads >= 2
             && opts.interval == 0
             && self.kernel.contexts.len() == 1
-            && self.xl.cfg.virt.vcpus_per_core <= 1
+            && self.kernel.cfg.virt.vcpus_per_core <= 1
             && self.kernel.vms.len() <= 1
             && !self.xl.perfect()
             && !self.xl.mechs.needs_memory_side()

@@ -2,6 +2,7 @@
 //! per core (`coreN.`) and summed, with the ratios derived from them (see
 //! [`crate::Machine::stats`] and `docs/statistics.md`).
 
+use crate::config::Config;
 use crate::memory::cache::emit_cache;
 use crate::memory::hierarchy::TlbLineCounters;
 use crate::memory::repl::LineKind;
@@ -14,7 +15,7 @@ use crate::translate::tlb::TlbStats;
 use crate::translate::Translator;
 
 /// The statistics of a machine's two sides (see [`Machine::stats`]).
-pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> Stats {
+pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> Stats {
     {
         let mut s = Stats::default();
         let virt = xl.virt;
@@ -98,8 +99,8 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
         s.int("cycles", cycles);
         s.ratio("ipc", instr, cycles);
         sum.emit("", &mut s);
-        emit_tlbs(&mut s, "", &tsum, &xl.cfg);
-        derived(&mut s, "", &sum, &tsum, instr, &xl.cfg);
+        emit_tlbs(&mut s, "", &tsum, xl.tlb_shape);
+        derived(&mut s, "", &sum, &tsum, instr, xl.tlb_shape);
         if virt {
             vsum.emit("", &mut s);
             derived_virt(&mut s, "", &sum, &vsum);
@@ -108,7 +109,7 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
             emit_contexts(&mut s, mem);
         }
         s.int("rob_stall_cycles", rob_stalls);
-        if xl.cfg.core.lq > 0 {
+        if cfg.core.lq > 0 {
             s.int("lq_stall_cycles", lq_stalls);
         }
         if let Some(h) = xl.helper {
@@ -117,7 +118,7 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
         }
         s.int("store_buffer_stall_cycles", sb_stalls);
         let tlb_lines = xl.mechs.caches_translations();
-        let prefetcher = [crate::param::Prefetcher::None, xl.cfg.cache_l1d_prefetch.prefetcher, xl.cfg.cache_l2_prefetch.prefetcher];
+        let prefetcher = [crate::param::Prefetcher::None, cfg.cache_l1d_prefetch.prefetcher, cfg.cache_l2_prefetch.prefetcher];
         for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
             let c = &caches[j];
             emit_cache(&mut s, name, [c[0], c[1], c[2]], [c[3], c[4], c[5]], c[6], tlb_lines);
@@ -134,7 +135,7 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
         s.int("dram.reads", dram.reads);
         s.int("dram.writes", dram.writes);
         s.int("dram.queue_cycles", dram.queue_cycles);
-        if xl.cfg.dram.write_batch > 0 && xl.cfg.dram.bandwidth_gbps > 0.0 {
+        if cfg.dram.write_batch > 0 && cfg.dram.bandwidth_gbps > 0.0 {
             s.int("dram.drains", dram.drains());
         }
         if let Some([hits, misses, conflicts, wait]) = dram.row_stats() {
@@ -150,7 +151,7 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
         if tlb_lines {
             emit_tlb_lines(&mut s, mem);
         }
-        if xl.cfg.asap.enabled {
+        if cfg.asap.enabled {
             let mut a = crate::memory::hierarchy::AsapCounters::default();
             for x in &mem.ctxs {
                 a.add(&x.asap);
@@ -165,7 +166,7 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
             }
             a.emit("tlb.prefetch.", &mut s);
         }
-        if xl.cfg.ech.enabled {
+        if cfg.ech.enabled {
             let mut k = crate::stats::EchCounters::default();
             for m in &xl.mmus {
                 k.add(&m.ech);
@@ -193,12 +194,12 @@ pub(super) fn stats_of(xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> St
             emit_os(&mut s, "host.", &[&kernel.os], host_top, false);
             s.int("virt.guest_pt_host_pte_bytes", guest_pt_host_pte_bytes(kernel));
         } else {
-            let coalescing = crate::translate::coalesce::group_sizes(&xl.cfg) != 0;
+            let coalescing = cfg.coalescing_any();
             emit_os(&mut s, "", &[&kernel.os], top, coalescing);
         }
         xl.mechs.emit_stats(&mut s);
         xl.checker.emit(&mut s);
-        if xl.cfg.coherence.enabled {
+        if cfg.coherence.enabled {
             s.int("coherence.invalidations", mem.ctxs.iter().map(|x| x.coherence_invalidations).sum::<u64>());
         }
         s
@@ -304,11 +305,11 @@ fn emit_part(
     xl: &Translator,
 ) {
     k.emit(p, s);
-    emit_tlbs(s, p, t, &xl.cfg);
+    emit_tlbs(s, p, t, xl.tlb_shape);
     s.int(format!("{p}instructions"), instr);
     s.int(format!("{p}cycles"), cycles);
     s.ratio(format!("{p}ipc"), instr, cycles);
-    derived(s, p, k, t, instr, &xl.cfg);
+    derived(s, p, k, t, instr, xl.tlb_shape);
     if xl.virt {
         v.emit(p, s);
         derived_virt(s, p, k, v);

@@ -22,7 +22,6 @@
 
 use crate::arch::addr::VirtAddr;
 use crate::arch::ctx::Ctx;
-use crate::config::Config;
 use crate::mech::{Hooks, Mechanism, OsRequest, PromotionBudget};
 use crate::arch::clock::Clock;
 use crate::param::Promotion;
@@ -92,14 +91,15 @@ pub struct HawkEye {
 }
 
 impl HawkEye {
-    /// HawkEye, if `cfg` has it promote (`os.promotion=hawkeye`), over the process's `regions`.
-    pub fn from_config(cfg: &Config, regions: &[crate::Region]) -> Option<HawkEye> {
-        (cfg.promotion.kind == Promotion::HawkEye).then(|| {
+    /// HawkEye, if it is the promotion daemon (`os.promotion=hawkeye`), over the process's
+    /// `regions`.
+    pub fn build(p: &HawkEyeParams, promotion: &crate::mech::PromotionParams, regions: &[crate::Region]) -> Option<HawkEye> {
+        (promotion.kind == Promotion::HawkEye).then(|| {
             let p = HawkEyeSpec {
-                window_refs: cfg.hawkeye.window_refs,
-                sleep_refs: cfg.promotion.interval,
-                per_interval: cfg.hawkeye.promote_per_interval as usize,
-                cap: cfg.promotion.cap,
+                window_refs: p.window_refs,
+                sleep_refs: promotion.interval,
+                per_interval: p.promote_per_interval as usize,
+                cap: promotion.cap,
             };
             HawkEye::new(p, regions)
         })

@@ -9,8 +9,8 @@ use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::clock::Clock;
 use crate::arch::ctx::{Ctx, Invalidate};
 use crate::arch::pte::{NodeId, Table};
-use crate::config::Config;
 use crate::memory::port::{MemPort, Steer};
+use crate::param::Parts;
 use crate::stats::{CoreCounters, Stats};
 use crate::translate::mmu::{Mmu, TlbId};
 use crate::translate::tlb::{TlbEntry, TlbKey};
@@ -313,11 +313,14 @@ pub trait Mechanism {
 }
 
 /// Every mechanism xlat has, one line each: its module, its variant of [`AnyMech`] holding its
-/// type, and how the configuration makes it (`None`: it is off, not in the list, and costs
-/// nothing). The list's order is the order [`Mechs::from_config`] builds the list in, so the
-/// order in which the hooks reach them (the first answer of `on_l2_tlb_miss` wins). Adding a
-/// mechanism is its file in `mech/` and one line here: the macro declares the module, the
-/// variant, its arm in every hook's `match`, and its place in `from_config`.
+/// type, and how it is built from its own parameters (`None`: it is off, not in the list,
+/// and costs nothing). `m.part()` is the mounted component of the type the constructor asks
+/// for (the keys its file declares with `component!` and `config.rs` mounts), so a line names
+/// no key. The list's order is the order [`Mechs::build`] builds the list in, so the order in
+/// which the hooks reach them (the first answer of `on_l2_tlb_miss` wins). Adding a mechanism
+/// is its file in `mech/`, one line here and, if it has keys, one line of the mount table:
+/// the macro declares the module, the variant, its arm in every hook's `match`, and its place
+/// in `build`.
 macro_rules! mechanisms {
     ($($(#[$doc:meta])* $module:ident: $variant:ident($ty:ty) = |$m:ident| $make:expr;)*) => {
         $(pub mod $module;)*
@@ -327,8 +330,8 @@ macro_rules! mechanisms {
             $($(#[$doc])* $variant($ty),)*
         }
 
-        /// Each mechanism `from_config` may add, in the list's order.
-        fn configured(env: &Env, list: &mut Vec<AnyMech>) {
+        /// Each mechanism `build` may add, in the list's order.
+        fn configured<P: Parts>(env: &Env<P>, list: &mut Vec<AnyMech>) {
             $(
                 let $m = env;
                 if let Some(x) = $make {
@@ -355,28 +358,40 @@ macro_rules! mechanisms {
 }
 
 mechanisms! {
-    ptp: PtpDetector(ptp::PtpDetector) = |m| ptp::PtpDetector::from_config(m.cfg, m.cores);
-    pcc: Pcc(pcc::Pcc) = |m| pcc::Pcc::from_config(m.cfg, m.cores, m.footprint);
+    ptp: PtpDetector(ptp::PtpDetector) = |m| ptp::PtpDetector::build(m.part(), m.ptp_caches, m.cores);
+    pcc: Pcc(pcc::Pcc) = |m| pcc::Pcc::build(m.part(), m.part(), m.cores, m.footprint);
     /// (Its prefetch buffer is looked up with the L2 TLB, so it answers before the PDC.)
-    tlbpf: TlbPrefetch(tlbpf::Sequential) = |m| tlbpf::Sequential::from_config(m.cfg, m.cores);
+    tlbpf: TlbPrefetch(tlbpf::Sequential) = |m| tlbpf::Sequential::build(m.part(), m.cores);
     /// (On chip, it answers before a translation level in memory is read.)
-    pdc: Pdc(pdc::Pdc) = |m| pdc::Pdc::from_config(m.cfg, m.cores);
+    pdc: Pdc(pdc::Pdc) = |m| pdc::Pdc::build(m.part(), m.cores);
     /// (Boxed, as the larger ones below: their arrays' headers would make every variant large.)
-    pomtlb: PomTlb(Box<pomtlb::PomTlb>) = |m| pomtlb::PomTlb::from_config(m.cfg).map(Box::new);
-    hawkeye: HawkEye(Box<hawkeye::HawkEye>) = |m| hawkeye::HawkEye::from_config(m.cfg, m.regions).map(Box::new);
-    tcat: Tcat(Box<tcat::Tcat>) = |m| tcat::Tcat::from_config(m.cfg).map(Box::new);
-    oracle: Oracle(Box<oracle::Oracle>) = |m| oracle::Oracle::from_config(m.cfg, m.footprint).map(Box::new);
+    pomtlb: PomTlb(Box<pomtlb::PomTlb>) = |m| pomtlb::PomTlb::build(m.part()).map(Box::new);
+    hawkeye: HawkEye(Box<hawkeye::HawkEye>) = |m| hawkeye::HawkEye::build(m.part(), m.part(), m.regions).map(Box::new);
+    tcat: Tcat(Box<tcat::Tcat>) = |m| tcat::Tcat::build(m.part(), m.shootdown, m.part()).map(Box::new);
+    oracle: Oracle(Box<oracle::Oracle>) = |m| oracle::Oracle::build(m.part(), m.footprint).map(Box::new);
 }
 
-/// What a mechanism's constructor in the [`mechanisms!`] list is given.
-pub struct Env<'a> {
-    pub cfg: &'a Config,
+/// What a mechanism's constructor in the [`mechanisms!`] list is given: the machine's
+/// components' parameters (its configuration), and what the machine knows beyond them.
+pub struct Env<'a, P: Parts> {
+    pub parts: &'a P,
     /// Cores of the machine.
     pub cores: usize,
     /// The workload's regions, and its footprint in 2 MB regions over all its copies (the
     /// promotion daemons' cap).
     pub regions: &'a [crate::Region],
     pub footprint: u64,
+    /// A cache has the `ptp` policy (the PTP detector steers it).
+    pub ptp_caches: bool,
+    /// The OS's shootdown protocol (TCAT's two are mechanisms).
+    pub shootdown: crate::param::ShootdownProtocol,
+}
+
+impl<P: Parts> Env<'_, P> {
+    /// The mounted component of type `T`.
+    pub fn part<T: 'static>(&self) -> &T {
+        self.parts.part()
+    }
 }
 
 impl Mechanism for AnyMech {
@@ -487,12 +502,11 @@ pub struct Mechs {
 }
 
 impl Mechs {
-    /// The mechanisms `cfg` enables on a machine of `cores` cores that runs `copies` copies
-    /// of `regions` (their footprint sets the promotion daemons' cap).
-    pub fn from_config(cfg: &Config, cores: usize, regions: &[crate::Region], copies: u64) -> Mechs {
+    /// The mechanisms `env`'s parameters enable (see `Config::mechanisms`).
+    pub fn build<P: Parts>(env: &Env<P>) -> Mechs {
         let mut list = Vec::new();
-        configured(&Env { cfg, cores, regions, footprint: footprint_2m(regions) * copies }, &mut list);
-        Mechs::new(list, cores)
+        configured(env, &mut list);
+        Mechs::new(list, env.cores)
     }
 
     /// A machine of `cores` cores running the mechanisms of `list`.

@@ -17,7 +17,6 @@ use std::collections::HashMap;
 
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, SPACE_MASK};
-use crate::config::Config;
 use crate::mech::{Hooks, Mechanism, OsRequest, PromotionBudget};
 use crate::memory::port::MemPort;
 use crate::arch::clock::Clock;
@@ -70,11 +69,10 @@ pub struct Oracle {
 }
 
 impl Oracle {
-    /// The oracle, watching, if `cfg` has it promote (`os.promotion=oracle`), for a footprint
+    /// The oracle, watching, if it is the promotion daemon (`os.promotion=oracle`), for a footprint
     /// of `footprint_2m` 2 MB regions.
-    pub fn from_config(cfg: &Config, footprint_2m: u64) -> Option<Oracle> {
-        (cfg.promotion.kind == Promotion::Oracle)
-            .then(|| Oracle::new(cfg.promotion.first.max(1), cfg.promotion.interval.max(1), cfg.promotion.cap, footprint_2m))
+    pub fn build(promotion: &crate::mech::PromotionParams, footprint_2m: u64) -> Option<Oracle> {
+        (promotion.kind == Promotion::Oracle).then(|| Oracle::new(promotion.first.max(1), promotion.interval.max(1), promotion.cap, footprint_2m))
     }
 
     pub fn new(first: u64, period: u64, cap: f64, footprint_2m: u64) -> Oracle {

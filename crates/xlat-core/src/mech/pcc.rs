@@ -67,7 +67,6 @@ use std::cmp::Reverse;
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate};
 use crate::arch::pte::{leaf_size, Table, PTE_A, PTE_P};
-use crate::config::Config;
 use crate::mech::{Mechanism, OsRequest, PromotionBudget, WalkStep};
 use crate::arch::clock::Clock;
 use crate::param::{PccPolicy, PccPromotion, PccReadout, Promotion};
@@ -468,22 +467,23 @@ pub struct PccSpec {
 }
 
 impl PccSpec {
-    /// The keys of `cfg`, for a footprint of `footprint_2m` 2 MB regions: a daemon if
+    /// The PCC's keys and the promotion daemons', for a footprint of `footprint_2m` 2 MB
+    /// regions: a daemon if
     /// `os.promotion=pcc`.
-    pub fn from_config(cfg: &Config, footprint_2m: u64) -> PccSpec {
-        let daemon = cfg.promotion.kind == Promotion::Pcc;
+    pub fn of(pcc: &PccParams, promotion: &crate::mech::PromotionParams, footprint_2m: u64) -> PccSpec {
+        let (cfg, daemon) = (pcc, promotion.kind == Promotion::Pcc);
         PccSpec {
-            entries: cfg.pcc.entries as usize,
-            entries_1g: cfg.pcc.entries_1g as usize,
-            counter_bits: cfg.pcc.counter_bits as u32,
-            policy: cfg.pcc.policy,
-            readout: cfg.pcc.readout,
-            daemon_refs: if daemon { cfg.promotion.interval } else { 0 },
-            daemon_first_refs: cfg.promotion.first,
-            promote_per_read: cfg.pcc.promote_per_read as usize,
-            promotion: cfg.pcc.promotion,
-            demotion: cfg.pcc.demotion,
-            cap: cfg.promotion.cap,
+            entries: cfg.entries as usize,
+            entries_1g: cfg.entries_1g as usize,
+            counter_bits: cfg.counter_bits as u32,
+            policy: cfg.policy,
+            readout: cfg.readout,
+            daemon_refs: if daemon { promotion.interval } else { 0 },
+            daemon_first_refs: promotion.first,
+            promote_per_read: cfg.promote_per_read as usize,
+            promotion: cfg.promotion,
+            demotion: cfg.demotion,
+            cap: promotion.cap,
             footprint_2m,
         }
     }
@@ -498,10 +498,10 @@ pub struct Picks {
 }
 
 impl Pcc {
-    /// The PCCs, if `cfg` gives cores one (`pcc.enabled` or `os.promotion=pcc`), for a
+    /// The PCCs, if the keys give cores one (`pcc.enabled` or `os.promotion=pcc`), for a
     /// footprint of `footprint_2m` 2 MB regions.
-    pub fn from_config(cfg: &Config, cores: usize, footprint_2m: u64) -> Option<Pcc> {
-        cfg.pcc_on().then(|| Pcc::new(PccSpec::from_config(cfg, footprint_2m), cores))
+    pub fn build(pcc: &PccParams, promotion: &crate::mech::PromotionParams, cores: usize, footprint_2m: u64) -> Option<Pcc> {
+        (pcc.enabled || promotion.kind == Promotion::Pcc).then(|| Pcc::new(PccSpec::of(pcc, promotion, footprint_2m), cores))
     }
 
     pub fn new(p: PccSpec, cores: usize) -> Pcc {
@@ -1222,13 +1222,14 @@ mod tests {
     /// The keys: off by default, so no mechanism; when enabled, validated.
     #[test]
     fn config_keys_build_and_validate() {
+        use crate::config::Config;
         let cfg = Config::default();
-        assert!(Pcc::from_config(&cfg, 1, 0).is_none());
-        assert!(Mechs::from_config(&cfg, 1, &[], 1).pcc().is_none());
+        assert!(Pcc::build(&cfg.pcc, &cfg.promotion, 1, 0).is_none());
+        assert!(cfg.mechanisms(1, &[], 1).pcc().is_none());
         let cfg =
             Config::from_pairs([("pcc.enabled", "true"), ("pcc.entries_1g", "8"), ("pcc.policy", "lru"), ("pcc.readout", "flush"), ("pcc.counter_bits", "4")])
                 .unwrap();
-        let m = Mechs::from_config(&cfg, 2, &[], 1);
+        let m = cfg.mechanisms(2, &[], 1);
         let p = m.pcc().expect("pcc.enabled builds a PCC");
         assert_eq!((p.cores(), p.core(1).pcc.capacity(), p.core(1).pcc_1g.as_ref().unwrap().capacity(), p.readout()), (2, 128, 8, PccReadout::Flush));
         let err = |pairs: &[(&str, &str)]| Config::from_pairs(pairs.iter().copied()).unwrap_err().to_string();
@@ -1241,7 +1242,10 @@ mod tests {
         assert!(err(&[("os.promotion", "thp"), ("os.page_policy", "ideal")]).contains("cannot run with os.page_policy=ideal"));
         // os.promotion=pcc gives cores a PCC and the OS its daemon; pcc.enabled alone, no daemon.
         let daemon =
-            |pairs: &[(&str, &str)]| Pcc::from_config(&Config::from_pairs(pairs.iter().copied()).unwrap(), 1, 0).map(|p| (p.daemon().period, p.daemon().first));
+            |pairs: &[(&str, &str)]| {
+            let c = Config::from_pairs(pairs.iter().copied()).unwrap();
+            Pcc::build(&c.pcc, &c.promotion, 1, 0).map(|p| (p.daemon().period, p.daemon().first))
+        };
         assert_eq!(daemon(&[("os.promotion", "pcc")]), Some((30_000_000, 1_000_000)));
         assert_eq!(daemon(&[("pcc.enabled", "true")]), Some((0, 1_000_000)));
         assert_eq!(Config::from_pairs([("os.promotion", "thp")]).unwrap().page_policy(), crate::param::PagePolicy::Thp);

@@ -8,7 +8,6 @@
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate};
 use crate::assoc::{Key, SetAssoc};
-use crate::config::Config;
 use crate::mech::{Hooks, Mechanism};
 use crate::memory::port::MemPort;
 use crate::memory::repl::Policy;
@@ -44,9 +43,9 @@ pub struct Pdc {
 }
 
 impl Pdc {
-    /// The PDCs of a machine of `cores` cores, if `cfg` has them (`tlb.pdc.entries` > 0).
-    pub fn from_config(cfg: &Config, cores: usize) -> Option<Pdc> {
-        (cfg.tlb_pdc.entries > 0).then(|| Pdc::new(cfg.tlb_pdc.entries, cfg.tlb_pdc.ways, cores))
+    /// The PDCs of a machine of `cores` cores, if it has them (`tlb.pdc.entries` > 0).
+    pub fn build(p: &PdcParams, cores: usize) -> Option<Pdc> {
+        (p.entries > 0).then(|| Pdc::new(p.entries, p.ways, cores))
     }
 
     pub fn new(entries: u64, ways: u64, cores: usize) -> Pdc {

@@ -26,7 +26,6 @@
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate, SPACE_MASK, VPID_SHIFT};
 use crate::assoc::SetAssoc;
-use crate::config::Config;
 use crate::mech::Mechanism;
 use crate::memory::port::MemPort;
 use crate::memory::repl::Policy;
@@ -111,9 +110,9 @@ impl PomAddressing {
         PomAddressing { small: (base_line, small), large: (base_line + small, large), hash }
     }
 
-    /// The POM-TLB's addressing in machines of `cfg`.
-    pub fn from_config(cfg: &Config) -> PomAddressing {
-        PomAddressing::new(cfg.pomtlb.size_mb, cfg.pomtlb.large_size_mb, cfg.pomtlb.base_gb << 30, cfg.pomtlb.hash)
+    /// The POM-TLB's addressing by its keys.
+    pub fn of(p: &PomTlbParams) -> PomAddressing {
+        PomAddressing::new(p.size_mb, p.large_size_mb, p.base_gb << 30, p.hash)
     }
 
     /// The set of `va`'s translation of `size` (4 KB or 2 MB) in context `ctx`: Eq. 5.10 and
@@ -187,9 +186,9 @@ pub struct PomTlb {
 }
 
 impl PomTlb {
-    /// The POM-TLB, if `cfg` has one (`pomtlb.enabled`).
-    pub fn from_config(cfg: &Config) -> Option<PomTlb> {
-        cfg.pomtlb.enabled.then(|| PomTlb::new(cfg.pomtlb.size_mb, cfg.pomtlb.large_size_mb, cfg.pomtlb.ways, cfg.pomtlb.base_gb << 30, cfg.pomtlb.hash))
+    /// The POM-TLB, if its keys ask for one (`pomtlb.enabled`).
+    pub fn build(p: &PomTlbParams) -> Option<PomTlb> {
+        p.enabled.then(|| PomTlb::new(p.size_mb, p.large_size_mb, p.ways, p.base_gb << 30, p.hash))
     }
 
     /// Arrays of `small_mb` (4 KB pages) and `large_mb` (2 MB pages) of `ways`-way sets,
@@ -461,8 +460,7 @@ mod tests {
     use super::*;
 
     fn default_pom() -> PomTlb {
-        let cfg = Config::from_pairs([("pomtlb.enabled", "true")]).unwrap();
-        PomTlb::from_config(&cfg).expect("enabled")
+        PomTlb::build(&PomTlbParams { enabled: true, ..Default::default() }).expect("enabled")
     }
 
     /// Eq. 5.10-5.12 with the default geometry: 16 MB of 64-byte sets is 2^18 sets; the
@@ -497,8 +495,7 @@ mod tests {
     /// index zero: only every 64th set is used.
     #[test]
     fn literal_hash_uses_one_set_in_64() {
-        let cfg = Config::from_pairs([("pomtlb.enabled", "true"), ("pomtlb.hash", "literal")]).unwrap();
-        let p = PomTlb::from_config(&cfg).unwrap();
+        let p = PomTlb::build(&PomTlbParams { enabled: true, hash: PomHash::Literal, ..Default::default() }).unwrap();
         for i in 0..1000u64 {
             let set = p.set_index(VirtAddr(i * 4096 + 123), PageSize::Size4K, 0);
             assert_eq!(set % 64, 0);

@@ -5,11 +5,9 @@
 //! lines with `ptp.per_context`, everyone's once any core is in one otherwise).
 //! docs/extending.md walks through this file as the example of adding a mechanism.
 
-use crate::config::Config;
 
 use crate::mech::Mechanism;
 use crate::memory::port::Steer;
-use crate::memory::repl::Policy;
 use crate::param::{PtpMode};
 use crate::stats::CoreCounters;
 
@@ -45,10 +43,11 @@ struct CoreState {
 }
 
 impl PtpDetector {
-    /// The detector, if `cfg` asks for one (`ptp.mode=detector` and a cache with policy `ptp`).
-    pub fn from_config(cfg: &Config, cores: usize) -> Option<PtpDetector> {
-        let on = cfg.ptp.mode == PtpMode::Detector && (cfg.cache_l2.policy == Policy::Ptp || cfg.cache_llc.policy == Policy::Ptp);
-        on.then(|| PtpDetector::new(cfg.ptp.detector_epoch, cfg.ptp.detector_mpki, cfg.ptp.probability, cfg.ptp.per_context, cores))
+    /// The detector, if `p` asks for one (`ptp.mode=detector`) and a cache has policy `ptp`
+    /// (`caches_ptp`).
+    pub fn build(p: &PtpParams, caches_ptp: bool, cores: usize) -> Option<PtpDetector> {
+        let on = p.mode == PtpMode::Detector && caches_ptp;
+        on.then(|| PtpDetector::new(p.detector_epoch, p.detector_mpki, p.probability, p.per_context, cores))
     }
 
     pub fn new(epoch: u64, mpki: f64, probability: f64, per_context: bool, cores: usize) -> PtpDetector {

@@ -25,7 +25,6 @@
 
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate};
-use crate::config::Config;
 use crate::mech::pomtlb::PomAddressing;
 use crate::mech::{FillFrom, Hooks, Mechanism};
 use crate::param::ShootdownProtocol;
@@ -79,14 +78,15 @@ pub struct Tcat {
 }
 
 impl Tcat {
-    /// TCAT, if `cfg` asks for it (`shootdown.protocol=tcat-cotag|tcat-cotagless`).
-    pub fn from_config(cfg: &Config) -> Option<Tcat> {
-        let cotag = match cfg.shootdown.protocol {
+    /// TCAT, if the shootdown protocol is one of its (`shootdown.protocol=tcat-cotag|
+    /// tcat-cotagless`), over the POM-TLB `pom`.
+    pub fn build(p: &TcatParams, protocol: ShootdownProtocol, pom: &crate::mech::pomtlb::PomTlbParams) -> Option<Tcat> {
+        let cotag = match protocol {
             ShootdownProtocol::TcatCotag => true,
             ShootdownProtocol::TcatCotagless => false,
             _ => return None,
         };
-        Some(Tcat { fill_invalidates: cfg.tcat.fill_invalidates, ..Tcat::new(PomAddressing::from_config(cfg), cotag) })
+        Some(Tcat { fill_invalidates: p.fill_invalidates, ..Tcat::new(PomAddressing::of(pom), cotag) })
     }
 
     pub fn new(addr: PomAddressing, cotag: bool) -> Tcat {
@@ -293,8 +293,8 @@ use crate::param::{PomHash, TlbSetIndex};
     fn the_hooks_carry_a_shootdown_to_the_sharers() {
         use crate::mech::{AnyMech, Mechs};
         let (t1, ctx) = (VirtAddr(0x7f00_0001_2000), 1);
-        let cfg = Config::default();
-        let mut mmus: Vec<Mmu> = (0..2).map(|c| Mmu::new(&cfg, c)).collect();
+        let cfg = crate::config::Config::default();
+        let mut mmus: Vec<Mmu> = (0..2).map(|c| Mmu::new(&cfg.mmu(), c)).collect();
         let mut mechs = Mechs::new(vec![AnyMech::Tcat(Box::new(Tcat::new(addr(), true)))], 2);
         for (c, mmu) in mmus.iter_mut().enumerate() {
             mmu.tlbs[crate::translate::mmu::TlbId::L2 as usize].insert_absent(t1, PageSize::Size4K, ctx, TlbEntry::page(0x100, true));

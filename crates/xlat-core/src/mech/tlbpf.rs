@@ -22,7 +22,6 @@
 
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate};
-use crate::config::Config;
 use crate::mech::{Hooks, Mechanism, Prefetched};
 use crate::memory::port::MemPort;
 use crate::param::TlbPrefetcher;
@@ -92,14 +91,14 @@ pub struct Sequential {
 }
 
 impl Sequential {
-    /// The prefetcher of a machine of `cores` cores, if `cfg` has one.
-    pub fn from_config(cfg: &Config, cores: usize) -> Option<Sequential> {
-        (cfg.tlb_prefetch.prefetcher == TlbPrefetcher::Sequential).then(|| Sequential::new(cfg.tlb_prefetch.buffer as usize, cores))
+    /// The prefetcher of a machine of `cores` cores, if `p` asks for it.
+    pub fn build(p: &TlbPrefetchParams, cores: usize) -> Option<Sequential> {
+        (p.prefetcher == TlbPrefetcher::Sequential).then(|| Sequential::new(p.buffer as usize, cores))
     }
 
     /// Prefetch buffers of `entries` entries (at least 1) for `cores` cores.
     pub fn new(entries: usize, cores: usize) -> Sequential {
-        assert!(entries > 0, "a prefetch buffer needs an entry (Config::validate)");
+        assert!(entries > 0, "a prefetch buffer needs an entry (the configuration validates it)");
         let cores = (0..cores).map(|_| Core { slots: vec![None; entries], pending: None }).collect();
         Sequential { cores, clock: 0, counters: TlbPrefetchCounters::default() }
     }

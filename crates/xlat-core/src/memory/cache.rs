@@ -149,12 +149,12 @@ impl Cache {
         self
     }
 
-    /// A cache whose CSALT policy (if it has one) takes `cfg`'s parameters.
-    pub fn with_csalt(mut self, cfg: &crate::config::Config) -> Cache {
+    /// A cache whose CSALT policy (if it has one) takes parameters `p`.
+    pub fn with_csalt(mut self, p: &crate::memory::repl::csalt::CsaltParams) -> Cache {
         let (sets, ways) = (self.arr.sets(), self.arr.ways());
         if let AnyPolicy::Csalt(c) = self.arr.policy_mut() {
-            **c = Csalt::new(sets, ways, cfg.csalt.profiler, cfg.csalt.atd_sets as usize, cfg.csalt.epoch);
-            c.set_page_tables_translate(cfg.csalt.page_tables == crate::param::CsaltPageTables::Translation);
+            **c = Csalt::new(sets, ways, p.profiler, p.atd_sets as usize, p.epoch);
+            c.set_page_tables_translate(p.page_tables == crate::param::CsaltPageTables::Translation);
         }
         self
     }

@@ -22,6 +22,32 @@ component! {
     }
 }
 
+impl DramParams {
+    /// The latency in cycles of a core clocked at `ghz`.
+    pub fn latency_cycles(&self, ghz: f64) -> u64 {
+        (self.latency_ns * ghz).round() as u64
+    }
+
+    /// The write drains in cycles at `ghz` (`dram.write_batch` > 0), or None.
+    pub fn drain_timing(&self, ghz: f64) -> Option<DrainTiming> {
+        (self.write_batch > 0).then(|| DrainTiming { batch: self.write_batch, turnaround: (self.turnaround_ns * ghz).round() as u64 })
+    }
+
+    /// The banks in cycles at `ghz` (`dram.banks` > 0), or None.
+    pub fn bank_timing(&self, ghz: f64) -> Option<BankTiming> {
+        let cycles = |ns: f64| (ns * ghz).round() as u64;
+        (self.banks > 0).then(|| BankTiming {
+            banks: self.banks,
+            row_lines: self.row_kb * 1024 / crate::LINE_BYTES,
+            trp: cycles(self.trp_ns),
+            trcd: cycles(self.trcd_ns),
+            tcas: cycles(self.tcas_ns),
+            trefi: cycles(self.trefi_ns),
+            trfc: cycles(self.trfc_ns),
+        })
+    }
+}
+
 /// DRAM: a fixed latency plus, optionally, a bandwidth limit: one 64-byte line per `service`
 /// cycles. Requests do not arrive in time order (an out-of-order window issues a walk's reads
 /// and a later reference's misses at times that interleave, and write-backs are timed when
@@ -92,7 +118,7 @@ pub struct BankTiming {
 
 impl BankTiming {
     /// The first cycle from `s` on from which `len` cycles fall outside every refresh, the
-    /// `trfc` cycles from each multiple of `trefi` (but 0). (Config validation keeps a row
+    /// `trfc` cycles from each multiple of `trefi` (but 0). (The configuration's validation keeps a row
     /// conflict shorter than the time between refreshes, so one always fits.)
     #[inline]
     fn clear_of_refresh(&self, mut s: u64, len: u64) -> u64 {

@@ -3,9 +3,7 @@
 //! physical lines, of data or page-table entries, and turns their latencies into cycles.
 //! [`Direct`] is the memory port that does each reference's accesses at once.
 
-use crate::config::Config;
-
-use crate::memory::cache::{Cache, Victim};
+use crate::memory::cache::{Cache, CacheParams, Victim};
 use crate::memory::dram::Dram;
 use crate::memory::port::{MemPort, Steer, Table};
 use crate::memory::prefetcher::{Prefetch, MAX_DEGREE};
@@ -92,12 +90,12 @@ pub struct ContextMem {
 }
 
 impl ContextMem {
-    fn new(cfg: &Config) -> ContextMem {
+    fn new(p: &MemoryParams) -> ContextMem {
         // SMT: the contexts of a core split its dispatch width, reorder buffer and store
         // buffer evenly (as Intel's cores partition the ROB and store buffer statically).
-        let n = cfg.system.threads_per_core.max(1);
+        let n = p.threads_per_core.max(1);
         ContextMem {
-            window: Window::new((cfg.core.width / n).max(1), (cfg.core.rob / n).max(1), cfg.core.store_buffer.div_ceil(n), cfg.core.lq.div_ceil(n)),
+            window: Window::new((p.core.width / n).max(1), (p.core.rob / n).max(1), p.core.store_buffer.div_ceil(n), p.core.lq.div_ceil(n)),
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
             tlb_lines: TlbLineCounters::default(),
@@ -140,20 +138,20 @@ pub struct CoreMem {
 }
 
 impl CoreMem {
-    fn new(cfg: &Config, s: u64) -> CoreMem {
+    fn new(p: &MemoryParams, s: u64) -> CoreMem {
         CoreMem {
-            l1i: Cache::new(cfg.cache_l1i.size_kb, cfg.cache_l1i.ways, cfg.cache_l1i.latency, cfg.cache_l1i.policy, cfg.cache_l1i.energy_nj, s + 4),
-            l1d: Cache::new(cfg.cache_l1d.size_kb, cfg.cache_l1d.ways, cfg.cache_l1d.latency, cfg.cache_l1d.policy, cfg.cache_l1d.energy_nj, s + 5)
-                .with_prefetcher(cfg.cache_l1d_prefetch.prefetcher != Prefetcher::None),
-            l2: Cache::new(cfg.cache_l2.size_kb, cfg.cache_l2.ways, cfg.cache_l2.latency, cfg.cache_l2.policy, cfg.cache_l2.energy_nj, s + 6)
-                .with_csalt(cfg)
-                .with_prefetcher(cfg.cache_l2_prefetch.prefetcher != Prefetcher::None),
-            mshrs: Pool::new(cfg.core.mshrs, cfg.timing.pools),
-            walkers: Pool::new(cfg.core.walkers, cfg.timing.pools),
+            l1i: Cache::new(p.l1i.size_kb, p.l1i.ways, p.l1i.latency, p.l1i.policy, p.l1i.energy_nj, s + 4),
+            l1d: Cache::new(p.l1d.size_kb, p.l1d.ways, p.l1d.latency, p.l1d.policy, p.l1d.energy_nj, s + 5)
+                .with_prefetcher(p.l1d_prefetch.prefetcher != Prefetcher::None),
+            l2: Cache::new(p.l2.size_kb, p.l2.ways, p.l2.latency, p.l2.policy, p.l2.energy_nj, s + 6)
+                .with_csalt(p.csalt)
+                .with_prefetcher(p.l2_prefetch.prefetcher != Prefetcher::None),
+            mshrs: Pool::new(p.core.mshrs, p.pools),
+            walkers: Pool::new(p.core.walkers, p.pools),
             fills: InFlight::default(),
             walks: InFlight::default(),
-            pf_l1d: Prefetch::new(cfg.cache_l1d_prefetch.prefetcher, cfg.cache_l1d_prefetch.degree),
-            pf_l2: Prefetch::new(cfg.cache_l2_prefetch.prefetcher, cfg.cache_l2_prefetch.degree),
+            pf_l1d: Prefetch::new(p.l1d_prefetch.prefetcher, p.l1d_prefetch.degree),
+            pf_l2: Prefetch::new(p.l2_prefetch.prefetcher, p.l2_prefetch.degree),
         }
     }
 }
@@ -211,6 +209,41 @@ crate::stats::counters! {
     }
 }
 
+/// What the memory side is built from: the cores' windows and pools, the caches, DRAM, and
+/// what it needs to know of the translation side (where walks enter, the TLBs' latencies
+/// for CSALT-CD's estimate, the POM-TLB's die-stacked DRAM and address range).
+pub struct MemoryParams<'a> {
+    pub threads_per_core: u64,
+    pub core: &'a crate::timing::window::CoreParams,
+    pub pools: crate::param::PoolModel,
+    pub l1i: &'a CacheParams,
+    pub l1d: &'a CacheParams,
+    pub l2: &'a CacheParams,
+    pub llc: &'a CacheParams,
+    pub l1d_prefetch: &'a crate::memory::prefetcher::CachePrefetchParams,
+    pub l2_prefetch: &'a crate::memory::prefetcher::CachePrefetchParams,
+    pub llc_keys: &'a LlcParams,
+    pub coherence: bool,
+    pub csalt: &'a crate::memory::repl::csalt::CsaltParams,
+    pub dram: &'a crate::memory::dram::DramParams,
+    pub pom: StackedDram,
+    pub walker_port: WalkerPort,
+    pub l1_tlb_latency: u64,
+    pub l2_tlb_latency: u64,
+    /// Page-table prioritization from the start (`ptp.mode=always`), and its probability.
+    pub ptp_always: bool,
+    pub ptp_probability: f64,
+}
+
+/// The POM-TLB's die-stacked DRAM: its latency and bandwidth, and the first line of the
+/// POM-TLB's range (`u64::MAX`: no POM-TLB).
+#[derive(Clone, Copy, Debug)]
+pub struct StackedDram {
+    pub latency: u64,
+    pub bandwidth_gbps: f64,
+    pub first_line: u64,
+}
+
 pub struct MemorySide {
     /// Per hardware context (a stream), and per core.
     pub ctxs: Vec<ContextMem>,
@@ -261,40 +294,46 @@ impl MemorySide {
     /// The memory side of `contexts` hardware contexts, `system.threads_per_core` to a core
     /// (context `i` on core `i / threads_per_core`); core `i`'s structures are seeded from
     /// `seed` and `i` as [`core_seed`] says.
-    pub fn new(cfg: &Config, contexts: usize, seed: u64) -> MemorySide {
-        let per = cfg.system.threads_per_core.max(1) as usize;
+    pub fn new(p: &MemoryParams, contexts: usize, seed: u64) -> MemorySide {
+        let per = p.threads_per_core.max(1) as usize;
         let cores = contexts.div_ceil(per);
         let mut m = MemorySide {
-            ctxs: (0..contexts).map(|_| ContextMem::new(cfg)).collect(),
+            ctxs: (0..contexts).map(|_| ContextMem::new(p)).collect(),
             core_of: (0..contexts).map(|i| i / per).collect(),
             smt: per > 1,
             per,
-            cores: (0..cores as u64).map(|i| CoreMem::new(cfg, core_seed(seed, i))).collect(),
-            llc: Cache::new(cfg.cache_llc.size_kb, cfg.cache_llc.ways, cfg.cache_llc.latency, cfg.cache_llc.policy, cfg.cache_llc.energy_nj, seed ^ 0x11c)
-                .with_csalt(cfg)
-                .with_ways_per_owner(cores, cfg.llc.ways_per_core),
-            dram: Dram::new(cfg.dram_latency_cycles(), cfg.dram.bandwidth_gbps, cfg.core.freq_ghz, cfg.dram.energy_nj, cfg.dram_bank_timing())
-                .with_drains(cfg.dram_drain_timing()),
-            stacked: Dram::new(cfg.pomtlb.latency, cfg.pomtlb.bandwidth_gbps, cfg.core.freq_ghz, 0.0, None),
+            cores: (0..cores as u64).map(|i| CoreMem::new(p, core_seed(seed, i))).collect(),
+            llc: Cache::new(p.llc.size_kb, p.llc.ways, p.llc.latency, p.llc.policy, p.llc.energy_nj, seed ^ 0x11c)
+                .with_csalt(p.csalt)
+                .with_ways_per_owner(cores, p.llc_keys.ways_per_core),
+            dram: Dram::new(
+                p.dram.latency_cycles(p.core.freq_ghz),
+                p.dram.bandwidth_gbps,
+                p.core.freq_ghz,
+                p.dram.energy_nj,
+                p.dram.bank_timing(p.core.freq_ghz),
+            )
+            .with_drains(p.dram.drain_timing(p.core.freq_ghz)),
+            stacked: Dram::new(p.pom.latency, p.pom.bandwidth_gbps, p.core.freq_ghz, 0.0, None),
             floor: 0,
-            tlb_lo: if cfg.pomtlb.enabled { (cfg.pomtlb.base_gb << 30) / crate::LINE_BYTES } else { u64::MAX },
-            partitioned: [cfg.cache_l2.policy, cfg.cache_llc.policy].iter().any(|p| matches!(p, Policy::CsaltD | Policy::CsaltCd)),
-            cd: [cfg.cache_l2.policy, cfg.cache_llc.policy].contains(&Policy::CsaltCd).then(|| Box::new(CdEstimator::new(cfg, cores))),
-            walk_entry: match cfg.walker.port {
+            tlb_lo: p.pom.first_line,
+            partitioned: [p.l2.policy, p.llc.policy].iter().any(|p| matches!(p, Policy::CsaltD | Policy::CsaltCd)),
+            cd: [p.l2.policy, p.llc.policy].contains(&Policy::CsaltCd).then(|| Box::new(CdEstimator::new(p, cores))),
+            walk_entry: match p.walker_port {
                 WalkerPort::L1d => Entry::L1d,
                 WalkerPort::L2 => Entry::L2,
             },
-            llc_inclusive: cfg.llc.inclusive,
-            llc_victim: cfg.llc.fill == LlcFill::Victim,
-            l2_tlb_latency: cfg.tlb_l2.latency,
-            inflight: cfg.core.inflight,
-            prefetching: cfg.cache_l1d_prefetch.prefetcher != Prefetcher::None || cfg.cache_l2_prefetch.prefetcher != Prefetcher::None,
-            coherence: cfg.coherence.enabled,
+            llc_inclusive: p.llc_keys.inclusive,
+            llc_victim: p.llc_keys.fill == LlcFill::Victim,
+            l2_tlb_latency: p.l2_tlb_latency,
+            inflight: p.core.inflight,
+            prefetching: p.l1d_prefetch.prefetcher != Prefetcher::None || p.l2_prefetch.prefetcher != Prefetcher::None,
+            coherence: p.coherence,
         };
         // Caches with policy `ptp` protect every core's page-table lines from the start
         // (`ptp.mode=always`), or none until the phase detector finds a TLB-miss phase.
-        let all = if cfg.ptp.mode == crate::param::PtpMode::Always { u64::MAX } else { 0 };
-        m.steer(Steer::Ptp { probability: cfg.ptp.probability, cores: all, llc: all });
+        let all = if p.ptp_always { u64::MAX } else { 0 };
+        m.steer(Steer::Ptp { probability: p.ptp_probability, cores: all, llc: all });
         m
     }
 
@@ -977,27 +1016,22 @@ struct CdEstimator {
 }
 
 impl CdEstimator {
-    fn new(cfg: &Config, cores: usize) -> CdEstimator {
-        let dram = cfg.dram_latency_cycles() as f64;
+    fn new(p: &MemoryParams, cores: usize) -> CdEstimator {
+        let dram = p.dram.latency_cycles(p.core.freq_ghz) as f64;
         let inputs = Criticality {
-            l1t_acc: cfg.tlb_l1d.latency as f64,
-            l2t_acc: cfg.tlb_l2.latency as f64,
-            l3t_acc: cfg.pomtlb.latency as f64,
-            l1d_acc: cfg.cache_l1d.latency as f64,
-            l2d_acc: cfg.cache_l2.latency as f64,
-            l3d_acc: cfg.cache_llc.latency as f64,
+            l1t_acc: p.l1_tlb_latency as f64,
+            l2t_acc: p.l2_tlb_latency as f64,
+            l3t_acc: p.pom.latency as f64,
+            l1d_acc: p.l1d.latency as f64,
+            l2d_acc: p.l2.latency as f64,
+            l3d_acc: p.llc.latency as f64,
             // Until an epoch has measured them: even odds, a walk of four DRAM reads.
             l3d_hit: 0.5,
             l3t_hit: 0.5,
             pw_acc: 4.0 * dram,
             dram_acc: dram,
         };
-        CdEstimator {
-            corrected: cfg.csalt.formula == CsaltFormula::Corrected,
-            inputs,
-            base: vec![CdTotals::default(); cores + 1],
-            last: vec![inputs; cores + 1],
-        }
+        CdEstimator { corrected: p.csalt.formula == CsaltFormula::Corrected, inputs, base: vec![CdTotals::default(); cores + 1], last: vec![inputs; cores + 1] }
     }
 
     /// The weights (S_Dat, S_Tr) for core `c`'s L2 (`None`: the LLC) from what changed since
@@ -1338,8 +1372,8 @@ mod tests {
         // 0; context 0, whose clock is ahead at 10,000, asks for one there; then context 1 asks
         // at 100 and waits until 20,000. (Had the pool forgotten the cycles before context 0's
         // clock, it would find both walkers free at 100.)
-        let cfg = Config::from_pairs([("system.threads_per_core", "2"), ("core.walkers", "2")]).unwrap();
-        let mut m = MemorySide::new(&cfg, 2, 1);
+        let cfg = crate::config::Config::from_pairs([("system.threads_per_core", "2"), ("core.walkers", "2")]).unwrap();
+        let mut m = MemorySide::new(&cfg.memory(), 2, 1);
         for _ in 0..2 {
             let s = m.walk_start(1, 0);
             m.walk_done(1, 0, s, 20_000, 0);

@@ -37,6 +37,18 @@ component! {
     }
 }
 
+impl EchParams {
+    /// The tables' geometry, if `ech.enabled`.
+    pub fn geometry(&self) -> Option<EchGeometry> {
+        self.enabled.then_some(EchGeometry {
+            ways: self.ways as usize,
+            slots: self.slots as usize,
+            load_factor: self.load_factor,
+            growth: self.growth as usize,
+        })
+    }
+}
+
 /// Parameters (`ech.*`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EchGeometry {

@@ -152,7 +152,7 @@ impl Kernel {
         let v = &self.sched.vcpus;
         if v.k > 1 {
             ctx | (v.slot(v.lane[c]) as crate::arch::ctx::Ctx) << crate::arch::ctx::THREAD_SHIFT
-        } else if self.cfg.tlb.thread_tagged && per > 1 {
+        } else if self.cfg.thread_tagged && per > 1 {
             ctx | ((c % per) as crate::arch::ctx::Ctx) << crate::arch::ctx::THREAD_SHIFT
         } else {
             ctx

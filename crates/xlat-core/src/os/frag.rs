@@ -19,60 +19,9 @@
 
 use crate::arch::addr::Frame;
 use crate::os::phys::{PhysMem, MAX_ORDER, ORDER_2M};
-use crate::param::ConfigValue;
 use crate::rng::Rng;
-use std::fmt;
 
-/// A fragmentation scenario.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Fragmentation {
-    None,
-    /// Fraction of the free 2 MB blocks that get one pinned page.
-    Pinned(f64),
-    LowHalf,
-    /// Seed of the churn.
-    Aged(u64),
-}
-
-impl ConfigValue for Fragmentation {
-    fn parse(s: &str) -> Option<Self> {
-        let s = s.trim();
-        match s {
-            "none" => return Some(Fragmentation::None),
-            "lowhalf" => return Some(Fragmentation::LowHalf),
-            _ => {}
-        }
-        if let Some(x) = s.strip_prefix("pinned:") {
-            let x = x.trim();
-            let f = match x.strip_suffix('%') {
-                Some(p) => p.trim().parse::<f64>().ok()? / 100.0,
-                None => x.parse::<f64>().ok()?,
-            };
-            return (f.is_finite() && (0.0..=1.0).contains(&f)).then_some(Fragmentation::Pinned(f));
-        }
-        if let Some(seed) = s.strip_prefix("aged:") {
-            return u64::parse(seed).map(Fragmentation::Aged);
-        }
-        None
-    }
-    fn show(&self) -> String {
-        self.to_string()
-    }
-    fn expected() -> String {
-        "none, pinned:X (X a fraction 0..1, e.g. pinned:0.9), lowhalf or aged:SEED".into()
-    }
-}
-
-impl fmt::Display for Fragmentation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Fragmentation::None => f.write_str("none"),
-            Fragmentation::Pinned(x) => write!(f, "pinned:{x}"),
-            Fragmentation::LowHalf => f.write_str("lowhalf"),
-            Fragmentation::Aged(s) => write!(f, "aged:{s}"),
-        }
-    }
-}
+pub use crate::param::Fragmentation;
 
 /// Take memory away until at most `keep_frames` frames are free (a `memhog` that never
 /// exits): largest blocks first, so what stays free is the tail of the free lists.
@@ -192,6 +141,7 @@ pub fn age(phys: &mut PhysMem, seed: u64, target: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::param::ConfigValue;
 
     #[test]
     fn parses_and_shows_every_scenario() {

@@ -32,13 +32,13 @@
 use crate::arch::addr::{Frame, PageSize, PhysAddr, VirtAddr};
 use crate::arch::ctx::Ctx;
 use crate::arch::pte::{PTE_A, PTE_D, PTE_NX, PTE_P, PTE_PFN_MASK, PTE_RW, PTE_US};
-use crate::config::Config;
 use crate::error::SimError;
 use crate::os::frag;
 use crate::os::frag::Fragmentation;
 use crate::os::pagecache::{PageCache, PIECE};
 use crate::os::phys::{PhysMem, MAX_ORDER, ORDER_2M};
 use crate::os::pt::{NodeId, PageTables, ENTRIES};
+use crate::os::KernelParams;
 use crate::param::{PagePolicy, PrefaultAs, PresetA, PtFormat, ThpDefrag};
 use crate::rng::Rng;
 use crate::stats::Stats;
@@ -359,18 +359,18 @@ pub struct Os {
 }
 
 impl Os {
-    pub fn new(cfg: &Config) -> Os {
-        let layout = cfg.pt_layout();
+    pub fn new(cfg: &KernelParams) -> Os {
+        let layout = cfg.pt.layout();
         let (top, va_bits) = if layout.top() == 5 { (5, 56) } else { (4, 47) };
         let phys = PhysMem::new(cfg.phys.size_gb << 30)
             .with_pcp(cfg.system.cores as usize, cfg.phys.pcp_batch, cfg.phys.pcp_high, cfg.phys.pcp_order)
             .with_frame_order(cfg.phys.frame_order);
-        let thp = matches!(cfg.page_policy(), PagePolicy::Thp | PagePolicy::Madvise);
+        let thp = matches!(cfg.page_policy, PagePolicy::Thp | PagePolicy::Madvise);
         let compaction = thp && (cfg.os.thp_defrag != ThpDefrag::Never || cfg.os.khugepaged_defrag);
         let names: Vec<String> = cfg.os.madvise_regions.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
         let mut pt = PageTables::new();
         pt.set_late_flatten(cfg.pt.late_flatten as u16);
-        if let Some(p) = cfg.ech_params() {
+        if let Some(p) = cfg.ech.geometry() {
             pt.enable_ech(p);
         }
         Os {
@@ -388,13 +388,13 @@ impl Os {
             layout,
             recursive_slot: cfg.pt.recursive_slot as usize,
             phys_gb: cfg.phys.size_gb,
-            policy: cfg.page_policy(),
+            policy: cfg.page_policy,
             defrag: cfg.os.thp_defrag,
             khugepaged_defrag: cfg.os.khugepaged_defrag,
             khugepaged_pages: cfg.os.khugepaged_pages,
             max_ptes_none: cfg.os.khugepaged_max_ptes_none,
             huge_1g: cfg.os.huge_1g,
-            resv_promote: cfg.reservation_promote(),
+            resv_promote: cfg.reservation_promote,
             resv_promote_at: cfg.os.reservation_promote_at.clamp(1, ENTRIES as u64) as u16,
             prefault_write: cfg.os.prefault_as == PrefaultAs::Write,
             copy_cycles: cfg.os.page_copy_cycles,
@@ -415,7 +415,7 @@ impl Os {
             preset_a: match cfg.os.preset_a {
                 PresetA::On => true,
                 PresetA::Off => false,
-                PresetA::Auto => cfg.page_policy() != PagePolicy::FreeBsd,
+                PresetA::Auto => cfg.page_policy != PagePolicy::FreeBsd,
             },
             small_reservation: cfg.os.small_reservation.pages(),
         }

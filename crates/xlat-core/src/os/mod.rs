@@ -18,3 +18,26 @@ pub mod virt;
 
 pub use kernel::{Os, OsOp};
 pub use system::{Hardware, Kernel};
+
+/// What the OS side is built from: its components' parameters, and the page-size policy and
+/// reservation rule that the machine resolves from keys of several components (see
+/// the configuration's `page_policy`).
+#[derive(Clone, Debug)]
+pub struct KernelParams {
+    pub system: crate::arch::ctx::SystemParams,
+    pub os: kernel::OsParams,
+    pub sched: sched::SchedParams,
+    pub shootdown: shootdown::ShootdownParams,
+    pub phys: phys::PhysParams,
+    pub pt: pt::PtParams,
+    pub ech: ech::EchParams,
+    pub virt: virt::VirtParams,
+    /// The fault-time page-size policy in force.
+    pub page_policy: crate::param::PagePolicy,
+    /// Whether a full FreeBSD reservation is promoted to a 2 MB page.
+    pub reservation_promote: bool,
+    /// TLB and page-walk-cache entries carry the hardware thread (`tlb.thread_tagged`).
+    pub thread_tagged: bool,
+    /// TCAT's hypervisor flushes the home line after its rewrite (`tcat.flush`).
+    pub tcat_flush: bool,
+}

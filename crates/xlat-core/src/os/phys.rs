@@ -15,7 +15,7 @@ component! {
     /// Physical memory (`phys.*`): its size and state before the run, the frame allocator.
     PhysParams {
         size_gb: u64 = 64; "size_gb"; Some(crate::param::Limit::Int(4096)); "simulated physical memory in GB";
-        fragmentation: crate::os::frag::Fragmentation = crate::os::frag::Fragmentation::None; "fragmentation"; None; "state of physical memory before the run: none, pinned:X (one unmovable page in X of the free 2 MB blocks, the PCC paper's method), lowhalf (2 MB pages only for the lower half of each address space, the flattening paper's 50 %), aged:SEED (allocate/free churn down to phys.aged_target)";
+        fragmentation: crate::param::Fragmentation = crate::param::Fragmentation::None; "fragmentation"; None; "state of physical memory before the run: none, pinned:X (one unmovable page in X of the free 2 MB blocks, the PCC paper's method), lowhalf (2 MB pages only for the lower half of each address space, the flattening paper's 50 %), aged:SEED (allocate/free churn down to phys.aged_target)";
         frame_order: crate::os::phys::FrameOrder = crate::os::phys::FrameOrder::Ascending; "frame_order"; None; "order in which 4 KB frames are handed out, to data and page tables alike (in a VM, guest and host): ascending (a buddy allocator on fresh memory) or shuffled:SEED (uniformly at random over all of memory, as ChampSim's virtual memory; leaves few 2 MB blocks whole)";
         aged_target: f64 = 0.2; "aged_target"; Some(crate::param::Limit::Real(1.0)); "fragmentation=aged: fraction of the free 2 MB blocks still whole after aging";
         available_gb: f64 = 0.0; "available_gb"; Some(crate::param::Limit::Real(4096.0)); "before fragmenting, take memory away (as memhog) until this many GB are free; the PCC artifact leaves footprint + 3 GB (0: keep all)";
@@ -108,7 +108,7 @@ impl PhysMem {
     /// [`PhysMem::with_pcp`].
     pub fn new(bytes: u64) -> PhysMem {
         let frames = bytes >> 12;
-        assert!(frames >= 512 && frames <= u32::MAX as u64, "physical memory size validated by Config");
+        assert!(frames >= 512 && frames <= u32::MAX as u64, "physical memory size validated by the configuration");
         let mut p = PhysMem {
             frames,
             head_order: vec![NOT_FREE; frames as usize],

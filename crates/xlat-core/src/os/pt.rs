@@ -21,6 +21,22 @@ component! {
     }
 }
 
+impl PtParams {
+    /// The page-table layout `pt.format` selects.
+    pub fn layout(&self) -> Layout {
+        use crate::param::PtFormat;
+        match self.format {
+            PtFormat::Radix4 => Layout::Radix4,
+            PtFormat::Radix5 => Layout::Radix5,
+            PtFormat::Fpt => Layout::Fpt { nf: self.nf_threshold as u16 },
+            PtFormat::FptL3L2 => Layout::FptL3L2,
+            PtFormat::FptL4L3 => Layout::FptL4L3,
+            PtFormat::Fpt5 => Layout::Fpt5,
+            PtFormat::Fpt1G => Layout::Fpt1G,
+        }
+    }
+}
+
 /// Number of entries in a 4 KB node.
 pub const ENTRIES: usize = 512;
 

@@ -31,9 +31,9 @@
 //!   [`EVENT_CHECK`] references, never per reference.
 
 pub use crate::arch::clock::Clock;
-use crate::config::Config;
 use crate::error::SimError;
 use crate::os::virt::Vm;
+use crate::os::KernelParams;
 use crate::os::Os;
 use crate::workload::{Program, Region};
 
@@ -204,7 +204,7 @@ impl Sched {
 /// that run it. Virtualized: the host OS and the VMs, each with its guest OS and processes:
 /// one program runs in `virt.vms` VMs, each core time-slicing them; a mix of programs runs
 /// each in a VM of its own, pinned to the program's cores.
-pub fn boot(cfg: &Config, streams: usize, programs: &[Program], seed: u64) -> Result<(Os, Vec<Vm>, Sched), SimError> {
+pub fn boot(cfg: &KernelParams, streams: usize, programs: &[Program], seed: u64) -> Result<(Os, Vec<Vm>, Sched), SimError> {
     let n = cfg.sched.processes as usize;
     let mix = programs.len() > 1;
     // Which program each stream runs; a stream none names (an idle core) keeps program 0's

@@ -215,7 +215,7 @@ impl Kernel {
     ) -> Charged {
         let mut k = Charged::default();
         let init_core = initiator.map(|c| self.contexts[c].core);
-        let flush = self.cfg.tcat.flush;
+        let flush = self.cfg.tcat_flush;
         for &(line, va) in lines {
             // (Announced before the write, while the line still holds what an unflushed
             // copy will go on saying.)

@@ -7,7 +7,6 @@
 
 use crate::arch::addr::VirtAddr;
 use crate::arch::ctx::{Ctx, HwContext, Invalidate, OsRequest};
-use crate::config::Config;
 use crate::os::sched::Sched;
 use crate::os::virt::Vm;
 use crate::os::Os;
@@ -59,7 +58,7 @@ pub trait Hardware {
 
 /// The OS side of a machine.
 pub struct Kernel {
-    pub(crate) cfg: Config,
+    pub(crate) cfg: crate::os::KernelParams,
     /// The OS natively; virtualized, the host OS (the hypervisor), whose address spaces
     /// are the VMs' guest-physical memories (their page tables are the EPTs).
     pub os: Os,
@@ -77,7 +76,7 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    pub fn new(cfg: &Config, os: Os, vms: Vec<Vm>, sched: Sched, contexts: Vec<HwContext>) -> Kernel {
+    pub fn new(cfg: &crate::os::KernelParams, os: Os, vms: Vec<Vm>, sched: Sched, contexts: Vec<HwContext>) -> Kernel {
         Kernel { cfg: cfg.clone(), os, vms, sched, contexts, virt: cfg.virt.enabled, pte_lines: Vec::new() }
     }
 

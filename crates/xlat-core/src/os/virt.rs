@@ -23,9 +23,9 @@
 //! through the nested TLB, the host vPWC and a walk of the host table before it is read.
 
 use crate::arch::ctx::{Ctx, VPID_SHIFT};
-use crate::config::Config;
 use crate::error::SimError;
 use crate::os::frag::Fragmentation;
+use crate::os::KernelParams;
 use crate::os::Os;
 use crate::param::{HostPagePolicy, PagePolicy};
 use crate::workload::Region;
@@ -62,7 +62,7 @@ pub struct Vm {
 
 /// The configuration the guest OS of every VM runs with: the machine's OS keys over
 /// `virt.guest_mem_gb` of guest-physical memory.
-pub fn guest_config(cfg: &Config) -> Config {
+pub fn guest_config(cfg: &KernelParams) -> KernelParams {
     let mut g = cfg.clone();
     g.phys.size_gb = cfg.virt.guest_mem_gb;
     g.phys.available_gb = cfg.phys.available_gb.min(cfg.virt.guest_mem_gb as f64);
@@ -72,7 +72,7 @@ pub fn guest_config(cfg: &Config) -> Config {
 /// The configuration of the host OS: its page-size policy is `virt.host_page_policy`, its
 /// table format `virt.host_pt.format`; its memory (`phys.size_gb`) starts unfragmented (the
 /// fragmentation scenario describes the guest's memory, which the application sees).
-pub fn host_config(cfg: &Config) -> Config {
+pub fn host_config(cfg: &KernelParams) -> KernelParams {
     let mut h = cfg.clone();
     h.pt.format = cfg.virt.host_pt_format;
     h.os.page_policy = match cfg.virt.host_page_policy {
@@ -81,7 +81,8 @@ pub fn host_config(cfg: &Config) -> Config {
         HostPagePolicy::Thp => PagePolicy::Thp,
     };
     // (os.promotion and os.reservations describe the guest's OS.)
-    h.promotion.kind = crate::param::Promotion::None;
+    h.page_policy = h.os.page_policy;
+    h.reservation_promote = h.os.reservation_promote;
     h.os.reservations = crate::param::Reservations::None;
     h.os.huge_1g = false;
     h.phys.fragmentation = Fragmentation::None;
@@ -92,7 +93,7 @@ pub fn host_config(cfg: &Config) -> Config {
 
 /// Build the host and one VM per entry of `vm_regions`, each with `os.processes` guest
 /// processes whose regions are that entry.
-pub fn boot(cfg: &Config, vm_regions: &[&[Region]], seed: u64) -> Result<(Os, Vec<Vm>), SimError> {
+pub fn boot(cfg: &KernelParams, vm_regions: &[&[Region]], seed: u64) -> Result<(Os, Vec<Vm>), SimError> {
     let mut host = Os::new(&host_config(cfg));
     host.prepare(&[], 0, seed)?;
     let gcfg = guest_config(cfg);

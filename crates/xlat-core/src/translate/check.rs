@@ -7,7 +7,6 @@
 //! use with one line naming it; with `count` it goes on and reports `stale_translation_uses`.
 
 use crate::arch::addr::{PageSize, VirtAddr};
-use crate::config::Config;
 use crate::error::SimError;
 use crate::os::Kernel;
 use crate::param::OnStale;
@@ -36,8 +35,8 @@ pub struct Checker {
 }
 
 impl Checker {
-    pub fn from_config(cfg: &Config) -> Checker {
-        Checker { every: cfg.check.translations, countdown: cfg.check.translations, fail: cfg.check.on_stale == OnStale::Fail, ..Default::default() }
+    pub fn new(p: &CheckParams) -> Checker {
+        Checker { every: p.translations, countdown: p.translations, fail: p.on_stale == OnStale::Fail, ..Default::default() }
     }
 
     /// Whether this reference's translation is one to check.

@@ -15,9 +15,9 @@
 use crate::arch::coalesce::{largest, GroupSizes};
 use crate::param::Coalescing;
 
-/// The group sizes some TLB level of the configuration coalesces (what walks check).
-pub fn group_sizes(cfg: &crate::config::Config) -> GroupSizes {
-    ["l1d", "l1i", "l2", "l2i"].iter().map(|n| group_shift(cfg.coalescing(n))).filter(|&s| s > 0).fold(0, |m, s| m | 1 << s)
+/// The group sizes some TLB level coalesces, given each level's setting (what walks check).
+pub fn group_sizes(levels: &[Coalescing]) -> GroupSizes {
+    levels.iter().map(|&c| group_shift(c)).filter(|&s| s > 0).fold(0, |m, s| m | 1 << s)
 }
 
 /// log2 of the pages a setting coalesces (0: none).

@@ -3,11 +3,12 @@
 
 use crate::arch::addr::PageSize;
 use crate::arch::ctx::Invalidate;
-use crate::config::Config;
 use crate::memory::repl::Policy;
 use crate::param::PtFormat;
 use crate::stats::{CoreCounters, EchCounters, Stats, VirtCounters};
 use crate::translate::pwc::Pwc;
+use crate::translate::pwc::PwcParams;
+use crate::translate::tlb::{L1dTlbParams, L1iTlbParams, L2TlbParams, L2iTlbParams, NestedTlbParams};
 use crate::translate::tlb::{TlbLevel, TlbStats};
 
 /// The TLB levels of a core, by their place in [`Mmu::tlbs`].
@@ -39,9 +40,10 @@ impl TlbId {
         }
     }
 
-    /// Whether machines of `cfg` have this level (and report its statistics).
-    pub fn exists(self, cfg: &Config) -> bool {
-        self != TlbId::L2i || cfg.tlb_l2i.entries > 0
+    /// Whether a machine has this level (and reports its statistics), given whether it has
+    /// an L2 ITLB.
+    pub fn exists(self, l2i: bool) -> bool {
+        self != TlbId::L2i || l2i
     }
 }
 
@@ -69,6 +71,37 @@ component! {
 
 /// Slots per level of [`Mmu::champsim_fillers`] (direct-mapped by region).
 pub const FILLER_SLOTS: usize = 4096;
+
+/// Which TLB levels' statistics a machine reports: the L2 ITLB's if it has one, the
+/// coalescing ones if some level coalesces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlbShape {
+    pub l2i: bool,
+    pub coalescing: bool,
+}
+
+/// What a core's translation hardware is built from: its TLB levels', page-walk caches' and
+/// cuckoo walk caches' parameters, and the tables it walks.
+pub struct MmuParams<'a> {
+    pub l1d: &'a L1dTlbParams,
+    pub l1i: &'a L1iTlbParams,
+    pub l2: &'a L2TlbParams,
+    pub l2i: &'a L2iTlbParams,
+    pub nested: &'a NestedTlbParams,
+    pub set_index: crate::param::TlbSetIndex,
+    /// Each level's PTE coalescing, by [`TlbId`] (`inherit` resolved).
+    pub coalescing: [crate::param::Coalescing; TLB_LEVELS],
+    pub pwc: &'a PwcParams,
+    pub host_pwc: &'a PwcParams,
+    /// The native or guest table's format, and the host's; virtualized (2D walks).
+    pub format: PtFormat,
+    pub host_format: PtFormat,
+    pub virt: bool,
+    pub ech: &'a crate::os::ech::EchParams,
+    /// Remember who filled each paging-structure-cache entry (`champsim.pscl_reread` with
+    /// `champsim.private_pte_lines`).
+    pub champsim_fillers: bool,
+}
 
 pub struct Mmu {
     /// The TLB levels, indexed by [`TlbId`].
@@ -99,81 +132,65 @@ pub struct Mmu {
 impl Mmu {
     /// Core `id`'s translation hardware; `s` seeds its replacement (see
     /// [`crate::memory::hierarchy::core_seed`]).
-    pub fn new(cfg: &Config, s: u64) -> Mmu {
+    pub fn new(p: &MmuParams, s: u64) -> Mmu {
         use PageSize::*;
-        let dtlb = if cfg.tlb_l1d.unified {
-            TlbLevel::new(&[(cfg.tlb_l1d.entries, cfg.tlb_l1d.ways, &[Size4K, Size2M, Size1G])], cfg.tlb_l1d.policy, s + 1)
+        let dtlb = if p.l1d.unified {
+            TlbLevel::new(&[(p.l1d.entries, p.l1d.ways, &[Size4K, Size2M, Size1G])], p.l1d.policy, s + 1)
         } else {
             TlbLevel::new(
-                &[
-                    (cfg.tlb_l1d.entries, cfg.tlb_l1d.ways, &[Size4K]),
-                    (cfg.tlb_l1d.entries_2m, cfg.tlb_l1d.ways_2m, &[Size2M]),
-                    (cfg.tlb_l1d.entries_1g, cfg.tlb_l1d.ways_1g, &[Size1G]),
-                ],
-                cfg.tlb_l1d.policy,
+                &[(p.l1d.entries, p.l1d.ways, &[Size4K]), (p.l1d.entries_2m, p.l1d.ways_2m, &[Size2M]), (p.l1d.entries_1g, p.l1d.ways_1g, &[Size1G])],
+                p.l1d.policy,
                 s + 1,
             )
         };
-        let itlb = TlbLevel::new(
-            &[(cfg.tlb_l1i.entries, cfg.tlb_l1i.ways, &[Size4K]), (cfg.tlb_l1i.entries_2m, cfg.tlb_l1i.ways_2m, &[Size2M])],
-            cfg.tlb_l1i.policy,
-            s + 2,
-        );
-        let stlb = TlbLevel::new(
-            &[(cfg.tlb_l2.entries, cfg.tlb_l2.ways, &[Size4K, Size2M]), (cfg.tlb_l2.entries_1g, cfg.tlb_l2.ways_1g, &[Size1G])],
-            cfg.tlb_l2.policy,
-            s + 3,
-        );
+        let itlb = TlbLevel::new(&[(p.l1i.entries, p.l1i.ways, &[Size4K]), (p.l1i.entries_2m, p.l1i.ways_2m, &[Size2M])], p.l1i.policy, s + 2);
+        let stlb = TlbLevel::new(&[(p.l2.entries, p.l2.ways, &[Size4K, Size2M]), (p.l2.entries_1g, p.l2.ways_1g, &[Size1G])], p.l2.policy, s + 3);
         // A PWC table is indexed by the lowest level of the node whose entries it caches
         // (tag = VA >> 12+9(level-1)). A flattened L4+L3 root's entries are keyed by
         // VA[47:30], like L3 entries, in the table the paper sizes separately.
-        let mut pwc_entries = [0, 0, cfg.pwc.l2_entries, cfg.pwc.l3_entries, cfg.pwc.l4_entries, cfg.pwc.l5_entries];
-        if cfg.pt.format != PtFormat::Radix5 {
+        let mut pwc_entries = [0, 0, p.pwc.l2_entries, p.pwc.l3_entries, p.pwc.l4_entries, p.pwc.l5_entries];
+        if p.format != PtFormat::Radix5 {
             pwc_entries[5] = 0;
         }
-        let v = cfg.virt.enabled;
-        let ways = |p: &crate::config::PwcParams| [0, 0, p.l2_ways, p.l3_ways, p.l4_ways, p.l5_ways];
-        let mut pwc_ways = ways(&cfg.pwc);
-        let mut vpwc_ways = ways(&cfg.virt_host_pwc);
-        if let Some(l) = cfg.pt.format.flat_root_pwc_level() {
-            (pwc_entries[l], pwc_ways[l]) = (cfg.pwc.flat_entries, 0);
+        let v = p.virt;
+        let ways = |w: &PwcParams| [0, 0, w.l2_ways, w.l3_ways, w.l4_ways, w.l5_ways];
+        let mut pwc_ways = ways(p.pwc);
+        let mut vpwc_ways = ways(p.host_pwc);
+        if let Some(l) = p.format.flat_root_pwc_level() {
+            (pwc_entries[l], pwc_ways[l]) = (p.pwc.flat_entries, 0);
         }
-        let mut vpwc_entries = if v {
-            [0, 0, cfg.virt_host_pwc.l2_entries, cfg.virt_host_pwc.l3_entries, cfg.virt_host_pwc.l4_entries, cfg.virt_host_pwc.l5_entries]
-        } else {
-            [0; 6]
-        };
-        if let (true, Some(l)) = (v, cfg.virt.host_pt_format.flat_root_pwc_level()) {
-            (vpwc_entries[l], vpwc_ways[l]) = (cfg.virt_host_pwc.flat_entries, 0);
+        let mut vpwc_entries = if v { [0, 0, p.host_pwc.l2_entries, p.host_pwc.l3_entries, p.host_pwc.l4_entries, p.host_pwc.l5_entries] } else { [0; 6] };
+        if let (true, Some(l)) = (v, p.host_format.flat_root_pwc_level()) {
+            (vpwc_entries[l], vpwc_ways[l]) = (p.host_pwc.flat_entries, 0);
         }
         // Zen's L2 ITLB holds 4 KB and 2 MB pages; a 1 GB code page is cached as the 2 MB
         // piece holding the fetch (seeds/002 T1: "smashed").
-        let l2i = TlbLevel::new(&[(cfg.tlb_l2i.entries, cfg.tlb_l2i.ways, &[Size4K, Size2M])], cfg.tlb_l2i.policy, s + 10).smashing_1g();
-        let group = |name| crate::translate::coalesce::group_shift(cfg.coalescing(name));
-        let dtlb = dtlb.coalescing(group("l1d"), (0, 0), cfg.tlb_l1d.policy, s + 11);
-        let itlb = itlb.coalescing(group("l1i"), (0, 0), cfg.tlb_l1i.policy, s + 12);
-        let stlb = stlb.coalescing(group("l2"), (cfg.tlb_l2.entries_coalesced, cfg.tlb_l2.ways_coalesced), cfg.tlb_l2.policy, s + 13);
-        let l2i = l2i.coalescing(group("l2i"), (0, 0), cfg.tlb_l2i.policy, s + 14);
-        let ix = cfg.tlb.set_index;
+        let l2i = TlbLevel::new(&[(p.l2i.entries, p.l2i.ways, &[Size4K, Size2M])], p.l2i.policy, s + 10).smashing_1g();
+        let group = |id: TlbId| crate::translate::coalesce::group_shift(p.coalescing[id as usize]);
+        let dtlb = dtlb.coalescing(group(TlbId::L1d), (0, 0), p.l1d.policy, s + 11);
+        let itlb = itlb.coalescing(group(TlbId::L1i), (0, 0), p.l1i.policy, s + 12);
+        let stlb = stlb.coalescing(group(TlbId::L2), (p.l2.entries_coalesced, p.l2.ways_coalesced), p.l2.policy, s + 13);
+        let l2i = l2i.coalescing(group(TlbId::L2i), (0, 0), p.l2i.policy, s + 14);
+        let ix = p.set_index;
         let (dtlb, itlb, stlb, l2i) = (dtlb.indexed(ix), itlb.indexed(ix), stlb.indexed(ix), l2i.indexed(ix));
-        let ntlb_entries = if v { cfg.tlb_nested.entries } else { 0 };
-        let ntlb = TlbLevel::new(&[(ntlb_entries, cfg.tlb_nested.ways, &[Size4K, Size2M, Size1G])], Policy::Lru, s + 8);
+        let ntlb_entries = if v { p.nested.entries } else { 0 };
+        let ntlb = TlbLevel::new(&[(ntlb_entries, p.nested.ways, &[Size4K, Size2M, Size1G])], Policy::Lru, s + 8);
         Mmu {
             tlbs: [dtlb, itlb, stlb, l2i],
             data_path: [TlbId::L1d, TlbId::L2],
-            fetch_path: [TlbId::L1i, if cfg.tlb_l2i.entries > 0 { TlbId::L2i } else { TlbId::L2 }],
-            pwc: Pwc::new(pwc_entries, pwc_ways, cfg.pwc.policy, s + 7),
-            vpwc: Pwc::new(vpwc_entries, vpwc_ways, cfg.virt_host_pwc.policy, s + 9),
+            fetch_path: [TlbId::L1i, if p.l2i.entries > 0 { TlbId::L2i } else { TlbId::L2 }],
+            pwc: Pwc::new(pwc_entries, pwc_ways, p.pwc.policy, s + 7),
+            vpwc: Pwc::new(vpwc_entries, vpwc_ways, p.host_pwc.policy, s + 9),
             ntlb,
             counters: CoreCounters::default(),
             vcounters: VirtCounters::default(),
-            cwc: if cfg.ech.enabled {
-                Pwc::new([0, 0, cfg.ech.pmd_cwc_entries, cfg.ech.pud_cwc_entries, 0, 0], [0; 6], Policy::Lru, s + 15)
+            cwc: if p.ech.enabled {
+                Pwc::new([0, 0, p.ech.pmd_cwc_entries, p.ech.pud_cwc_entries, 0, 0], [0; 6], Policy::Lru, s + 15)
             } else {
                 Pwc::new([0; 6], [0; 6], Policy::Lru, 0)
             },
             ech: EchCounters::default(),
-            champsim_fillers: if cfg.champsim.pscl_reread && cfg.champsim.private_pte_lines { vec![(u64::MAX, 0); FILLER_SLOTS * 5] } else { Vec::new() },
+            champsim_fillers: if p.champsim_fillers { vec![(u64::MAX, 0); FILLER_SLOTS * 5] } else { Vec::new() },
         }
     }
 
@@ -201,10 +218,10 @@ impl Mmu {
 /// of each, and the L1 DTLB's hits by page size. With PTE coalescing (`coalescing`), also
 /// the L1 DTLB's coalesced hits and the coalescing paper's T2 split of L1 TLB misses: by
 /// L2 hit or miss, for the L1 DTLB also by the size of the entry it was refilled with.
-pub(crate) fn emit_tlbs(s: &mut Stats, p: &str, t: &[TlbStats; TLB_LEVELS], cfg: &Config) {
+pub(crate) fn emit_tlbs(s: &mut Stats, p: &str, t: &[TlbStats; TLB_LEVELS], shape: TlbShape) {
     use crate::translate::tlb::GROUP;
-    let coalescing = cfg.coalescing_any();
-    for id in TlbId::ALL.into_iter().filter(|id| id.exists(cfg)) {
+    let coalescing = shape.coalescing;
+    for id in TlbId::ALL.into_iter().filter(|id| id.exists(shape.l2i)) {
         let (k, name) = (&t[id as usize], id.name());
         s.int(format!("{p}tlb.{name}.accesses"), k.accesses);
         s.int(format!("{p}tlb.{name}.hits"), k.hits);
@@ -252,10 +269,10 @@ pub(crate) fn add_tlbs(a: &mut [TlbStats; TLB_LEVELS], b: &[TlbStats; TLB_LEVELS
 }
 
 /// Ratios derived from counters (under `prefix`).
-pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; TLB_LEVELS], instr: u64, cfg: &Config) {
+pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; TLB_LEVELS], instr: u64, shape: TlbShape) {
     let kilo = instr as f64 / 1000.0;
     let mpki = |m: u64| if kilo > 0.0 { m as f64 / kilo } else { f64::NAN };
-    for id in TlbId::ALL.into_iter().filter(|id| id.exists(cfg)) {
+    for id in TlbId::ALL.into_iter().filter(|id| id.exists(shape.l2i)) {
         s.float(format!("{p}tlb.{}.mpki", id.name()), mpki(t[id as usize].misses));
     }
     s.ratio(format!("{p}walk_steps_per_walk"), k.miss_walk_steps, k.walks);

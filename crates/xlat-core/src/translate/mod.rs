@@ -13,7 +13,6 @@ pub mod walker;
 
 use crate::arch::addr::{PageSize, VirtAddr};
 use crate::arch::ctx::{Ctx, Invalidate, OsRequest};
-use crate::config::Config;
 use crate::error::SimError;
 use crate::mech::{FillFrom, Mechs};
 use crate::memory::port::MemPort;
@@ -26,7 +25,17 @@ use crate::translate::walker::{HostTable, WalkParams, Walked, Walker};
 use crate::workload::{Ref, RefKind};
 
 pub struct Translator {
-    pub(crate) cfg: Config,
+    /// Every translation hits the L1 TLB (`tlb.perfect`).
+    pub(crate) perfect: bool,
+    /// A software prefetch that misses the TLBs walks (`tlb.prefetch_walks`).
+    pub(crate) prefetch_walks: bool,
+    /// Which TLB statistics the machine reports.
+    pub(crate) tlb_shape: crate::translate::mmu::TlbShape,
+    /// References a dependent reference looks ahead for one that starts its walk or fill
+    /// first (`core.lookahead`; 0 without in-flight state), within a reorder buffer of `rob`
+    /// entries.
+    pub(crate) lookahead: usize,
+    pub(crate) rob: u64,
     /// Per core.
     pub mmus: Vec<Mmu>,
     pub mechs: Mechs,
@@ -50,7 +59,7 @@ fn evicted(mechs: &mut Mechs, c: usize, id: crate::translate::mmu::TlbId, lvl: &
 
 impl Translator {
     pub(crate) fn perfect(&self) -> bool {
-        self.cfg.tlb.perfect
+        self.perfect
     }
 
     /// Simulate one reference of hardware context `c`: dispatch, translation, data access,
@@ -107,7 +116,7 @@ impl Translator {
     #[inline]
     fn translate<P: MemPort>(&mut self, c: usize, va: VirtAddr, kind: RefKind, kernel: &mut Kernel, port: &mut P) -> Result<Option<(u64, PageSize)>, SimError> {
         let write = kind == RefKind::Store;
-        if self.cfg.tlb.perfect {
+        if self.perfect {
             if kind == RefKind::Prefetch && !kernel.mapped(c, va) {
                 return Ok(None);
             }
@@ -180,7 +189,7 @@ impl Translator {
             }
         }
         // A prefetch walks only where prefetches start walks, and never to fault.
-        if kind == RefKind::Prefetch && !(self.cfg.tlb.prefetch_walks && kernel.mapped(c, va)) {
+        if kind == RefKind::Prefetch && !(self.prefetch_walks && kernel.mapped(c, va)) {
             return Ok(None);
         }
         port.walk_begin();

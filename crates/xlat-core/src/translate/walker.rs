@@ -624,7 +624,7 @@ mod tests {
         let va = VirtAddr(0x7f12_3456_7000);
         let (mut pt, root) = table_mapping(&[va, VirtAddr(va.0 + 4096)]);
         let cfg = Config::default();
-        let mut mmu = Mmu::new(&cfg, 1);
+        let mut mmu = Mmu::new(&cfg.mmu(), 1);
         let mut mechs = Mechs::new(Vec::new(), 1);
         let p = params(0);
         let mut port = FakePort::default();
@@ -673,7 +673,7 @@ mod tests {
         let far = VirtAddr(va.0 + (4 << 20)); // another 2 MB region of the same 1 GB one
         let (mut pt, root) = table_mapping(&[va, VirtAddr(va.0 + 4096), far]);
         let cfg = Config::default();
-        let mut mmu = Mmu::new(&cfg, 1);
+        let mut mmu = Mmu::new(&cfg.mmu(), 1);
         let mut mechs = Mechs::new(Vec::new(), 1);
         let mut p = params(2);
         let mut port = FakePort::default();
@@ -706,7 +706,7 @@ mod tests {
 
         // One level: the PTE only.
         p.asap = 1;
-        let mut mmu = Mmu::new(&cfg, 1);
+        let mut mmu = Mmu::new(&cfg.mmu(), 1);
         let mut port = FakePort::default();
         let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
         w.walk(&mut pt, root, va, false);
@@ -730,7 +730,7 @@ mod tests {
 
         let mut p = params(0);
         p.champsim.reread = true;
-        let mut mmu = Mmu::new(&cfg, 1);
+        let mut mmu = Mmu::new(&cfg.mmu(), 1);
         let mut port = FakePort::default();
         let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
         w.walk(&mut pt, root, va, false);
@@ -745,7 +745,7 @@ mod tests {
         assert_eq!(w.mmu.counters.miss_walk_steps, 4 + 2);
 
         let lines = |p: &WalkParams, pt: &mut PageTables| {
-            let mut mmu = Mmu::new(&cfg, 1);
+            let mut mmu = Mmu::new(&cfg.mmu(), 1);
             let mut mechs = Mechs::new(Vec::new(), 1);
             let mut port = FakePort::default();
             let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p, c: 0, miss: true };
@@ -766,7 +766,7 @@ mod tests {
         let cfg2 = Config::from_pairs([("champsim.pscl_reread", "true"), ("champsim.private_pte_lines", "true")]).unwrap();
         let mut p = params(0);
         (p.champsim.reread, p.champsim.private_lines) = (true, true);
-        let mut mmu = Mmu::new(&cfg2, 1);
+        let mut mmu = Mmu::new(&cfg2.mmu(), 1);
         let mut mechs = Mechs::new(Vec::new(), 1);
         let mut port = FakePort::default();
         let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
@@ -781,7 +781,7 @@ mod tests {
         let (mut pt, root) = table_mapping(&[va, next]);
         let mut p = params(0);
         p.champsim.first_touch = 200;
-        let mut mmu = Mmu::new(&cfg, 1);
+        let mut mmu = Mmu::new(&cfg.mmu(), 1);
         let mut port = FakePort::default();
         let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
         let delays = |calls: &[Call]| calls.iter().map(|c| if let Call::Delay(d) = c { *d } else { 0 }).sum::<u64>();
