@@ -6,17 +6,17 @@
 
 use thiserror::Error;
 
-use crate::param::component;
+use crate::param::{component, Limit};
 
 component! {
     /// PT-Baker's helper thread (`ptbaker.*`).
     PtBakerParams {
         mode: crate::param::PtBakerMode = crate::param::PtBakerMode::Off; "mode"; None; "PT-Baker's helper thread, one more thread of the program that sweeps its largest region for as long as the program runs: off, user (a load of the first byte of every stride_pages-th page: it misses its own TLB and walks, bringing the page-table entries into the caches, and a data line with them), user-prefetch (a software prefetch instead of the load: it waits for no data, and walks only if tlb.prefetch_walks) or kernel (a software walk in the kernel reading only the pages' page-table entries, one line per 8 pages at stride 8, no data)";
         placement: crate::param::PtBakerPlacement = crate::param::PtBakerPlacement::Core; "placement"; None; "where the helper runs: core (the next core, sharing the LLC: the thesis's default) or smt (the SMT sibling of the program's last thread: needs system.threads_per_core=2 and a free sibling)";
-        stride_pages: u64 = 8; "stride_pages"; Some(crate::param::Limit::Int(1 << 30)); "pages between the helper's touches (the thesis's 8: one touch per line of page-table entries; 512: one per leaf table)";
-        nops: u64 = 0; "nops"; Some(crate::param::Limit::Int(u32::MAX as u64 - 1)); "idle instructions the helper executes after each touch (the thesis's NOP throttle)";
-        sleep_cycles: u64 = 0; "sleep_cycles"; Some(crate::param::Limit::Int(u32::MAX as u64)); "cycles the helper sleeps after each pass over its region, its core idle (the thesis's sleep throttle)";
-        ahead: u64 = 0; "ahead"; Some(crate::param::Limit::Int(1 << 30)); "an xlat variant: the helper follows the program's first thread, touching the N pages beyond its position (and waiting when that far ahead) instead of sweeping cyclically; 0 = cyclic passes, as the thesis";
+        stride_pages: u64 = 8; "stride_pages"; Some(Limit::Int(1 << 30)); "pages between the helper's touches (the thesis's 8: one touch per line of page-table entries; 512: one per leaf table)";
+        nops: u64 = 0; "nops"; Some(Limit::Int(u32::MAX as u64 - 1)); "idle instructions the helper executes after each touch (the thesis's NOP throttle)";
+        sleep_cycles: u64 = 0; "sleep_cycles"; Some(Limit::Int(u32::MAX as u64)); "cycles the helper sleeps after each pass over its region, its core idle (the thesis's sleep throttle)";
+        ahead: u64 = 0; "ahead"; Some(Limit::Int(1 << 30)); "an xlat variant: the helper follows the program's first thread, touching the N pages beyond its position (and waiting when that far ahead) instead of sweeping cyclically; 0 = cyclic passes, as the thesis";
         regions: crate::param::PtBakerRegions = crate::param::PtBakerRegions::Largest; "regions"; None; "what the helper sweeps: largest (the program's largest region, as the thesis sweeps one dominant region) or all (every region, one after another)";
     }
 }
@@ -32,7 +32,7 @@ component! {
     /// How traced executables and traces are laid out (`loader.*`).
     LoaderParams {
         max_page_size: crate::param::MaxPageSize = crate::param::MaxPageSize::AsLinked; "max_page_size"; None; "lay a traced executable out as LLD would link it with this max-page-size (4k, 16k, 32k, 2m; segments packed in the file, each at align(dot, M) + dot % M): 4k puts every segment after a shared file page out of phase with the file, so that neither coalescing nor superpages can map its code (the coalescing paper's Fig. 1); as-linked keeps the layout the program was built with. Needs a trace from xlat trace (its FILE.maps records the executable's segments); kernels have no image and ignore it";
-        trace_region_kb: u64 = 4; "trace_region_kb"; Some(crate::param::Limit::Int(1 << 30)); "--prefault on a trace without regions of its own (ChampSim, lackey): its regions, the runs of pages it touches (or the mappings of its FILE.maps), rounded out to this many KB (a power of two >= 4; 4 keeps them). 2048 puts every touched 2 MB of virtual memory in a region, so that os.page_policy=ideal maps all of them in 2 MB pages, as ChampSim's 2 MB pages do";
+        trace_region_kb: u64 = 4; "trace_region_kb"; Some(Limit::Int(1 << 30)); "--prefault on a trace without regions of its own (ChampSim, lackey): its regions, the runs of pages it touches (or the mappings of its FILE.maps), rounded out to this many KB (a power of two >= 4; 4 keeps them). 2048 puts every touched 2 MB of virtual memory in a region, so that os.page_policy=ideal maps all of them in 2 MB pages, as ChampSim's 2 MB pages do";
     }
 }
 

@@ -6,13 +6,13 @@
 
 use crate::arch::addr::VirtAddr;
 
-use crate::param::component;
+use crate::param::{component, Limit};
 
 component! {
     /// The machine's cores and their hardware contexts (`system.*`).
     SystemParams {
-        cores: u64 = 1; "cores"; Some(crate::param::Limit::Int(256)); "cores of the machine; a workload with N streams runs on cores 0..N-1 (hardware contexts, with system.threads_per_core)";
-        threads_per_core: u64 = 1; "threads_per_core"; Some(crate::param::Limit::Int(8)); "hardware contexts (SMT threads) per core: stream i runs on context i, of core i / threads_per_core; a core's contexts share its TLBs, page-walk caches, walkers, MSHRs and private caches, and split its dispatch width and reorder buffer evenly";
+        cores: u64 = 1; "cores"; Some(Limit::Int(256)); "cores of the machine; a workload with N streams runs on cores 0..N-1 (hardware contexts, with system.threads_per_core)";
+        threads_per_core: u64 = 1; "threads_per_core"; Some(Limit::Int(8)); "hardware contexts (SMT threads) per core: stream i runs on context i, of core i / threads_per_core; a core's contexts share its TLBs, page-walk caches, walkers, MSHRs and private caches, and split its dispatch width and reorder buffer evenly";
     }
 }
 

@@ -27,13 +27,13 @@ use crate::arch::clock::Clock;
 use crate::param::Promotion;
 use crate::stats::Stats;
 
-use crate::param::component;
+use crate::param::{Limit, bound, component};
 
 component! {
     /// HawkEye's promotion daemon (`hawkeye.*`).
     HawkEyeParams {
-        window_refs: u64 = 1_000_000; "window_refs"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "os.promotion=hawkeye: references in HawkEye's measurement window (the paper's 1 s, as accesses per second x 1); it then sleeps os.promotion_interval references";
-        promote_per_interval: u64 = 8; "promote_per_interval"; Some(crate::param::Limit::Int(1 << 20)); "2 MB regions HawkEye promotes at most per window (khugepaged's 4096 pages scanned = 8 regions)";
+        window_refs: u64 = 1_000_000; "window_refs"; Some(Limit::Int(bound::INTERVAL)); "os.promotion=hawkeye: references in HawkEye's measurement window (the paper's 1 s, as accesses per second x 1); it then sleeps os.promotion_interval references";
+        promote_per_interval: u64 = 8; "promote_per_interval"; Some(Limit::Int(1 << 20)); "2 MB regions HawkEye promotes at most per window (khugepaged's 4096 pages scanned = 8 regions)";
     }
 }
 

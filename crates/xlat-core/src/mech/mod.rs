@@ -17,15 +17,15 @@ use crate::translate::tlb::{TlbEntry, TlbKey};
 
 pub use crate::arch::ctx::OsRequest;
 
-use crate::param::component;
+use crate::param::{bound, component, Limit};
 
 component! {
     /// The promotion daemons (`os.promotion*`): which one runs, how often, and its footprint cap.
     PromotionParams {
         kind: crate::param::Promotion = crate::param::Promotion::None; "promotion"; None; "who promotes regions to 2 MB pages as the program runs (the PCC paper's comparison): none (the fault-time os.page_policy only), pcc (the PCC, read by an OS daemon every os.promotion_interval references), hawkeye (HawkEye's access-coverage daemon), thp (Linux's greedy THP: os.page_policy=thp, huge pages at fault time and khugepaged) or oracle (ours: with hindsight, the regions with the most 4 KB walks in a first run without promotion, promoted at the daemon's first read; the run is made twice)";
-        interval: u64 = 30_000_000; "promotion_interval"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "references between a promotion daemon's reads (pcc: PCC read-outs; hawkeye: its sleep after each window): the paper's 30 s, converted to accesses at the application's access rate (§4)";
-        first: u64 = 1_000_000; "promotion_first"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "references before the first read of the pcc and oracle daemons (the artifact reads at 1 s, then every 30 s)";
-        cap: f64 = 1.0; "promotion_cap"; Some(crate::param::Limit::Real(1.0)); "footprint cap of the promotion daemons (pcc, hawkeye, oracle): the fraction of the footprint, counted in 2 MB regions, they may ask the OS to promote over the whole run; each region counts once, in the order they ask (time, then priority). The paper's utility-curve point N % is N / 100, its budget floor(footprint regions x N / 100) as the artifact's list builder; 1: no cap (the paper's ~100 %)";
+        interval: u64 = 30_000_000; "promotion_interval"; Some(Limit::Int(bound::INTERVAL)); "references between a promotion daemon's reads (pcc: PCC read-outs; hawkeye: its sleep after each window): the paper's 30 s, converted to accesses at the application's access rate (§4)";
+        first: u64 = 1_000_000; "promotion_first"; Some(Limit::Int(bound::INTERVAL)); "references before the first read of the pcc and oracle daemons (the artifact reads at 1 s, then every 30 s)";
+        cap: f64 = 1.0; "promotion_cap"; Some(Limit::Real(1.0)); "footprint cap of the promotion daemons (pcc, hawkeye, oracle): the fraction of the footprint, counted in 2 MB regions, they may ask the OS to promote over the whole run; each region counts once, in the order they ask (time, then priority). The paper's utility-curve point N % is N / 100, its budget floor(footprint regions x N / 100) as the artifact's list builder; 1: no cap (the paper's ~100 %)";
     }
 }
 

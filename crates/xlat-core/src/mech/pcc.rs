@@ -72,18 +72,18 @@ use crate::arch::clock::Clock;
 use crate::param::{PccPolicy, PccPromotion, PccReadout, Promotion};
 use crate::stats::Stats;
 
-use crate::param::component;
+use crate::param::{Limit, component};
 
 component! {
     /// The Promotion Candidate Cache (`pcc.*`).
     PccParams {
         enabled: bool = false; "enabled"; None; "Promotion Candidate Cache (the PCC paper, Manocha et al., MICRO'23): a per-core structure counting page walks per 2 MB region (after a cold-miss filter on the PMD accessed bit), read out by the OS as a ranked list of huge-page candidates; os.promotion=pcc turns it on with the OS daemon that promotes from it, this key alone leaves it to be read by a program";
-        entries: u64 = 128; "entries"; Some(crate::param::Limit::Int(65536)); "2 MB PCC entries per core, fully associative, tagged by VA >> 21 and context (the paper's Tab. 2: 128 entries, 768 B)";
-        entries_1g: u64 = 0; "entries_1g"; Some(crate::param::Limit::Int(65536)); "1 GB PCC entries per core, counting walks per 1 GB region from 4 KB and 2 MB pages (the paper's option 1, §3.2.3; it costs 8 entries, 40 B, and evaluates none; 0: no 1 GB PCC)";
+        entries: u64 = 128; "entries"; Some(Limit::Int(65536)); "2 MB PCC entries per core, fully associative, tagged by VA >> 21 and context (the paper's Tab. 2: 128 entries, 768 B)";
+        entries_1g: u64 = 0; "entries_1g"; Some(Limit::Int(65536)); "1 GB PCC entries per core, counting walks per 1 GB region from 4 KB and 2 MB pages (the paper's option 1, §3.2.3; it costs 8 entries, 40 B, and evaluates none; 0: no 1 GB PCC)";
         policy: crate::param::PccPolicy = crate::param::PccPolicy::Lfu; "policy"; None; "PCC replacement: lfu (entries kept in frequency order, the tail evicted: the artifact's EVICTION_POLICY 2) or lru (the policy the paper's text settles on, §3.2.1); read-out is by frequency either way";
-        counter_bits: u64 = 8; "counter_bits"; Some(crate::param::Limit::IntRange(1, 16)); "bits of each PCC frequency counter (Tab. 2: 8); when one reaches 2^bits - 1 every counter is halved";
+        counter_bits: u64 = 8; "counter_bits"; Some(Limit::IntRange(1, 16)); "bits of each PCC frequency counter (Tab. 2: 8); when one reaches 2^bits - 1 every counter is halved";
         readout: crate::param::PccReadout = crate::param::PccReadout::Invalidate; "readout"; None; "what an OS read-out does: invalidate (nothing; promoted regions leave through their shootdowns, the paper's §3.3) or flush (empty the PCC, as the artifact's simulator does)";
-        promote_per_read: u64 = 128; "promote_per_read"; Some(crate::param::Limit::Int(1 << 20)); "2 MB regions the daemon promotes at most per read-out, over all cores' PCCs (the paper's C = the PCC's size, 128, §3.3.1)";
+        promote_per_read: u64 = 128; "promote_per_read"; Some(Limit::Int(1 << 20)); "2 MB regions the daemon promotes at most per read-out, over all cores' PCCs (the paper's C = the PCC's size, 128, §3.3.1)";
         demotion: bool = false; "demotion"; None; "os.promotion=pcc: PCC-driven demotion (§3.3.3, as the artifact): a region the daemon promoted that reappears in a later read-out with a count above 0 (its 2 MB page still walks) is demoted, once, and its 2 MB block freed for another candidate (its 512 pages move to 4 KB frames)";
         bias: String = String::new(); "bias"; None; "os.promotion=pcc: comma-separated program numbers of a mix (0 = the first) whose candidates the daemon promotes first, until they run out, then the others' (the paper's promotion_bias_process PID list, §3.3.2); empty: no bias";
         promotion: crate::param::PccPromotion = crate::param::PccPromotion::RoundRobin; "promotion"; None; "how the daemon picks among the cores' lists: round-robin (take each list's next in turn, the paper's promotion_policy=0) or highest (the highest count among the lists' heads, promotion_policy=1), §3.3.2";

@@ -15,13 +15,13 @@ use crate::stats::Stats;
 use crate::translate::mmu::TlbId;
 use crate::translate::tlb::{TlbEntry, TlbKey};
 
-use crate::param::component;
+use crate::param::{Limit, bound, component};
 
 component! {
     /// The Page Directory Cache (`tlb.pdc.*`).
     PdcParams {
-        entries: u64 = 0; "entries"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "Page Directory Cache entries per core (AMD Zen 3: 64): a victim cache of the 1 GB translations the L1 DTLB evicts, looked up with the L2 DTLB (which then needs no 1 GB array: tlb.l2.entries_1g=0); 0: none";
-        ways: u64 = 64; "ways"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "Page Directory Cache associativity (entries or more: fully associative)";
+        entries: u64 = 0; "entries"; Some(Limit::Int(bound::ENTRIES)); "Page Directory Cache entries per core (AMD Zen 3: 64): a victim cache of the 1 GB translations the L1 DTLB evicts, looked up with the L2 DTLB (which then needs no 1 GB array: tlb.l2.entries_1g=0); 0: none";
+        ways: u64 = 64; "ways"; Some(Limit::Int(bound::ENTRIES)); "Page Directory Cache associativity (entries or more: fully associative)";
     }
 }
 

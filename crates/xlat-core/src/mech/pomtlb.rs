@@ -33,18 +33,18 @@ use crate::param::{PomHash};
 use crate::stats::Stats;
 use crate::translate::tlb::{TlbEntry, TlbKey};
 
-use crate::param::component;
+use crate::param::{Limit, bound, component};
 
 component! {
     /// The POM-TLB (`pomtlb.*`).
     PomTlbParams {
         enabled: bool = false; "enabled"; None; "POM-TLB (Ryoo et al. ISCA'17, the L3 TLB of the CSALT thesis, Marathe 2018): a shared translation array in die-stacked DRAM, looked up on an L2 TLB miss through the L2 cache and the LLC as lines of kind TLB entry, filled after each walk";
-        size_mb: u64 = 16; "size_mb"; Some(crate::param::Limit::Int(1024)); "POM-TLB array for 4 KB pages, in MB of memory (16-byte entries, one 64-byte line per set; the thesis's 16 MB)";
-        large_size_mb: u64 = 1; "large_size_mb"; Some(crate::param::Limit::Int(1024)); "POM-TLB array for 2 MB pages, in MB (the thesis does not say how the 16 MB is split; 1 MB holds 65,536 2 MB translations)";
-        ways: u64 = 4; "ways"; Some(crate::param::Limit::IntRange(1, 4)); "POM-TLB entries per set; sets are one 64-byte line, so at most 4 (the thesis's 4-way)";
-        latency: u64 = 132; "latency"; Some(crate::param::Limit::Int(crate::param::bound::LATENCY)); "die-stacked DRAM latency beyond the LLC, in core cycles (Tab. 6.1: 11-11-11 at a 1 GHz bus, a row miss tRP+tRCD+tCAS = 33 ns = 132 cycles at 4 GHz)";
-        bandwidth_gbps: f64 = 0.0; "bandwidth_gbps"; Some(crate::param::Limit::Real(1e6)); "die-stacked DRAM bandwidth for the queue model (Tab. 6.1: 128 bits at DDR 2 GHz = 32 GB/s; 0: unlimited, the default, because the one-queue model makes reads issued earlier wait behind fills issued later)";
-        base_gb: u64 = 16384; "base_gb"; Some(crate::param::Limit::Int(1 << 20)); "physical address of the POM-TLB in GB (BASE_ADDR_POM-TLB, Eq. 5.10): above every frame the OS allocates; the 2 MB array follows the 4 KB one";
+        size_mb: u64 = 16; "size_mb"; Some(Limit::Int(1024)); "POM-TLB array for 4 KB pages, in MB of memory (16-byte entries, one 64-byte line per set; the thesis's 16 MB)";
+        large_size_mb: u64 = 1; "large_size_mb"; Some(Limit::Int(1024)); "POM-TLB array for 2 MB pages, in MB (the thesis does not say how the 16 MB is split; 1 MB holds 65,536 2 MB translations)";
+        ways: u64 = 4; "ways"; Some(Limit::IntRange(1, 4)); "POM-TLB entries per set; sets are one 64-byte line, so at most 4 (the thesis's 4-way)";
+        latency: u64 = 132; "latency"; Some(Limit::Int(bound::LATENCY)); "die-stacked DRAM latency beyond the LLC, in core cycles (Tab. 6.1: 11-11-11 at a 1 GHz bus, a row miss tRP+tRCD+tCAS = 33 ns = 132 cycles at 4 GHz)";
+        bandwidth_gbps: f64 = 0.0; "bandwidth_gbps"; Some(Limit::Real(1e6)); "die-stacked DRAM bandwidth for the queue model (Tab. 6.1: 128 bits at DDR 2 GHz = 32 GB/s; 0: unlimited, the default, because the one-queue model makes reads issued earlier wait behind fills issued later)";
+        base_gb: u64 = 16384; "base_gb"; Some(Limit::Int(1 << 20)); "physical address of the POM-TLB in GB (BASE_ADDR_POM-TLB, Eq. 5.10): above every frame the OS allocates; the 2 MB array follows the 4 KB one";
         hash: crate::param::PomHash = crate::param::PomHash::Vpn; "hash"; None; "POM-TLB set index: vpn ((VPN xor VM ID) mod sets, one set per page, the reading TCAT needs) or literal (Eq. 5.10 as printed: (VA xor VM ID) >> 6 on the page-aligned VA)";
     }
 }

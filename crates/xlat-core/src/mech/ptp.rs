@@ -11,15 +11,15 @@ use crate::memory::port::Steer;
 use crate::param::{PtpMode};
 use crate::stats::CoreCounters;
 
-use crate::param::component;
+use crate::param::{Limit, bound, component};
 
 component! {
     /// Page-table prioritization (`ptp.*`) in caches with `policy=ptp`.
     PtpParams {
         mode: crate::param::PtpMode = crate::param::PtpMode::Always; "mode"; None; "caches with policy=ptp: prioritize page-table lines always, or only in TLB-miss phases (detector)";
-        probability: f64 = 0.99; "probability"; Some(crate::param::Limit::Real(1.0)); "probability that a victim is the LRU non-page-table line (the paper's 99 %)";
-        detector_mpki: f64 = 5.0; "detector_mpki"; Some(crate::param::Limit::Real(1e6)); "detector: a core is in a TLB-miss phase when its L2 TLB MPKI over the last epoch is at least this (the paper gives no threshold)";
-        detector_epoch: u64 = 100000; "detector_epoch"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "detector: epoch length in instructions";
+        probability: f64 = 0.99; "probability"; Some(Limit::Real(1.0)); "probability that a victim is the LRU non-page-table line (the paper's 99 %)";
+        detector_mpki: f64 = 5.0; "detector_mpki"; Some(Limit::Real(1e6)); "detector: a core is in a TLB-miss phase when its L2 TLB MPKI over the last epoch is at least this (the paper gives no threshold)";
+        detector_epoch: u64 = 100000; "detector_epoch"; Some(Limit::Int(bound::INTERVAL)); "detector: epoch length in instructions";
         per_context: bool = false; "per_context"; None; "shared caches protect only the page-table lines of cores in a TLB-miss phase (else any core's phase protects all)";
     }
 }

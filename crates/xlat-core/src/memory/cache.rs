@@ -8,17 +8,17 @@ use crate::memory::repl::{AnyPolicy, LineKind};
 use crate::mrc::{StackKey, StackProfile};
 use crate::stats::Stats;
 
-use crate::param::component;
+use crate::param::{bound, component, Limit};
 
 component! {
     /// A cache level: its geometry, timing, replacement and energy (`cache.l1i`, `cache.l1d`,
     /// `cache.l2`, `cache.llc`; each level's own keys, such as its prefetcher, stay beside it).
     CacheParams {
-        size_kb: u64 = 32; "size_kb"; Some(crate::param::Limit::Int(crate::param::bound::CACHE_KB)); "{} size in KB";
-        ways: u64 = 8; "ways"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "{} associativity";
-        latency: u64 = 4; "latency"; Some(crate::param::Limit::Int(crate::param::bound::LATENCY)); "{} load-to-use latency of a hit, in cycles";
+        size_kb: u64 = 32; "size_kb"; Some(Limit::Int(bound::CACHE_KB)); "{} size in KB";
+        ways: u64 = 8; "ways"; Some(Limit::Int(bound::WAYS)); "{} associativity";
+        latency: u64 = 4; "latency"; Some(Limit::Int(bound::LATENCY)); "{} load-to-use latency of a hit, in cycles";
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "{} replacement policy";
-        energy_nj: f64 = 0.05; "energy_nj"; Some(crate::param::Limit::Real(1e6)); "{} dynamic energy per access (nJ)";
+        energy_nj: f64 = 0.05; "energy_nj"; Some(Limit::Real(1e6)); "{} dynamic energy per access (nJ)";
     }
 }
 

@@ -2,23 +2,23 @@
 
 use std::collections::VecDeque;
 
-use crate::param::component;
+use crate::param::{component, Limit};
 
 component! {
     /// DRAM (`dram.*`): latency, bandwidth, banks, refresh, write drains, energy.
     DramParams {
-        latency_ns: f64 = 50.0; "latency_ns"; Some(crate::param::Limit::Real(1e6)); "DRAM access latency beyond the LLC, in ns";
-        bandwidth_gbps: f64 = 0.0; "bandwidth_gbps"; Some(crate::param::Limit::Real(1e6)); "DRAM bandwidth in GB/s for the queue model (0: unlimited)";
-        banks: u64 = 0; "banks"; Some(crate::param::Limit::Int(1 << 16)); "DRAM banks with row buffers, bank groups and ranks counted in (a power of two; ChampSim's DDR4 default: 32): each keeps its last row open and serves one access at a time, lines interleaved over the banks; dram.latency_ns is then the part of an access outside the bank (0: no banks, every access takes dram.latency_ns)";
-        row_kb: u64 = 8; "row_kb"; Some(crate::param::Limit::Int(1 << 10)); "dram.banks > 0: bytes per row of one bank, in KB (a power of two; ChampSim's DDR4 default: 1024 columns x 8 B = 8)";
-        trp_ns: f64 = 15.0; "trp_ns"; Some(crate::param::Limit::Real(1e6)); "dram.banks > 0: precharge time, closing the open row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
-        trcd_ns: f64 = 15.0; "trcd_ns"; Some(crate::param::Limit::Real(1e6)); "dram.banks > 0: activate time, opening a row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
-        tcas_ns: f64 = 15.0; "tcas_ns"; Some(crate::param::Limit::Real(1e6)); "dram.banks > 0: column access time, reading from the open row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
-        trefi_ns: f64 = 0.0; "trefi_ns"; Some(crate::param::Limit::Real(1e9)); "dram.banks > 0: refresh interval: every bank refreshes at once every this many ns, unavailable for dram.trfc_ns (DDR4: 7800; ChampSim's default: 32 ms / 8192 = 3906; 0: no refresh)";
-        trfc_ns: f64 = 350.0; "trfc_ns"; Some(crate::param::Limit::Real(1e6)); "dram.banks > 0 and dram.trefi_ns > 0: refresh time, every bank unavailable (DDR4 8 Gb: 350; ChampSim's 16 GB channel: 368)";
-        write_batch: u64 = 0; "write_batch"; Some(crate::param::Limit::Int(1 << 16)); "dram.bandwidth_gbps > 0 (without a bandwidth limit there is no channel to drain on, and none is modelled): write-backs wait in the controller's write queues and drain in batches of this many (over all channels: each channel's batch times the channels), the channel turning around twice a drain; reads arriving during a drain wait for it (0: no drains: each write-back takes a free slot of the channel when it leaves the LLC)";
-        turnaround_ns: f64 = 0.0; "turnaround_ns"; Some(crate::param::Limit::Real(1e6)); "dram.write_batch > 0: ns the data bus idles at a switch between reading and writing, the mean of the two directions, twice a drain (DDR4: tWTR + tCL from writing to reading, about 2 clocks back, some 10 ns; ChampSim's controller: tRAS both ways)";
-        energy_nj: f64 = 15.0; "energy_nj"; Some(crate::param::Limit::Real(1e6)); "DRAM dynamic energy per 64 B access (nJ)";
+        latency_ns: f64 = 50.0; "latency_ns"; Some(Limit::Real(1e6)); "DRAM access latency beyond the LLC, in ns";
+        bandwidth_gbps: f64 = 0.0; "bandwidth_gbps"; Some(Limit::Real(1e6)); "DRAM bandwidth in GB/s for the queue model (0: unlimited)";
+        banks: u64 = 0; "banks"; Some(Limit::Int(1 << 16)); "DRAM banks with row buffers, bank groups and ranks counted in (a power of two; ChampSim's DDR4 default: 32): each keeps its last row open and serves one access at a time, lines interleaved over the banks; dram.latency_ns is then the part of an access outside the bank (0: no banks, every access takes dram.latency_ns)";
+        row_kb: u64 = 8; "row_kb"; Some(Limit::Int(1 << 10)); "dram.banks > 0: bytes per row of one bank, in KB (a power of two; ChampSim's DDR4 default: 1024 columns x 8 B = 8)";
+        trp_ns: f64 = 15.0; "trp_ns"; Some(Limit::Real(1e6)); "dram.banks > 0: precharge time, closing the open row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
+        trcd_ns: f64 = 15.0; "trcd_ns"; Some(Limit::Real(1e6)); "dram.banks > 0: activate time, opening a row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
+        tcas_ns: f64 = 15.0; "tcas_ns"; Some(Limit::Real(1e6)); "dram.banks > 0: column access time, reading from the open row (ChampSim's DDR4-3200: 24 cycles at 1600 MHz)";
+        trefi_ns: f64 = 0.0; "trefi_ns"; Some(Limit::Real(1e9)); "dram.banks > 0: refresh interval: every bank refreshes at once every this many ns, unavailable for dram.trfc_ns (DDR4: 7800; ChampSim's default: 32 ms / 8192 = 3906; 0: no refresh)";
+        trfc_ns: f64 = 350.0; "trfc_ns"; Some(Limit::Real(1e6)); "dram.banks > 0 and dram.trefi_ns > 0: refresh time, every bank unavailable (DDR4 8 Gb: 350; ChampSim's 16 GB channel: 368)";
+        write_batch: u64 = 0; "write_batch"; Some(Limit::Int(1 << 16)); "dram.bandwidth_gbps > 0 (without a bandwidth limit there is no channel to drain on, and none is modelled): write-backs wait in the controller's write queues and drain in batches of this many (over all channels: each channel's batch times the channels), the channel turning around twice a drain; reads arriving during a drain wait for it (0: no drains: each write-back takes a free slot of the channel when it leaves the LLC)";
+        turnaround_ns: f64 = 0.0; "turnaround_ns"; Some(Limit::Real(1e6)); "dram.write_batch > 0: ns the data bus idles at a switch between reading and writing, the mean of the two directions, twice a drain (DDR4: tWTR + tCL from writing to reading, about 2 clocks back, some 10 ns; ChampSim's controller: tRAS both ways)";
+        energy_nj: f64 = 15.0; "energy_nj"; Some(Limit::Real(1e6)); "DRAM dynamic energy per 64 B access (nJ)";
     }
 }
 

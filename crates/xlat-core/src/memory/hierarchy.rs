@@ -15,12 +15,12 @@ use crate::stats::{CoreCounters, VirtCounters};
 use crate::timing::{Early, InFlight, Pool, Window};
 use crate::workload::RefKind;
 
-use crate::param::component;
+use crate::param::{component, Limit};
 
 component! {
     /// The LLC's own keys beside its geometry (`cache.llc.*`): way partitioning, inclusion, fill.
     LlcParams {
-        ways_per_core: u64 = 0; "ways_per_core"; Some(crate::param::Limit::Int(64)); "way partitioning of the LLC (as Intel's Cache Allocation Technology): core c fills only ways c*n .. c*n+n-1, modulo the ways (they overlap when cores x n exceeds them), and hits in any; with n = ways / cores and programs that share no memory, each core has an LLC of its own. LRU or FIFO only; 0: shared";
+        ways_per_core: u64 = 0; "ways_per_core"; Some(Limit::Int(64)); "way partitioning of the LLC (as Intel's Cache Allocation Technology): core c fills only ways c*n .. c*n+n-1, modulo the ways (they overlap when cores x n exceeds them), and hits in any; with n = ways / cores and programs that share no memory, each core has an LLC of its own. LRU or FIFO only; 0: shared";
         inclusive: bool = false; "inclusive"; None; "LLC evictions back-invalidate private caches";
         fill: crate::param::LlcFill = crate::param::LlcFill::Inclusive; "fill"; None; "what fills the LLC: every line fetched from DRAM (inclusive), or only lines evicted from an L2, clean or dirty (victim, as Zen's L3: an LLC hit moves the line to the L2, so the two hold different lines, unless another core's L2 put it there: a line likely shared stays, as in AMD's mostly exclusive L3; and a line another core's L2 holds is served from there, through the L3's shadow tags, at the LLC's latency)";
     }

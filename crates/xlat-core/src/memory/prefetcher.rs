@@ -13,13 +13,13 @@
 
 use crate::param::Prefetcher as Kind;
 
-use crate::param::component;
+use crate::param::{component, Limit};
 
 component! {
     /// A cache's data prefetcher (`cache.l1d.*`, `cache.l2.*`).
     CachePrefetchParams {
         prefetcher: crate::param::Prefetcher = crate::param::Prefetcher::None; "prefetcher"; None; "{} data prefetcher: none, stride (a repeated line stride within a 4 KB page; IP-less) or stream (ascending or descending lines of a page), trained on demand data accesses (an L1D's: loads and stores; an L2's: those that miss the L1D); prefetches stay within the 4 KB page, so they need no translation; an L2 prefetcher fills L2 and, from DRAM, the LLC";
-        degree: u64 = 2; "prefetch_degree"; Some(crate::param::Limit::Int(16)); "lines the {} prefetcher fetches ahead once it has seen a pattern twice";
+        degree: u64 = 2; "prefetch_degree"; Some(Limit::Int(16)); "lines the {} prefetcher fetches ahead once it has seen a pattern twice";
     }
 }
 

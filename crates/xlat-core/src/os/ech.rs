@@ -22,18 +22,18 @@ use crate::os::phys::PhysMem;
 use crate::rng::Rng;
 use std::collections::HashMap;
 
-use crate::param::component;
+use crate::param::{component, Limit};
 
 component! {
     /// Elastic cuckoo page tables (`ech.*`).
     EchParams {
         enabled: bool = false; "enabled"; None; "elastic cuckoo page tables (ECH; Skarlatos et al., ASPLOS'20), a comparator of the flattening paper: per page size a d-ary elastic cuckoo hash table of 8-entry lines, walked by reading every way a page could be in at once; cuckoo walk caches of which page sizes map a region say which tables to read (native, pt.format=radix4; the OS's radix tree stays its own record)";
-        ways: u64 = 3; "ways"; Some(crate::param::Limit::IntRange(1, 8)); "ECH: ways (d) of each hashed table, read in parallel by a walk";
-        slots: u64 = 16384; "slots"; Some(crate::param::Limit::IntRange(64, 1 << 24)); "ECH: lines per way of a new table (a power of two; the ECPT paper's initial 16 K)";
-        load_factor: f64 = 0.6; "load_factor"; Some(crate::param::Limit::Real(1.0)); "ECH: occupancy above which a table grows (elastic resizing; the ECPT paper's 0.6)";
-        growth: u64 = 4; "growth"; Some(crate::param::Limit::IntRange(2, 16)); "ECH: how many times larger a grown table is (a power of two)";
-        pmd_cwc_entries: u64 = 16; "pmd_cwc.entries"; Some(crate::param::Limit::Int(4096)); "ECH: entries of the cuckoo walk cache of 2 MB regions (fully associative; says whether a region holds 4 KB pages or a 2 MB page, and its way)";
-        pud_cwc_entries: u64 = 2; "pud_cwc.entries"; Some(crate::param::Limit::Int(4096)); "ECH: entries of the cuckoo walk cache of 1 GB regions (which page sizes a region holds)";
+        ways: u64 = 3; "ways"; Some(Limit::IntRange(1, 8)); "ECH: ways (d) of each hashed table, read in parallel by a walk";
+        slots: u64 = 16384; "slots"; Some(Limit::IntRange(64, 1 << 24)); "ECH: lines per way of a new table (a power of two; the ECPT paper's initial 16 K)";
+        load_factor: f64 = 0.6; "load_factor"; Some(Limit::Real(1.0)); "ECH: occupancy above which a table grows (elastic resizing; the ECPT paper's 0.6)";
+        growth: u64 = 4; "growth"; Some(Limit::IntRange(2, 16)); "ECH: how many times larger a grown table is (a power of two)";
+        pmd_cwc_entries: u64 = 16; "pmd_cwc.entries"; Some(Limit::Int(4096)); "ECH: entries of the cuckoo walk cache of 2 MB regions (fully associative; says whether a region holds 4 KB pages or a 2 MB page, and its way)";
+        pud_cwc_entries: u64 = 2; "pud_cwc.entries"; Some(Limit::Int(4096)); "ECH: entries of the cuckoo walk cache of 1 GB regions (which page sizes a region holds)";
     }
 }
 

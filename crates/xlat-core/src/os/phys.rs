@@ -9,19 +9,19 @@ use crate::rng::Rng;
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::param::component;
+use crate::param::{component, Limit};
 
 component! {
     /// Physical memory (`phys.*`): its size and state before the run, the frame allocator.
     PhysParams {
-        size_gb: u64 = 64; "size_gb"; Some(crate::param::Limit::Int(4096)); "simulated physical memory in GB";
+        size_gb: u64 = 64; "size_gb"; Some(Limit::Int(4096)); "simulated physical memory in GB";
         fragmentation: crate::param::Fragmentation = crate::param::Fragmentation::None; "fragmentation"; None; "state of physical memory before the run: none, pinned:X (one unmovable page in X of the free 2 MB blocks, the PCC paper's method), lowhalf (2 MB pages only for the lower half of each address space, the flattening paper's 50 %), aged:SEED (allocate/free churn down to phys.aged_target)";
         frame_order: crate::os::phys::FrameOrder = crate::os::phys::FrameOrder::Ascending; "frame_order"; None; "order in which 4 KB frames are handed out, to data and page tables alike (in a VM, guest and host): ascending (a buddy allocator on fresh memory) or shuffled:SEED (uniformly at random over all of memory, as ChampSim's virtual memory; leaves few 2 MB blocks whole)";
-        aged_target: f64 = 0.2; "aged_target"; Some(crate::param::Limit::Real(1.0)); "fragmentation=aged: fraction of the free 2 MB blocks still whole after aging";
-        available_gb: f64 = 0.0; "available_gb"; Some(crate::param::Limit::Real(4096.0)); "before fragmenting, take memory away (as memhog) until this many GB are free; the PCC artifact leaves footprint + 3 GB (0: keep all)";
-        pcp_batch: u64 = 63; "pcp_batch"; Some(crate::param::Limit::Int(1 << 20)); "4 KB frames a CPU's free list takes from or returns to the buddy allocator at once (Linux pcp batch; 0: no per-CPU lists)";
+        aged_target: f64 = 0.2; "aged_target"; Some(Limit::Real(1.0)); "fragmentation=aged: fraction of the free 2 MB blocks still whole after aging";
+        available_gb: f64 = 0.0; "available_gb"; Some(Limit::Real(4096.0)); "before fragmenting, take memory away (as memhog) until this many GB are free; the PCC artifact leaves footprint + 3 GB (0: keep all)";
+        pcp_batch: u64 = 63; "pcp_batch"; Some(Limit::Int(1 << 20)); "4 KB frames a CPU's free list takes from or returns to the buddy allocator at once (Linux pcp batch; 0: no per-CPU lists)";
         pcp_order: crate::param::PcpOrder = crate::param::PcpOrder::Fifo; "pcp_order"; None; "order in which a CPU's free list hands out the frames of a batch it took from the buddy allocator (in ascending order): fifo (Linux's per-CPU lists: the first taken first, so pages faulted in address order get ascending frames, contiguous by chance) or lifo (a stack, as FreeBSD's per-domain page cache buckets: the last taken first, descending frames that no coalescing group can use; the coalescing paper's FreeBSD without reservations)";
-        pcp_high: u64 = 378; "pcp_high"; Some(crate::param::Limit::Int(1 << 20)); "a CPU's free list longer than this returns a batch to the buddy allocator (Linux pcp high = 6 x batch)";
+        pcp_high: u64 = 378; "pcp_high"; Some(Limit::Int(1 << 20)); "a CPU's free list longer than this returns a batch to the buddy allocator (Linux pcp high = 6 x batch)";
     }
 }
 

@@ -9,15 +9,15 @@ use thiserror::Error;
 
 pub use crate::arch::pte::{leaf_size, NodeId, NO_NODE};
 
-use crate::param::component;
+use crate::param::{component, Limit};
 
 component! {
     /// The page-table format (`pt.*`).
     PtParams {
         format: crate::param::PtFormat = crate::param::PtFormat::Radix4; "format"; None; "page-table format: radix4, radix5, fpt (L4+L3 and L2+L1 flattened into 2 MB nodes, with the FPT+NF rule), fpt-l3l2 (the paper's Linux prototype), fpt-l4l3 (flattened root only), fpt5 (five levels as L5+L4, L3+L2 and L1), fpt-1g (one 1 GB L4+L3+L2 root node and L1)";
-        nf_threshold: u64 = 32; "nf_threshold"; Some(crate::param::Limit::Int(512)); "pt.format=fpt: a 1 GB region whose flattened L2+L1 node comes to hold this many 2 MB pages is unflattened below the root (FPT+NF; the paper's 32; 0: never)";
-        late_flatten: u64 = 0; "late_flatten"; Some(crate::param::Limit::Int(512)); "late flattening (flattening paper §6.2): a node built as 4 KB because no 2 MB block was free is merged with its children into a flattened node (copy, re-point the parent, free the old nodes) once it holds this many entries and a block is free, retried as the region grows (0: never; roots are never merged late)";
-        recursive_slot: u64 = 0; "recursive_slot"; Some(crate::param::Limit::Int(511)); "the OS maps each page table into itself through this root slot (flattening paper §3.5): a 4 KB root's entry points back at the root, a flattened root's sub-table becomes the glue table L4* (256-511, the kernel half, so no user address collides; 0: none)";
+        nf_threshold: u64 = 32; "nf_threshold"; Some(Limit::Int(512)); "pt.format=fpt: a 1 GB region whose flattened L2+L1 node comes to hold this many 2 MB pages is unflattened below the root (FPT+NF; the paper's 32; 0: never)";
+        late_flatten: u64 = 0; "late_flatten"; Some(Limit::Int(512)); "late flattening (flattening paper §6.2): a node built as 4 KB because no 2 MB block was free is merged with its children into a flattened node (copy, re-point the parent, free the old nodes) once it holds this many entries and a block is free, retried as the region grows (0: never; roots are never merged late)";
+        recursive_slot: u64 = 0; "recursive_slot"; Some(Limit::Int(511)); "the OS maps each page table into itself through this root slot (flattening paper §3.5): a 4 KB root's entry points back at the root, a flattened root's sub-table becomes the glue table L4* (256-511, the kernel half, so no user address collides; 0: none)";
     }
 }
 

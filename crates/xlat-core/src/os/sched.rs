@@ -293,14 +293,14 @@ pub fn boot(cfg: &KernelParams, streams: usize, programs: &[Program], seed: u64)
 
 pub use crate::arch::ctx::Scope;
 
-use crate::param::component;
+use crate::param::{bound, component, Limit};
 
 component! {
     /// The scheduler (`os.processes`, `os.timeslice_cycles`, `os.pcid`, `os.switch_cycles`).
     SchedParams {
-        processes: u64 = 1; "processes"; Some(crate::param::Limit::Int(256)); "copies of the workload, each in its own address space; every core time-slices its stream among them round-robin";
-        timeslice_cycles: u64 = 8_000_000; "timeslice_cycles"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "os.processes > 1: cycles a process runs before the core switches to the next (4 ms at 2 GHz, a tick at HZ=250)";
+        processes: u64 = 1; "processes"; Some(Limit::Int(256)); "copies of the workload, each in its own address space; every core time-slices its stream among them round-robin";
+        timeslice_cycles: u64 = 8_000_000; "timeslice_cycles"; Some(Limit::Int(bound::INTERVAL)); "os.processes > 1: cycles a process runs before the core switches to the next (4 ms at 2 GHz, a tick at HZ=250)";
         pcid: bool = true; "pcid"; None; "TLB and PWC entries are tagged by address space (PCID); false: every context switch flushes them";
-        switch_cycles: u64 = 4000; "switch_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "direct cost of a context switch in cycles (~2 us, of the order lmbench lat_ctx reports)";
+        switch_cycles: u64 = 4000; "switch_cycles"; Some(Limit::Int(bound::COST)); "direct cost of a context switch in cycles (~2 us, of the order lmbench lat_ctx reports)";
     }
 }

@@ -40,16 +40,16 @@ use crate::os::kernel::Shootdown;
 use crate::os::system::{Hardware, Kernel};
 use crate::param::ShootdownProtocol;
 
-use crate::param::component;
+use crate::param::{bound, component, Limit};
 
 component! {
     /// TLB shootdowns: the protocol and what each costs (`shootdown.protocol`, `os.shootdown_*`, `os.flush_ceiling_pages`).
     ShootdownParams {
-        initiator_cycles: u64 = 8000; "os.shootdown_initiator_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "cycles the core changing a mapping spends on an IPI shootdown (send, local flush, wait for acks): ~4 us at 2 GHz; native Skylake measures 7,666-22,922 cycles (the CSALT/TCAT thesis, Tab. 6.3)";
-        remote_cycles: u64 = 2000; "os.shootdown_remote_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "cycles each other core running the address space loses to the shootdown interrupt (entry, invalidation, ack; ~1 us, an assumption)";
-        local_cycles: u64 = 200; "os.shootdown_local_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "cycles of a shootdown no other core needs (a local INVLPG or flush, ~100 ns)";
+        initiator_cycles: u64 = 8000; "os.shootdown_initiator_cycles"; Some(Limit::Int(bound::COST)); "cycles the core changing a mapping spends on an IPI shootdown (send, local flush, wait for acks): ~4 us at 2 GHz; native Skylake measures 7,666-22,922 cycles (the CSALT/TCAT thesis, Tab. 6.3)";
+        remote_cycles: u64 = 2000; "os.shootdown_remote_cycles"; Some(Limit::Int(bound::COST)); "cycles each other core running the address space loses to the shootdown interrupt (entry, invalidation, ack; ~1 us, an assumption)";
+        local_cycles: u64 = 200; "os.shootdown_local_cycles"; Some(Limit::Int(bound::COST)); "cycles of a shootdown no other core needs (a local INVLPG or flush, ~100 ns)";
         protocol: crate::param::ShootdownProtocol = crate::param::ShootdownProtocol::Ipi; "shootdown.protocol"; None; "how TLBs are kept coherent when a mapping changes: ipi (interrupt every core that runs the address space, wait for each; a preempted vCPU acks when it runs again), kvm_tlb (KVM's paravirtual flush: running vCPUs get IPIs, preempted ones flush all their entries when rescheduled), tcat-cotag or tcat-cotagless (TCAT: rewrite and flush the page's POM-TLB line; its TLB sharers drop the entries homed there, or the whole matching set; needs pomtlb.enabled), ideal (the translations go, at no cost to anyone: the seed's Ideal-sim bound)";
-        flush_ceiling_pages: u64 = 33; "os.flush_ceiling_pages"; Some(crate::param::Limit::Int(1 << 30)); "a shootdown of more 4 KB pages than this flushes the address space's whole TLB and PWC contents instead (Linux x86 tlb_single_page_flush_ceiling)";
+        flush_ceiling_pages: u64 = 33; "os.flush_ceiling_pages"; Some(Limit::Int(1 << 30)); "a shootdown of more 4 KB pages than this flushes the address space's whole TLB and PWC contents instead (Linux x86 tlb_single_page_flush_ceiling)";
     }
 }
 

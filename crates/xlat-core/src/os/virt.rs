@@ -30,22 +30,22 @@ use crate::os::Os;
 use crate::param::{HostPagePolicy, PagePolicy};
 use crate::workload::Region;
 
-use crate::param::component;
+use crate::param::{bound, component, Limit};
 
 component! {
     /// Virtual machines (`virt.*`): the guests, the host's table, VM switches.
     VirtParams {
         enabled: bool = false; "enabled"; None; "run the workload in virtual machines: a guest OS builds gVA->gPA tables in each VM's guest-physical memory, the host builds gPA->hPA (EPT) tables, and every TLB miss is a 2D walk";
-        vms: u64 = 1; "vms"; Some(crate::param::Limit::Int(256)); "VMs, each running a copy of the workload in its own guest OS (os.processes processes each); every core time-slices its stream among them";
-        guest_mem_gb: u64 = 32; "guest_mem_gb"; Some(crate::param::Limit::Int(4096)); "guest-physical memory of each VM in GB (the guest OS's phys.size_gb; host memory backs only what the guest touches)";
+        vms: u64 = 1; "vms"; Some(Limit::Int(256)); "VMs, each running a copy of the workload in its own guest OS (os.processes processes each); every core time-slices its stream among them";
+        guest_mem_gb: u64 = 32; "guest_mem_gb"; Some(Limit::Int(4096)); "guest-physical memory of each VM in GB (the guest OS's phys.size_gb; host memory backs only what the guest touches)";
         host_page_policy: crate::param::HostPagePolicy = crate::param::HostPagePolicy::Never; "host_page_policy"; None; "page sizes of the host (EPT) table: never (4 KB), ideal (2 MB wherever a free block exists), thp (Linux THP enabled=always on the host, with khugepaged)";
         host_pt_format: crate::param::PtFormat = crate::param::PtFormat::Radix4; "host_pt.format"; None; "format of the host (EPT) table; the guest's is pt.format";
         vpid: bool = true; "vpid"; None; "TLB and page-walk-cache entries are tagged by VM (VPID); false: every VM switch flushes the TLBs, PWCs, vPWC and nested TLB of the core";
-        switch_interval_cycles: u64 = 20_000_000; "switch_interval_cycles"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "virt.vms > 1: cycles a VM runs on a core before the next one (10 ms at 2 GHz, the CSALT thesis's interval)";
-        vcpus_per_core: u64 = 1; "vcpus_per_core"; Some(crate::param::Limit::Int(64)); "vCPU overcommit: each core time-slices this many vCPUs of the VM (streams c, c + cores, c + 2 x cores, ... of a workload with that many threads), virt.vcpu_slice_cycles each, a switch costing virt.switch_cycles; a vCPU whose stream ends leaves its core to the others (1: one vCPU per core)";
-        vcpu_slice_cycles: u64 = 8_000_000; "vcpu_slice_cycles"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "virt.vcpus_per_core > 1: cycles a vCPU runs before the core switches to the next (4 ms at 2 GHz, a host scheduler's slice; an assumption)";
-        switch_cycles: u64 = 8000; "switch_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "direct cost of switching a core to another VM (VM exit, host scheduler switch between vCPU threads, VMCS load, VM entry; ~4 us at 2 GHz, an assumption)";
-        ept_fault_cycles: u64 = 5000; "ept_fault_cycles"; Some(crate::param::Limit::Int(crate::param::bound::COST)); "cycles per EPT violation (a guest-physical page the host has not mapped yet): VM exit, KVM's fault path, VM entry (~2.5 us, an assumption); host page zeroing is charged as for os.page_copy_cycles";
+        switch_interval_cycles: u64 = 20_000_000; "switch_interval_cycles"; Some(Limit::Int(bound::INTERVAL)); "virt.vms > 1: cycles a VM runs on a core before the next one (10 ms at 2 GHz, the CSALT thesis's interval)";
+        vcpus_per_core: u64 = 1; "vcpus_per_core"; Some(Limit::Int(64)); "vCPU overcommit: each core time-slices this many vCPUs of the VM (streams c, c + cores, c + 2 x cores, ... of a workload with that many threads), virt.vcpu_slice_cycles each, a switch costing virt.switch_cycles; a vCPU whose stream ends leaves its core to the others (1: one vCPU per core)";
+        vcpu_slice_cycles: u64 = 8_000_000; "vcpu_slice_cycles"; Some(Limit::Int(bound::INTERVAL)); "virt.vcpus_per_core > 1: cycles a vCPU runs before the core switches to the next (4 ms at 2 GHz, a host scheduler's slice; an assumption)";
+        switch_cycles: u64 = 8000; "switch_cycles"; Some(Limit::Int(bound::COST)); "direct cost of switching a core to another VM (VM exit, host scheduler switch between vCPU threads, VMCS load, VM entry; ~4 us at 2 GHz, an assumption)";
+        ept_fault_cycles: u64 = 5000; "ept_fault_cycles"; Some(Limit::Int(bound::COST)); "cycles per EPT violation (a guest-physical page the host has not mapped yet): VM exit, KVM's fault path, VM entry (~2.5 us, an assumption); host page zeroing is charged as for os.page_copy_cycles";
         nested_tlb_data: bool = true; "nested_tlb_data"; None; "the nested TLB also caches the final data gPA->hPA translation, not only those of guest page-table entries (the flattening paper leaves this open)";
     }
 }

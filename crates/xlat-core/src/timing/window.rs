@@ -18,20 +18,20 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::param::component;
+use crate::param::{component, Limit};
 
 component! {
     /// A core's out-of-order window and its resources (`core.*`).
     CoreParams {
-        freq_ghz: f64 = 2.0; "freq_ghz"; Some(crate::param::Limit::Real(1000.0)); "core clock in GHz (converts DRAM nanoseconds to cycles)";
-        width: u64 = 4; "width"; Some(crate::param::Limit::Int(1024)); "instructions dispatched per cycle";
-        rob: u64 = 224; "rob"; Some(crate::param::Limit::Int(1 << 16)); "reorder-buffer entries: how far dispatch may run ahead of the oldest unfinished instruction";
-        mshrs: u64 = 10; "mshrs"; Some(crate::param::Limit::Int(4096)); "L1D misses in flight at once";
-        store_buffer: u64 = 56; "store_buffer"; Some(crate::param::Limit::Int(4096)); "store-buffer entries: a store retires into one once translated and holds it until it commits, in order, with its line there; a full buffer holds the next store's retirement (0: unlimited)";
-        walkers: u64 = 2; "walkers"; Some(crate::param::Limit::Int(4096)); "page walks in flight at once";
-        lq: u64 = 0; "lq"; Some(crate::param::Limit::Int(1 << 16)); "load-queue entries: a load holds one from dispatch until its data arrives, and a load finding none free waits to dispatch, with everything behind it (0: unlimited)";
+        freq_ghz: f64 = 2.0; "freq_ghz"; Some(Limit::Real(1000.0)); "core clock in GHz (converts DRAM nanoseconds to cycles)";
+        width: u64 = 4; "width"; Some(Limit::Int(1024)); "instructions dispatched per cycle";
+        rob: u64 = 224; "rob"; Some(Limit::Int(1 << 16)); "reorder-buffer entries: how far dispatch may run ahead of the oldest unfinished instruction";
+        mshrs: u64 = 10; "mshrs"; Some(Limit::Int(4096)); "L1D misses in flight at once";
+        store_buffer: u64 = 56; "store_buffer"; Some(Limit::Int(4096)); "store-buffer entries: a store retires into one once translated and holds it until it commits, in order, with its line there; a full buffer holds the next store's retirement (0: unlimited)";
+        walkers: u64 = 2; "walkers"; Some(Limit::Int(4096)); "page walks in flight at once";
+        lq: u64 = 0; "lq"; Some(Limit::Int(1 << 16)); "load-queue entries: a load holds one from dispatch until its data arrives, and a load finding none free waits to dispatch, with everything behind it (0: unlimited)";
         inflight: bool = true; "inflight"; None; "in-flight state: a reference waits for work in flight that it needs (the fill of its line: an MSHR merge; the walk of its 4 KB page: a TLB-miss merge) (false: caches and TLBs serve a line or translation the moment its access is simulated; for ablation)";
-        lookahead: u64 = 0; "lookahead"; Some(crate::param::Limit::Int(256)); "references a dependent reference (one that waits for its producer) looks ahead, within the reorder buffer, for a younger one that does not wait for it and accesses its 4 KB page (any load or store) or its line (a load): that one issues first, and starts the walk or the fill the dependent one merges into; 8 finds every case in the calibration traces (0: off, the default: the kernels record every reference's producer, which leaves it nothing to find; docs/timing.md)";
+        lookahead: u64 = 0; "lookahead"; Some(Limit::Int(256)); "references a dependent reference (one that waits for its producer) looks ahead, within the reorder buffer, for a younger one that does not wait for it and accesses its 4 KB page (any load or store) or its line (a load): that one issues first, and starts the walk or the fill the dependent one merges into; 8 finds every case in the calibration traces (0: off, the default: the kernels record every reference's producer, which leaves it nothing to find; docs/timing.md)";
     }
 }
 

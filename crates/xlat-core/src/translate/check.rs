@@ -13,12 +13,12 @@ use crate::param::OnStale;
 use crate::stats::Stats;
 use crate::translate::Translator;
 
-use crate::param::component;
+use crate::param::{bound, component, Limit};
 
 component! {
     /// The translation checker (`check.*`).
     CheckParams {
-        translations: u64 = 0; "translations"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "check every N-th translation a core uses against a functional walk of the current page tables (both dimensions in a VM): 1 checks every reference (tests), larger N samples (studies); 0: off. See check.on_stale";
+        translations: u64 = 0; "translations"; Some(Limit::Int(bound::INTERVAL)); "check every N-th translation a core uses against a functional walk of the current page tables (both dimensions in a VM): 1 checks every reference (tests), larger N samples (studies); 0: off. See check.on_stale";
         on_stale: crate::param::OnStale = crate::param::OnStale::Fail; "on_stale"; None; "when a checked translation is stale: fail (stop the run with one line naming the core, the address and both frames) or count (statistic stale_translation_uses)";
     }
 }

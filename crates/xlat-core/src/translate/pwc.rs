@@ -12,21 +12,21 @@ use crate::mrc::{StackKey, StackProfile};
 use crate::os::pt::{NodeId, NO_NODE};
 use crate::translate::tlb::TlbKey;
 
-use crate::param::component;
+use crate::param::{bound, component, Limit};
 
 component! {
     /// A page-walk cache: entries per level of the prefixes it caches (`pwc` for the native or
     /// guest walk, `virt.host_pwc` for the host dimension of 2D walks).
     PwcParams {
-        l5_entries: u64 = 0; "l5.entries"; Some(crate::param::Limit::Int(crate::param::bound::PWC)); "{} entries for L5 prefixes (address bits 56:48; 5-level tables only)";
-        l4_entries: u64 = 4; "l4.entries"; Some(crate::param::Limit::Int(crate::param::bound::PWC)); "{} entries for L4 prefixes (bits 47:39, pointing to an L3 node)";
-        l3_entries: u64 = 4; "l3.entries"; Some(crate::param::Limit::Int(crate::param::bound::PWC)); "{} entries for L3 prefixes (bits 47:30, pointing to an L2 node)";
-        l2_entries: u64 = 24; "l2.entries"; Some(crate::param::Limit::Int(crate::param::bound::PWC)); "{} entries for L2 prefixes (bits 47:21, pointing to an L1 node)";
-        l5_ways: u64 = 0; "l5.ways"; Some(crate::param::Limit::Int(crate::param::bound::PWC)); "{} associativity of the L5 prefix table (0: fully associative)";
-        l4_ways: u64 = 0; "l4.ways"; Some(crate::param::Limit::Int(crate::param::bound::PWC)); "{} associativity of the L4 prefix table (0: fully associative)";
-        l3_ways: u64 = 0; "l3.ways"; Some(crate::param::Limit::Int(crate::param::bound::PWC)); "{} associativity of the L3 prefix table (0: fully associative; a flattened root's table always is)";
-        l2_ways: u64 = 0; "l2.ways"; Some(crate::param::Limit::Int(crate::param::bound::PWC)); "{} associativity of the L2 prefix table (0: fully associative, as Intel's; ChampSim's are set-associative, indexed by the low bits of the prefix)";
-        flat_entries: u64 = 24; "flat.entries"; Some(crate::param::Limit::Int(crate::param::bound::PWC)); "{} entries for the 18-bit prefix (bits 47:30) of a flattened L4+L3 root (format fpt or fpt-l4l3; the flattening paper's FPT uses the 24-entry structure)";
+        l5_entries: u64 = 0; "l5.entries"; Some(Limit::Int(bound::PWC)); "{} entries for L5 prefixes (address bits 56:48; 5-level tables only)";
+        l4_entries: u64 = 4; "l4.entries"; Some(Limit::Int(bound::PWC)); "{} entries for L4 prefixes (bits 47:39, pointing to an L3 node)";
+        l3_entries: u64 = 4; "l3.entries"; Some(Limit::Int(bound::PWC)); "{} entries for L3 prefixes (bits 47:30, pointing to an L2 node)";
+        l2_entries: u64 = 24; "l2.entries"; Some(Limit::Int(bound::PWC)); "{} entries for L2 prefixes (bits 47:21, pointing to an L1 node)";
+        l5_ways: u64 = 0; "l5.ways"; Some(Limit::Int(bound::PWC)); "{} associativity of the L5 prefix table (0: fully associative)";
+        l4_ways: u64 = 0; "l4.ways"; Some(Limit::Int(bound::PWC)); "{} associativity of the L4 prefix table (0: fully associative)";
+        l3_ways: u64 = 0; "l3.ways"; Some(Limit::Int(bound::PWC)); "{} associativity of the L3 prefix table (0: fully associative; a flattened root's table always is)";
+        l2_ways: u64 = 0; "l2.ways"; Some(Limit::Int(bound::PWC)); "{} associativity of the L2 prefix table (0: fully associative, as Intel's; ChampSim's are set-associative, indexed by the low bits of the prefix)";
+        flat_entries: u64 = 24; "flat.entries"; Some(Limit::Int(bound::PWC)); "{} entries for the 18-bit prefix (bits 47:30) of a flattened L4+L3 root (format fpt or fpt-l4l3; the flattening paper's FPT uses the 24-entry structure)";
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "{} replacement policy, every level (lru, fifo, random, srrip or nru; Intel's and ChampSim's are LRU)";
     }
 }

@@ -18,19 +18,19 @@ use crate::param::TlbSetIndex;
 use crate::memory::repl::LineKind;
 use crate::mrc::{Depths, StackKey, StackProfile};
 
-use crate::param::component;
+use crate::param::{bound, component, Limit};
 
 component! {
     /// The L1 DTLB (`tlb.l1d.*`): its arrays per page size, latency, replacement and coalescing.
     L1dTlbParams {
-        entries: u64 = 64; "entries"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "L1 DTLB entries for 4 KB pages (all sizes if tlb.l1d.unified)";
-        ways: u64 = 4; "ways"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "associativity of the 4 KB L1 DTLB array";
-        entries_2m: u64 = 32; "entries_2m"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "L1 DTLB entries for 2 MB pages (0: none)";
-        ways_2m: u64 = 4; "ways_2m"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "associativity of the 2 MB L1 DTLB array";
-        entries_1g: u64 = 4; "entries_1g"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "L1 DTLB entries for 1 GB pages (0: none)";
-        ways_1g: u64 = 4; "ways_1g"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "associativity of the 1 GB L1 DTLB array";
+        entries: u64 = 64; "entries"; Some(Limit::Int(bound::ENTRIES)); "L1 DTLB entries for 4 KB pages (all sizes if tlb.l1d.unified)";
+        ways: u64 = 4; "ways"; Some(Limit::Int(bound::WAYS)); "associativity of the 4 KB L1 DTLB array";
+        entries_2m: u64 = 32; "entries_2m"; Some(Limit::Int(bound::ENTRIES)); "L1 DTLB entries for 2 MB pages (0: none)";
+        ways_2m: u64 = 4; "ways_2m"; Some(Limit::Int(bound::WAYS)); "associativity of the 2 MB L1 DTLB array";
+        entries_1g: u64 = 4; "entries_1g"; Some(Limit::Int(bound::ENTRIES)); "L1 DTLB entries for 1 GB pages (0: none)";
+        ways_1g: u64 = 4; "ways_1g"; Some(Limit::Int(bound::WAYS)); "associativity of the 1 GB L1 DTLB array";
         unified: bool = false; "unified"; None; "one L1 DTLB array holds every page size (Zen 3), sized by entries/ways";
-        latency: u64 = 1; "latency"; Some(crate::param::Limit::Int(crate::param::bound::LATENCY)); "L1 DTLB lookup cycles (overlapped with the L1D tag check)";
+        latency: u64 = 1; "latency"; Some(Limit::Int(bound::LATENCY)); "L1 DTLB lookup cycles (overlapped with the L1D tag check)";
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "L1 DTLB replacement policy";
         coalescing: crate::param::Coalescing = crate::param::Coalescing::Inherit; "coalescing"; None; "PTE coalescing in the L1 DTLB: none|16k|32k, or inherit (tlb.coalescing)";
     }
@@ -39,11 +39,11 @@ component! {
 component! {
     /// The L1 ITLB (`tlb.l1i.*`).
     L1iTlbParams {
-        entries: u64 = 128; "entries"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "L1 ITLB entries for 4 KB pages";
-        ways: u64 = 8; "ways"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "associativity of the 4 KB L1 ITLB array";
-        entries_2m: u64 = 8; "entries_2m"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "L1 ITLB entries for 2 MB pages (0: none)";
-        ways_2m: u64 = 8; "ways_2m"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "associativity of the 2 MB L1 ITLB array";
-        latency: u64 = 1; "latency"; Some(crate::param::Limit::Int(crate::param::bound::LATENCY)); "L1 ITLB lookup cycles";
+        entries: u64 = 128; "entries"; Some(Limit::Int(bound::ENTRIES)); "L1 ITLB entries for 4 KB pages";
+        ways: u64 = 8; "ways"; Some(Limit::Int(bound::WAYS)); "associativity of the 4 KB L1 ITLB array";
+        entries_2m: u64 = 8; "entries_2m"; Some(Limit::Int(bound::ENTRIES)); "L1 ITLB entries for 2 MB pages (0: none)";
+        ways_2m: u64 = 8; "ways_2m"; Some(Limit::Int(bound::WAYS)); "associativity of the 2 MB L1 ITLB array";
+        latency: u64 = 1; "latency"; Some(Limit::Int(bound::LATENCY)); "L1 ITLB lookup cycles";
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "L1 ITLB replacement policy";
         coalescing: crate::param::Coalescing = crate::param::Coalescing::Inherit; "coalescing"; None; "PTE coalescing in the L1 ITLB: none|16k|32k, or inherit (tlb.coalescing)";
     }
@@ -52,13 +52,13 @@ component! {
 component! {
     /// The L2 TLB (`tlb.l2.*`), shared by data and, without an L2 ITLB, instructions.
     L2TlbParams {
-        entries: u64 = 1536; "entries"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "unified L2 TLB entries (4 KB and 2 MB pages)";
-        ways: u64 = 12; "ways"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "L2 TLB associativity";
-        entries_1g: u64 = 16; "entries_1g"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "separate L2 TLB array for 1 GB pages (0: 1 GB pages are not held in L2)";
-        ways_1g: u64 = 4; "ways_1g"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "associativity of the 1 GB L2 TLB array";
-        entries_coalesced: u64 = 0; "entries_coalesced"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "with PTE coalescing: L2 TLB entries set aside for coalesced entries, in an array of their own (0: they share the 4 KB array; Zen's split is undocumented)";
-        ways_coalesced: u64 = 2; "ways_coalesced"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "associativity of the L2 TLB's array of coalesced entries";
-        latency: u64 = 9; "latency"; Some(crate::param::Limit::Int(crate::param::bound::LATENCY)); "L2 TLB lookup cycles, paid on every L1 TLB miss";
+        entries: u64 = 1536; "entries"; Some(Limit::Int(bound::ENTRIES)); "unified L2 TLB entries (4 KB and 2 MB pages)";
+        ways: u64 = 12; "ways"; Some(Limit::Int(bound::WAYS)); "L2 TLB associativity";
+        entries_1g: u64 = 16; "entries_1g"; Some(Limit::Int(bound::ENTRIES)); "separate L2 TLB array for 1 GB pages (0: 1 GB pages are not held in L2)";
+        ways_1g: u64 = 4; "ways_1g"; Some(Limit::Int(bound::WAYS)); "associativity of the 1 GB L2 TLB array";
+        entries_coalesced: u64 = 0; "entries_coalesced"; Some(Limit::Int(bound::ENTRIES)); "with PTE coalescing: L2 TLB entries set aside for coalesced entries, in an array of their own (0: they share the 4 KB array; Zen's split is undocumented)";
+        ways_coalesced: u64 = 2; "ways_coalesced"; Some(Limit::Int(bound::WAYS)); "associativity of the L2 TLB's array of coalesced entries";
+        latency: u64 = 9; "latency"; Some(Limit::Int(bound::LATENCY)); "L2 TLB lookup cycles, paid on every L1 TLB miss";
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "L2 TLB replacement policy";
         coalescing: crate::param::Coalescing = crate::param::Coalescing::Inherit; "coalescing"; None; "PTE coalescing in the L2 TLB: none|16k|32k, or inherit (tlb.coalescing)";
     }
@@ -67,8 +67,8 @@ component! {
 component! {
     /// The separate L2 ITLB (`tlb.l2i.*`), if any.
     L2iTlbParams {
-        entries: u64 = 0; "entries"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "separate L2 ITLB entries: 4 KB and 2 MB pages, 1 GB code pages cached as 2 MB pieces (Zen: 512). With it the L2 TLB holds data only; 0: fetches share the L2 TLB";
-        ways: u64 = 8; "ways"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "L2 ITLB associativity (a lookup costs tlb.l2.latency)";
+        entries: u64 = 0; "entries"; Some(Limit::Int(bound::ENTRIES)); "separate L2 ITLB entries: 4 KB and 2 MB pages, 1 GB code pages cached as 2 MB pieces (Zen: 512). With it the L2 TLB holds data only; 0: fetches share the L2 TLB";
+        ways: u64 = 8; "ways"; Some(Limit::Int(bound::WAYS)); "L2 ITLB associativity (a lookup costs tlb.l2.latency)";
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "L2 ITLB replacement policy";
         coalescing: crate::param::Coalescing = crate::param::Coalescing::Inherit; "coalescing"; None; "PTE coalescing in the L2 ITLB: none|16k|32k, or inherit (tlb.coalescing)";
     }
@@ -77,9 +77,9 @@ component! {
 component! {
     /// The nested TLB of 2D walks (`tlb.nested.*`).
     NestedTlbParams {
-        entries: u64 = 16; "entries"; Some(crate::param::Limit::Int(crate::param::bound::ENTRIES)); "nested TLB entries caching gPA->hPA translations for 2D walks (flattening paper Tab. 1: 16, fully associative; 0: none)";
-        ways: u64 = 16; "ways"; Some(crate::param::Limit::Int(crate::param::bound::WAYS)); "nested TLB associativity (entries = fully associative)";
-        latency: u64 = 1; "latency"; Some(crate::param::Limit::Int(crate::param::bound::LATENCY)); "nested TLB lookup cycles (Tab. 1: 1)";
+        entries: u64 = 16; "entries"; Some(Limit::Int(bound::ENTRIES)); "nested TLB entries caching gPA->hPA translations for 2D walks (flattening paper Tab. 1: 16, fully associative; 0: none)";
+        ways: u64 = 16; "ways"; Some(Limit::Int(bound::WAYS)); "nested TLB associativity (entries = fully associative)";
+        latency: u64 = 1; "latency"; Some(Limit::Int(bound::LATENCY)); "nested TLB lookup cycles (Tab. 1: 1)";
     }
 }
 

@@ -16,12 +16,12 @@ use crate::os::pt::{leaf_size, NodeId, PageTables, NO_NODE};
 use crate::translate::mmu::{Mmu, FILLER_SLOTS};
 use crate::translate::tlb::TlbEntry;
 
-use crate::param::component;
+use crate::param::{bound, component, Limit};
 
 component! {
     /// The page walker: its page-walk-cache lookup and where its reads enter the caches (`pwc.latency`, `walker.port`).
     WalkerParams {
-        pwc_latency: u64 = 1; "pwc.latency"; Some(crate::param::Limit::Int(crate::param::bound::LATENCY)); "page-walk cache lookup cycles (all levels in parallel)";
+        pwc_latency: u64 = 1; "pwc.latency"; Some(Limit::Int(bound::LATENCY)); "page-walk cache lookup cycles (all levels in parallel)";
         port: crate::param::WalkerPort = crate::param::WalkerPort::L1d; "walker.port"; None; "cache level where page-walk reads enter (l1d as on Intel, l2 as on AMD)";
     }
 }
@@ -30,7 +30,7 @@ component! {
     /// ASAP's page-table prefetch (`asap.*`).
     AsapParams {
         enabled: bool = false; "enabled"; None; "ASAP (Margaritov et al., MICRO'19), a comparator of the flattening paper: the OS lays each region's page-table nodes out contiguously in virtual-address order, so on an L2 TLB miss the MMU computes the addresses of the last levels' entries and prefetches their lines while the walk starts (native radix tables)";
-        levels: u64 = 2; "levels"; Some(crate::param::Limit::IntRange(1, 3)); "page-table levels ASAP prefetches, from the leaves up: 1 = the PTE, 2 = the PTE and the PMD entry";
+        levels: u64 = 2; "levels"; Some(Limit::IntRange(1, 3)); "page-table levels ASAP prefetches, from the leaves up: 1 = the PTE, 2 = the PTE and the PMD entry";
     }
 }
 
@@ -40,7 +40,7 @@ component! {
         pscl_reread: bool = false; "pscl_reread"; None; "validation only (docs/timing.md): after a page-walk-cache hit, read one more entry, as ChampSim's walker does (native radix tables)";
         private_pte_lines: bool = false; "private_pte_lines"; None; "validation only (docs/timing.md): every page-table entry in a page of its own, as ChampSim's virtual memory places them, so neighbouring pages' entries never share a cache line (native radix tables)";
         no_dirty_bits: bool = false; "no_dirty_bits"; None; "validation only (docs/timing.md): a walk marks the leaf dirty for a load too, so a store never walks again to set the dirty bit, as ChampSim, which keeps no dirty bits, never does (native radix tables)";
-        first_touch_cycles: u64 = 0; "first_touch_cycles"; Some(crate::param::Limit::Int(1 << 20)); "validation only (docs/timing.md): cycles the walk spends on each first use of a page-table entry and of a data page, as ChampSim charges its minor-fault penalty inside the walk; 0 = off (native radix tables)";
+        first_touch_cycles: u64 = 0; "first_touch_cycles"; Some(Limit::Int(1 << 20)); "validation only (docs/timing.md): cycles the walk spends on each first use of a page-table entry and of a data page, as ChampSim charges its minor-fault penalty inside the walk; 0 = off (native radix tables)";
     }
 }
 

@@ -18,14 +18,14 @@
 use super::{oldest, LineKind, ReplacementPolicy, SetView, Stamped};
 use crate::param::CsaltProfiler;
 
-use crate::param::component;
+use crate::param::{bound, component, Limit};
 
 component! {
     /// CSALT's cache partitioning (`csalt.*`).
     CsaltParams {
-        epoch: u64 = 256000; "epoch"; Some(crate::param::Limit::Int(crate::param::bound::INTERVAL)); "CSALT: accesses to a cache between its repartitionings (the thesis's 256K, written 256,000 once)";
+        epoch: u64 = 256000; "epoch"; Some(Limit::Int(bound::INTERVAL)); "CSALT: accesses to a cache between its repartitionings (the thesis's 256K, written 256,000 once)";
         profiler: crate::param::CsaltProfiler = crate::param::CsaltProfiler::Atd; "profiler"; None; "CSALT stack-distance profiles: atd (an auxiliary LRU tag directory per type: the hits each type would get with n ways to itself) or global_pos (the hit line's position in the real set's LRU order: the thesis's counters-only hardware, a heuristic)";
-        atd_sets: u64 = 0; "atd_sets"; Some(crate::param::Limit::Int(1 << 24)); "CSALT with csalt.profiler=atd: sets sampled per cache (0: every set)";
+        atd_sets: u64 = 0; "atd_sets"; Some(Limit::Int(1 << 24)); "CSALT with csalt.profiler=atd: sets sampled per cache (0: every set)";
         page_tables: crate::param::CsaltPageTables = crate::param::CsaltPageTables::Data; "page_tables"; None; "which CSALT partition page-table lines belong to: data (the thesis: CSALT knows two types, data and POM-TLB entries) or translation (with the POM-TLB's lines; an xlat variant that tests what the data partition costs walks)";
         formula: crate::param::CsaltFormula = crate::param::CsaltFormula::Printed; "formula"; None; "CSALT-CD's L2 weights: printed (Eqs. 5.3-5.8 as the thesis prints them) or corrected (without the leading D_Tr and D_Dat terms they count twice)";
     }
