@@ -21,8 +21,12 @@ use std::sync::LazyLock;
 /// How a statistic's value is computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// An integer count (or an integer amount: cycles, bytes).
+    /// An integer that accumulates (events, or an amount: cycles, bytes): reported for the
+    /// measured part of the run, its value minus its value at the end of warm-up.
     Counter,
+    /// An integer that is a state (free memory, entries held, nodes built), or a total kept
+    /// since its structure was created: reported as it is at the end of the run.
+    Level,
     /// A quotient of two counters; undefined (NaN) when the denominator is 0.
     Ratio,
     /// Another number: a normalized rate, an energy.
@@ -33,6 +37,7 @@ impl Kind {
     pub fn name(self) -> &'static str {
         match self {
             Kind::Counter => "counter",
+            Kind::Level => "level",
             Kind::Ratio => "ratio",
             Kind::Float => "float",
         }

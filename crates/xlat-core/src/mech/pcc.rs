@@ -629,7 +629,7 @@ impl Pcc {
 pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[PccCounters::STATS, {
     use crate::glossary::{e, Kind::*, Section::*};
     &[
-        e(Mechanisms, "[core<N>.]<pcc>.occupancy", Counter, "entries", "Valid entries at the end of the run (state: not reset by warm-up).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        e(Mechanisms, "[core<N>.]<pcc>.occupancy", Level, "entries", "Valid entries at the end of the run (state: not reset by warm-up).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
         e(Mechanisms, "pcc.daemon.reads", Counter, "read-outs", "Times the OS's promotion daemon read every core's PCC out (every `os.promotion_interval` references, first after `os.promotion_first`).").only("`os.promotion=pcc`"),
         e(Mechanisms, "pcc.daemon.requests", Counter, "regions", "Promotions the daemon asked the OS for: at most `pcc.promote_per_read` per read-out, each region once, none already huge or demoted, and over the run at most `os.promotion_cap` of the footprint in distinct regions. The OS's `promotions` counts those it carried out.").only("`os.promotion=pcc`"),
         e(Mechanisms, "pcc.daemon.demotions", Counter, "regions", "Demotions the daemon asked the OS for (`pcc.demotion`): regions it promoted that came back in a read-out as huge entries with a count above 0, each once. The OS's `demotions` counts those it carried out; each frees a 2 MB block, its 512 pages moving to 4 KB frames (`os.migrated_pages`).").only("`os.promotion=pcc` and `pcc.demotion=true`"),
@@ -748,15 +748,6 @@ impl Mechanism for Pcc {
         }
     }
 
-    fn reset_stats(&mut self) {
-        (self.daemon.reads, self.daemon.requests, self.daemon.demotions) = (0, 0, 0);
-        for k in &mut self.cores {
-            k.pcc.counters = PccCounters::default();
-            if let Some(p) = &mut k.pcc_1g {
-                p.counters = PccCounters::default();
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::mech::{Hooks, Mechanism};
 use crate::memory::port::MemPort;
 use crate::memory::repl::Policy;
-use crate::stats::Stats;
+use crate::stats::{Ints, Stats};
 use crate::translate::mmu::TlbId;
 use crate::translate::tlb::{TlbEntry, TlbKey};
 
@@ -117,11 +117,10 @@ impl Mechanism for Pdc {
 
     fn emit_stats(&self, s: &mut Stats) {
         self.counters.emit("", s);
-        s.ratio("tlb.pdc.hit_rate", self.counters.hits, self.counters.lookups);
     }
 
-    fn reset_stats(&mut self) {
-        self.counters = PdcCounters::default();
+    fn derive_stats(&self, i: &Ints, s: &mut Stats) {
+        s.ratio("tlb.pdc.hit_rate", i.get("tlb.pdc.hits"), i.get("tlb.pdc.lookups"));
     }
 }
 

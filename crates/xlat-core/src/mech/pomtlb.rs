@@ -31,7 +31,7 @@ use crate::mech::Mechanism;
 use crate::memory::port::MemPort;
 use crate::memory::repl::Policy;
 use crate::param::{PomHash};
-use crate::stats::Stats;
+use crate::stats::{Ints, Stats};
 use crate::translate::tlb::{TlbEntry, TlbKey};
 
 use crate::param::component;
@@ -392,8 +392,8 @@ pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[PomCounters::STATS, {
     use crate::glossary::{e, Kind::*, Section::*};
     &[
         e(Mechanisms, "pomtlb.hit_rate", Ratio, "fraction", "`hits` / `lookups`.").only("`pomtlb.enabled=true`"),
-        e(Mechanisms, "pomtlb.occupancy", Counter, "entries", "Valid entries of the 4 KB array at the end of the run (state: not reset by warm-up).").only("`pomtlb.enabled=true`"),
-        e(Mechanisms, "pomtlb.occupancy_2m", Counter, "entries", "Valid entries of the 2 MB array at the end of the run.").only("`pomtlb.enabled=true`"),
+        e(Mechanisms, "pomtlb.occupancy", Level, "entries", "Valid entries of the 4 KB array at the end of the run (state: not reset by warm-up).").only("`pomtlb.enabled=true`"),
+        e(Mechanisms, "pomtlb.occupancy_2m", Level, "entries", "Valid entries of the 2 MB array at the end of the run.").only("`pomtlb.enabled=true`"),
     ]
 }];
 
@@ -445,14 +445,13 @@ impl Mechanism for PomTlb {
 
     fn emit_stats(&self, s: &mut Stats) {
         self.counters.emit("pomtlb.", s);
-        s.ratio("pomtlb.hit_rate", self.counters.hits, self.counters.lookups);
         let (small, large) = self.occupancy();
         s.int("pomtlb.occupancy", small as u64);
         s.int("pomtlb.occupancy_2m", large as u64);
     }
 
-    fn reset_stats(&mut self) {
-        self.counters = PomCounters::default();
+    fn derive_stats(&self, i: &Ints, s: &mut Stats) {
+        s.ratio("pomtlb.hit_rate", i.get("pomtlb.hits"), i.get("pomtlb.lookups"));
     }
 }
 

@@ -26,7 +26,7 @@ use crate::config::Config;
 use crate::mech::{Hooks, Mechanism, Prefetched};
 use crate::memory::port::MemPort;
 use crate::param::TlbPrefetcher;
-use crate::stats::Stats;
+use crate::stats::{Ints, Stats};
 use crate::translate::tlb::TlbEntry;
 
 use crate::param::component;
@@ -184,11 +184,10 @@ impl Mechanism for Sequential {
 
     fn emit_stats(&self, s: &mut Stats) {
         self.counters.emit("", s);
-        s.ratio("tlb.prefetch.accuracy", self.counters.hits, self.counters.fills);
     }
 
-    fn reset_stats(&mut self) {
-        self.counters = TlbPrefetchCounters::default();
+    fn derive_stats(&self, i: &Ints, s: &mut Stats) {
+        s.ratio("tlb.prefetch.accuracy", i.get("tlb.prefetch.hits"), i.get("tlb.prefetch.fills"));
     }
 }
 
