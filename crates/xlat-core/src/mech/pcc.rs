@@ -1062,10 +1062,10 @@ mod tests {
         assert_eq!(p.core(0).pcc.counters.lookups, 1);
     }
 
-    /// Statistics: sums under `pcc.`, per core under `coreN.pcc.` with several cores;
-    /// `reset_stats` zeroes the counters and keeps the entries.
+    /// Statistics: sums under `pcc.`, per core under `coreN.pcc.` with several cores; a
+    /// snapshot subtracted takes the counters back to 0 and leaves the occupancy, a level.
     #[test]
-    fn statistics_sum_over_cores_and_reset_keeps_state() {
+    fn statistics_sum_over_cores_and_a_snapshot_leaves_levels() {
         let mut mechs = Mechs::new(vec![AnyMech::Pcc(Pcc::new(params(8, PccPolicy::Lru), 2))], 2);
         assert!(mechs.walk_steps);
         for (c, va) in [(0, BASE), (0, BASE), (1, BASE), (1, BASE + MB2), (1, BASE + MB2)] {
@@ -1078,10 +1078,11 @@ mod tests {
         assert_eq!((s.f("core0.pcc.lookups"), s.f("core1.pcc.lookups"), s.f("pcc.lookups")), (2.0, 3.0, 5.0));
         assert_eq!((s.f("pcc.inserts"), s.f("pcc.hits"), s.f("pcc.occupancy"), s.f("core1.pcc.occupancy")), (3.0, 2.0, 3.0, 2.0));
         assert!(s.get("pcc.1g.lookups").is_none(), "no 1 GB PCC, no pcc.1g.*");
-        mechs.reset_stats();
+        let warm = crate::stats::Snapshot::of(&s);
         let mut s = Stats::default();
         mechs.emit_stats(&mut s);
-        assert_eq!((s.f("pcc.lookups"), s.f("pcc.occupancy")), (0.0, 3.0));
+        warm.subtract(&mut s);
+        assert_eq!((s.f("pcc.lookups"), s.f("core1.pcc.lookups"), s.f("pcc.occupancy")), (0.0, 0.0, 3.0));
         assert_eq!(mechs.pcc().unwrap().peek(1).len(), 2);
     }
 
