@@ -77,7 +77,7 @@ impl Pdc {
 }
 
 /// The glossary's entries of the mechanism's statistics: its counters, and the hit rate
-/// `emit_stats` adds.
+/// `derive_stats` computes from them.
 pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[PdcCounters::STATS, {
     use crate::glossary::{e, Kind::*, Section::*};
     &[

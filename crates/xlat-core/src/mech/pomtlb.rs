@@ -385,8 +385,8 @@ impl PomTlb {
     }
 }
 
-/// The glossary's entries of the mechanism's statistics: its counters, and what `emit_stats`
-/// adds (its lines' trips through the caches are the memory side's,
+/// The glossary's entries of the mechanism's statistics: its counters, its occupancy
+/// (`emit_stats`) and hit rate (`derive_stats`) (its lines' trips through the caches are the memory side's,
 /// [`crate::memory::hierarchy::TlbLineCounters`]).
 pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[PomCounters::STATS, {
     use crate::glossary::{e, Kind::*, Section::*};
