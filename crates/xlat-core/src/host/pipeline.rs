@@ -467,7 +467,6 @@ impl Machine {
             Some((result, memory))
         });
         let wall = start.elapsed();
-        drop(mem);
         match result {
             Some((r, memory)) => {
                 self.host_times = Some(HostTimes {
