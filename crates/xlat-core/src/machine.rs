@@ -38,7 +38,7 @@ pub struct RunOptions {
     /// References simulated before statistics are reset.
     pub warmup: u64,
     /// Or instead: instructions (all streams together, counted from the references'
-    /// `inst_delta`) simulated before statistics are reset; 0: warm-up by `warmup`. The
+    /// `inst_delta`) simulated before statistics start; 0: warm-up by `warmup`. The
     /// reference that reaches the count is the warm-up's last. With both set, this one counts.
     pub warmup_instructions: u64,
     /// Host threads: 0 = choose (two when the host has them and the run can be pipelined,

@@ -1,6 +1,8 @@
 //! Statistics: counters with hierarchical dotted names, and the `counters!` macro that declares
 //! a struct of them together with each one's glossary entry (see [`crate::glossary`]; the names
-//! are the contract with every study: extend them, never rename silently).
+//! are the contract with every study: extend them, never rename silently). A report is integers
+//! first (counters and levels, see [`crate::glossary::Kind`]); once the [`Snapshot`] of the end
+//! of warm-up is subtracted from the counters, the floats are derived from them ([`Ints`]).
 
 /// A statistic's value: counters stay integers in JSON, ratios are floats.
 #[derive(Clone, Copy, Debug)]
