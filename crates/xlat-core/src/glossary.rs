@@ -17,8 +17,12 @@
 /// How a statistic's value is computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// An integer count (or an integer amount: cycles, bytes).
+    /// An integer that accumulates (events, or an amount: cycles, bytes): reported for the
+    /// measured part of the run, its value minus its value at the end of warm-up.
     Counter,
+    /// An integer that is a state (free memory, entries held, nodes built), or a total kept
+    /// since its structure was created: reported as it is at the end of the run.
+    Level,
     /// A quotient of two counters; undefined (NaN) when the denominator is 0.
     Ratio,
     /// Another number: a normalized rate, an energy.
@@ -29,6 +33,7 @@ impl Kind {
     pub fn name(self) -> &'static str {
         match self {
             Kind::Counter => "counter",
+            Kind::Level => "level",
             Kind::Ratio => "ratio",
             Kind::Float => "float",
         }
@@ -93,7 +98,7 @@ impl Section {
             Section::Caches => "Demand lookups of the caches (private ones summed over cores), split by what the line holds. Fills and write-backs are not lookups.",
             Section::Dram => "Traffic beyond the last-level cache.",
             Section::Energy => "Dynamic energy from per-access costs (`cache.<cache>.energy_nj`, `dram.energy_nj`); no static energy.",
-            Section::Os => "The simulated OS: faults, page-size changes, shootdowns and its memory. Counters cover the measured part of the run (they restart after prefaulting and at the end of warm-up); sizes are the state at the end of the run, or at its start for `phys.start.*`. In a VM the bare names are the guests' (summed over VMs) and `host.` the hypervisor's.",
+            Section::Os => "The simulated OS: faults, page-size changes, shootdowns and its memory. Counters cover the measured part of the run (the OS's restart after prefaulting, and their values at the end of warm-up are subtracted); levels (sizes, free memory) are the state at the end of the run, or at its start for `phys.start.*`. In a VM the bare names are the guests' (summed over VMs) and `host.` the hypervisor's.",
             Section::Vms => "Only with `virt.enabled=true`: 2D walks (guest table entries and the final data address translated through the nested TLB or a walk of the host table), the host's page-walk cache (vPWC), EPT violations and VM switches. The guests' page tables and OS are in the OS section under the bare names, the host's under `host.`.",
             Section::Mechanisms => "Structures and policies attached by configuration (`crates/xlat-core/src/mech`). A mechanism's statistics are under its own prefix; they are emitted (or non-zero) only when the mechanism is configured.",
         }
@@ -308,12 +313,14 @@ fails when a run reports a statistic no declaration describes, or when this page
   marked `[host.]` are also reported for the hypervisor (its EPTs and the machine's physical
   memory) under `host.`.
 
-Kinds: a *counter* is an integer; a *ratio* is the quotient of two counters, undefined when the
+Kinds: a *counter* or a *level* is an integer; a *ratio* is the quotient of two counters, undefined when the
 denominator is 0 (NaN in Python, `null` in JSON and Parquet, `-` in tables: a cache nobody
 accessed has no miss rate, and 0 would read as "never misses"); a *float* is another number (a rate per kilo-instruction, an energy).
-Counters cover the measured part of the run: they restart at the end of warm-up (`--warmup`), and
-the OS's after prefaulting. Statistics that describe state (page-table sizes, mapped and free
-memory) are taken at the end of the run, or at its start for `phys.start.*`.
+Integers are counters or levels. A *counter* covers the measured part of the run: its value at the
+end of warm-up (`--warmup`) is subtracted (the OS's also restart after prefaulting), and the ratios
+and floats are computed from the counters so subtracted. A *level* is a state (page-table sizes,
+mapped and free memory, entries held) or a total since its structure was created, reported as it
+is at the end of the run (at its start for `phys.start.*`).
 
 Placeholders in the names below:
 

@@ -39,7 +39,7 @@ pub struct RunOptions {
     /// References simulated before statistics are reset.
     pub warmup: u64,
     /// Or instead: instructions (all streams together, counted from the references'
-    /// `inst_delta`) simulated before statistics are reset; 0: warm-up by `warmup`. The
+    /// `inst_delta`) simulated before statistics start; 0: warm-up by `warmup`. The
     /// reference that reaches the count is the warm-up's last. With both set, this one counts.
     pub warmup_instructions: u64,
     /// Host threads: 0 = choose (two when the host has them and the run can be pipelined,
@@ -53,13 +53,44 @@ pub struct RunOptions {
     pub interval: u64,
 }
 
+/// Where the run loop measures the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Measure {
+    /// The end of warm-up: the snapshot every report subtracts.
+    WarmupEnd,
+    /// The end of an interval ([`RunOptions::interval`]), or its start.
+    Interval,
+}
+
+/// What the end of warm-up records: the counters of the statistics and the miss-ratio curves
+/// then (see [`crate::stats::Snapshot`]).
+pub(crate) struct Warm {
+    stats: crate::stats::Snapshot,
+    curves: Vec<crate::mrc::Curve>,
+}
+
+impl Warm {
+    pub(crate) fn take(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> Warm {
+        // (The counters of the integer phase now.)
+        let stats = crate::stats::Snapshot::of(&stats::ints(cfg, xl, kernel, mem), glossary::is_counter);
+        Warm { stats, curves: curves_of(xl, mem) }
+    }
+}
+
+/// The miss-ratio curves of both sides, since the machine was built.
+fn curves_of(xl: &Translator, mem: &MemorySide) -> Vec<crate::mrc::Curve> {
+    let mut c = xl.curves();
+    c.extend(mem.curves());
+    c
+}
+
 /// How often the progress callback runs, in references.
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 pub(crate) const BATCH: usize = 4096;
 
 pub struct Machine {
     /// The configuration it was built from.
-    cfg: Config,
+    pub(crate) cfg: Config,
     pub xl: Translator,
     /// The OS side, beside the translator (see [`Kernel`]).
     pub kernel: Kernel,
@@ -69,6 +100,9 @@ pub struct Machine {
     /// interval.
     interval: u64,
     marks: Vec<Stats>,
+    /// What the end of warm-up recorded, which every report subtracts (`None`: nothing to
+    /// subtract, statistics since the machine was built).
+    pub(crate) warm: Option<Warm>,
     /// Host time of the last run on two threads (see [`HostTimes`]); `None` after a run on
     /// one thread.
     pub host_times: Option<HostTimes>,
@@ -248,7 +282,16 @@ impl Machine {
             helper_touches: 0,
         };
         let kernel = Kernel::new(&kp, os, vms, sched, contexts);
-        Ok(Machine { cfg: cfg.clone(), xl, kernel, mem: MemorySide::new(&cfg.memory(), hw, seed), interval: 0, marks: Vec::new(), host_times: None })
+        Ok(Machine {
+            cfg: cfg.clone(),
+            xl,
+            kernel,
+            mem: MemorySide::new(&cfg.memory(), hw, seed),
+            interval: 0,
+            marks: Vec::new(),
+            warm: None,
+            host_times: None,
+        })
     }
 
     pub fn config(&self) -> &Config {
@@ -325,17 +368,25 @@ impl Machine {
     /// The miss-ratio curves of the structures [`Self::profile`] named, since warm-up:
     /// TLBs, page-walk caches, then data caches.
     pub fn curves(&self) -> Vec<crate::mrc::Curve> {
-        let mut c = self.xl.curves();
-        c.extend(self.mem.curves());
+        let mut c = curves_of(&self.xl, &self.mem);
+        if let Some(w) = &self.warm {
+            for curve in &mut c {
+                if let Some(then) = w.curves.iter().find(|t| t.structure == curve.structure) {
+                    curve.depths.subtract(&then.depths);
+                }
+            }
+        }
         c
     }
 
-    /// Zero every statistic, keeping all state (caches, TLBs, page tables): the end of
-    /// warm-up.
-    pub fn reset_stats(&mut self) {
-        self.xl.reset_stats();
-        self.kernel.reset_stats();
-        self.mem.reset_stats();
+    /// The end of warm-up (or of a sampled run's warming): from here the statistics count. The
+    /// machine records its counters and curves now and subtracts them from every later report;
+    /// the model restarts what it counts from here (see [`Translator::on_warmup_end`],
+    /// [`MemorySide::on_warmup_end`]). State (caches, TLBs, page tables) is kept.
+    pub fn end_warmup(&mut self) {
+        self.xl.on_warmup_end();
+        self.mem.on_warmup_end();
+        self.warm = Some(Warm::take(&self.cfg, &self.xl, &self.kernel, &self.mem));
     }
 
     /// Run `src` to its end or to `opts.max_refs`. `progress(refs_done)` is called every
@@ -363,12 +414,12 @@ impl Machine {
 
     /// [`Machine::run`] on this thread alone.
     pub(crate) fn run_direct(&mut self, src: &mut dyn RefSource, opts: RunOptions, progress: &mut dyn FnMut(u64) -> bool) -> Result<u64, SimError> {
-        if opts.interval == 0 {
-            return run_loop(&mut self.xl, &mut self.kernel, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut |_, _, _| {});
-        }
-        let (marks, cfg) = (&mut self.marks, &self.cfg);
-        let mut mark = |xl: &Translator, kernel: &Kernel, port: &Direct| marks.push(stats::stats_of(cfg, xl, kernel, port.mem));
-        run_loop(&mut self.xl, &mut self.kernel, &mut Direct::new(&mut self.mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut mark)
+        let Machine { cfg, xl, kernel, mem, marks, warm, .. } = self;
+        let mut measure = |at: Measure, xl: &Translator, kernel: &Kernel, port: &mut Direct| match at {
+            Measure::WarmupEnd => *warm = Some(Warm::take(cfg, xl, kernel, port.mem)),
+            Measure::Interval => marks.push(stats::report(cfg, xl, kernel, port.mem, warm.as_ref().map(|w| &w.stats))),
+        };
+        run_loop(xl, kernel, &mut Direct::new(mem), src, opts, progress, usize::MAX, &mut |_| {}, &mut measure)
     }
 
     /// Invalidate translations `what` names on every core (TLBs and page-walk caches).
@@ -421,7 +472,7 @@ impl Machine {
     /// per core plus sums (and machine-wide ratios) under the bare names. With
     /// [`RunOptions::interval`], [`Stats::series`] holds each interval's.
     pub fn stats(&self) -> Stats {
-        let mut s = stats::stats_of(&self.cfg, &self.xl, &self.kernel, &self.mem);
+        let mut s = stats::report(&self.cfg, &self.xl, &self.kernel, &self.mem, self.warm.as_ref().map(|w| &w.stats));
         if self.interval > 0 && !self.marks.is_empty() {
             // (The first mark is the start of measurement: the end of warm-up.)
             let all: Vec<&Stats> = self.marks.iter().chain([&s]).collect();
@@ -447,7 +498,7 @@ pub(crate) fn run_loop<P: MemPort>(
     progress: &mut dyn FnMut(u64) -> bool,
     chunk: usize,
     flush: &mut dyn FnMut(&mut P),
-    mark: &mut dyn FnMut(&Translator, &Kernel, &P),
+    measure: &mut dyn FnMut(Measure, &Translator, &Kernel, &mut P),
 ) -> Result<u64, SimError> {
     let n = kernel.contexts.len();
     // The streams: one per hardware context, or with vCPU overcommit `k` per context (context
@@ -486,7 +537,7 @@ pub(crate) fn run_loop<P: MemPort>(
     let instructions = |port: &P| (0..n).map(|c| port.instructions(c)).sum::<u64>();
     let mut next_mark = u64::MAX;
     if opts.interval > 0 && warm {
-        mark(xl, kernel, port);
+        measure(Measure::Interval, xl, kernel, port);
         next_mark = instructions(port) + opts.interval;
     }
     // How far a dependent reference looks ahead for a younger one that starts its work.
@@ -566,7 +617,7 @@ pub(crate) fn run_loop<P: MemPort>(
                     kernel.os_events(done, xl, port)?;
                 }
                 if next_mark != u64::MAX && instructions(port) >= next_mark {
-                    mark(xl, kernel, port);
+                    measure(Measure::Interval, xl, kernel, port);
                     next_mark = instructions(port) + opts.interval;
                 }
             }
@@ -576,12 +627,14 @@ pub(crate) fn run_loop<P: MemPort>(
                     limit = opts.max_refs.map_or(u64::MAX, |m| measured.saturating_add(m));
                     warm_at = measured;
                 }
-                xl.reset_stats();
-                kernel.reset_stats();
-                port.reset_stats();
+                // (The model restarts what counts from here; the statistics are recorded, for
+                // every report to subtract.)
+                xl.on_warmup_end();
+                port.warmup_end();
+                measure(Measure::WarmupEnd, xl, kernel, port);
                 warm = true;
                 if opts.interval > 0 {
-                    mark(xl, kernel, port);
+                    measure(Measure::Interval, xl, kernel, port);
                     next_mark = instructions(port) + opts.interval;
                 }
             }

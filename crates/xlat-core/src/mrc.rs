@@ -204,8 +204,11 @@ impl Depths {
         &self.0
     }
 
-    pub fn reset(&mut self) {
-        self.0.fill(0);
+    /// Take away an earlier histogram of the same structure (its counts at the end of warm-up).
+    pub fn subtract(&mut self, earlier: &Depths) {
+        for (a, b) in self.0.iter_mut().zip(&earlier.0) {
+            *a -= b;
+        }
     }
 
     /// Add another histogram of the same depth (another core's structure).

@@ -1,6 +1,8 @@
 //! Statistics: counters with hierarchical dotted names, and the `counters!` macro that declares
 //! a struct of them together with each one's glossary entry (see [`crate::glossary`]; the names
-//! are the contract with every study: extend them, never rename silently).
+//! are the contract with every study: extend them, never rename silently). A report is integers
+//! first (counters and levels, see [`crate::glossary::Kind`]); once the [`Snapshot`] of the end
+//! of warm-up is subtracted from the counters, the floats are derived from them ([`Ints`]).
 
 /// A statistic's value: counters stay integers in JSON, ratios are floats.
 #[derive(Clone, Copy, Debug)]
@@ -88,6 +90,59 @@ impl Stats {
     /// Value as f64; panics if absent (for tests).
     pub fn f(&self, name: &str) -> f64 {
         self.get(name).unwrap_or_else(|| panic!("no statistic named {name}")).as_f64()
+    }
+}
+
+/// The prefix of an integer an emitter's integer phase hands to its derived phase without
+/// reporting it (a per-core share of a machine-wide float, say): subtracted as a counter, then
+/// dropped from the report.
+pub(crate) const HIDDEN: &str = "~";
+
+/// The integer statistics of a report by name, for the derived phase of the emitters: each
+/// float is computed from the integers after the warm-up snapshot was subtracted, so that a
+/// ratio is one of the measured part of the run. Built once per report.
+pub struct Ints<'a>(std::collections::HashMap<&'a str, u64>);
+
+impl<'a> Ints<'a> {
+    pub fn new(s: &'a Stats) -> Ints<'a> {
+        Ints(s.entries.iter().filter_map(|(n, v)| if let StatValue::Int(i) = v { Some((n.as_str(), *i)) } else { None }).collect())
+    }
+
+    /// The integer statistic `name`; a derived value asks only for what its integer phase
+    /// emitted, so a missing one is a bug of the emitter.
+    pub fn get(&self, name: &str) -> u64 {
+        *self.0.get(name).unwrap_or_else(|| panic!("derived from {name}, which the integer phase did not emit"))
+    }
+}
+
+/// The counters of a machine at the end of warm-up: every report subtracts them, so that the
+/// statistics cover the measured part of the run while no structure resets anything. Levels
+/// (the glossary's [`crate::glossary::Kind::Level`]: a state, or a total since a structure was
+/// created) are not kept: they are reported as they are.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    counters: std::collections::HashMap<String, u64>,
+}
+
+impl Snapshot {
+    /// The counters among the integer statistics `ints` (a report's integer phase), as
+    /// `is_counter` (the glossary) tells them from levels.
+    pub(crate) fn of(ints: &Stats, is_counter: impl Fn(&str) -> bool) -> Snapshot {
+        let counters = ints.entries.iter().filter_map(|(n, v)| match v {
+            StatValue::Int(i) if is_counter(n) => Some((n.clone(), *i)),
+            _ => None,
+        });
+        Snapshot { counters: counters.collect() }
+    }
+
+    /// Subtract the snapshot from the counters of `s` (the integer phase of a later report).
+    pub(crate) fn subtract(&self, s: &mut Stats) {
+        for (name, v) in &mut s.entries {
+            if let (StatValue::Int(now), Some(then)) = (v, self.counters.get(name.as_str())) {
+                debug_assert!(*now >= *then, "{name} fell since warm-up: a level, not a counter");
+                *now = now.saturating_sub(*then);
+            }
+        }
     }
 }
 
@@ -317,16 +372,22 @@ impl CoreCounters {
     }
 }
 
-/// Ratios of 2D walks (under `prefix`).
-pub(crate) fn derived_virt(s: &mut Stats, p: &str, k: &CoreCounters, v: &VirtCounters) {
-    s.ratio(format!("{p}walk_steps_per_walk.guest"), v.miss_guest_steps, k.walks);
-    s.ratio(format!("{p}walk_steps_per_walk.host"), v.miss_host_steps, k.walks);
+/// The integer statistics of 2D walks beside [`VirtCounters`] (under `p`).
+pub(crate) fn emit_virt(s: &mut Stats, p: &str, v: &VirtCounters) {
+    v.emit(p, s);
     s.int(format!("{p}tlb.nested.accesses"), v.nested_tlb_hits + v.nested_tlb_misses);
-    s.ratio(format!("{p}tlb.nested.hit_rate"), v.nested_tlb_hits, v.nested_tlb_hits + v.nested_tlb_misses);
-    s.ratio(format!("{p}walk_steps_per_host_walk"), v.host_steps, v.host_walks);
 }
 
-/// The glossary's entries of what [`derived_virt`] emits.
+/// Ratios of 2D walks (under `p`), from the integers of [`emit_virt`] and the core's.
+pub(crate) fn derived_virt(i: &Ints, s: &mut Stats, p: &str) {
+    let walks = i.get(&format!("{p}walks"));
+    s.ratio(format!("{p}walk_steps_per_walk.guest"), i.get(&format!("{p}walk_steps.miss.guest")), walks);
+    s.ratio(format!("{p}walk_steps_per_walk.host"), i.get(&format!("{p}walk_steps.miss.host")), walks);
+    s.ratio(format!("{p}tlb.nested.hit_rate"), i.get(&format!("{p}tlb.nested.hits")), i.get(&format!("{p}tlb.nested.accesses")));
+    s.ratio(format!("{p}walk_steps_per_host_walk"), i.get(&format!("{p}walk_steps.host")), i.get(&format!("{p}host_walks")));
+}
+
+/// The glossary's entries of what [`emit_virt`] and [`derived_virt`] emit.
 pub(crate) const DERIVED_VIRT_STATS: &[crate::glossary::Entry] = {
     use crate::glossary::{e, Kind::*, Section::*};
     &[

@@ -99,13 +99,13 @@ fn two_level_layouts_give_14_and_8() {
     assert_eq!(formula(2, 2).0, 8.0);
 }
 
-/// Machine after prefaulting 1 GB and one reference to BASE; statistics reset, so what
+/// Machine after prefaulting 1 GB and one reference to BASE, warm-up ended there, so what
 /// comes next is measured alone.
 fn warmed(pairs: &[(&str, &str)], first: u64) -> Machine {
     let mut m = Machine::new(&cfg(pairs), 1, region(GB), 1).unwrap();
     m.prefault().unwrap();
     m.step(0, Ref::load(first, 1)).unwrap();
-    m.reset_stats();
+    m.end_warmup();
     m
 }
 

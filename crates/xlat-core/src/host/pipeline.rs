@@ -12,13 +12,16 @@
 //! events at cycle counts (context switches, khugepaged), which need the memory side's
 //! clock.
 
-use std::sync::mpsc;
+use std::cell::Cell;
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::SimError;
-use crate::machine::{HostTimes, Machine, RunOptions};
+use crate::machine::{HostTimes, Machine, Measure, RunOptions, Warm};
 use crate::memory::port::Steer;
 use crate::memory::{Direct, MemPort, MemorySide, Table};
+use crate::os::Kernel;
+use crate::translate::Translator;
 use crate::workload::{RefKind, RefSource};
 
 /// What the memory side does for a reference, as the translating thread records it: one
@@ -82,8 +85,10 @@ pub(crate) enum Op {
     PrefetchWalk,
     /// The prefetch walk is over `lat` cycles after its last step.
     PrefetchEnd { lat: u32 },
-    /// Warm-up ends here: statistics restart.
-    Reset,
+    /// Warm-up ends here: the memory side restarts what its model counts from this point
+    /// ([`MemorySide::on_warmup_end`]), and the translating thread, which waits for it, takes
+    /// the memory side's part of the snapshot of the statistics.
+    WarmupEnd,
     /// The next reference waits for its producer, and these younger references would start
     /// its walk or its fill first (`MemPort::early`); its `Hit`, `Walk` or `Dispatch` follows.
     Early(crate::timing::Early),
@@ -243,8 +248,8 @@ impl MemPort for Recorder {
         self.ops.push(Op::Dropped);
     }
 
-    fn reset_stats(&mut self) {
-        self.ops.push(Op::Reset);
+    fn warmup_end(&mut self) {
+        self.ops.push(Op::WarmupEnd);
     }
 
     fn stall(&mut self, c: usize, cycles: u64) {
@@ -293,9 +298,10 @@ impl MemPort for Recorder {
 }
 
 /// Do what `ops` record on the memory side, through the same port a one-thread run uses.
-/// `ops` hold whole references.
-pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
+/// `ops` hold whole references. Returns whether warm-up ended in them.
+pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) -> bool {
     const C: usize = 0;
+    let mut warmed = false;
     let mut port = Direct::new(mem);
     for (j, &op) in ops.iter().enumerate() {
         // (The LLC's sets only: the private caches' bookkeeping stays in the host's caches,
@@ -365,11 +371,15 @@ pub(crate) fn replay(mem: &mut MemorySide, ops: &[Op]) {
                 port.delay(lat as u64);
                 port.prefetch_walk_end();
             }
-            Op::Reset => port.reset_stats(),
+            Op::WarmupEnd => {
+                port.warmup_end();
+                warmed = true;
+            }
             // (Before the reference's dispatch: the port keeps it until the reference is done.)
             Op::Early(e) => port.early(e),
         }
     }
+    warmed
 }
 
 impl Machine {
@@ -402,33 +412,55 @@ impl Machine {
         let mut rec = Recorder::new(empty_rx.recv().expect("a buffer was just sent"));
         let start = Instant::now();
         // (Busy times are taken per buffer, thousands of references: nothing per reference.)
-        let mut waited = Duration::ZERO;
-        let Machine { xl, kernel, mem, .. } = self;
+        let waited = Cell::new(Duration::ZERO);
+        let Machine { cfg, xl, kernel, mem, .. } = self;
+        // (The replaying thread holds the memory side while it replays a buffer; the
+        // translating thread takes it only at the end of warm-up, to read its statistics.)
+        let mem = Mutex::new(mem);
+        let (warm_tx, warm_rx) = mpsc::channel::<()>();
+        let mut warm = None;
         let result = std::thread::scope(|s| {
+            let shared = &mem;
             let replay = std::thread::Builder::new().name("xlat-replay".into()).spawn_scoped(s, move || {
                 let mut busy = Duration::ZERO;
                 for mut ops in full_rx {
                     let t = Instant::now();
-                    replay(mem, &ops);
+                    let warmed = replay(&mut shared.lock().expect("only this thread replays"), &ops);
                     busy += t.elapsed();
                     ops.clear();
                     // (The translating thread may be done and gone.)
                     let _ = empty_tx.send(ops);
+                    if warmed {
+                        let _ = warm_tx.send(());
+                    }
                 }
                 busy
             });
             let Ok(replay) = replay else {
                 return None; // no second thread to be had: run on this one
             };
-            let mut flush = |rec: &mut Recorder| {
+            let send = |rec: &mut Recorder| {
                 let t = Instant::now();
                 let next = empty_rx.recv().unwrap_or_default();
-                waited += t.elapsed();
+                waited.set(waited.get() + t.elapsed());
                 // (A failed send means the replaying thread panicked; the scope re-raises.)
                 let _ = full_tx.send(std::mem::replace(&mut rec.ops, next));
             };
-            let result = crate::machine::run_loop(xl, kernel, &mut rec, src, opts, progress, CHUNK, &mut flush, &mut |_, _, _| {});
-            flush(&mut rec);
+            let mut flush = |rec: &mut Recorder| send(rec);
+            // The end of warm-up: the translation side's and the kernel's statistics are those
+            // of this point; the memory side's are once the replaying thread has reached it (it
+            // then waits for the next buffer, which this thread sends only after).
+            let mut measure = |at: Measure, xl: &Translator, kernel: &Kernel, rec: &mut Recorder| {
+                debug_assert!(at == Measure::WarmupEnd, "a run with intervals stays on one thread");
+                send(rec);
+                let t = Instant::now();
+                if warm_rx.recv().is_ok() {
+                    warm = Some(Warm::take(cfg, xl, kernel, &mem.lock().expect("the replaying thread waits")));
+                }
+                waited.set(waited.get() + t.elapsed());
+            };
+            let result = crate::machine::run_loop(xl, kernel, &mut rec, src, opts, progress, CHUNK, &mut flush, &mut measure);
+            send(&mut rec);
             drop(full_tx);
             // A panic of the replaying thread is this thread's: the run's results are not whole.
             let memory = replay.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -437,8 +469,14 @@ impl Machine {
         let wall = start.elapsed();
         match result {
             Some((r, memory)) => {
-                self.host_times =
-                    Some(HostTimes { wall_s: wall.as_secs_f64(), translate_s: wall.saturating_sub(waited).as_secs_f64(), memory_s: memory.as_secs_f64() });
+                self.host_times = Some(HostTimes {
+                    wall_s: wall.as_secs_f64(),
+                    translate_s: wall.saturating_sub(waited.get()).as_secs_f64(),
+                    memory_s: memory.as_secs_f64(),
+                });
+                if warm.is_some() {
+                    self.warm = warm;
+                }
                 r
             }
             None => self.run_direct(src, opts, progress),

@@ -56,6 +56,25 @@ pub fn lookup(name: &str) -> Option<&'static Entry> {
     entries().iter().find(|e| e.matches(&name))
 }
 
+/// Whether the integer statistic `name` is a counter (not a level). A hidden integer (see
+/// [`crate::stats::HIDDEN`]) is; a name the glossary does not know is taken for one, so that warm-up counts
+/// cannot leak (`tests/glossary.rs` fails on such a name anyway). The answers are kept: the
+/// glossary's lookup scans every entry, and a sampled run takes a snapshot per unit.
+pub(crate) fn is_counter(name: &str) -> bool {
+    use std::sync::{LazyLock, Mutex};
+    static KNOWN: LazyLock<Mutex<std::collections::HashMap<String, bool>>> = LazyLock::new(Default::default);
+    if name.starts_with(crate::stats::HIDDEN) {
+        return true;
+    }
+    let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&c) = known.get(name) {
+        return c;
+    }
+    let c = lookup(name).is_none_or(|e| e.kind == crate::glossary::Kind::Counter);
+    known.insert(name.to_string(), c);
+    c
+}
+
 /// `text` for a Markdown table cell.
 fn cell(text: &str) -> String {
     text.replace('|', "\\|")

@@ -259,7 +259,7 @@ pub fn run(m: &mut Machine, src: &mut dyn RefSource, s: Sample, opts: RunOptions
         if w < s.warm.min(end - base) || pos >= end {
             break;
         }
-        m.reset_stats();
+        m.end_warmup();
         let before = m.stats();
         let base = pos;
         let mut report = |done: u64| progress(base + done);

@@ -3,19 +3,39 @@
 //! [`crate::Machine::stats`] and `docs/statistics.md`).
 
 use crate::config::Config;
+use crate::memory::cache::derived_cache;
 use crate::memory::cache::emit_cache;
 use crate::memory::hierarchy::TlbLineCounters;
 use crate::memory::repl::LineKind;
 use crate::memory::MemorySide;
 use crate::os::kernel::emit_os;
 use crate::os::{Kernel, Os};
-use crate::stats::{derived_virt, CoreCounters, Stats, VirtCounters};
-use crate::translate::mmu::{add_tlbs, derived, emit_tlbs};
+use crate::stats::{derived_virt, emit_virt, CoreCounters, Ints, Snapshot, Stats, VirtCounters, HIDDEN};
+use crate::translate::mmu::{add_tlbs, derived as derived_tlbs, emit_tlbs};
 use crate::translate::tlb::TlbStats;
 use crate::translate::Translator;
 
-/// The statistics of a machine's two sides (see [`Machine::stats`]).
-pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> Stats {
+/// The statistics of a machine (see [`crate::Machine::stats`]): the integer phase, the
+/// snapshot of the end of warm-up (if any) subtracted from its counters, then the derived
+/// phase, which computes every float of counters from the integers so subtracted.
+pub(super) fn report(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &MemorySide, warm: Option<&Snapshot>) -> Stats {
+    let mut s = ints(cfg, xl, kernel, mem);
+    if let Some(w) = warm {
+        w.subtract(&mut s);
+    }
+    let i = Ints::new(&s);
+    let d = derived(cfg, &i, xl, kernel, mem);
+    s.entries.retain(|(n, _)| !n.starts_with(HIDDEN));
+    s.entries.extend(d.entries);
+    s
+}
+
+/// The integer phase: every integer statistic of the two sides (counters since the machine was
+/// built, and levels), under the glossary's names, per core (`coreN.`) and summed; beside them
+/// the hidden integers the derived phase needs ([`HIDDEN`]: each context's clock, each core's
+/// cache traffic for the energy), and the floats of levels alone (shares of mapped memory and of
+/// cache lines, CSALT's weights), which no subtraction changes.
+pub(super) fn ints(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> Stats {
     {
         let mut s = Stats::default();
         let virt = xl.virt;
@@ -23,20 +43,23 @@ pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &Mem
         let mut sum = CoreCounters::default();
         let mut vsum = VirtCounters::default();
         let mut tsum = [TlbStats::default(); crate::translate::mmu::TLB_LEVELS];
-        let (mut instr, mut cycles, mut rob_stalls, mut sb_stalls, mut lq_stalls) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let (mut instr, mut rob_stalls, mut sb_stalls, mut lq_stalls) = (0u64, 0u64, 0u64, 0u64);
         let mut caches = [[0u64; 9]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks, prefetches, prefetch hits
-        let mut cache_energy = 0.0;
+        for (c, x) in mem.ctxs.iter().enumerate() {
+            // (Cycles are a clock: a core's and the machine's are the latest of their
+            // contexts', taken after the subtraction, by the derived phase.)
+            s.int(format!("{HIDDEN}ctx{c}.cycles"), x.cycles());
+        }
         for (i, (mmu, core)) in xl.mmus.iter().zip(&mem.cores).enumerate() {
             // Each side counts its own events of the glossary; together they are the core's
             // (the memory side's, summed over the core's hardware contexts).
             let mut k = mmu.counters;
             let mut v = mmu.vcounters;
-            let (mut core_instr, mut core_cycles) = (0, 0);
+            let mut core_instr = 0;
             for x in mem.ctxs.iter().enumerate().filter(|&(c, _)| mem.core_of(c) == i).map(|(_, x)| x) {
                 k.add(&x.counters);
                 v.add(&x.vcounters);
                 core_instr += x.instructions();
-                core_cycles = core_cycles.max(x.cycles());
                 rob_stalls += x.window.rob_stall_cycles;
                 lq_stalls += x.window.lq_stall_cycles;
                 sb_stalls += x.window.store_buffer_stall_cycles;
@@ -46,7 +69,6 @@ pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &Mem
             vsum.add(&v);
             add_tlbs(&mut tsum, &t);
             instr += core_instr;
-            cycles = cycles.max(core_cycles);
             for (j, cache) in [&core.l1i, &core.l1d, &core.l2].into_iter().enumerate() {
                 for kind in 0..3 {
                     caches[j][kind] += cache.counters.accesses[kind];
@@ -55,10 +77,10 @@ pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &Mem
                 caches[j][6] += cache.counters.writebacks;
                 caches[j][7] += cache.counters.prefetches;
                 caches[j][8] += cache.counters.prefetch_hits;
-                cache_energy += (cache.total_accesses() + cache.counters.writebacks) as f64 * cache.energy_nj;
+                s.int(format!("{HIDDEN}core{i}.energy.{j}"), cache.total_accesses() + cache.counters.writebacks);
             }
             if multi {
-                emit_part(&mut s, &format!("core{i}."), &k, &v, &t, core_instr, core_cycles, xl);
+                emit_part(&mut s, &format!("core{i}."), &k, &v, &t, core_instr, xl);
             }
         }
         // A mix: each program's, summed over its cores (its cycles: its slowest core's). Not
@@ -66,7 +88,7 @@ pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &Mem
         if kernel.sched.programs.len() > 1 && kernel.sched.places == 1 {
             for (n, cores) in kernel.sched.programs.iter().enumerate() {
                 let (mut k, mut v, mut t) = (CoreCounters::default(), VirtCounters::default(), [TlbStats::default(); crate::translate::mmu::TLB_LEVELS]);
-                let (mut instr, mut cycles) = (0, 0);
+                let mut instr = 0;
                 // (Its contexts' memory-side counts, and the translation side's of its cores,
                 // which no other program shares: see `sched::boot`.)
                 let mut last_core = usize::MAX;
@@ -75,7 +97,6 @@ pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &Mem
                     k.add(&x.counters);
                     v.add(&x.vcounters);
                     instr += x.instructions();
-                    cycles = cycles.max(x.cycles());
                     let core = kernel.contexts[c].core;
                     if core != last_core {
                         let mmu = &xl.mmus[core];
@@ -85,7 +106,7 @@ pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &Mem
                         last_core = core;
                     }
                 }
-                emit_part(&mut s, &format!("prog{n}."), &k, &v, &t, instr, cycles, xl);
+                emit_part(&mut s, &format!("prog{n}."), &k, &v, &t, instr, xl);
                 if !virt {
                     // (Which huge pages each program holds: the PCC paper's Fig. 9.)
                     let spaces = cores.first().map_or(&[][..], |&c| kernel.sched.spaces_of(c));
@@ -96,14 +117,10 @@ pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &Mem
             }
         }
         s.int("instructions", instr);
-        s.int("cycles", cycles);
-        s.ratio("ipc", instr, cycles);
         sum.emit("", &mut s);
         emit_tlbs(&mut s, "", &tsum, xl.tlb_shape);
-        derived(&mut s, "", &sum, &tsum, instr, xl.tlb_shape);
         if virt {
-            vsum.emit("", &mut s);
-            derived_virt(&mut s, "", &sum, &vsum);
+            emit_virt(&mut s, "", &vsum);
         }
         if mem.ctxs.len() > xl.mmus.len() {
             emit_contexts(&mut s, mem);
@@ -112,9 +129,8 @@ pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &Mem
         if cfg.core.lq > 0 {
             s.int("lq_stall_cycles", lq_stalls);
         }
-        if let Some(h) = xl.helper {
+        if xl.helper.is_some() {
             s.int("ptbaker.touches", xl.helper_touches);
-            s.float("ptbaker.passes", if h.pass > 0 { xl.helper_touches as f64 / h.pass as f64 } else { 0.0 });
         }
         s.int("store_buffer_stall_cycles", sb_stalls);
         let tlb_lines = xl.mechs.caches_translations();
@@ -125,13 +141,11 @@ pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &Mem
             if prefetcher[j] != crate::param::Prefetcher::None {
                 s.int(format!("cache.{name}.prefetches"), c[7]);
                 s.int(format!("cache.{name}.prefetch_hits"), c[8]);
-                s.ratio(format!("cache.{name}.prefetch_accuracy"), c[8], c[7]);
             }
         }
         let (llc, dram) = (&mem.llc, &mem.dram);
         let l = &llc.counters;
         emit_cache(&mut s, "llc", l.accesses, l.misses, l.writebacks, tlb_lines);
-        cache_energy += (llc.total_accesses() + l.writebacks) as f64 * llc.energy_nj;
         s.int("dram.reads", dram.reads);
         s.int("dram.writes", dram.writes);
         s.int("dram.queue_cycles", dram.queue_cycles);
@@ -144,10 +158,6 @@ pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &Mem
             s.int("dram.row_conflicts", conflicts);
             s.int("dram.bank_wait_cycles", wait);
         }
-        let dram_energy = (dram.reads + dram.writes) as f64 * dram.energy_nj;
-        s.float("energy_nj.cache", cache_energy);
-        s.float("energy_nj.dram", dram_energy);
-        s.float("energy_nj.total", cache_energy + dram_energy);
         if tlb_lines {
             emit_tlb_lines(&mut s, mem);
         }
@@ -206,7 +216,72 @@ pub(super) fn stats_of(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &Mem
     }
 }
 
-/// The glossary's entries of the statistics [`stats_of`] and [`emit_part`] emit themselves: the
+/// The derived phase: from the integers `i` of the report (counters since the end of
+/// warm-up), the cycles of cores, programs and the machine (the latest of their contexts'
+/// clocks), and every float of counters: IPC, MPKI, per-walk figures, miss rates, accuracies,
+/// energy.
+fn derived(cfg: &Config, i: &Ints, xl: &Translator, kernel: &Kernel, mem: &MemorySide) -> Stats {
+    let mut s = Stats::default();
+    let ctx_cycles = |c: usize| i.get(&format!("{HIDDEN}ctx{c}.cycles"));
+    let part = |s: &mut Stats, p: &str, cycles: u64| {
+        s.int(format!("{p}cycles"), cycles);
+        s.ratio(format!("{p}ipc"), i.get(&format!("{p}instructions")), cycles);
+        derived_tlbs(i, s, p, xl.tlb_shape);
+        if xl.virt {
+            derived_virt(i, s, p);
+        }
+    };
+    let cores = xl.mmus.len();
+    let core_cycles: Vec<u64> = (0..cores).map(|k| (0..mem.ctxs.len()).filter(|&c| mem.core_of(c) == k).map(ctx_cycles).max().unwrap_or(0)).collect();
+    if cores > 1 {
+        for (k, &cycles) in core_cycles.iter().enumerate() {
+            part(&mut s, &format!("core{k}."), cycles);
+        }
+    }
+    if kernel.sched.programs.len() > 1 && kernel.sched.places == 1 {
+        for (n, ctxs) in kernel.sched.programs.iter().enumerate() {
+            part(&mut s, &format!("prog{n}."), ctxs.iter().map(|&c| ctx_cycles(c)).max().unwrap_or(0));
+        }
+    }
+    part(&mut s, "", core_cycles.iter().copied().max().unwrap_or(0));
+    if mem.ctxs.len() > cores {
+        for c in 0..mem.ctxs.len() {
+            let p = format!("ctx{c}.");
+            s.int(format!("{p}cycles"), ctx_cycles(c));
+            s.ratio(format!("{p}ipc"), i.get(&format!("{p}instructions")), ctx_cycles(c));
+            s.ratio(format!("{p}walk_cycles_per_walk"), i.get(&format!("{p}walk_cycles")), i.get(&format!("{HIDDEN}{p}timed_walks")));
+        }
+    }
+    if let Some(h) = xl.helper {
+        let touches = i.get("ptbaker.touches");
+        s.float("ptbaker.passes", if h.pass > 0 { touches as f64 / h.pass as f64 } else { 0.0 });
+    }
+    let tlb_lines = xl.mechs.caches_translations();
+    let prefetcher = [crate::param::Prefetcher::None, cfg.cache_l1d_prefetch.prefetcher, cfg.cache_l2_prefetch.prefetcher];
+    for (j, name) in ["l1i", "l1d", "l2"].iter().enumerate() {
+        derived_cache(i, &mut s, name, tlb_lines);
+        if prefetcher[j] != crate::param::Prefetcher::None {
+            s.ratio(format!("cache.{name}.prefetch_accuracy"), i.get(&format!("cache.{name}.prefetch_hits")), i.get(&format!("cache.{name}.prefetches")));
+        }
+    }
+    derived_cache(i, &mut s, "llc", tlb_lines);
+    // (Summed in the order of the caches, each core's with its own cost per access.)
+    let mut cache_energy = 0.0;
+    for (k, core) in mem.cores.iter().enumerate() {
+        for (j, cache) in [&core.l1i, &core.l1d, &core.l2].into_iter().enumerate() {
+            cache_energy += i.get(&format!("{HIDDEN}core{k}.energy.{j}")) as f64 * cache.energy_nj;
+        }
+    }
+    cache_energy += (i.get("cache.llc.accesses") + i.get("cache.llc.writebacks")) as f64 * mem.llc.energy_nj;
+    let dram_energy = (i.get("dram.reads") + i.get("dram.writes")) as f64 * mem.dram.energy_nj;
+    s.float("energy_nj.cache", cache_energy);
+    s.float("energy_nj.dram", dram_energy);
+    s.float("energy_nj.total", cache_energy + dram_energy);
+    xl.mechs.derive_stats(i, &mut s);
+    s
+}
+
+/// The glossary's entries of the statistics [`ints`], [`derived`] and [`emit_part`] emit themselves: the
 /// machine's instructions, cycles and stalls, DRAM and energy, PT-Baker's helper.
 pub(crate) const STATS: &[crate::glossary::Entry] = {
     use crate::glossary::{e, Kind::*, Section::*};
@@ -268,7 +343,7 @@ pub(crate) const CACHE_STATS: &[crate::glossary::Entry] = {
 pub(crate) const PROGRAM_STATS: &[crate::glossary::Entry] = {
     use crate::glossary::{e, Kind::*, Section::*};
     &[
-        e(Os, "prog<N>.mapped_bytes", Counter, "bytes", "A mix's program: bytes its address spaces map at the end of the run.").only("a native `--mix`"),
+        e(Os, "prog<N>.mapped_bytes", Level, "bytes", "A mix's program: bytes its address spaces map at the end of the run.").only("a native `--mix`"),
         e(Os, "prog<N>.huge_coverage", Ratio, "fraction", "A mix's program: share of its `mapped_bytes` mapped by 2 MB or 1 GB pages at the end of the run (how a promotion daemon shared the huge pages between programs).").only("a native `--mix`"),
     ]
 };
@@ -277,7 +352,7 @@ pub(crate) const PROGRAM_STATS: &[crate::glossary::Entry] = {
 pub(crate) const VIRT_STATS: &[crate::glossary::Entry] = {
     use crate::glossary::{e, Kind::*, Section::*};
     &[
-        e(Vms, "virt.guest_pt_host_pte_bytes", Counter, "bytes", "Bytes of host (EPT) leaf entries mapping the guests' page tables at the end of the run: 8 per host page that holds a guest page-table node (the flattening paper's 22 KB of host PTEs for graph500's 11 MB guest table).").only("`virt.enabled=true`"),
+        e(Vms, "virt.guest_pt_host_pte_bytes", Level, "bytes", "Bytes of host (EPT) leaf entries mapping the guests' page tables at the end of the run: 8 per host page that holds a guest page-table node (the flattening paper's 22 KB of host PTEs for graph500's 11 MB guest table).").only("`virt.enabled=true`"),
     ]
 };
 
@@ -285,34 +360,21 @@ pub(crate) const VIRT_STATS: &[crate::glossary::Entry] = {
 pub(crate) const ECH_STATS: &[crate::glossary::Entry] = {
     use crate::glossary::{e, Kind::*, Section::*};
     &[
-        e(Mechanisms, "ech.bytes", Counter, "bytes", "ECH: simulated memory of every address space's hashed tables and cuckoo walk tables at the end of the run (both tables of one that is growing), besides the OS's own radix tree (`pt_bytes`).").only("`ech.enabled=true`"),
-        e(Mechanisms, "ech.resizes", Counter, "tables", "ECH: hashed tables grown (elastic resizing: `ech.growth` times larger once fuller than `ech.load_factor`), since the tables were created.").only("`ech.enabled=true`"),
-        e(Mechanisms, "ech.kicks", Counter, "keys", "ECH: entries displaced by cuckoo insertions, since the tables were created.").only("`ech.enabled=true`"),
-        e(Mechanisms, "ech.scattered_ways", Counter, "ways", "ECH: table ways that found no free contiguous block and were placed in single frames (ECH needs large contiguous allocations: the flattening paper's objection to it).").only("`ech.enabled=true`"),
+        e(Mechanisms, "ech.bytes", Level, "bytes", "ECH: simulated memory of every address space's hashed tables and cuckoo walk tables at the end of the run (both tables of one that is growing), besides the OS's own radix tree (`pt_bytes`).").only("`ech.enabled=true`"),
+        e(Mechanisms, "ech.resizes", Level, "tables", "ECH: hashed tables grown (elastic resizing: `ech.growth` times larger once fuller than `ech.load_factor`), since the tables were created.").only("`ech.enabled=true`"),
+        e(Mechanisms, "ech.kicks", Level, "keys", "ECH: entries displaced by cuckoo insertions, since the tables were created.").only("`ech.enabled=true`"),
+        e(Mechanisms, "ech.scattered_ways", Level, "ways", "ECH: table ways that found no free contiguous block and were placed in single frames (ECH needs large contiguous allocations: the flattening paper's objection to it).").only("`ech.enabled=true`"),
     ]
 };
 
-/// The statistics of part of the machine (a core, a program's cores) under prefix `p`.
-#[allow(clippy::too_many_arguments)]
-fn emit_part(
-    s: &mut Stats,
-    p: &str,
-    k: &CoreCounters,
-    v: &VirtCounters,
-    t: &[TlbStats; crate::translate::mmu::TLB_LEVELS],
-    instr: u64,
-    cycles: u64,
-    xl: &Translator,
-) {
+/// The integer statistics of part of the machine (a core, a program's cores) under prefix `p`
+/// (its cycles and ratios are derived: see [`derived`]).
+fn emit_part(s: &mut Stats, p: &str, k: &CoreCounters, v: &VirtCounters, t: &[TlbStats; crate::translate::mmu::TLB_LEVELS], instr: u64, xl: &Translator) {
     k.emit(p, s);
     emit_tlbs(s, p, t, xl.tlb_shape);
     s.int(format!("{p}instructions"), instr);
-    s.int(format!("{p}cycles"), cycles);
-    s.ratio(format!("{p}ipc"), instr, cycles);
-    derived(s, p, k, t, instr, xl.tlb_shape);
     if xl.virt {
-        v.emit(p, s);
-        derived_virt(s, p, k, v);
+        emit_virt(s, p, v);
     }
 }
 
@@ -339,7 +401,7 @@ fn emit_csalt(s: &mut Stats, mem: &MemorySide) {
 pub(crate) const CSALT_STATS: &[crate::glossary::Entry] = {
     use crate::glossary::{e, Kind::*, Section::*};
     &[
-        e(Mechanisms, "csalt.<pcache>.data_ways", Counter, "ways", "CSALT's partition now: ways data lines may fill (page-table lines count as data), the rest for POM-TLB lines; for `l2`, summed over the cores' L2s (divide by the cores for the mean). A level, not a count: an `--interval` series holds its change per interval.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
+        e(Mechanisms, "csalt.<pcache>.data_ways", Level, "ways", "CSALT's partition now: ways data lines may fill (page-table lines count as data), the rest for POM-TLB lines; for `l2`, summed over the cores' L2s (divide by the cores for the mean). A level, not a count: an `--interval` series holds its change per interval.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
         e(Mechanisms, "csalt.<pcache>.epochs", Counter, "epochs", "Epochs ended (every `csalt.epoch` demand accesses to the cache), each a repartitioning.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
         e(Mechanisms, "csalt.<pcache>.changes", Counter, "epochs", "Epochs whose repartitioning changed the number of data ways.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
         e(Mechanisms, "csalt.<pcache>.s_dat", Float, "factor", "The data weight S_Dat of the last repartitioning (CSALT-CD, Eqs. 5.6-5.8 for L2, their analogue for the LLC; 1 for CSALT-D); for `l2`, the mean over the cores.").only("`cache.<pcache>.policy` = `csalt-d` or `csalt-cd`"),
@@ -394,7 +456,7 @@ pub(crate) const TLB_LINE_STATS: &[crate::glossary::Entry] = {
         e(
             Caches,
             "cache.l2.tlbe.lines",
-            Counter,
+            Level,
             "lines",
             "Lines of all cores' L2s holding POM-TLB entries at the end of the run. A level: an `--interval` series holds its change per interval.",
         )
@@ -402,7 +464,7 @@ pub(crate) const TLB_LINE_STATS: &[crate::glossary::Entry] = {
         e(
             Caches,
             "cache.llc.tlbe.lines",
-            Counter,
+            Level,
             "lines",
             "Lines of the LLC holding POM-TLB entries at the end of the run. A level: an `--interval` series holds its change per interval.",
         )
@@ -420,12 +482,9 @@ fn emit_contexts(s: &mut Stats, mem: &MemorySide) {
     for (c, x) in mem.ctxs.iter().enumerate() {
         let (p, k) = (format!("ctx{c}."), &x.counters);
         s.int(format!("{p}instructions"), x.instructions());
-        s.int(format!("{p}cycles"), x.cycles());
-        s.ratio(format!("{p}ipc"), x.instructions(), x.cycles());
         s.int(format!("{p}walk_cycles"), k.walk_cycles);
         // (Every walk the memory side timed is in one bucket of the histogram.)
-        let timed = [k.hist_0, k.hist_1, k.hist_2, k.hist_3, k.hist_4, k.hist_5, k.hist_6, k.hist_7, k.hist_8, k.hist_9].iter().sum();
-        s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, timed);
+        s.int(format!("{HIDDEN}{p}timed_walks"), k.timed_walks());
         for (what, v) in [("l1", k.pte_l1), ("l2", k.pte_l2), ("llc", k.pte_llc), ("dram", k.pte_dram)] {
             s.int(format!("{p}pte_served.{what}"), v);
         }

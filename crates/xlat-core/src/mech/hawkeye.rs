@@ -83,6 +83,10 @@ pub struct HawkEye {
     /// References into the current cycle (window, then sleep).
     phase: u64,
     windows: u64,
+    /// `windows` at the end of warm-up: the stamps that order a bucket's regions count windows
+    /// from there (a region that entered its bucket since ranks before one that entered it
+    /// during warm-up).
+    stamp_origin: u64,
     /// Picks of the last window, for the OS at the next tick (capacity reserved once).
     pending: Vec<(Ctx, u64)>,
     order: Vec<usize>,
@@ -131,6 +135,7 @@ impl HawkEye {
             p,
             phase: 0,
             windows: 0,
+            stamp_origin: 0,
             pending: Vec::with_capacity(p.per_interval),
             order: Vec::with_capacity(base),
             budget,
@@ -156,7 +161,7 @@ impl HawkEye {
     #[cold]
     fn end_window(&mut self) {
         self.windows += 1;
-        let stamp = self.windows * self.slots_len_hint();
+        let stamp = (self.windows - self.stamp_origin) * self.slots_len_hint();
         for (i, s) in self.slots.iter_mut().enumerate() {
             let cover: u32 = s.map.iter().map(|w| w.count_ones()).sum();
             s.map = [0; 8];
@@ -267,8 +272,8 @@ impl Mechanism for HawkEye {
         s.int("hawkeye.requests", self.requests);
     }
 
-    fn reset_stats(&mut self) {
-        (self.windows, self.requests) = (0, 0);
+    fn on_warmup_end(&mut self) {
+        self.stamp_origin = self.windows;
     }
 }
 

@@ -11,7 +11,7 @@ use crate::arch::ctx::{Ctx, Invalidate};
 use crate::arch::pte::{NodeId, Table};
 use crate::memory::port::{MemPort, Steer};
 use crate::param::Parts;
-use crate::stats::{CoreCounters, Stats};
+use crate::stats::{CoreCounters, Ints, Stats};
 use crate::translate::mmu::{Mmu, TlbId};
 use crate::translate::tlb::{TlbEntry, TlbKey};
 
@@ -305,11 +305,17 @@ pub trait Mechanism {
     /// The periodic task runs: add what the OS should do to `out`.
     fn on_tick(&mut self, _out: &mut Vec<OsRequest>) {}
 
-    /// Add the mechanism's statistics (under its own prefix).
+    /// Add the mechanism's integer statistics (under its own prefix): counters and levels
+    /// (see [`crate::glossary::Kind`]).
     fn emit_stats(&self, _s: &mut Stats) {}
 
-    /// Zero the mechanism's statistics, keeping its state (the end of warm-up).
-    fn reset_stats(&mut self) {}
+    /// Add the mechanism's floats, computed from the integers `i` of the report (its counters
+    /// minus their values at the end of warm-up: see [`crate::stats::Snapshot`]).
+    fn derive_stats(&self, _i: &Ints, _s: &mut Stats) {}
+
+    /// The end of warm-up: restart model state that counts from it. Statistics are not
+    /// reset (the machine subtracts a snapshot), so this is for what steers the model.
+    fn on_warmup_end(&mut self) {}
 }
 
 /// Every mechanism xlat has, one line each: its module, its variant of [`AnyMech`] holding its
@@ -482,8 +488,11 @@ impl Mechanism for AnyMech {
     fn emit_stats(&self, s: &mut Stats) {
         each!(self, m => m.emit_stats(s))
     }
-    fn reset_stats(&mut self) {
-        each!(self, m => m.reset_stats())
+    fn derive_stats(&self, i: &Ints, s: &mut Stats) {
+        each!(self, m => m.derive_stats(i, s))
+    }
+    fn on_warmup_end(&mut self) {
+        each!(self, m => m.on_warmup_end())
     }
 }
 
@@ -499,6 +508,9 @@ pub struct Mechs {
     pub walk_steps: bool,
     /// Which per-reference hooks some mechanism listens to.
     pub hooks: Hooks,
+    /// Per core: its L2 TLB's misses at the end of warm-up. Epochs see the misses since then
+    /// (see [`Mechs::l2_tlb_misses`]).
+    misses_origin: Vec<u64>,
 }
 
 impl Mechs {
@@ -511,7 +523,7 @@ impl Mechs {
 
     /// A machine of `cores` cores running the mechanisms of `list`.
     pub fn new(list: Vec<AnyMech>, cores: usize) -> Mechs {
-        let mut m = Mechs { list, next_epoch: vec![u64::MAX; cores], epochs: false, walk_steps: false, hooks: Hooks::default() };
+        let mut m = Mechs { list, next_epoch: vec![u64::MAX; cores], epochs: false, walk_steps: false, hooks: Hooks::default(), misses_origin: Vec::new() };
         for c in 0..cores {
             m.next_epoch[c] = m.list.iter().map(|x| x.next_epoch(c)).min().unwrap_or(u64::MAX);
         }
@@ -669,10 +681,26 @@ impl Mechs {
         }
     }
 
-    pub fn reset_stats(&mut self) {
-        for m in &mut self.list {
-            m.reset_stats();
+    pub fn derive_stats(&self, i: &Ints, s: &mut Stats) {
+        for m in &self.list {
+            m.derive_stats(i, s);
         }
+    }
+
+    /// The end of warm-up ([`Mechanism::on_warmup_end`]); the epochs' L2 TLB misses count
+    /// from here.
+    pub fn on_warmup_end(&mut self, mmus: &[Mmu]) {
+        self.misses_origin = mmus.iter().map(|m| m.tlb(TlbId::L2).stats.misses).collect();
+        for m in &mut self.list {
+            m.on_warmup_end();
+        }
+    }
+
+    /// The L2 TLB misses of core `core` (whose MMU is `mmu`) since the end of warm-up: what an
+    /// epoch's detector differences (a PTP epoch that spans the end of warm-up sees fewer
+    /// misses at its end than at its start, and counts none).
+    pub fn l2_tlb_misses(&self, core: usize, mmu: &Mmu) -> u64 {
+        mmu.tlb(TlbId::L2).stats.misses - self.misses_origin.get(core).copied().unwrap_or(0)
     }
 
     /// Favour the processes with contexts `ctxs` ([`Mechanism::favour`]).

@@ -111,8 +111,8 @@ impl Oracle {
 pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[{
     use crate::glossary::{e, Kind::*, Section::*};
     &[
-        e(Mechanisms, "oracle.profile_walks", Counter, "walks", "Walks that ended at a 4 KB page in the hindsight oracle's first run (the same machine without promotion), over every region: what its ranking counts (L2 TLB misses and the walks that only set a dirty bit, so it can exceed that run's `walks`).").only("`os.promotion=oracle`"),
-        e(Mechanisms, "oracle.profile_regions", Counter, "regions", "2 MB regions with at least one such walk: the oracle's ranked list.").only("`os.promotion=oracle`"),
+        e(Mechanisms, "oracle.profile_walks", Level, "walks", "Walks that ended at a 4 KB page in the hindsight oracle's first run (the same machine without promotion), over every region: what its ranking counts (L2 TLB misses and the walks that only set a dirty bit, so it can exceed that run's `walks`).").only("`os.promotion=oracle`"),
+        e(Mechanisms, "oracle.profile_regions", Level, "regions", "2 MB regions with at least one such walk: the oracle's ranked list.").only("`os.promotion=oracle`"),
         e(Mechanisms, "oracle.requests", Counter, "regions", "Promotions the oracle asked the OS for at its one read (`os.promotion_first`): the regions with the most walks, up to `os.promotion_cap` of the footprint. The OS's `promotions` counts those it carried out.").only("`os.promotion=oracle`"),
     ]
 }];
@@ -159,9 +159,6 @@ impl Mechanism for Oracle {
         s.int("oracle.requests", self.requests);
     }
 
-    fn reset_stats(&mut self) {
-        self.requests = 0;
-    }
 }
 
 #[cfg(test)]

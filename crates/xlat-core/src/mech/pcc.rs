@@ -629,7 +629,7 @@ impl Pcc {
 pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[PccCounters::STATS, {
     use crate::glossary::{e, Kind::*, Section::*};
     &[
-        e(Mechanisms, "[core<N>.]<pcc>.occupancy", Counter, "entries", "Valid entries at the end of the run (state: not reset by warm-up).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
+        e(Mechanisms, "[core<N>.]<pcc>.occupancy", Level, "entries", "Valid entries at the end of the run (state: not reset by warm-up).").only("`pcc.enabled=true` (`pcc.1g.*`: and `pcc.entries_1g` > 0)"),
         e(Mechanisms, "pcc.daemon.reads", Counter, "read-outs", "Times the OS's promotion daemon read every core's PCC out (every `os.promotion_interval` references, first after `os.promotion_first`).").only("`os.promotion=pcc`"),
         e(Mechanisms, "pcc.daemon.requests", Counter, "regions", "Promotions the daemon asked the OS for: at most `pcc.promote_per_read` per read-out, each region once, none already huge or demoted, and over the run at most `os.promotion_cap` of the footprint in distinct regions. The OS's `promotions` counts those it carried out.").only("`os.promotion=pcc`"),
         e(Mechanisms, "pcc.daemon.demotions", Counter, "regions", "Demotions the daemon asked the OS for (`pcc.demotion`): regions it promoted that came back in a read-out as huge entries with a count above 0, each once. The OS's `demotions` counts those it carried out; each frees a 2 MB block, its 512 pages moving to 4 KB frames (`os.migrated_pages`).").only("`os.promotion=pcc` and `pcc.demotion=true`"),
@@ -748,15 +748,6 @@ impl Mechanism for Pcc {
         }
     }
 
-    fn reset_stats(&mut self) {
-        (self.daemon.reads, self.daemon.requests, self.daemon.demotions) = (0, 0, 0);
-        for k in &mut self.cores {
-            k.pcc.counters = PccCounters::default();
-            if let Some(p) = &mut k.pcc_1g {
-                p.counters = PccCounters::default();
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -1071,10 +1062,10 @@ mod tests {
         assert_eq!(p.core(0).pcc.counters.lookups, 1);
     }
 
-    /// Statistics: sums under `pcc.`, per core under `coreN.pcc.` with several cores;
-    /// `reset_stats` zeroes the counters and keeps the entries.
+    /// Statistics: sums under `pcc.`, per core under `coreN.pcc.` with several cores; a
+    /// snapshot subtracted takes the counters back to 0 and leaves the occupancy, a level.
     #[test]
-    fn statistics_sum_over_cores_and_reset_keeps_state() {
+    fn statistics_sum_over_cores_and_a_snapshot_leaves_levels() {
         let mut mechs = Mechs::new(vec![AnyMech::Pcc(Pcc::new(params(8, PccPolicy::Lru), 2))], 2);
         assert!(mechs.walk_steps);
         for (c, va) in [(0, BASE), (0, BASE), (1, BASE), (1, BASE + MB2), (1, BASE + MB2)] {
@@ -1087,10 +1078,11 @@ mod tests {
         assert_eq!((s.f("core0.pcc.lookups"), s.f("core1.pcc.lookups"), s.f("pcc.lookups")), (2.0, 3.0, 5.0));
         assert_eq!((s.f("pcc.inserts"), s.f("pcc.hits"), s.f("pcc.occupancy"), s.f("core1.pcc.occupancy")), (3.0, 2.0, 3.0, 2.0));
         assert!(s.get("pcc.1g.lookups").is_none(), "no 1 GB PCC, no pcc.1g.*");
-        mechs.reset_stats();
+        let warm = crate::stats::Snapshot::of(&s, crate::machine::glossary::is_counter);
         let mut s = Stats::default();
         mechs.emit_stats(&mut s);
-        assert_eq!((s.f("pcc.lookups"), s.f("pcc.occupancy")), (0.0, 3.0));
+        warm.subtract(&mut s);
+        assert_eq!((s.f("pcc.lookups"), s.f("core1.pcc.lookups"), s.f("pcc.occupancy")), (0.0, 0.0, 3.0));
         assert_eq!(mechs.pcc().unwrap().peek(1).len(), 2);
     }
 

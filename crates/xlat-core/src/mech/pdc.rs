@@ -11,7 +11,7 @@ use crate::assoc::{Key, SetAssoc};
 use crate::mech::{Hooks, Mechanism};
 use crate::memory::port::MemPort;
 use crate::memory::repl::Policy;
-use crate::stats::Stats;
+use crate::stats::{Ints, Stats};
 use crate::translate::mmu::TlbId;
 use crate::translate::tlb::{TlbEntry, TlbKey};
 
@@ -76,7 +76,7 @@ impl Pdc {
 }
 
 /// The glossary's entries of the mechanism's statistics: its counters, and the hit rate
-/// `emit_stats` adds.
+/// `derive_stats` computes from them.
 pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[PdcCounters::STATS, {
     use crate::glossary::{e, Kind::*, Section::*};
     &[
@@ -116,11 +116,10 @@ impl Mechanism for Pdc {
 
     fn emit_stats(&self, s: &mut Stats) {
         self.counters.emit("", s);
-        s.ratio("tlb.pdc.hit_rate", self.counters.hits, self.counters.lookups);
     }
 
-    fn reset_stats(&mut self) {
-        self.counters = PdcCounters::default();
+    fn derive_stats(&self, i: &Ints, s: &mut Stats) {
+        s.ratio("tlb.pdc.hit_rate", i.get("tlb.pdc.hits"), i.get("tlb.pdc.lookups"));
     }
 }
 

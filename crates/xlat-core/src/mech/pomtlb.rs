@@ -30,7 +30,7 @@ use crate::mech::Mechanism;
 use crate::memory::port::MemPort;
 use crate::memory::repl::Policy;
 use crate::param::{PomHash};
-use crate::stats::Stats;
+use crate::stats::{Ints, Stats};
 use crate::translate::tlb::{TlbEntry, TlbKey};
 
 use crate::param::{Limit, bound, component};
@@ -384,15 +384,15 @@ impl PomTlb {
     }
 }
 
-/// The glossary's entries of the mechanism's statistics: its counters, and what `emit_stats`
-/// adds (its lines' trips through the caches are the memory side's,
+/// The glossary's entries of the mechanism's statistics: its counters, its occupancy
+/// (`emit_stats`) and hit rate (`derive_stats`) (its lines' trips through the caches are the memory side's,
 /// [`crate::memory::hierarchy::TlbLineCounters`]).
 pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[PomCounters::STATS, {
     use crate::glossary::{e, Kind::*, Section::*};
     &[
         e(Mechanisms, "pomtlb.hit_rate", Ratio, "fraction", "`hits` / `lookups`.").only("`pomtlb.enabled=true`"),
-        e(Mechanisms, "pomtlb.occupancy", Counter, "entries", "Valid entries of the 4 KB array at the end of the run (state: not reset by warm-up).").only("`pomtlb.enabled=true`"),
-        e(Mechanisms, "pomtlb.occupancy_2m", Counter, "entries", "Valid entries of the 2 MB array at the end of the run.").only("`pomtlb.enabled=true`"),
+        e(Mechanisms, "pomtlb.occupancy", Level, "entries", "Valid entries of the 4 KB array at the end of the run (state: not reset by warm-up).").only("`pomtlb.enabled=true`"),
+        e(Mechanisms, "pomtlb.occupancy_2m", Level, "entries", "Valid entries of the 2 MB array at the end of the run.").only("`pomtlb.enabled=true`"),
     ]
 }];
 
@@ -444,14 +444,13 @@ impl Mechanism for PomTlb {
 
     fn emit_stats(&self, s: &mut Stats) {
         self.counters.emit("pomtlb.", s);
-        s.ratio("pomtlb.hit_rate", self.counters.hits, self.counters.lookups);
         let (small, large) = self.occupancy();
         s.int("pomtlb.occupancy", small as u64);
         s.int("pomtlb.occupancy_2m", large as u64);
     }
 
-    fn reset_stats(&mut self) {
-        self.counters = PomCounters::default();
+    fn derive_stats(&self, i: &Ints, s: &mut Stats) {
+        s.ratio("pomtlb.hit_rate", i.get("pomtlb.hits"), i.get("pomtlb.lookups"));
     }
 }
 

@@ -229,9 +229,6 @@ impl Mechanism for Tcat {
         self.counters.emit("", s);
     }
 
-    fn reset_stats(&mut self) {
-        self.counters = TcatCounters::default();
-    }
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use crate::arch::ctx::{Ctx, Invalidate};
 use crate::mech::{Hooks, Mechanism, Prefetched};
 use crate::memory::port::MemPort;
 use crate::param::TlbPrefetcher;
-use crate::stats::Stats;
+use crate::stats::{Ints, Stats};
 use crate::translate::tlb::TlbEntry;
 
 use crate::param::{Limit, component};
@@ -110,7 +110,7 @@ impl Sequential {
 }
 
 /// The glossary's entries of the mechanism's statistics: its counters, and the accuracy
-/// `emit_stats` adds (its walks are the memory side's,
+/// `derive_stats` computes from them (its walks are the memory side's,
 /// [`crate::memory::hierarchy::PrefetchWalkCounters`]).
 pub(crate) const STATS: &[&[crate::glossary::Entry]] = &[TlbPrefetchCounters::STATS, {
     use crate::glossary::{e, Kind::*, Section::*};
@@ -183,11 +183,10 @@ impl Mechanism for Sequential {
 
     fn emit_stats(&self, s: &mut Stats) {
         self.counters.emit("", s);
-        s.ratio("tlb.prefetch.accuracy", self.counters.hits, self.counters.fills);
     }
 
-    fn reset_stats(&mut self) {
-        self.counters = TlbPrefetchCounters::default();
+    fn derive_stats(&self, i: &Ints, s: &mut Stats) {
+        s.ratio("tlb.prefetch.accuracy", i.get("tlb.prefetch.hits"), i.get("tlb.prefetch.fills"));
     }
 }
 
@@ -244,6 +243,9 @@ mod tests {
         assert_eq!(m.on_l2_tlb_miss(0, page(12), ctx, false, &mut port), Some((e(512), PageSize::Size4K)));
         let mut s = Stats::default();
         m.emit_stats(&mut s);
+        let mut d = Stats::default();
+        m.derive_stats(&Ints::new(&s), &mut d);
+        s.entries.extend(d.entries);
         // Requests taken: page 1, page 2 (core 1), page 2, page 3.
         assert_eq!(s.f("tlb.prefetch.fills"), 5.0);
         assert_eq!(s.f("tlb.prefetch.hits"), 2.0);

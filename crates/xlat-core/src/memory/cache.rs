@@ -6,7 +6,7 @@ use crate::memory::repl::csalt::Csalt;
 use crate::memory::repl::Policy;
 use crate::memory::repl::{AnyPolicy, LineKind};
 use crate::mrc::{StackKey, StackProfile};
-use crate::stats::Stats;
+use crate::stats::{Ints, Stats};
 
 use crate::param::{bound, component, Limit};
 
@@ -335,21 +335,36 @@ impl Cache {
     }
 }
 
-/// A cache's statistics; `tlb_lines`: by line kind including POM-TLB lines (`tlbe`).
+/// The line kinds a cache's statistics are split by; `tlb_lines`: POM-TLB lines (`tlbe`) too.
+fn kinds(tlb_lines: bool) -> &'static [LineKind] {
+    if tlb_lines {
+        &LineKind::ALL
+    } else {
+        &[LineKind::Data, LineKind::PageTable]
+    }
+}
+
+/// A cache's integer statistics, by line kind (see [`kinds`]).
 pub(crate) fn emit_cache(s: &mut Stats, name: &str, acc: [u64; 3], miss: [u64; 3], wb: u64, tlb_lines: bool) {
     let (a, m): (u64, u64) = (acc.iter().sum(), miss.iter().sum());
     s.int(format!("cache.{name}.accesses"), a);
     s.int(format!("cache.{name}.hits"), a - m);
     s.int(format!("cache.{name}.misses"), m);
-    s.ratio(format!("cache.{name}.miss_rate"), m, a);
-    let kinds: &[LineKind] = if tlb_lines { &LineKind::ALL } else { &[LineKind::Data, LineKind::PageTable] };
-    for &kind in kinds {
+    for &kind in kinds(tlb_lines) {
         let i = kind as usize;
         s.int(format!("cache.{name}.{}.accesses", kind.name()), acc[i]);
         s.int(format!("cache.{name}.{}.misses", kind.name()), miss[i]);
-        s.ratio(format!("cache.{name}.{}.miss_rate", kind.name()), miss[i], acc[i]);
     }
     s.int(format!("cache.{name}.writebacks"), wb);
+}
+
+/// A cache's miss rates, from the integers of [`emit_cache`].
+pub(crate) fn derived_cache(i: &Ints, s: &mut Stats, name: &str, tlb_lines: bool) {
+    s.ratio(format!("cache.{name}.miss_rate"), i.get(&format!("cache.{name}.misses")), i.get(&format!("cache.{name}.accesses")));
+    for &kind in kinds(tlb_lines) {
+        let (m, a) = (format!("cache.{name}.{}.misses", kind.name()), format!("cache.{name}.{}.accesses", kind.name()));
+        s.ratio(format!("cache.{name}.{}.miss_rate", kind.name()), i.get(&m), i.get(&a));
+    }
 }
 
 /// The glossary's entries of what [`emit_cache`] emits.

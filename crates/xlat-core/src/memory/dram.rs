@@ -368,17 +368,6 @@ impl Dram {
         self.drains.as_ref().map_or(0, |d| d.drains)
     }
 
-    /// Zero its statistics, keeping its bookings and open rows (the end of warm-up).
-    pub fn reset_stats(&mut self) {
-        (self.reads, self.writes, self.queue_cycles) = (0, 0, 0);
-        if let Some(d) = &mut self.drains {
-            d.drains = 0;
-        }
-        if let Some(b) = &mut self.banks {
-            (b.row_hits, b.row_misses, b.row_conflicts, b.bank_wait_cycles) = (0, 0, 0, 0);
-        }
-    }
-
     /// Row-buffer statistics (hits, misses to a precharged bank, conflicts, cycles waited
     /// for a busy bank); None without banks.
     pub fn row_stats(&self) -> Option<[u64; 4]> {
@@ -636,9 +625,7 @@ mod tests {
         assert_eq!(d.access(0, 3000, 9, false), 5 + 10 + 20 + 30); // row 1: tRP + tRCD + tCAS
         assert_eq!(d.access(0, 4000, 1, false), 5 + 20 + 30); // bank 1 was never opened
         assert_eq!(d.row_stats(), Some([2, 2, 1, 0]));
-        d.reset_stats();
-        assert_eq!(d.row_stats(), Some([0, 0, 0, 0]));
-        assert_eq!(d.access(0, 5000, 11, false), 5 + 30, "open rows outlive the statistics");
+        assert_eq!(d.access(0, 5000, 11, false), 5 + 30, "row 11 is still open");
         assert_eq!(Dram::new(5, 0.0, 1.0, 1.0, None).row_stats(), None);
     }
 

@@ -82,11 +82,11 @@ pub struct ContextMem {
     pub asap: AsapCounters,
     /// A TLB prefetcher's walks (`tlb.prefetcher`).
     pub tlb_prefetch: PrefetchWalkCounters,
-    /// Walks after an L3 TLB lookup (its misses, as the memory side sees them: CSALT-CD).
+    /// Walks after an L3 TLB lookup (its misses, as the memory side sees them: CSALT-CD),
+    /// since the end of warm-up.
     lookup_walks: u64,
-    /// Instructions and cycles at the last statistics reset.
-    base_instr: u64,
-    base_cycles: u64,
+    /// `tlb_lines.reads` at the end of warm-up: CSALT-CD's lookups count from there.
+    lookup_reads_origin: u64,
 }
 
 impl ContextMem {
@@ -103,19 +103,19 @@ impl ContextMem {
             asap: AsapCounters::default(),
             tlb_prefetch: PrefetchWalkCounters::default(),
             lookup_walks: 0,
-            base_instr: 0,
-            base_cycles: 0,
+            lookup_reads_origin: 0,
         }
     }
 
-    /// Instructions since the last statistics reset.
+    /// Instructions dispatched since the machine was built.
     pub fn instructions(&self) -> u64 {
-        self.window.instructions() - self.base_instr
+        self.window.instructions()
     }
 
-    /// Cycles since the last statistics reset.
+    /// The context's clock: cycles since the machine was built to run what it dispatched to
+    /// retirement.
     pub fn cycles(&self) -> u64 {
-        self.window.cycles() - self.base_cycles
+        self.window.cycles()
     }
 }
 
@@ -610,7 +610,7 @@ impl MemorySide {
             ..CdTotals::default()
         };
         for x in &self.ctxs {
-            t.lookups += x.tlb_lines.reads / 2;
+            t.lookups += (x.tlb_lines.reads - x.lookup_reads_origin) / 2;
             t.lookup_walks += x.lookup_walks;
             t.walk_cycles += x.counters.walk_cycles;
             t.walks += x.counters.timed_walks();
@@ -948,45 +948,20 @@ impl MemorySide {
         out
     }
 
-    pub fn reset_stats(&mut self) {
-        for c in self.cores.iter_mut().flat_map(|c| [&mut c.l1d, &mut c.l1i, &mut c.l2]).chain([&mut self.llc]) {
-            if let Some(p) = c.profiled_mut() {
-                p.stack.depths_mut().reset();
-            }
-        }
+    /// The end of warm-up, at this point of the reference stream: CSALT-CD's estimators
+    /// measure from here (their lookups and lookup walks count from 0, and the epoch in
+    /// progress differences the totals now). Statistics are not touched: the machine
+    /// subtracts a snapshot of them.
+    pub fn on_warmup_end(&mut self) {
         for x in &mut self.ctxs {
-            x.counters = CoreCounters::default();
-            x.vcounters = VirtCounters::default();
-            x.tlb_lines = TlbLineCounters::default();
-            x.asap = AsapCounters::default();
-            x.tlb_prefetch = PrefetchWalkCounters::default();
             x.lookup_walks = 0;
-            x.coherence_invalidations = 0;
-            x.base_instr = x.window.instructions();
-            x.base_cycles = x.window.cycles();
-            x.window.rob_stall_cycles = 0;
-            x.window.lq_stall_cycles = 0;
-            x.window.store_buffer_stall_cycles = 0;
+            x.lookup_reads_origin = x.tlb_lines.reads;
         }
-        for core in &mut self.cores {
-            for cache in [&mut core.l1d, &mut core.l1i, &mut core.l2] {
-                cache.counters = Default::default();
-                if let Some(p) = cache.csalt_mut() {
-                    p.reset_stats();
-                }
+        if self.cd.is_some() {
+            let now = self.cd_totals();
+            if let Some(cd) = &mut self.cd {
+                cd.base.fill(now);
             }
-        }
-        self.llc.counters = Default::default();
-        if let Some(p) = self.llc.csalt_mut() {
-            p.reset_stats();
-        }
-        // (The queues keep their state: requests in flight at the end of warm-up still delay
-        // the first measured ones, as they would without a warm-up.)
-        self.dram.reset_stats();
-        self.stacked.reset_stats();
-        if let Some(cd) = &mut self.cd {
-            // (The totals restart from zero; the last inputs stay.)
-            cd.base.fill(CdTotals::default());
         }
     }
 }
@@ -1319,8 +1294,8 @@ impl MemPort for Direct<'_> {
         self.mem.ctxs[self.c].window.complete(self.t);
     }
 
-    fn reset_stats(&mut self) {
-        self.mem.reset_stats();
+    fn warmup_end(&mut self) {
+        self.mem.on_warmup_end();
     }
 
     fn stall(&mut self, c: usize, cycles: u64) {

@@ -72,8 +72,9 @@ pub trait MemPort {
     /// The reference does nothing more: a prefetch dropped at a TLB miss or an unmapped page
     /// retires as it issues, touching no memory.
     fn dropped(&mut self);
-    /// Warm-up is over: the memory side's statistics restart.
-    fn reset_stats(&mut self);
+    /// Warm-up is over, at this point of the reference stream: the memory side restarts what
+    /// its model counts from there ([`crate::memory::MemorySide::on_warmup_end`]).
+    fn warmup_end(&mut self);
     /// Core `c` loses `cycles` to OS work outside its references (a shootdown interrupt, a
     /// context switch): its window stalls.
     fn stall(&mut self, c: usize, cycles: u64);
@@ -198,7 +199,7 @@ pub(crate) mod fake {
         fn dropped(&mut self) {
             unreachable!()
         }
-        fn reset_stats(&mut self) {}
+        fn warmup_end(&mut self) {}
         fn stall(&mut self, _: usize, _: u64) {}
         fn os_call(&mut self, _: usize, _: u32, _: u64) {
             unreachable!()

@@ -92,12 +92,4 @@ impl Kernel {
         };
         self.os.translate(self.vms[vm].space, VirtAddr(gframe.addr().0 + va.offset(gsize))).is_some()
     }
-
-    /// Zero the OSes' counters, keeping their state (the end of warm-up).
-    pub fn reset_stats(&mut self) {
-        self.os.counters = Default::default();
-        for vm in &mut self.vms {
-            vm.os.counters = Default::default();
-        }
-    }
 }

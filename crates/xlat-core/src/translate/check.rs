@@ -56,10 +56,6 @@ impl Checker {
             s.int("stale_translation_uses", self.stale);
         }
     }
-
-    pub fn reset_stats(&mut self) {
-        (self.checked, self.stale) = (0, 0);
-    }
 }
 
 /// The glossary's entries of what [`Checker::emit`] emits.

@@ -5,7 +5,7 @@ use crate::arch::addr::PageSize;
 use crate::arch::ctx::Invalidate;
 use crate::memory::repl::Policy;
 use crate::param::PtFormat;
-use crate::stats::{CoreCounters, EchCounters, Stats, VirtCounters};
+use crate::stats::{CoreCounters, EchCounters, Ints, Stats, VirtCounters};
 use crate::translate::pwc::Pwc;
 use crate::translate::pwc::PwcParams;
 use crate::translate::tlb::{L1dTlbParams, L1iTlbParams, L2TlbParams, L2iTlbParams, NestedTlbParams};
@@ -268,15 +268,17 @@ pub(crate) fn add_tlbs(a: &mut [TlbStats; TLB_LEVELS], b: &[TlbStats; TLB_LEVELS
     }
 }
 
-/// Ratios derived from counters (under `prefix`).
-pub(crate) fn derived(s: &mut Stats, p: &str, k: &CoreCounters, t: &[TlbStats; TLB_LEVELS], instr: u64, shape: TlbShape) {
-    let kilo = instr as f64 / 1000.0;
+/// Ratios of the integers of a core's statistics (under `p`, from [`emit_tlbs`] and
+/// [`CoreCounters`]), per thousand of its `instructions`.
+pub(crate) fn derived(i: &Ints, s: &mut Stats, p: &str, shape: TlbShape) {
+    let kilo = i.get(&format!("{p}instructions")) as f64 / 1000.0;
     let mpki = |m: u64| if kilo > 0.0 { m as f64 / kilo } else { f64::NAN };
     for id in TlbId::ALL.into_iter().filter(|id| id.exists(shape.l2i)) {
-        s.float(format!("{p}tlb.{}.mpki", id.name()), mpki(t[id as usize].misses));
+        s.float(format!("{p}tlb.{}.mpki", id.name()), mpki(i.get(&format!("{p}tlb.{}.misses", id.name()))));
     }
-    s.ratio(format!("{p}walk_steps_per_walk"), k.miss_walk_steps, k.walks);
-    s.ratio(format!("{p}walk_cycles_per_walk"), k.walk_cycles, k.walks + k.dirty_walks);
+    let walks = i.get(&format!("{p}walks"));
+    s.ratio(format!("{p}walk_steps_per_walk"), i.get(&format!("{p}walk_steps.miss")), walks);
+    s.ratio(format!("{p}walk_cycles_per_walk"), i.get(&format!("{p}walk_cycles")), walks + i.get(&format!("{p}tlb.dirty_walks")));
 }
 
 /// The glossary's entries of what [`emit_tlbs`] and [`derived`] emit.

@@ -17,10 +17,9 @@ use crate::error::SimError;
 use crate::mech::{FillFrom, Mechs};
 use crate::memory::port::MemPort;
 use crate::os::{Hardware, Kernel};
-use crate::stats::{CoreCounters, VirtCounters};
 use crate::timing::Early;
 use crate::translate::mmu::{HwContext, Mmu};
-use crate::translate::tlb::{TlbEntry, TlbStats};
+use crate::translate::tlb::TlbEntry;
 use crate::translate::walker::{HostTable, WalkParams, Walked, Walker};
 use crate::workload::{Ref, RefKind};
 
@@ -101,8 +100,8 @@ impl Translator {
             self.tlb_prefetches(c, kernel, port);
         }
         if self.mechs.epochs && self.mechs.epoch_due(c, port.instructions(c)) {
+            let l2_misses = self.mechs.l2_tlb_misses(core, &self.mmus[core]);
             let mmu = &mut self.mmus[core];
-            let l2_misses = mmu.tlb(crate::translate::mmu::TlbId::L2).stats.misses;
             for s in self.mechs.on_epoch(c, port.instructions(c), l2_misses, &mut mmu.counters) {
                 port.steer(s);
             }
@@ -417,27 +416,11 @@ impl Translator {
         out
     }
 
-    /// Zero the translation side's statistics (TLB and walk counters), keeping its state.
-    pub fn reset_stats(&mut self) {
-        for mmu in &mut self.mmus {
-            if let Some(p) = mmu.pwc.profiled_mut() {
-                p.levels.iter_mut().flatten().for_each(|st| st.depths_mut().reset());
-            }
-            for t in &mut mmu.tlbs {
-                if let Some(p) = t.profiled_mut() {
-                    p.depths.reset();
-                }
-            }
-            mmu.counters = CoreCounters::default();
-            mmu.vcounters = VirtCounters::default();
-            mmu.ech = crate::stats::EchCounters::default();
-            for t in &mut mmu.tlbs {
-                t.stats = TlbStats::default();
-            }
-        }
-        self.mechs.reset_stats();
-        self.checker.reset_stats();
-        self.helper_touches = 0;
+    /// The end of warm-up on the translation side: what the mechanisms' model counts from
+    /// there (see [`Mechs::on_warmup_end`]). Statistics are not touched: the machine subtracts
+    /// a snapshot of them.
+    pub fn on_warmup_end(&mut self) {
+        self.mechs.on_warmup_end(&self.mmus);
     }
 
     /// Invalidate the translations `what` names on core `c`: in its TLBs and page-walk cache

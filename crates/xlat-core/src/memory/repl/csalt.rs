@@ -177,11 +177,6 @@ impl Csalt {
         }
     }
 
-    /// Zero the epoch statistics (the end of warm-up), keeping the partition.
-    pub fn reset_stats(&mut self) {
-        (self.epochs, self.changes) = (0, 0);
-    }
-
     /// End the epoch: choose N with weights `s_dat` and `s_tr` (1 and 1 for CSALT-D), and
     /// restart the profiles.
     pub fn repartition(&mut self, s_dat: f64, s_tr: f64) {
