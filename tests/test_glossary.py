@@ -16,7 +16,7 @@ def test_entries_are_complete_and_sectioned():
     assert len(entries) > 50
     assert {e["section"] for e in entries} <= set(titles)
     for e in entries:
-        assert e["kind"] in ("counter", "ratio", "float"), e
+        assert e["kind"] in ("counter", "level", "ratio", "float"), e
         assert e["pattern"] and e["unit"] and e["doc"], e
     assert any(p["name"] == "cache" and "llc" in p["values"] for p in glossary.placeholders())
 
@@ -65,7 +65,7 @@ def test_cli_describes_named_statistics():
     out = p.stdout
     assert "core1.tlb.l2.misses  (counter, lookups; TLBs: [core<N>.]tlb.l2.misses)" in out
     assert "each starts a page walk" in out
-    assert "host.pt_bytes  (counter, bytes;" in out
+    assert "host.pt_bytes  (level, bytes;" in out
     assert "[host.]pt_bytes" in out
     assert "cache.llc.pt.miss_rate  (ratio, fraction;" in out
 

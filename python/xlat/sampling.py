@@ -55,8 +55,8 @@ def ratio_ci(tops: Sequence[float], bottoms: Sequence[float], scale: float = 1.0
 
 
 def estimate(sampled: Mapping[str, Any], plan: tuple[int, int, int]) -> dict[str, Any]:
-    """The run's statistics from the units: sums of the counts (a state the glossary says is
-    taken at the end of the run, such as ``pt_bytes``, its value at the end), the headline
+    """The run's statistics from the units: sums of the counts (a level, the glossary's kind
+    for a state such as ``pt_bytes``, its value at the end), the headline
     ratios, and ``sample.*`` and the confidence half-widths."""
     from .api import interval_ratios
 
@@ -71,13 +71,13 @@ def estimate(sampled: Mapping[str, Any], plan: tuple[int, int, int]) -> dict[str
         for k, v in u.items():
             if isinstance(v, int) and not isinstance(v, bool):
                 total[k] = total.get(k, 0) + v
-    # A state the engine reports at the end of a run (memory in use, free blocks) is its value
-    # at the end, not a sum of changes.
+    # A level (memory in use, free blocks: a state, not a count of events) is its value at the
+    # end, not a sum of changes.
     from . import glossary
 
     for k, v in (sampled.get("last") or {}).items():
         e = glossary.lookup(k)
-        if e is not None and e["kind"] == "counter" and ("at the end of the run" in e["doc"] or "at the start" in e["doc"]):
+        if e is not None and e["kind"] == "level":
             total[k] = v
     out = interval_ratios(total)
     col = lambda name: [float(u.get(name, 0)) for u in units]
