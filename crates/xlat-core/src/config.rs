@@ -49,6 +49,13 @@ macro_rules! config {
         }
 
         impl Config {
+            /// Each component's values together ([`Component::check`]), in the mount table's
+            /// order.
+            fn check_components(&self) -> Result<(), ConfigError> {
+                $( self.$mfield.check(&|s: &str| if $prefix.is_empty() { s.to_string() } else { format!("{}.{}", $prefix, s) })?; )*
+                Ok(())
+            }
+
             /// Set one key from its text form.
             pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
                 $( if let Some(r) = below(key, $prefix).and_then(|s| self.$mfield.set(s, key, value)) {
@@ -361,81 +368,15 @@ impl Config {
         ["l1d", "l1i", "l2", "l2i"].iter().any(|n| !matches!(self.coalescing(n), Coalescing::None | Coalescing::Inherit))
     }
 
-    /// Check the values together: geometries must be buildable.
+    /// Check the values: each within its bound, each component's together (its `check`), and
+    /// the rules between components.
     pub fn validate(&self) -> Result<(), ConfigError> {
         fn invalid(key: &str, why: String) -> ConfigError {
             ConfigError::Invalid { key: key.into(), why }
         }
         // Bounds first: every later check may then multiply and add without overflowing.
         self.check_limits()?;
-        fn geometry(key: &str, entries: u64, ways: u64, may_be_zero: bool) -> Result<(), ConfigError> {
-            if entries == 0 {
-                return if may_be_zero { Ok(()) } else { Err(invalid(key, "must be at least 1".into())) };
-            }
-            // (A bad way count is the ways key's fault: "tlb.l2.entries" -> "tlb.l2.ways".)
-            if ways == 0 {
-                return Err(invalid(&key.replace("entries", "ways"), format!("must be at least 1 ({entries} entries)")));
-            }
-            if ways > 4096 {
-                return Err(invalid(&key.replace("entries", "ways"), format!("{ways} ways is more than the 4096 supported")));
-            }
-            if entries % ways != 0 {
-                return Err(invalid(key, format!("{entries} entries are not a multiple of {ways} ways")));
-            }
-            let sets = entries / ways;
-            if !sets.is_power_of_two() {
-                return Err(invalid(key, format!("{entries} entries / {ways} ways = {sets} sets, not a power of two")));
-            }
-            Ok(())
-        }
-        geometry("tlb.l1d.entries", self.tlb_l1d.entries, self.tlb_l1d.ways, false)?;
-        if !self.tlb_l1d.unified {
-            geometry("tlb.l1d.entries_2m", self.tlb_l1d.entries_2m, self.tlb_l1d.ways_2m, true)?;
-            geometry("tlb.l1d.entries_1g", self.tlb_l1d.entries_1g, self.tlb_l1d.ways_1g, true)?;
-        }
-        geometry("tlb.l1i.entries", self.tlb_l1i.entries, self.tlb_l1i.ways, false)?;
-        geometry("tlb.l1i.entries_2m", self.tlb_l1i.entries_2m, self.tlb_l1i.ways_2m, true)?;
-        geometry("tlb.l2.entries", self.tlb_l2.entries, self.tlb_l2.ways, false)?;
-        geometry("tlb.l2.entries_1g", self.tlb_l2.entries_1g, self.tlb_l2.ways_1g, true)?;
-        geometry("tlb.l2i.entries", self.tlb_l2i.entries, self.tlb_l2i.ways, true)?;
-        // (More ways than entries: fully associative.)
-        geometry("tlb.pdc.entries", self.tlb_pdc.entries, self.tlb_pdc.ways.min(self.tlb_pdc.entries), true)?;
-        geometry("tlb.l2.entries_coalesced", self.tlb_l2.entries_coalesced, self.tlb_l2.ways_coalesced, true)?;
-        for (key, kb, ways) in [
-            ("cache.l1i.size_kb", self.cache_l1i.size_kb, self.cache_l1i.ways),
-            ("cache.l1d.size_kb", self.cache_l1d.size_kb, self.cache_l1d.ways),
-            ("cache.l2.size_kb", self.cache_l2.size_kb, self.cache_l2.ways),
-            ("cache.llc.size_kb", self.cache_llc.size_kb, self.cache_llc.ways),
-        ] {
-            geometry(key, kb * 1024 / crate::LINE_BYTES, ways, false)?;
-        }
-        for (key, v) in [
-            ("system.cores", self.system.cores),
-            ("core.width", self.core.width),
-            ("core.rob", self.core.rob),
-            ("core.mshrs", self.core.mshrs),
-            ("core.walkers", self.core.walkers),
-            ("phys.size_gb", self.phys.size_gb),
-        ] {
-            if v == 0 {
-                return Err(invalid(key, "must be at least 1".into()));
-            }
-        }
-        if self.system.cores > 256 {
-            return Err(invalid("system.cores", "at most 256 cores are supported".into()));
-        }
-        if self.phys.size_gb > 4096 {
-            return Err(invalid("phys.size_gb", "at most 4096 GB of physical memory is supported".into()));
-        }
-        if !(0.0..=1.0).contains(&self.ptp.probability) {
-            return Err(invalid("ptp.probability", "must be between 0 and 1".into()));
-        }
-        if self.ptp.detector_epoch == 0 {
-            return Err(invalid("ptp.detector_epoch", "must be at least 1".into()));
-        }
-        if self.tlb_prefetch.prefetcher != TlbPrefetcher::None && self.tlb_prefetch.buffer == 0 {
-            return Err(invalid("tlb.prefetch_buffer", "must be at least 1 with a TLB prefetcher (its prefetches go there)".into()));
-        }
+        self.check_components()?;
         for (key, p) in [("cache.l1i.policy", self.cache_l1i.policy), ("cache.l1d.policy", self.cache_l1d.policy)] {
             if p == Policy::Ptp {
                 return Err(invalid(key, "ptp applies to L2 and the LLC (the paper leaves L1 alone)".into()));
@@ -443,24 +384,6 @@ impl Config {
             if matches!(p, Policy::CsaltD | Policy::CsaltCd | Policy::Dip) {
                 return Err(invalid(key, format!("{} applies to L2 and the LLC (CSALT leaves L1 alone)", p.name())));
             }
-        }
-        for (key, p) in [
-            ("tlb.l1d.policy", self.tlb_l1d.policy),
-            ("tlb.l1i.policy", self.tlb_l1i.policy),
-            ("tlb.l2.policy", self.tlb_l2.policy),
-            ("tlb.l2i.policy", self.tlb_l2i.policy),
-        ] {
-            if matches!(p, Policy::Ptp | Policy::CsaltD | Policy::CsaltCd | Policy::Dip) {
-                return Err(invalid(key, format!("{} is a cache policy, not a TLB policy", p.name())));
-            }
-        }
-        for (key, p) in [("pwc.policy", self.pwc.policy), ("virt.host_pwc.policy", self.virt_host_pwc.policy)] {
-            if matches!(p, Policy::Ptp | Policy::CsaltD | Policy::CsaltCd | Policy::Dip) {
-                return Err(invalid(key, format!("{} is a cache policy, not a page-walk-cache policy", p.name())));
-            }
-        }
-        if self.csalt.epoch == 0 {
-            return Err(invalid("csalt.epoch", "must be at least 1".into()));
         }
         for (key, p) in [("cache.l2.policy", self.cache_l2.policy), ("cache.llc.policy", self.cache_llc.policy)] {
             if matches!(p, Policy::CsaltD | Policy::CsaltCd) && !self.pomtlb.enabled {
@@ -491,24 +414,9 @@ impl Config {
             if self.asap.enabled || self.pomtlb.enabled || self.coalescing_any() {
                 return Err(invalid("ech.enabled", "ECH is a page-table organization of its own: not with ASAP, the POM-TLB or PTE coalescing".into()));
             }
-            if !self.ech.slots.is_power_of_two() || !self.ech.growth.is_power_of_two() {
-                return Err(invalid("ech.slots", "ech.slots and ech.growth must be powers of two".into()));
-            }
-            if self.ech.load_factor <= 0.0 || self.ech.load_factor.is_nan() {
-                return Err(invalid("ech.load_factor", "must be above 0".into()));
-            }
-        }
-        if self.asap.levels == 0 {
-            return Err(invalid("asap.levels", "must be at least 1".into()));
-        }
-        if self.virt.vcpus_per_core == 0 || self.virt.vcpu_slice_cycles == 0 {
-            return Err(invalid("virt.vcpus_per_core", "virt.vcpus_per_core and virt.vcpu_slice_cycles must be at least 1".into()));
         }
         if self.virt.vcpus_per_core > 1 && (!self.virt.enabled || self.system.threads_per_core > 1 || self.virt.vms > 1) {
             return Err(invalid("virt.vcpus_per_core", "vCPU overcommit needs virt.enabled=true, one VM (virt.vms=1) and system.threads_per_core=1".into()));
-        }
-        if self.system.threads_per_core == 0 {
-            return Err(invalid("system.threads_per_core", "must be at least 1".into()));
         }
         if self.system.threads_per_core > 1 && self.ptp.mode == PtpMode::Detector && [self.cache_l2.policy, self.cache_llc.policy].contains(&Policy::Ptp) {
             return Err(invalid("ptp.mode", "the TLB-miss phase detector is per core: it needs system.threads_per_core=1".into()));
@@ -524,17 +432,8 @@ impl Config {
                 return Err(invalid("cache.llc.ways_per_core", format!("way partitioning needs cache.llc.policy lru or fifo, not {}", self.cache_llc.policy)));
             }
         }
-        if self.ptbaker.stride_pages == 0 {
-            return Err(invalid("ptbaker.stride_pages", "must be at least 1".into()));
-        }
         if self.ptbaker.mode != PtBakerMode::Off && self.ptbaker.placement == PtBakerPlacement::Smt && self.system.threads_per_core < 2 {
             return Err(invalid("ptbaker.placement", "smt needs system.threads_per_core=2 (a sibling for the helper)".into()));
-        }
-        if self.llc.fill == LlcFill::Victim && self.llc.inclusive {
-            return Err(invalid("cache.llc.fill", "a victim LLC cannot be inclusive (cache.llc.inclusive=true): it holds only what the L2s evicted".into()));
-        }
-        if self.tlb.coalescing == Coalescing::Inherit {
-            return Err(invalid("tlb.coalescing", "must be none, 16k or 32k (inherit is for the per-structure keys)".into()));
         }
         if self.virt.enabled && self.coalescing_any() {
             return Err(invalid("tlb.coalescing", "PTE coalescing is modelled on native walks only, not with virt.enabled".into()));
@@ -542,102 +441,16 @@ impl Config {
         if self.pcc_on() && self.pcc.entries == 0 {
             return Err(invalid("pcc.entries", "must be at least 1 with a PCC".into()));
         }
-        for (key, n) in [("pcc.entries", self.pcc.entries), ("pcc.entries_1g", self.pcc.entries_1g)] {
-            if n > 65536 {
-                return Err(invalid(key, format!("{n} entries is more than the 65536 supported (the paper sweeps 4 to 1024)")));
-            }
+        if self.pomtlb.enabled && (self.pomtlb.base_gb < self.phys.size_gb || self.pomtlb.base_gb > 1 << 20) {
+            return Err(invalid("pomtlb.base_gb", format!("must lie above physical memory ({} GB) and below 1 PB", self.phys.size_gb)));
         }
-        if !(1..=16).contains(&self.pcc.counter_bits) {
-            return Err(invalid("pcc.counter_bits", "must be between 1 and 16".into()));
-        }
-        if self.pomtlb.enabled {
-            for (key, mb) in [("pomtlb.size_mb", self.pomtlb.size_mb), ("pomtlb.large_size_mb", self.pomtlb.large_size_mb)] {
-                if mb == 0 || !mb.is_power_of_two() || mb > 1024 {
-                    return Err(invalid(key, format!("{mb} MB: must be a power of two between 1 and 1024")));
-                }
-            }
-            if !(1..=4).contains(&self.pomtlb.ways) {
-                return Err(invalid("pomtlb.ways", "must be between 1 and 4 (16-byte entries, a set is one 64-byte line)".into()));
-            }
-            if self.pomtlb.base_gb < self.phys.size_gb || self.pomtlb.base_gb > 1 << 20 {
-                return Err(invalid("pomtlb.base_gb", format!("must lie above physical memory ({} GB) and below 1 PB", self.phys.size_gb)));
-            }
-            if self.pomtlb.latency > 1 << 20 {
-                return Err(invalid("pomtlb.latency", "must be at most 2^20 cycles".into()));
-            }
-            if !(self.pomtlb.bandwidth_gbps >= 0.0 && self.pomtlb.bandwidth_gbps.is_finite()) {
-                return Err(invalid("pomtlb.bandwidth_gbps", "must be a finite number, 0 or more".into()));
-            }
-        }
-        // (A clock below 10 MHz rounds every DRAM latency to no cycles.)
-        if self.core.freq_ghz.is_nan() || self.core.freq_ghz < 0.01 {
-            return Err(invalid("core.freq_ghz", "must be at least 0.01 (10 MHz)".into()));
-        }
-        for (key, n, w) in [
-            ("pwc.l2.entries", self.pwc.l2_entries, self.pwc.l2_ways),
-            ("pwc.l3.entries", self.pwc.l3_entries, self.pwc.l3_ways),
-            ("pwc.l4.entries", self.pwc.l4_entries, self.pwc.l4_ways),
-            ("pwc.l5.entries", self.pwc.l5_entries, self.pwc.l5_ways),
-            ("virt.host_pwc.l2.entries", self.virt_host_pwc.l2_entries, self.virt_host_pwc.l2_ways),
-            ("virt.host_pwc.l3.entries", self.virt_host_pwc.l3_entries, self.virt_host_pwc.l3_ways),
-            ("virt.host_pwc.l4.entries", self.virt_host_pwc.l4_entries, self.virt_host_pwc.l4_ways),
-            ("virt.host_pwc.l5.entries", self.virt_host_pwc.l5_entries, self.virt_host_pwc.l5_ways),
-        ] {
-            // (0 ways: fully associative.)
-            geometry(key, n, if w == 0 { n } else { w }, true)?;
-        }
-        if self.pt.recursive_slot != 0 && self.pt.recursive_slot < 256 {
-            return Err(invalid("pt.recursive_slot", "must be 0 (none) or a kernel-half slot, 256-511".into()));
-        }
-        if self.pt.recursive_slot != 0 && self.pt.format == PtFormat::Fpt1G {
-            return Err(invalid("pt.recursive_slot", "a 1 GB root (pt.format=fpt-1g) has no 4 KB sub-tables to recurse through".into()));
-        }
-        if self.pt.nf_threshold > 512 {
-            return Err(invalid("pt.nf_threshold", "a 1 GB region holds at most 512 2 MB pages".into()));
-        }
-        geometry("pwc.flat.entries", self.pwc.flat_entries, self.pwc.flat_entries, true)?;
-        geometry("virt.host_pwc.flat.entries", self.virt_host_pwc.flat_entries, self.virt_host_pwc.flat_entries, true)?;
         if self.pt.format != PtFormat::Radix5 && self.pwc.l5_entries > 0 {
             return Err(invalid("pwc.l5.entries", "only pt.format=radix5 has L5 entries; set it or 0 entries".into()));
-        }
-        for (key, v) in [
-            ("cache.l1i.energy_nj", self.cache_l1i.energy_nj),
-            ("cache.l1d.energy_nj", self.cache_l1d.energy_nj),
-            ("cache.l2.energy_nj", self.cache_l2.energy_nj),
-            ("cache.llc.energy_nj", self.cache_llc.energy_nj),
-            ("dram.energy_nj", self.dram.energy_nj),
-            ("dram.latency_ns", self.dram.latency_ns),
-            ("dram.bandwidth_gbps", self.dram.bandwidth_gbps),
-            ("dram.trp_ns", self.dram.trp_ns),
-            ("dram.trcd_ns", self.dram.trcd_ns),
-            ("dram.tcas_ns", self.dram.tcas_ns),
-            ("dram.trefi_ns", self.dram.trefi_ns),
-            ("dram.trfc_ns", self.dram.trfc_ns),
-            ("dram.turnaround_ns", self.dram.turnaround_ns),
-        ] {
-            if v < 0.0 {
-                return Err(invalid(key, "must not be negative".into()));
-            }
-        }
-        if !self.dram.banks.is_power_of_two() && self.dram.banks != 0 {
-            return Err(invalid("dram.banks", format!("{} is not a power of two (0: no banks)", self.dram.banks)));
-        }
-        if self.dram.trefi_ns > 0.0 && self.dram.trefi_ns <= self.dram.trfc_ns + self.dram.trp_ns + self.dram.trcd_ns + self.dram.tcas_ns {
-            return Err(invalid(
-                "dram.trefi_ns",
-                format!("{} ns leaves no time between refreshes of dram.trfc_ns = {} ns for a row conflict", self.dram.trefi_ns, self.dram.trfc_ns),
-            ));
-        }
-        if !self.loader.trace_region_kb.is_power_of_two() || self.loader.trace_region_kb < 4 {
-            return Err(invalid("loader.trace_region_kb", format!("{} is not a power of two of at least 4", self.loader.trace_region_kb)));
-        }
-        if !self.dram.row_kb.is_power_of_two() {
-            return Err(invalid("dram.row_kb", format!("{} is not a power of two", self.dram.row_kb)));
         }
         self.validate_os()
     }
 
-    /// Every numeric key within its [`LIMITS`], and the whole machine within host memory.
+    /// Every numeric key within its bound ([`limit`]), and the whole machine within host memory.
     fn check_limits(&self) -> Result<(), ConfigError> {
         for &(key, _, _, lim) in key_table() {
             let (Some(lim), Some(text)) = (lim, self.get(key)) else { continue };
@@ -664,7 +477,7 @@ impl Config {
         Ok(())
     }
 
-    /// Cache lines and TLB entries the machine allocates (within [`LIMITS`] this cannot
+    /// Cache lines and TLB entries the machine allocates (within the bounds this cannot
     /// overflow: 256 cores x about 2^24 entries each).
     fn host_entries(&self) -> u64 {
         let lines = |kb: u64| kb * 1024 / crate::LINE_BYTES;
@@ -683,31 +496,11 @@ impl Config {
         self.system.cores * per_core + lines(self.cache_llc.size_kb)
     }
 
-    /// The OS and physical-memory keys.
+    /// The rules between the OS's components and others.
     fn validate_os(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, why: &str| ConfigError::Invalid { key: key.into(), why: why.into() };
-        if self.sched.processes == 0 || self.sched.processes > 256 {
-            return Err(invalid("os.processes", "must be between 1 and 256"));
-        }
         if self.sched.processes * self.system.cores > 4095 {
             return Err(invalid("os.processes", "processes x cores must fit the 4095 PCIDs"));
-        }
-        if self.sched.timeslice_cycles == 0 {
-            return Err(invalid("os.timeslice_cycles", "must be at least 1"));
-        }
-        if self.os.khugepaged_interval_cycles == 0 {
-            return Err(invalid("os.khugepaged_interval_cycles", "must be at least 1"));
-        }
-        for (key, v) in [("os.readahead_pages", self.os.readahead_pages), ("os.fault_around_pages", self.os.fault_around_pages)] {
-            if !v.is_power_of_two() {
-                return Err(invalid(key, "must be a power of two between 1 and 512"));
-            }
-        }
-        if self.os.reservation_promote_at == 0 {
-            return Err(invalid("os.reservation_promote_at", "must be between 1 and 512"));
-        }
-        if self.os.khugepaged_max_ptes_none > 511 {
-            return Err(invalid("os.khugepaged_max_ptes_none", "must be at most 511"));
         }
         if self.os.reservations != Reservations::None
             && (!matches!(self.os.page_policy, PagePolicy::Never | PagePolicy::FreeBsd) || self.promotion.kind == Promotion::Thp)
@@ -730,11 +523,7 @@ impl Config {
                     ));
                 }
             }
-            Promotion::Pcc | Promotion::HawkEye | Promotion::Oracle => {
-                if self.promotion.interval == 0 {
-                    return Err(invalid("os.promotion_interval", &format!("must be at least 1 with os.promotion={}", self.promotion.kind)));
-                }
-            }
+            Promotion::Pcc | Promotion::HawkEye | Promotion::Oracle => {}
         }
         if self.promotion.kind == Promotion::HawkEye && self.hawkeye.window_refs == 0 {
             return Err(invalid("hawkeye.window_refs", "must be at least 1 with os.promotion=hawkeye"));
@@ -752,21 +541,6 @@ impl Config {
         }
         if self.pcc.demotion && self.promotion.kind != Promotion::Pcc {
             return Err(invalid("pcc.demotion", &format!("is done by the PCC's daemon: needs os.promotion=pcc, not {}", self.promotion.kind)));
-        }
-        if !(0.0..=1.0).contains(&self.promotion.cap) {
-            return Err(invalid("os.promotion_cap", "must be between 0 and 1 (a fraction of the footprint)"));
-        }
-        if !(0.0..=1.0).contains(&self.phys.aged_target) {
-            return Err(invalid("phys.aged_target", "must be between 0 and 1"));
-        }
-        if !(self.phys.available_gb >= 0.0 && self.phys.available_gb <= self.phys.size_gb as f64) {
-            return Err(invalid("phys.available_gb", "must be between 0 and phys.size_gb"));
-        }
-        if self.phys.pcp_high < self.phys.pcp_batch {
-            return Err(invalid("phys.pcp_high", "must be at least phys.pcp_batch"));
-        }
-        if self.os.madvise_regions.split(',').any(|n| n.trim().is_empty()) && !self.os.madvise_regions.trim().is_empty() {
-            return Err(invalid("os.madvise_regions", "has an empty name in the list"));
         }
         self.validate_shootdown()?;
         self.validate_virt()
@@ -792,23 +566,11 @@ impl Config {
         }
     }
 
-    /// The virtualization keys.
+    /// The virtualization rules between components.
     fn validate_virt(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, why: String| ConfigError::Invalid { key: key.into(), why };
-        if self.virt.vms == 0 || self.virt.vms > 256 {
-            return Err(invalid("virt.vms", "must be between 1 and 256".into()));
-        }
         if !self.virt.enabled {
-            if self.virt.vms > 1 {
-                return Err(invalid("virt.vms", "more than one VM needs virt.enabled=true".into()));
-            }
             return Ok(());
-        }
-        if self.virt.guest_mem_gb == 0 || self.virt.guest_mem_gb > 4096 {
-            return Err(invalid("virt.guest_mem_gb", "must be between 1 and 4096".into()));
-        }
-        if self.virt.switch_interval_cycles == 0 {
-            return Err(invalid("virt.switch_interval_cycles", "must be at least 1".into()));
         }
         if self.virt.host_pt_format != PtFormat::Radix5 && self.virt_host_pwc.l5_entries > 0 {
             return Err(invalid("virt.host_pwc.l5.entries", "only a radix5 host table has L5 entries; set virt.host_pt.format=radix5 or 0 entries".into()));
@@ -980,6 +742,24 @@ mod tests {
             let numeric = k.expected == u64::expected() || k.expected == f64::expected();
             assert_eq!(numeric, k.max.is_some(), "{}: numeric keys need a limit in their component, others none", k.key);
         }
+    }
+
+    /// A component checks its own values and names the key as mounted: the same check of
+    /// `PwcParams` speaks of `pwc.*` or `virt.host_pwc.*`, of `CacheParams` of each level.
+    #[test]
+    fn a_component_checks_its_values_under_its_mount() {
+        let key = |pairs: &[(&str, &str)]| match Config::from_pairs(pairs.iter().copied()) {
+            Err(ConfigError::Invalid { key, .. }) => key,
+            other => panic!("{pairs:?}: {other:?}"),
+        };
+        assert_eq!(key(&[("pwc.l3.entries", "3"), ("pwc.l3.ways", "2")]), "pwc.l3.entries");
+        assert_eq!(key(&[("virt.host_pwc.l3.entries", "3"), ("virt.host_pwc.l3.ways", "2")]), "virt.host_pwc.l3.entries");
+        assert_eq!(key(&[("cache.l2.ways", "0")]), "cache.l2.ways");
+        assert_eq!(key(&[("cache.llc.size_kb", "3000")]), "cache.llc.size_kb");
+        assert_eq!(key(&[("tlb.l2i.entries", "24"), ("tlb.l2i.ways", "5")]), "tlb.l2i.entries");
+        assert_eq!(key(&[("os.shootdown_local_cycles", "1"), ("virt.vms", "2")]), "virt.vms");
+        assert_eq!(key(&[("dram.banks", "3")]), "dram.banks");
+        assert!(Config::from_pairs([("tlb.l2i.entries", "24"), ("tlb.l2i.ways", "3")]).is_ok());
     }
 
     #[test]

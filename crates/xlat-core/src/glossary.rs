@@ -284,7 +284,7 @@ impl Entry {
 /// The introduction of `docs/statistics.md`.
 pub(crate) const INTRO: &str = r#"# Statistics
 
-<!-- Generated from crates/xlat-core/src/glossary.rs: do not edit. Regenerate with
+<!-- Generated from the engine's declarations (crates/xlat-core/src/machine/glossary.rs gathers them): do not edit. Regenerate with
      cargo run --release -p xlat-core --example glossary > docs/statistics.md -->
 
 Every run reports a flat table of statistics with hierarchical dotted names. `xlat run` prints a
@@ -295,7 +295,7 @@ whole glossary). Names are a contract with every study and report: new statistic
 existing ones are not renamed.
 
 This page is generated from the engine's declarations of its statistics (each described where
-the code that emits it declares it, gathered by `crates/xlat-core/src/glossary.rs`); a test
+the code that emits it declares it, gathered by `crates/xlat-core/src/machine/glossary.rs`); a test
 fails when a run reports a statistic no declaration describes, or when this page is out of date.
 
 ## Names

@@ -136,6 +136,37 @@ pub trait Component {
     fn set(&mut self, suffix: &str, key: &str, value: &str) -> Option<Result<(), ConfigError>>;
     /// The value of key `suffix` in text form; `None` if it has no such key.
     fn get(&self, suffix: &str) -> Option<String>;
+    /// Check the values together, where a bound cannot say (a geometry, a power of two, one
+    /// key's value given another's); `key(suffix)` is the full key as mounted.
+    fn check(&self, key: &dyn Fn(&str) -> String) -> Result<(), ConfigError>;
+}
+
+/// The error of key `key`: `why`.
+pub fn invalid(key: String, why: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { key, why: why.into() }
+}
+
+/// A set-associative structure's geometry: `entries` (0 only if `may_be_zero`) in sets of
+/// `ways`, a power-of-two number of sets; the errors name `entries_key` or, for a bad way
+/// count, `ways_key`.
+pub fn geometry(entries_key: String, ways_key: String, entries: u64, ways: u64, may_be_zero: bool) -> Result<(), ConfigError> {
+    if entries == 0 {
+        return if may_be_zero { Ok(()) } else { Err(invalid(entries_key, "must be at least 1")) };
+    }
+    if ways == 0 {
+        return Err(invalid(ways_key, format!("must be at least 1 ({entries} entries)")));
+    }
+    if ways > 4096 {
+        return Err(invalid(ways_key, format!("{ways} ways is more than the 4096 supported")));
+    }
+    if entries % ways != 0 {
+        return Err(invalid(entries_key, format!("{entries} entries are not a multiple of {ways} ways")));
+    }
+    let sets = entries / ways;
+    if !sets.is_power_of_two() {
+        return Err(invalid(entries_key, format!("{entries} entries / {ways} ways = {sets} sets, not a power of two")));
+    }
+    Ok(())
 }
 
 /// A machine's mounted components, found by type: what a mechanism's constructor asks for
@@ -150,9 +181,13 @@ pub trait Parts {
 /// struct whose fields are keys below wherever the configuration table (`config.rs`) mounts
 /// it (`cache.l2` + `size_kb` is `cache.l2.size_kb`; a component mounted at the root names
 /// whole keys). Each field: its type, its default, its key below the mount point, its upper
-/// bound if numeric, and its doc.
+/// bound if numeric, and its doc. An optional `check(p, key) { ... }` after the fields checks
+/// the values together ([`Component::check`]: `p` the parameters, `key("suffix")` a full key).
 macro_rules! component {
     ($(#[$m:meta])* $name:ident { $( $field:ident : $ty:ty = $default:expr ; $suffix:literal ; $limit:expr ; $doc:literal ; )* }) => {
+        $crate::param::component! { $(#[$m])* $name { $( $field : $ty = $default ; $suffix ; $limit ; $doc ; )* } check(_p, _key) { Ok(()) } }
+    };
+    ($(#[$m:meta])* $name:ident { $( $field:ident : $ty:ty = $default:expr ; $suffix:literal ; $limit:expr ; $doc:literal ; )* } check($p:ident, $key:ident) $check:block) => {
         $(#[$m])*
         #[derive(Clone, Debug, PartialEq)]
         pub struct $name { $( pub $field: $ty, )* }
@@ -176,6 +211,11 @@ macro_rules! component {
 
             fn get(&self, suffix: &str) -> Option<String> {
                 match suffix { $( $suffix => Some($crate::param::ConfigValue::show(&self.$field)), )* _ => None }
+            }
+
+            fn check(&self, key: &dyn Fn(&str) -> String) -> Result<(), $crate::param::ConfigError> {
+                let ($p, $key) = (self, key);
+                $check
             }
         }
     };

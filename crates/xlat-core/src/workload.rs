@@ -19,6 +19,12 @@ component! {
         ahead: u64 = 0; "ahead"; Some(Limit::Int(1 << 30)); "an xlat variant: the helper follows the program's first thread, touching the N pages beyond its position (and waiting when that far ahead) instead of sweeping cyclically; 0 = cyclic passes, as the thesis";
         regions: crate::param::PtBakerRegions = crate::param::PtBakerRegions::Largest; "regions"; None; "what the helper sweeps: largest (the program's largest region, as the thesis sweeps one dominant region) or all (every region, one after another)";
     }
+    check(p, key) {
+        if p.stride_pages == 0 {
+            return Err(crate::param::invalid(key("stride_pages"), "must be at least 1"));
+        }
+        Ok(())
+    }
 }
 
 component! {
@@ -33,6 +39,12 @@ component! {
     LoaderParams {
         max_page_size: crate::param::MaxPageSize = crate::param::MaxPageSize::AsLinked; "max_page_size"; None; "lay a traced executable out as LLD would link it with this max-page-size (4k, 16k, 32k, 2m; segments packed in the file, each at align(dot, M) + dot % M): 4k puts every segment after a shared file page out of phase with the file, so that neither coalescing nor superpages can map its code (the coalescing paper's Fig. 1); as-linked keeps the layout the program was built with. Needs a trace from xlat trace (its FILE.maps records the executable's segments); kernels have no image and ignore it";
         trace_region_kb: u64 = 4; "trace_region_kb"; Some(Limit::Int(1 << 30)); "--prefault on a trace without regions of its own (ChampSim, lackey): its regions, the runs of pages it touches (or the mappings of its FILE.maps), rounded out to this many KB (a power of two >= 4; 4 keeps them). 2048 puts every touched 2 MB of virtual memory in a region, so that os.page_policy=ideal maps all of them in 2 MB pages, as ChampSim's 2 MB pages do";
+    }
+    check(p, key) {
+        if !p.trace_region_kb.is_power_of_two() || p.trace_region_kb < 4 {
+            return Err(crate::param::invalid(key("trace_region_kb"), format!("{} is not a power of two of at least 4", p.trace_region_kb)));
+        }
+        Ok(())
     }
 }
 

@@ -14,6 +14,18 @@ component! {
         cores: u64 = 1; "cores"; Some(Limit::Int(256)); "cores of the machine; a workload with N streams runs on cores 0..N-1 (hardware contexts, with system.threads_per_core)";
         threads_per_core: u64 = 1; "threads_per_core"; Some(Limit::Int(8)); "hardware contexts (SMT threads) per core: stream i runs on context i, of core i / threads_per_core; a core's contexts share its TLBs, page-walk caches, walkers, MSHRs and private caches, and split its dispatch width and reorder buffer evenly";
     }
+    check(p, key) {
+        if p.cores == 0 {
+            return Err(crate::param::invalid(key("cores"), "must be at least 1"));
+        }
+        if p.cores > 256 {
+            return Err(crate::param::invalid(key("cores"), "at most 256 cores are supported"));
+        }
+        if p.threads_per_core == 0 {
+            return Err(crate::param::invalid(key("threads_per_core"), "must be at least 1"));
+        }
+        Ok(())
+    }
 }
 
 /// Address-space context of a translation: PCID in the low 12 bits, VPID above (0 natively).

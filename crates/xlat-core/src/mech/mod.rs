@@ -27,6 +27,15 @@ component! {
         first: u64 = 1_000_000; "promotion_first"; Some(Limit::Int(bound::INTERVAL)); "references before the first read of the pcc and oracle daemons (the artifact reads at 1 s, then every 30 s)";
         cap: f64 = 1.0; "promotion_cap"; Some(Limit::Real(1.0)); "footprint cap of the promotion daemons (pcc, hawkeye, oracle): the fraction of the footprint, counted in 2 MB regions, they may ask the OS to promote over the whole run; each region counts once, in the order they ask (time, then priority). The paper's utility-curve point N % is N / 100, its budget floor(footprint regions x N / 100) as the artifact's list builder; 1: no cap (the paper's ~100 %)";
     }
+    check(p, key) {
+        if matches!(p.kind, crate::param::Promotion::Pcc | crate::param::Promotion::HawkEye | crate::param::Promotion::Oracle) && p.interval == 0 {
+            return Err(crate::param::invalid(key("promotion_interval"), format!("must be at least 1 with os.promotion={}", p.kind)));
+        }
+        if !(0.0..=1.0).contains(&p.cap) {
+            return Err(crate::param::invalid(key("promotion_cap"), "must be between 0 and 1 (a fraction of the footprint)"));
+        }
+        Ok(())
+    }
 }
 
 /// The footprint cap of a promotion daemon (`os.promotion_cap`, the paper's utility curve,

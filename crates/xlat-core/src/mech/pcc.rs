@@ -88,6 +88,17 @@ component! {
         bias: String = String::new(); "bias"; None; "os.promotion=pcc: comma-separated program numbers of a mix (0 = the first) whose candidates the daemon promotes first, until they run out, then the others' (the paper's promotion_bias_process PID list, §3.3.2); empty: no bias";
         promotion: crate::param::PccPromotion = crate::param::PccPromotion::RoundRobin; "promotion"; None; "how the daemon picks among the cores' lists: round-robin (take each list's next in turn, the paper's promotion_policy=0) or highest (the highest count among the lists' heads, promotion_policy=1), §3.3.2";
     }
+    check(p, key) {
+        for (name, n) in [("entries", p.entries), ("entries_1g", p.entries_1g)] {
+            if n > 65536 {
+                return Err(crate::param::invalid(key(name), format!("{n} entries is more than the 65536 supported (the paper sweeps 4 to 1024)")));
+            }
+        }
+        if !(1..=16).contains(&p.counter_bits) {
+            return Err(crate::param::invalid(key("counter_bits"), "must be between 1 and 16"));
+        }
+        Ok(())
+    }
 }
 
 /// One entry of a read-out: the OS's view of a promotion candidate.

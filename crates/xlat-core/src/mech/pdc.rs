@@ -23,6 +23,10 @@ component! {
         entries: u64 = 0; "entries"; Some(Limit::Int(bound::ENTRIES)); "Page Directory Cache entries per core (AMD Zen 3: 64): a victim cache of the 1 GB translations the L1 DTLB evicts, looked up with the L2 DTLB (which then needs no 1 GB array: tlb.l2.entries_1g=0); 0: none";
         ways: u64 = 64; "ways"; Some(Limit::Int(bound::ENTRIES)); "Page Directory Cache associativity (entries or more: fully associative)";
     }
+    check(p, key) {
+        // (More ways than entries: fully associative.)
+        crate::param::geometry(key("entries"), key("ways"), p.entries, p.ways.min(p.entries), true)
+    }
 }
 
 crate::stats::counters! {

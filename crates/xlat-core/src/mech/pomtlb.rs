@@ -47,6 +47,26 @@ component! {
         base_gb: u64 = 16384; "base_gb"; Some(Limit::Int(1 << 20)); "physical address of the POM-TLB in GB (BASE_ADDR_POM-TLB, Eq. 5.10): above every frame the OS allocates; the 2 MB array follows the 4 KB one";
         hash: crate::param::PomHash = crate::param::PomHash::Vpn; "hash"; None; "POM-TLB set index: vpn ((VPN xor VM ID) mod sets, one set per page, the reading TCAT needs) or literal (Eq. 5.10 as printed: (VA xor VM ID) >> 6 on the page-aligned VA)";
     }
+    check(p, key) {
+        if !p.enabled {
+            return Ok(());
+        }
+        for (name, mb) in [("size_mb", p.size_mb), ("large_size_mb", p.large_size_mb)] {
+            if mb == 0 || !mb.is_power_of_two() || mb > 1024 {
+                return Err(crate::param::invalid(key(name), format!("{mb} MB: must be a power of two between 1 and 1024")));
+            }
+        }
+        if !(1..=4).contains(&p.ways) {
+            return Err(crate::param::invalid(key("ways"), "must be between 1 and 4 (16-byte entries, a set is one 64-byte line)"));
+        }
+        if p.latency > 1 << 20 {
+            return Err(crate::param::invalid(key("latency"), "must be at most 2^20 cycles"));
+        }
+        if !(p.bandwidth_gbps >= 0.0 && p.bandwidth_gbps.is_finite()) {
+            return Err(crate::param::invalid(key("bandwidth_gbps"), "must be a finite number, 0 or more"));
+        }
+        Ok(())
+    }
 }
 
 crate::stats::counters! {

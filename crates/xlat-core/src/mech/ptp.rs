@@ -22,6 +22,15 @@ component! {
         detector_epoch: u64 = 100000; "detector_epoch"; Some(Limit::Int(bound::INTERVAL)); "detector: epoch length in instructions";
         per_context: bool = false; "per_context"; None; "shared caches protect only the page-table lines of cores in a TLB-miss phase (else any core's phase protects all)";
     }
+    check(p, key) {
+        if !(0.0..=1.0).contains(&p.probability) {
+            return Err(crate::param::invalid(key("probability"), "must be between 0 and 1"));
+        }
+        if p.detector_epoch == 0 {
+            return Err(crate::param::invalid(key("detector_epoch"), "must be at least 1"));
+        }
+        Ok(())
+    }
 }
 
 pub struct PtpDetector {

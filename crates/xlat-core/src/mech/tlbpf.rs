@@ -36,6 +36,12 @@ component! {
         prefetcher: crate::param::TlbPrefetcher = crate::param::TlbPrefetcher::None; "prefetcher"; None; "TLB prefetcher: none, or sequential (Kandiraju and Sivasubramaniam's SP: each L2 TLB miss prefetches the translation of the next 4 KB page). A prefetch walks as a demand walk does, on a walker of the core, its reads through the caches, after the miss's own translation is known; the translation goes to a prefetch buffer of tlb.prefetch_buffer entries beside the L2 TLB, looked up on its misses";
         buffer: u64 = 16; "prefetch_buffer"; Some(Limit::Int(4096)); "entries of the TLB prefetcher's prefetch buffer, per core (fully associative, FIFO; a hit moves the translation into the TLBs)";
     }
+    check(p, key) {
+        if p.prefetcher != TlbPrefetcher::None && p.buffer == 0 {
+            return Err(crate::param::invalid(key("prefetch_buffer"), "must be at least 1 with a TLB prefetcher (its prefetches go there)"));
+        }
+        Ok(())
+    }
 }
 
 crate::stats::counters! {

@@ -20,6 +20,13 @@ component! {
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "{} replacement policy";
         energy_nj: f64 = 0.05; "energy_nj"; Some(Limit::Real(1e6)); "{} dynamic energy per access (nJ)";
     }
+    check(p, key) {
+        crate::param::geometry(key("size_kb"), key("ways"), p.size_kb * 1024 / crate::LINE_BYTES, p.ways, false)?;
+        if p.energy_nj < 0.0 {
+            return Err(crate::param::invalid(key("energy_nj"), "must not be negative"));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

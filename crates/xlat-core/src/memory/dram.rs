@@ -20,6 +20,33 @@ component! {
         turnaround_ns: f64 = 0.0; "turnaround_ns"; Some(Limit::Real(1e6)); "dram.write_batch > 0: ns the data bus idles at a switch between reading and writing, the mean of the two directions, twice a drain (DDR4: tWTR + tCL from writing to reading, about 2 clocks back, some 10 ns; ChampSim's controller: tRAS both ways)";
         energy_nj: f64 = 15.0; "energy_nj"; Some(Limit::Real(1e6)); "DRAM dynamic energy per 64 B access (nJ)";
     }
+    check(p, key) {
+        for (name, v) in [
+            ("energy_nj", p.energy_nj),
+            ("latency_ns", p.latency_ns),
+            ("bandwidth_gbps", p.bandwidth_gbps),
+            ("trp_ns", p.trp_ns),
+            ("trcd_ns", p.trcd_ns),
+            ("tcas_ns", p.tcas_ns),
+            ("trefi_ns", p.trefi_ns),
+            ("trfc_ns", p.trfc_ns),
+            ("turnaround_ns", p.turnaround_ns),
+        ] {
+            if v < 0.0 {
+                return Err(crate::param::invalid(key(name), "must not be negative"));
+            }
+        }
+        if !p.banks.is_power_of_two() && p.banks != 0 {
+            return Err(crate::param::invalid(key("banks"), format!("{} is not a power of two (0: no banks)", p.banks)));
+        }
+        if p.trefi_ns > 0.0 && p.trefi_ns <= p.trfc_ns + p.trp_ns + p.trcd_ns + p.tcas_ns {
+            return Err(crate::param::invalid(key("trefi_ns"), format!("{} ns leaves no time between refreshes of dram.trfc_ns = {} ns for a row conflict", p.trefi_ns, p.trfc_ns)));
+        }
+        if !p.row_kb.is_power_of_two() {
+            return Err(crate::param::invalid(key("row_kb"), format!("{} is not a power of two", p.row_kb)));
+        }
+        Ok(())
+    }
 }
 
 impl DramParams {

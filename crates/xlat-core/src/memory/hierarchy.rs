@@ -24,6 +24,12 @@ component! {
         inclusive: bool = false; "inclusive"; None; "LLC evictions back-invalidate private caches";
         fill: crate::param::LlcFill = crate::param::LlcFill::Inclusive; "fill"; None; "what fills the LLC: every line fetched from DRAM (inclusive), or only lines evicted from an L2, clean or dirty (victim, as Zen's L3: an LLC hit moves the line to the L2, so the two hold different lines, unless another core's L2 put it there: a line likely shared stays, as in AMD's mostly exclusive L3; and a line another core's L2 holds is served from there, through the L3's shadow tags, at the LLC's latency)";
     }
+    check(p, key) {
+        if p.fill == LlcFill::Victim && p.inclusive {
+            return Err(crate::param::invalid(key("fill"), "a victim LLC cannot be inclusive (cache.llc.inclusive=true): it holds only what the L2s evicted"));
+        }
+        Ok(())
+    }
 }
 
 component! {

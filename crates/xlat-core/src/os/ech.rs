@@ -35,6 +35,17 @@ component! {
         pmd_cwc_entries: u64 = 16; "pmd_cwc.entries"; Some(Limit::Int(4096)); "ECH: entries of the cuckoo walk cache of 2 MB regions (fully associative; says whether a region holds 4 KB pages or a 2 MB page, and its way)";
         pud_cwc_entries: u64 = 2; "pud_cwc.entries"; Some(Limit::Int(4096)); "ECH: entries of the cuckoo walk cache of 1 GB regions (which page sizes a region holds)";
     }
+    check(p, key) {
+        if p.enabled {
+            if !p.slots.is_power_of_two() || !p.growth.is_power_of_two() {
+                return Err(crate::param::invalid(key("slots"), "ech.slots and ech.growth must be powers of two"));
+            }
+            if p.load_factor <= 0.0 || p.load_factor.is_nan() {
+                return Err(crate::param::invalid(key("load_factor"), "must be above 0"));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl EchParams {

@@ -71,6 +71,26 @@ component! {
         prefault_as: crate::param::PrefaultAs = crate::param::PrefaultAs::Read; "prefault_as"; None; "how --prefault maps the footprint, page by page in address order: read (each page as a read fault leaves it: clean and not yet accessed) or write (as a program's initialization loop writing every page leaves it: accessed and dirty, so a coalescing group or a FreeBSD reservation is uniform at once)";
         fault_cycles: u64 = 2000; "fault_cycles"; Some(Limit::Int(bound::COST)); "cycles charged per page fault (Linux minor anonymous fault, ~1 us)";
     }
+    check(p, key) {
+        if p.khugepaged_interval_cycles == 0 {
+            return Err(crate::param::invalid(key("khugepaged_interval_cycles"), "must be at least 1"));
+        }
+        for (name, v) in [("readahead_pages", p.readahead_pages), ("fault_around_pages", p.fault_around_pages)] {
+            if !v.is_power_of_two() {
+                return Err(crate::param::invalid(key(name), "must be a power of two between 1 and 512"));
+            }
+        }
+        if p.reservation_promote_at == 0 {
+            return Err(crate::param::invalid(key("reservation_promote_at"), "must be between 1 and 512"));
+        }
+        if p.khugepaged_max_ptes_none > 511 {
+            return Err(crate::param::invalid(key("khugepaged_max_ptes_none"), "must be at most 511"));
+        }
+        if p.madvise_regions.split(',').any(|n| n.trim().is_empty()) && !p.madvise_regions.trim().is_empty() {
+            return Err(crate::param::invalid(key("madvise_regions"), "has an empty name in the list"));
+        }
+        Ok(())
+    }
 }
 
 const MB2: u64 = 2 << 20;

@@ -23,6 +23,24 @@ component! {
         pcp_order: crate::param::PcpOrder = crate::param::PcpOrder::Fifo; "pcp_order"; None; "order in which a CPU's free list hands out the frames of a batch it took from the buddy allocator (in ascending order): fifo (Linux's per-CPU lists: the first taken first, so pages faulted in address order get ascending frames, contiguous by chance) or lifo (a stack, as FreeBSD's per-domain page cache buckets: the last taken first, descending frames that no coalescing group can use; the coalescing paper's FreeBSD without reservations)";
         pcp_high: u64 = 378; "pcp_high"; Some(Limit::Int(1 << 20)); "a CPU's free list longer than this returns a batch to the buddy allocator (Linux pcp high = 6 x batch)";
     }
+    check(p, key) {
+        if p.size_gb == 0 {
+            return Err(crate::param::invalid(key("size_gb"), "must be at least 1"));
+        }
+        if p.size_gb > 4096 {
+            return Err(crate::param::invalid(key("size_gb"), "at most 4096 GB of physical memory is supported"));
+        }
+        if !(0.0..=1.0).contains(&p.aged_target) {
+            return Err(crate::param::invalid(key("aged_target"), "must be between 0 and 1"));
+        }
+        if !(p.available_gb >= 0.0 && p.available_gb <= p.size_gb as f64) {
+            return Err(crate::param::invalid(key("available_gb"), "must be between 0 and phys.size_gb"));
+        }
+        if p.pcp_high < p.pcp_batch {
+            return Err(crate::param::invalid(key("pcp_high"), "must be at least phys.pcp_batch"));
+        }
+        Ok(())
+    }
 }
 
 /// Largest block order: 2^18 frames = 1 GB.

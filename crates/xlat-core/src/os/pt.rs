@@ -19,6 +19,18 @@ component! {
         late_flatten: u64 = 0; "late_flatten"; Some(Limit::Int(512)); "late flattening (flattening paper §6.2): a node built as 4 KB because no 2 MB block was free is merged with its children into a flattened node (copy, re-point the parent, free the old nodes) once it holds this many entries and a block is free, retried as the region grows (0: never; roots are never merged late)";
         recursive_slot: u64 = 0; "recursive_slot"; Some(Limit::Int(511)); "the OS maps each page table into itself through this root slot (flattening paper §3.5): a 4 KB root's entry points back at the root, a flattened root's sub-table becomes the glue table L4* (256-511, the kernel half, so no user address collides; 0: none)";
     }
+    check(p, key) {
+        if p.recursive_slot != 0 && p.recursive_slot < 256 {
+            return Err(crate::param::invalid(key("recursive_slot"), "must be 0 (none) or a kernel-half slot, 256-511"));
+        }
+        if p.recursive_slot != 0 && p.format == crate::param::PtFormat::Fpt1G {
+            return Err(crate::param::invalid(key("recursive_slot"), "a 1 GB root (pt.format=fpt-1g) has no 4 KB sub-tables to recurse through"));
+        }
+        if p.nf_threshold > 512 {
+            return Err(crate::param::invalid(key("nf_threshold"), "a 1 GB region holds at most 512 2 MB pages"));
+        }
+        Ok(())
+    }
 }
 
 impl PtParams {

@@ -303,4 +303,13 @@ component! {
         pcid: bool = true; "pcid"; None; "TLB and PWC entries are tagged by address space (PCID); false: every context switch flushes them";
         switch_cycles: u64 = 4000; "switch_cycles"; Some(Limit::Int(bound::COST)); "direct cost of a context switch in cycles (~2 us, of the order lmbench lat_ctx reports)";
     }
+    check(p, key) {
+        if p.processes == 0 || p.processes > 256 {
+            return Err(crate::param::invalid(key("processes"), "must be between 1 and 256"));
+        }
+        if p.timeslice_cycles == 0 {
+            return Err(crate::param::invalid(key("timeslice_cycles"), "must be at least 1"));
+        }
+        Ok(())
+    }
 }

@@ -48,6 +48,27 @@ component! {
         ept_fault_cycles: u64 = 5000; "ept_fault_cycles"; Some(Limit::Int(bound::COST)); "cycles per EPT violation (a guest-physical page the host has not mapped yet): VM exit, KVM's fault path, VM entry (~2.5 us, an assumption); host page zeroing is charged as for os.page_copy_cycles";
         nested_tlb_data: bool = true; "nested_tlb_data"; None; "the nested TLB also caches the final data gPA->hPA translation, not only those of guest page-table entries (the flattening paper leaves this open)";
     }
+    check(p, key) {
+        if p.vcpus_per_core == 0 || p.vcpu_slice_cycles == 0 {
+            return Err(crate::param::invalid(key("vcpus_per_core"), "virt.vcpus_per_core and virt.vcpu_slice_cycles must be at least 1"));
+        }
+        if p.vms == 0 || p.vms > 256 {
+            return Err(crate::param::invalid(key("vms"), "must be between 1 and 256"));
+        }
+        if !p.enabled {
+            if p.vms > 1 {
+                return Err(crate::param::invalid(key("vms"), "more than one VM needs virt.enabled=true"));
+            }
+            return Ok(());
+        }
+        if p.guest_mem_gb == 0 || p.guest_mem_gb > 4096 {
+            return Err(crate::param::invalid(key("guest_mem_gb"), "must be between 1 and 4096"));
+        }
+        if p.switch_interval_cycles == 0 {
+            return Err(crate::param::invalid(key("switch_interval_cycles"), "must be at least 1"));
+        }
+        Ok(())
+    }
 }
 
 /// One virtual machine.

@@ -33,6 +33,18 @@ component! {
         inflight: bool = true; "inflight"; None; "in-flight state: a reference waits for work in flight that it needs (the fill of its line: an MSHR merge; the walk of its 4 KB page: a TLB-miss merge) (false: caches and TLBs serve a line or translation the moment its access is simulated; for ablation)";
         lookahead: u64 = 0; "lookahead"; Some(Limit::Int(256)); "references a dependent reference (one that waits for its producer) looks ahead, within the reorder buffer, for a younger one that does not wait for it and accesses its 4 KB page (any load or store) or its line (a load): that one issues first, and starts the walk or the fill the dependent one merges into; 8 finds every case in the calibration traces (0: off, the default: the kernels record every reference's producer, which leaves it nothing to find; docs/timing.md)";
     }
+    check(p, key) {
+        for (name, v) in [("width", p.width), ("rob", p.rob), ("mshrs", p.mshrs), ("walkers", p.walkers)] {
+            if v == 0 {
+                return Err(crate::param::invalid(key(name), "must be at least 1"));
+            }
+        }
+        // (A clock below 10 MHz rounds every DRAM latency to no cycles.)
+        if p.freq_ghz.is_nan() || p.freq_ghz < 0.01 {
+            return Err(crate::param::invalid(key("freq_ghz"), "must be at least 0.01 (10 MHz)"));
+        }
+        Ok(())
+    }
 }
 
 /// A pool of `n` identical units (MSHRs, page walkers), granted first come first served by

@@ -67,6 +67,12 @@ component! {
         prefetch_walks: bool = true; "prefetch_walks"; None; "a software prefetch that misses the TLBs walks and fills them, as a load does (Zen 3: PT-Baker Fig. 4.3); false: it is dropped";
         perfect: bool = false; "perfect"; None; "every translation hits the L1 TLB: no walks (measures what translation costs)";
     }
+    check(p, key) {
+        if p.coalescing == crate::param::Coalescing::Inherit {
+            return Err(crate::param::invalid(key("coalescing"), "must be none, 16k or 32k (inherit is for the per-structure keys)"));
+        }
+        Ok(())
+    }
 }
 
 /// Slots per level of [`Mmu::champsim_fillers`] (direct-mapped by region).

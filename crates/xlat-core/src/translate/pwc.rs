@@ -29,6 +29,16 @@ component! {
         flat_entries: u64 = 24; "flat.entries"; Some(Limit::Int(bound::PWC)); "{} entries for the 18-bit prefix (bits 47:30) of a flattened L4+L3 root (format fpt or fpt-l4l3; the flattening paper's FPT uses the 24-entry structure)";
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "{} replacement policy, every level (lru, fifo, random, srrip or nru; Intel's and ChampSim's are LRU)";
     }
+    check(p, key) {
+        if matches!(p.policy, Policy::Ptp | Policy::CsaltD | Policy::CsaltCd | Policy::Dip) {
+            return Err(crate::param::invalid(key("policy"), format!("{} is a cache policy, not a page-walk-cache policy", p.policy.name())));
+        }
+        for (level, n, w) in [("l2", p.l2_entries, p.l2_ways), ("l3", p.l3_entries, p.l3_ways), ("l4", p.l4_entries, p.l4_ways), ("l5", p.l5_entries, p.l5_ways)] {
+            // (0 ways: fully associative.)
+            crate::param::geometry(key(&format!("{level}.entries")), key(&format!("{level}.ways")), n, if w == 0 { n } else { w }, true)?;
+        }
+        crate::param::geometry(key("flat.entries"), key("flat.entries"), p.flat_entries, p.flat_entries, true)
+    }
 }
 
 /// A small fully-associative LRU table of packed `u64` keys: one page-walk-cache level,

@@ -20,6 +20,14 @@ use crate::mrc::{Depths, StackKey, StackProfile};
 
 use crate::param::{bound, component, Limit};
 
+/// A TLB level's replacement policy: any but the cache policies.
+fn tlb_policy(key: String, p: Policy) -> Result<(), crate::param::ConfigError> {
+    if matches!(p, Policy::Ptp | Policy::CsaltD | Policy::CsaltCd | Policy::Dip) {
+        return Err(crate::param::invalid(key, format!("{} is a cache policy, not a TLB policy", p.name())));
+    }
+    Ok(())
+}
+
 component! {
     /// The L1 DTLB (`tlb.l1d.*`): its arrays per page size, latency, replacement and coalescing.
     L1dTlbParams {
@@ -34,6 +42,14 @@ component! {
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "L1 DTLB replacement policy";
         coalescing: crate::param::Coalescing = crate::param::Coalescing::Inherit; "coalescing"; None; "PTE coalescing in the L1 DTLB: none|16k|32k, or inherit (tlb.coalescing)";
     }
+    check(p, key) {
+        crate::param::geometry(key("entries"), key("ways"), p.entries, p.ways, false)?;
+        if !p.unified {
+            crate::param::geometry(key("entries_2m"), key("ways_2m"), p.entries_2m, p.ways_2m, true)?;
+            crate::param::geometry(key("entries_1g"), key("ways_1g"), p.entries_1g, p.ways_1g, true)?;
+        }
+        tlb_policy(key("policy"), p.policy)
+    }
 }
 
 component! {
@@ -46,6 +62,11 @@ component! {
         latency: u64 = 1; "latency"; Some(Limit::Int(bound::LATENCY)); "L1 ITLB lookup cycles";
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "L1 ITLB replacement policy";
         coalescing: crate::param::Coalescing = crate::param::Coalescing::Inherit; "coalescing"; None; "PTE coalescing in the L1 ITLB: none|16k|32k, or inherit (tlb.coalescing)";
+    }
+    check(p, key) {
+        crate::param::geometry(key("entries"), key("ways"), p.entries, p.ways, false)?;
+        crate::param::geometry(key("entries_2m"), key("ways_2m"), p.entries_2m, p.ways_2m, true)?;
+        tlb_policy(key("policy"), p.policy)
     }
 }
 
@@ -62,6 +83,12 @@ component! {
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "L2 TLB replacement policy";
         coalescing: crate::param::Coalescing = crate::param::Coalescing::Inherit; "coalescing"; None; "PTE coalescing in the L2 TLB: none|16k|32k, or inherit (tlb.coalescing)";
     }
+    check(p, key) {
+        crate::param::geometry(key("entries"), key("ways"), p.entries, p.ways, false)?;
+        crate::param::geometry(key("entries_1g"), key("ways_1g"), p.entries_1g, p.ways_1g, true)?;
+        crate::param::geometry(key("entries_coalesced"), key("ways_coalesced"), p.entries_coalesced, p.ways_coalesced, true)?;
+        tlb_policy(key("policy"), p.policy)
+    }
 }
 
 component! {
@@ -71,6 +98,10 @@ component! {
         ways: u64 = 8; "ways"; Some(Limit::Int(bound::WAYS)); "L2 ITLB associativity (a lookup costs tlb.l2.latency)";
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "L2 ITLB replacement policy";
         coalescing: crate::param::Coalescing = crate::param::Coalescing::Inherit; "coalescing"; None; "PTE coalescing in the L2 ITLB: none|16k|32k, or inherit (tlb.coalescing)";
+    }
+    check(p, key) {
+        crate::param::geometry(key("entries"), key("ways"), p.entries, p.ways, true)?;
+        tlb_policy(key("policy"), p.policy)
     }
 }
 

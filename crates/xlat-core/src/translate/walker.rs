@@ -32,6 +32,12 @@ component! {
         enabled: bool = false; "enabled"; None; "ASAP (Margaritov et al., MICRO'19), a comparator of the flattening paper: the OS lays each region's page-table nodes out contiguously in virtual-address order, so on an L2 TLB miss the MMU computes the addresses of the last levels' entries and prefetches their lines while the walk starts (native radix tables)";
         levels: u64 = 2; "levels"; Some(Limit::IntRange(1, 3)); "page-table levels ASAP prefetches, from the leaves up: 1 = the PTE, 2 = the PTE and the PMD entry";
     }
+    check(p, key) {
+        if p.levels == 0 {
+            return Err(crate::param::invalid(key("levels"), "must be at least 1"));
+        }
+        Ok(())
+    }
 }
 
 component! {

@@ -29,6 +29,12 @@ component! {
         page_tables: crate::param::CsaltPageTables = crate::param::CsaltPageTables::Data; "page_tables"; None; "which CSALT partition page-table lines belong to: data (the thesis: CSALT knows two types, data and POM-TLB entries) or translation (with the POM-TLB's lines; an xlat variant that tests what the data partition costs walks)";
         formula: crate::param::CsaltFormula = crate::param::CsaltFormula::Printed; "formula"; None; "CSALT-CD's L2 weights: printed (Eqs. 5.3-5.8 as the thesis prints them) or corrected (without the leading D_Tr and D_Dat terms they count twice)";
     }
+    check(p, key) {
+        if p.epoch == 0 {
+            return Err(crate::param::invalid(key("epoch"), "must be at least 1"));
+        }
+        Ok(())
+    }
 }
 
 /// One type's stack-distance profile: `hits[i]` hits at LRU stack position i (0 = most
