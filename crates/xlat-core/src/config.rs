@@ -221,7 +221,6 @@ config! {
     tlb_prefetch: TlbPrefetchParams = TlbPrefetchParams::default(); "tlb"; "";
     tlb_nested: NestedTlbParams = NestedTlbParams::default(); "tlb.nested"; "nested TLB";
     pwc: PwcParams = PwcParams::default(); "pwc"; "page-walk cache";
-    virt_host_pwc: PwcParams = PwcParams::default(); "virt.host_pwc"; "host page-walk cache (vPWC, of guest-physical prefixes in 2D walks)";
     walker: WalkerParams = WalkerParams::default(); ""; "";
     cache_l1i: CacheParams = CacheParams { size_kb: 32, ways: 8, latency: 4, policy: Policy::Lru, energy_nj: 0.05 }; "cache.l1i"; "L1 instruction cache";
     cache_l1d: CacheParams = CacheParams { size_kb: 32, ways: 8, latency: 4, policy: Policy::Lru, energy_nj: 0.05 }; "cache.l1d"; "L1 data cache";
@@ -238,13 +237,13 @@ config! {
     champsim: ChampsimParams = ChampsimParams::default(); "champsim"; "";
     ech: EchParams = EchParams::default(); "ech"; "";
     pcc: PccParams = PccParams::default(); "pcc"; "";
-    promotion: PromotionParams = PromotionParams::default(); "os"; "";
     hawkeye: HawkEyeParams = HawkEyeParams::default(); "hawkeye"; "";
     csalt: CsaltParams = CsaltParams::default(); "csalt"; "";
     pomtlb: PomTlbParams = PomTlbParams::default(); "pomtlb"; "";
     dram: DramParams = DramParams::default(); "dram"; "";
     pt: PtParams = PtParams::default(); "pt"; "";
     os: OsParams = OsParams::default(); "os"; "";
+    promotion: PromotionParams = PromotionParams::default(); "os"; "";
     sched: SchedParams = SchedParams::default(); "os"; "";
     shootdown: ShootdownParams = ShootdownParams::default(); ""; "";
     check: CheckParams = CheckParams::default(); "check"; "";
@@ -252,6 +251,7 @@ config! {
     loader: LoaderParams = LoaderParams::default(); "loader"; "";
     phys: PhysParams = PhysParams::default(); "phys"; "";
     virt: VirtParams = VirtParams::default(); "virt"; "";
+    virt_host_pwc: PwcParams = PwcParams::default(); "virt.host_pwc"; "host page-walk cache (vPWC, of guest-physical prefixes in 2D walks)";
 }
 
 impl Config {
