@@ -385,6 +385,12 @@ impl Config {
                 return Err(invalid(key, format!("{} applies to L2 and the LLC (CSALT leaves L1 alone)", p.name())));
             }
         }
+        if self.tlb_l2.pdes && self.pwc.l2_entries > 0 {
+            return Err(invalid(
+                "pwc.l2.entries",
+                "with tlb.l2.pdes=true the L2 TLB holds the page directory entries: set pwc.l2.entries = 0 (one place for them)".into(),
+            ));
+        }
         for (key, p) in [("cache.l2.policy", self.cache_l2.policy), ("cache.llc.policy", self.cache_llc.policy)] {
             if matches!(p, Policy::CsaltD | Policy::CsaltCd) && !self.pomtlb.enabled {
                 return Err(invalid(key, "CSALT partitions between data and POM-TLB lines: it needs pomtlb.enabled=true".into()));

@@ -116,6 +116,9 @@ pub struct Mmu {
     pub data_path: TlbPath,
     pub fetch_path: TlbPath,
     pub pwc: Pwc,
+    /// The L2 TLB holds the page directory entries in place of `pwc`'s level 2
+    /// (`tlb.l2.pdes`, Zen's L2 DTLB): walks of the native or guest table look for them there.
+    pub pdes_in_l2: bool,
     /// Host page-walk cache (vPWC, gPA prefixes) for 2D walks; empty natively.
     pub vpwc: Pwc,
     /// Nested TLB (gPA -> hPA) for 2D walks; empty natively.
@@ -186,6 +189,7 @@ impl Mmu {
             data_path: [TlbId::L1d, TlbId::L2],
             fetch_path: [TlbId::L1i, if p.l2i.entries > 0 { TlbId::L2i } else { TlbId::L2 }],
             pwc: Pwc::new(pwc_entries, pwc_ways, p.pwc.policy, s + 7),
+            pdes_in_l2: p.l2.pdes,
             vpwc: Pwc::new(vpwc_entries, vpwc_ways, p.host_pwc.policy, s + 9),
             ntlb,
             counters: CoreCounters::default(),

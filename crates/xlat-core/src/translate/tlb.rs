@@ -82,6 +82,7 @@ component! {
         latency: u64 = 9; "latency"; Some(Limit::Int(bound::LATENCY)); "L2 TLB lookup cycles, paid on every L1 TLB miss";
         policy: crate::memory::repl::Policy = crate::memory::repl::Policy::Lru; "policy"; None; "L2 TLB replacement policy";
         coalescing: crate::param::Coalescing = crate::param::Coalescing::Inherit; "coalescing"; None; "PTE coalescing in the L2 TLB: none|16k|32k, or inherit (tlb.coalescing)";
+        pdes: bool = false; "pdes"; None; "the L2 TLB also holds page directory entries (the L2 entries that point to a leaf table, keyed by VA[47:21]) in its array of 2 MB pages, competing with translations, and a walk looks there for them instead of in pwc.l2 (which must then be 0): AMD Zen's L2 DTLB";
     }
     check(p, key) {
         crate::param::geometry(key("entries"), key("ways"), p.entries, p.ways, false)?;
@@ -129,23 +130,42 @@ pub struct TlbKey {
     /// coalesced entry the group number, `VA >> (12 + group shift)`, and [`GROUP`]).
     pub tag: u64,
     pub ctx: Ctx,
-    pad: u32,
+    /// 0 for a translation, [`PDE`] for a page directory entry (`tlb.l2.pdes`).
+    kind: u32,
 }
+
+/// The [`TlbKey`] kind of a page directory entry held by an L2 TLB (`tlb.l2.pdes`): keyed
+/// like the 2 MB page it covers, told apart by this.
+const PDE: u32 = 1;
 
 impl Key for TlbKey {
     const INVALID: TlbKey = TlbKey::from_parts(u64::MAX, u32::MAX);
 
     #[inline]
     fn find(keys: &[TlbKey], key: TlbKey) -> Option<usize> {
-        // SAFETY: TlbKey is two u64s in memory (repr(C), 8 + 4 + 4 bytes, pad always 0).
+        // SAFETY: TlbKey is two u64s in memory (repr(C), 8 + 4 + 4 bytes, no padding): the
+        // second is the context in its low half and the kind in its high half.
         let words = unsafe { std::slice::from_raw_parts(keys.as_ptr() as *const u64, 2 * keys.len()) };
-        crate::host::lanes::find_u64_pair(words, [key.tag, key.ctx as u64])
+        crate::host::lanes::find_u64_pair(words, [key.tag, key.ctx as u64 | (key.kind as u64) << 32])
     }
 }
 
 impl TlbKey {
     pub const fn from_parts(tag: u64, ctx: Ctx) -> TlbKey {
-        TlbKey { tag, ctx, pad: 0 }
+        TlbKey { tag, ctx, kind: 0 }
+    }
+
+    /// The key of the page directory entry for `va` (the level-2 entry pointing to the leaf
+    /// table that maps it), as an L2 TLB with `tlb.l2.pdes` holds it.
+    #[inline]
+    pub fn pde(va: VirtAddr, ctx: Ctx) -> TlbKey {
+        TlbKey { kind: PDE, ..TlbKey::new(va, PageSize::Size2M, ctx) }
+    }
+
+    /// Whether this is a page directory entry's key, not a translation's.
+    #[inline]
+    pub fn is_pde(&self) -> bool {
+        self.kind == PDE
     }
 
     #[inline]
@@ -300,6 +320,25 @@ impl TlbArray {
         self.set_of_vpn(va.0 >> (12 + self.group_shift), ctx)
     }
 
+    /// The node the page directory entry for `va` points to, if this array holds it
+    /// (`tlb.l2.pdes`; the entry's frame field holds the node).
+    #[inline]
+    fn lookup_pde(&mut self, va: VirtAddr, ctx: Ctx) -> Option<u64> {
+        if self.live[PageSize::Size2M as usize] == 0 {
+            return None;
+        }
+        let set = self.set_of(va, PageSize::Size2M, ctx);
+        self.arr.lookup(set, TlbKey::pde(va, ctx)).map(|slot| self.arr.val(slot).frame)
+    }
+
+    /// Cache the page directory entry for `va`, pointing to `node` (a walk just read it: the
+    /// lookup missed, so no probe).
+    #[inline]
+    fn fill_pde(&mut self, va: VirtAddr, ctx: Ctx, node: u64) {
+        let set = self.set_of(va, PageSize::Size2M, ctx);
+        self.put_absent(set, TlbKey::pde(va, ctx), node, false);
+    }
+
     /// The translation in `slot` (for a coalesced entry, of the group's first page).
     #[inline]
     pub fn entry(&self, slot: usize) -> TlbEntry {
@@ -380,7 +419,8 @@ impl TlbArray {
         self.live[key.code()] += 1;
         if let Some(ev) = ev {
             self.live[ev.key.code()] -= 1;
-            self.evicted = Some((ev.key, TlbEntry::page(ev.val.frame, ev.val.dirty)));
+            // (A page directory entry pushed out is no translation for the eviction hook.)
+            self.evicted = (!ev.key.is_pde()).then(|| (ev.key, TlbEntry::page(ev.val.frame, ev.val.dirty)));
         }
     }
 
@@ -416,14 +456,14 @@ impl TlbArray {
         self.arr.occupancy()
     }
 
-    /// Every valid entry (for checks, not the hot path). A coalesced entry's has the group's
-    /// first frame and its `group`.
+    /// Every valid translation (for checks, not the hot path; page directory entries left
+    /// out). A coalesced entry's has the group's first frame and its `group`.
     pub fn entries(&self) -> Vec<(TlbKey, TlbEntry)> {
         let g = self.group_shift as u8;
         self.arr
             .slots()
             .map(|s| (self.arr.key(s), self.entry(s)))
-            .filter(|(k, _)| *k != TlbKey::INVALID)
+            .filter(|(k, _)| *k != TlbKey::INVALID && !k.is_pde())
             .map(|(k, e)| (k, TlbEntry { group: if k.code() == GROUP { g } else { 0 }, ..e }))
             .collect()
     }
@@ -551,6 +591,25 @@ impl TlbLevel {
     #[inline]
     fn smashed(&self, size: PageSize, va: VirtAddr, e: TlbEntry) -> Option<TlbEntry> {
         (self.smash_1g && size == PageSize::Size1G).then(|| TlbEntry::page(e.frame + ((va.0 >> 21) & 511) * 512, e.dirty))
+    }
+
+    /// The node that the page directory entry for `va` points to, if this level holds it:
+    /// in its array of 2 MB pages (`tlb.l2.pdes`: Zen's L2 DTLB). Not a translation lookup:
+    /// no statistic counts it here (the walker counts it as its `pwc.l2` lookup).
+    #[inline]
+    pub fn lookup_pde(&mut self, va: VirtAddr, ctx: Ctx) -> Option<u64> {
+        let a = self.holder[PageSize::Size2M as usize]?;
+        self.arrays[a as usize].lookup_pde(va, ctx)
+    }
+
+    /// Cache the page directory entry for `va`, pointing to `node`, in the array of 2 MB
+    /// pages, where it competes with translations (a walk read it after
+    /// [`Self::lookup_pde`] missed).
+    #[inline]
+    pub fn fill_pde(&mut self, va: VirtAddr, ctx: Ctx, node: u64) {
+        if let Some(a) = self.holder[PageSize::Size2M as usize] {
+            self.arrays[a as usize].fill_pde(va, ctx, node);
+        }
     }
 
     /// The entry the last fill of this level pushed out, if any (for the `on_tlb_evict` hook:

@@ -13,7 +13,7 @@ use crate::arch::pte::{PTE_A, PTE_D, PTE_P, PTE_PFN_MASK};
 use crate::mech::{Mechs, WalkStep};
 use crate::memory::port::{MemPort, Table};
 use crate::os::pt::{leaf_size, NodeId, PageTables, NO_NODE};
-use crate::translate::mmu::{Mmu, FILLER_SLOTS};
+use crate::translate::mmu::{Mmu, TlbId, FILLER_SLOTS};
 use crate::translate::tlb::TlbEntry;
 
 use crate::param::{bound, component, Limit};
@@ -446,6 +446,19 @@ impl<P: MemPort> Walker<'_, P> {
         }
     }
 
+    /// Cache the page directory entry for `va` (pointing to the leaf table `child`) in the L2
+    /// TLB (`tlb.l2.pdes`); a translation it pushes out is an L2 TLB eviction like any other.
+    #[inline(never)]
+    fn fill_pde(&mut self, va: VirtAddr, ctx: Ctx, child: NodeId) {
+        let l2 = &mut self.mmu.tlbs[TlbId::L2 as usize];
+        l2.fill_pde(va, ctx, child as u64);
+        if self.mechs.hooks.tlb_evict {
+            if let Some((key, e)) = l2.take_evicted() {
+                self.mechs.on_tlb_evict(self.c, TlbId::L2, key, e);
+            }
+        }
+    }
+
     /// Probe the page-walk cache of table `D` (the vPWC for the host table, the PWC
     /// otherwise) for `va` and count its hits per level; returns where the walk starts.
     #[inline(always)]
@@ -476,6 +489,15 @@ impl<P: MemPort> Walker<'_, P> {
                     (&mut k.pwc_l5_hits, &mut k.pwc_l5_misses),
                 ],
             );
+            if mmu.pdes_in_l2 && top >= 2 {
+                // (Looked up beside the PWC's levels, in the same cycles; counted as its level
+                // 2, which pwc.l2.entries = 0 leaves empty.)
+                if let Some(node) = mmu.tlbs[TlbId::L2 as usize].lookup_pde(va, ctx) {
+                    k.pwc_l2_hits += 1;
+                    return (1, node as NodeId);
+                }
+                k.pwc_l2_misses += 1;
+            }
         }
         match start {
             Some(h) => (h.level, h.node),
@@ -564,6 +586,9 @@ impl<P: MemPort> Walker<'_, P> {
                 self.mmu.vpwc.fill_missed(va, ctx, entry_level, child);
             } else {
                 self.mmu.pwc.fill_missed(va, ctx, entry_level, child);
+                if entry_level == 2 && self.mmu.pdes_in_l2 {
+                    self.fill_pde(va, ctx, child);
+                }
             }
             node = child;
             level = entry_level - 1;
@@ -667,6 +692,62 @@ mod tests {
         let (mut pt, root) = table_mapping(&[third]);
         assert_eq!(w.walk(&mut pt, root, third, false), Walked::Leaf(TlbEntry::page(0x1234, true), PageSize::Size4K));
         assert_eq!(pt.translate(root, 4, third).unwrap().entry & (PTE_A | PTE_D), PTE_A | PTE_D, "the load's walk set D too");
+    }
+
+    /// Zen's L2 DTLB holds the page directory entries (`tlb.l2.pdes`): after a cold walk,
+    /// the next page of the 2 MB region walks from the leaf table (a `pwc.l2` hit counted
+    /// with no PWC level 2); translations filled into the same set push the entry out (one
+    /// array, one replacement), and so does an invalidation of a page of the region (INVLPG
+    /// drops the paging-structure entries that cover the address).
+    #[test]
+    fn the_l2_tlb_may_hold_the_page_directory_entries() {
+        use crate::arch::ctx::Invalidate;
+        let va = VirtAddr(0x7f12_3456_7000);
+        let pages: Vec<VirtAddr> = (0..4).map(|i| VirtAddr(va.0 + i * 4096)).collect();
+        let (mut pt, root) = table_mapping(&pages);
+        let mut cfg = Config::default();
+        for (k, v) in [("tlb.l2.pdes", "true"), ("pwc.l2.entries", "0"), ("tlb.l2.entries", "2"), ("tlb.l2.ways", "2"), ("tlb.l2.entries_1g", "0")] {
+            cfg.set(k, v).unwrap();
+        }
+        cfg.validate().unwrap();
+        let mut mmu = Mmu::new(&cfg.mmu(), 1);
+        let mut mechs = Mechs::new(Vec::new(), 1);
+        let p = params(0);
+        let mut port = FakePort::default();
+        let mut w = Walker { mmu: &mut mmu, ctx: 1, port: &mut port, mechs: &mut mechs, p: &p, c: 0, miss: true };
+        let leaf_only = |pt: &PageTables, page: VirtAddr| vec![Call::Delay(3), Call::Pte(entry_lines(pt, root, page)[3], Table::Native)];
+        let from_pde = |pt: &PageTables, page: VirtAddr| {
+            let l = entry_lines(pt, root, page);
+            vec![Call::Delay(3), Call::Pte(l[2], Table::Native), Call::Pte(l[3], Table::Native)]
+        };
+
+        w.walk(&mut pt, root, pages[0], false);
+        assert_eq!(w.port.0.len(), 5, "a cold walk reads the four levels: {:?}", w.port.0);
+        assert_eq!(w.mmu.tlb(TlbId::L2).occupancy(), 1, "the PDE is in the L2 TLB");
+        assert!(w.mmu.tlb(TlbId::L2).entries().is_empty(), "and is no translation");
+        w.port.0.clear();
+        w.walk(&mut pt, root, pages[1], false);
+        assert_eq!(w.port.0, leaf_only(&pt, pages[1]));
+        assert_eq!((w.mmu.counters.pwc_l2_hits, w.mmu.counters.pwc_l2_misses), (1, 1));
+
+        // Two translations fill the L2 TLB's one set: the PDE, least recently used, goes.
+        for &page in &pages[..2] {
+            w.mmu.tlbs[TlbId::L2 as usize].insert(page, PageSize::Size4K, 1, TlbEntry::page(1, false));
+        }
+        w.port.0.clear();
+        w.walk(&mut pt, root, pages[2], false);
+        assert_eq!(w.port.0, from_pde(&pt, pages[2]), "the PWC's level 3 hit, the PDE read again");
+
+        // INVLPG of a page of the region drops its PDE (and the PWC's entries above it).
+        w.mmu.invalidate(Invalidate::page(1, pages[0]));
+        w.port.0.clear();
+        w.walk(&mut pt, root, pages[3], false);
+        assert_eq!(w.port.0.len(), 5, "the four levels again: {:?}", w.port.0);
+        assert_eq!(w.mmu.counters.pwc_l2_misses, 3);
+
+        // Both in one place: a PWC level 2 beside the L2 TLB's PDEs is refused.
+        cfg.set("pwc.l2.entries", "24").unwrap();
+        assert!(cfg.validate().unwrap_err().to_string().contains("pwc.l2.entries"));
     }
 
     /// ASAP: a cold walk prefetches the PMD and PTE lines before its page-walk-cache probe,
