@@ -59,9 +59,7 @@ def _data_rate(bandwidth_gbps: float) -> int:
 
 def champsim_config(preset: str, change: str = "base") -> dict:
     """ChampSim's configuration (its champsim_config.json format) for ``preset`` with ``change``."""
-    import xlat
-
-    k = xlat.resolve_config(preset)
+    k = _resolved(preset)
     c = copy.deepcopy(json.loads((HERE / "champsim" / "base.json").read_text()))
     name = Path(preset).stem
     c["executable_name"] = f"champsim_{name}_{change}"
@@ -169,6 +167,21 @@ def champsim_config(preset: str, change: str = "base") -> dict:
 UNEXPRESSIBLE = {"cache.l1d.prefetcher": "none", "cache.l2.prefetcher": "none", "cache.llc.fill": "inclusive"}
 
 
+def _pde_cache(k: dict) -> dict:
+    """ChampSim's STLB holds translations only: on a preset whose L2 TLB holds the page
+    directory entries (``tlb.l2.pdes``, Zen), both simulators get a paging-structure cache of
+    its own for them instead, of skylake's 24 entries (a typed override of ``k``'s keys)."""
+    return {"tlb.l2.pdes": False, "pwc.l2.entries": 24, "pwc.l2.ways": 0} if k.get("tlb.l2.pdes") else {}
+
+
+def _resolved(preset: str) -> dict:
+    import xlat
+
+    k = dict(xlat.resolve_config(preset))
+    k.update(_pde_cache(k))
+    return k
+
+
 def champsim_drains(preset: str) -> dict[str, str]:
     """xlat's write-drain keys for ChampSim's DRAM controller on ``preset`` (empty for a flat
     DRAM): it drains from 7/8 to 6/8 of its write queue (``swap_write_mode``), so 8 writes of
@@ -187,7 +200,10 @@ def champsim_drains(preset: str) -> dict[str, str]:
 def xlat_keys(preset: str, change: str) -> dict[str, str]:
     """xlat's --set keys for ``change`` on ``preset``, as :func:`champsim_config` makes it, with
     :data:`UNEXPRESSIBLE` and :func:`dram_outside_banks`."""
-    return {**UNEXPRESSIBLE, **dram_outside_banks(preset), **_change_keys(preset, change)}
+    import xlat
+
+    pde = {key: str(v).lower() for key, v in _pde_cache(xlat.resolve_config(preset)).items()}
+    return {**UNEXPRESSIBLE, **pde, **dram_outside_banks(preset), **_change_keys(preset, change)}
 
 
 def dram_outside_banks(preset: str) -> dict[str, str]:
@@ -207,9 +223,7 @@ def dram_outside_banks(preset: str) -> dict[str, str]:
 
 
 def _change_keys(preset: str, change: str) -> dict[str, str]:
-    import xlat
-
-    k = xlat.resolve_config(preset)
+    k = _resolved(preset)
     if change == "stlb4":
         return {"tlb.l2.entries": str(4 * k["tlb.l2.entries"])}
     if change == "stlbhuge":

@@ -127,6 +127,12 @@ def test_what_champsim_cannot_do_alike_is_given_up_in_xlat(cal):
     for ch in machine.CHANGES:
         keys = machine.xlat_keys("zen3", ch)
         assert (keys["cache.l1d.prefetcher"], keys["cache.l2.prefetcher"], keys["cache.llc.fill"]) == ("none", "none", "inclusive")
+        # Zen's L2 TLB holds the page directory entries, ChampSim's STLB cannot: both get a
+        # 24-entry PSCL2 instead (four times that under pwc4).
+        assert keys["tlb.l2.pdes"] == "false"
+        assert keys.get("pwc.l2.entries", "24") == ("96" if ch == "pwc4" else "24")
+    assert (c["PTW"]["pscl2_set"], c["PTW"]["pscl2_way"]) == (1, 24)
+    assert "tlb.l2.pdes" not in machine.xlat_keys("skylake", "base")
     # A DRAM controller's own latencies (skylake's gem5 front and back ends, 20 ns): ChampSim's
     # read costs its bank timings, its queues and the burst, so xlat keeps the burst alone
     # (DDR4-2400: 8 transfers, 3.33 ns); where the preset charges the burst alone already
