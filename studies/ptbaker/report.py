@@ -174,9 +174,9 @@ def render(df, out_dir, quick):
     values["pressure_kernel_max"] = _best(s, mode="kernel", envs=["cache1", "stream2"])
     values["vm_user_max"] = _best(s, mode="user", envs=["vm"])
     values["bc_user_smt"] = _best(s, "bc", "user", ["smt"])
-    for w in ("bfs", "bc"):
+    for key, w in (("bfs", graph500), ("bc", "bc")):
         sel = s[(s["workload"] == w) & (s["mode"] == "user-prefetch") & (s["throttle"].str.startswith("sleep"))]
-        values[f"{w}_user_prefetch_sleep"] = float(sel["speedup"].max()) if len(sel) else math.nan
+        values[f"{key}_user_prefetch_sleep"] = float(sel["speedup"].max()) if len(sel) else math.nan
 
     # The report's prose and layout are in report.md.in; the run's tables and figures fill it.
     parts = {"served": "", "served_figure": "", "speedups": "", "speedup_figure": "", "versus_ptp": "", "quick": quick}
