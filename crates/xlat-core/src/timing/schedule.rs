@@ -12,22 +12,24 @@
 //! work, as the exact pool books it). A request that goes ahead of the queue (a page walk's read
 //! at the L1D's MSHRs) is put before the requests still waiting at its cycle.
 //!
-//! A request in time order costs a pass over the `n` units' free cycles (kept in order: which
-//! unit is which does not matter) and a copy of them; one out of order, that for each request
-//! after it. The exact pool ([`Units`](super::Units)) instead counts busy units
+//! The units' free cycles before each request (`n` numbers, in order: which unit is which does
+//! not matter) are a window into a log that only grows: a request in time order that ends after
+//! every unit frees, the usual case, slides the window by one, appending its end, and costs no
+//! copy; any other appends a new window. One out of order costs that for each request after it. The exact pool ([`Units`](super::Units)) instead counts busy units
 //! per cycle over every booking, and books a later request's lost wait where fewer than `n` are
 //! busy; the two differ where several requests are out of order at once (docs/timing.md, "Two
 //! resource models"; `calibration/pools.py` compares them).
 
 /// A request in the schedule: served in `key` order (its request cycle, or for one that went
 /// ahead of the queue, that of the request it went ahead of), from `from` on, for `dur` cycles;
-/// it runs from `start`.
+/// it runs from `start`; the units' free cycles before it are `log[at..at + n]`.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     key: u64,
     from: u64,
     dur: u64,
     start: u64,
+    at: usize,
 }
 
 impl Entry {
@@ -43,7 +45,14 @@ impl Entry {
 fn serve(free: &mut [u64], from: u64, dur: u64) -> u64 {
     let start = from.max(free[0]);
     let end = start + dur;
-    // (Its end goes in order, mostly last: the units before it move down one.)
+    // (Its end goes in order, mostly last: the units before it move down one. When it is
+    // last, one block move: a compare and a move a unit cost more over 10 MSHRs.)
+    let last = free.len() - 1;
+    if last >= 4 && end >= free[last] {
+        free.copy_within(1.., 0);
+        free[last] = end;
+        return start;
+    }
     let mut j = 0;
     while j + 1 < free.len() && free[j + 1] <= end {
         free[j] = free[j + 1];
@@ -58,11 +67,12 @@ pub struct Schedule {
     /// The live requests in service order, from `head` on.
     entries: Vec<Entry>,
     head: usize,
-    /// The units' free cycles before each request (`n` per entry, in entry order), each in
-    /// order.
-    before: Vec<u64>,
-    /// The units' free cycles after every request, in order.
-    after: Vec<u64>,
+    /// Windows of `n` free cycles, each in order: an entry's before it (`Entry::at`), and
+    /// `after`. A window, once written, never changes (later ones are appended), so windows
+    /// overlap: a request that slides one appends a single cycle.
+    log: Vec<u64>,
+    /// The units' free cycles after every request: `log[after..after + n]`.
+    after: usize,
     /// The longest request kept: one that started that long before a cycle has ended by then.
     longest: u64,
     /// Scratch: free cycles while serving again.
@@ -75,7 +85,7 @@ impl Schedule {
 
     pub fn new(n: u64) -> Schedule {
         let n = n.clamp(1, 1 << 16) as usize;
-        Schedule { n, entries: Vec::new(), head: 0, before: Vec::new(), after: vec![0; n], longest: 0, free: vec![0; n] }
+        Schedule { n, entries: Vec::new(), head: 0, log: vec![0; n], after: 0, longest: 0, free: vec![0; n] }
     }
 
     /// Where a request at `t` is served: after every request no later than it.
@@ -96,10 +106,37 @@ impl Schedule {
     #[inline]
     fn first_free(&self, p: usize) -> u64 {
         if p == self.entries.len() {
-            self.after[0]
+            self.log[self.after]
         } else {
-            self.before[p * self.n]
+            self.log[self.entries[p].at]
         }
+    }
+
+    /// Serve a request from `from` for `dur` cycles after every request (in time order, the
+    /// usual case): it takes the unit that frees first, and the window of free cycles after
+    /// it is appended, or, when it ends last of all and `after` is the log's last window,
+    /// slides by one. Returns its start.
+    #[inline]
+    fn serve_last(&mut self, from: u64, dur: u64) -> u64 {
+        let (w, n) = (self.after, self.n);
+        let start = from.max(self.log[w]);
+        let end = start + dur;
+        if w + n == self.log.len() && end >= self.log[w + n - 1] {
+            self.log.push(end);
+            self.after = w + 1;
+            return start;
+        }
+        // The new window: the free cycles up to its end, its end, the rest.
+        let mut j = w + 1;
+        while j < w + n && self.log[j] <= end {
+            j += 1;
+        }
+        self.after = self.log.len();
+        self.log.reserve(n);
+        self.log.extend_from_within(w + 1..j);
+        self.log.push(end);
+        self.log.extend_from_within(j..w + n);
+        start
     }
 
     /// The cycle an operation that wants to start at `t` would start: served after every
@@ -163,22 +200,26 @@ impl Schedule {
         let n = self.n;
         if p == self.entries.len() {
             // (In time order, the usual case: served last.)
-            self.before.extend_from_slice(&self.after);
-            let start = serve(&mut self.after, from, dur);
-            self.entries.push(Entry { key, from, dur, start });
+            let at = self.after;
+            let start = self.serve_last(from, dur);
+            self.entries.push(Entry { key, from, dur, start, at });
             return;
         }
+        // Served before the request at `p`, from the free cycles before that one; those after
+        // it are served again, each with its new free cycles appended.
+        let at = self.entries[p].at;
         self.free.clear();
-        self.free.extend_from_slice(&self.before[p * n..(p + 1) * n]);
-        self.entries.insert(p, Entry { key, from, dur, start: 0 });
-        let len = self.before.len();
-        self.before.resize(len + n, 0);
-        self.before.copy_within(p * n..len, (p + 1) * n);
-        for (x, before) in self.entries[p..].iter_mut().zip(self.before[p * n..].chunks_exact_mut(n)) {
-            before.copy_from_slice(&self.free);
+        self.free.extend_from_slice(&self.log[at..at + n]);
+        self.entries.insert(p, Entry { key, from, dur, start: 0, at });
+        let first = &mut self.entries[p];
+        first.start = serve(&mut self.free, first.from, first.dur);
+        for x in &mut self.entries[p + 1..] {
+            x.at = self.log.len();
+            self.log.extend_from_slice(&self.free);
             x.start = serve(&mut self.free, x.from, x.dur);
         }
-        std::mem::swap(&mut self.after, &mut self.free);
+        self.after = self.log.len();
+        self.log.extend_from_slice(&self.free);
     }
 
     /// Forget the requests that came and ended before `floor`, from the first, once there are
@@ -192,11 +233,17 @@ impl Schedule {
             while self.head < self.entries.len() && done(&self.entries[self.head]) {
                 self.head += 1;
             }
-            // (Drop them once they are as many as the live ones: amortized.)
+            // (Drop them once they are as many as the live ones, and the log before every live
+            // window: amortized.)
             if self.head * 2 >= self.entries.len() {
                 self.entries.drain(..self.head);
-                self.before.drain(..self.head * self.n);
                 self.head = 0;
+                let lo = self.entries.iter().map(|x| x.at).fold(self.after, usize::min);
+                self.log.drain(..lo);
+                self.after -= lo;
+                for x in &mut self.entries {
+                    x.at -= lo;
+                }
             }
         }
     }
