@@ -73,3 +73,17 @@ def test_prefetches_start_walks_on_zen3():
     assert alone == pytest.approx(64 * 17 / 2112)
     assert walks_per_load(2112) == (2.0, 0.0)
     assert walks_per_load(2112, **{"tlb.prefetch_walks": False}) == (pytest.approx(alone), 1.0)
+
+
+@pytest.mark.parametrize("over", [{"churn": "free=munmap"},
+                                  {"churn": "free=madv_free", "os.reservations": "super", "phys.pcp_order": "lifo",
+                                   "loader.max_page_size": "2m"}])
+def test_the_l2_dtlbs_page_directory_entries_never_outlive_their_table(over):
+    # Unmapped regions free their leaf tables and promotions replace them by 2 MB pages: every
+    # translation a walk from an entry the L2 DTLB held gives must be the page tables' own.
+    keys = {k: v for k, v in over.items() if k != "churn"}
+    r = xlat.simulate("zen3", f"churn:footprint=64M,ops=50K,{over['churn']}", refs="600k",
+                      **{"check.translations": 1, **keys})
+    assert r["check.translations_checked"] > 500_000 and r["stale_translation_uses"] == 0
+    assert r["pwc.l2.hits"] > 10 * r["pwc.l2.misses"] > 0
+    assert keys.get("os.reservations") != "super" or r["promotions"] > 0
