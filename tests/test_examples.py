@@ -30,6 +30,16 @@ def test_the_readme_uses_the_shipped_examples():
         assert name in readme and (REPO / name).exists(), name
 
 
+def test_the_readme_is_a_front_page_whose_links_resolve():
+    import re
+
+    readme = REPO / "README.md"
+    # (A front page: at most 10 KB; the rest belongs in docs/ and the studies' READMEs.)
+    assert readme.stat().st_size <= 10_000, readme.stat().st_size
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme.read_text()):
+        assert (REPO / target).exists(), target
+
+
 def test_the_python_sweep_example_runs_saved_as_a_script(tmp_path):
     import re
     import sys
