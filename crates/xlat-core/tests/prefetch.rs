@@ -53,26 +53,3 @@ fn a_demand_access_waits_for_its_line_still_in_flight_from_a_prefetch() {
     assert!(real.f("cycles") > instant.f("cycles"));
     assert!(real.f("inflight.fill_merges") > 0.0);
 }
-
-#[test]
-fn an_l1d_prefetch_holds_an_mshr_and_is_dropped_when_none_is_free() {
-    // An L1D prefetch needs one of the core's MSHRs (AMD's miss address buffers, which Zen 3's
-    // PMC ls_mab_alloc counts for hardware prefetches too) until its line lands, as a demand
-    // miss does; with every one busy at its cycle it is dropped, not queued.
-    let pf = [("cache.l1d.prefetcher", "stride"), ("cache.l1d.prefetch_degree", "8")];
-    let with = |mshrs: &str| scan(&[pf[0], pf[1], ("core.mshrs", mshrs)], 256 << 10);
-    let (few, many) = (with("2"), with("64"));
-    assert_eq!(many.f("cache.l1d.prefetch_drops"), 0.0);
-    assert!(few.f("cache.l1d.prefetch_drops") > 0.0);
-    // Every line still comes from DRAM once, by demand or by prefetch; what was dropped the
-    // scan's loads fetch themselves, and wait for.
-    for s in [&few, &many] {
-        assert_eq!(s.f("dram.reads"), 4096.0);
-    }
-    assert!(few.f("cache.l1d.prefetches") < many.f("cache.l1d.prefetches"));
-    assert!(few.f("cycles") > many.f("cycles"));
-    // No more lines are in flight than there are MSHRs: the scan's lines arrive at most two
-    // per DRAM latency, prefetched or not.
-    let dram_cycles = 50.0 * 2.0; // the engine defaults' flat DRAM (50 ns) at their clock (2 GHz)
-    assert!(few.f("dram.reads") / few.f("cycles") <= 2.0 / dram_cycles, "{} lines in {} cycles", few.f("dram.reads"), few.f("cycles"));
-}

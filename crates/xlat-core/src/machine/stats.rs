@@ -44,7 +44,7 @@ pub(super) fn ints(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &MemoryS
         let mut vsum = VirtCounters::default();
         let mut tsum = [TlbStats::default(); crate::translate::mmu::TLB_LEVELS];
         let (mut instr, mut rob_stalls, mut sb_stalls, mut lq_stalls) = (0u64, 0u64, 0u64, 0u64);
-        let mut caches = [[0u64; 10]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks, prefetches, prefetch hits, prefetch drops
+        let mut caches = [[0u64; 9]; 3]; // l1i, l1d, l2: accesses, misses per kind..., writebacks, prefetches, prefetch hits
         for (c, x) in mem.ctxs.iter().enumerate() {
             // (Cycles are a clock: a core's and the machine's are the latest of their
             // contexts', taken after the subtraction, by the derived phase.)
@@ -77,7 +77,6 @@ pub(super) fn ints(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &MemoryS
                 caches[j][6] += cache.counters.writebacks;
                 caches[j][7] += cache.counters.prefetches;
                 caches[j][8] += cache.counters.prefetch_hits;
-                caches[j][9] += cache.counters.prefetch_drops;
                 s.int(format!("{HIDDEN}core{i}.energy.{j}"), cache.total_accesses() + cache.counters.writebacks);
             }
             if multi {
@@ -142,9 +141,6 @@ pub(super) fn ints(cfg: &Config, xl: &Translator, kernel: &Kernel, mem: &MemoryS
             if prefetcher[j] != crate::param::Prefetcher::None {
                 s.int(format!("cache.{name}.prefetches"), c[7]);
                 s.int(format!("cache.{name}.prefetch_hits"), c[8]);
-                if *name == "l1d" {
-                    s.int("cache.l1d.prefetch_drops", c[9]);
-                }
             }
         }
         let (llc, dram) = (&mem.llc, &mem.dram);
@@ -338,9 +334,6 @@ pub(crate) const CACHE_STATS: &[crate::glossary::Entry] = {
             .only("`cache.<pfcache>.prefetcher` other than `none`"),
         e(Caches, "cache.<pfcache>.prefetch_accuracy", Ratio, "fraction", "`prefetch_hits` / `prefetches`.")
             .only("`cache.<pfcache>.prefetcher` other than `none`"),
-        e(Caches, "cache.l1d.prefetch_drops", Counter, "lines",
-            "Prefetches the L1D's prefetcher named that were dropped: every MSHR of the core (`core.mshrs`) was busy at their cycle. An L1D prefetch holds an MSHR until its line lands, as a demand miss does (Zen 3 counts them among its miss address buffers' allocations); hardware prefetchers give way to demand misses rather than wait. The L2's prefetches hold none.")
-            .only("`cache.l1d.prefetcher` other than `none`"),
         e(Caches, "coherence.invalidations", Counter, "copies",
             "Copies of lines in other cores' L1s and L2s that stores invalidated (a store takes its line exclusively; it waits for the directory's round trip when there were copies).").only("`coherence.enabled=true`"),
     ]

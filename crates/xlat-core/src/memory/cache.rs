@@ -45,8 +45,6 @@ pub struct CacheCounters {
     /// Lines a prefetcher brought in, and demand hits on them (each line's first).
     pub prefetches: u64,
     pub prefetch_hits: u64,
-    /// Prefetches its prefetcher named that found every MSHR of the core busy, and were dropped.
-    pub prefetch_drops: u64,
 }
 
 /// A line pushed out of a cache.

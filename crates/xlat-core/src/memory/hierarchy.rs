@@ -508,16 +508,15 @@ impl MemorySide {
     #[inline(never)]
     fn prefetch_after(&mut self, c: usize, line: u64, served: Served, t: u64) {
         let k = self.core_of(c);
-        let floor = self.pool_floor(c);
         let mut lines = [0; MAX_DEGREE];
         let n = self.cores[k].pf_l1d.train(line, &mut lines);
         for &l in &lines[..n] {
-            self.prefetch_line(k, l, Entry::L1d, t, floor);
+            self.prefetch_line(k, l, Entry::L1d, t);
         }
         if served != Served::L1 {
             let n = self.cores[k].pf_l2.train(line, &mut lines);
             for &l in &lines[..n] {
-                self.prefetch_line(k, l, Entry::L2, t, floor);
+                self.prefetch_line(k, l, Entry::L2, t);
             }
         }
     }
@@ -526,23 +525,11 @@ impl MemorySide {
     /// from L2, the LLC or DRAM, filling each level on the way back as a demand miss would,
     /// without counting as a demand access. With in-flight state, demand accesses that need
     /// the line before it lands wait for it.
-    ///
-    /// An L1D prefetch holds one of the core's MSHRs until its line lands, as a demand miss
-    /// does (AMD's Zen 3 counts hardware prefetches among its L1D miss address buffers'
-    /// allocations, PMC `ls_mab_alloc`), and is dropped when none is free at `t` (no request
-    /// comes before `floor`): prefetchers give way to demand misses rather than queue for miss
-    /// buffers. The L2's prefetches use the L2's own miss capacity, which is not modelled: they
-    /// hold none.
-    fn prefetch_line(&mut self, k: usize, line: u64, into: Entry, t: u64, floor: u64) {
+    fn prefetch_line(&mut self, k: usize, line: u64, into: Entry, t: u64) {
         let owner = k as u8;
-        let core = &mut self.cores[k];
+        let core = &self.cores[k];
         let in_l2 = core.l2.contains(line);
         if in_l2 && into == Entry::L2 || into == Entry::L1d && core.l1d.contains(line) {
-            return;
-        }
-        let held = into == Entry::L1d;
-        if held && core.mshrs.start(t, floor) > t {
-            core.l1d.counters.prefetch_drops += 1;
             return;
         }
         let mut moved_dirty = false;
@@ -571,9 +558,6 @@ impl MemorySide {
         if into == Entry::L1d {
             let v = self.cores[k].l1d.fill_prefetch(line, false, owner);
             self.l1_victim(k, v, owner, t);
-        }
-        if held {
-            self.cores[k].mshrs.book(t, t, lat);
         }
         if self.inflight {
             self.cores[k].fills.put(line, t, t + lat);
