@@ -724,3 +724,25 @@ fn thp_madvise_maps_huge_pages_only_in_madvised_regions() {
     let s = run(&cfg(&[("os.page_policy", "madvise"), ("os.madvise_regions", "*")]), vec![refs], regions, false);
     assert_eq!(s.f("os.huge_faults"), 8.0);
 }
+
+#[test]
+fn a_kernel_software_walk_reads_only_the_entries_that_changed_since_its_last() {
+    // PT-Baker's system call (seeds/000 §2.3, Algorithm 3) walks depth first: each upper
+    // entry once, then every strided entry of the leaf table. One page's walk reads all four
+    // levels; the next line of the same leaf table only its entry; the next leaf table its
+    // PMD entry and then the leaf; a new pass (a lower address) starts at the root again.
+    let mut m = Machine::new(&cfg(&[]), 1, vec![region("data", BASE, 8 * MB)], 1).unwrap();
+    for p in (0..8 * MB).step_by(4096) {
+        touch(&mut m, 0, BASE + p, false);
+    }
+    let mut read = |va: u64| {
+        let before = m.stats().f("os.pte_reads");
+        m.step(0, Ref::os_call(OsOp::ReadPtes, va, 1, 1)).unwrap();
+        m.stats().f("os.pte_reads") - before
+    };
+    assert_eq!(read(BASE), 4.0, "the first walk: PML4, PDPT, PD and PT entries");
+    assert_eq!(read(BASE + 8 * 4096), 1.0, "the next line of the same leaf table");
+    assert_eq!(read(BASE + 504 * 4096), 1.0);
+    assert_eq!(read(BASE + 2 * MB), 2.0, "the next leaf table: its PD entry, then the leaf");
+    assert_eq!(read(BASE + 2 * MB), 4.0, "the same page again: a new pass from the root");
+}

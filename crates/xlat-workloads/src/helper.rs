@@ -8,8 +8,9 @@
 //! call, see `xlat_core::os::OsOp::ReadPtes`).
 //!
 //! The helper runs on its own core, paced by the simulated clock like any core: the engine
-//! advances the core with the smallest clock, so the helper's rate follows its own IPC, and
-//! `idle` instructions between touches throttle it, a `sleep` of that many cycles after each
+//! advances the core with the smallest clock, so the helper's rate follows its own IPC. A
+//! touch costs its loop's compiled instructions ([`USER_LOOP`], [`KERNEL_LOOP`]), `idle` NOPs
+//! more throttle it, a `sleep` of that many cycles after each
 //! pass pauses it (an OS call: its core idles). With `ahead` pages it follows the program's first thread instead (PT-Baker's
 //! run-ahead): it touches the `ahead` pages beyond the page that thread last referenced
 //! (which the engine reports, [`RefSource::observe`]), and spins on its last page when it is
@@ -19,6 +20,17 @@ use xlat_core::os::OsOp;
 use xlat_core::{Program, Ref, RefSource, Region, SourceError};
 
 const PAGE: u64 = 4096;
+
+/// Instructions per touch of the user-level helper's loop, its load or prefetch included, with
+/// no NOPs: Algorithm 2 (seeds/000 §2.2) compiled without optimisation, as §4.2 builds it (gcc
+/// 12 -O0, x86-64: the `use_prefetch` test and branch, the address from `i` and the base on the
+/// stack, the load and its store to `tmp` or the prefetch and a jump, `i += stride` in memory,
+/// and its compare and branch: 13 either way). Each NOP adds one.
+pub const USER_LOOP: u32 = 13;
+/// The same for the kernel-level helper's leaf loop (Algorithm 3, §2.3) at the kernel's -O2
+/// (gcc 12 -O2: the pointer's NULL test and branch, the PTE's load, the end compare and
+/// branch, two adds): 7.
+pub const KERNEL_LOOP: u32 = 7;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HelperMode {
@@ -102,6 +114,12 @@ impl HelperSource {
         self
     }
 
+    /// Instructions from one touch to the next: the loop's and the NOPs'.
+    fn delta(&self) -> u32 {
+        let body = if self.mode == HelperMode::Pte { KERNEL_LOOP } else { USER_LOOP };
+        self.idle.saturating_add(body)
+    }
+
     fn touch(&self, va: u64, delta: u32) -> Ref {
         match self.mode {
             HelperMode::Touch => Ref::load(va, delta),
@@ -120,7 +138,7 @@ impl HelperSource {
         if self.next < lo || self.next > hi.saturating_add(self.step * PAGE) {
             self.next = lo;
         }
-        let delta = self.idle.saturating_add(1);
+        let delta = self.delta();
         for _ in 0..out.capacity().clamp(1, PACED_BATCH) {
             if self.next < hi {
                 out.push(self.touch(self.next, delta));
@@ -144,7 +162,7 @@ impl HelperSource {
         while out.len() + 1 < n {
             let r = &self.regions[self.region];
             let va = r.start + self.offset;
-            let delta = self.idle.saturating_add(1);
+            let delta = self.delta();
             if std::mem::take(&mut self.wrapped) && self.sleep > 0 {
                 out.push(Ref::os_call(OsOp::Sleep, self.sleep as u64, 1, 1));
             }
@@ -237,7 +255,8 @@ mod tests {
         let pages: Vec<u64> = out.iter().map(|r| r.va).collect();
         // Region a: pages 0, 4, 8; region b: page 0; a sleep of 100 cycles; then a again.
         assert_eq!(pages, [0x10_0000, 0x10_4000, 0x10_8000, 0x80_0000, 100, 0x10_0000]);
-        assert_eq!(out.iter().map(|r| r.inst_delta).collect::<Vec<_>>(), [3, 3, 3, 3, 1, 3]);
+        let d = 2 + USER_LOOP;
+        assert_eq!(out.iter().map(|r| r.inst_delta).collect::<Vec<_>>(), [d, d, d, d, 1, d], "the loop's instructions and two NOPs a touch");
         assert!(out[4].is_os_call() && out[4].size == OsOp::Sleep as u8 && out[4].va == 100, "the sleep between passes");
         // The program's stream runs out: the helper stops.
         let mut main = Vec::with_capacity(16);
@@ -288,5 +307,6 @@ mod tests {
         let mut out = Vec::with_capacity(2);
         h.next_batch(1, &mut out).unwrap();
         assert!(out.iter().all(|r| r.is_os_call() && r.size == OsOp::ReadPtes as u8 && r.pages() == 1));
+        assert!(out.iter().all(|r| r.inst_delta == KERNEL_LOOP), "the leaf loop's instructions, no NOPs");
     }
 }

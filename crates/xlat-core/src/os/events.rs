@@ -278,50 +278,74 @@ impl Kernel {
         Ok(())
     }
 
-    /// A software walk in the kernel ([`crate::os::OsOp::ReadPtes`]): one dependent load of
-    /// each level's entry line, through the core's caches (the kernel's direct map needs no
-    /// translation). In a VM the guest kernel walks its own table: each entry's guest-physical
-    /// address reaches memory through the host's table (the guest's direct map is taken to hit
-    /// in the TLBs, as 1 GB pages do), and an entry on a page the host has not mapped yet costs
-    /// an EPT violation first.
+    /// A software walk in the kernel ([`crate::os::OsOp::ReadPtes`]), as PT-Baker's system
+    /// call walks (Linux's `mm/pagewalk.c`, depth first): the entries of the levels whose index
+    /// changed since this context's last walk, each a dependent load of its cache line through
+    /// the core's caches (the kernel's direct map needs no translation), down to the leaf entry,
+    /// whose load depends on nothing when it is the only one (the next entry of the leaf table
+    /// the walker is in: a pointer increment). A walk of an address at or below the last one
+    /// (a new pass) starts again at the root. In a VM the guest kernel walks its own table:
+    /// each entry's guest-physical address reaches memory through the host's table (the guest's
+    /// direct map is taken to hit in the TLBs, as 1 GB pages do), and an entry on a page the
+    /// host has not mapped yet costs an EPT violation first.
     fn read_ptes<H: Hardware, P: MemPort>(&mut self, c: usize, r: crate::workload::Ref, hw: &mut H, port: &mut P) -> Result<(), SimError> {
         let HwContext { space, vm, .. } = self.contexts[c];
-        // (A scratch list kept across calls: a helper makes one call per touch.)
-        let mut lines = std::mem::take(&mut self.pte_lines);
-        lines.clear();
-        let found =
-            if self.virt { self.guest_pte_lines(c, VirtAddr(r.va), &mut lines, hw, port) } else { self.os.pte_lines(space, VirtAddr(r.va), &mut lines) };
-        if found.is_ok() {
-            let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
-            os.counters.pte_reads += lines.len() as u64;
-            for (i, &line) in lines.iter().enumerate() {
-                port.dispatch(c, if i == 0 { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, u8::from(i > 0));
-                port.data(line);
-            }
+        // (Scratch kept across calls: a helper makes one call per touch.)
+        let mut entries = std::mem::take(&mut self.pte_lines);
+        entries.clear();
+        let os = if self.virt { &self.vms[vm].os } else { &self.os };
+        let found = os.pte_entries(space, VirtAddr(r.va), &mut entries);
+        if let Err(e) = found {
+            self.pte_lines = entries;
+            return Err(if self.virt { crate::os::virt::guest_error(vm, self.cfg.virt.guest_mem_gb, e) } else { e });
         }
-        self.pte_lines = lines;
-        found
+        if self.pte_walked.len() <= c {
+            self.pte_walked.resize_with(c + 1, || (0, Vec::new()));
+        }
+        let (last_va, last) = &mut self.pte_walked[c];
+        // (The leaf entry is read every time.)
+        let kept = if r.va > *last_va { entries.iter().zip(last.iter()).take_while(|(a, b)| a == b).count().min(entries.len().saturating_sub(1)) } else { 0 };
+        last.clear();
+        last.extend_from_slice(&entries);
+        *last_va = r.va;
+        let mut result = Ok(());
+        for (i, &entry) in entries[kept..].iter().enumerate() {
+            let line = if self.virt {
+                match self.host_line(c, entry, hw, port) {
+                    Ok(line) => line,
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            } else {
+                entry >> 6
+            };
+            port.dispatch(c, if i == 0 { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, u8::from(i > 0));
+            port.data(line);
+        }
+        let read = if result.is_ok() { entries.len() - kept } else { 0 };
+        let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
+        os.counters.pte_reads += read as u64;
+        self.pte_lines = entries;
+        result
     }
 
-    /// The host-physical lines of a guest table's entries for `va` (see [`Kernel::read_ptes`]).
-    fn guest_pte_lines<H: Hardware, P: MemPort>(&mut self, c: usize, va: VirtAddr, lines: &mut Vec<u64>, hw: &mut H, port: &mut P) -> Result<(), SimError> {
-        let HwContext { space, vm, .. } = self.contexts[c];
-        let gb = self.cfg.virt.guest_mem_gb;
-        self.vms[vm].os.pte_lines(space, va, lines).map_err(|e| crate::os::virt::guest_error(vm, gb, e))?;
+    /// The host-physical line of a guest page-table entry at guest-physical `entry` (see
+    /// [`Kernel::read_ptes`]).
+    fn host_line<H: Hardware, P: MemPort>(&mut self, c: usize, entry: u64, hw: &mut H, port: &mut P) -> Result<u64, SimError> {
+        let vm = self.contexts[c].vm;
         let hspace = self.vms[vm].space;
-        for line in lines.iter_mut() {
-            let gpa = VirtAddr(*line << 6);
-            let (frame, size) = match self.os.translate(hspace, gpa) {
-                Some(m) => m,
-                None => {
-                    let cost = self.ept_violation(c, gpa, false, hw, port)?;
-                    stall(port, c, cost);
-                    self.os.translate(hspace, gpa).expect("the host's fault handler mapped the page")
-                }
-            };
-            *line = (frame.addr().0 + gpa.offset(size)) >> 6;
-        }
-        Ok(())
+        let gpa = VirtAddr(entry & !63);
+        let (frame, size) = match self.os.translate(hspace, gpa) {
+            Some(m) => m,
+            None => {
+                let cost = self.ept_violation(c, gpa, false, hw, port)?;
+                stall(port, c, cost);
+                self.os.translate(hspace, gpa).expect("the host's fault handler mapped the page")
+            }
+        };
+        Ok((frame.addr().0 + gpa.offset(size)) >> 6)
     }
 
     /// Core `c` asks the OS (the host's, virtualized) to do `f`; it pays for the work and

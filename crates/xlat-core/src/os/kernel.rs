@@ -142,7 +142,8 @@ pub enum OsOp {
     Migrate = 4,
     /// Read the page-table entries that map the first page, as a software walk in the
     /// kernel does (PT-Baker's kernel-mode helper): each level's entry line is loaded
-    /// through the core's caches, one dependent load per level; nothing changes.
+    /// through the core's caches, down from the first level whose entry changed since the
+    /// context's last walk (`Kernel::read_ptes`); nothing changes.
     ReadPtes = 5,
     /// The thread sleeps (nanosleep): its core idles for `va` cycles; nothing changes.
     Sleep = 6,
@@ -1240,12 +1241,12 @@ impl Os {
         Ok(changed)
     }
 
-    /// The cache lines of the page-table entries a walk of `va` in `space` reads, root
+    /// The physical addresses of the page-table entries a walk of `va` in `space` reads, root
     /// first (see [`crate::os::pt::PageTables::path`]).
-    pub fn pte_lines(&self, space: usize, va: VirtAddr, out: &mut Vec<u64>) -> Result<(), SimError> {
+    pub fn pte_entries(&self, space: usize, va: VirtAddr, out: &mut Vec<u64>) -> Result<(), SimError> {
         self.check_va(va)?;
         self.check_space(space)?;
-        self.pt.path_with(self.spaces[space].root, va, |pa| out.push(pa.0 >> 6));
+        self.pt.path_with(self.spaces[space].root, va, |pa| out.push(pa.0));
         Ok(())
     }
 
@@ -1711,7 +1712,7 @@ pub(crate) const STATS: &[crate::glossary::Entry] = {
         e(Os, "[host.]os.freed_pages", Counter, "pages", "4 KB pages whose A and D bits the programs' madv-free calls (madvise MADV_FREE) cleared (a 2 MB page counts 512); 0 with `os.madv_free=false`, which ignores the calls."),
         e(Os, "[host.]os.ignored_calls", Counter, "calls", "madv-free calls in the streams that made no system call because `os.madv_free=false` (jemalloc told not to make them): not in `os.calls`."),
         e(Os, "[host.]os.pte_reads", Counter, "PTE reads",
-            "Page-table entries loaded by software walks in the kernel (read-ptes OS calls, as PT-Baker's kernel-mode helper makes): one dependent load per level, through the core's caches as data."),
+            "Page-table entries loaded by software walks in the kernel (read-ptes OS calls, as PT-Baker's kernel-mode helper makes): the entries of the levels whose index changed since the context's last walk (all of them at a new pass), each a load through the core's caches as data: once a leaf table is reached, one entry a touch."),
         e(Os, "[host.]os.page_cache_reads", Counter, "pages",
             "File pages read into the page cache: a fault on a page of a read-only file mapping (a region with a file, e.g. a traced program's text from its `.maps`) that is not cached reads its `os.readahead_pages` cluster. Each page is read once and shared by every mapping of the file."),
         e(Os, "[host.]os.fault_around_pages", Counter, "pages",
