@@ -385,12 +385,22 @@ def main() -> int:
         }
         print(f"xlat: {name} done", file=sys.stderr)
     (outdir / "xlat.json").write_text(json.dumps({n: {k: r[k] for k in ("xlat", "xlat+cs")} for n, r in rows.items()}, indent=1))
+    shas = {ch: config_sha(outdir / f"{prefix}_{ch}.json" if preset else HERE / "champsim" / f"{ch}.json") for ch in changes}
+    digests = {t["name"]: config_sha(paths[t["name"]]) for t in traces}
+    if not args.champsim:
+        # The table compares xlat as it is now with what the store holds: say so when a stored
+        # run is of another ChampSim configuration (the preset changed since) or recording.
+        stale = pending(digests, shas, champ)
+        if stale:
+            print(
+                f"ChampSim: {len(stale)} of {len(traces) * len(changes)} runs in {store.name} are missing or from another configuration or trace recording"
+                f" (first: {stale[0][0]} {stale[0][1]}); their columns are not of this machine: run with --champsim DIR",
+                file=sys.stderr,
+            )
     if args.champsim:
         # A run whose numbers the store holds for the same ChampSim configuration is not run
         # again, and each finished run is stored at once: the store is committed, so an
         # interrupted calibration goes on where it stopped, on any machine.
-        shas = {ch: config_sha(outdir / f"{prefix}_{ch}.json" if preset else HERE / "champsim" / f"{ch}.json") for ch in changes}
-        digests = {t["name"]: config_sha(paths[t["name"]]) for t in traces}
         jobs = pending(digests, shas, champ, args.rerun)
         if len(jobs) < len(traces) * len(changes):
             print(f"ChampSim: {len(traces) * len(changes) - len(jobs)} runs kept from {store.name} (same configuration and trace; --rerun runs them again)", file=sys.stderr)
