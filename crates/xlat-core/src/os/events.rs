@@ -291,12 +291,11 @@ impl Kernel {
     fn read_ptes<H: Hardware, P: MemPort>(&mut self, c: usize, r: crate::workload::Ref, hw: &mut H, port: &mut P) -> Result<(), SimError> {
         let HwContext { space, vm, .. } = self.contexts[c];
         // (Scratch kept across calls: a helper makes one call per touch.)
-        let mut entries = std::mem::take(&mut self.pte_lines);
+        let mut entries = std::mem::take(&mut self.pte_scratch);
         entries.clear();
         let os = if self.virt { &self.vms[vm].os } else { &self.os };
-        let found = os.pte_entries(space, VirtAddr(r.va), &mut entries);
-        if let Err(e) = found {
-            self.pte_lines = entries;
+        if let Err(e) = os.pte_entries(space, VirtAddr(r.va), &mut entries) {
+            self.pte_scratch = entries;
             return Err(if self.virt { crate::os::virt::guest_error(vm, self.cfg.virt.guest_mem_gb, e) } else { e });
         }
         if self.pte_walked.len() <= c {
@@ -327,7 +326,7 @@ impl Kernel {
         let read = if result.is_ok() { entries.len() - kept } else { 0 };
         let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
         os.counters.pte_reads += read as u64;
-        self.pte_lines = entries;
+        self.pte_scratch = entries;
         result
     }
 

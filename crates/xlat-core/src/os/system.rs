@@ -72,7 +72,7 @@ pub struct Kernel {
     /// Virtualized (2D walks).
     pub(crate) virt: bool,
     /// Scratch for a kernel software walk's entries (`OsOp::ReadPtes`).
-    pub(crate) pte_lines: Vec<u64>,
+    pub(crate) pte_scratch: Vec<u64>,
     /// Per hardware context, the address its last software walk was for and the entries it
     /// read, root first: the kernel's walker keeps the upper levels' entries while it goes
     /// through one leaf table (PT-Baker's Algorithm 3), so a walk of a higher address reads
@@ -82,7 +82,7 @@ pub struct Kernel {
 
 impl Kernel {
     pub fn new(cfg: &crate::os::KernelParams, os: Os, vms: Vec<Vm>, sched: Sched, contexts: Vec<HwContext>) -> Kernel {
-        Kernel { cfg: cfg.clone(), os, vms, sched, contexts, virt: cfg.virt.enabled, pte_lines: Vec::new(), pte_walked: Vec::new() }
+        Kernel { cfg: cfg.clone(), os, vms, sched, contexts, virt: cfg.virt.enabled, pte_scratch: Vec::new(), pte_walked: Vec::new() }
     }
 
     /// Whether context `c`'s address space maps `va` (in a VM: the guest maps it, and the
