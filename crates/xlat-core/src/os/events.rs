@@ -290,25 +290,53 @@ impl Kernel {
     /// host has not mapped yet costs an EPT violation first.
     fn read_ptes<H: Hardware, P: MemPort>(&mut self, c: usize, r: crate::workload::Ref, hw: &mut H, port: &mut P) -> Result<(), SimError> {
         let HwContext { space, vm, .. } = self.contexts[c];
-        // (Scratch kept across calls: a helper makes one call per touch.)
-        let mut entries = std::mem::take(&mut self.pte_scratch);
-        entries.clear();
-        let os = if self.virt { &self.vms[vm].os } else { &self.os };
-        if let Err(e) = os.pte_entries(space, VirtAddr(r.va), &mut entries) {
-            self.pte_scratch = entries;
-            return Err(if self.virt { crate::os::virt::guest_error(vm, self.cfg.virt.guest_mem_gb, e) } else { e });
-        }
         if self.pte_walked.len() <= c {
-            self.pte_walked.resize_with(c + 1, || (0, Vec::new()));
+            self.pte_walked.resize_with(c + 1, Default::default);
         }
-        let (last_va, last) = &mut self.pte_walked[c];
-        // (The leaf entry is read every time.)
-        let kept = if r.va > *last_va { entries.iter().zip(last.iter()).take_while(|(a, b)| a == b).count().min(entries.len().saturating_sub(1)) } else { 0 };
-        last.clear();
-        last.extend_from_slice(&entries);
-        *last_va = r.va;
+        let os = if self.virt { &self.vms[vm].os } else { &self.os };
+        let last = &mut self.pte_walked[c];
+        // A higher address in the leaf table the last walk ended in: only its leaf entry is
+        // new (found without following the tree on the host, as the walker finds it).
+        let near = if r.va > last.va && last.space == space && last.vm == vm {
+            os.pt.leaf_entry_near(last.node, VirtAddr(last.va), VirtAddr(r.va), last.shape)
+        } else {
+            None
+        };
+        let kept = match near {
+            Some(entry) => {
+                *last.entries.last_mut().expect("a walk reads at least the root's entry") = entry.0;
+                last.entries.len() - 1
+            }
+            None => {
+                // (Scratch kept across calls: a helper makes one call per touch.)
+                let mut entries = std::mem::take(&mut self.pte_scratch);
+                entries.clear();
+                let node = match os.pte_entries(space, VirtAddr(r.va), &mut entries) {
+                    Ok(node) => node,
+                    Err(e) => {
+                        self.pte_scratch = entries;
+                        return Err(if self.virt { crate::os::virt::guest_error(vm, self.cfg.virt.guest_mem_gb, e) } else { e });
+                    }
+                };
+                // (The leaf entry is read every time.)
+                let kept = if r.va > last.va {
+                    entries.iter().zip(last.entries.iter()).take_while(|(a, b)| a == b).count().min(entries.len().saturating_sub(1))
+                } else {
+                    0
+                };
+                std::mem::swap(&mut last.entries, &mut entries);
+                self.pte_scratch = entries;
+                (last.space, last.vm, last.node, last.shape) = (space, vm, node, os.pt.shape());
+                kept
+            }
+        };
+        last.va = r.va;
+        // (At most one entry a level; copied out, as a guest's entries need `self`.)
+        let mut read = [0u64; 8];
+        let n = last.entries.len() - kept;
+        read[..n].copy_from_slice(&last.entries[kept..]);
         let mut result = Ok(());
-        for (i, &entry) in entries[kept..].iter().enumerate() {
+        for (i, &entry) in read[..n].iter().enumerate() {
             let line = if self.virt {
                 match self.host_line(c, entry, hw, port) {
                     Ok(line) => line,
@@ -323,10 +351,9 @@ impl Kernel {
             port.dispatch(c, if i == 0 { r.inst_delta } else { 1 }, crate::workload::RefKind::Load, u8::from(i > 0));
             port.data(line);
         }
-        let read = if result.is_ok() { entries.len() - kept } else { 0 };
+        let read = if result.is_ok() { n } else { 0 };
         let os = if self.virt { &mut self.vms[vm].os } else { &mut self.os };
         os.counters.pte_reads += read as u64;
-        self.pte_scratch = entries;
         result
     }
 

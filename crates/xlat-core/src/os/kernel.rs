@@ -1242,12 +1242,11 @@ impl Os {
     }
 
     /// The physical addresses of the page-table entries a walk of `va` in `space` reads, root
-    /// first (see [`crate::os::pt::PageTables::path`]).
-    pub fn pte_entries(&self, space: usize, va: VirtAddr, out: &mut Vec<u64>) -> Result<(), SimError> {
+    /// first (see [`crate::os::pt::PageTables::path`]); returns the node of the last.
+    pub fn pte_entries(&self, space: usize, va: VirtAddr, out: &mut Vec<u64>) -> Result<NodeId, SimError> {
         self.check_va(va)?;
         self.check_space(space)?;
-        self.pt.path_with(self.spaces[space].root, va, |pa| out.push(pa.0));
-        Ok(())
+        Ok(self.pt.path_with(self.spaces[space].root, va, |pa| out.push(pa.0)))
     }
 
     /// Unmap one whole page (no shootdown: the caller flushes) and free its memory.

@@ -277,6 +277,10 @@ pub struct PageTables {
     /// Ids of freed 4 KB and 2 MB nodes (by span), reused with their zeroed storage by the
     /// next allocations. (A freed 1 GB node's storage is released instead.)
     free_ids: [Vec<NodeId>; 3],
+    /// Bumped whenever an entry starts or stops pointing to a node, or is written from
+    /// outside the table's own operations: a path found earlier is still the tree's while
+    /// this is unchanged ([`PageTables::leaf_entry_near`]).
+    shape: u64,
 }
 
 const NO_ECH: u32 = u32::MAX;
@@ -480,7 +484,22 @@ impl PageTables {
     /// Overwrite an entry (the OS's remapping of a leaf; the caller keeps `children` right).
     #[inline]
     pub(crate) fn write_entry(&mut self, id: NodeId, idx: usize, e: u64) {
+        self.shape += 1;
         *self.entry_mut(id, idx) = e;
+    }
+
+    /// Make entry `idx` of `node` point to `child` (`NO_NODE`: to no node), for the walk;
+    /// the caller writes the entry itself.
+    #[inline]
+    fn set_child(&mut self, node: NodeId, idx: usize, child: NodeId) {
+        self.shape += 1;
+        self.nodes[node as usize].children.set(idx, child);
+    }
+
+    /// Changes when the tree's shape does (see [`PageTables::leaf_entry_near`]).
+    #[inline]
+    pub fn shape(&self) -> u64 {
+        self.shape
     }
 
     /// All entries of a node, as hardware reads them.
@@ -623,7 +642,7 @@ impl PageTables {
         }
         let (_, parent) = self.descend(root, va, 1)?;
         let (pd, idx) = parent?;
-        self.nodes[pd as usize].children.set(idx, NO_NODE);
+        self.set_child(pd, idx, NO_NODE);
         *self.entry_mut(pd, idx) = leaf;
         self.free_node(phys, node);
         Some(old)
@@ -638,7 +657,7 @@ impl PageTables {
         if n.low() != 1 || n.span != 1 || self.entries(node).iter().any(|&e| e & PTE_P != 0) {
             return false;
         }
-        self.nodes[pd as usize].children.set(idx, NO_NODE);
+        self.set_child(pd, idx, NO_NODE);
         *self.entry_mut(pd, idx) = 0;
         self.free_node(phys, node);
         true
@@ -686,7 +705,7 @@ impl PageTables {
         }
         let cframe = self.nodes[child as usize].frame;
         *self.entry_mut(node, idx) = (cframe.0 << 12) | PTE_P | PTE_RW | PTE_US;
-        self.nodes[node as usize].children.set(idx, child);
+        self.set_child(node, idx, child);
         Ok(Some((Frame(base), e)))
     }
 
@@ -833,7 +852,7 @@ impl PageTables {
                 let cframe = cn.frame;
                 // Upper-level entries are permissive; the leaf decides the rights.
                 *self.entry_mut(node, idx) = (cframe.0 << 12) | PTE_P | PTE_RW | PTE_US | flat;
-                self.nodes[node as usize].children.set(idx, c);
+                self.set_child(node, idx, c);
                 if let (true, Some((p, pidx))) = (self.nodes[node as usize].fell_back && self.late_flatten_at > 0, parent) {
                     let present = self.entries(node).iter().filter(|&&e| e & PTE_P != 0).count();
                     if present >= self.late_flatten_at as usize {
@@ -896,17 +915,17 @@ impl PageTables {
                 *self.entry_mut(new, i * ENTRIES + j) = ce;
                 if has_grandchildren && self.nodes[child as usize].children.has(j) {
                     let grandchild = self.nodes[child as usize].children.get(j);
-                    self.nodes[new as usize].children.set(i * ENTRIES + j, grandchild);
-                    self.nodes[child as usize].children.set(j, NO_NODE);
+                    self.set_child(new, i * ENTRIES + j, grandchild);
+                    self.set_child(child, j, NO_NODE);
                 }
             }
-            self.nodes[old as usize].children.set(i, NO_NODE);
+            self.set_child(old, i, NO_NODE);
             self.free_node(phys, child);
         }
         let f = self.nodes[new as usize].frame;
         let pe = self.entry(parent, pidx);
         *self.entry_mut(parent, pidx) = (pe & !PTE_PFN_MASK) | (f.0 << 12) | PTE_FLAT;
-        self.nodes[parent as usize].children.set(pidx, new);
+        self.set_child(parent, pidx, new);
         self.free_node(phys, old);
         self.late_flattened += 1;
         let cover = self.nodes[new as usize].entry_span() << 18;
@@ -931,13 +950,13 @@ impl PageTables {
                 }
                 let f = self.nodes[l1 as usize].frame;
                 *self.entry_mut(l2, g) = (f.0 << 12) | PTE_P | PTE_RW | PTE_US;
-                self.nodes[l2 as usize].children.set(g, l1);
+                self.set_child(l2, g, l1);
             }
         }
         let f = self.nodes[l2 as usize].frame;
         let old = self.entry(parent, pidx);
         *self.entry_mut(parent, pidx) = (old & !(PTE_PFN_MASK | PTE_FLAT)) | (f.0 << 12);
-        self.nodes[parent as usize].children.set(pidx, l2);
+        self.set_child(parent, pidx, l2);
         self.free_node(phys, flat);
         self.unflattened += 1;
         let base = va.0 & !((1u64 << 30) - 1);
@@ -989,7 +1008,8 @@ impl PageTables {
     }
 
     /// [`PageTables::path`], each entry's address handed to `f` (no list to allocate).
-    pub fn path_with(&self, root: NodeId, va: VirtAddr, mut f: impl FnMut(PhysAddr)) {
+    /// Returns the node of the last entry.
+    pub fn path_with(&self, root: NodeId, va: VirtAddr, mut f: impl FnMut(PhysAddr)) -> NodeId {
         let mut node = root;
         loop {
             let n = &self.nodes[node as usize];
@@ -997,9 +1017,21 @@ impl PageTables {
             f(n.entry_addr(idx));
             match self.classify(node, idx) {
                 (_, EntryKind::Pointer(child)) => node = child,
-                _ => return,
+                _ => return node,
             }
         }
+    }
+
+    /// The address of `va`'s entry in `node`, if a walk of `va` ends there as a walk of
+    /// `near` did: `node` holds level-1 entries (never pointers), `path_with` of `near`
+    /// ended in it, `va` lies in the range it maps, and the shape has not changed since
+    /// (`shape` is [`PageTables::shape`] then). A software walker going through one leaf
+    /// table finds each next entry so, without the walk from the root.
+    #[inline]
+    pub fn leaf_entry_near(&self, node: NodeId, near: VirtAddr, va: VirtAddr, shape: u64) -> Option<PhysAddr> {
+        let n = self.nodes.get(node as usize)?;
+        let covered = n.shift as u32 + 9 * n.span as u32;
+        (shape == self.shape && n.low == 1 && (near.0 ^ va.0) >> covered == 0).then(|| n.entry_addr(n.index(va)))
     }
 
     pub fn translate(&self, root: NodeId, _top: u8, va: VirtAddr) -> Option<Mapping> {
@@ -1301,6 +1333,57 @@ mod tests {
             let child = pt.node(node).children.get(idx);
             assert_eq!((e & PTE_PFN_MASK) >> 12, pt.node(child).frame.0, "level {level} entry PFN is the child's frame");
             node = child;
+        }
+    }
+
+    /// `leaf_entry_near` against the whole walk: wherever it answers, the walk from the root
+    /// reads the same entries above the leaf and ends at the entry it gave, however the
+    /// tables changed since (maps, unmaps, freed leaf tables, promotions, demotions), on
+    /// every layout; and it answers for most walks nothing has changed under.
+    #[test]
+    fn a_walk_found_near_the_last_is_the_walk_from_the_root() {
+        let layouts = [Layout::Radix4, Layout::Radix5, Layout::Fpt { nf: 0 }, Layout::Fpt { nf: 1 }, Layout::FptL4L3, Layout::FptL3L2];
+        for layout in layouts {
+            let (mut phys, mut pt, root) = table(layout, &[]);
+            let mut rng = crate::rng::Rng::new(7);
+            // Eight 2 MB regions in two 1 GB ones.
+            let region = |r: u64| ((r % 4) << 21) | ((r / 4) << 30);
+            let mut walks: Vec<(u64, Vec<PhysAddr>, NodeId, u64)> = Vec::new();
+            let mut answered = 0;
+            for step in 0..4000 {
+                let r = rng.below(8);
+                let page = region(r) + (rng.below(512) << 12);
+                match rng.below(10) {
+                    0..=4 => drop(pt.map(&mut phys, root, 4, VirtAddr(page), Frame(page >> 12), PageSize::Size4K, PTE_RW)),
+                    5 => drop(pt.unmap(root, 4, VirtAddr(page), PageSize::Size4K)),
+                    6 => drop(pt.free_empty_leaf_node(&mut phys, root, 4, VirtAddr(region(r)))),
+                    7 => drop(pt.collapse_2m(&mut phys, root, 4, VirtAddr(region(r)), Frame(0x10_0000 + r * 512), PTE_RW)),
+                    8 => drop(pt.split_2m(&mut phys, root, 4, VirtAddr(region(r)))),
+                    _ => drop(pt.map(&mut phys, root, 4, VirtAddr(region(r)), Frame(0x20_0000 + r * 512), PageSize::Size2M, PTE_RW)),
+                }
+                let shape = pt.shape();
+                for (near, path, node, at) in &walks {
+                    let va = near + (rng.below(4096) << 9);
+                    let Some(entry) = pt.leaf_entry_near(*node, VirtAddr(*near), VirtAddr(va), *at) else { continue };
+                    let mut now = Vec::new();
+                    pt.path(root, VirtAddr(va), &mut now);
+                    assert_eq!(now.last(), Some(&entry), "{layout:?} step {step}: the leaf entry of {va:#x}");
+                    assert_eq!(now[..now.len() - 1], path[..path.len() - 1], "{layout:?} step {step}: the entries above it");
+                    answered += 1;
+                }
+                // Remember a new walk now and then; keep a few.
+                if step % 7 == 0 {
+                    let near = region(rng.below(8)) + (rng.below(512) << 12);
+                    let mut path = Vec::new();
+                    pt.path(root, VirtAddr(near), &mut path);
+                    let node = pt.path_with(root, VirtAddr(near), |_| {});
+                    walks.push((near, path, node, shape));
+                    if walks.len() > 6 {
+                        walks.remove(0);
+                    }
+                }
+            }
+            assert!(answered > 200, "{layout:?}: only {answered} walks answered near the last");
         }
     }
 

@@ -73,11 +73,24 @@ pub struct Kernel {
     pub(crate) virt: bool,
     /// Scratch for a kernel software walk's entries (`OsOp::ReadPtes`).
     pub(crate) pte_scratch: Vec<u64>,
-    /// Per hardware context, the address its last software walk was for and the entries it
-    /// read, root first: the kernel's walker keeps the upper levels' entries while it goes
-    /// through one leaf table (PT-Baker's Algorithm 3), so a walk of a higher address reads
-    /// only the entries that differ from the last one's.
-    pub(crate) pte_walked: Vec<(u64, Vec<u64>)>,
+    /// Per hardware context, its last kernel software walk: the kernel's walker keeps the
+    /// upper levels' entries while it goes through one leaf table (PT-Baker's Algorithm 3),
+    /// so a walk of a higher address reads only the entries that differ from the last one's.
+    pub(crate) pte_walked: Vec<SoftWalk>,
+}
+
+/// A kernel software walk ([`crate::os::OsOp::ReadPtes`]): the address, the entries it read,
+/// root first, and where it ended, so that the next walk in the same leaf table need not
+/// follow the tree on the host (the simulated walker does not either: it is in that table).
+#[derive(Default)]
+pub(crate) struct SoftWalk {
+    pub va: u64,
+    pub entries: Vec<u64>,
+    pub space: usize,
+    pub vm: usize,
+    /// The node of the last entry, and the page tables' shape then.
+    pub node: crate::os::pt::NodeId,
+    pub shape: u64,
 }
 
 impl Kernel {
