@@ -12,7 +12,9 @@ met a burst of misses (docs/timing.md, "Calibration against ChampSim").
 from __future__ import annotations
 
 import lzma
+import os
 import struct
+import tempfile
 from pathlib import Path
 
 # ip, is_branch, branch_taken, destination_registers[2], source_registers[4],
@@ -66,7 +68,14 @@ def write(spec: str, path: Path) -> None:
     if name not in GENERATORS:
         raise ValueError(f"unknown synthetic trace {name!r} (known: {', '.join(GENERATORS)})")
     data = GENERATORS[name](**params)
-    tmp = path.with_suffix(".tmp")
-    with lzma.open(tmp, "wb") as f:
-        f.write(data)
-    tmp.replace(path)
+    # (A temporary file of this writer's own: two calibrations recording the same trace at
+    # once each rename a whole file.)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as raw, lzma.open(raw, "wb") as f:
+            f.write(data)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
