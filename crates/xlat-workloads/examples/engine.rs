@@ -1,7 +1,8 @@
 //! Engine throughput on any workload with the default (skylake-like) config:
 //! `cargo run --release -p xlat-workloads --example engine -- SPEC [refs] [warmup] [key=value...]`.
 //! For profiling the engine on real kernels (the `speed` example of xlat-core has GUPS only).
-//! With `XLAT_DUMP=1` it prints every statistic too (to compare builds).
+//! With `XLAT_DUMP=1` it prints every statistic too (to compare builds). What the config runs
+//! beside the program (PT-Baker's helper, stressors: `ptbaker.*`, `pressure`) runs as in `xlat run`.
 use std::time::Instant;
 use xlat_core::{Config, Machine, RunOptions};
 
@@ -12,7 +13,8 @@ fn main() {
     let warmup: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(0);
     let pairs: Vec<(String, String)> = args.iter().skip(4).filter_map(|a| a.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let cfg = Config::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))).expect("config");
-    let (_desc, mut src) = xlat_workloads::open(spec, 1).expect("workload");
+    let (_desc, src) = xlat_workloads::open(spec, 1).expect("workload");
+    let mut src = xlat_workloads::pressure::beside(src, &cfg, 1, Default::default()).expect("helper and stressors");
     let mut m = Machine::new(&cfg, src.streams(), src.regions(), 1).expect("machine");
     m.prefault().expect("prefault");
     let t = Instant::now();
