@@ -82,7 +82,6 @@ pub struct Kernel {
 /// A kernel software walk ([`crate::os::OsOp::ReadPtes`]): the address, the entries it read,
 /// root first, and where it ended, so that the next walk in the same leaf table need not
 /// follow the tree on the host (the simulated walker does not either: it is in that table).
-#[derive(Default)]
 pub(crate) struct SoftWalk {
     pub va: u64,
     pub entries: Vec<u64>,
@@ -91,6 +90,13 @@ pub(crate) struct SoftWalk {
     /// The node of the last entry, and the page tables' shape then.
     pub node: crate::os::pt::NodeId,
     pub shape: u64,
+}
+
+impl Default for SoftWalk {
+    /// No walk yet: no node, so the next walk starts at the root.
+    fn default() -> SoftWalk {
+        SoftWalk { va: 0, entries: Vec::new(), space: 0, vm: 0, node: crate::os::pt::NO_NODE, shape: 0 }
+    }
 }
 
 impl Kernel {
