@@ -126,6 +126,10 @@ impl KernelImpl for HashJoin {
         // Build: each thread inserts its slice of the inner relation at the chain heads.
         interleave(rec, &static_split(self.build, self.threads), 512, |rec, _t, lo, hi| {
             for i in lo..hi {
+                // (The bucket a few tuples on, read at random in host memory: prefetched.)
+                if let Some(&ahead) = keys.get(i as usize + 16) {
+                    xlat_core::prefetch(heads.as_ptr().wrapping_add(hash(ahead, shift) as usize));
+                }
                 let k = keys[i as usize];
                 let tuple = rec.here();
                 let c = cost::BUILD;
