@@ -528,8 +528,12 @@ impl MemorySide {
     fn prefetch_line(&mut self, k: usize, line: u64, into: Entry, t: u64) {
         let owner = k as u8;
         let core = &self.cores[k];
+        // (A stream's next line is mostly there already: the level it goes to is asked first.)
+        if into == Entry::L1d && core.l1d.contains(line) {
+            return;
+        }
         let in_l2 = core.l2.contains(line);
-        if in_l2 && into == Entry::L2 || into == Entry::L1d && core.l1d.contains(line) {
+        if in_l2 && into == Entry::L2 {
             return;
         }
         let mut moved_dirty = false;

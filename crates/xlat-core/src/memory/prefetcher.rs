@@ -50,11 +50,14 @@ pub struct Prefetch {
     degree: usize,
     tracks: [Track; PAGES],
     clock: u64,
+    /// The track used last: a stream trains on one page many times in a row, so it is asked
+    /// first (a page is in one track at most, so the answer is the search's).
+    recent: usize,
 }
 
 impl Prefetch {
     pub fn new(kind: Kind, degree: u64) -> Prefetch {
-        Prefetch { kind, degree: (degree as usize).min(MAX_DEGREE), tracks: [Track::default(); PAGES], clock: 0 }
+        Prefetch { kind, degree: (degree as usize).min(MAX_DEGREE), tracks: [Track::default(); PAGES], clock: 0, recent: 0 }
     }
 
     pub fn enabled(&self) -> bool {
@@ -69,11 +72,14 @@ impl Prefetch {
         }
         self.clock += 1;
         let (page, at) = (line / LINES_PER_PAGE as u64 + 1, (line % LINES_PER_PAGE as u64) as i64);
-        let Some(i) = self.tracks.iter().position(|t| t.page == page) else {
+        let found = if self.tracks[self.recent].page == page { Some(self.recent) } else { self.tracks.iter().position(|t| t.page == page) };
+        let Some(i) = found else {
             let lru = (0..PAGES).min_by_key(|&i| self.tracks[i].stamp).expect("PAGES > 0");
             self.tracks[lru] = Track { page, last: at, step: 0, confirmed: false, stamp: self.clock };
+            self.recent = lru;
             return 0;
         };
+        self.recent = i;
         let t = &mut self.tracks[i];
         t.stamp = self.clock;
         if at == t.last {

@@ -331,12 +331,11 @@ impl Kernel {
             }
         };
         last.va = r.va;
-        // (At most one entry a level; copied out, as a guest's entries need `self`.)
-        let mut read = [0u64; 8];
         let n = last.entries.len() - kept;
-        read[..n].copy_from_slice(&last.entries[kept..]);
         let mut result = Ok(());
-        for (i, &entry) in read[..n].iter().enumerate() {
+        for i in 0..n {
+            // (Taken one at a time, as a guest's entries need `self`.)
+            let entry = self.pte_walked[c].entries[kept + i];
             let line = if self.virt {
                 match self.host_line(c, entry, hw, port) {
                     Ok(line) => line,

@@ -502,6 +502,9 @@ pub struct Window {
     rob: u64,
     /// Dispatch clock in 1/width cycles.
     dispatch_x: u64,
+    /// The cycle of `dispatch_x` (`now()`), kept as it changes: the run loop asks every core's
+    /// clock at every reference, and a division by a width of 6 is not free.
+    now: u64,
     /// Index of the last instruction dispatched.
     instr: u64,
     /// Memory references in the window: (instruction index, retire cycle), oldest first.
@@ -662,6 +665,7 @@ impl Window {
             width_shift: if width.is_power_of_two() { width.trailing_zeros() } else { u32::MAX },
             rob,
             dispatch_x: 0,
+            now: 0,
             instr: 0,
             inflight: Ring::new(rob as usize + 1),
             last_retire: 0,
@@ -679,7 +683,8 @@ impl Window {
     /// The core's local clock: the cycle at which it dispatches its next instruction.
     #[inline]
     pub fn now(&self) -> u64 {
-        self.cycle_of(self.dispatch_x)
+        debug_assert_eq!(self.now, self.cycle_of(self.dispatch_x));
+        self.now
     }
 
     #[inline]
@@ -726,6 +731,7 @@ impl Window {
                 self.dispatch_x = t * self.width;
             }
         }
+        self.now = t;
         let k = u64::from(producer);
         if k > 0 && k <= self.done {
             t = t.max(self.completes[((self.done - k) & 255) as usize]);
@@ -797,6 +803,7 @@ impl Window {
         let t = t.max(self.last_retire);
         if t * self.width > self.dispatch_x {
             self.dispatch_x = t * self.width;
+            self.now = t;
         }
     }
 }
