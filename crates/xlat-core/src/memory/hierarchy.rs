@@ -6,7 +6,7 @@
 use crate::memory::cache::{Cache, CacheParams, Victim};
 use crate::memory::dram::Dram;
 use crate::memory::port::{MemPort, Steer, Table};
-use crate::memory::prefetcher::{Prefetch, MAX_DEGREE};
+use crate::memory::prefetcher::Prefetch;
 use crate::memory::repl::csalt::Criticality;
 use crate::memory::repl::LineKind;
 use crate::memory::repl::Policy;
@@ -508,14 +508,14 @@ impl MemorySide {
     #[inline(never)]
     fn prefetch_after(&mut self, c: usize, line: u64, served: Served, t: u64) {
         let k = self.core_of(c);
-        let mut lines = [0; MAX_DEGREE];
-        let n = self.cores[k].pf_l1d.train(line, &mut lines);
-        for &l in &lines[..n] {
-            self.prefetch_line(k, l, Entry::L1d, t);
+        for l in self.cores[k].pf_l1d.train(line) {
+            // (A stream's next line is mostly there already: asked before the call.)
+            if !self.cores[k].l1d.contains(l) {
+                self.prefetch_line(k, l, Entry::L1d, t);
+            }
         }
         if served != Served::L1 {
-            let n = self.cores[k].pf_l2.train(line, &mut lines);
-            for &l in &lines[..n] {
+            for l in self.cores[k].pf_l2.train(line) {
                 self.prefetch_line(k, l, Entry::L2, t);
             }
         }
@@ -528,10 +528,8 @@ impl MemorySide {
     fn prefetch_line(&mut self, k: usize, line: u64, into: Entry, t: u64) {
         let owner = k as u8;
         let core = &self.cores[k];
-        // (A stream's next line is mostly there already: the level it goes to is asked first.)
-        if into == Entry::L1d && core.l1d.contains(line) {
-            return;
-        }
+        // (`prefetch_after` asked the L1D for a line bound there.)
+        debug_assert!(into == Entry::L2 || !core.l1d.contains(line));
         let in_l2 = core.l2.contains(line);
         if in_l2 && into == Entry::L2 {
             return;

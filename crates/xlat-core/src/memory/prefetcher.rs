@@ -26,7 +26,7 @@ component! {
 /// Pages tracked at once.
 const PAGES: usize = 16;
 /// Most lines one access may prefetch (`cache.<c>.prefetch_degree` is at most this).
-pub const MAX_DEGREE: usize = 16;
+const MAX_DEGREE: usize = 16;
 const LINES_PER_PAGE: i64 = 64;
 /// The longest step a stream may take, in lines.
 pub const STREAM_WINDOW: i64 = 4;
@@ -43,6 +43,33 @@ struct Track {
     confirmed: bool,
     /// Last use, for LRU replacement.
     stamp: u64,
+}
+
+/// The lines an access names to prefetch: `left` more, from `next` on, `step` lines apart.
+#[derive(Clone, Copy, Debug)]
+pub struct Lines {
+    next: u64,
+    step: i64,
+    left: usize,
+}
+
+impl Lines {
+    const NONE: Lines = Lines { next: 0, step: 0, left: 0 };
+}
+
+impl Iterator for Lines {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        if self.left == 0 {
+            return None;
+        }
+        let line = self.next;
+        self.next = line.wrapping_add_signed(self.step);
+        self.left -= 1;
+        Some(line)
+    }
 }
 
 pub struct Prefetch {
@@ -64,11 +91,10 @@ impl Prefetch {
         self.kind != Kind::None
     }
 
-    /// Learn from an access to `line`; write the lines to prefetch into `out` and return how
-    /// many.
-    pub fn train(&mut self, line: u64, out: &mut [u64; MAX_DEGREE]) -> usize {
+    /// Learn from an access to `line`; returns the lines to prefetch.
+    pub fn train(&mut self, line: u64) -> Lines {
         if self.kind == Kind::None {
-            return 0;
+            return Lines::NONE;
         }
         self.clock += 1;
         let (page, at) = (line / LINES_PER_PAGE as u64 + 1, (line % LINES_PER_PAGE as u64) as i64);
@@ -77,13 +103,13 @@ impl Prefetch {
             let lru = (0..PAGES).min_by_key(|&i| self.tracks[i].stamp).expect("PAGES > 0");
             self.tracks[lru] = Track { page, last: at, step: 0, confirmed: false, stamp: self.clock };
             self.recent = lru;
-            return 0;
+            return Lines::NONE;
         };
         self.recent = i;
         let t = &mut self.tracks[i];
         t.stamp = self.clock;
         if at == t.last {
-            return 0;
+            return Lines::NONE;
         }
         let step = match self.kind {
             Kind::Stream if (at - t.last).abs() > STREAM_WINDOW => 0,
@@ -94,19 +120,11 @@ impl Prefetch {
         t.step = step;
         t.last = at;
         if !t.confirmed {
-            return 0;
+            return Lines::NONE;
         }
-        let base = line as i64 - at;
-        let mut n = 0;
-        for k in 1..=self.degree as i64 {
-            let next = at + step * k;
-            if !(0..LINES_PER_PAGE).contains(&next) {
-                break;
-            }
-            out[n] = (base + next) as u64;
-            n += 1;
-        }
-        n
+        // The next `degree` lines along the step, as many as stay in the page.
+        let room = if step > 0 { (LINES_PER_PAGE - 1 - at) / step } else { at / -step };
+        Lines { next: line.wrapping_add_signed(step), step, left: self.degree.min(room as usize) }
     }
 }
 
@@ -116,14 +134,7 @@ mod tests {
 
     fn run(kind: Kind, degree: u64, lines: &[u64]) -> Vec<Vec<u64>> {
         let mut p = Prefetch::new(kind, degree);
-        let mut out = [0; MAX_DEGREE];
-        lines
-            .iter()
-            .map(|&l| {
-                let n = p.train(l, &mut out);
-                out[..n].to_vec()
-            })
-            .collect()
+        lines.iter().map(|&l| p.train(l).collect()).collect()
     }
 
     #[test]
@@ -153,20 +164,18 @@ mod tests {
     #[test]
     fn pages_are_tracked_apart_and_the_least_recent_is_forgotten() {
         let mut p = Prefetch::new(Kind::Stream, 1);
-        let mut out = [0; MAX_DEGREE];
         // Interleaved streams in two pages each prefetch.
-        let mut got = vec![];
+        let mut got: Vec<Vec<u64>> = vec![];
         for l in [0, 64, 1, 65, 2, 66] {
-            let n = p.train(l, &mut out);
-            got.push(out[..n].to_vec());
+            got.push(p.train(l).collect());
         }
         assert_eq!(got[4..], [vec![3], vec![67]]);
         // Sixteen other pages push page 0 out: its stream starts over.
         for pg in 2..18u64 {
-            p.train(pg * 64, &mut out);
+            p.train(pg * 64);
         }
-        assert_eq!(p.train(3, &mut out), 0);
-        assert_eq!(p.train(4, &mut out), 0);
-        assert_eq!(p.train(5, &mut out), 1);
+        assert_eq!(p.train(3).count(), 0);
+        assert_eq!(p.train(4).count(), 0);
+        assert_eq!(p.train(5).count(), 1);
     }
 }
