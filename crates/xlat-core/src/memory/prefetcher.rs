@@ -55,6 +55,13 @@ pub struct Lines {
 
 impl Lines {
     const NONE: Lines = Lines { next: 0, step: 0, left: 0 };
+
+    /// The next `degree` lines from `line` along `step` (not 0), as many as stay in its page.
+    fn along(line: u64, step: i64, degree: usize) -> Lines {
+        let at = (line % LINES_PER_PAGE as u64) as i64;
+        let room = if step > 0 { (LINES_PER_PAGE - 1 - at) / step } else { at / -step };
+        Lines { next: line.wrapping_add_signed(step), step, left: degree.min(room as usize) }
+    }
 }
 
 impl Iterator for Lines {
@@ -122,9 +129,7 @@ impl Prefetch {
         if !t.confirmed {
             return Lines::NONE;
         }
-        // The next `degree` lines along the step, as many as stay in the page.
-        let room = if step > 0 { (LINES_PER_PAGE - 1 - at) / step } else { at / -step };
-        Lines { next: line.wrapping_add_signed(step), step, left: self.degree.min(room as usize) }
+        Lines::along(line, step, self.degree)
     }
 }
 
@@ -135,6 +140,27 @@ mod tests {
     fn run(kind: Kind, degree: u64, lines: &[u64]) -> Vec<Vec<u64>> {
         let mut p = Prefetch::new(kind, degree);
         lines.iter().map(|&l| p.train(l).collect()).collect()
+    }
+
+    /// `Lines::along` names what stepping one line at a time and stopping at the page's edge
+    /// names, for every line of a page, step and degree.
+    #[test]
+    fn lines_along_a_step_stop_at_the_page() {
+        for line in 192..256u64 {
+            for step in (-70..=70i64).filter(|&s| s != 0) {
+                for degree in 1..=MAX_DEGREE {
+                    let mut want = vec![];
+                    for k in 1..=degree as i64 {
+                        let next = line as i64 + step * k;
+                        if next / 64 != line as i64 / 64 {
+                            break;
+                        }
+                        want.push(next as u64);
+                    }
+                    assert_eq!(Lines::along(line, step, degree).collect::<Vec<_>>(), want, "{line} {step} {degree}");
+                }
+            }
+        }
     }
 
     #[test]
