@@ -19,6 +19,9 @@ pub fn derive(seed: u64, tag: u64) -> u64 {
     splitmix64(&mut s)
 }
 
+/// How many swaps ahead [`Rng::shuffle`] draws.
+const SHUFFLE_AHEAD: usize = 16;
+
 /// xoshiro256++: fast, small state, good statistical quality; enough for workload inputs.
 #[derive(Clone, Debug)]
 pub struct Rng {
@@ -61,35 +64,31 @@ impl Rng {
     /// Fisher-Yates shuffle.
     pub fn shuffle<T>(&mut self, v: &mut [T]) {
         // (A large slice's swaps go to random places of host memory, one miss each: the draws
-        // do not depend on the data, so they are made `AHEAD` swaps early and their elements
-        // prefetched. The same draws in the same order: the same permutation.)
-        const AHEAD: usize = 16;
-        let n = v.len();
-        if n <= 1 << 16 {
-            for i in (1..n).rev() {
-                let j = self.below(i as u64 + 1) as usize;
-                v.swap(i, j);
-            }
-            return;
+        // do not depend on the data, so they are made up to `SHUFFLE_AHEAD` swaps early and
+        // their elements prefetched. The same draws in the same order: the same permutation.)
+        let mut drawn = [0usize; SHUFFLE_AHEAD];
+        // The next `i` to draw a partner for, `len - 1` down to 1 (0: all drawn).
+        let mut d = v.len().saturating_sub(1);
+        for _ in 0..SHUFFLE_AHEAD.min(d) {
+            self.draw(&mut d, &mut drawn, v);
         }
-        let mut drawn = [0usize; AHEAD];
-        // The next `i` to draw a partner for: `n - 1` down to 1, `AHEAD` ahead of the swaps.
-        let mut d = n - 1;
-        for _ in 0..AHEAD {
-            drawn[d % AHEAD] = self.below(d as u64 + 1) as usize;
-            xlat_core::prefetch(&v[drawn[d % AHEAD]]);
-            d -= 1;
-        }
-        for i in (1..n).rev() {
-            // (`i - AHEAD` shares `i`'s slot: taken before it is drawn.)
-            let j = drawn[i % AHEAD];
+        for i in (1..v.len()).rev() {
+            // (`i - SHUFFLE_AHEAD` shares `i`'s slot: taken before it is drawn.)
+            let j = drawn[i % SHUFFLE_AHEAD];
             if d >= 1 {
-                drawn[d % AHEAD] = self.below(d as u64 + 1) as usize;
-                xlat_core::prefetch(&v[drawn[d % AHEAD]]);
-                d -= 1;
+                self.draw(&mut d, &mut drawn, v);
             }
             v.swap(i, j);
         }
+    }
+
+    /// Draw the shuffle's partner for `d` and prefetch it; `d` moves down one.
+    #[inline]
+    fn draw<T>(&mut self, d: &mut usize, drawn: &mut [usize; SHUFFLE_AHEAD], v: &[T]) {
+        let j = self.below(*d as u64 + 1) as usize;
+        drawn[*d % SHUFFLE_AHEAD] = j;
+        xlat_core::prefetch(&v[j]);
+        *d -= 1;
     }
 }
 

@@ -521,8 +521,8 @@ impl MemorySide {
         }
     }
 
-    /// Prefetch data `line` into core `k`'s L1D or L2 (`into`) at `t`, unless it is there:
-    /// from L2, the LLC or DRAM, filling each level on the way back as a demand miss would,
+    /// Prefetch data `line` into core `k`'s L1D (which the caller found without it) or L2
+    /// (unless it is there) at `t`: from L2, the LLC or DRAM, filling each level on the way back as a demand miss would,
     /// without counting as a demand access. With in-flight state, demand accesses that need
     /// the line before it lands wait for it.
     fn prefetch_line(&mut self, k: usize, line: u64, into: Entry, t: u64) {
