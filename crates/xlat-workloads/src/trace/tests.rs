@@ -509,6 +509,9 @@ fn record_kernel_and_read_back_identically() {
     assert_eq!(record(&mut *src, &tmp("lim.xtr"), Some(12345)).unwrap(), 12345);
 }
 
+/// A FIFO written a line at a time, as valgrind's lackey writes it (and with pauses, so that
+/// the reader finds it empty and waits for it to fill), converts to the same trace as the
+/// file it came from.
 #[test]
 fn lackey_through_a_fifo() {
     let fifo = tmp("fifo");
@@ -517,18 +520,29 @@ fn lackey_through_a_fifo() {
         eprintln!("mkfifo unavailable; skipping");
         return;
     }
+    let text = LACKEY.repeat(1000);
+    let file = tmp("lackey.txt");
+    std::fs::write(&file, &text).unwrap();
     let f2 = fifo.clone();
     let writer = std::thread::spawn(move || {
         let mut f = std::fs::OpenOptions::new().write(true).open(&f2).unwrap();
-        for _ in 0..1000 {
-            f.write_all(LACKEY.as_bytes()).unwrap();
+        for (i, line) in text.split_inclusive('\n').enumerate() {
+            f.write_all(line.as_bytes()).unwrap();
+            if i % 2000 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(3));
+            }
         }
     });
+    // (One description for both, so that the files can be compared whole.)
+    let opts = LackeyOptions { desc: Some("lackey".into()), ..LackeyOptions::default() };
     let out = tmp("conv.xtr");
-    let n = lackey_to_native(&fifo, &out).unwrap();
+    let n = lackey_to_native_until(&fifo, &out, &opts, &AtomicBool::new(false)).unwrap();
     writer.join().unwrap();
     assert_eq!(n, 6000);
     assert_eq!(decode_bytes(None, &std::fs::read(&out).unwrap()).unwrap(), 6000);
+    let from_file = tmp("file.xtr");
+    assert_eq!(lackey_to_native_until(&file, &from_file, &opts, &AtomicBool::new(false)).unwrap(), 6000);
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&from_file).unwrap());
 }
 
 /// Every format under every compression, with a name that says nothing (or the wrong thing),
