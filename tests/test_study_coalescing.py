@@ -100,3 +100,28 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
         # xz, traced and run on every column, relinked or not.
         assert "### xz (traced)" in text and "### The linker's max-page-size (Fig. 1)" in text
         assert (res.report.parent / "l1i_misses.png").is_file()
+
+
+def test_a_trace_is_named_by_how_it_is_made(tmp_path):
+    """A trace made another way (another input, start-up or length) is not reused; the same
+    recipe in another store gives the same name."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("coalescing_prepare", STUDY / "prepare.py")
+    prep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prep)
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "prog.js").write_text("1")
+    (b / "prog.js").write_text("1")
+    name = prep._recipe(["/usr/bin/node", str(a / "prog.js")], 100, 10)
+    assert name == prep._recipe(["/usr/bin/node", str(b / "prog.js")], 100, 10)
+    assert name != prep._recipe(["/usr/bin/node", str(a / "prog.js")], 200, 10)
+    assert name != prep._recipe(["/usr/bin/node", str(a / "prog.js")], 100, 20)
+    assert name != prep._recipe(["/usr/bin/node", "--single-threaded", str(a / "prog.js")], 100, 10)
+    (a / "prog.js").write_text("2")
+    assert name != prep._recipe(["/usr/bin/node", str(a / "prog.js")], 100, 10)
+    # (An input inside an argument, as sqlite's `.read FILE`, counts too.)
+    sql = prep._recipe(["/usr/bin/sqlite3", f".read {a / 'prog.js'}"], 0, 1)
+    (a / "prog.js").write_text("3")
+    assert sql != prep._recipe(["/usr/bin/sqlite3", f".read {a / 'prog.js'}"], 0, 1)

@@ -6,18 +6,22 @@ out, and the report says so.
 
 The paper's programs (T3) and what stands in for them:
 - Clang compiling SQLite: GCC's `cc1` compiling a generated 4,000-function C file (-O2);
-- Node.js: `node` running a generated JavaScript program (objects, maps, JSON, closures),
-  whose JIT code lives in anonymous memory;
+- Node.js (the paper runs a React server-side-rendering benchmark): `node` rendering pages of
+  a generated product catalog to HTML through function components, as React's
+  `renderToString` does, its JIT code in anonymous memory; traced past its start-up and the
+  catalog's build, in the rendering's steady state (`SKIP_FULL`);
 - sqlite, a Python interpreter and xz, which the issue adds: `sqlite3` building, indexing and
   querying a 200,000-row table, `python3` running a generated script, `xz -6` compressing
   4 MB of generated text.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 #: References left out at the start of each program (its dynamic loading and start-up: traced
@@ -26,6 +30,13 @@ SKIP = {False: 40_000_000, True: 2_000_000}
 REFS = {False: 30_000_000, True: 3_000_000}
 WARMUP = {False: "10M", True: "1M"}
 MEASURED = {False: "20M", True: "2M"}
+#: Programs whose start-up is longer, in the full study. node: its own start-up is 691 M
+#: references under valgrind (504 M instructions, `valgrind --tool=lackey --trace-mem=no node
+#: --single-threaded` on an empty script), the catalog's build 265 M instructions more and
+#: the first ten pages, while V8 compiles the renderer, 164 M more: 934 M instructions, 1.28 G
+#: references at node's 1.37 references an instruction. (Tracing them takes valgrind about
+#: 16 minutes, on one core while the others are traced on the other.)
+SKIP_FULL = {"node": 1_300_000_000}
 
 
 def _c_source() -> str:
@@ -52,29 +63,61 @@ unsigned long f{i}(unsigned long x, const int *v, size_t n) {{
 
 
 def _js_source() -> str:
+    """The paper's React server-side-rendering benchmark, in the small: no React, the same work."""
     return """
-const rows = [];
+'use strict';
+const PRODUCTS = 20000, PAGES = 200;
+// Server-side rendering in the manner of React's renderToString: function components turn a
+// catalog of 20,000 products (14 MB of objects) into element trees, rendered to escaped HTML,
+// a page of 24 random products a request.
 let seed = 12345;
 const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648);
-for (let i = 0; i < 200000; i++) rows.push({ id: i, key: 'k' + (rnd() % 50000), v: rnd() % 1000 });
-const groups = new Map();
-for (const r of rows) {
-  const g = groups.get(r.key) || { n: 0, sum: 0, items: [] };
-  g.n += 1; g.sum += r.v; g.items.push(r.id);
-  groups.set(r.key, g);
+const words = ['page', 'table', 'walk', 'entry', 'frame', 'coalesce', 'reserve', 'promote', 'linker', 'segment', '<b>', '&amp', '"q"'];
+const text = n => { let s = ''; for (let i = 0; i < n; i++) s += words[rnd() % words.length] + ' '; return s; };
+// Strings from small pools, so that building the catalog costs little beside the rendering.
+const names = Array.from({ length: 400 }, () => text(3));
+const descriptions = Array.from({ length: 400 }, () => text(20));
+const bodies = Array.from({ length: 400 }, () => text(8));
+function product(i) {
+  const tags = [], reviews = [];
+  for (let k = 1 + rnd() % 5; k > 0; k--) tags.push(words[rnd() % words.length]);
+  for (let k = rnd() % 6; k > 0; k--) reviews.push({ user: 'u' + (rnd() % 5000), stars: 1 + rnd() % 5, body: bodies[rnd() % 400] });
+  return { id: i, name: names[rnd() % 400], description: descriptions[rnd() % 400], price: (rnd() % 100000) / 100, tags, reviews };
 }
-const text = JSON.stringify([...groups.entries()].slice(0, 20000));
-const back = JSON.parse(text);
-const words = text.split(/[^a-z0-9]+/).filter(w => w.length > 2);
-const counts = {};
-for (const w of words) counts[w] = (counts[w] || 0) + 1;
-const top = Object.entries(counts).sort((a, b) => b[1] - a[1]).slice(0, 10);
-class Shape { area() { return 0; } }
-class Sq extends Shape { constructor(s) { super(); this.s = s; } area() { return this.s * this.s; } }
-class Ci extends Shape { constructor(r) { super(); this.r = r; } area() { return 3.14159 * this.r * this.r; } }
-let total = 0;
-for (let i = 0; i < 2000000; i++) total += (i & 1 ? new Sq(i % 7) : new Ci(i % 5)).area();
-console.log(back.length, top.length, total > 0);
+const catalog = [];
+for (let i = 0; i < PRODUCTS; i++) catalog.push(product(i));
+const h = (type, props, ...children) => ({ type, props: props || {}, children: children.flat() });
+const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const esc = s => String(s).replace(/[&<>"']/g, c => ESC[c]);
+function render(node) {
+  if (node === null || node === undefined || node === false) return '';
+  if (typeof node === 'string' || typeof node === 'number') return esc(node);
+  if (typeof node.type === 'function') return render(node.type({ ...node.props, children: node.children }));
+  let attrs = '';
+  for (const k in node.props) {
+    if (k !== 'key') attrs += ' ' + (k === 'className' ? 'class' : k) + '="' + esc(node.props[k]) + '"';
+  }
+  let inner = '';
+  for (const c of node.children) inner += render(c);
+  return '<' + node.type + attrs + '>' + inner + '</' + node.type + '>';
+}
+const Stars = ({ n }) => h('span', { className: 'stars', title: n + ' of 5' }, '*'.repeat(n));
+const Review = ({ r }) => h('li', { className: 'review' }, h('b', null, r.user), Stars({ n: r.stars }), h('p', null, r.body));
+const Tag = ({ t }) => h('a', { href: '/tag/' + t, className: 'tag' }, t);
+const Product = ({ p }) => h('article', { className: 'product', id: 'p' + p.id },
+  h('h2', null, p.name), h('p', { className: 'price' }, '$' + p.price.toFixed(2)), h('p', null, p.description),
+  h('div', { className: 'tags' }, p.tags.map(t => h(Tag, { t, key: t }))),
+  p.reviews.length ? h('ul', null, p.reviews.map((r, i) => h(Review, { r, key: i }))) : null);
+const Page = ({ items, n }) => h('html', null, h('head', null, h('title', null, 'Catalog page ' + n)),
+  h('body', null, h('nav', null, [1, 2, 3, 4, 5].map(k => h('a', { href: '/page/' + (n + k), key: k }, 'next ' + k))),
+    h('main', null, items.map(p => h(Product, { p, key: p.id })))));
+let bytes = 0;
+for (let n = 0; n < PAGES; n++) {
+  const items = [];
+  for (let i = 0; i < 24; i++) items.push(catalog[rnd() % catalog.length]);
+  bytes += render(h(Page, { items, n })).length;
+}
+console.log(catalog.length, bytes);
 """
 
 
@@ -131,7 +174,10 @@ def _programs(inputs: Path) -> dict[str, list[str]]:
             progs["cc1"] = [cc1, "-quiet", "-O2", str(inputs / "prog.c"), "-o", os.devnull]
     if shutil.which("node"):
         (inputs / "prog.js").write_text(_js_source())
-        progs["node"] = [shutil.which("node"), str(inputs / "prog.js")]
+        # --single-threaded: V8's garbage collection and compilation on the program's one thread
+        # (the paper's Node.js runs one), not on helper threads whose references valgrind would
+        # interleave with its own, in an order that depends on the host's timing.
+        progs["node"] = [shutil.which("node"), "--single-threaded", str(inputs / "prog.js")]
     if shutil.which("sqlite3"):
         (inputs / "prog.sql").write_text(_sql_script())
         progs["sqlite"] = [shutil.which("sqlite3"), ":memory:", f".read {inputs / 'prog.sql'}"]
@@ -147,6 +193,43 @@ def _programs(inputs: Path) -> dict[str, list[str]]:
     return progs
 
 
+def _skip(name: str, quick: bool, refs: int | None) -> int:
+    """The references of ``name``'s start-up left out of its trace."""
+    if refs is not None:
+        return 0
+    if quick:
+        return SKIP[True]
+    return SKIP_FULL.get(name, SKIP[False])
+
+
+def _recipe(cmd: list[str], skip: int, refs: int) -> str:
+    """A digest of what makes a trace (the command, its input files' contents, the references
+    left out and kept), naming the file: a trace made another way is not reused."""
+    h = hashlib.sha256(f"{skip} {refs}".encode())
+    for arg in cmd:
+        # (Paths by their names and contents: where the store lies does not matter. An input
+        # may sit inside an argument, as sqlite's `.read FILE`.)
+        for word in arg.split(" "):
+            h.update(b"\0" + os.path.basename(word).encode())
+            if os.path.isfile(word) and not os.access(word, os.X_OK):
+                h.update(Path(word).read_bytes())
+    return h.hexdigest()[:10]
+
+
+def _trace(name: str, cmd: list[str], trace: Path, quick: bool, refs: int | None, inputs: Path) -> str | None:
+    """Trace one program into ``trace``; the reason in one line if it failed."""
+    n = refs if refs is not None else REFS[quick]
+    run = [sys.executable, "-c", "from xlat.cli import main; main()", "trace", "-o", str(trace),
+           "--skip", str(_skip(name, quick, refs)), "--refs", str(n), "--", *cmd]
+    # setarch -R: no address randomization, so that a program traced again lies where it did.
+    if shutil.which("setarch"):
+        run = ["setarch", "-R", *run]
+    p = subprocess.run(run, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=inputs)
+    if p.returncode != 0 or not trace.is_file():
+        return (p.stderr.strip().splitlines() or ["no output"])[-1]
+    return None
+
+
 def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int | None = None) -> list[dict]:
     """Trace the programs (those not traced yet; ``only`` these, if given) into
     ``out_dir/traces`` and return their ``[[traces]]`` tables: the whole trace, its first part
@@ -157,28 +240,19 @@ def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int 
     tdir = Path(out_dir) / "traces"
     inputs = tdir / "inputs"
     inputs.mkdir(parents=True, exist_ok=True)
-    suffix = ".quick" if quick else ""
-    if refs is not None:
-        suffix = f".{refs}"
+    progs = {name: cmd for name, cmd in _programs(inputs).items() if only is None or name in only}
+    path = {name: tdir / f"{name}.{_recipe(progs[name], _skip(name, quick, refs), refs if refs is not None else REFS[quick])}.xtr" for name in progs}
+    todo = [name for name in progs if not (path[name].is_file() and Path(f"{path[name]}.maps").is_file())]
+    # valgrind runs a program on one core, so two trace at a time, the longest first.
+    todo.sort(key=lambda name: -_skip(name, quick, refs))
+    with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as pool:
+        failed = {name: err for name, err in zip(todo, pool.map(lambda name: _trace(name, progs[name], path[name], quick, refs, inputs), todo)) if err}
     out = []
-    for name, cmd in _programs(inputs).items():
-        if only is not None and name not in only:
-            continue
-        trace = tdir / f"{name}{suffix}.xtr"
-        if not (trace.is_file() and Path(f"{trace}.maps").is_file()):
-            skip, n = (0, refs) if refs is not None else (SKIP[quick], REFS[quick])
-            run = [sys.executable, "-c", "from xlat.cli import main; main()", "trace", "-o", str(trace),
-                   "--skip", str(skip), "--refs", str(n), "--", *cmd]
-            # setarch -R: no address randomization, so that a program traced again lies where it did.
-            if shutil.which("setarch"):
-                run = ["setarch", "-R", *run]
-            p = subprocess.run(run, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=inputs)
-            if p.returncode != 0 or not trace.is_file():
-                last = (p.stderr.strip().splitlines() or ["no output"])[-1]
-                print(f"xlat: coalescing: tracing {name} failed ({last}); the study runs without it", file=sys.stderr)
-                continue
-        if refs is not None:
-            out.append({"path": str(trace), "label": name, "refs": refs // 2, "warmup": refs - refs // 2, "prefault": False})
+    for name in progs:
+        if name in failed:
+            print(f"xlat: coalescing: tracing {name} failed ({failed[name]}); the study runs without it", file=sys.stderr)
+        elif refs is not None:
+            out.append({"path": str(path[name]), "label": name, "refs": refs // 2, "warmup": refs - refs // 2, "prefault": False})
         else:
-            out.append({"path": str(trace), "label": name, "refs": MEASURED[quick], "warmup": WARMUP[quick], "prefault": False})
+            out.append({"path": str(path[name]), "label": name, "refs": MEASURED[quick], "warmup": WARMUP[quick], "prefault": False})
     return out
