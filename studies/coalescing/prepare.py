@@ -32,11 +32,12 @@ WARMUP = {False: "10M", True: "1M"}
 MEASURED = {False: "20M", True: "2M"}
 #: Programs whose start-up is longer, in the full study. node: its own start-up is 691 M
 #: references under valgrind (504 M instructions, `valgrind --tool=lackey --trace-mem=no node
-#: --single-threaded` on an empty script), the catalog's build 265 M instructions more and
-#: the first ten pages, while V8 compiles the renderer, 164 M more: 934 M instructions, 1.28 G
-#: references at node's 1.37 references an instruction. (Tracing them takes valgrind about
-#: 16 minutes, on one core while the others are traced on the other.)
-SKIP_FULL = {"node": 1_300_000_000}
+#: --single-threaded` on an empty script), the catalog's build 270 M instructions more, and
+#: the first pages, while V8 compiles the renderer, 19 M instructions a page, then 3.5-5 M
+#: (994 M instructions after 20 pages, at node's 1.37 references an instruction 1.36 G
+#: references). Tracing that far takes valgrind about 15 minutes on one core, while the
+#: other programs are traced on the other.
+SKIP_FULL = {"node": 1_360_000_000}
 
 
 def _c_source() -> str:
@@ -87,8 +88,30 @@ function product(i) {
 const catalog = [];
 for (let i = 0; i < PRODUCTS; i++) catalog.push(product(i));
 const h = (type, props, ...children) => ({ type, props: props || {}, children: children.flat() });
-const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-const esc = s => String(s).replace(/[&<>"']/g, c => ESC[c]);
+// React's escapeTextForBrowser: one regular-expression search, then a loop over the rest only
+// if something needs escaping.
+const matchHtml = /["'&<>]/;
+function esc(value) {
+  const str = '' + value;
+  const match = matchHtml.exec(str);
+  if (!match) return str;
+  let html = '', last = 0, i;
+  for (i = match.index; i < str.length; i++) {
+    let e;
+    switch (str.charCodeAt(i)) {
+      case 34: e = '&quot;'; break;
+      case 38: e = '&amp;'; break;
+      case 39: e = '&#x27;'; break;
+      case 60: e = '&lt;'; break;
+      case 62: e = '&gt;'; break;
+      default: continue;
+    }
+    if (last !== i) html += str.slice(last, i);
+    last = i + 1;
+    html += e;
+  }
+  return last !== i ? html + str.slice(last, i) : html;
+}
 function render(node) {
   if (node === null || node === undefined || node === false) return '';
   if (typeof node === 'string' || typeof node === 'number') return esc(node);
