@@ -239,11 +239,15 @@ def _recipe(cmd: list[str], skip: int, refs: int) -> str:
     return h.hexdigest()[:10]
 
 
+def _length(quick: bool, refs: int | None) -> int:
+    """The references of a trace (after its start-up)."""
+    return refs if refs is not None else REFS[quick]
+
+
 def _trace(name: str, cmd: list[str], trace: Path, quick: bool, refs: int | None, inputs: Path) -> str | None:
     """Trace one program into ``trace``; the reason in one line if it failed."""
-    n = refs if refs is not None else REFS[quick]
     run = [sys.executable, "-c", "from xlat.cli import main; main()", "trace", "-o", str(trace),
-           "--skip", str(_skip(name, quick, refs)), "--refs", str(n), "--", *cmd]
+           "--skip", str(_skip(name, quick, refs)), "--refs", str(_length(quick, refs)), "--", *cmd]
     # setarch -R: no address randomization, so that a program traced again lies where it did.
     if shutil.which("setarch"):
         run = ["setarch", "-R", *run]
@@ -264,7 +268,7 @@ def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int 
     inputs = tdir / "inputs"
     inputs.mkdir(parents=True, exist_ok=True)
     progs = {name: cmd for name, cmd in _programs(inputs).items() if only is None or name in only}
-    path = {name: tdir / f"{name}.{_recipe(progs[name], _skip(name, quick, refs), refs if refs is not None else REFS[quick])}.xtr" for name in progs}
+    path = {name: tdir / f"{name}.{_recipe(cmd, _skip(name, quick, refs), _length(quick, refs))}.xtr" for name, cmd in progs.items()}
     todo = [name for name in progs if not (path[name].is_file() and Path(f"{path[name]}.maps").is_file())]
     # valgrind runs a program on one core, so two trace at a time, the longest first.
     todo.sort(key=lambda name: -_skip(name, quick, refs))
