@@ -227,18 +227,14 @@ pub fn native_version(path: &str) -> Option<u16> {
 
 pub(crate) fn open_file(path: &str) -> Result<Input, SourceError> {
     let f = File::open(path).map_err(|e| io_err(path, e))?;
-    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-        return Err(SourceError::Io { path: path.to_string(), what: "is a directory".into() });
-    }
     // A device (/dev/zero, /dev/urandom) never ends and holds no trace; a pipe (`<(xzcat ...)`)
     // ends when its writer does, and a regular file at its size.
-    if is_device(&f) {
-        return Err(SourceError::Io { path: path.to_string(), what: "is a device, not a trace file".into() });
+    match kind(&f) {
+        Kind::Directory => Err(SourceError::Io { path: path.to_string(), what: "is a directory".into() }),
+        Kind::Device => Err(SourceError::Io { path: path.to_string(), what: "is a device, not a trace file".into() }),
+        Kind::Fifo => Ok(Box::new(BufReader::with_capacity(1 << 16, PacedFifo { f, short: false }))),
+        Kind::Other => Ok(Box::new(BufReader::with_capacity(1 << 16, f))),
     }
-    if is_fifo(&f) {
-        return Ok(Box::new(BufReader::with_capacity(1 << 16, PacedFifo { f, short: false })));
-    }
-    Ok(Box::new(BufReader::with_capacity(1 << 16, f)))
 }
 
 /// A FIFO read in large pieces. valgrind's lackey (`xlat trace`) writes each memory access
@@ -265,26 +261,34 @@ impl Read for PacedFifo {
     }
 }
 
+/// What a trace path opened, as far as reading it goes.
+enum Kind {
+    Directory,
+    /// A character or block device.
+    Device,
+    /// A pipe or FIFO.
+    Fifo,
+    Other,
+}
+
 #[cfg(unix)]
-fn is_device(f: &File) -> bool {
+fn kind(f: &File) -> Kind {
     use std::os::unix::fs::FileTypeExt;
-    f.metadata().map(|m| m.file_type().is_char_device() || m.file_type().is_block_device()).unwrap_or(false)
+    match f.metadata().map(|m| m.file_type()) {
+        Ok(t) if t.is_dir() => Kind::Directory,
+        Ok(t) if t.is_char_device() || t.is_block_device() => Kind::Device,
+        Ok(t) if t.is_fifo() => Kind::Fifo,
+        _ => Kind::Other,
+    }
 }
 
 #[cfg(not(unix))]
-fn is_device(_: &File) -> bool {
-    false
-}
-
-#[cfg(unix)]
-fn is_fifo(f: &File) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    f.metadata().map(|m| m.file_type().is_fifo()).unwrap_or(false)
-}
-
-#[cfg(not(unix))]
-fn is_fifo(_: &File) -> bool {
-    false
+fn kind(f: &File) -> Kind {
+    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        Kind::Directory
+    } else {
+        Kind::Other
+    }
 }
 
 /// Recorded traces as a [`RefSource`]: stream `i` reads `paths[i]`.
