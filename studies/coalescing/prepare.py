@@ -1,4 +1,4 @@
-"""The coalescing study's real programs: each traced here with `xlat trace` (valgrind lackey,
+"""The coalescing study's real programs: each traced here with `xlat trace` (under valgrind,
 instruction fetches included, the program's mappings and its executable's segments in the
 `.maps` sidecar) on an input generated here, deterministically. Traces are kept in
 `results/coalescing/traces/` and reused; a program this machine lacks (or valgrind) is left
@@ -35,8 +35,8 @@ MEASURED = {False: "20M", True: "2M"}
 #: --single-threaded` on an empty script), the catalog's build 270 M instructions more, and
 #: the first pages, while V8 compiles the renderer, 19 M instructions a page, then 3.5-5 M
 #: (994 M instructions after 20 pages, at node's 1.37 references an instruction 1.36 G
-#: references). Tracing that far takes valgrind about 15 minutes on one core, while the
-#: other programs are traced on the other.
+#: references). `xlat trace` leaves them out inside valgrind, in about a minute and a half
+#: (lackey wrote them all, about 16 minutes); the programs trace two at a time.
 SKIP_FULL = {"node": 1_360_000_000}
 
 

@@ -1,0 +1,422 @@
+/* xlat-trace: a valgrind tool that writes a program's instructions and memory accesses for
+   `xlat trace`, in valgrind lackey's text (`I  addr,size`, ` L addr,size`, ` S addr,size`,
+   ` M addr,size`; hex addresses, decimal sizes), so that xlat's lackey reader converts it.
+
+   What it adds to lackey, and why it exists: lackey prints every access with a write(2) of
+   its own, so tracing runs at the speed of the pipe (1.3-1.5 M references a second); this
+   tool writes 1 MB at a time. And it leaves out the first --skip references itself (a
+   program's start-up), counted as xlat's converter counts them, so that they are neither
+   formatted nor written: a trace made with --skip=N here converts to the same references
+   as lackey's whole log converted with `skip = N`.
+
+   The events are the ones lackey records, in the same order: an instruction per IMark,
+   loads (plain, guarded, from dirty helpers and compare-and-swaps), stores likewise, and a
+   load followed, within the same pending group of four events, by an unguarded store of the
+   same size to the same address becomes one modify. Events are instrumented in groups
+   flushed before every side exit and at the end of a block, as lackey does, because that
+   decides which load/store pairs merge.
+
+   Options: --out=PATH (required; a file or a FIFO), --skip=N (references left out),
+   --fetch=yes|no (whether an instruction counts as a reference when skipping: xlat counts
+   each instruction as a fetch unless `xlat trace --no-fetch`). A forked child is not
+   traced (its parent's trace goes on). Built by python/xlat/valgrind.py against the
+   installed valgrind's headers and libraries. */
+
+#include "pub_tool_basics.h"
+#include "pub_tool_tooliface.h"
+#include "pub_tool_libcassert.h"
+#include "pub_tool_libcbase.h"
+#include "pub_tool_libcfile.h"
+#include "pub_tool_libcprint.h"
+#include "pub_tool_libcproc.h"
+#include "pub_tool_machine.h"
+#include "pub_tool_options.h"
+#include "pub_tool_vki.h"
+
+/* ---- options ---- */
+
+static const HChar* clo_out = NULL;
+static Long clo_skip = 0;
+static Bool clo_fetch = True;
+
+static Bool xt_process_cmd_line_option(const HChar* arg)
+{
+   if VG_STR_CLO(arg, "--out", clo_out) {
+   } else if VG_BINT_CLO(arg, "--skip", clo_skip, 0, 0x7fffffffffffffffLL) {
+   } else if VG_BOOL_CLO(arg, "--fetch", clo_fetch) {
+   } else {
+      return False;
+   }
+   return True;
+}
+
+static void xt_print_usage(void)
+{
+   VG_(printf)(
+      "    --out=PATH        write the trace here (a file or a FIFO) [required]\n"
+      "    --skip=N          leave out the first N references [0]\n"
+      "    --fetch=yes|no    an instruction is a reference when skipping [yes]\n");
+}
+
+static void xt_print_debug_usage(void)
+{
+   VG_(printf)("    (none)\n");
+}
+
+/* ---- output: lackey's lines, written 1 MB at a time ---- */
+
+#define OUT_SIZE (1 << 20)
+static HChar out_buf[OUT_SIZE];
+static Int out_used = 0;
+static Int out_fd = -1;
+/* References still to leave out. */
+static ULong skip_left = 0;
+
+static void out_flush(void)
+{
+   Int at = 0;
+   while (out_fd >= 0 && at < out_used) {
+      Int n = VG_(write)(out_fd, out_buf + at, out_used - at);
+      if (n <= 0) {
+         /* The reader is gone (xlat stops reading at --refs): nothing more to write. */
+         VG_(close)(out_fd);
+         out_fd = -1;
+         break;
+      }
+      at += n;
+   }
+   out_used = 0;
+}
+
+static const HChar HEX[] = "0123456789abcdef";
+
+/* One line: `I  addr,size` for an instruction, ` K addr,size` for K = L, S or M. */
+static inline void emit(HChar kind, Addr addr, SizeT size)
+{
+   HChar* p;
+   HChar tmp[24];
+   Int n = 0;
+   if (out_used > OUT_SIZE - 64) {
+      out_flush();
+   }
+   p = out_buf + out_used;
+   if (kind == 'I') {
+      *p++ = 'I';
+      *p++ = ' ';
+   } else {
+      *p++ = ' ';
+      *p++ = kind;
+   }
+   *p++ = ' ';
+   do {
+      tmp[n++] = HEX[addr & 0xf];
+      addr >>= 4;
+   } while (addr != 0);
+   while (n > 0) {
+      *p++ = tmp[--n];
+   }
+   *p++ = ',';
+   do {
+      tmp[n++] = (HChar)('0' + size % 10);
+      size /= 10;
+   } while (size != 0);
+   while (n > 0) {
+      *p++ = tmp[--n];
+   }
+   *p++ = '\n';
+   out_used = (Int)(p - out_buf);
+}
+
+/* How many references xlat's reader makes of an access: one per 64 bytes (at least one). */
+static inline ULong pieces(SizeT size)
+{
+   return size <= 64 ? 1 : (size + 63) / 64;
+}
+
+/* ---- the helpers the instrumented code calls ---- */
+
+static VG_REGPARM(2) void on_instr(Addr addr, SizeT size)
+{
+   if (UNLIKELY(skip_left > 0)) {
+      if (clo_fetch) {
+         skip_left--;
+      }
+      return;
+   }
+   emit('I', addr, size);
+}
+
+/* A load or a store; when the skip ends inside it, the rest of its 64-byte pieces. */
+static inline void data_access(HChar kind, Addr addr, SizeT size)
+{
+   if (UNLIKELY(skip_left > 0)) {
+      ULong n = pieces(size);
+      if (n <= skip_left) {
+         skip_left -= n;
+         return;
+      }
+      addr += 64 * skip_left;
+      size -= 64 * skip_left;
+      skip_left = 0;
+   }
+   emit(kind, addr, size);
+}
+
+static VG_REGPARM(2) void on_load(Addr addr, SizeT size)
+{
+   data_access('L', addr, size);
+}
+
+static VG_REGPARM(2) void on_store(Addr addr, SizeT size)
+{
+   data_access('S', addr, size);
+}
+
+/* A modify is its load's pieces, then its store's: the skip may end in either half. */
+static VG_REGPARM(2) void on_modify(Addr addr, SizeT size)
+{
+   if (UNLIKELY(skip_left > 0)) {
+      ULong n = pieces(size);
+      if (2 * n <= skip_left) {
+         skip_left -= 2 * n;
+         return;
+      }
+      if (skip_left >= n) {
+         skip_left -= n;
+         data_access('S', addr, size);
+         return;
+      }
+      data_access('L', addr, size);
+      emit('S', addr, size);
+      return;
+   }
+   emit('M', addr, size);
+}
+
+/* ---- instrumentation: lackey's events, in groups of four ---- */
+
+typedef enum { Ev_Instr, Ev_Load, Ev_Store, Ev_Modify } EvKind;
+
+typedef struct {
+   EvKind kind;
+   IRExpr* addr;
+   Int size;
+   IRExpr* guard; /* NULL: always */
+} Event;
+
+#define N_PENDING 4
+static Event pending[N_PENDING];
+static Int n_pending = 0;
+
+static void flush_events(IRSB* sb)
+{
+   Int i;
+   for (i = 0; i < n_pending; i++) {
+      Event* ev = &pending[i];
+      const HChar* name;
+      void* fn;
+      IRDirty* di;
+      switch (ev->kind) {
+      case Ev_Instr:
+         name = "on_instr";
+         fn = on_instr;
+         break;
+      case Ev_Load:
+         name = "on_load";
+         fn = on_load;
+         break;
+      case Ev_Store:
+         name = "on_store";
+         fn = on_store;
+         break;
+      default:
+         name = "on_modify";
+         fn = on_modify;
+         break;
+      }
+      di = unsafeIRDirty_0_N(2, name, VG_(fnptr_to_fnentry)(fn), mkIRExprVec_2(ev->addr, mkIRExpr_HWord(ev->size)));
+      if (ev->guard != NULL) {
+         di->guard = ev->guard;
+      }
+      addStmtToIRSB(sb, IRStmt_Dirty(di));
+   }
+   n_pending = 0;
+}
+
+static void add_event(IRSB* sb, EvKind kind, IRExpr* addr, Int size, IRExpr* guard)
+{
+   if (n_pending == N_PENDING) {
+      flush_events(sb);
+   }
+   pending[n_pending].kind = kind;
+   pending[n_pending].addr = addr;
+   pending[n_pending].size = size;
+   pending[n_pending].guard = guard;
+   n_pending++;
+}
+
+/* A store that follows an unguarded load of the same size from the same address in the
+   pending group is a modify. */
+static void add_store(IRSB* sb, IRExpr* addr, Int size)
+{
+   if (n_pending > 0) {
+      Event* last = &pending[n_pending - 1];
+      if (last->kind == Ev_Load && last->size == size && last->guard == NULL && eqIRAtom(last->addr, addr)) {
+         last->kind = Ev_Modify;
+         return;
+      }
+   }
+   add_event(sb, Ev_Store, addr, size, NULL);
+}
+
+static IRSB* xt_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestLayout* layout, const VexGuestExtents* vge,
+                           const VexArchInfo* archinfo_host, IRType gWordTy, IRType hWordTy)
+{
+   IRSB* out;
+   IRTypeEnv* tyenv = in->tyenv;
+   Int i = 0;
+   if (gWordTy != hWordTy) {
+      VG_(tool_panic)("host/guest word size mismatch");
+   }
+   out = deepCopyIRSBExceptStmts(in);
+   /* The preamble before the first instruction, as it is. */
+   while (i < in->stmts_used && in->stmts[i]->tag != Ist_IMark) {
+      addStmtToIRSB(out, in->stmts[i]);
+      i++;
+   }
+   n_pending = 0;
+   for (; i < in->stmts_used; i++) {
+      IRStmt* st = in->stmts[i];
+      if (st == NULL || st->tag == Ist_NoOp) {
+         continue;
+      }
+      switch (st->tag) {
+      case Ist_IMark:
+         add_event(out, Ev_Instr, mkIRExpr_HWord((HWord)st->Ist.IMark.addr), st->Ist.IMark.len, NULL);
+         break;
+      case Ist_WrTmp: {
+         IRExpr* data = st->Ist.WrTmp.data;
+         if (data->tag == Iex_Load) {
+            add_event(out, Ev_Load, data->Iex.Load.addr, sizeofIRType(data->Iex.Load.ty), NULL);
+         }
+         break;
+      }
+      case Ist_Store:
+         add_store(out, st->Ist.Store.addr, sizeofIRType(typeOfIRExpr(tyenv, st->Ist.Store.data)));
+         break;
+      case Ist_StoreG: {
+         IRStoreG* sg = st->Ist.StoreG.details;
+         add_event(out, Ev_Store, sg->addr, sizeofIRType(typeOfIRExpr(tyenv, sg->data)), sg->guard);
+         break;
+      }
+      case Ist_LoadG: {
+         IRLoadG* lg = st->Ist.LoadG.details;
+         IRType loaded = Ity_INVALID, widened = Ity_INVALID;
+         typeOfIRLoadGOp(lg->cvt, &widened, &loaded);
+         add_event(out, Ev_Load, lg->addr, sizeofIRType(loaded), lg->guard);
+         break;
+      }
+      case Ist_Dirty: {
+         IRDirty* d = st->Ist.Dirty.details;
+         if (d->mFx != Ifx_None) {
+            if (d->mFx == Ifx_Read || d->mFx == Ifx_Modify) {
+               add_event(out, Ev_Load, d->mAddr, d->mSize, NULL);
+            }
+            if (d->mFx == Ifx_Write || d->mFx == Ifx_Modify) {
+               add_store(out, d->mAddr, d->mSize);
+            }
+         }
+         break;
+      }
+      case Ist_CAS: {
+         /* A read and a write of the location, as lackey counts it. */
+         IRCAS* cas = st->Ist.CAS.details;
+         Int size = sizeofIRType(typeOfIRExpr(tyenv, cas->dataLo));
+         if (cas->dataHi != NULL) {
+            size *= 2;
+         }
+         add_event(out, Ev_Load, cas->addr, size, NULL);
+         add_store(out, cas->addr, size);
+         break;
+      }
+      case Ist_LLSC:
+         if (st->Ist.LLSC.storedata == NULL) {
+            add_event(out, Ev_Load, st->Ist.LLSC.addr, sizeofIRType(typeOfIRTemp(tyenv, st->Ist.LLSC.result)), NULL);
+            flush_events(out);
+         } else {
+            add_store(out, st->Ist.LLSC.addr, sizeofIRType(typeOfIRExpr(tyenv, st->Ist.LLSC.storedata)));
+         }
+         break;
+      case Ist_Exit:
+         /* The events before a side exit are recorded whether it is taken or not. */
+         flush_events(out);
+         break;
+      default:
+         break;
+      }
+      addStmtToIRSB(out, st);
+   }
+   flush_events(out);
+   return out;
+}
+
+/* ---- start, fork and exit ---- */
+
+static Bool traced_child = False;
+
+static void before_fork(ThreadId tid)
+{
+   /* (Otherwise the child would write the parent's unwritten lines a second time.) */
+   out_flush();
+}
+
+static void in_child(ThreadId tid)
+{
+   /* The parent's trace goes on; the child's references are not in it. */
+   out_fd = -1;
+   out_used = 0;
+   traced_child = True;
+}
+
+static void xt_post_clo_init(void)
+{
+   SysRes r;
+   if (clo_out == NULL) {
+      VG_(fmsg)("xlat-trace: give the trace's path with --out=PATH\n");
+      VG_(exit)(1);
+   }
+   r = VG_(open)(clo_out, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC, 0600);
+   if (sr_isError(r)) {
+      VG_(fmsg)("xlat-trace: cannot open %s for writing\n", clo_out);
+      VG_(exit)(1);
+   }
+   out_fd = (Int)sr_Res(r);
+   skip_left = (ULong)clo_skip;
+   VG_(atfork)(before_fork, NULL, in_child);
+}
+
+static void xt_fini(Int exitcode)
+{
+   if (traced_child) {
+      return;
+   }
+   out_flush();
+   if (out_fd >= 0) {
+      VG_(close)(out_fd);
+      out_fd = -1;
+   }
+}
+
+static void xt_pre_clo_init(void)
+{
+   VG_(details_name)("xlat-trace");
+   VG_(details_version)(NULL);
+   VG_(details_description)("a program's memory references for xlat, in lackey's format");
+   VG_(details_copyright_author)("the xlat authors");
+   VG_(details_bug_reports_to)("the xlat project");
+   VG_(details_avg_translation_sizeB)(200);
+   VG_(basic_tool_funcs)(xt_post_clo_init, xt_instrument, xt_fini);
+   VG_(needs_command_line_options)(xt_process_cmd_line_option, xt_print_usage, xt_print_debug_usage);
+}
+
+VG_DETERMINE_INTERFACE_VERSION(xt_pre_clo_init)

@@ -1,0 +1,113 @@
+"""xlat's valgrind tool (python/xlat/valgrind/xt_main.c): the events lackey records, and a
+start-up left out by the tool converting to the references the converter's own skip keeps."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from xlat_testutil import has_core
+
+pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("gcc") is None or not has_core("lackey_to_native"),
+                                reason="needs valgrind, gcc and the lackey converter")
+
+#: A program whose accesses are fixed, with the kinds the converter splits: wide stores and loads
+#: (fxsave, fxrstor: valgrind records 160 bytes of each, 3 references) and read-modify-writes
+#: (a load and a store).
+PROGRAM = r"""
+#include <stdint.h>
+static char area[512] __attribute__((aligned(64)));
+static volatile uint64_t counter[64];
+int main(void) {
+    for (int i = 0; i < 300; i++) {
+        __asm__ volatile("fxsave %0" : "=m"(area));
+        __asm__ volatile("fxrstor %0" : : "m"(area));
+        __asm__ volatile("addq $1, %0" : "+m"(counter[i % 64]));
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    from xlat import valgrind
+
+    d = tmp_path_factory.mktemp("xt")
+    (d / "p.c").write_text(PROGRAM)
+    subprocess.run(["gcc", "-O1", "-static", "-o", str(d / "p"), str(d / "p.c")], check=True)
+    tool = valgrind.tool(shutil.which("valgrind"))
+    if not tool.fast:
+        pytest.skip(f"xlattrace cannot be built here: {tool.why}")
+    return d, tool
+
+
+def trace(d: Path, tool, name: str, skip: int, fetch: bool) -> Path:
+    """The tool's text for the test program. (Every run's arguments have the same length, so
+    that valgrind lays out the program's stack alike and the addresses agree.)"""
+    from xlat import valgrind
+
+    out = d / name
+    cmd = valgrind.command(shutil.which("valgrind"), tool, str(out), [str(d / "p")], 0, fetch)
+    cmd = [f"--skip={skip:09d}" if a.startswith("--skip=") else a for a in cmd]
+    subprocess.run(cmd, env=tool.env(), check=True)
+    return out
+
+
+def events(path: Path) -> list[tuple[str, int, int]]:
+    out = []
+    for line in path.read_text().splitlines():
+        if line and not line.startswith(("==", "--")):
+            addr, size = line[3:].split(",")
+            out.append((line[:2].strip(), int(addr, 16), int(size)))
+    return out
+
+
+def starts(evs, fetch: bool) -> dict[str, list[int]]:
+    """Where each kind's first reference falls (the converter's count: an instruction one
+    reference with fetches, none without; an access one per 64 bytes; a modify two halves)."""
+    at, n = {}, 0
+    for kind, _addr, size in evs:
+        pieces = max(1, -(-size // 64))
+        at.setdefault((kind, pieces), []).append(n)
+        n += (1 if fetch else 0) if kind == "I" else pieces * (2 if kind == "M" else 1)
+    return at
+
+
+def convert(src: Path, out: Path, skip: int, fetch: bool) -> bytes:
+    from xlat import _core
+
+    _core.lackey_to_native(str(src), str(out), "p", fetch=fetch, skip=skip, refs=None)
+    return out.read_bytes()
+
+
+def test_the_tool_records_what_lackey_records(env):
+    d, tool = env
+    lk = d / "lackey.txt"
+    # (In the same environment: the program's start-up reads it.)
+    subprocess.run(["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-file={lk}", str(d / "p")], env=tool.env(), check=True)
+    mine, theirs = events(trace(d, tool, "all.txt", 0, True)), events(lk)
+    assert len(mine) == len(theirs) > 10_000
+    assert [(k, s) for k, _a, s in mine] == [(k, s) for k, _a, s in theirs]
+    # (The stack may sit elsewhere: valgrind's own arguments differ. Everything else agrees.)
+    off_stack = [(a, b) for (_k, a, _s), (_l, b, _t) in zip(mine, theirs) if a < 1 << 36 and b < 1 << 36]
+    assert len(off_stack) > len(mine) // 2 and all(a == b for a, b in off_stack)
+    kinds = {k for k, _a, _s in mine}
+    assert kinds == {"I", "L", "S", "M"} and any(s == 160 for _k, _a, s in mine)
+
+
+@pytest.mark.parametrize("fetch", [True, False])
+def test_a_skip_in_the_tool_keeps_what_the_converter_keeps(env, fetch):
+    d, tool = env
+    full = trace(d, tool, "full.txt", 0, fetch)
+    at = starts(events(full), fetch)
+    wide = [n for (k, p), ns in at.items() if k == "S" and p == 3 for n in ns]
+    modify = [n for (k, p), ns in at.items() if k == "M" for n in ns]
+    # Ends of the skip: inside a wide store, between a modify's load and store, just after a
+    # whole store or modify, just before a store, and none.
+    cases = [wide[10] + 1, wide[20] + 2, modify[30] + 1, wide[40] + 3, modify[50] + 2, wide[60], 0]
+    for i, n in enumerate(cases):
+        cut = trace(d, tool, f"cut{i}.txt", n, fetch)
+        assert convert(cut, d / f"cut{i}.xtr", 0, fetch) == convert(full, d / f"ref{i}.xtr", n, fetch), (n, fetch)
