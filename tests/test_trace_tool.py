@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xlat_testutil import has_core
+from xlat_testutil import assert_one_line_error, has_core, run_xlat
 
 pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("gcc") is None or not has_core("lackey_to_native"),
                                 reason="needs valgrind, gcc and the lackey converter")
@@ -111,3 +111,37 @@ def test_a_skip_in_the_tool_keeps_what_the_converter_keeps(env, fetch):
     for i, n in enumerate(cases):
         cut = trace(d, tool, f"cut{i}.txt", n, fetch)
         assert convert(cut, d / f"cut{i}.xtr", 0, fetch) == convert(full, d / f"ref{i}.xtr", n, fetch), (n, fetch)
+
+
+def test_the_tool_counts_what_the_converter_writes(env):
+    from xlat import _core, valgrind
+
+    d, tool = env
+    for fetch in (True, False):
+        full = d / ("fetched.txt" if fetch else "datonly.txt")
+        cmd = valgrind.command(shutil.which("valgrind"), tool, str(full), [str(d / "p")], 0, fetch)
+        cmd.insert(2, "--count=yes")
+        p = subprocess.run(cmd, env=tool.env(), check=True, capture_output=True, text=True)
+        counted = [line for line in p.stderr.splitlines() if "xlattrace:" in line]
+        assert len(counted) == 1, p.stderr
+        refs, instrs = (int(w.replace(",", "")) for w in counted[0].split(":")[-1].replace("references,", "").replace("instructions", "").split())
+        written = _core.lackey_to_native(str(full), str(d / "counted.xtr"), "p", fetch=fetch, skip=0, refs=None)
+        # (Without fetches, instructions after the last access end the trace in a record of
+        # their own.)
+        lines = full.read_text().splitlines()
+        tail = not fetch and lines[-1].startswith("I ")
+        assert refs + tail == written > 0
+        assert instrs == sum(1 for line in lines if line.startswith("I "))
+
+
+def test_xlat_trace_counts_a_whole_run(env, tmp_path):
+    d, _tool = env
+    p = run_xlat("trace", "--count", "--", str(d / "p"), timeout=180)
+    assert p.returncode == 0, p.stderr
+    words = p.stderr.split()
+    refs = int(words[words.index("references,") - 1].replace(",", ""))
+    # The same program traced whole holds as many.
+    p = run_xlat("trace", "-o", str(tmp_path / "p.xtr"), "--", str(d / "p"), timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert f"wrote {refs:,} references" in p.stderr
+    assert_one_line_error(run_xlat("trace", "--", str(d / "p")), "-o FILE")

@@ -924,6 +924,26 @@ def _maps_text(maps: dict[str, str], exe: str | None = None) -> str:
     return "".join(lines)
 
 
+def _count_references(valgrind: str, tracer, program: list[str], fetch: bool) -> int:
+    """`xlat trace --count`: run the program to its end under xlattrace, writing nothing, and
+    print how many references a trace of the whole run would hold (where to place a --skip)."""
+    from . import valgrind as _valgrind
+
+    if not tracer.fast:
+        raise CliError(f"--count needs xlat's valgrind tool, which is not available: {tracer.why}")
+    cmd = _valgrind.command(valgrind, tracer, os.devnull, program, (1 << 63) - 1, fetch)
+    cmd.insert(2, "--count=yes")
+    p = subprocess.run(cmd, check=False, stdin=sys.stdin, stderr=subprocess.PIPE, text=True, env=tracer.env())
+    line = next((x for x in p.stderr.splitlines() if "xlattrace:" in x), None)
+    if line is None:
+        last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        raise CliError(f"valgrind ended without a count: {last}")
+    refs, instrs = (int(w) for w in line.split("xlattrace:")[1].replace("references,", "").replace("instructions", "").split())
+    note = f" (program exited with status {p.returncode})" if p.returncode else ""
+    print(f"xlat: {os.path.basename(program[0])} made {refs:,} references, {instrs:,} instructions{note}", file=sys.stderr)
+    return 0
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     program = list(args.program)
     if program and program[0] == "--":
@@ -939,6 +959,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from . import valgrind as _valgrind
 
     tracer = _valgrind.tool(valgrind)
+    if args.count:
+        return _count_references(valgrind, tracer, program, fetch=not args.no_fetch)
+    if args.output is None:
+        raise CliError("give the trace's path with -o FILE (or --count to count the program's references)")
     if not tracer.fast:
         print(f"xlat: tracing with valgrind's lackey, about 1.4 M references a second: {tracer.why}", file=sys.stderr)
     skip = args.skip or 0
@@ -1243,8 +1267,12 @@ def build_parser() -> Parser:
                        description="Run PROGRAM under valgrind and convert its memory trace on the fly into "
                                    "xlat's trace format (valgrind's lackey format, written by xlat's own valgrind tool, "
                                    "built on first use, or by lackey where it cannot be built).",
-                       usage="xlat trace -o FILE [--refs N] [--skip N] [--no-fetch] -- PROGRAM [ARGS...]")
-    t.add_argument("--output", "-o", required=True, metavar="FILE")
+                       usage="xlat trace -o FILE [--refs N] [--skip N] [--no-fetch] -- PROGRAM [ARGS...]\n"
+                             "       xlat trace --count [--no-fetch] -- PROGRAM [ARGS...]")
+    t.add_argument("--output", "-o", metavar="FILE")
+    t.add_argument("--count", action="store_true",
+                   help="run the program to its end and print how many references (and instructions) a trace of it "
+                        "would hold, writing no trace: where to place --skip")
     t.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
     t.add_argument("--skip", type=count_arg, metavar="N",
                    help="leave out the first N references (the program's start-up; they are traced, not written)")

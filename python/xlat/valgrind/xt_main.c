@@ -18,7 +18,9 @@
 
    Options: --out=PATH (required; a file or a FIFO), --skip=N (references left out),
    --fetch=yes|no (whether an instruction counts as a reference when skipping: xlat counts
-   each instruction as a fetch unless `xlat trace --no-fetch`). A forked child is not
+   each instruction as a fetch unless `xlat trace --no-fetch`), --count=yes (at exit, print
+   the references the whole run made, skipped or not, and its instructions: where to place a
+   window). A forked child is not
    traced (its parent's trace goes on). Built by python/xlat/valgrind.py against the
    installed valgrind's headers and libraries. */
 
@@ -38,12 +40,14 @@
 static const HChar* clo_out = NULL;
 static Long clo_skip = 0;
 static Bool clo_fetch = True;
+static Bool clo_count = False;
 
 static Bool xt_process_cmd_line_option(const HChar* arg)
 {
    if VG_STR_CLO(arg, "--out", clo_out) {
    } else if VG_BINT_CLO(arg, "--skip", clo_skip, 0, 0x7fffffffffffffffLL) {
    } else if VG_BOOL_CLO(arg, "--fetch", clo_fetch) {
+   } else if VG_BOOL_CLO(arg, "--count", clo_count) {
    } else {
       return False;
    }
@@ -55,7 +59,8 @@ static void xt_print_usage(void)
    VG_(printf)(
       "    --out=PATH        write the trace here (a file or a FIFO) [required]\n"
       "    --skip=N          leave out the first N references [0]\n"
-      "    --fetch=yes|no    an instruction is a reference when skipping [yes]\n");
+      "    --fetch=yes|no    an instruction is a reference when skipping [yes]\n"
+      "    --count=yes|no    print the run's references and instructions at exit [no]\n");
 }
 
 static void xt_print_debug_usage(void)
@@ -71,6 +76,9 @@ static Int out_used = 0;
 static Int out_fd = -1;
 /* References still to leave out. */
 static ULong skip_left = 0;
+/* For --count: references (as the converter counts them) and instructions of the whole run. */
+static ULong seen_refs = 0;
+static ULong seen_instrs = 0;
 
 static void out_flush(void)
 {
@@ -137,6 +145,8 @@ static inline ULong pieces(SizeT size)
 
 static VG_REGPARM(2) void on_instr(Addr addr, SizeT size)
 {
+   seen_instrs++;
+   seen_refs += clo_fetch ? 1 : 0;
    if (UNLIKELY(skip_left > 0)) {
       if (clo_fetch) {
          skip_left--;
@@ -164,17 +174,20 @@ static inline void data_access(HChar kind, Addr addr, SizeT size)
 
 static VG_REGPARM(2) void on_load(Addr addr, SizeT size)
 {
+   seen_refs += pieces(size);
    data_access('L', addr, size);
 }
 
 static VG_REGPARM(2) void on_store(Addr addr, SizeT size)
 {
+   seen_refs += pieces(size);
    data_access('S', addr, size);
 }
 
 /* A modify is its load's pieces, then its store's: the skip may end in either half. */
 static VG_REGPARM(2) void on_modify(Addr addr, SizeT size)
 {
+   seen_refs += 2 * pieces(size);
    if (UNLIKELY(skip_left > 0)) {
       ULong n = pieces(size);
       if (2 * n <= skip_left) {
@@ -404,6 +417,9 @@ static void xt_fini(Int exitcode)
    if (out_fd >= 0) {
       VG_(close)(out_fd);
       out_fd = -1;
+   }
+   if (clo_count) {
+      VG_(umsg)("xlattrace: %llu references, %llu instructions\n", seen_refs, seen_instrs);
    }
 }
 
