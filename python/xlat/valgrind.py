@@ -137,6 +137,11 @@ def tool(valgrind: str) -> Tool:
                 return Tool(NAME, tmp)
             # (Made whole under another name, then renamed: a tool half built is never used.)
             os.rename(tmp, done)
+            # Builds of other sources or another valgrind are stale: rebuilt in a second if
+            # ever needed again.
+            for old in base.iterdir():
+                if old != done and not old.name.startswith("."):
+                    shutil.rmtree(old, ignore_errors=True)
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)
             if done is None or not (done / exe).exists():

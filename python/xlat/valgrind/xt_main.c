@@ -9,6 +9,12 @@
    formatted nor written: a trace made with --skip=N here converts to the same references
    as lackey's whole log converted with `skip = N`.
 
+   Skipping costs little: each group of events adds its references to a counter in the
+   instrumented code itself, and the calls that record the events are guarded by that
+   counter, taken only once it is within COUNT_MARGIN references of the skip's end; from
+   their first call on they count event by event, so that the skip ends exactly where the
+   converter's would. (--count prints the counter.)
+
    The events are the ones lackey records, in the same order: an instruction per IMark,
    loads (plain, guarded, from dirty helpers and compare-and-swaps), stores likewise, and a
    load followed, within the same pending group of four events, by an unguarded store of the
@@ -76,7 +82,8 @@ static Int out_used = 0;
 static Int out_fd = -1;
 /* References still to leave out. */
 static ULong skip_left = 0;
-/* For --count: references (as the converter counts them) and instructions of the whole run. */
+/* References (as the converter counts them) and instructions of the whole run so far, as the
+   instrumented code counts them at the end of each group of events. */
 static ULong seen_refs = 0;
 static ULong seen_instrs = 0;
 
@@ -143,10 +150,21 @@ static inline ULong pieces(SizeT size)
 
 /* ---- the helpers the instrumented code calls ---- */
 
+/* The recording calls begin at a group's start, within COUNT_MARGIN references of the
+   skip's end: what is left of the skip is counted from there, event by event. */
+static Bool recording = False;
+
+static inline void start_recording(void)
+{
+   recording = True;
+   skip_left = (ULong)clo_skip > seen_refs ? (ULong)clo_skip - seen_refs : 0;
+}
+
 static VG_REGPARM(2) void on_instr(Addr addr, SizeT size)
 {
-   seen_instrs++;
-   seen_refs += clo_fetch ? 1 : 0;
+   if (UNLIKELY(!recording)) {
+      start_recording();
+   }
    if (UNLIKELY(skip_left > 0)) {
       if (clo_fetch) {
          skip_left--;
@@ -174,20 +192,26 @@ static inline void data_access(HChar kind, Addr addr, SizeT size)
 
 static VG_REGPARM(2) void on_load(Addr addr, SizeT size)
 {
-   seen_refs += pieces(size);
+   if (UNLIKELY(!recording)) {
+      start_recording();
+   }
    data_access('L', addr, size);
 }
 
 static VG_REGPARM(2) void on_store(Addr addr, SizeT size)
 {
-   seen_refs += pieces(size);
+   if (UNLIKELY(!recording)) {
+      start_recording();
+   }
    data_access('S', addr, size);
 }
 
 /* A modify is its load's pieces, then its store's: the skip may end in either half. */
 static VG_REGPARM(2) void on_modify(Addr addr, SizeT size)
 {
-   seen_refs += 2 * pieces(size);
+   if (UNLIKELY(!recording)) {
+      start_recording();
+   }
    if (UNLIKELY(skip_left > 0)) {
       ULong n = pieces(size);
       if (2 * n <= skip_left) {
@@ -221,18 +245,63 @@ typedef struct {
 static Event pending[N_PENDING];
 static Int n_pending = 0;
 
+/* How many references before the skip's end the recording calls begin: more than a group of
+   events can hold (four events of at most 512 bytes, a modify counting twice: 64). */
+#define COUNT_MARGIN 1024
+/* The counter's value from which the recording calls are taken. */
+static ULong record_from = 0;
+
+static ULong event_refs(const Event* ev)
+{
+   switch (ev->kind) {
+   case Ev_Instr:
+      return clo_fetch ? 1 : 0;
+   case Ev_Modify:
+      return 2 * pieces((SizeT)ev->size);
+   default:
+      return pieces((SizeT)ev->size);
+   }
+}
+
+static IRTemp new_tmp(IRSB* sb, IRType ty, IRExpr* e)
+{
+   IRTemp t = newIRTemp(sb->tyenv, ty);
+   addStmtToIRSB(sb, IRStmt_WrTmp(t, e));
+   return t;
+}
+
+/* `*counter += add`, in the instrumented code. */
+static void add_to(IRSB* sb, ULong* counter, IRExpr* now, IRExpr* add)
+{
+   IRTemp sum = new_tmp(sb, Ity_I64, IRExpr_Binop(Iop_Add64, now, add));
+   addStmtToIRSB(sb, IRStmt_Store(Iend_LE, mkIRExpr_HWord((HWord)counter), IRExpr_RdTmp(sum)));
+}
+
+/* The pending group: its recording calls, each taken once the counter has reached
+   `record_from` (and its own guard holds), then the counter's update. */
 static void flush_events(IRSB* sb)
 {
    Int i;
+   IRTemp before, on;
+   IRExpr* refs;
+   ULong instrs = 0, fixed = 0;
+   if (n_pending == 0) {
+      return;
+   }
+   before = new_tmp(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)&seen_refs)));
+   on = new_tmp(sb, Ity_I1, IRExpr_Binop(Iop_CmpLE64U, IRExpr_Const(IRConst_U64(record_from)), IRExpr_RdTmp(before)));
+   refs = IRExpr_RdTmp(before);
    for (i = 0; i < n_pending; i++) {
       Event* ev = &pending[i];
       const HChar* name;
       void* fn;
       IRDirty* di;
+      ULong n = event_refs(ev);
       switch (ev->kind) {
       case Ev_Instr:
          name = "on_instr";
          fn = on_instr;
+         instrs++;
          break;
       case Ev_Load:
          name = "on_load";
@@ -249,9 +318,24 @@ static void flush_events(IRSB* sb)
       }
       di = unsafeIRDirty_0_N(2, name, VG_(fnptr_to_fnentry)(fn), mkIRExprVec_2(ev->addr, mkIRExpr_HWord(ev->size)));
       if (ev->guard != NULL) {
-         di->guard = ev->guard;
+         di->guard = IRExpr_RdTmp(new_tmp(sb, Ity_I1, IRExpr_Binop(Iop_And1, ev->guard, IRExpr_RdTmp(on))));
+         /* (A guarded access counts only when it happens.) */
+         refs = IRExpr_RdTmp(new_tmp(sb, Ity_I64, IRExpr_Binop(Iop_Add64, refs,
+            IRExpr_RdTmp(new_tmp(sb, Ity_I64, IRExpr_ITE(ev->guard, IRExpr_Const(IRConst_U64(n)), IRExpr_Const(IRConst_U64(0))))))));
+      } else {
+         di->guard = IRExpr_RdTmp(on);
+         fixed += n;
       }
+      /* The call reads the counter (start_recording): the update below must stay after it. */
+      di->mFx = Ifx_Read;
+      di->mAddr = mkIRExpr_HWord((HWord)&seen_refs);
+      di->mSize = 8;
       addStmtToIRSB(sb, IRStmt_Dirty(di));
+   }
+   add_to(sb, &seen_refs, refs, IRExpr_Const(IRConst_U64(fixed)));
+   if (instrs > 0) {
+      IRTemp had = new_tmp(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)&seen_instrs)));
+      add_to(sb, &seen_instrs, IRExpr_RdTmp(had), IRExpr_Const(IRConst_U64(instrs)));
    }
    n_pending = 0;
 }
@@ -404,7 +488,7 @@ static void xt_post_clo_init(void)
       VG_(exit)(1);
    }
    out_fd = (Int)sr_Res(r);
-   skip_left = (ULong)clo_skip;
+   record_from = (ULong)clo_skip > COUNT_MARGIN ? (ULong)clo_skip - COUNT_MARGIN : 0;
    VG_(atfork)(before_fork, NULL, in_child);
 }
 
