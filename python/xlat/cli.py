@@ -1275,7 +1275,7 @@ def build_parser() -> Parser:
                         "would hold, writing no trace: where to place --skip")
     t.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
     t.add_argument("--skip", type=count_arg, metavar="N",
-                   help="leave out the first N references (the program's start-up; they are traced, not written)")
+                   help="leave out the first N references (the program's start-up; xlat's valgrind tool counts them without writing them)")
     t.add_argument("--no-fetch", action="store_true",
                    help="leave out instruction fetches (by default each instruction is a fetch of its address, "
                         "for the ITLB and L1I)")

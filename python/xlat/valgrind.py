@@ -12,6 +12,7 @@ and ``xlat trace`` uses lackey, which gives the same trace more slowly.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
@@ -128,8 +129,10 @@ def tool(valgrind: str) -> Tool:
             base.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=base))
         except OSError:
-            # (No cache to keep it in: built for this run, in a temporary directory.)
+            # (No cache to keep it in: built for this run, in a temporary directory removed
+            # when the process ends.)
             tmp = Path(tempfile.mkdtemp(prefix="xlat-valgrind-"))
+            atexit.register(shutil.rmtree, tmp, True)
             done = None
         try:
             _build(tmp, tools, libs, include)
