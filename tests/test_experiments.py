@@ -812,6 +812,37 @@ def test_study_report_lists_failures_and_survives_a_study_with_no_success(tmp_pa
         study.render(study.load("toy"), ok, tmp_path / "out", quick=False)
 
 
+def test_a_study_traces_while_its_other_points_run(tmp_path, monkeypatch):
+    """prepare.py runs beside the points that need no trace: here it waits for the kernel's
+    point to be stored before it makes its trace, which only an overlapped run allows."""
+    from xlat import study
+
+    d = tmp_path / "studies" / "toy"
+    d.mkdir(parents=True)
+    write(d / "sweep.toml", 'configs = ["skylake"]\nworkloads = ["gups:footprint=64M"]\nrefs = 20000\nprefault = true\n')
+    write(d / "report.py", "def render(df, out_dir, quick):\n    return ' '.join(sorted(df['workload']))\n")
+    write(d / "prepare.py", textwrap.dedent("""
+        import time
+        from pathlib import Path
+        from xlat import _core
+
+
+        def traces(out_dir, quick):
+            deadline = time.monotonic() + 120
+            while not list(Path(out_dir).glob("*.parquet")):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the kernel's point never ran beside the tracing")
+                time.sleep(0.2)
+            trace = Path(out_dir) / "toy.xtr"
+            _core.record("random:footprint=16M,reads=20000", str(trace), None, 1)
+            return [{"path": str(trace), "label": "toy"}]
+    """))
+    monkeypatch.setenv("XLAT_STUDIES", str(tmp_path / "studies"))
+    res = study.run("toy", workers=1, root=tmp_path / "results", progress=False)
+    assert res.sweep.failed == 0 and res.sweep.total == 2 and res.sweep.reused == 1
+    assert res.report.read_text().count("gups") == 1 and "trace" in res.report.read_text()
+
+
 def test_a_misspelt_kernel_or_parameter_fails_when_the_spec_is_read():
     from xlat.sweep import SpecError, load_spec
 

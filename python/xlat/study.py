@@ -11,7 +11,8 @@ A study is a directory ``studies/NAME/`` holding:
   recipe for xlat's counterpart (see ``xlat.report.load_paper``);
 - optionally ``prepare.py``: defines ``traces(out_dir, quick)``, which makes the traces the study
   runs (tracing programs on this machine, say, into ``out_dir``, reusing what is there) and
-  returns their ``[[traces]]`` tables (``xlat.sweep``), added to the spec's.
+  returns their ``[[traces]]`` tables (``xlat.sweep``), added to the spec's. It runs in a
+  thread beside the points that need no trace, which the whole sweep then reuses.
 
 The report is written to ``results/NAME/report.md`` (figures beside it), atomically, with the
 paper-vs-xlat table first. A point that failed is listed in the report, and the command then
@@ -22,6 +23,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,14 +98,17 @@ class Study:
     #: The paper's numbers the study does not compare, with the reason (``[[out_of_scope]]``).
     out_of_scope: list[dict] = field(default_factory=list)
 
-    def spec(self, quick: bool, out_dir: Path | None = None) -> _sweep.Spec:
-        """The study's sweep; with a ``prepare.py``, its traces (made in ``out_dir``) too."""
+    def spec(self, quick: bool, out_dir: Path | None = None, *, traced: bool = True) -> _sweep.Spec:
+        """The study's sweep; with a ``prepare.py``, its traces (made in ``out_dir``) too, or
+        with ``traced=False`` only the points that need none (nothing is traced)."""
         overlay = None
         qfile = self.dir / "quick.toml"
         if quick and qfile.is_file():
             overlay = _config.read_toml(qfile, "quick overlay", StudyError)
         traces = None
-        if self.prepare is not None:
+        if self.prepare is not None and not traced:
+            traces = []
+        elif self.prepare is not None:
             out = Path(out_dir) if out_dir is not None else _results.Store(self.name).path
             try:
                 # (Even none: configs may still name the traces as workloads.)
@@ -163,11 +168,28 @@ def run(name: str, quick: bool = False, scheduler: str | None = None, workers: i
         log: Any = None) -> StudyResult:
     """Run a study's sweep (reusing finished points) and write ``results/NAME/report.md``."""
     study = load(name)
-    spec = study.spec(quick, _results.Store(study.name, root).path)
-    res = _sweep.run(spec, scheduler=scheduler, workers=workers, slurm=slurm, root=root, progress=progress,
-                     client=client, rerun_stale=rerun_stale, simulate=simulate, log=log)
-    if res.interrupted:
-        raise KeyboardInterrupt
+    store = _results.Store(study.name, root).path
+
+    def sweep(spec: _sweep.Spec) -> _sweep.SweepResult:
+        res = _sweep.run(spec, scheduler=scheduler, workers=workers, slurm=slurm, root=root, progress=progress,
+                         client=client, rerun_stale=rerun_stale, simulate=simulate, log=log)
+        if res.interrupted:
+            raise KeyboardInterrupt
+        return res
+
+    if study.prepare is None:
+        spec = study.spec(quick, store)
+    else:
+        # The traces are made while the points that need none run: valgrind traces a program
+        # on one core, and a long tracing would otherwise leave the others idle. Those points
+        # are then reused from the store by the whole sweep.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            traced = pool.submit(study.spec, quick, store)
+            early = study.spec(quick, store, traced=False)
+            if _sweep.prepare(early):
+                sweep(early)
+            spec = traced.result()
+    res = sweep(spec)
     path = render(study, res.df, res.store, quick, description=spec.description)
     return StudyResult(res, path)
 
