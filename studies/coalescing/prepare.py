@@ -39,8 +39,9 @@ MEASURED = {False: "20M", True: "2M"}
 #: references). cc1: the compile's middle, where it optimizes and generates code (`-ftime-report`:
 #: 96 % of its time; parsing, where 40 M references fall, 4 %): the whole compile makes
 #: 186.5 G references, 131.5 G instructions (`xlat trace --count -- cc1 -quiet -O2 prog.c -o
-#: /dev/null`). `xlat trace` leaves them out inside valgrind, node's in 16 s and cc1's in about
-#: 8 minutes (lackey wrote every one: node's took 16 minutes); the programs trace two at a time.
+#: /dev/null`). `xlat trace` leaves them out inside valgrind, node's in 16 s and cc1's in 9 min
+#: 21 s (lackey wrote every one: node's took 16 minutes); the programs trace two at a time, while
+#: the kernels' points run (`xlat.study.run`).
 SKIP_FULL = {"node": 1_360_000_000, "cc1": 93_000_000_000}
 
 
