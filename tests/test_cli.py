@@ -290,6 +290,8 @@ def test_trace_a_real_program(tmp_path):
     # Its files' sizes and the executable's segments came too: the program's text is mapped
     # through the page cache, and the executable can be relinked (loader.max_page_size).
     assert "# file-size " in maps.read_text() and "# elf-load " in maps.read_text()
+    # And its shared objects' (the C library's), which loader.library_base places.
+    assert "# elf-lib " in maps.read_text() and "libc.so" in maps.read_text()
     stats = json.loads((tmp_path / "r.json").read_text())["stats"]
     assert stats["os.page_cache_reads"] > 0 and stats["tlb.l1i.accesses"] > 0
     fetched = []

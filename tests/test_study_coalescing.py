@@ -85,8 +85,8 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     # Every number of the four workloads has a value, but the 32 KB / 16 KB ratio of 4 KB
     # misses (with every group whole and uniform, runs this short have none of either) and the
     # tiny heap's 2 MB share of L2 DTLB hits (its 2 MB pages all fit the L1 DTLB: no L2 hits).
-    # (The paper's Clang and Node.js rows need cc1 and node, which the test does not trace.)
-    missing = [m for m in paper_numbers_without_value(text, STUDY / "paper.toml") if not m.endswith(("_cc1", "_node"))]
+    # (The paper's Clang and Node.js rows need clang and node, which the test does not trace.)
+    missing = [m for m in paper_numbers_without_value(text, STUDY / "paper.toml") if not m.endswith(("_clang", "_node"))]
     # (And canneal's coalesced share under F2-super: promoted 2 MB pages leave it no coalesced
     # L2 DTLB hits in a run this short.)
     assert {m for m in missing if not (m.endswith("_pagerank") or m.startswith("misses_4k_"))} <= {
@@ -125,3 +125,52 @@ def test_a_trace_is_named_by_how_it_is_made(tmp_path):
     sql = prep._recipe(["/usr/bin/sqlite3", f".read {a / 'prog.js'}"], 0, 1)
     (a / "prog.js").write_text("3")
     assert sql != prep._recipe(["/usr/bin/sqlite3", f".read {a / 'prog.js'}"], 0, 1)
+
+
+def test_sqlite_is_fetched_once_and_only_the_pinned_file_kept(tmp_path, monkeypatch):
+    """The paper's Clang input comes from the registry's `sqlite3` package (npm pack): a
+    package whose amalgamation is not the pinned one, or a failed fetch, gives one line and no
+    file; the pinned one is kept and not fetched again."""
+    import hashlib
+    import importlib.util
+    import io
+    import os
+    import tarfile
+
+    spec = importlib.util.spec_from_file_location("coalescing_prepare", STUDY / "prepare.py")
+    prep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prep)
+
+    def tgz(members: dict[str, bytes]) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    source = b"/* the amalgamation */\n"
+    package = tgz({prep.SQLITE_MEMBER[0]: tgz({prep.SQLITE_MEMBER[1]: source})})
+    (tmp_path / "package.tgz").write_bytes(package)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    npm = bin_dir / "npm"
+    npm.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\ncp {tmp_path / 'package.tgz'} sqlite3-5.1.7.tgz\n")
+    npm.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    why = prep._sqlite_amalgamation(inputs)
+    assert why is not None and "not the one this study pins" in why and "\n" not in why
+    assert list(inputs.iterdir()) == []
+    monkeypatch.setattr(prep, "SQLITE_SHA256", hashlib.sha256(source).hexdigest())
+    assert prep._sqlite_amalgamation(inputs) is None
+    assert (inputs / "sqlite3.c").read_bytes() == source and list(inputs.iterdir()) == [inputs / "sqlite3.c"]
+    assert prep._sqlite_amalgamation(inputs) is None
+    assert calls.read_text().count("pack sqlite3@5.1.7") == 2, "kept, not fetched a third time"
+    npm.write_text("#!/bin/sh\necho 'npm error network: offline' >&2\nexit 1\n")
+    (inputs / "sqlite3.c").unlink()
+    why = prep._sqlite_amalgamation(inputs)
+    assert why == "npm pack sqlite3@5.1.7 failed: npm error network: offline"

@@ -879,15 +879,18 @@ def _sample_maps(proc: subprocess.Popen, maps: dict[str, str], period_s: float =
         time.sleep(period_s)
 
 
-def _elf_loads(path: str) -> list[tuple[int, int, int, int, int]]:
+def _elf_loads(path: str, shared: bool = False) -> list[tuple[int, int, int, int, int]]:
     """The PT_LOAD program headers of the ELF64 little-endian file `path` as (offset, vaddr,
-    filesz, memsz, flags), or [] if it is not one (a script, another format)."""
+    filesz, memsz, flags), or [] if it is not one (a script, another format); with `shared`,
+    [] unless it is a shared object (ET_DYN)."""
     import struct
 
     try:
         with open(path, "rb") as f:
             head = f.read(64)
             if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return []
+            if shared and struct.unpack_from("<H", head, 16)[0] != 3:  # ET_DYN
                 return []
             phoff, = struct.unpack_from("<Q", head, 0x20)
             phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
@@ -905,11 +908,14 @@ def _elf_loads(path: str) -> list[tuple[int, int, int, int, int]]:
     return out
 
 
-def _maps_text(maps: dict[str, str], exe: str | None = None) -> str:
+def _maps_text(maps: dict[str, str], exe: str | None = None, launcher: str | None = None) -> str:
     """The sidecar: the mappings seen, then each mapped file's size (`# file-size BYTES PATH`),
-    which the OS model needs for the page cache and FreeBSD's reservations, and the loadable
+    which the OS model needs for the page cache and FreeBSD's reservations, the loadable
     segments of the executable `exe` (`# elf-load OFFSET VADDR FILESZ MEMSZ FLAGS PATH`, hex),
-    which `loader.max_page_size` relinks (docs/workloads.md)."""
+    which `loader.max_page_size` relinks, and those of every shared object mapped executable
+    (`# elf-lib`, the same fields), which `loader.library_base` places (docs/workloads.md).
+    `launcher`: valgrind's own launcher, a position-independent executable the first samples
+    see before it becomes the tool, which is not one of the program's objects."""
     lines = [f"{line}\n" for line in maps.values()]
     paths = sorted({" ".join(line.split()[5:]) for line in maps.values()})
     for path in paths:
@@ -921,6 +927,13 @@ def _maps_text(maps: dict[str, str], exe: str | None = None) -> str:
     if exe is not None and exe in paths:
         for off, vaddr, filesz, memsz, flags in _elf_loads(exe):
             lines.append(f"# elf-load {off:x} {vaddr:x} {filesz:x} {memsz:x} {flags:x} {exe}\n")
+    # (Valgrind's tool is an executable, not a shared object: only the program's libraries,
+    # and valgrind's preloaded ones, which the program runs too.)
+    code = sorted({" ".join(line.split()[5:]) for line in maps.values() if "x" in line.split()[1]})
+    for path in code:
+        if path.startswith("/") and path not in (exe, launcher):
+            for off, vaddr, filesz, memsz, flags in _elf_loads(path, shared=True):
+                lines.append(f"# elf-lib {off:x} {vaddr:x} {filesz:x} {memsz:x} {flags:x} {path}\n")
     return "".join(lines)
 
 
@@ -1001,7 +1014,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
             raise CliError(f"valgrind exited with status {proc.returncode} before producing a trace")
         if maps and not is_stream_target(args.output):
             exe = os.path.realpath(shutil.which(program[0]) or program[0])
-            (out.parent / (out.name + ".maps")).write_text(_maps_text(maps, exe))
+            # (Debian's `valgrind` is a script that runs `valgrind.bin`.)
+            launcher = os.path.realpath(valgrind) + ".bin" if valgrind else None
+            (out.parent / (out.name + ".maps")).write_text(_maps_text(maps, exe, launcher))
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
     # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).
     print(f"xlat: wrote {n:,} references to {_written(written)}{note}", file=sys.stderr)

@@ -254,6 +254,9 @@ NEUTRAL: dict[str, str] = {
     "tlb.prefetch_buffer": "16",
     # (Results made before the fast resource model were made with the exact one.)
     "timing.pools": "exact",
+    # (No trace stored before it recorded its shared objects' segments, which superpage
+    # moves: every stored point ran as superpage runs it.)
+    "loader.library_base": "superpage",
 }
 
 

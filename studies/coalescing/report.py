@@ -18,7 +18,7 @@ SIZES = ("4k", "coalesced", "2m", "1g")
 COLUMNS = ["L-nothp", "L-thp", "F5-noresv", "F5-reserv", "F5-super", "F2-noresv", "F2-reserv", "F2-super"]
 # (The T-A..T-F tables are for the paper's programs; the jemalloc heap has its own section.)
 # The real programs traced here (prepare.py), and the paper's program each stands for.
-PROGRAMS = {"cc1": "Clang", "node": "Node.js", "sqlite": None, "python": None, "xz": None}
+PROGRAMS = {"clang": "Clang", "node": "Node.js", "sqlite": None, "python": None, "xz": None}
 CODE_COLUMNS = ["L-nothp", "L-thp", "LB-noresv", "LB-reserv", "LB-super", "F5-noresv", "F5-reserv", "F5-super",
                 "F2-noresv", "F2-reserv", "F2-super"]
 # The id of the paper's number for a T2 row, column and workload is "<prefix>_<config id>_<workload>"
@@ -137,7 +137,7 @@ def _bars(t, col, path, title, ylabel, caption):
 def render(df, out_dir, quick):
     t = _tidy(df)
     workloads = [w for w in PAPER_NAME if w in set(t["workload"])]
-    # The traced programs that stand for one of the paper's (cc1, node): §5.1.1, §5.1.5 and §5.4
+    # The traced programs that are the paper's (clang, node): §5.1.1, §5.1.5 and §5.4
     # quote their data-TLB rows too, so T-C and T-A have a row for each.
     named = {w: _program(w) for w in PROGRAMS if PROGRAMS[w] and w in set(t["workload"])}
     paper = {e["id"]: e["paper"] for e in report.load_paper(__file__.replace("report.py", "paper.toml"))}

@@ -424,6 +424,21 @@ impl MaxPageSize {
 }
 
 config_enum!(
+    /// Where a traced program's shared objects lie (`loader.library_base`).
+    LibraryBase { AsTraced = "as-traced", Superpage = "superpage" }
+);
+
+impl LibraryBase {
+    /// The alignment of a large shared object's base, in bytes (4096: where it was traced).
+    pub fn align(self) -> u64 {
+        match self {
+            LibraryBase::AsTraced => 4096,
+            LibraryBase::Superpage => 2 << 20,
+        }
+    }
+}
+
+config_enum!(
     /// Small reservations for files (the coalescing paper's §3.8 proposal).
     SmallReservation { None = "none", K16 = "16k", K32 = "32k", K64 = "64k" }
 );

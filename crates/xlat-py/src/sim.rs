@@ -111,7 +111,8 @@ fn simulate<'py>(
                 // (An interrupt stops the kernels at once, while they build their input too.)
                 (Some(w), None, None) => xlat_workloads::open_until(w, seed, stop.clone()).map_err(workload_err)?,
                 (None, Some(t), None) => {
-                    xlat_workloads::open_trace_until(t, trace_format.as_deref(), page_regions, cfg.loader.max_page_size.bytes(), &stop).map_err(workload_err)?
+                    let layout = xlat_workloads::trace::Layout { max_page: cfg.loader.max_page_size.bytes(), library_align: cfg.loader.library_base.align() };
+                    xlat_workloads::open_trace_until(t, trace_format.as_deref(), page_regions, layout, &stop).map_err(workload_err)?
                 }
                 (None, None, Some(_)) if cfg.loader.max_page_size.bytes().is_some() => {
                     return Err(XlatError::new_err("loader.max_page_size relinks a --trace run's program; a mix's traces run as linked"));

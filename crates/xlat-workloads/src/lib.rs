@@ -224,17 +224,18 @@ pub fn open_trace(paths: &[String], format: Option<&str>) -> Result<(WorkloadDes
 /// (read once beforehand: [`trace::TraceSource::regions_from_pages`]), so that it can be
 /// prefaulted.
 pub fn open_trace_with(paths: &[String], format: Option<&str>, page_regions: Option<u64>) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
-    open_trace_until(paths, format, page_regions, None, &AtomicBool::new(false))
+    open_trace_until(paths, format, page_regions, trace::Layout::AS_TRACED, &AtomicBool::new(false))
 }
 
-/// As [`open_trace_with`], with the traced executable relinked with `max-page-size`
-/// `max_page` bytes if given (`loader.max_page_size`, [`trace::TraceSource::relink`]);
-/// making a trace's cached native copy ([`trace::cache`]) stops once `stop` is set.
+/// As [`open_trace_with`], with the traced executable and its shared objects laid out as
+/// `layout` says (`loader.max_page_size`, `loader.library_base`,
+/// [`trace::TraceSource::relink`]); making a trace's cached native copy ([`trace::cache`])
+/// stops once `stop` is set.
 pub fn open_trace_until(
     paths: &[String],
     format: Option<&str>,
     page_regions: Option<u64>,
-    max_page: Option<u64>,
+    layout: trace::Layout,
     stop: &AtomicBool,
 ) -> Result<(WorkloadDesc, Box<dyn RefSource>), WorkloadError> {
     let fmt = match format {
@@ -246,8 +247,8 @@ pub fn open_trace_until(
         trace::readable_twice(paths).map_err(WorkloadError::Trace)?;
     }
     let mut src = trace::TraceSource::open_until(paths, fmt, stop).map_err(WorkloadError::Trace)?;
-    if let Some(m) = max_page {
-        src.relink(paths, m).map_err(WorkloadError::Trace)?;
+    if layout != trace::Layout::AS_TRACED {
+        src.relink(paths, layout).map_err(WorkloadError::Trace)?;
     }
     if let Some(align) = page_regions {
         src.regions_from_pages(paths, fmt, align).map_err(WorkloadError::Trace)?;

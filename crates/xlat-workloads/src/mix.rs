@@ -112,7 +112,7 @@ impl MixSource {
         let mut parts = Vec::with_capacity(entries.len());
         for (i, e) in entries.iter().enumerate() {
             let (desc, src) = match e.spec.strip_prefix("trace:") {
-                Some(path) => crate::open_trace_until(&[path.to_string()], None, page_regions, None, &stop)?,
+                Some(path) => crate::open_trace_until(&[path.to_string()], None, page_regions, crate::trace::Layout::AS_TRACED, &stop)?,
                 None => crate::open_until(&e.spec, seed.wrapping_add(i as u64), stop.clone())?,
             };
             let n = src.streams();

@@ -20,6 +20,7 @@ use xlat_core::{Ref, RefSource, Region, SourceError};
 
 pub use champsim_writer::ChampSimWriter;
 pub use native::{NativeHeader, NativeWriter, CHECKED, MAGIC, VERSION};
+pub use relink::Layout;
 
 use crate::recorder::BATCH;
 use crate::WorkloadDesc;
@@ -402,27 +403,39 @@ impl TraceSource {
         self.desc.clone()
     }
 
-    /// Lay the traced executable out as if linked with `max-page-size` `max_page`
-    /// (`loader.max_page_size`, [`relink`]): its mappings, its regions and, from now on, the
-    /// references into it move. Call before [`TraceSource::regions_from_pages`]. An error if
-    /// the trace has no sidecar recording the executable's segments, or the new layout would
-    /// overlap another mapping.
-    pub fn relink(&mut self, paths: &[String], max_page: u64) -> Result<(), SourceError> {
+    /// Lay the traced executable and its shared objects out as `layout` says
+    /// (`loader.max_page_size`, `loader.library_base`, [`relink`]): their mappings, the
+    /// regions and, from now on, the references into them move. Call before
+    /// [`TraceSource::regions_from_pages`]. An error if relinking was asked for and the trace
+    /// has no sidecar recording the executable's segments, or the new layout would overlap
+    /// another mapping. A trace without `# elf-lib` lines (from before them) keeps its shared
+    /// objects where it saw them.
+    pub fn relink(&mut self, paths: &[String], layout: relink::Layout) -> Result<(), SourceError> {
         let side = maps::sidecar_path(&paths[0]);
         let none = |what: &str| SourceError::Io {
             path: side.clone(),
             what: format!("loader.max_page_size needs {what}: trace the program with this version of xlat trace"),
         };
-        let Some(sc) = self.sidecar.as_mut() else { return Err(none("the trace's mappings")) };
-        if sc.images.is_empty() {
+        let Some(sc) = self.sidecar.as_mut() else {
+            return if layout.max_page.is_some() { Err(none("the trace's mappings")) } else { Ok(()) };
+        };
+        if layout.max_page.is_some() && !sc.images.iter().any(|im| !im.shared) {
             return Err(none("the executable's loadable segments (# elf-load lines)"));
         }
+        let mut moved_any = false;
         for im in &sc.images {
-            let (moved, r) = relink::relink(&sc.mappings, im, max_page).map_err(|what| SourceError::Io { path: side.clone(), what })?;
+            let base = layout.base_align(im);
+            if layout.max_page.is_none() && base <= 4096 {
+                continue;
+            }
+            let (moved, r) = relink::relink(&sc.mappings, im, layout.max_page, base).map_err(|what| SourceError::Io { path: side.clone(), what })?;
             sc.mappings = moved;
-            self.moves.push(r);
+            if !r.is_empty() {
+                self.moves.push(r);
+                moved_any = true;
+            }
         }
-        if self.sidecar_regions {
+        if self.sidecar_regions && moved_any {
             self.regions = maps::all_regions(sc.mappings.clone());
         }
         Ok(())

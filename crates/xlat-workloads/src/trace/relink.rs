@@ -11,6 +11,11 @@
 //! The trace's references to the image move with their segment, and the mappings that
 //! followed the image (its brk heap, what the loader put beside it) move up by a multiple of
 //! 2 MB to make room; the program's other mappings stay where they were.
+//!
+//! Shared objects (`# elf-lib` lines) are placed as well as relinked: valgrind's loader packs
+//! them 4 KB apart, where Linux (6.18 on the project's host: `/proc/self/maps`) and FreeBSD's
+//! rtld (MAP_ALIGNED_SUPER) map an object spanning 2 MB or more at a 2 MB boundary, so that
+//! its code, at file offset 0, lies in phase with its file (`loader.library_base`).
 
 use crate::trace::maps::Mapping;
 use xlat_core::{FileMap, Ref};
@@ -27,6 +32,9 @@ const SECTION_ALIGN: u64 = 64;
 /// `# elf-load OFFSET VADDR FILESZ MEMSZ FLAGS PATH` (numbers in hexadecimal).
 pub const ELF_LOAD: &str = "# elf-load ";
 
+/// The same for a loadable segment of a shared object the program mapped.
+pub const ELF_LIB: &str = "# elf-lib ";
+
 /// One PT_LOAD program header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
@@ -37,20 +45,37 @@ pub struct Segment {
     pub flags: u32,
 }
 
-/// The traced executable: its path and loadable segments, in address order.
+/// The traced executable or a shared object it mapped: its path and loadable segments, in
+/// address order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Image {
     pub path: String,
     pub segments: Vec<Segment>,
+    /// A shared object (an `# elf-lib` line), not the executable.
+    pub shared: bool,
 }
 
-/// The `# elf-load` lines of a sidecar, as images (one per path). Else the first bad line's
-/// number and what is wrong with it.
+impl Image {
+    /// Bytes from its first segment's page to its last segment's end: what the loader maps.
+    pub fn span(&self) -> u64 {
+        match (self.segments.first(), self.segments.last()) {
+            (Some(a), Some(b)) => b.vaddr + b.memsz - (a.vaddr & !0xfff),
+            _ => 0,
+        }
+    }
+}
+
+/// The `# elf-load` and `# elf-lib` lines of a sidecar, as images (one per path). Else the
+/// first bad line's number and what is wrong with it.
 pub fn parse(text: &str) -> Result<Vec<Image>, String> {
     let mut out: Vec<Image> = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let Some(rest) = line.strip_prefix(ELF_LOAD) else { continue };
-        let bad = |what: &str| format!("line {}: {what} (expected {ELF_LOAD}OFFSET VADDR FILESZ MEMSZ FLAGS PATH, hexadecimal)", i + 1);
+        let (prefix, rest, shared) = match (line.strip_prefix(ELF_LOAD), line.strip_prefix(ELF_LIB)) {
+            (Some(rest), _) => (ELF_LOAD, rest, false),
+            (None, Some(rest)) => (ELF_LIB, rest, true),
+            (None, None) => continue,
+        };
+        let bad = |what: &str| format!("line {}: {what} (expected {prefix}OFFSET VADDR FILESZ MEMSZ FLAGS PATH, hexadecimal)", i + 1);
         let mut f = rest.splitn(6, ' ');
         let mut num = || -> Result<u64, String> {
             let x = f.next().ok_or_else(|| bad("too few fields"))?;
@@ -64,7 +89,7 @@ pub fn parse(text: &str) -> Result<Vec<Image>, String> {
         let seg = Segment { offset, vaddr, filesz, memsz, flags: flags as u32 };
         match out.iter_mut().find(|im| im.path == path) {
             Some(im) => im.segments.push(seg),
-            None => out.push(Image { path, segments: vec![seg] }),
+            None => out.push(Image { path, segments: vec![seg], shared }),
         }
     }
     for im in &mut out {
@@ -101,6 +126,30 @@ pub fn lld_layout(segs: &[Segment], m: u64) -> Vec<Segment> {
     out
 }
 
+/// Where a traced program's images lie (`loader.max_page_size`, `loader.library_base`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Relink every image with this max-page-size; `None`: as linked.
+    pub max_page: Option<u64>,
+    /// Place each shared object spanning 2 MB or more at a multiple of this (4096: where the
+    /// trace saw it).
+    pub library_align: u64,
+}
+
+impl Layout {
+    /// The images as linked, where the trace saw them.
+    pub const AS_TRACED: Layout = Layout { max_page: None, library_align: 4096 };
+
+    /// The base alignment of `image` under this layout.
+    pub fn base_align(&self, image: &Image) -> u64 {
+        if image.shared && image.span() >= 2 << 20 {
+            self.library_align
+        } else {
+            4096
+        }
+    }
+}
+
 /// The moves of one relinked image: references in `[from, to)` shift by `delta`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Relink {
@@ -110,6 +159,16 @@ pub struct Relink {
 }
 
 impl Relink {
+    /// No move.
+    fn none() -> Relink {
+        Relink { lo: 0, hi: 0, moves: Vec::new() }
+    }
+
+    /// Whether it moves nothing.
+    pub fn is_empty(&self) -> bool {
+        self.moves.is_empty()
+    }
+
     /// Shift every reference into the image to where the relinked image holds it (OS calls
     /// are left alone: a sleep's address is a duration).
     pub fn apply(&self, refs: &mut [Ref]) {
@@ -123,12 +182,13 @@ impl Relink {
     }
 }
 
-/// Relink `image` with `max-page-size` `m` in a program whose mappings are `maps`: the
-/// mappings with the image's mappings replaced by the relinked segments' (and the brk heap
-/// that started where the image ended moved with it), and the moves for its references.
-/// Else why it cannot be done (the image is not mapped, or the relinked image would overlap
-/// another mapping).
-pub fn relink(maps: &[Mapping], image: &Image, m: u64) -> Result<(Vec<Mapping>, Relink), String> {
+/// Relink `image` with `max-page-size` `layout` (a power of two of at least 4 KB; `None`
+/// keeps its segments as linked) and place it at a base that is a multiple of `base_align`
+/// too (4096 for any), in a program whose mappings are `maps`: the mappings with the image's
+/// replaced by the relinked (or moved) image's, and the brk heap and whatever else followed
+/// the image moved up with it; and the moves for its references. Else why it cannot be done
+/// (the image is not mapped, or the relinked image would overlap another mapping).
+pub fn relink(maps: &[Mapping], image: &Image, layout: Option<u64>, base_align: u64) -> Result<(Vec<Mapping>, Relink), String> {
     let segs = &image.segments;
     let first = segs.first().ok_or_else(|| format!("{}: no loadable segments", image.path))?;
     // The load bias: where the mapping of the first segment's file page starts, less its
@@ -142,23 +202,57 @@ pub fn relink(maps: &[Mapping], image: &Image, m: u64) -> Result<(Vec<Mapping>, 
     let bias = head.start.wrapping_sub(page(first.vaddr));
     // A position-independent image (loaded at a bias) goes where the loader would put one
     // whose segments ask for `m` alignment: at the next multiple of `m` (Linux and FreeBSD
-    // align a PIE's base to its largest p_align).
-    let new_bias = if bias == 0 { 0 } else { align_up(bias, m) };
+    // align a PIE's base to its largest p_align), or of `base_align` if larger.
+    let align = layout.unwrap_or(4096).max(base_align);
+    let new_bias = if bias == 0 { 0 } else { align_up(bias, align) };
+    if layout.is_none() && new_bias == bias {
+        return Ok((maps.to_vec(), Relink::none()));
+    }
     let old_lo = head.start;
     let last = segs.last().expect("not empty");
     let old_hi = align_up(bias.wrapping_add(last.vaddr + last.memsz), 4096);
-    let new = lld_layout(segs, m);
-    let new_last = new.last().expect("not empty");
-    let new_hi = align_up(new_bias.wrapping_add(new_last.vaddr + new_last.memsz), 4096);
-    let size = new.iter().map(|s| s.offset + s.filesz).max().unwrap_or(0);
-    let mut moves: Vec<(u64, u64, i64)> = segs
-        .iter()
-        .zip(&new)
-        .map(|(o, n)| {
-            (bias.wrapping_add(o.vaddr), bias.wrapping_add(o.vaddr + o.memsz), new_bias.wrapping_add(n.vaddr).wrapping_sub(bias.wrapping_add(o.vaddr)) as i64)
-        })
-        .collect();
-    let inside = |mp: &Mapping| mp.start < old_hi && old_lo < mp.end && (mp.name == image.path || mp.file.is_none() && old_lo <= mp.start && mp.end <= old_hi);
+    // (The image's mappings, and the anonymous ones that start inside it: its zero-filled
+    // tail, which the sidecar may also show merged with an anonymous mapping after it.)
+    let inside = |mp: &Mapping| mp.start < old_hi && old_lo < mp.end && (mp.name == image.path || mp.file.is_none() && old_lo <= mp.start);
+    // The image's new mappings and the moves of its references.
+    let (placed, mut moves, new_hi) = match layout {
+        Some(m) => {
+            let new = lld_layout(segs, m);
+            let new_last = new.last().expect("not empty");
+            let new_hi = align_up(new_bias.wrapping_add(new_last.vaddr + new_last.memsz), 4096);
+            let size = new.iter().map(|s| s.offset + s.filesz).max().unwrap_or(0);
+            let moves: Vec<(u64, u64, i64)> = segs
+                .iter()
+                .zip(&new)
+                .map(|(o, n)| {
+                    (
+                        bias.wrapping_add(o.vaddr),
+                        bias.wrapping_add(o.vaddr + o.memsz),
+                        new_bias.wrapping_add(n.vaddr).wrapping_sub(bias.wrapping_add(o.vaddr)) as i64,
+                    )
+                })
+                .collect();
+            let placed: Vec<Mapping> = new
+                .iter()
+                .map(|n| {
+                    let file = FileMap { offset: page(n.offset), size, exec: n.flags & PF_X != 0, writable: n.flags & PF_W != 0 };
+                    Mapping {
+                        start: page(new_bias.wrapping_add(n.vaddr)),
+                        end: align_up(new_bias.wrapping_add(n.vaddr + n.memsz), 4096),
+                        name: image.path.clone(),
+                        file: Some(file),
+                    }
+                })
+                .collect();
+            (placed, moves, new_hi)
+        }
+        None => {
+            // As linked, moved whole: its mappings as the trace saw them, further up.
+            let d = new_bias - bias;
+            let placed = maps.iter().filter(|mp| inside(mp)).map(|mp| Mapping { start: mp.start + d, end: mp.end + d, ..mp.clone() }).collect();
+            (placed, vec![(old_lo, old_hi, d as i64)], old_hi + d)
+        }
+    };
     // The mappings right after the image (its brk heap, whatever the loader put next to it)
     // make room for a larger one: they move up together by a multiple of 2 MB, which keeps
     // each one's alignment, as far as the first gap that absorbs the move.
@@ -187,15 +281,16 @@ pub fn relink(maps: &[Mapping], image: &Image, m: u64) -> Result<(Vec<Mapping>, 
         }
         out.push(mp.clone());
     }
-    for n in &new {
-        let start = page(new_bias.wrapping_add(n.vaddr));
-        let end = align_up(new_bias.wrapping_add(n.vaddr + n.memsz), 4096);
-        let file = FileMap { offset: page(n.offset), size, exec: n.flags & PF_X != 0, writable: n.flags & PF_W != 0 };
-        if let Some(c) = out.iter().find(|o| o.start < end && start < o.end && o.name != image.path) {
+    for n in placed {
+        if let Some(c) = out.iter().find(|o| o.start < n.end && n.start < o.end && o.name != image.path) {
             let name = if c.name.is_empty() { "an anonymous mapping" } else { c.name.as_str() };
-            return Err(format!("{} relinked with max-page-size {} KB would overlap {name} at {:#x}-{:#x}", image.path, m >> 10, c.start, c.end));
+            let how = match layout {
+                Some(m) => format!("relinked with max-page-size {} KB", m >> 10),
+                None => format!("placed at a {} KB boundary", align >> 10),
+            };
+            return Err(format!("{} {how} would overlap {name} at {:#x}-{:#x}", image.path, c.start, c.end));
         }
-        out.push(Mapping { start, end, name: image.path.clone(), file: Some(file) });
+        out.push(n);
     }
     let lo = moves.iter().map(|m| m.0).min().unwrap_or(0);
     let hi = moves.iter().map(|m| m.1).max().unwrap_or(0);
@@ -205,6 +300,7 @@ pub fn relink(maps: &[Mapping], image: &Image, m: u64) -> Result<(Vec<Mapping>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xlat_core::RefKind;
 
     /// Fig. 1's layout: read-only data (with the ELF header) ending inside file page 6, then
     /// code, then more read-only data.
@@ -247,8 +343,8 @@ mod tests {
             Mapping { start: 0x50_8000, end: 0x60_0000, name: "[heap]".into(), file: None },
             Mapping { start: 0x7f00_0000_0000, end: 0x7f00_0010_0000, name: String::new(), file: None },
         ];
-        let image = Image { path: path.clone(), segments: segs };
-        let (out, r) = relink(&maps, &image, 4096).unwrap();
+        let image = Image { path: path.clone(), segments: segs, shared: false };
+        let (out, r) = relink(&maps, &image, Some(4096), 4096).unwrap();
         let code: Vec<&Mapping> = out.iter().filter(|m| m.file.is_some_and(|f| f.exec)).collect();
         assert_eq!((code.len(), code[0].start, code[0].file.unwrap().offset), (1, 0x20_7000, 0x6000));
         let heap = out.iter().find(|m| m.name == "[heap]").unwrap();
@@ -261,7 +357,7 @@ mod tests {
         // and the mapping far above stays.
         let mut crowded = maps.clone();
         crowded[3] = Mapping { start: 0x60_0000, end: 0x61_0000, name: "/lib/libc.so".into(), file: None };
-        let (out, _) = relink(&crowded, &image, 2 << 20).unwrap();
+        let (out, _) = relink(&crowded, &image, Some(2 << 20), 4096).unwrap();
         let libc = out.iter().find(|m| m.name == "/lib/libc.so").unwrap();
         assert_eq!(libc.start, 0xa0_0000);
         assert!(out.iter().any(|m| m.start == 0x7f00_0000_0000));
@@ -278,12 +374,81 @@ mod tests {
             Mapping { start: 0x10_8000, end: 0x10_e000, name: path.clone(), file: file(0, false) },
             Mapping { start: 0x10_e000, end: 0x40_f000, name: path.clone(), file: file(0x6000, true) },
         ];
-        let (out, r) = relink(&maps, &Image { path, segments: segs }, 2 << 20).unwrap();
+        let (out, r) = relink(&maps, &Image { path, segments: segs, shared: false }, Some(2 << 20), 4096).unwrap();
         let code = out.iter().find(|m| m.file.is_some_and(|f| f.exec)).unwrap();
         assert_eq!((code.start, code.file.unwrap().offset), (0x40_6000, 0x6000), "base 2 MB, code at the next 2 MB");
         let mut refs = vec![Ref::load(0x10_8010, 1), Ref::load(0x10_e900, 1)];
         r.apply(&mut refs);
         assert_eq!((refs[0].va, refs[1].va), (0x20_0010, 0x40_6900));
+    }
+
+    /// A shared object as valgrind's loader packs it (code at file offset 0, its base 0x6d000
+    /// past a 2 MB boundary), then a small one right after it.
+    fn packed_libraries() -> (Vec<Mapping>, Image, Image) {
+        let file = |offset: u64, size: u64, exec: bool| Some(FileMap { offset, size, exec, writable: !exec });
+        let big = Image {
+            path: "/lib/libbig.so".into(),
+            segments: vec![
+                Segment { offset: 0, vaddr: 0, filesz: 0x30_0000, memsz: 0x30_0000, flags: 5 },
+                Segment { offset: 0x30_0000, vaddr: 0x30_1000, filesz: 0x2000, memsz: 0x3000, flags: 6 },
+            ],
+            shared: true,
+        };
+        let small =
+            Image { path: "/lib/libsmall.so".into(), segments: vec![Segment { offset: 0, vaddr: 0, filesz: 0x8000, memsz: 0x8000, flags: 5 }], shared: true };
+        let maps = vec![
+            Mapping { start: 0x806_d000, end: 0x836_d000, name: big.path.clone(), file: file(0, 0x30_2000, true) },
+            Mapping { start: 0x836_e000, end: 0x837_1000, name: big.path.clone(), file: file(0x30_0000, 0x30_2000, false) },
+            // (Its zero-filled tail, merged with an anonymous mapping after it.)
+            Mapping { start: 0x837_0000, end: 0x837_4000, name: String::new(), file: None },
+            Mapping { start: 0x838_0000, end: 0x838_8000, name: small.path.clone(), file: file(0, 0x8000, true) },
+            Mapping { start: 0x9000_0000, end: 0x9010_0000, name: String::new(), file: None },
+        ];
+        (maps, big, small)
+    }
+
+    /// Placed at a 2 MB boundary as Linux and FreeBSD map it, a large shared object moves
+    /// whole (its code then in phase with its file), the one packed after it moves 2 MB up,
+    /// and a small one or one already aligned stays.
+    #[test]
+    fn a_large_library_moves_to_a_superpage_boundary() {
+        let (maps, big, small) = packed_libraries();
+        let layout = Layout { max_page: None, library_align: 2 << 20 };
+        assert_eq!((layout.base_align(&big), layout.base_align(&small)), (2 << 20, 4096));
+        let (out, r) = relink(&maps, &big, None, layout.base_align(&big)).unwrap();
+        let code = out.iter().find(|m| m.name == big.path && m.file.is_some_and(|f| f.exec)).unwrap();
+        assert_eq!((code.start, code.end, code.file.unwrap().offset), (0x820_0000, 0x850_0000, 0));
+        assert_eq!(code.start % (2 << 20), code.file.unwrap().offset % (2 << 20), "in phase");
+        let data = out.iter().find(|m| m.name == big.path && !m.file.is_some_and(|f| f.exec)).unwrap();
+        assert_eq!((data.start, data.file.unwrap().size), (0x850_1000, 0x30_2000), "its data moves with it, as traced");
+        let tail = out.iter().find(|m| m.name.is_empty() && m.start < 0x9000_0000).unwrap();
+        assert_eq!((tail.start, tail.end), (0x850_3000, 0x850_7000), "its tail moves with it");
+        let lib = out.iter().find(|m| m.name == small.path).unwrap();
+        assert_eq!(lib.start, 0x858_0000, "the library after it: 2 MB up");
+        let mut refs = vec![
+            Ref::load(0x806_d010, 1),
+            Ref::load(0x836_e008, 1),
+            Ref::load(0x838_1000, 1),
+            Ref::load(0x9000_0000, 1),
+            Ref::new(0x806_d000, RefKind::Fetch, 8, 1, false),
+            Ref::load(0x837_0010, 1),
+        ];
+        r.apply(&mut refs);
+        let vas: Vec<u64> = refs.iter().map(|r| r.va).collect();
+        assert_eq!(vas, vec![0x820_0010, 0x850_1008, 0x858_1000, 0x9000_0000, 0x820_0000, 0x850_3010]);
+        // Once there, placing it again moves nothing.
+        let (again, r2) = relink(&out, &big, None, 2 << 20).unwrap();
+        assert!(r2.is_empty());
+        assert_eq!(again, out);
+    }
+
+    #[test]
+    fn elf_lib_lines_are_shared_objects() {
+        let images = parse("# elf-load 0 400000 10 20 5 /bin/x\n# elf-lib 0 0 300000 300000 5 /lib/l.so\n# elf-lib 300000 301000 10 20 6 /lib/l.so\n").unwrap();
+        assert_eq!(images.len(), 2);
+        assert!(!images[0].shared && images[1].shared);
+        assert_eq!(images[1].span(), 0x30_1020);
+        assert!(parse("# elf-lib 0 zz 10 20 5 /x\n").unwrap_err().starts_with("line 1: 'zz' is not hexadecimal (expected # elf-lib "));
     }
 
     #[test]

@@ -791,17 +791,56 @@ fn sidecars_give_file_regions_and_relink_the_executable() {
     assert_eq!(regions.len(), 3, "{regions:?}");
     assert_eq!(regions[1].file, Some(xlat_core::FileMap { offset: 0x6000, size: 3176448, exec: true, writable: false }));
     assert_eq!(read_all(&mut *src, 0, 10).unwrap(), refs, "as linked");
-    let e = crate::open_trace_until(&paths, None, None, Some(4096), &AtomicBool::new(false)).err().unwrap().to_string();
+    let e = crate::open_trace_until(&paths, None, None, crate::trace::Layout { max_page: Some(4096), library_align: 4096 }, &AtomicBool::new(false))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("needs the executable's loadable segments"), "{e}");
     std::fs::write(&side, format!("{maps}# elf-load 0 200000 6800 6800 4 /bin/prog\n# elf-load 6800 206800 300000 300000 5 /bin/prog\n")).unwrap();
     for (m, moved) in [(4096u64, 0x20_8900u64), (2 << 20, 0x40_7900)] {
-        let (_, mut src) = crate::open_trace_until(&paths, None, None, Some(m), &AtomicBool::new(false)).unwrap();
+        let (_, mut src) =
+            crate::open_trace_until(&paths, None, None, crate::trace::Layout { max_page: Some(m), library_align: 4096 }, &AtomicBool::new(false)).unwrap();
         let got = read_all(&mut *src, 0, 10).unwrap();
         assert_eq!(got[0].va, moved, "max-page-size {m:#x}");
         assert_eq!((got[1].va, got[2].va), (0x20_0010, 0x7f00_0000_0000), "rodata and the heap stay");
         let text = src.regions().into_iter().find(|r| r.file.is_some_and(|f| f.exec)).unwrap();
         // 4 KB: a page further than the file offset (out of phase mod 16 KB); 2 MB: in phase.
         assert_eq!(text.start - text.file.unwrap().offset, if m == 4096 { 0x20_1000 } else { 0x40_0000 });
+    }
+}
+
+/// A shared object valgrind packed 4 KB past a 2 MB boundary lies at the boundary with
+/// `loader.library_base=superpage` (its fetches and its region move; the executable stays),
+/// where the trace saw it with `as-traced`, and where the trace saw it in a sidecar without
+/// `# elf-lib` lines.
+#[test]
+fn a_large_shared_object_is_placed_at_a_superpage_boundary() {
+    let refs = vec![Ref::new(0x806_d040, RefKind::Fetch, 4, 1, false), Ref::new(0x40_1000, RefKind::Fetch, 4, 1, false), Ref::load(0x837_0000, 1)];
+    let p = tmp("libplace.xtr");
+    write_native(&p, &refs, &NativeHeader::default());
+    let side = format!("{}.maps", p.to_string_lossy());
+    let maps = "\
+00400000-00402000 r-xp 00000000 08:02 7 /bin/prog
+0806d000-0836d000 r-xp 00000000 08:02 9 /lib/libbig.so
+0836e000-08371000 rw-p 00300000 08:02 9 /lib/libbig.so
+# file-size 8192 /bin/prog
+# file-size 3153920 /lib/libbig.so
+# elf-load 0 400000 2000 2000 5 /bin/prog
+";
+    let libs = "# elf-lib 0 0 300000 300000 5 /lib/libbig.so\n# elf-lib 300000 301000 2000 3000 6 /lib/libbig.so\n";
+    let paths = [p.to_string_lossy().into_owned()];
+    let superpage = crate::trace::Layout { max_page: None, library_align: 2 << 20 };
+    for (text, layout, want) in [
+        (format!("{maps}{libs}"), superpage, [0x820_0040u64, 0x40_1000, 0x850_3000]),
+        (format!("{maps}{libs}"), crate::trace::Layout::AS_TRACED, [0x806_d040, 0x40_1000, 0x837_0000]),
+        (maps.to_string(), superpage, [0x806_d040, 0x40_1000, 0x837_0000]),
+    ] {
+        std::fs::write(&side, &text).unwrap();
+        let (_, mut src) = crate::open_trace_until(&paths, None, None, layout, &AtomicBool::new(false)).unwrap();
+        let vas: Vec<u64> = read_all(&mut *src, 0, 10).unwrap().iter().map(|r| r.va).collect();
+        assert_eq!(vas, want, "{layout:?}, elf-lib lines: {}", text.contains("elf-lib"));
+        let lib = src.regions().into_iter().find(|r| r.name == "/lib/libbig.so" && r.file.is_some_and(|f| f.exec)).unwrap();
+        assert_eq!(lib.start, want[0] & !0xfff);
     }
 }
 
