@@ -1,6 +1,7 @@
 """The coalescing study's real programs: each traced here with `xlat trace` (under valgrind,
-instruction fetches included, the program's mappings and its executable's segments in the
-`.maps` sidecar) on an input generated here, deterministically. Traces are kept in
+instruction fetches included, the program's mappings and its executable's and shared objects'
+segments in the `.maps` sidecar) on an input generated here, deterministically (Clang's
+input, SQLite, is fetched once and pinned by its digest). Traces are kept in
 `results/coalescing/traces/` and reused; a program this machine lacks (or valgrind) is left
 out, and the report says so.
 

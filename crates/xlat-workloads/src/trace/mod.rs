@@ -307,8 +307,8 @@ pub struct TraceSource {
     sidecar_regions: bool,
     /// The sidecars' mappings and executable images (relinked by [`TraceSource::relink`]).
     sidecar: Option<Sidecar>,
-    /// Where references into relinked images move.
-    moves: Vec<relink::Relink>,
+    /// Where references into relinked images move (every image's moves as one).
+    moves: relink::Relink,
     desc: WorkloadDesc,
 }
 
@@ -394,7 +394,7 @@ impl TraceSource {
             regions,
             sidecar_regions,
             sidecar,
-            moves: Vec::new(),
+            moves: relink::Relink::none(),
             desc: WorkloadDesc { name: "trace".into(), params },
         })
     }
@@ -431,7 +431,7 @@ impl TraceSource {
             let (moved, r) = relink::relink(&sc.mappings, im, layout.max_page, base).map_err(|what| SourceError::Io { path: side.clone(), what })?;
             sc.mappings = moved;
             if !r.is_empty() {
-                self.moves.push(r);
+                self.moves = self.moves.then(&r);
                 moved_any = true;
             }
         }
@@ -472,7 +472,7 @@ impl TraceSource {
                 if buf.is_empty() {
                     break;
                 }
-                self.moves.iter().for_each(|m| m.apply(&mut buf));
+                self.moves.apply(&mut buf);
                 for r in buf.iter().filter(|r| !r.is_os_call()) {
                     let page = r.va >> 12;
                     if page != last {
@@ -587,7 +587,7 @@ impl RefSource for TraceSource {
     }
     fn next_batch(&mut self, stream: usize, out: &mut Vec<Ref>) -> Result<(), SourceError> {
         let r = self.next_raw(stream, out);
-        self.moves.iter().for_each(|m| m.apply(out));
+        self.moves.apply(out);
         r
     }
 }

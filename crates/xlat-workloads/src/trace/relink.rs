@@ -150,7 +150,8 @@ impl Layout {
     }
 }
 
-/// The moves of one relinked image: references in `[from, to)` shift by `delta`.
+/// The moves of relinked images: references in `[from, to)` shift by `delta`, the ranges
+/// sorted and disjoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Relink {
     lo: u64,
@@ -160,8 +161,25 @@ pub struct Relink {
 
 impl Relink {
     /// No move.
-    fn none() -> Relink {
+    pub fn none() -> Relink {
         Relink { lo: 0, hi: 0, moves: Vec::new() }
+    }
+
+    fn new(mut moves: Vec<(u64, u64, i64)>) -> Relink {
+        moves.retain(|m| m.2 != 0 && m.0 < m.1);
+        moves.sort_unstable_by_key(|m| m.0);
+        debug_assert!(moves.windows(2).all(|w| w[0].1 <= w[1].0), "overlapping moves: {moves:x?}");
+        // (Neighbours that shift alike are one range.)
+        let mut out: Vec<(u64, u64, i64)> = Vec::with_capacity(moves.len());
+        for m in moves {
+            match out.last_mut() {
+                Some(l) if l.1 == m.0 && l.2 == m.2 => l.1 = m.1,
+                _ => out.push(m),
+            }
+        }
+        let lo = out.first().map_or(0, |m| m.0);
+        let hi = out.last().map_or(0, |m| m.1);
+        Relink { lo, hi, moves: out }
     }
 
     /// Whether it moves nothing.
@@ -169,13 +187,67 @@ impl Relink {
         self.moves.is_empty()
     }
 
+    /// These moves, then `next`'s (whose ranges are where these left the references), as one:
+    /// a program's images are relinked one after another, and its references then move once.
+    pub fn then(&self, next: &Relink) -> Relink {
+        // This one's ranges and the unmoved gaps between them cover every address.
+        let mut pieces = Vec::with_capacity(2 * self.moves.len() + 1);
+        let mut at = 0u64;
+        for &(a, b, d) in &self.moves {
+            if at < a {
+                pieces.push((at, a, 0i64));
+            }
+            pieces.push((a, b, d));
+            at = b;
+        }
+        pieces.push((at, u64::MAX, 0));
+        let mut out = Vec::new();
+        for (lo, hi, d) in pieces {
+            // Where this piece lies after these moves, cut by the next ones'.
+            let back = |x: u64| x.wrapping_add_signed(-d);
+            let (mut cur, end) = (lo.wrapping_add_signed(d), hi.wrapping_add_signed(d));
+            for &(a, b, d2) in &next.moves {
+                if b <= cur || a >= end {
+                    continue;
+                }
+                let (s, e) = (a.max(cur), b.min(end));
+                out.push((back(cur), back(s), d));
+                out.push((back(s), back(e), d + d2));
+                cur = e;
+            }
+            out.push((back(cur), back(end), d));
+        }
+        Relink::new(out)
+    }
+
     /// Shift every reference into the image to where the relinked image holds it (OS calls
     /// are left alone: a sleep's address is a duration).
     pub fn apply(&self, refs: &mut [Ref]) {
+        if self.moves.is_empty() {
+            return;
+        }
+        // (References alternate between runs into a few ranges, the code's and the data's:
+        // the last two ranges found are asked first.)
+        let (mut last, mut before) = (self.moves[0], self.moves[0]);
         for r in refs {
             if r.va >= self.lo && r.va < self.hi && !r.is_os_call() {
-                if let Some(&(_, _, d)) = self.moves.iter().find(|&&(a, b, _)| a <= r.va && r.va < b) {
-                    r.va = r.va.wrapping_add_signed(d);
+                let va = r.va;
+                if last.0 <= va && va < last.1 {
+                    r.va = va.wrapping_add_signed(last.2);
+                    continue;
+                }
+                if before.0 <= va && va < before.1 {
+                    r.va = va.wrapping_add_signed(before.2);
+                    std::mem::swap(&mut last, &mut before);
+                    continue;
+                }
+                let i = self.moves.partition_point(|m| m.1 <= va);
+                if let Some(&m) = self.moves.get(i) {
+                    if m.0 <= va {
+                        r.va = va.wrapping_add_signed(m.2);
+                        before = last;
+                        last = m;
+                    }
                 }
             }
         }
@@ -292,9 +364,7 @@ pub fn relink(maps: &[Mapping], image: &Image, layout: Option<u64>, base_align: 
         }
         out.push(n);
     }
-    let lo = moves.iter().map(|m| m.0).min().unwrap_or(0);
-    let hi = moves.iter().map(|m| m.1).max().unwrap_or(0);
-    Ok((out, Relink { lo, hi, moves }))
+    Ok((out, Relink::new(moves)))
 }
 
 #[cfg(test)]
@@ -440,6 +510,38 @@ mod tests {
         let (again, r2) = relink(&out, &big, None, 2 << 20).unwrap();
         assert!(r2.is_empty());
         assert_eq!(again, out);
+    }
+
+    /// Moves composed into one move references as the moves one after another do, against
+    /// that reference model, on random stages of disjoint sorted ranges.
+    #[test]
+    fn composed_moves_move_as_the_stages_do() {
+        let mut rng = crate::rng::Rng::new(5);
+        for _ in 0..300 {
+            let mut composed = Relink::none();
+            let mut stages = Vec::new();
+            for _ in 0..rng.below(5) {
+                let mut at = rng.below(64) << 12;
+                let mut moves = Vec::new();
+                for _ in 0..rng.below(4) {
+                    let len = (1 + rng.below(32)) << 12;
+                    let d = (rng.below(64) << 12) as i64 - (16 << 12);
+                    moves.push((at, at + len, if at as i64 + d < 0 { 0 } else { d }));
+                    at += len + (rng.below(8) << 12);
+                }
+                let st = Relink::new(moves);
+                composed = composed.then(&st);
+                stages.push(st);
+            }
+            let vas: Vec<u64> = (0..200).map(|_| rng.below(512 << 12)).collect();
+            let mut one: Vec<Ref> = vas.iter().map(|&va| Ref::load(va, 1)).collect();
+            let mut each = one.clone();
+            composed.apply(&mut one);
+            for st in &stages {
+                st.apply(&mut each);
+            }
+            assert_eq!(one, each, "{stages:x?} as {composed:x?}");
+        }
     }
 
     #[test]
