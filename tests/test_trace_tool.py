@@ -145,3 +145,41 @@ def test_xlat_trace_counts_a_whole_run(env, tmp_path):
     assert p.returncode == 0, p.stderr
     assert f"wrote {refs:,} references" in p.stderr
     assert_one_line_error(run_xlat("trace", "--", str(d / "p")), "-o FILE")
+
+
+#: A program that touches the first half of a 16 MB array, then reads only that half.
+TOUCHER = r"""
+#include <stdio.h>
+static char big[16 << 20];
+int main(void) {
+    printf("%lx\n", (unsigned long)big);
+    fflush(stdout);
+    for (long i = 0; i < (8 << 20); i += 4096) big[i] = 1;
+    volatile unsigned long s = 0;
+    for (long k = 0; k < 400000000; k++) s += big[(k * 64) & ((8 << 20) - 1)];
+    return 0;
+}
+"""
+
+
+def test_the_sidecar_records_the_pages_resident_when_the_window_began(env, tmp_path):
+    """`# resident` lines: the pages the program had touched before the first traced
+    reference (the touched half of the array, not the other half)."""
+    (tmp_path / "t.c").write_text(TOUCHER)
+    subprocess.run(["gcc", "-O1", "-static", "-o", str(tmp_path / "t"), str(tmp_path / "t.c")], check=True)
+    out = tmp_path / "t.xtr"
+    p = run_xlat("trace", "-o", str(out), "--skip", "500000", "--refs", "3000000", "--", str(tmp_path / "t"), timeout=300)
+    assert p.returncode == 0, p.stderr
+    big = int(p.stdout.split()[0], 16)
+    runs = []
+    for line in (tmp_path / "t.xtr.maps").read_text().splitlines():
+        if line.startswith("# resident "):
+            a, b = (int(x, 16) for x in line.split()[2:4])
+            runs.append((a, b))
+    assert runs, "no resident pages recorded"
+
+    def resident(va: int) -> bool:
+        return any(a <= va < b for a, b in runs)
+
+    assert all(resident(big + i) for i in range(0, 8 << 20, 4096)), "the touched half"
+    assert not any(resident(big + i) for i in range(8 << 20, 16 << 20, 4096)), "the untouched half"

@@ -859,12 +859,14 @@ def _unblock_fifo(fifo: str) -> None:
     os.close(fd)
 
 
-def _sample_maps(proc: subprocess.Popen, maps: dict[str, str], period_s: float = 0.02) -> None:
+def _sample_maps(proc: subprocess.Popen, maps: dict[str, str], period_s: float = 0.02,
+                 started=None, resident: list[tuple[int, int]] | None = None) -> None:
     """Read /proc/PID/maps of the traced process every `period_s` until it exits, keeping
     every mapping seen (keyed by its range and file), so one that grew or went away early is
     still there for the regions of a prefaulted run (docs/workloads.md). valgrind runs the
     program in its own process, so its own mappings are listed too; the reader keeps only
-    mappings the trace touches."""
+    mappings the trace touches. Once `started()` says the trace's first references are
+    written (the skip is over), the pages then resident go to `resident` (`_resident_pages`)."""
     path = f"/proc/{proc.pid}/maps"
     while proc.poll() is None:
         try:
@@ -876,7 +878,48 @@ def _sample_maps(proc: subprocess.Popen, maps: dict[str, str], period_s: float =
             fields = line.split()
             if len(fields) >= 5:
                 maps.setdefault(f"{fields[0]} {' '.join(fields[5:])}", line)
+        if resident is not None and not resident and started is not None and started():
+            resident.extend(_resident_pages(proc.pid, text))
+            resident.append((0, 0))  # (taken: an empty snapshot is not taken again)
         time.sleep(period_s)
+
+
+def _resident_pages(pid: int, maps_text: str) -> list[tuple[int, int]]:
+    """The pages of the mappings in `maps_text` that /proc/PID/pagemap shows present or
+    swapped, as ascending [start, end) byte ranges: what the program had touched and kept.
+    Inaccessible mappings (---p: valgrind's reservations) are left out; [] where pagemap
+    cannot be read."""
+    import struct
+
+    runs: list[tuple[int, int]] = []
+    try:
+        with open(f"/proc/{pid}/pagemap", "rb") as pm:
+            for line in maps_text.splitlines():
+                fields = line.split()
+                if len(fields) < 5 or fields[1].startswith("---"):
+                    continue
+                lo, hi = (int(x, 16) for x in fields[0].split("-"))
+                for base in range(lo, hi, 1 << 30):  # 1 GB of pages (2 MB of entries) a read
+                    top = min(hi, base + (1 << 30))
+                    pm.seek((base >> 12) * 8)
+                    data = pm.read(((top - base) >> 12) * 8)
+                    for i, (entry,) in enumerate(struct.iter_unpack("<Q", data)):
+                        if entry >> 62:  # present (bit 63) or swapped (bit 62)
+                            va = base + (i << 12)
+                            if runs and runs[-1][1] == va:
+                                runs[-1] = (runs[-1][0], va + 4096)
+                            else:
+                                runs.append((va, va + 4096))
+    except OSError:
+        return []
+    runs.sort()
+    merged: list[tuple[int, int]] = []
+    for a, b in runs:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
 
 
 def _elf_loads(path: str, shared: bool = False) -> list[tuple[int, int, int, int, int]]:
@@ -908,14 +951,17 @@ def _elf_loads(path: str, shared: bool = False) -> list[tuple[int, int, int, int
     return out
 
 
-def _maps_text(maps: dict[str, str], exe: str | None = None, launcher: str | None = None) -> str:
+def _maps_text(maps: dict[str, str], exe: str | None = None, launcher: str | None = None,
+               resident: list[tuple[int, int]] | None = None) -> str:
     """The sidecar: the mappings seen, then each mapped file's size (`# file-size BYTES PATH`),
     which the OS model needs for the page cache and FreeBSD's reservations, the loadable
     segments of the executable `exe` (`# elf-load OFFSET VADDR FILESZ MEMSZ FLAGS PATH`, hex),
     which `loader.max_page_size` relinks, and those of every shared object mapped executable
     (`# elf-lib`, the same fields), which `loader.library_base` places (docs/workloads.md).
     `launcher`: valgrind's own launcher, a position-independent executable the first samples
-    see before it becomes the tool, which is not one of the program's objects."""
+    see before it becomes the tool, which is not one of the program's objects. `resident`: the
+    pages resident when the trace's window began (`# resident START END`, hex, [START, END)),
+    what the program had touched before its first traced reference."""
     lines = [f"{line}\n" for line in maps.values()]
     paths = sorted({" ".join(line.split()[5:]) for line in maps.values()})
     for path in paths:
@@ -934,6 +980,9 @@ def _maps_text(maps: dict[str, str], exe: str | None = None, launcher: str | Non
         if path.startswith("/") and path not in (exe, launcher):
             for off, vaddr, filesz, memsz, flags in _elf_loads(path, shared=True):
                 lines.append(f"# elf-lib {off:x} {vaddr:x} {filesz:x} {memsz:x} {flags:x} {path}\n")
+    for a, b in resident or []:
+        if a < b:
+            lines.append(f"# resident {a:x} {b:x}\n")
     return "".join(lines)
 
 
@@ -991,7 +1040,15 @@ def cmd_trace(args: argparse.Namespace) -> int:
         watcher.start()
         # The program's mappings, for --prefault (FILE.maps beside the trace; not for a device).
         maps: dict[str, str] = {}
-        sampler = threading.Thread(target=_sample_maps, args=(proc, maps), daemon=True)
+        # (The pages resident when the window begins, which the trace's first bytes on disk
+        # mark: the converter writes them once its first compressed blocks fill its buffer,
+        # some hundred thousand references into the window.)
+        resident: list[tuple[int, int]] = []
+
+        def started() -> bool:
+            return out.is_file() and out.stat().st_size > 0
+
+        sampler = threading.Thread(target=_sample_maps, args=(proc, maps, 0.02, started, resident), daemon=True)
         sampler.start()
         try:
             # The trace describes what was traced, not the FIFO it came through.
@@ -1016,7 +1073,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
             exe = os.path.realpath(shutil.which(program[0]) or program[0])
             # (Debian's `valgrind` is a script that runs `valgrind.bin`.)
             launcher = os.path.realpath(valgrind) + ".bin" if valgrind else None
-            (out.parent / (out.name + ".maps")).write_text(_maps_text(maps, exe, launcher))
+            (out.parent / (out.name + ".maps")).write_text(_maps_text(maps, exe, launcher, resident))
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
     # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).
     print(f"xlat: wrote {n:,} references to {_written(written)}{note}", file=sys.stderr)
