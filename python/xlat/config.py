@@ -257,6 +257,7 @@ NEUTRAL: dict[str, str] = {
     # (No trace stored before it recorded its shared objects' segments, which superpage
     # moves: every stored point ran as superpage runs it.)
     "loader.library_base": "superpage",
+    "loader.fast_forward": "none",
 }
 
 

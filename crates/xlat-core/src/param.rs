@@ -424,6 +424,11 @@ impl MaxPageSize {
 }
 
 config_enum!(
+    /// What a trace's window finds mapped (`loader.fast_forward`).
+    FastForward { None = "none", Resident = "resident" }
+);
+
+config_enum!(
     /// Where a traced program's shared objects lie (`loader.library_base`).
     LibraryBase { AsTraced = "as-traced", Superpage = "superpage" }
 );

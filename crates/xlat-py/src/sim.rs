@@ -111,7 +111,11 @@ fn simulate<'py>(
                 // (An interrupt stops the kernels at once, while they build their input too.)
                 (Some(w), None, None) => xlat_workloads::open_until(w, seed, stop.clone()).map_err(workload_err)?,
                 (None, Some(t), None) => {
-                    let layout = xlat_workloads::trace::Layout { max_page: cfg.loader.max_page_size.bytes(), library_align: cfg.loader.library_base.align() };
+                    let layout = xlat_workloads::trace::Layout {
+                        max_page: cfg.loader.max_page_size.bytes(),
+                        library_align: cfg.loader.library_base.align(),
+                        fast_forward: cfg.loader.fast_forward == xlat_core::param::FastForward::Resident,
+                    };
                     xlat_workloads::open_trace_until(t, trace_format.as_deref(), page_regions, layout, &stop).map_err(workload_err)?
                 }
                 (None, None, Some(_)) if cfg.loader.max_page_size.bytes().is_some() => {

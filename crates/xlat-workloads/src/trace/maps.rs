@@ -25,6 +25,31 @@ pub fn sidecar_path(trace: &str) -> String {
 /// read): `# file-size BYTES PATH`.
 pub const FILE_SIZE: &str = "# file-size ";
 
+/// The sidecar line recording a run of pages resident when the trace's window began
+/// (`xlat trace` reads `/proc/PID/pagemap`): `# resident START END` (hexadecimal, [START, END)).
+pub const RESIDENT: &str = "# resident ";
+
+/// The `# resident` lines of a sidecar as byte ranges, in the file's order. Else the first bad
+/// line's number and what is wrong with it.
+pub fn resident(text: &str) -> Result<Vec<(u64, u64)>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(rest) = line.strip_prefix(RESIDENT) else { continue };
+        let bad = |what: &str| format!("line {}: {what} (expected {RESIDENT}START END, hexadecimal)", i + 1);
+        let mut f = rest.split(' ');
+        let mut num = || -> Result<u64, String> {
+            let x = f.next().ok_or_else(|| bad("too few fields"))?;
+            u64::from_str_radix(x, 16).map_err(|_| bad(&format!("'{x}' is not hexadecimal")))
+        };
+        let (a, b) = (num()?, num()?);
+        if a >= b || a % 4096 != 0 || b % 4096 != 0 {
+            return Err(bad("the range is empty or not page-aligned"));
+        }
+        out.push((a, b));
+    }
+    Ok(out)
+}
+
 /// Parse `/proc/PID/maps` text: `START-END PERMS OFFSET DEV INODE [PATH]` per line, blank
 /// lines and `#` comments allowed. A mapping of a file (a path, a nonzero inode) is
 /// file-backed; its file's size comes from a `# file-size BYTES PATH` line, or else is where

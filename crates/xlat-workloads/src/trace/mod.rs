@@ -453,6 +453,22 @@ impl TraceSource {
         if !self.regions.is_empty() && !self.sidecar_regions {
             return Ok(());
         }
+        let pages = self.pages_touched(paths, forced, true)?;
+        self.regions = round_out(
+            match &self.sidecar {
+                None => regions_of_pages(pages),
+                Some(sc) => maps::regions(sc.mappings.clone(), &pages, regions_of_pages),
+            },
+            align,
+        );
+        self.sidecar_regions = false;
+        Ok(())
+    }
+
+    /// The 4 KB pages the traces reference (OS calls aside), ascending, each once: where the
+    /// relinked images hold them with `moved`, else where the trace saw them. Reads each file
+    /// once more (so it must be a regular file).
+    fn pages_touched(&self, paths: &[String], forced: Option<FormatSpec>, moved: bool) -> Result<Vec<u64>, SourceError> {
         readable_twice(paths)?;
         let mut pages: Vec<u64> = Vec::new();
         for (i, p) in paths.iter().enumerate() {
@@ -472,7 +488,9 @@ impl TraceSource {
                 if buf.is_empty() {
                     break;
                 }
-                self.moves.apply(&mut buf);
+                if moved {
+                    self.moves.apply(&mut buf);
+                }
                 for r in buf.iter().filter(|r| !r.is_os_call()) {
                     let page = r.va >> 12;
                     if page != last {
@@ -488,14 +506,50 @@ impl TraceSource {
         }
         pages.sort_unstable();
         pages.dedup();
-        self.regions = round_out(
-            match &self.sidecar {
-                None => regions_of_pages(pages),
-                Some(sc) => maps::regions(sc.mappings.clone(), &pages, regions_of_pages),
-            },
-            align,
-        );
-        self.sidecar_regions = false;
+        Ok(pages)
+    }
+
+    /// Fast-forward (`loader.fast_forward=resident`): before the trace's first reference,
+    /// touch every page the sidecar records as resident when the window began (`# resident`),
+    /// in the mappings the trace references, in address order: a store where the mapping is
+    /// writable (anonymous memory, a data segment), a load elsewhere (code, read-only data),
+    /// no instruction between them. So a window that starts in a program's middle finds the
+    /// pages the program had mapped, placed by the OS in address order as a prefault places
+    /// them, instead of faulting each at its first touch in the window. Reads the trace once
+    /// more. An error if the sidecar records no resident pages.
+    pub fn fast_forward(&mut self, paths: &[String], forced: Option<FormatSpec>) -> Result<(), SourceError> {
+        let side = maps::sidecar_path(&paths[0]);
+        let none = || {
+            SourceError::Io {
+            path: side.clone(),
+            what: "loader.fast_forward=resident needs the pages resident when the window began (# resident lines): trace the program with this version of xlat trace".into(),
+        }
+        };
+        let resident_known = self.sidecar.as_ref().is_some_and(|sc| !sc.resident.is_empty());
+        if !resident_known {
+            return Err(none());
+        }
+        let pages = self.pages_touched(paths, forced, false)?;
+        let sc = self.sidecar.as_ref().expect("checked");
+        let mut touches: Vec<Ref> = Vec::new();
+        for m in &sc.traced {
+            let i = pages.partition_point(|&p| p < m.start >> 12);
+            if pages.get(i).is_none_or(|&p| p >= m.end >> 12) {
+                continue; // a mapping the trace does not reference (valgrind's own, say)
+            }
+            let store = m.file.is_none_or(|f| f.writable);
+            for &(a, b) in &sc.resident {
+                let mut va = a.max(m.start);
+                while va < b.min(m.end) {
+                    touches.push(if store { Ref::store(va, 0) } else { Ref::load(va, 0) });
+                    va += 4096;
+                }
+            }
+        }
+        touches.sort_by_key(|r| r.va);
+        touches.dedup_by_key(|r| r.va);
+        // (Delivered first, and moved with the trace's references by relinking.)
+        self.carry[0].splice(0..0, touches);
         Ok(())
     }
 }
@@ -503,8 +557,12 @@ impl TraceSource {
 /// What the sidecars of a trace's files say (`FILE.maps`, written by `xlat trace`).
 struct Sidecar {
     mappings: Vec<maps::Mapping>,
-    /// The executable's loadable segments.
+    /// The mappings where the trace saw them (`mappings` moves with relinking).
+    traced: Vec<maps::Mapping>,
+    /// The executable's and shared objects' loadable segments.
     images: Vec<relink::Image>,
+    /// The pages resident when the window began (`# resident`), where the trace saw them.
+    resident: Vec<(u64, u64)>,
 }
 
 /// The mappings and executable images in the sidecars of `paths`, or `None` if no trace has
@@ -512,6 +570,7 @@ struct Sidecar {
 fn sidecar_mappings(paths: &[String]) -> Result<Option<Sidecar>, SourceError> {
     let mut mappings = Vec::new();
     let mut images = Vec::new();
+    let mut resident = Vec::new();
     let mut sidecars = 0;
     for p in paths {
         let side = maps::sidecar_path(p);
@@ -521,11 +580,13 @@ fn sidecar_mappings(paths: &[String]) -> Result<Option<Sidecar>, SourceError> {
             Err(e) => return Err(SourceError::Io { path: side, what: e.to_string() }),
         };
         mappings.extend(maps::parse(&text).map_err(|what| SourceError::Io { path: side.clone(), what })?);
-        images.extend(relink::parse(&text).map_err(|what| SourceError::Io { path: side, what })?);
+        images.extend(relink::parse(&text).map_err(|what| SourceError::Io { path: side.clone(), what })?);
+        resident.extend(maps::resident(&text).map_err(|what| SourceError::Io { path: side, what })?);
         sidecars += 1;
     }
     images.dedup();
-    Ok((sidecars > 0).then_some(Sidecar { mappings, images }))
+    let traced = mappings.clone();
+    Ok((sidecars > 0).then_some(Sidecar { mappings, traced, images, resident }))
 }
 
 /// Every path is a regular file, which can be read twice (a pipe cannot): else the error

@@ -134,11 +134,14 @@ pub struct Layout {
     /// Place each shared object spanning 2 MB or more at a multiple of this (4096: where the
     /// trace saw it).
     pub library_align: u64,
+    /// Touch the pages resident when the window began before its first reference
+    /// (`loader.fast_forward=resident`, [`crate::trace::TraceSource::fast_forward`]).
+    pub fast_forward: bool,
 }
 
 impl Layout {
-    /// The images as linked, where the trace saw them.
-    pub const AS_TRACED: Layout = Layout { max_page: None, library_align: 4096 };
+    /// The images as linked, where the trace saw them, and nothing touched before the window.
+    pub const AS_TRACED: Layout = Layout { max_page: None, library_align: 4096, fast_forward: false };
 
     /// The base alignment of `image` under this layout.
     pub fn base_align(&self, image: &Image) -> u64 {
@@ -483,7 +486,7 @@ mod tests {
     #[test]
     fn a_large_library_moves_to_a_superpage_boundary() {
         let (maps, big, small) = packed_libraries();
-        let layout = Layout { max_page: None, library_align: 2 << 20 };
+        let layout = Layout { max_page: None, library_align: 2 << 20, fast_forward: false };
         assert_eq!((layout.base_align(&big), layout.base_align(&small)), (2 << 20, 4096));
         let (out, r) = relink(&maps, &big, None, layout.base_align(&big)).unwrap();
         let code = out.iter().find(|m| m.name == big.path && m.file.is_some_and(|f| f.exec)).unwrap();

@@ -791,15 +791,27 @@ fn sidecars_give_file_regions_and_relink_the_executable() {
     assert_eq!(regions.len(), 3, "{regions:?}");
     assert_eq!(regions[1].file, Some(xlat_core::FileMap { offset: 0x6000, size: 3176448, exec: true, writable: false }));
     assert_eq!(read_all(&mut *src, 0, 10).unwrap(), refs, "as linked");
-    let e = crate::open_trace_until(&paths, None, None, crate::trace::Layout { max_page: Some(4096), library_align: 4096 }, &AtomicBool::new(false))
-        .err()
-        .unwrap()
-        .to_string();
+    let e = crate::open_trace_until(
+        &paths,
+        None,
+        None,
+        crate::trace::Layout { max_page: Some(4096), library_align: 4096, fast_forward: false },
+        &AtomicBool::new(false),
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(e.contains("needs the executable's loadable segments"), "{e}");
     std::fs::write(&side, format!("{maps}# elf-load 0 200000 6800 6800 4 /bin/prog\n# elf-load 6800 206800 300000 300000 5 /bin/prog\n")).unwrap();
     for (m, moved) in [(4096u64, 0x20_8900u64), (2 << 20, 0x40_7900)] {
-        let (_, mut src) =
-            crate::open_trace_until(&paths, None, None, crate::trace::Layout { max_page: Some(m), library_align: 4096 }, &AtomicBool::new(false)).unwrap();
+        let (_, mut src) = crate::open_trace_until(
+            &paths,
+            None,
+            None,
+            crate::trace::Layout { max_page: Some(m), library_align: 4096, fast_forward: false },
+            &AtomicBool::new(false),
+        )
+        .unwrap();
         let got = read_all(&mut *src, 0, 10).unwrap();
         assert_eq!(got[0].va, moved, "max-page-size {m:#x}");
         assert_eq!((got[1].va, got[2].va), (0x20_0010, 0x7f00_0000_0000), "rodata and the heap stay");
@@ -829,7 +841,7 @@ fn a_large_shared_object_is_placed_at_a_superpage_boundary() {
 ";
     let libs = "# elf-lib 0 0 300000 300000 5 /lib/libbig.so\n# elf-lib 300000 301000 2000 3000 6 /lib/libbig.so\n";
     let paths = [p.to_string_lossy().into_owned()];
-    let superpage = crate::trace::Layout { max_page: None, library_align: 2 << 20 };
+    let superpage = crate::trace::Layout { max_page: None, library_align: 2 << 20, fast_forward: false };
     for (text, layout, want) in [
         (format!("{maps}{libs}"), superpage, [0x820_0040u64, 0x40_1000, 0x850_3000]),
         (format!("{maps}{libs}"), crate::trace::Layout::AS_TRACED, [0x806_d040, 0x40_1000, 0x837_0000]),
@@ -842,6 +854,53 @@ fn a_large_shared_object_is_placed_at_a_superpage_boundary() {
         let lib = src.regions().into_iter().find(|r| r.name == "/lib/libbig.so" && r.file.is_some_and(|f| f.exec)).unwrap();
         assert_eq!(lib.start, want[0] & !0xfff);
     }
+}
+
+/// `loader.fast_forward=resident`: the pages resident when the window began, in the mappings
+/// the trace references, are touched first in address order (a store in writable memory, a
+/// load in code), and they move with a relinked library; a mapping the trace never references
+/// (valgrind's own) is left alone; a sidecar without `# resident` lines is an error naming
+/// them.
+#[test]
+fn fast_forward_touches_the_resident_pages_of_the_mappings_the_trace_references() {
+    let refs = vec![Ref::new(0x806_d040, RefKind::Fetch, 4, 1, false), Ref::load(0x1_0000_2008, 1)];
+    let p = tmp("ffwd.xtr");
+    write_native(&p, &refs, &NativeHeader::default());
+    let side = format!("{}.maps", p.to_string_lossy());
+    let maps = "\
+0806d000-0836d000 r-xp 00000000 08:02 9 /lib/libbig.so
+100000000-100010000 rw-p 00000000 00:00 0
+58000000-58100000 rw-p 00000000 00:00 0
+# file-size 3145728 /lib/libbig.so
+# elf-lib 0 0 300000 300000 5 /lib/libbig.so
+";
+    let resident = "# resident 806e000 8070000\n# resident 100000000 100003000\n# resident 58000000 58002000\n";
+    let paths = [p.to_string_lossy().into_owned()];
+    let open = |text: &str, library_align: u64| {
+        std::fs::write(&side, text).unwrap();
+        let layout = crate::trace::Layout { max_page: None, library_align, fast_forward: true };
+        crate::open_trace_until(&paths, None, None, layout, &AtomicBool::new(false))
+    };
+    let (_, mut src) = open(&format!("{maps}{resident}"), 4096).unwrap();
+    let got = read_all(&mut *src, 0, 10).unwrap();
+    let want = [
+        (0x806_e000, RefKind::Load),
+        (0x806_f000, RefKind::Load),
+        (0x1_0000_0000, RefKind::Store),
+        (0x1_0000_1000, RefKind::Store),
+        (0x1_0000_2000, RefKind::Store),
+    ];
+    assert_eq!(got.len(), want.len() + refs.len());
+    for (r, (va, kind)) in got.iter().zip(want) {
+        assert_eq!((r.va, r.kind(), r.inst_delta), (va, kind, 0));
+    }
+    assert_eq!(got[want.len()..], refs[..], "then the trace");
+    // With the library at a 2 MB boundary its touches move with it.
+    let (_, mut src) = open(&format!("{maps}{resident}"), 2 << 20).unwrap();
+    let got = read_all(&mut *src, 0, 10).unwrap();
+    assert_eq!((got[0].va, got[5].va), (0x820_1000, 0x820_0040));
+    let e = open(maps, 4096).err().unwrap().to_string();
+    assert!(e.contains("needs the pages resident when the window began (# resident lines)"), "{e}");
 }
 
 /// `xlat trace --skip N --refs M`: the first N references (a program's start-up) are left
