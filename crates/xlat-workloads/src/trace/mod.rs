@@ -518,16 +518,10 @@ impl TraceSource {
     /// them, instead of faulting each at its first touch in the window. Reads the trace once
     /// more. An error if the sidecar records no resident pages.
     pub fn fast_forward(&mut self, paths: &[String], forced: Option<FormatSpec>) -> Result<(), SourceError> {
-        let side = maps::sidecar_path(&paths[0]);
-        let none = || {
-            SourceError::Io {
-            path: side.clone(),
-            what: "loader.fast_forward=resident needs the pages resident when the window began (# resident lines): trace the program with this version of xlat trace".into(),
-        }
-        };
-        let resident_known = self.sidecar.as_ref().is_some_and(|sc| !sc.resident.is_empty());
-        if !resident_known {
-            return Err(none());
+        if !self.sidecar.as_ref().is_some_and(|sc| !sc.resident.is_empty()) {
+            let what = "loader.fast_forward=resident needs the pages resident when the window began (# resident lines): \
+                        trace the program with this version of xlat trace";
+            return Err(SourceError::Io { path: maps::sidecar_path(&paths[0]), what: what.into() });
         }
         let pages = self.pages_touched(paths, forced, false)?;
         let sc = self.sidecar.as_ref().expect("checked");
