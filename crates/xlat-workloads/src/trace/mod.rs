@@ -518,7 +518,7 @@ impl TraceSource {
     /// them, instead of faulting each at its first touch in the window. Reads the trace once
     /// more. An error if the sidecar records no resident pages.
     pub fn fast_forward(&mut self, paths: &[String], forced: Option<FormatSpec>) -> Result<(), SourceError> {
-        if !self.sidecar.as_ref().is_some_and(|sc| !sc.resident.is_empty()) {
+        if self.sidecar.as_ref().is_none_or(|sc| sc.resident.is_empty()) {
             let what = "loader.fast_forward=resident needs the pages resident when the window began (# resident lines): \
                         trace the program with this version of xlat trace";
             return Err(SourceError::Io { path: maps::sidecar_path(&paths[0]), what: what.into() });
