@@ -860,13 +860,14 @@ def _unblock_fifo(fifo: str) -> None:
 
 
 def _sample_maps(proc: subprocess.Popen, maps: dict[str, str], period_s: float = 0.02,
-                 started=None, resident: list[tuple[int, int]] | None = None) -> None:
+                 started=None, snapshot: dict | None = None) -> None:
     """Read /proc/PID/maps of the traced process every `period_s` until it exits, keeping
     every mapping seen (keyed by its range and file), so one that grew or went away early is
     still there for the regions of a prefaulted run (docs/workloads.md). valgrind runs the
     program in its own process, so its own mappings are listed too; the reader keeps only
     mappings the trace touches. Once `started()` says the trace's first references are
-    written (the skip is over), the pages then resident go to `resident` (`_resident_pages`)."""
+    written (the skip is over), the pages then resident go to `snapshot["resident"]`
+    (`_resident_pages`)."""
     path = f"/proc/{proc.pid}/maps"
     while proc.poll() is None:
         try:
@@ -878,9 +879,8 @@ def _sample_maps(proc: subprocess.Popen, maps: dict[str, str], period_s: float =
             fields = line.split()
             if len(fields) >= 5:
                 maps.setdefault(f"{fields[0]} {' '.join(fields[5:])}", line)
-        if resident is not None and not resident and started is not None and started():
-            resident.extend(_resident_pages(proc.pid, text))
-            resident.append((0, 0))  # (taken: an empty snapshot is not taken again)
+        if snapshot is not None and "resident" not in snapshot and started is not None and started():
+            snapshot["resident"] = _resident_pages(proc.pid, text)
         time.sleep(period_s)
 
 
@@ -981,8 +981,7 @@ def _maps_text(maps: dict[str, str], exe: str | None = None, launcher: str | Non
             for off, vaddr, filesz, memsz, flags in _elf_loads(path, shared=True):
                 lines.append(f"# elf-lib {off:x} {vaddr:x} {filesz:x} {memsz:x} {flags:x} {path}\n")
     for a, b in resident or []:
-        if a < b:
-            lines.append(f"# resident {a:x} {b:x}\n")
+        lines.append(f"# resident {a:x} {b:x}\n")
     return "".join(lines)
 
 
@@ -1043,12 +1042,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
         # (The pages resident when the window begins, which the trace's first bytes on disk
         # mark: the converter writes them once its first compressed blocks fill its buffer,
         # some hundred thousand references into the window.)
-        resident: list[tuple[int, int]] = []
+        snapshot: dict[str, list[tuple[int, int]]] = {}
 
         def started() -> bool:
             return out.is_file() and out.stat().st_size > 0
 
-        sampler = threading.Thread(target=_sample_maps, args=(proc, maps, 0.02, started, resident), daemon=True)
+        sampler = threading.Thread(target=_sample_maps, args=(proc, maps, 0.02, started, snapshot), daemon=True)
         sampler.start()
         try:
             # The trace describes what was traced, not the FIFO it came through.
@@ -1073,7 +1072,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
             exe = os.path.realpath(shutil.which(program[0]) or program[0])
             # (Debian's `valgrind` is a script that runs `valgrind.bin`.)
             launcher = os.path.realpath(valgrind) + ".bin" if valgrind else None
-            (out.parent / (out.name + ".maps")).write_text(_maps_text(maps, exe, launcher, resident))
+            (out.parent / (out.name + ".maps")).write_text(_maps_text(maps, exe, launcher, snapshot.get("resident")))
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
     # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).
     print(f"xlat: wrote {n:,} references to {_written(written)}{note}", file=sys.stderr)

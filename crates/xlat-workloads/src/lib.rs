@@ -247,9 +247,7 @@ pub fn open_trace_until(
         trace::readable_twice(paths).map_err(WorkloadError::Trace)?;
     }
     let mut src = trace::TraceSource::open_until(paths, fmt, stop).map_err(WorkloadError::Trace)?;
-    if layout.max_page.is_some() || layout.library_align > 4096 {
-        src.relink(paths, layout).map_err(WorkloadError::Trace)?;
-    }
+    src.relink(paths, layout).map_err(WorkloadError::Trace)?;
     if layout.fast_forward {
         src.fast_forward(paths, fmt).map_err(WorkloadError::Trace)?;
     }
