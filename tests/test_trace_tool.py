@@ -183,3 +183,41 @@ def test_the_sidecar_records_the_pages_resident_when_the_window_began(env, tmp_p
 
     assert all(resident(big + i) for i in range(0, 8 << 20, 4096)), "the touched half"
     assert not any(resident(big + i) for i in range(8 << 20, 16 << 20, 4096)), "the untouched half"
+
+
+#: A program that runs `early` before the window and `late` only in it, each alone on its page.
+RUNNER = r"""
+#include <stdio.h>
+#define PAGE __attribute__((noinline, aligned(4096)))
+PAGE int early(int x) { return x * 3 + 1; }
+PAGE int pad1(int x) { return x - 7; }
+PAGE int late(int x) { return x * 5 + 2; }
+PAGE int pad2(int x) { return x - 9; }
+int main(void) {
+    printf("%lx %lx\n", (unsigned long)early, (unsigned long)late);
+    fflush(stdout);
+    volatile int s = 0;
+    for (long k = 0; k < 400000; k++) s += early(k);
+    for (long k = 0; k < 4000000; k++) s += late(k);
+    return 0;
+}
+"""
+
+
+def test_the_sidecar_records_the_code_run_before_the_window(env, tmp_path):
+    """`# executed` lines: the code pages the program had run before the first traced
+    reference (`early`'s), not those it first runs inside the window (`late`'s)."""
+    (tmp_path / "r.c").write_text(RUNNER)
+    subprocess.run(["gcc", "-O1", "-static", "-o", str(tmp_path / "r"), str(tmp_path / "r.c")], check=True)
+    out = tmp_path / "r.xtr"
+    p = run_xlat("trace", "-o", str(out), "--skip", "2000000", "--refs", "1000000", "--", str(tmp_path / "r"), timeout=300)
+    assert p.returncode == 0, p.stderr
+    early, late = (int(x, 16) for x in p.stdout.split()[:2])
+    runs = [tuple(int(x, 16) for x in line.split()[2:4])
+            for line in (tmp_path / "r.xtr.maps").read_text().splitlines() if line.startswith("# executed ")]
+
+    def executed(va: int) -> bool:
+        return any(a <= va < b for a, b in runs)
+
+    assert executed(early), "early ran before the window"
+    assert not executed(late), "late ran only in it"

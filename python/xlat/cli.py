@@ -951,8 +951,18 @@ def _elf_loads(path: str, shared: bool = False) -> list[tuple[int, int, int, int
     return out
 
 
+def _executed_pages(path: str) -> list[tuple[int, int]] | None:
+    """The code pages xlattrace's `--executed` file says the program ran before the window,
+    as [start, end) byte ranges; None where it wrote none (lackey, or no window began)."""
+    try:
+        with open(path, encoding="ascii") as f:
+            return [(int(a, 16), int(b, 16)) for a, b in (line.split() for line in f if line.strip())]
+    except (OSError, ValueError):
+        return None
+
+
 def _maps_text(maps: dict[str, str], exe: str | None = None, launcher: str | None = None,
-               resident: list[tuple[int, int]] | None = None) -> str:
+               resident: list[tuple[int, int]] | None = None, executed: list[tuple[int, int]] | None = None) -> str:
     """The sidecar: the mappings seen, then each mapped file's size (`# file-size BYTES PATH`),
     which the OS model needs for the page cache and FreeBSD's reservations, the loadable
     segments of the executable `exe` (`# elf-load OFFSET VADDR FILESZ MEMSZ FLAGS PATH`, hex),
@@ -961,7 +971,9 @@ def _maps_text(maps: dict[str, str], exe: str | None = None, launcher: str | Non
     `launcher`: valgrind's own launcher, a position-independent executable the first samples
     see before it becomes the tool, which is not one of the program's objects. `resident`: the
     pages resident when the trace's window began (`# resident START END`, hex, [START, END)),
-    what the program had touched before its first traced reference."""
+    what the program had touched before its first traced reference (or mapped: fault-around
+    maps a faulting page's neighbours). `executed`: the code pages it had run before the window
+    (`# executed START END`), which of a code mapping's resident pages it had touched."""
     lines = [f"{line}\n" for line in maps.values()]
     paths = sorted({" ".join(line.split()[5:]) for line in maps.values()})
     for path in paths:
@@ -982,6 +994,8 @@ def _maps_text(maps: dict[str, str], exe: str | None = None, launcher: str | Non
                 lines.append(f"# elf-lib {off:x} {vaddr:x} {filesz:x} {memsz:x} {flags:x} {path}\n")
     for a, b in resident or []:
         lines.append(f"# resident {a:x} {b:x}\n")
+    for a, b in executed or []:
+        lines.append(f"# executed {a:x} {b:x}\n")
     return "".join(lines)
 
 
@@ -1031,7 +1045,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="xlat-trace-") as tmpdir, atomic_outputs(args.output) as (out, written):
         fifo = os.path.join(tmpdir, "trace.fifo")
         os.mkfifo(fifo, 0o600)
-        cmd = _valgrind.command(valgrind, tracer, fifo, program, skip, fetch)
+        executed = os.path.join(tmpdir, "executed")
+        cmd = _valgrind.command(valgrind, tracer, fifo, program, skip, fetch, executed)
         proc = subprocess.Popen(cmd, stdin=sys.stdin, env=tracer.env())
         # valgrind opens the FIFO only if it starts the program; if it dies first, the
         # converter would wait in open() forever, so a watcher unblocks it when valgrind exits.
@@ -1072,7 +1087,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
             exe = os.path.realpath(shutil.which(program[0]) or program[0])
             # (Debian's `valgrind` is a script that runs `valgrind.bin`.)
             launcher = os.path.realpath(valgrind) + ".bin" if valgrind else None
-            (out.parent / (out.name + ".maps")).write_text(_maps_text(maps, exe, launcher, snapshot.get("resident")))
+            (out.parent / (out.name + ".maps")).write_text(
+                _maps_text(maps, exe, launcher, snapshot.get("resident"), _executed_pages(executed)))
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
     # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).
     print(f"xlat: wrote {n:,} references to {_written(written)}{note}", file=sys.stderr)

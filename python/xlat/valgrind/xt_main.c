@@ -22,6 +22,13 @@
    flushed before every side exit and at the end of a block, as lackey does, because that
    decides which load/store pairs merge.
 
+   The code executed before the window (--executed=PATH): the pages of every block translated
+   before the first reference written, a block being translated when it first runs, so at
+   no cost per instruction; written to PATH as `START END` lines (hexadecimal, [START, END),
+   ascending) when the window begins, for `xlat trace`'s sidecar: which code pages the
+   program had run (and so set their accessed bits), where /proc/PID/pagemap shows only
+   which were mapped, fault-around's neighbours among them.
+
    Options: --out=PATH (required; a file or a FIFO), --skip=N (references left out),
    --fetch=yes|no (whether an instruction counts as a reference when skipping: xlat counts
    each instruction as a fetch unless `xlat trace --no-fetch`), --count=yes (at exit, print
@@ -38,12 +45,14 @@
 #include "pub_tool_libcprint.h"
 #include "pub_tool_libcproc.h"
 #include "pub_tool_machine.h"
+#include "pub_tool_mallocfree.h"
 #include "pub_tool_options.h"
 #include "pub_tool_vki.h"
 
 /* ---- options ---- */
 
 static const HChar* clo_out = NULL;
+static const HChar* clo_executed = NULL;
 static Long clo_skip = 0;
 static Bool clo_fetch = True;
 static Bool clo_count = False;
@@ -51,6 +60,7 @@ static Bool clo_count = False;
 static Bool xt_process_cmd_line_option(const HChar* arg)
 {
    if VG_STR_CLO(arg, "--out", clo_out) {
+   } else if VG_STR_CLO(arg, "--executed", clo_executed) {
    } else if VG_BINT_CLO(arg, "--skip", clo_skip, 0, 0x7fffffffffffffffLL) {
    } else if VG_BOOL_CLO(arg, "--fetch", clo_fetch) {
    } else if VG_BOOL_CLO(arg, "--count", clo_count) {
@@ -66,7 +76,8 @@ static void xt_print_usage(void)
       "    --out=PATH        write the trace here (a file or a FIFO) [required]\n"
       "    --skip=N          leave out the first N references [0]\n"
       "    --fetch=yes|no    an instruction is a reference when skipping [yes]\n"
-      "    --count=yes|no    print the run's references and instructions at exit [no]\n");
+      "    --count=yes|no    print the run's references and instructions at exit [no]\n"
+      "    --executed=PATH   write the code pages run before the window here [none]\n");
 }
 
 static void xt_print_debug_usage(void)
@@ -105,12 +116,91 @@ static void out_flush(void)
 
 static const HChar HEX[] = "0123456789abcdef";
 
+/* ---- the code pages run before the window (--executed) ---- */
+
+/* An open-addressed set of page numbers (0 free: page 0 holds no code), grown at half full. */
+static ULong* code_pages = NULL;
+static ULong code_cap = 0;
+static ULong code_used = 0;
+/* Set once the window's first reference is written: from then on blocks are not recorded. */
+static Bool window_begun = False;
+
+static void code_page_insert(ULong page)
+{
+   ULong i;
+   if (2 * (code_used + 1) > code_cap) {
+      ULong old_cap = code_cap, j;
+      ULong* old = code_pages;
+      code_cap = code_cap ? 2 * code_cap : 1 << 12;
+      code_pages = VG_(calloc)("xt.code_pages", code_cap, sizeof(ULong));
+      code_used = 0;
+      for (j = 0; j < old_cap; j++) {
+         if (old[j] != 0) {
+            code_page_insert(old[j]);
+         }
+      }
+      if (old != NULL) {
+         VG_(free)(old);
+      }
+   }
+   i = (page * 0x9e3779b97f4a7c15ULL) & (code_cap - 1);
+   while (code_pages[i] != 0) {
+      if (code_pages[i] == page) {
+         return;
+      }
+      i = (i + 1) & (code_cap - 1);
+   }
+   code_pages[i] = page;
+   code_used++;
+}
+
+static Int cmp_page(const void* a, const void* b)
+{
+   ULong x = *(const ULong*)a, y = *(const ULong*)b;
+   return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* The window begins: the code pages run so far go to --executed's file, as runs. */
+static void begin_window(void)
+{
+   SysRes r;
+   ULong i, n = 0;
+   HChar line[48];
+   window_begun = True;
+   if (clo_executed == NULL) {
+      return;
+   }
+   for (i = 0; i < code_cap; i++) {
+      if (code_pages[i] != 0) {
+         code_pages[n++] = code_pages[i];
+      }
+   }
+   VG_(ssort)(code_pages, n, sizeof(ULong), cmp_page);
+   r = VG_(open)(clo_executed, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC, 0600);
+   if (sr_isError(r)) {
+      VG_(fmsg)("xlat-trace: cannot open %s for writing\n", clo_executed);
+      return;
+   }
+   for (i = 0; i < n;) {
+      ULong j = i + 1;
+      while (j < n && code_pages[j] == code_pages[j - 1] + 1) {
+         j++;
+      }
+      VG_(write)((Int)sr_Res(r), line, VG_(sprintf)(line, "%llx %llx\n", code_pages[i] << 12, (code_pages[j - 1] + 1) << 12));
+      i = j;
+   }
+   VG_(close)((Int)sr_Res(r));
+}
+
 /* One line: `I  addr,size` for an instruction, ` K addr,size` for K = L, S or M. */
 static inline void emit(HChar kind, Addr addr, SizeT size)
 {
    HChar* p;
    HChar tmp[24];
    Int n = 0;
+   if (UNLIKELY(!window_begun)) {
+      begin_window();
+   }
    if (out_used > OUT_SIZE - 64) {
       out_flush();
    }
@@ -389,6 +479,10 @@ static IRSB* xt_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
       }
       switch (st->tag) {
       case Ist_IMark:
+         if (clo_executed != NULL && !window_begun) {
+            code_page_insert(st->Ist.IMark.addr >> 12);
+            code_page_insert((st->Ist.IMark.addr + st->Ist.IMark.len - 1) >> 12);
+         }
          add_event(out, Ev_Instr, mkIRExpr_HWord((HWord)st->Ist.IMark.addr), st->Ist.IMark.len, NULL);
          break;
       case Ist_WrTmp: {

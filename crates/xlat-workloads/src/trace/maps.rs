@@ -29,13 +29,17 @@ pub const FILE_SIZE: &str = "# file-size ";
 /// (`xlat trace` reads `/proc/PID/pagemap`): `# resident START END` (hexadecimal, [START, END)).
 pub const RESIDENT: &str = "# resident ";
 
-/// The `# resident` lines of a sidecar as byte ranges, in the file's order. Else the first bad
-/// line's number and what is wrong with it.
-pub fn resident(text: &str) -> Result<Vec<(u64, u64)>, String> {
+/// The sidecar line recording a run of code pages the program had run before the trace's
+/// window began (xlat's valgrind tool, `--executed`): `# executed START END` (as `# resident`).
+pub const EXECUTED: &str = "# executed ";
+
+/// The `prefix` lines of a sidecar ([`RESIDENT`], [`EXECUTED`]) as byte ranges, in the file's
+/// order. Else the first bad line's number and what is wrong with it.
+pub fn page_runs(text: &str, prefix: &str) -> Result<Vec<(u64, u64)>, String> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let Some(rest) = line.strip_prefix(RESIDENT) else { continue };
-        let bad = |what: &str| format!("line {}: {what} (expected {RESIDENT}START END, hexadecimal)", i + 1);
+        let Some(rest) = line.strip_prefix(prefix) else { continue };
+        let bad = |what: &str| format!("line {}: {what} (expected {prefix}START END, hexadecimal)", i + 1);
         let mut f = rest.split(' ');
         let mut num = || -> Result<u64, String> {
             let x = f.next().ok_or_else(|| bad("too few fields"))?;

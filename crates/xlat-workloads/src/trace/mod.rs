@@ -515,8 +515,12 @@ impl TraceSource {
     /// writable (anonymous memory, a data segment), a load elsewhere (code, read-only data),
     /// no instruction between them. So a window that starts in a program's middle finds the
     /// pages the program had mapped, placed by the OS in address order as a prefault places
-    /// them, instead of faulting each at its first touch in the window. Reads the trace once
-    /// more. An error if the sidecar records no resident pages.
+    /// them, instead of faulting each at its first touch in the window. In a code mapping,
+    /// where the sidecar records the code run before the window (`# executed`), only those of
+    /// its pages are touched: residency there includes fault-around's neighbours, mapped but
+    /// never run, and touching them would set accessed bits the program never set (and make
+    /// code groups coalescable that were not). Reads the trace once more. An error if the
+    /// sidecar records no resident pages.
     pub fn fast_forward(&mut self, paths: &[String], forced: Option<FormatSpec>) -> Result<(), SourceError> {
         if self.sidecar.as_ref().is_none_or(|sc| sc.resident.is_empty()) {
             let what = "loader.fast_forward=resident needs the pages resident when the window began (# resident lines): \
@@ -532,7 +536,8 @@ impl TraceSource {
                 continue; // a mapping the trace does not reference (valgrind's own, say)
             }
             let store = m.file.is_none_or(|f| f.writable);
-            for &(a, b) in &sc.resident {
+            let code = m.file.is_some_and(|f| f.exec) && !sc.executed.is_empty();
+            for &(a, b) in if code { &sc.executed } else { &sc.resident } {
                 let mut va = a.max(m.start);
                 while va < b.min(m.end) {
                     touches.push(if store { Ref::store(va, 0) } else { Ref::load(va, 0) });
@@ -557,6 +562,8 @@ struct Sidecar {
     images: Vec<relink::Image>,
     /// The pages resident when the window began (`# resident`), where the trace saw them.
     resident: Vec<(u64, u64)>,
+    /// The code pages run before the window began (`# executed`), where the trace saw them.
+    executed: Vec<(u64, u64)>,
 }
 
 /// The mappings and executable images in the sidecars of `paths`, or `None` if no trace has
@@ -565,6 +572,7 @@ fn sidecar_mappings(paths: &[String]) -> Result<Option<Sidecar>, SourceError> {
     let mut mappings = Vec::new();
     let mut images = Vec::new();
     let mut resident = Vec::new();
+    let mut executed = Vec::new();
     let mut sidecars = 0;
     for p in paths {
         let side = maps::sidecar_path(p);
@@ -575,12 +583,13 @@ fn sidecar_mappings(paths: &[String]) -> Result<Option<Sidecar>, SourceError> {
         };
         mappings.extend(maps::parse(&text).map_err(|what| SourceError::Io { path: side.clone(), what })?);
         images.extend(relink::parse(&text).map_err(|what| SourceError::Io { path: side.clone(), what })?);
-        resident.extend(maps::resident(&text).map_err(|what| SourceError::Io { path: side, what })?);
+        resident.extend(maps::page_runs(&text, maps::RESIDENT).map_err(|what| SourceError::Io { path: side.clone(), what })?);
+        executed.extend(maps::page_runs(&text, maps::EXECUTED).map_err(|what| SourceError::Io { path: side, what })?);
         sidecars += 1;
     }
     images.dedup();
     let traced = mappings.clone();
-    Ok((sidecars > 0).then_some(Sidecar { mappings, traced, images, resident }))
+    Ok((sidecars > 0).then_some(Sidecar { mappings, traced, images, resident, executed }))
 }
 
 /// Every path is a regular file, which can be read twice (a pipe cannot): else the error

@@ -901,6 +901,15 @@ fn fast_forward_touches_the_resident_pages_of_the_mappings_the_trace_references(
     assert_eq!((got[0].va, got[5].va), (0x820_1000, 0x820_0040));
     let e = open(maps, 4096).err().unwrap().to_string();
     assert!(e.contains("needs the pages resident when the window began (# resident lines)"), "{e}");
+    // Where the sidecar says which code ran before the window, a code mapping's touches are
+    // those pages (resident or not), not its resident neighbours; data keeps its residents.
+    let executed = "# executed 806f000 8071000\n# executed 9000000 9001000\n";
+    let (_, mut src) = open(&format!("{maps}{resident}{executed}"), 4096).unwrap();
+    let got = read_all(&mut *src, 0, 10).unwrap();
+    let touched: Vec<u64> = got[..got.len() - refs.len()].iter().map(|r| r.va).collect();
+    assert_eq!(touched, [0x806_f000, 0x807_0000, 0x1_0000_0000, 0x1_0000_1000, 0x1_0000_2000]);
+    let e = open(&format!("{maps}{resident}# executed 9000000 9000000\n"), 4096).err().unwrap().to_string();
+    assert!(e.contains("# executed START END"), "{e}");
 }
 
 /// `xlat trace --skip N --refs M`: the first N references (a program's start-up) are left
