@@ -270,8 +270,8 @@ def _recipe(cmd: list[str], skip: int, refs: int) -> str:
     """A digest of what makes a trace (the command, its input files' contents, the references
     left out and kept), naming the file: a trace made another way is not reused."""
     # (The sidecar's version too: from v2 it records the shared objects' segments, from v3
-    # the code run before the window.)
-    h = hashlib.sha256(f"{skip} {refs} sidecar-v3".encode())
+    # the code run before the window, from v4 the system calls that change mappings.)
+    h = hashlib.sha256(f"{skip} {refs} sidecar-v4".encode())
     for arg in cmd:
         # (Paths by their names and contents: where the store lies does not matter. An input
         # may sit inside an argument, as sqlite's `.read FILE`.)

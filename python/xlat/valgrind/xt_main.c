@@ -29,6 +29,12 @@
    program had run (and so set their accessed bits), where /proc/PID/pagemap shows only
    which were mapped, fault-around's neighbours among them.
 
+   The system calls that change the program's mappings, in the window, as lines of their own
+   where they happen among the references: ` U addr,len` (munmap; madvise MADV_DONTNEED or
+   MADV_REMOVE: the pages are dropped and fault again when touched), ` F addr,len` (madvise
+   MADV_FREE), ` P addr,len` (mprotect without PROT_WRITE), ` W addr,len` (mprotect with it);
+   len in bytes, decimal. lackey has no such lines: xlat's reader turns them into OS calls.
+
    Options: --out=PATH (required; a file or a FIFO), --skip=N (references left out),
    --fetch=yes|no (whether an instruction counts as a reference when skipping: xlat counts
    each instruction as a fetch unless `xlat trace --no-fetch`), --count=yes (at exit, print
@@ -48,6 +54,7 @@
 #include "pub_tool_mallocfree.h"
 #include "pub_tool_options.h"
 #include "pub_tool_vki.h"
+#include "pub_tool_vkiscnums.h"
 
 /* ---- options ---- */
 
@@ -124,6 +131,8 @@ static ULong code_cap = 0;
 static ULong code_used = 0;
 /* Set once the window's first reference is written: from then on blocks are not recorded. */
 static Bool window_begun = False;
+/* In a forked child, whose references are not in the trace. */
+static Bool traced_child = False;
 
 static void code_page_insert(ULong page)
 {
@@ -551,9 +560,66 @@ static IRSB* xt_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
    return out;
 }
 
-/* ---- start, fork and exit ---- */
+/* ---- the system calls that change mappings (in the window) ---- */
 
-static Bool traced_child = False;
+#define XT_MADV_DONTNEED 4
+#define XT_MADV_FREE 8
+#define XT_MADV_REMOVE 9
+
+static void xt_pre_syscall(ThreadId tid, UInt no, UWord* args, UInt n_args)
+{
+}
+
+/* A call's OS records in xlat's reader: one per 65,535 pages it covers. They count as
+   references, as the reader counts them, so that a skip ends where the reader's would. */
+#define OS_CALL_PAGES 65535ULL
+
+static void xt_post_syscall(ThreadId tid, UInt no, UWord* args, UInt n_args, SysRes res)
+{
+   HChar kind = 0;
+   ULong first, pages, n;
+   Addr addr;
+   if (traced_child || sr_isError(res) || n_args < 3 || args[1] == 0) {
+      return;
+   }
+   if (no == __NR_munmap) {
+      kind = 'U';
+   } else if (no == __NR_madvise) {
+      if (args[2] == XT_MADV_DONTNEED || args[2] == XT_MADV_REMOVE) {
+         kind = 'U';
+      } else if (args[2] == XT_MADV_FREE) {
+         kind = 'F';
+      }
+   } else if (no == __NR_mprotect) {
+      kind = (args[2] & VKI_PROT_WRITE) ? 'W' : 'P';
+   }
+   if (kind == 0) {
+      return;
+   }
+   first = args[0] >> 12;
+   pages = ((args[0] + args[1] + 4095) >> 12) - first;
+   n = (pages + OS_CALL_PAGES - 1) / OS_CALL_PAGES;
+   if (!recording && seen_refs + n >= record_from) {
+      start_recording();
+   }
+   seen_refs += n;
+   if (!recording) {
+      return; /* far from the window: counted only */
+   }
+   if (skip_left >= n) {
+      skip_left -= n;
+      return;
+   }
+   /* The skip ends inside this call (or before it): its records from there. */
+   addr = (Addr)((first + skip_left * OS_CALL_PAGES) << 12);
+   if (skip_left == 0) {
+      addr = (Addr)args[0];
+   }
+   skip_left = 0;
+   emit(kind, addr, (SizeT)(args[0] + args[1] - addr));
+}
+
+/* ---- start, fork and exit ---- */
 
 static void before_fork(ThreadId tid)
 {
@@ -611,6 +677,7 @@ static void xt_pre_clo_init(void)
    VG_(details_avg_translation_sizeB)(200);
    VG_(basic_tool_funcs)(xt_post_clo_init, xt_instrument, xt_fini);
    VG_(needs_command_line_options)(xt_process_cmd_line_option, xt_print_usage, xt_print_debug_usage);
+   VG_(needs_syscall_wrapper)(xt_pre_syscall, xt_post_syscall);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(xt_pre_clo_init)

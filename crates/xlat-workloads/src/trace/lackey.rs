@@ -2,10 +2,15 @@
 //! (load), ` S addr,size` (store), ` M addr,size` (modify = load then store). Addresses are
 //! hex, sizes decimal. Valgrind's own `==pid==` / `--pid--` lines are skipped. Each `I` line
 //! counts one instruction; with `fetch` it also emits a fetch reference. Accesses wider than
-//! 64 bytes are split into 64-byte references.
+//! 64 bytes are split into 64-byte references. xlat's own valgrind tool adds the system calls
+//! that change mappings, ` U addr,len` (munmap, madvise MADV_DONTNEED), ` F addr,len` (madvise
+//! MADV_FREE), ` P addr,len` (mprotect, read-only) and ` W addr,len` (mprotect, writable), len in
+//! bytes: each becomes OS calls ([`Ref::os_call`]) over the pages it covers, at most
+//! [`u16::MAX`] pages a call.
 
 use std::io::{BufRead, BufReader};
 
+use xlat_core::os::OsOp;
 use xlat_core::{Ref, RefKind, SourceError};
 
 use super::{corrupt, Decoder, Input};
@@ -36,11 +41,12 @@ impl LackeyDecoder {
     }
 }
 
-fn parse_access(s: &[u8]) -> Option<(u64, u64)> {
+/// `addr,size`: hex, decimal; a size of at most `digits` digits.
+fn parse_access(s: &[u8], digits: usize) -> Option<(u64, u64)> {
     let s = s.trim_ascii();
     let comma = s.iter().position(|&c| c == b',')?;
     let (a, z) = (&s[..comma], &s[comma + 1..]);
-    if a.is_empty() || a.len() > 16 || z.is_empty() || z.len() > 8 {
+    if a.is_empty() || a.len() > 16 || z.is_empty() || z.len() > digits {
         return None;
     }
     let addr = u64::from_str_radix(std::str::from_utf8(a).ok()?, 16).ok()?;
@@ -63,6 +69,20 @@ impl LackeyDecoder {
             out.push(Ref::new(a, kind, s as u8, d, false));
             a = a.wrapping_add(s);
             left -= s;
+        }
+    }
+
+    /// A system call `op` over the pages of `[addr, addr + len)`, after the instructions
+    /// pending; nothing if it covers no page.
+    fn os_call(&mut self, out: &mut Vec<Ref>, op: OsOp, addr: u64, len: u64) {
+        let first = addr >> 12;
+        let mut pages = (addr.saturating_add(len).saturating_add(4095) >> 12).saturating_sub(first);
+        let mut va = first << 12;
+        while pages > 0 {
+            let n = pages.min(u64::from(u16::MAX));
+            out.push(Ref::os_call(op, va, n as u16, std::mem::take(&mut self.pending)));
+            va += n << 12;
+            pages -= n;
         }
     }
 }
@@ -96,12 +116,14 @@ impl Decoder for LackeyDecoder {
             let bad = || corrupt(&self.path, at, "not a valgrind lackey line");
             let (kind, rest) = if l.starts_with(b"I ") {
                 (b'I', &l[2..])
-            } else if l.len() >= 3 && l[0] == b' ' && l[2] == b' ' && matches!(l[1], b'L' | b'S' | b'M') {
+            } else if l.len() >= 3 && l[0] == b' ' && l[2] == b' ' && matches!(l[1], b'L' | b'S' | b'M' | b'U' | b'F' | b'P' | b'W') {
                 (l[1], &l[3..])
             } else {
                 return Err(bad());
             };
-            let (addr, size) = parse_access(rest).ok_or_else(bad)?;
+            // (A system call's length may be GBs; an access is at most a few hundred bytes.)
+            let digits = if matches!(kind, b'U' | b'F' | b'P' | b'W') { 20 } else { 8 };
+            let (addr, size) = parse_access(rest, digits).ok_or_else(bad)?;
             match kind {
                 b'I' => {
                     self.pending = self.pending.saturating_add(1);
@@ -111,6 +133,10 @@ impl Decoder for LackeyDecoder {
                 }
                 b'L' => self.push(out, RefKind::Load, addr, size),
                 b'S' => self.push(out, RefKind::Store, addr, size),
+                b'U' => self.os_call(out, OsOp::Unmap, addr, size),
+                b'F' => self.os_call(out, OsOp::Free, addr, size),
+                b'P' => self.os_call(out, OsOp::Protect, addr, size),
+                b'W' => self.os_call(out, OsOp::Unprotect, addr, size),
                 _ => {
                     self.push(out, RefKind::Load, addr, size);
                     self.push(out, RefKind::Store, addr, size);

@@ -18,6 +18,7 @@
 //! its code, at file offset 0, lies in phase with its file (`loader.library_base`).
 
 use crate::trace::maps::Mapping;
+use xlat_core::os::OsOp;
 use xlat_core::{FileMap, Ref};
 
 /// ELF segment flags.
@@ -223,8 +224,9 @@ impl Relink {
         Relink::new(out)
     }
 
-    /// Shift every reference into the image to where the relinked image holds it (OS calls
-    /// are left alone: a sleep's address is a duration).
+    /// Shift every reference into the image to where the relinked image holds it, and every
+    /// OS call by where its first page moves (a sleep is left alone: its address is a
+    /// duration).
     pub fn apply(&self, refs: &mut [Ref]) {
         if self.moves.is_empty() {
             return;
@@ -233,7 +235,7 @@ impl Relink {
         // the last two ranges found are asked first.)
         let (mut last, mut before) = (self.moves[0], self.moves[0]);
         for r in refs {
-            if r.va >= self.lo && r.va < self.hi && !r.is_os_call() {
+            if r.va >= self.lo && r.va < self.hi && !(r.is_os_call() && r.size == OsOp::Sleep as u8) {
                 let va = r.va;
                 if last.0 <= va && va < last.1 {
                     r.va = va.wrapping_add_signed(last.2);

@@ -2,6 +2,7 @@ use super::*;
 use crate::rng::Rng;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
+use xlat_core::os::OsOp;
 use xlat_core::RefKind;
 
 fn tmp(name: &str) -> PathBuf {
@@ -433,6 +434,33 @@ fn lackey_parses_and_counts_instructions() {
     }
     // Forcing the wrong format on a lackey file fails cleanly.
     assert!(decode_bytes(FormatSpec::parse("native"), LACKEY.as_bytes()).is_err());
+}
+
+/// xlat's valgrind tool adds the system calls that change mappings: each becomes OS calls over
+/// the pages its range covers (a range not page-aligned covers the pages it touches; one of
+/// more than 65,535 pages is split), after the instructions before it.
+#[test]
+fn lackey_system_calls_become_os_calls() {
+    let text = format!(
+        "{LACKEY}I  04010184,3\nI  04010187,2\n U 7f0000001800,8192\n F 7f0000100000,4096\n P 7f0000200000,4096\n W 7f0000200000,4096\n U 100000000,{}\n",
+        (u64::from(u16::MAX) + 2) * 4096
+    );
+    let refs = decode_all(None, text.as_bytes()).unwrap();
+    let calls: Vec<(OsOp, u64, u16, u32)> =
+        refs.iter().filter(|r| r.is_os_call()).map(|r| (OsOp::from_code(r.size).unwrap(), r.va, r.pages(), r.inst_delta)).collect();
+    assert_eq!(
+        calls,
+        [
+            (OsOp::Unmap, 0x7f00_0000_1000, 3, 2),
+            (OsOp::Free, 0x7f00_0010_0000, 1, 0),
+            (OsOp::Protect, 0x7f00_0020_0000, 1, 0),
+            (OsOp::Unprotect, 0x7f00_0020_0000, 1, 0),
+            (OsOp::Unmap, 0x1_0000_0000, u16::MAX, 0),
+            (OsOp::Unmap, 0x1_0000_0000 + (u64::from(u16::MAX) << 12), 2, 0),
+        ]
+    );
+    // A length too long for any address space is a bad line, not a panic.
+    assert!(decode_bytes(None, format!("{LACKEY} U 1000,123456789012345678901\n").as_bytes()).is_err());
 }
 
 #[test]
