@@ -174,3 +174,57 @@ def test_sqlite_is_fetched_once_and_only_the_pinned_file_kept(tmp_path, monkeypa
     (inputs / "sqlite3.c").unlink()
     why = prep._sqlite_amalgamation(inputs)
     assert why == "npm pack sqlite3@5.1.7 failed: npm error network: offline"
+
+
+def test_react_is_fetched_once_unpacked_whole_and_pinned(tmp_path, monkeypatch):
+    """Node.js's React comes from the registry (npm pack), each package pinned by its
+    tarball's digest: one that is not the pinned one, or a failed fetch, gives one line and
+    leaves no package; the pinned ones are unpacked into node_modules and not fetched again."""
+    import hashlib
+    import importlib.util
+    import io
+    import os
+    import tarfile
+
+    spec = importlib.util.spec_from_file_location("coalescing_prepare", STUDY / "prepare.py")
+    prep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prep)
+
+    def tgz(members: dict[str, bytes]) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    packages = {}
+    for name in ("react", "react-dom"):
+        packages[name] = tgz({"package/index.js": f"module.exports = '{name}';\n".encode()})
+        (tmp_path / f"{name}.tgz").write_bytes(packages[name])
+    npm = bin_dir / "npm"
+    # (npm pack SPEC writes NAME-VERSION.tgz in its working directory.)
+    npm.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\nname=${{2%@*}}\ncp {tmp_path}/$name.tgz $name.tgz\n")
+    npm.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    why = prep._react(inputs)
+    assert why is not None and "is not the one this study pins" in why and "\n" not in why
+    assert not (inputs / "node_modules" / "react").exists()
+    pinned = {f"{n}@18.2.0": hashlib.sha256(packages[n]).hexdigest() for n in ("react", "react-dom")}
+    monkeypatch.setattr(prep, "REACT_PACKAGES", pinned)
+    assert prep._react(inputs) is None
+    assert (inputs / "node_modules" / "react-dom" / "index.js").read_text() == "module.exports = 'react-dom';\n"
+    assert sorted(p.name for p in (inputs / "node_modules").iterdir()) == ["react", "react-dom"]
+    assert prep._react(inputs) is None
+    assert calls.read_text().count("pack react-dom@18.2.0") == 1, "kept, not fetched again"
+    npm.write_text("#!/bin/sh\necho 'npm error network: offline' >&2\nexit 1\n")
+    import shutil
+
+    shutil.rmtree(inputs / "node_modules" / "react")
+    assert prep._react(inputs) == "npm pack react@18.2.0 failed: npm error network: offline"

@@ -1,7 +1,7 @@
 """The coalescing study's real programs: each traced here with `xlat trace` (under valgrind,
 instruction fetches included, the program's mappings and its executable's and shared objects'
 segments in the `.maps` sidecar) on an input generated here, deterministically (Clang's
-input, SQLite, is fetched once and pinned by its digest). Traces are kept in
+input, SQLite, and Node.js's React are fetched once and pinned by their digests). Traces are kept in
 `results/coalescing/traces/` and reused; a program this machine lacks (or valgrind) is left
 out, and the report says so.
 
@@ -10,10 +10,12 @@ The paper's programs (T3) and what stands in for them:
   Debian 12, against the paper's 16.0.6) compiling SQLite's amalgamation (3.44.2, from the
   package registry's `sqlite3` 5.1.7 package, against the paper's 3.42.0) with the paper's
   flags, traced in the compile's middle (`SKIP_FULL`);
-- Node.js (the paper runs a React server-side-rendering benchmark): `node` rendering pages of
-  a generated product catalog to HTML through function components, as React's
-  `renderToString` does, its JIT code in anonymous memory; traced past its start-up and the
-  catalog's build, in the rendering's steady state (`SKIP_FULL`);
+- Node.js (the paper runs a React server-side-rendering benchmark): `node` (the
+  distribution's, 20 on this machine, against the paper's 18.16.1) with React 18.2.0's own
+  `renderToString` turning pages of a generated product catalog into HTML through function
+  components, its JIT code in anonymous memory; traced past its start-up, React's loading,
+  the catalog's build and V8's compiling of the renderer, in the rendering's steady state
+  (`SKIP_FULL`);
 - sqlite, a Python interpreter and xz, which the issue adds: `sqlite3` building, indexing and
   querying a 200,000-row table, `python3` running a generated script, `xz -6` compressing
   4 MB of generated text.
@@ -34,58 +36,109 @@ SKIP = {False: 40_000_000, True: 2_000_000}
 REFS = {False: 30_000_000, True: 3_000_000}
 WARMUP = {False: "10M", True: "1M"}
 MEASURED = {False: "20M", True: "2M"}
-#: Programs whose start-up is longer, in the full study. node: its own start-up is 691 M
-#: references under valgrind (504 M instructions, `valgrind --tool=lackey --trace-mem=no node
-#: --single-threaded` on an empty script), the catalog's build 270 M instructions more, and
-#: the first pages, while V8 compiles the renderer, 19 M instructions a page, then 3.5-5 M
-#: (994 M instructions after 20 pages, at node's 1.37 references an instruction 1.36 G
-#: references). clang: the compile's middle, where LLVM optimizes and generates code
+#: Programs whose start-up is longer, in the full study. node: `xlat trace --count` of the
+#: program with 10, 20, 40 and 200 pages (`_js_source(pages)`) counts 1.615, 1.719, 1.915 and
+#: 2.631 G references: node's and React's start-up and the catalog's build about 1.5 G, then
+#: about 10 M references a page while V8 compiles the renderer, 4.5 M a page from the 40th
+#: on; the window begins after 2.0 G (about the 58th page). clang: the compile's middle, where LLVM optimizes and generates code
 #: (`-ftime-report`: 98.9 % of its time): the whole compile makes 183.9 G references, 130.0 G
 #: instructions (`xlat trace --count -- clang-14 -c FLAGS sqlite3.c -o /dev/null`, 17 min).
-#: `xlat trace` leaves them out inside valgrind (node's in 16 s, clang's in about 9 minutes;
+#: `xlat trace` leaves them out inside valgrind (node's in about 30 s, clang's in 9-14 minutes;
 #: lackey wrote every one: node's took 16 minutes); the programs trace two at a time, while
 #: the kernels' points run (`xlat.study.run`).
-SKIP_FULL = {"node": 1_360_000_000, "clang": 92_000_000_000}
+SKIP_FULL = {"node": 2_000_000_000, "clang": 92_000_000_000}
 
 #: The paper's Clang input (§4.2, T3): SQLite's amalgamation compiled with these flags. The
 #: amalgamation comes from the package registry's `sqlite3` package, which bundles it (npm
 #: pack; its digest pins the file), and is kept beside the traces.
 SQLITE_PACKAGE = "sqlite3@5.1.7"
+#: The paper's Node.js runs a React server-side-rendering benchmark (§4.2, T3; its
+#: `react-ssr-benchmarks` is not in the package registry): React's own packages of the paper's
+#: time (18.2.0, 2022; the paper's Node.js 18.16.1 is of 2023), fetched once with npm pack and
+#: pinned by the digests of their tarballs.
+REACT_PACKAGES = {
+    "react@18.2.0": "a151f7caec911760e42b7a6f6f1dfcaba141fd11ff49e2af901a2eee0366297c",
+    "react-dom@18.2.0": "20a71e86b691f860c781f3732a85c7b3c63c4d3d9a803dca9dfe6ed0eb30e2ef",
+}
 SQLITE_MEMBER = ("package/deps/sqlite-autoconf-3440200.tar.gz", "sqlite-autoconf-3440200/sqlite3.c")
 SQLITE_SHA256 = "16e8a29fc022b8e80a6ebb376250a1b8e786b839b44840b0fe86e94159b84ae6"
 CLANG_FLAGS = ["-O2", "-DSQLITE_ENABLE_FTS3", "-DSQLITE_ENABLE_RTREE", "-DSQLITE_ENABLE_DBSTAT_VTAB",
                "-DSQLITE_ENABLE_RBU", "-DSQLITE_ENABLE_SESSION"]
 
 
+def _npm_pack(spec: str, what: str) -> tuple[bytes | None, str | None]:
+    """The package tarball `npm pack SPEC` fetches from the registry, or why not in one line
+    (`what`: what the package is for)."""
+    import tempfile
+
+    npm = shutil.which("npm")
+    if npm is None:
+        return None, f"npm, which fetches {what}, is not installed"
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.run([npm, "pack", spec, "--silent"], check=False, capture_output=True, text=True, cwd=tmp)
+        packed = [f for f in Path(tmp).iterdir() if f.suffix == ".tgz"]
+        if p.returncode != 0 or not packed:
+            return None, f"npm pack {spec} failed: " + ((p.stderr.strip().splitlines() or ["no output"])[-1])
+        return packed[0].read_bytes(), None
+
+
 def _sqlite_amalgamation(inputs: Path) -> str | None:
     """Put SQLite's amalgamation at ``inputs/sqlite3.c`` (fetched once); why not, in one line."""
     import io
     import tarfile
-    import tempfile
 
     dest = inputs / "sqlite3.c"
     if dest.is_file() and hashlib.sha256(dest.read_bytes()).hexdigest() == SQLITE_SHA256:
         return None
-    npm = shutil.which("npm")
-    if npm is None:
-        return "npm, which fetches SQLite's amalgamation, is not installed"
-    with tempfile.TemporaryDirectory() as tmp:
-        p = subprocess.run([npm, "pack", SQLITE_PACKAGE, "--silent"], check=False, capture_output=True, text=True, cwd=tmp)
-        packed = [f for f in Path(tmp).iterdir() if f.suffix == ".tgz"]
-        if p.returncode != 0 or not packed:
-            return f"npm pack {SQLITE_PACKAGE} failed: " + ((p.stderr.strip().splitlines() or ["no output"])[-1])
-        try:
-            with tarfile.open(packed[0]) as outer:
-                inner = outer.extractfile(SQLITE_MEMBER[0])
-                with tarfile.open(fileobj=io.BytesIO(inner.read())) as tar:
-                    data = tar.extractfile(SQLITE_MEMBER[1]).read()
-        except (tarfile.TarError, KeyError, AttributeError, OSError) as e:
-            return f"{packed[0].name} holds no {SQLITE_MEMBER[1]} ({e})"
+    package, why = _npm_pack(SQLITE_PACKAGE, "SQLite's amalgamation")
+    if package is None:
+        return why
+    try:
+        with tarfile.open(fileobj=io.BytesIO(package)) as outer:
+            inner = outer.extractfile(SQLITE_MEMBER[0])
+            with tarfile.open(fileobj=io.BytesIO(inner.read())) as tar:
+                data = tar.extractfile(SQLITE_MEMBER[1]).read()
+    except (tarfile.TarError, KeyError, AttributeError, OSError) as e:
+        return f"the package of {SQLITE_PACKAGE} holds no {SQLITE_MEMBER[1]} ({e})"
     if hashlib.sha256(data).hexdigest() != SQLITE_SHA256:
         return f"the {SQLITE_MEMBER[1]} of {SQLITE_PACKAGE} is not the one this study pins"
     part = dest.with_suffix(".c.part")
     part.write_bytes(data)
     part.replace(dest)
+    return None
+
+
+def _react(inputs: Path) -> str | None:
+    """Unpack React's packages (``REACT_PACKAGES``, each fetched once and checked against its
+    digest) into ``inputs/node_modules``, where the node program finds them; why not, in one
+    line."""
+    import io
+    import tarfile
+
+    for spec, digest in REACT_PACKAGES.items():
+        name = spec.rsplit("@", 1)[0]
+        dest = inputs / "node_modules" / name
+        stamp = dest / ".sha256"
+        if stamp.is_file() and stamp.read_text() == digest:
+            continue
+        package, why = _npm_pack(spec, "React")
+        if package is None:
+            return why
+        if hashlib.sha256(package).hexdigest() != digest:
+            return f"the package npm pack {spec} fetched is not the one this study pins"
+        # (Unpacked whole beside it, then renamed: a half-unpacked package is never used.)
+        part = dest.with_name(f".{name}.part")
+        shutil.rmtree(part, ignore_errors=True)
+        try:
+            with tarfile.open(fileobj=io.BytesIO(package)) as tar:
+                tar.extractall(part, filter="data")
+        except (tarfile.TarError, OSError) as e:
+            shutil.rmtree(part, ignore_errors=True)
+            return f"the package of {spec} cannot be unpacked ({e})"
+        (part / "package" / ".sha256").write_text(digest)
+        shutil.rmtree(dest, ignore_errors=True)
+        (part / "package").rename(dest)
+        shutil.rmtree(part, ignore_errors=True)
     return None
 
 
@@ -103,83 +156,53 @@ def _clang() -> str | None:
     return max(found)[1] if found else None
 
 
-def _js_source() -> str:
-    """The paper's React server-side-rendering benchmark, in the small: no React, the same work."""
-    return """
+def _js_source(pages: int = 200) -> str:
+    """The paper's React server-side-rendering benchmark (§4.2, T3), in the small: React's own
+    renderToString (the packages of ``REACT_PACKAGES``, production builds) turning a catalog
+    into HTML pages, ``pages`` of them."""
+    versions = ", ".join(REACT_PACKAGES)
+    return f"""
 'use strict';
-const PRODUCTS = 20000, PAGES = 200;
-// Server-side rendering in the manner of React's renderToString: function components turn a
-// catalog of 20,000 products (14 MB of objects) into element trees, rendered to escaped HTML,
-// a page of 24 random products a request.
+// React ({versions}) server-side rendering: function components turn a catalog of 20,000
+// products (14 MB of objects) into element trees, rendered to HTML by react-dom/server's
+// renderToString, a page of 24 random products a request.
+process.env.NODE_ENV = 'production';
+const React = require('react');
+const {{ renderToString }} = require('react-dom/server');
+const PRODUCTS = 20000, PAGES = {pages};
 let seed = 12345;
 const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648);
 const words = ['page', 'table', 'walk', 'entry', 'frame', 'coalesce', 'reserve', 'promote', 'linker', 'segment', '<b>', '&amp', '"q"'];
-const text = n => { let s = ''; for (let i = 0; i < n; i++) s += words[rnd() % words.length] + ' '; return s; };
+const text = n => {{ let s = ''; for (let i = 0; i < n; i++) s += words[rnd() % words.length] + ' '; return s; }};
 // Strings from small pools, so that building the catalog costs little beside the rendering.
-const names = Array.from({ length: 400 }, () => text(3));
-const descriptions = Array.from({ length: 400 }, () => text(20));
-const bodies = Array.from({ length: 400 }, () => text(8));
-function product(i) {
+const names = Array.from({{ length: 400 }}, () => text(3));
+const descriptions = Array.from({{ length: 400 }}, () => text(20));
+const bodies = Array.from({{ length: 400 }}, () => text(8));
+function product(i) {{
   const tags = [], reviews = [];
   for (let k = 1 + rnd() % 5; k > 0; k--) tags.push(words[rnd() % words.length]);
-  for (let k = rnd() % 6; k > 0; k--) reviews.push({ user: 'u' + (rnd() % 5000), stars: 1 + rnd() % 5, body: bodies[rnd() % 400] });
-  return { id: i, name: names[rnd() % 400], description: descriptions[rnd() % 400], price: (rnd() % 100000) / 100, tags, reviews };
-}
+  for (let k = rnd() % 6; k > 0; k--) reviews.push({{ user: 'u' + (rnd() % 5000), stars: 1 + rnd() % 5, body: bodies[rnd() % 400] }});
+  return {{ id: i, name: names[rnd() % 400], description: descriptions[rnd() % 400], price: (rnd() % 100000) / 100, tags, reviews }};
+}}
 const catalog = [];
 for (let i = 0; i < PRODUCTS; i++) catalog.push(product(i));
-const h = (type, props, ...children) => ({ type, props: props || {}, children: children.flat() });
-// React's escapeTextForBrowser: one regular-expression search, then a loop over the rest only
-// if something needs escaping.
-const matchHtml = /["'&<>]/;
-function esc(value) {
-  const str = '' + value;
-  const match = matchHtml.exec(str);
-  if (!match) return str;
-  let html = '', last = 0, i;
-  for (i = match.index; i < str.length; i++) {
-    let e;
-    switch (str.charCodeAt(i)) {
-      case 34: e = '&quot;'; break;
-      case 38: e = '&amp;'; break;
-      case 39: e = '&#x27;'; break;
-      case 60: e = '&lt;'; break;
-      case 62: e = '&gt;'; break;
-      default: continue;
-    }
-    if (last !== i) html += str.slice(last, i);
-    last = i + 1;
-    html += e;
-  }
-  return last !== i ? html + str.slice(last, i) : html;
-}
-function render(node) {
-  if (node === null || node === undefined || node === false) return '';
-  if (typeof node === 'string' || typeof node === 'number') return esc(node);
-  if (typeof node.type === 'function') return render(node.type({ ...node.props, children: node.children }));
-  let attrs = '';
-  for (const k in node.props) {
-    if (k !== 'key') attrs += ' ' + (k === 'className' ? 'class' : k) + '="' + esc(node.props[k]) + '"';
-  }
-  let inner = '';
-  for (const c of node.children) inner += render(c);
-  return '<' + node.type + attrs + '>' + inner + '</' + node.type + '>';
-}
-const Stars = ({ n }) => h('span', { className: 'stars', title: n + ' of 5' }, '*'.repeat(n));
-const Review = ({ r }) => h('li', { className: 'review' }, h('b', null, r.user), Stars({ n: r.stars }), h('p', null, r.body));
-const Tag = ({ t }) => h('a', { href: '/tag/' + t, className: 'tag' }, t);
-const Product = ({ p }) => h('article', { className: 'product', id: 'p' + p.id },
-  h('h2', null, p.name), h('p', { className: 'price' }, '$' + p.price.toFixed(2)), h('p', null, p.description),
-  h('div', { className: 'tags' }, p.tags.map(t => h(Tag, { t, key: t }))),
-  p.reviews.length ? h('ul', null, p.reviews.map((r, i) => h(Review, { r, key: i }))) : null);
-const Page = ({ items, n }) => h('html', null, h('head', null, h('title', null, 'Catalog page ' + n)),
-  h('body', null, h('nav', null, [1, 2, 3, 4, 5].map(k => h('a', { href: '/page/' + (n + k), key: k }, 'next ' + k))),
-    h('main', null, items.map(p => h(Product, { p, key: p.id })))));
+const h = React.createElement;
+const Stars = ({{ n }}) => h('span', {{ className: 'stars', title: n + ' of 5' }}, '*'.repeat(n));
+const Review = ({{ r }}) => h('li', {{ className: 'review' }}, h('b', null, r.user), h(Stars, {{ n: r.stars }}), h('p', null, r.body));
+const Tag = ({{ t }}) => h('a', {{ href: '/tag/' + t, className: 'tag' }}, t);
+const Product = ({{ p }}) => h('article', {{ className: 'product', id: 'p' + p.id }},
+  h('h2', null, p.name), h('p', {{ className: 'price' }}, '$' + p.price.toFixed(2)), h('p', null, p.description),
+  h('div', {{ className: 'tags' }}, p.tags.map((t, i) => h(Tag, {{ t, key: i }}))),
+  p.reviews.length ? h('ul', null, p.reviews.map((r, i) => h(Review, {{ r, key: i }}))) : null);
+const Page = ({{ items, n }}) => h('html', null, h('head', null, h('title', null, 'Catalog page ' + n)),
+  h('body', null, h('nav', null, [1, 2, 3, 4, 5].map(k => h('a', {{ href: '/page/' + (n + k), key: k }}, 'next ' + k))),
+    h('main', null, items.map(p => h(Product, {{ p, key: p.id }})))));
 let bytes = 0;
-for (let n = 0; n < PAGES; n++) {
+for (let n = 0; n < PAGES; n++) {{
   const items = [];
   for (let i = 0; i < 24; i++) items.push(catalog[rnd() % catalog.length]);
-  bytes += render(h(Page, { items, n })).length;
-}
+  bytes += renderToString(h(Page, {{ items, n }})).length;
+}}
 console.log(catalog.length, bytes);
 """
 
@@ -236,7 +259,10 @@ def _programs(inputs: Path) -> dict[str, list[str]]:
         progs["clang"] = [clang, "-c", *CLANG_FLAGS, str(inputs / "sqlite3.c"), "-o", os.devnull]
     else:
         print(f"xlat: coalescing: {why}, so the study runs without the paper's Clang", file=sys.stderr)
-    if shutil.which("node"):
+    why = "node is not installed" if shutil.which("node") is None else _react(inputs)
+    if why is not None:
+        print(f"xlat: coalescing: {why}, so the study runs without Node.js", file=sys.stderr)
+    else:
         (inputs / "prog.js").write_text(_js_source())
         # --single-threaded: V8's garbage collection and compilation on the program's one thread
         # (the paper's Node.js runs one), not on helper threads whose references valgrind would
