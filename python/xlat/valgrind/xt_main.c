@@ -201,7 +201,8 @@ static void begin_window(void)
    VG_(close)((Int)sr_Res(r));
 }
 
-/* One line: `I  addr,size` for an instruction, ` K addr,size` for K = L, S or M. */
+/* One line: `I  addr,size` for an instruction, ` K addr,size` for K = L, S or M (an access)
+   or U, F, P or W (a system call). */
 static inline void emit(HChar kind, Addr addr, SizeT size)
 {
    HChar* p;
