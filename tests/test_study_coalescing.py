@@ -105,11 +105,7 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
 def test_a_trace_is_named_by_how_it_is_made(tmp_path):
     """A trace made another way (another input, start-up or length) is not reused; the same
     recipe in another store gives the same name."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("coalescing_prepare", STUDY / "prepare.py")
-    prep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(prep)
+    prep = _prepare_module()
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
     (a / "prog.js").write_text("1")
@@ -127,39 +123,57 @@ def test_a_trace_is_named_by_how_it_is_made(tmp_path):
     assert sql != prep._recipe(["/usr/bin/sqlite3", f".read {a / 'prog.js'}"], 0, 1)
 
 
+def _prepare_module():
+    """studies/coalescing/prepare.py, loaded as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("coalescing_prepare", STUDY / "prepare.py")
+    prep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prep)
+    return prep
+
+
+def _fake_npm(tmp_path, monkeypatch, body: str):
+    """An `npm` first on the PATH that logs its arguments and runs the shell `body`: its path
+    and the log's."""
+    import os
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    npm = bin_dir / "npm"
+    npm.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\n{body}\n")
+    npm.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return npm, calls
+
+
+def tgz(members: dict[str, bytes]) -> bytes:
+    """A gzipped tar of `members` (name: contents), as a package tarball."""
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
 def test_sqlite_is_fetched_once_and_only_the_pinned_file_kept(tmp_path, monkeypatch):
     """The paper's Clang input comes from the registry's `sqlite3` package (npm pack): a
     package whose amalgamation is not the pinned one, or a failed fetch, gives one line and no
     file; the pinned one is kept and not fetched again."""
     import hashlib
-    import importlib.util
-    import io
-    import os
-    import tarfile
 
-    spec = importlib.util.spec_from_file_location("coalescing_prepare", STUDY / "prepare.py")
-    prep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(prep)
-
-    def tgz(members: dict[str, bytes]) -> bytes:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-            for name, data in members.items():
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-        return buf.getvalue()
+    prep = _prepare_module()
 
     source = b"/* the amalgamation */\n"
     package = tgz({prep.SQLITE_MEMBER[0]: tgz({prep.SQLITE_MEMBER[1]: source})})
     (tmp_path / "package.tgz").write_bytes(package)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    calls = tmp_path / "calls"
-    npm = bin_dir / "npm"
-    npm.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\ncp {tmp_path / 'package.tgz'} sqlite3-5.1.7.tgz\n")
-    npm.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    npm, calls = _fake_npm(tmp_path, monkeypatch, f"cp {tmp_path / 'package.tgz'} sqlite3-5.1.7.tgz")
     inputs = tmp_path / "inputs"
     inputs.mkdir()
     why = prep._sqlite_amalgamation(inputs)
@@ -181,36 +195,15 @@ def test_react_is_fetched_once_unpacked_whole_and_pinned(tmp_path, monkeypatch):
     tarball's digest: one that is not the pinned one, or a failed fetch, gives one line and
     leaves no package; the pinned ones are unpacked into node_modules and not fetched again."""
     import hashlib
-    import importlib.util
-    import io
-    import os
-    import tarfile
 
-    spec = importlib.util.spec_from_file_location("coalescing_prepare", STUDY / "prepare.py")
-    prep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(prep)
+    prep = _prepare_module()
 
-    def tgz(members: dict[str, bytes]) -> bytes:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-            for name, data in members.items():
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-        return buf.getvalue()
-
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    calls = tmp_path / "calls"
     packages = {}
     for name in ("react", "react-dom"):
         packages[name] = tgz({"package/index.js": f"module.exports = '{name}';\n".encode()})
         (tmp_path / f"{name}.tgz").write_bytes(packages[name])
-    npm = bin_dir / "npm"
     # (npm pack SPEC writes NAME-VERSION.tgz in its working directory.)
-    npm.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\nname=${{2%@*}}\ncp {tmp_path}/$name.tgz $name.tgz\n")
-    npm.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    npm, calls = _fake_npm(tmp_path, monkeypatch, f"name=${{2%@*}}\ncp {tmp_path}/$name.tgz $name.tgz")
     inputs = tmp_path / "inputs"
     inputs.mkdir()
     why = prep._react(inputs)
