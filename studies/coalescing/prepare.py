@@ -82,6 +82,27 @@ def _npm_pack(spec: str, what: str) -> tuple[bytes | None, str | None]:
         return packed[0].read_bytes(), None
 
 
+#: Where the programs' inputs are written and the programs run: one fixed path, the same for every
+#: store, because a program reads where it runs (its working directory, its inputs' paths) and a
+#: compile's allocations, hash tables and so the window at its middle move with them; so do they
+#: with the environment, which is fixed too (`_trace`). The inputs are the same bytes in every
+#: store (generated deterministically, or fetched and pinned), so studies sharing it agree.
+INPUTS = Path("/tmp/xlat-coalescing-inputs")
+
+
+def _put(path: Path, text: str) -> None:
+    """Write `text` at `path` unless it holds it already, whole (another study may be reading
+    it: the same bytes, renamed into place)."""
+    try:
+        if path.read_text() == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    part = path.with_name(f".{path.name}.{os.getpid()}")
+    part.write_text(text)
+    part.replace(path)
+
+
 def _sqlite_amalgamation(inputs: Path) -> str | None:
     """Put SQLite's amalgamation at ``inputs/sqlite3.c`` (fetched once); why not, in one line."""
     import io
@@ -102,7 +123,7 @@ def _sqlite_amalgamation(inputs: Path) -> str | None:
         return f"the package of {SQLITE_PACKAGE} holds no {SQLITE_MEMBER[1]} ({e})"
     if hashlib.sha256(data).hexdigest() != SQLITE_SHA256:
         return f"the {SQLITE_MEMBER[1]} of {SQLITE_PACKAGE} is not the one this study pins"
-    part = dest.with_suffix(".c.part")
+    part = dest.with_name(f".{dest.name}.{os.getpid()}")
     part.write_bytes(data)
     part.replace(dest)
     return None
@@ -127,7 +148,7 @@ def _react(inputs: Path) -> str | None:
         if hashlib.sha256(package).hexdigest() != digest:
             return f"the package npm pack {spec} fetched is not the one this study pins"
         # (Unpacked whole beside it, then renamed: a half-unpacked package is never used.)
-        part = dest.with_name(f".{name}.part")
+        part = dest.with_name(f".{name}.{os.getpid()}")
         shutil.rmtree(part, ignore_errors=True)
         try:
             with tarfile.open(fileobj=io.BytesIO(package)) as tar:
@@ -137,7 +158,10 @@ def _react(inputs: Path) -> str | None:
             return f"the package of {spec} cannot be unpacked ({e})"
         (part / "package" / ".sha256").write_text(digest)
         shutil.rmtree(dest, ignore_errors=True)
-        (part / "package").rename(dest)
+        try:
+            (part / "package").rename(dest)
+        except OSError:
+            pass  # (another study put the same package there first)
         shutil.rmtree(part, ignore_errors=True)
     return None
 
@@ -263,22 +287,22 @@ def _programs(inputs: Path) -> dict[str, list[str]]:
     if why is not None:
         print(f"xlat: coalescing: {why}, so the study runs without Node.js", file=sys.stderr)
     else:
-        (inputs / "prog.js").write_text(_js_source())
+        _put(inputs / "prog.js", _js_source())
         # --single-threaded: V8's garbage collection and compilation on the program's one thread
         # (the paper's Node.js runs one), not on helper threads whose references valgrind would
         # interleave with its own, in an order that depends on the host's timing.
         progs["node"] = [shutil.which("node"), "--single-threaded", str(inputs / "prog.js")]
     if shutil.which("sqlite3"):
-        (inputs / "prog.sql").write_text(_sql_script())
+        _put(inputs / "prog.sql", _sql_script())
         progs["sqlite"] = [shutil.which("sqlite3"), ":memory:", f".read {inputs / 'prog.sql'}"]
     py = shutil.which("python3")
     if py:
         # (The interpreter itself, not a launcher script in front of it.)
         real = subprocess.run([py, "-c", "import sys; print(sys.executable)"], check=False, capture_output=True, text=True).stdout.strip()
-        (inputs / "prog.py").write_text(_py_source())
+        _put(inputs / "prog.py", _py_source())
         progs["python"] = [os.path.realpath(real or py), "-S", str(inputs / "prog.py")]
     if shutil.which("xz"):
-        (inputs / "text.txt").write_text(_text(4 << 20))
+        _put(inputs / "text.txt", _text(4 << 20))
         progs["xz"] = [shutil.which("xz"), "-6", "-c", str(inputs / "text.txt")]
     return progs
 
@@ -296,8 +320,9 @@ def _recipe(cmd: list[str], skip: int, refs: int) -> str:
     """A digest of what makes a trace (the command, its input files' contents, the references
     left out and kept), naming the file: a trace made another way is not reused."""
     # (The sidecar's version too: from v2 it records the shared objects' segments, from v3
-    # the code run before the window, from v4 the system calls that change mappings.)
-    h = hashlib.sha256(f"{skip} {refs} sidecar-v4".encode())
+    # the code run before the window, from v4 the system calls that change mappings; from v5
+    # traced in a fixed directory and environment.)
+    h = hashlib.sha256(f"{skip} {refs} sidecar-v5".encode())
     for arg in cmd:
         # (Paths by their names and contents: where the store lies does not matter. An input
         # may sit inside an argument, as sqlite's `.read FILE`.)
@@ -320,7 +345,11 @@ def _trace(name: str, cmd: list[str], trace: Path, quick: bool, refs: int | None
     # setarch -R: no address randomization, so that a program traced again lies where it did.
     if shutil.which("setarch"):
         run = ["setarch", "-R", *run]
-    p = subprocess.run(run, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=inputs)
+    # (A fixed environment and directory: the program's stack and heap, and so what it does
+    # by the window, move with them; `PWD` names the directory as it is reached, and HOME is
+    # it too, so that valgrind's tool, which the environment names, lies at one path.)
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(inputs), "LANG": "C", "PWD": str(inputs)}
+    p = subprocess.run(run, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=inputs, env=env)
     if p.returncode != 0 or not trace.is_file():
         return (p.stderr.strip().splitlines() or ["no output"])[-1]
     return None
@@ -334,8 +363,9 @@ def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int 
         print("xlat: coalescing: valgrind is not installed, so the study runs without its real programs", file=sys.stderr)
         return []
     tdir = Path(out_dir) / "traces"
-    inputs = tdir / "inputs"
+    inputs = INPUTS
     inputs.mkdir(parents=True, exist_ok=True)
+    tdir.mkdir(parents=True, exist_ok=True)
     progs = {name: cmd for name, cmd in _programs(inputs).items() if only is None or name in only}
     path = {name: tdir / f"{name}.{_recipe(cmd, _skip(name, quick, refs), _length(quick, refs))}.xtr" for name, cmd in progs.items()}
     todo = [name for name in progs if not (path[name].is_file() and Path(f"{path[name]}.maps").is_file())]
