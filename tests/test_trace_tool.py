@@ -173,7 +173,8 @@ int main(void) {
 
 def test_the_sidecar_records_the_pages_resident_when_the_window_began(env, tmp_path):
     """`# resident` lines: the pages the program had touched before the first traced
-    reference (the touched half of the array, not the other half)."""
+    reference (the touched half of the array, not the other half), the same in every
+    tracing."""
     (tmp_path / "t.c").write_text(TOUCHER)
     subprocess.run(["gcc", "-O1", "-static", "-o", str(tmp_path / "t"), str(tmp_path / "t.c")], check=True)
     out = tmp_path / "t.xtr"
@@ -192,6 +193,15 @@ def test_the_sidecar_records_the_pages_resident_when_the_window_began(env, tmp_p
 
     assert all(resident(big + i) for i in range(0, 8 << 20, 4096)), "the touched half"
     assert not any(resident(big + i) for i in range(8 << 20, 16 << 20, 4096)), "the untouched half"
+    # Read by the tool at the window's first reference: the same pages in another tracing.
+    again = tmp_path / "again.xtr"
+    p = run_xlat("trace", "-o", str(again), "--skip", "500000", "--refs", "3000000", "--", str(tmp_path / "t"), timeout=300)
+    assert p.returncode == 0, p.stderr
+
+    def lines(path):
+        return [x for x in path.read_text().splitlines() if x.startswith("# resident ")]
+
+    assert lines(tmp_path / "t.xtr.maps") == lines(tmp_path / "again.xtr.maps")
 
 
 #: A program that runs `early` before the window and `late` only in it, each alone on its page.

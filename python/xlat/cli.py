@@ -951,9 +951,11 @@ def _elf_loads(path: str, shared: bool = False) -> list[tuple[int, int, int, int
     return out
 
 
-def _executed_pages(path: str) -> list[tuple[int, int]] | None:
-    """The code pages xlattrace's `--executed` file says the program ran before the window,
-    as [start, end) byte ranges; None where it wrote none (lackey, or no window began)."""
+def _page_runs(path: str) -> list[tuple[int, int]] | None:
+    """The pages an xlattrace file of runs lists (`--executed`: the code the program ran
+    before the window; `--resident`: its pages resident when the window began, read at the
+    window's first reference), as [start, end) byte ranges; None where it wrote none (lackey,
+    or no window began)."""
     try:
         with open(path, encoding="ascii") as f:
             return [(int(a, 16), int(b, 16)) for a, b in (line.split() for line in f if line.strip())]
@@ -1045,8 +1047,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="xlat-trace-") as tmpdir, atomic_outputs(args.output) as (out, written):
         fifo = os.path.join(tmpdir, "trace.fifo")
         os.mkfifo(fifo, 0o600)
-        executed = os.path.join(tmpdir, "executed")
-        cmd = _valgrind.command(valgrind, tracer, fifo, program, skip, fetch, executed)
+        executed, resident = os.path.join(tmpdir, "executed"), os.path.join(tmpdir, "resident")
+        cmd = _valgrind.command(valgrind, tracer, fifo, program, skip, fetch, executed, resident)
         proc = subprocess.Popen(cmd, stdin=sys.stdin, env=tracer.env())
         # valgrind opens the FIFO only if it starts the program; if it dies first, the
         # converter would wait in open() forever, so a watcher unblocks it when valgrind exits.
@@ -1054,9 +1056,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
         watcher.start()
         # The program's mappings, for --prefault (FILE.maps beside the trace; not for a device).
         maps: dict[str, str] = {}
-        # (The pages resident when the window begins, which the trace's first bytes on disk
-        # mark: the converter writes them once its first compressed blocks fill its buffer,
-        # some hundred thousand references into the window.)
+        # (The pages resident when the window begins, for lackey, which cannot say: the
+        # trace's first bytes on disk mark it, the converter writing them once its first
+        # compressed blocks fill its buffer, some hundred thousand references into the window.
+        # xlattrace reads them itself at the window's first reference.)
         snapshot: dict[str, list[tuple[int, int]]] = {}
 
         def started() -> bool:
@@ -1088,7 +1091,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
             # (Debian's `valgrind` is a script that runs `valgrind.bin`.)
             launcher = os.path.realpath(valgrind) + ".bin" if valgrind else None
             (out.parent / (out.name + ".maps")).write_text(
-                _maps_text(maps, exe, launcher, snapshot.get("resident"), _executed_pages(executed)))
+                _maps_text(maps, exe, launcher, _page_runs(resident) or snapshot.get("resident"), _page_runs(executed)))
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
     # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).
     print(f"xlat: wrote {n:,} references to {_written(written)}{note}", file=sys.stderr)

@@ -50,7 +50,7 @@ SKIP_FULL = {"node": 2_000_000_000, "clang": 92_000_000_000}
 
 #: The paper's Clang input (§4.2, T3): SQLite's amalgamation compiled with these flags. The
 #: amalgamation comes from the package registry's `sqlite3` package, which bundles it (npm
-#: pack; its digest pins the file), and is kept beside the traces.
+#: pack; its digest pins the file), and is kept with the other inputs (`INPUTS`).
 SQLITE_PACKAGE = "sqlite3@5.1.7"
 #: The paper's Node.js runs a React server-side-rendering benchmark (§4.2, T3; its
 #: `react-ssr-benchmarks` is not in the package registry): React's own packages of the paper's
@@ -321,8 +321,9 @@ def _recipe(cmd: list[str], skip: int, refs: int) -> str:
     left out and kept), naming the file: a trace made another way is not reused."""
     # (The sidecar's version too: from v2 it records the shared objects' segments, from v3
     # the code run before the window, from v4 the system calls that change mappings; from v5
-    # traced in a fixed directory and environment.)
-    h = hashlib.sha256(f"{skip} {refs} sidecar-v5".encode())
+    # traced in a fixed directory and environment; from v6 the resident pages read by the
+    # tool at the window's first reference.)
+    h = hashlib.sha256(f"{skip} {refs} sidecar-v6".encode())
     for arg in cmd:
         # (Paths by their names and contents: where the store lies does not matter. An input
         # may sit inside an argument, as sqlite's `.read FILE`.)

@@ -29,6 +29,11 @@
    program had run (and so set their accessed bits), where /proc/PID/pagemap shows only
    which were mapped, fault-around's neighbours among them.
 
+   The pages resident when the window begins (--resident=PATH): of every mapping of the
+   program's (not valgrind's, nor inaccessible ones), those /proc/self/pagemap shows present or
+   swapped at the window's first reference, as `START END` lines likewise: read here, at that
+   reference, they are the same from one tracing to the next.
+
    The system calls that change the program's mappings, in the window, as lines of their own
    where they happen among the references: ` U addr,len` (munmap; madvise MADV_DONTNEED or
    MADV_REMOVE: the pages are dropped and fault again when touched), ` F addr,len` (madvise
@@ -44,6 +49,7 @@
    installed valgrind's headers and libraries. */
 
 #include "pub_tool_basics.h"
+#include "pub_tool_aspacemgr.h"
 #include "pub_tool_tooliface.h"
 #include "pub_tool_libcassert.h"
 #include "pub_tool_libcbase.h"
@@ -60,6 +66,7 @@
 
 static const HChar* clo_out = NULL;
 static const HChar* clo_executed = NULL;
+static const HChar* clo_resident = NULL;
 static Long clo_skip = 0;
 static Bool clo_fetch = True;
 static Bool clo_count = False;
@@ -68,6 +75,7 @@ static Bool xt_process_cmd_line_option(const HChar* arg)
 {
    if VG_STR_CLO(arg, "--out", clo_out) {
    } else if VG_STR_CLO(arg, "--executed", clo_executed) {
+   } else if VG_STR_CLO(arg, "--resident", clo_resident) {
    } else if VG_BINT_CLO(arg, "--skip", clo_skip, 0, 0x7fffffffffffffffLL) {
    } else if VG_BOOL_CLO(arg, "--fetch", clo_fetch) {
    } else if VG_BOOL_CLO(arg, "--count", clo_count) {
@@ -84,7 +92,8 @@ static void xt_print_usage(void)
       "    --skip=N          leave out the first N references [0]\n"
       "    --fetch=yes|no    an instruction is a reference when skipping [yes]\n"
       "    --count=yes|no    print the run's references and instructions at exit [no]\n"
-      "    --executed=PATH   write the code pages run before the window here [none]\n");
+      "    --executed=PATH   write the code pages run before the window here [none]\n"
+      "    --resident=PATH   write the program's pages resident when the window begins here [none]\n");
 }
 
 static void xt_print_debug_usage(void)
@@ -169,13 +178,89 @@ static Int cmp_page(const void* a, const void* b)
    return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/* The window begins: the code pages run so far go to --executed's file, as runs. */
+/* Runs of pages as `START END` lines: a run is open from `run_lo` to `run_hi` (0: none). */
+static Int runs_fd = -1;
+static Addr run_lo = 0, run_hi = 0;
+
+static void run_add(Addr page)
+{
+   HChar line[48];
+   if (run_hi != 0 && page == run_hi) {
+      run_hi += 4096;
+      return;
+   }
+   if (run_hi != 0) {
+      VG_(write)(runs_fd, line, VG_(sprintf)(line, "%lx %lx\n", run_lo, run_hi));
+   }
+   run_lo = page;
+   run_hi = page + 4096;
+}
+
+static void run_close(void)
+{
+   run_add(0); /* (page 0 never follows a run: it flushes the last) */
+   run_lo = run_hi = 0;
+}
+
+/* The program's pages present or swapped now, by /proc/self/pagemap, to --resident's file. */
+#define MAX_SEGMENTS 65536
+static Addr seg_starts[MAX_SEGMENTS];
+static ULong pm_buf[512];
+
+static void write_resident(void)
+{
+   Int n, i, pm;
+   SysRes r = VG_(open)(clo_resident, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC, 0600);
+   SysRes p = VG_(open)("/proc/self/pagemap", VKI_O_RDONLY, 0);
+   if (sr_isError(r) || sr_isError(p)) {
+      VG_(fmsg)("xlat-trace: cannot record the resident pages (%s)\n", sr_isError(r) ? clo_resident : "/proc/self/pagemap");
+      if (!sr_isError(r)) {
+         VG_(close)((Int)sr_Res(r));
+      }
+      return;
+   }
+   runs_fd = (Int)sr_Res(r);
+   pm = (Int)sr_Res(p);
+   n = VG_(am_get_segment_starts)(SkAnonC | SkFileC | SkShmC, seg_starts, MAX_SEGMENTS);
+   for (i = 0; i < n; i++) {
+      NSegment const* seg = VG_(am_find_nsegment)(seg_starts[i]);
+      Addr a;
+      if (seg == NULL || !(seg->hasR || seg->hasW || seg->hasX)) {
+         continue;
+      }
+      for (a = seg->start; a <= seg->end;) {
+         ULong pages = ((seg->end + 1 - a) >> 12) < 512 ? ((seg->end + 1 - a) >> 12) : 512, k;
+         Int got;
+         VG_(lseek)(pm, (Off64T)((a >> 12) * 8), VKI_SEEK_SET);
+         got = VG_(read)(pm, pm_buf, (Int)(pages * 8));
+         if (got <= 0) {
+            break;
+         }
+         for (k = 0; k < (ULong)got / 8; k++) {
+            if (pm_buf[k] >> 62) {
+               run_add(a + (k << 12));
+            }
+         }
+         a += pages << 12;
+      }
+   }
+   run_close();
+   VG_(close)(pm);
+   VG_(close)(runs_fd);
+   runs_fd = -1;
+}
+
+/* The window begins: the code pages run so far go to --executed's file, as runs, and the
+   pages resident now to --resident's. */
 static void begin_window(void)
 {
    SysRes r;
    ULong i, n = 0;
    HChar line[48];
    window_begun = True;
+   if (clo_resident != NULL) {
+      write_resident();
+   }
    if (clo_executed == NULL) {
       return;
    }
