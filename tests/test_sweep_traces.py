@@ -42,11 +42,31 @@ def test_a_trace_is_a_point_identified_by_its_content(tmp_path):
     assert [(p.workload, dict(p.params)["label"]) for p in spec.points] == [("trace", "gups")]
 
 
+def test_a_trace_sets_keys_on_its_own_points_only(tmp_path):
+    """A trace's `set` (how to run it, such as loader.fast_forward) goes after each config's
+    own keys on the trace's points, under the config's label; a kernel beside it keeps the
+    config as it is."""
+    trace = tmp_path / "gups.xtr"
+    _core.record("gups:footprint=16M", str(trace), refs=20_000, seed=1)
+    spec = sweep.load_spec({**_spec(trace, label="g", set={"tlb": {"l1d": {"entries": 32}}, "os.prefault_as": "write"}),
+                            "workloads": ["gups:footprint=16M"],
+                            "configs": [{"preset": "skylake", "label": "skl", "set": {"tlb.l1d.entries": 128}}]})
+    by = {p.workload: p for p in spec.points}
+    assert by["trace"].config.label == by["gups"].config.label == "skl"
+    assert by["gups"].config.overrides == (("tlb.l1d.entries", 128),)
+    assert by["trace"].config.overrides == (("tlb.l1d.entries", 128), ("tlb.l1d.entries", 32), ("os.prefault_as", "write"))
+    (task,) = [t for t in sweep.prepare(spec) if t.point.workload == "trace"]
+    assert task.config["tlb.l1d.entries"] in (32, "32")
+    row = sweep.run_task(task.config, task.point.workload_spec, task.point.options(), task.meta)
+    assert row["status"] == "ok", row["error"]
+
+
 @pytest.mark.parametrize("entry, needle", [
     ({"path": "nosuch.xtr"}, "trace 'nosuch.xtr' does not exist"),
     ({}, "'path' must be the path of a trace file"),
     ({"path": "t.xtr", "cores": 2}, "unknown key 'cores'"),
     ({"path": "t.xtr", "label": ""}, "'label' must be a non-empty string"),
+    ({"path": "t.xtr", "set": "x"}, "'set' must be a table of config keys"),
 ])
 def test_bad_trace_entries_get_one_line(tmp_path, entry, needle):
     (tmp_path / "t.xtr").write_bytes(b"")

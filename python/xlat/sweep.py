@@ -164,7 +164,7 @@ _RUN_KEYS = ("refs", "warmup", "prefault", "interval", "shootdowns", "skip")
 _CONFIG_KEYS = {"preset", "label", "set", "zip", "workloads", "curves", "curve_ways", *_RUN_KEYS}
 _WORKLOAD_KEYS = {"name", "params", "zip", "configs", *_RUN_KEYS, "seeds", "seed"}
 _MIX_KEYS = {"label", "programs", "configs", *_RUN_KEYS, "seeds", "seed"}
-_TRACE_KEYS = {"label", "path", "format", "configs", *_RUN_KEYS, "seeds", "seed"}
+_TRACE_KEYS = {"label", "path", "format", "configs", "set", *_RUN_KEYS, "seeds", "seed"}
 
 
 def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_overlay: Mapping | None = None,
@@ -260,12 +260,15 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
     points: list[Point] = []
     seen: set = set()
     for c in configs:
-        cfg = c["choice"]
         for wl in workloads:
+            cfg = c["choice"]
             if c["workloads"] is not None and wl["name"] not in c["workloads"]:
                 continue
             if wl.get("configs") is not None and cfg.label not in wl["configs"] and c["name"] not in wl["configs"]:
                 continue
+            if wl.get("set"):
+                # (A trace's own keys, after the config's: the same machine, run as the trace asks.)
+                cfg = ConfigChoice(cfg.base, cfg.overrides + wl["set"], cfg.label)
             # Run options: the workload's own, else the config's, else the top level's.
             run = {k: wl["run"][k] if k in wl["run"] else c["run"][k] if k in c["run"] else top_run[k]
                    for k in _RUN_KEYS}
@@ -496,7 +499,9 @@ def _known_keys(table: Mapping, known: set, what: str) -> None:
 def _parse_traces(raw: Any, base_dir: Path, where: str) -> list[dict]:
     """``[[traces]]`` tables: ``path`` (a trace file, relative to the spec's folder; its
     ``.maps`` sidecar comes along), an optional ``label`` (default: the file's name without
-    its extension), ``format`` (as ``xlat run --trace-format``), run options, seeds and
+    its extension), ``format`` (as ``xlat run --trace-format``), ``set`` (config keys set on
+    every config the trace runs on, after the config's own: how to run a trace, such as
+    ``loader.fast_forward``, which a kernel has no use for), run options, seeds and
     ``configs``. Each is a point whose workload is ``trace``, identified by the content of
     the trace and its sidecar, not by where they lie."""
     out = []
@@ -514,7 +519,12 @@ def _parse_traces(raw: Any, base_dir: Path, where: str) -> list[dict]:
         if fmt is not None and (not isinstance(fmt, str) or not fmt):
             raise SpecError(f"{what}: 'format' must be a trace format such as \"lackey\"")
         params = [("label", label), ("path", str(full.resolve()))] + ([("format", fmt)] if fmt else [])
-        out.append(_point_source("trace", tuple(sorted(params)), e, what))
+        src = _point_source("trace", tuple(sorted(params)), e, what)
+        extra = e.get("set") or {}
+        if not isinstance(extra, Mapping):
+            raise SpecError(f"{what}: 'set' must be a table of config keys, such as {{ \"loader.fast_forward\" = \"resident\" }}")
+        src["set"] = tuple(_flat(extra).items())
+        out.append(src)
     return out
 
 

@@ -378,8 +378,9 @@ def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int 
     for name in progs:
         if name in failed:
             print(f"xlat: coalescing: tracing {name} failed ({failed[name]}); the study runs without it", file=sys.stderr)
-        elif refs is not None:
-            out.append({"path": str(path[name]), "label": name, "refs": refs // 2, "warmup": refs - refs // 2, "prefault": False})
         else:
-            out.append({"path": str(path[name]), "label": name, "refs": MEASURED[quick], "warmup": WARMUP[quick], "prefault": False})
+            # (Each window starts with the pages the program had touched: the code it had run
+            # and the pages it had resident, touched first.)
+            run = {"refs": refs // 2, "warmup": refs - refs // 2} if refs is not None else {"refs": MEASURED[quick], "warmup": WARMUP[quick]}
+            out.append({"path": str(path[name]), "label": name, **run, "prefault": False, "set": {"loader.fast_forward": "resident"}})
     return out
