@@ -32,7 +32,8 @@
    The pages resident when the window begins (--resident=PATH): of every mapping of the
    program's (not valgrind's, nor inaccessible ones), those /proc/self/pagemap shows present or
    swapped at the window's first reference, as `START END` lines likewise: read here, at that
-   reference, they are the same from one tracing to the next.
+   reference, the program's own memory's are the same from one tracing to the next (a file
+   mapping's depend on what the page cache had ready when a fault mapped its neighbours).
 
    The system calls that change the program's mappings, in the window, as lines of their own
    where they happen among the references: ` U addr,len` (munmap; madvise MADV_DONTNEED or
