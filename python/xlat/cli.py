@@ -1065,7 +1065,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         def started() -> bool:
             return out.is_file() and out.stat().st_size > 0
 
-        sampler = threading.Thread(target=_sample_maps, args=(proc, maps, 0.02, started, snapshot), daemon=True)
+        sampler = threading.Thread(target=_sample_maps, args=(proc, maps, 0.02, started, None if tracer.fast else snapshot), daemon=True)
         sampler.start()
         try:
             # The trace describes what was traced, not the FIFO it came through.
@@ -1091,7 +1091,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
             # (Debian's `valgrind` is a script that runs `valgrind.bin`.)
             launcher = os.path.realpath(valgrind) + ".bin" if valgrind else None
             (out.parent / (out.name + ".maps")).write_text(
-                _maps_text(maps, exe, launcher, _page_runs(resident) or snapshot.get("resident"), _page_runs(executed)))
+                _maps_text(maps, exe, launcher, _page_runs(resident) if tracer.fast else snapshot.get("resident"), _page_runs(executed)))
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
     # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).
     print(f"xlat: wrote {n:,} references to {_written(written)}{note}", file=sys.stderr)
