@@ -59,7 +59,7 @@ def trace(d: Path, tool, name: str, skip: int, fetch: bool) -> Path:
 def events(path: Path) -> list[tuple[str, int, int]]:
     out = []
     for line in path.read_text().splitlines():
-        if line and not line.startswith(("==", "--")):
+        if line and not line.startswith(("==", "--", "#")):
             addr, size = line[3:].split(",")
             out.append((line[:2].strip(), int(addr, 16), int(size)))
     return out
@@ -141,6 +141,59 @@ def test_the_tool_counts_what_the_converter_writes(env):
         tail = not fetch and lines[-1].startswith("I ")
         assert refs + tail == written > 0
         assert instrs == sum(1 for line in lines if line.startswith("I "))
+
+
+@pytest.mark.parametrize("fetch", [True, False])
+def test_windows_in_one_run_are_the_windows_of_a_whole_trace(env, fetch):
+    """--windows=K in one run: window k holds what the whole trace holds from SKIP + k * EVERY
+    on, cut at the window's length, whatever event a window's start or end falls in; each
+    window has its own file of the code run before it."""
+    from xlat import _core, valgrind
+
+    d, tool = env
+    vg = shutil.which("valgrind")
+    whole = d / f"whole{fetch}.txt"
+    subprocess.run(valgrind.command(vg, tool, str(whole), [str(d / "p")], 0, fetch), env=tool.env(), check=True)
+    at = starts(events(whole), fetch)
+    wide = [n for (k, p), ns in at.items() if k == "S" and p == 3 for n in ns]
+    skip, every, length = wide[10] + 1, 3601, 1500
+    log = d / f"windows{fetch}.txt"
+    cmd = valgrind.command(vg, tool, str(log), [str(d / "p")], skip, fetch, executed=str(d / f"ran{fetch}"), windows=(3, every, length))
+    subprocess.run(cmd, env=tool.env(), check=True)
+    assert log.read_text().count("# window\n") == 3
+    outs = [d / f"w{fetch}{k}.xtr" for k in range(3)]
+    assert _core.lackey_windows_to_native(str(log), [str(o) for o in outs], length, "p", fetch=fetch) == 3 * length
+    for k, out in enumerate(outs):
+        ref = d / f"r{fetch}{k}.xtr"
+        _core.lackey_to_native(str(whole), str(ref), "p", fetch=fetch, skip=skip + k * every, refs=length)
+        # (The window's description names it: the references compared under one.)
+        a, b = d / f"a{fetch}{k}.xtr", d / f"b{fetch}{k}.xtr"
+        _core.convert_trace([str(out)], None, str(a), desc="p")
+        _core.convert_trace([str(ref)], None, str(b), desc="p")
+        assert a.read_bytes() == b.read_bytes(), k
+        assert (d / f"ran{fetch}.{k}").read_text().strip(), "each window has its code run"
+
+
+def test_xlat_trace_writes_windows_with_their_sidecars(env, tmp_path):
+    d, _tool = env
+    out = tmp_path / "p.xtr"
+    p = run_xlat("trace", "-o", str(out), "--skip", "5000", "--refs", "4000", "--windows", "3", "--every", "9000", "--", str(d / "p"), timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert "wrote 12,000 references in 3 windows" in p.stderr
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["p.w0.xtr", "p.w0.xtr.maps", "p.w1.xtr", "p.w1.xtr.maps", "p.w2.xtr", "p.w2.xtr.maps"]
+    for k in range(3):
+        sidecar = (tmp_path / f"p.w{k}.xtr.maps").read_text()
+        assert "# executed " in sidecar and "# resident " in sidecar
+    # A program shorter than its windows: one line, and no window written.
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    p = run_xlat("trace", "-o", str(bad / "q.xtr"), "--skip", "5000", "--refs", "4000", "--windows", "9", "--every", "9000", "--", str(d / "p"), timeout=180)
+    assert_one_line_error(p, "ended in window 7 of 9")
+    assert list(bad.iterdir()) == []
+    assert_one_line_error(run_xlat("trace", "-o", str(bad / "q.xtr"), "--refs", "4000", "--windows", "3", "--", str(d / "p")), "--every P")
+    assert_one_line_error(run_xlat("trace", "-o", str(bad / "q.xtr"), "--refs", "4000", "--windows", "3", "--every", "5000", "--", str(d / "p")),
+                          "at least --refs + 2,048")
+    assert_one_line_error(run_xlat("trace", "-o", str(bad / "q.xtr"), "--every", "5000", "--", str(d / "p")), "give --windows K")
 
 
 def test_xlat_trace_counts_a_whole_run(env, tmp_path):

@@ -1040,6 +1040,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         return _count_references(valgrind, tracer, program, fetch=not args.no_fetch)
     if args.output is None:
         raise CliError("give the trace's path with -o FILE (or --count to count the program's references)")
+    windows = _trace_windows(args, tracer)
     if not tracer.fast:
         print(f"xlat: tracing with valgrind's lackey, about 1.4 M references a second: {tracer.why}", file=sys.stderr)
     skip = args.skip or 0
@@ -1048,7 +1049,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
         fifo = os.path.join(tmpdir, "trace.fifo")
         os.mkfifo(fifo, 0o600)
         executed, resident = os.path.join(tmpdir, "executed"), os.path.join(tmpdir, "resident")
-        cmd = _valgrind.command(valgrind, tracer, fifo, program, skip, fetch, executed, resident)
+        cmd = _valgrind.command(valgrind, tracer, fifo, program, skip, fetch, executed, resident,
+                                windows=(windows, args.every, args.refs) if windows > 1 else None)
         proc = subprocess.Popen(cmd, stdin=sys.stdin, env=tracer.env())
         # valgrind opens the FIFO only if it starts the program; if it dies first, the
         # converter would wait in open() forever, so a watcher unblocks it when valgrind exits.
@@ -1072,7 +1074,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
             desc = shlex.join(program)
             with ProgressBar(os.path.basename(program[0]), idle=lambda: f"tracing under valgrind, {_bytes_in(out.parent)} written"):
                 # (xlattrace leaves the skipped references out itself, counted as the reader counts.)
-                n = _core.lackey_to_native(fifo, str(out), desc, fetch=fetch, skip=0 if tracer.fast else skip, refs=args.refs)
+                if windows > 1:
+                    outs = [window_path(out, k) for k in range(windows)]
+                    n = _core.lackey_windows_to_native(fifo, [str(o) for o in outs], args.refs, desc, fetch=fetch)
+                else:
+                    outs = [out]
+                    n = _core.lackey_to_native(fifo, str(out), desc, fetch=fetch, skip=0 if tracer.fast else skip, refs=args.refs)
         finally:
             if proc.poll() is None:
                 # Stopped early (--refs reached, error or Ctrl-C): end the traced program.
@@ -1090,12 +1097,46 @@ def cmd_trace(args: argparse.Namespace) -> int:
             exe = os.path.realpath(shutil.which(program[0]) or program[0])
             # (Debian's `valgrind` is a script that runs `valgrind.bin`.)
             launcher = os.path.realpath(valgrind) + ".bin" if valgrind else None
-            (out.parent / (out.name + ".maps")).write_text(
-                _maps_text(maps, exe, launcher, _page_runs(resident) if tracer.fast else snapshot.get("resident"), _page_runs(executed)))
+            for k, o in enumerate(outs):
+                # (The tool names a window's files PATH.K when there are several.)
+                at = (lambda path: f"{path}.{k}") if windows > 1 else (lambda path: path)
+                (o.parent / (o.name + ".maps")).write_text(
+                    _maps_text(maps, exe, launcher, _page_runs(at(resident)) if tracer.fast else snapshot.get("resident"), _page_runs(at(executed))))
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
+    many = f" in {windows} windows" if windows > 1 else ""
     # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).
-    print(f"xlat: wrote {n:,} references to {_written(written)}{note}", file=sys.stderr)
+    print(f"xlat: wrote {n:,} references{many} to {_written(written)}{note}", file=sys.stderr)
     return 0
+
+
+def window_path(path: Path, k: int) -> Path:
+    """Window ``k``'s file of a trace of several windows written to ``path``: ``clang.xtr`` ->
+    ``clang.w0.xtr`` (``.wK`` before the last suffix; not ``.K``, a multi-stream trace's)."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.w{k}{path.suffix}" if path.suffix else f"{path.name}.w{k}")
+
+
+def _trace_windows(args: argparse.Namespace, tracer) -> int:
+    """`xlat trace --windows K`: K, its options checked (1 without it)."""
+    if args.windows is None:
+        if args.every is not None:
+            raise CliError("--every is the distance between windows: give --windows K too")
+        return 1
+    if args.windows == 1:
+        return 1
+    if not tracer.fast:
+        raise CliError(f"--windows needs xlat's valgrind tool, which is not available: {tracer.why}")
+    if args.refs is None:
+        raise CliError("--windows needs each window's length: give --refs N")
+    if args.every is None:
+        raise CliError("--windows needs the distance between windows' starts: give --every P")
+    # (The tool's recording calls start 1,024 references before a window.)
+    if args.every < args.refs + 2048:
+        raise CliError(f"--every {args.every:,} is shorter than a window and the gap the tool needs: at least --refs + 2,048 "
+                       f"({args.refs + 2048:,})")
+    if is_stream_target(args.output):
+        raise CliError(f"--windows writes a file per window: give a file name, not the device or FIFO '{args.output}'")
+    return args.windows
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -1357,7 +1398,7 @@ def build_parser() -> Parser:
                        description="Run PROGRAM under valgrind and convert its memory trace on the fly into "
                                    "xlat's trace format (valgrind's lackey format, written by xlat's own valgrind tool, "
                                    "built on first use, or by lackey where it cannot be built).",
-                       usage="xlat trace -o FILE [--refs N] [--skip N] [--no-fetch] -- PROGRAM [ARGS...]\n"
+                       usage="xlat trace -o FILE [--refs N] [--skip N] [--windows K --every P] [--no-fetch] -- PROGRAM [ARGS...]\n"
                              "       xlat trace --count [--no-fetch] -- PROGRAM [ARGS...]")
     t.add_argument("--output", "-o", metavar="FILE")
     t.add_argument("--count", action="store_true",
@@ -1366,6 +1407,11 @@ def build_parser() -> Parser:
     t.add_argument("--refs", "-n", type=count_arg, metavar="N", help="stop after N references")
     t.add_argument("--skip", type=count_arg, metavar="N",
                    help="leave out the first N references (the program's start-up; xlat's valgrind tool counts them without writing them)")
+    t.add_argument("--windows", type=int_at_least(1), metavar="K",
+                   help="trace K windows of --refs N references in one run, the first after --skip, each --every P "
+                        "references after the one before: FILE.w0 .. FILE.w(K-1), each with its sidecar (a systematic "
+                        "sample of a long program)")
+    t.add_argument("--every", type=count_arg, metavar="P", help="with --windows: the references from one window's start to the next's")
     t.add_argument("--no-fetch", action="store_true",
                    help="leave out instruction fetches (by default each instruction is a fetch of its address, "
                         "for the ITLB and L1I)")

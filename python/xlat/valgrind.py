@@ -159,14 +159,19 @@ def tool(valgrind: str) -> Tool:
 
 
 def command(valgrind: str, t: Tool, out: str, program: list[str], skip: int, fetch: bool,
-            executed: str | None = None, resident: str | None = None) -> list[str]:
+            executed: str | None = None, resident: str | None = None,
+            windows: tuple[int, int, int] | None = None) -> list[str]:
     """valgrind's command line tracing `program` into `out` (a file or FIFO). With lackey,
     valgrind's own messages go to `out` too and the reader skips them; with xlattrace they
     go to stderr (-q: only errors), the tool leaves `skip` references out and, given
     `executed` and `resident`, writes there the code pages run before the window and the
-    pages resident when it begins (lackey cannot)."""
+    pages resident when it begins (lackey cannot). `windows` (xlattrace only): (K, every,
+    length), K windows in one run, each file then `PATH.k`."""
     if t.fast:
         more = [f"--executed={executed}"] if executed is not None else []
         more += [f"--resident={resident}"] if resident is not None else []
+        if windows is not None:
+            k, every, length = windows
+            more += [f"--windows={k}", f"--every={every}", f"--window={length}"]
         return [valgrind, "-q", f"--tool={NAME}", f"--out={out}", f"--skip={skip}", f"--fetch={'yes' if fetch else 'no'}", *more, *program]
     return [valgrind, "--tool=lackey", "--trace-mem=yes", f"--log-file={out}", *program]

@@ -135,6 +135,16 @@ fn lackey_to_native(py: Python<'_>, input: String, out: String, desc: Option<Str
     interruptible(py, move |stop| wl::trace::lackey_to_native_until(Path::new(&input), Path::new(&out), &opts, &stop).map_err(source_err))
 }
 
+/// As `lackey_to_native` for a log of several windows (xlat's valgrind tool with `--windows`):
+/// window `k` to `outs[k]`, `refs` references each; an error unless every window is whole.
+#[pyfunction]
+#[pyo3(signature = (input, outs, refs, desc=None, fetch=false))]
+fn lackey_windows_to_native(py: Python<'_>, input: String, outs: Vec<String>, refs: u64, desc: Option<String>, fetch: bool) -> PyResult<u64> {
+    let opts = wl::trace::LackeyOptions { desc, fetch, skip: 0, max: Some(refs) };
+    let outs: Vec<std::path::PathBuf> = outs.into_iter().map(Into::into).collect();
+    interruptible(py, move |stop| wl::trace::lackey_windows_to_native_until(Path::new(&input), &outs, &opts, &stop).map_err(source_err))
+}
+
 /// Turn the trace cache on (native copies of slow traces kept in `dir`) or off (`None`) for
 /// this process (`xlat_workloads::trace::cache`).
 #[pyfunction]
@@ -256,6 +266,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(record, m)?)?;
     m.add_function(wrap_pyfunction!(convert_trace, m)?)?;
     m.add_function(wrap_pyfunction!(lackey_to_native, m)?)?;
+    m.add_function(wrap_pyfunction!(lackey_windows_to_native, m)?)?;
     m.add_function(wrap_pyfunction!(reuse, m)?)?;
     m.add_function(wrap_pyfunction!(set_trace_cache, m)?)?;
     m.add_function(wrap_pyfunction!(cache_trace, m)?)?;

@@ -35,6 +35,14 @@
    reference, the program's own memory's are the same from one tracing to the next (a file
    mapping's depend on what the page cache had ready when a fault mapped its neighbours).
 
+   Several windows in one run (--windows=K --every=P --window=N): window k begins at
+   reference SKIP + k*P and holds N references (the event that reaches N is written whole;
+   the reader cuts the window there); each ends with a `# window` line, the gaps between them
+   are left out as the skip is, and --executed and --resident then name one file per window,
+   PATH.0 to PATH.K-1 (the code run, the pages resident, before that window). After the last
+   window the trace ends (the program runs on, untraced). One pass through a long program
+   gives a systematic sample of it.
+
    The system calls that change the program's mappings, in the window, as lines of their own
    where they happen among the references: ` U addr,len` (munmap; madvise MADV_DONTNEED or
    MADV_REMOVE: the pages are dropped and fault again when touched), ` F addr,len` (madvise
@@ -45,7 +53,7 @@
    --fetch=yes|no (whether an instruction counts as a reference when skipping: xlat counts
    each instruction as a fetch unless `xlat trace --no-fetch`), --count=yes (at exit, print
    the references the whole run made, skipped or not, and its instructions: where to place a
-   window). A forked child is not
+   window), --windows=K, --every=P and --window=N (above). A forked child is not
    traced (its parent's trace goes on). Built by python/xlat/valgrind.py against the
    installed valgrind's headers and libraries. */
 
@@ -71,6 +79,9 @@ static const HChar* clo_resident = NULL;
 static Long clo_skip = 0;
 static Bool clo_fetch = True;
 static Bool clo_count = False;
+static Long clo_windows = 1;
+static Long clo_every = 0;
+static Long clo_window = 0;
 
 static Bool xt_process_cmd_line_option(const HChar* arg)
 {
@@ -80,6 +91,9 @@ static Bool xt_process_cmd_line_option(const HChar* arg)
    } else if VG_BINT_CLO(arg, "--skip", clo_skip, 0, 0x7fffffffffffffffLL) {
    } else if VG_BOOL_CLO(arg, "--fetch", clo_fetch) {
    } else if VG_BOOL_CLO(arg, "--count", clo_count) {
+   } else if VG_BINT_CLO(arg, "--windows", clo_windows, 1, 1000000) {
+   } else if VG_BINT_CLO(arg, "--every", clo_every, 0, 0x7fffffffffffffffLL) {
+   } else if VG_BINT_CLO(arg, "--window", clo_window, 0, 0x7fffffffffffffffLL) {
    } else {
       return False;
    }
@@ -94,7 +108,8 @@ static void xt_print_usage(void)
       "    --fetch=yes|no    an instruction is a reference when skipping [yes]\n"
       "    --count=yes|no    print the run's references and instructions at exit [no]\n"
       "    --executed=PATH   write the code pages run before the window here [none]\n"
-      "    --resident=PATH   write the program's pages resident when the window begins here [none]\n");
+      "    --resident=PATH   write the program's pages resident when the window begins here [none]\n"
+      "    --windows=K       trace K windows, --every=P references apart, of --window=N each [1]\n");
 }
 
 static void xt_print_debug_usage(void)
@@ -139,8 +154,15 @@ static const HChar HEX[] = "0123456789abcdef";
 static ULong* code_pages = NULL;
 static ULong code_cap = 0;
 static ULong code_used = 0;
-/* Set once the window's first reference is written: from then on blocks are not recorded. */
+/* The window traced or waited for (0 to --windows - 1; --windows once the last has ended),
+   its first reference, and whether that has been written. */
+static ULong window_no = 0;
+static ULong window_start = 0;
 static Bool window_begun = False;
+/* Windows begun so far: once the last has, blocks are not recorded. */
+static ULong windows_begun = 0;
+/* (With --window) the references the window still holds; the event that reaches 0 is its last. */
+static Long window_left = 0;
 /* In a forked child, whose references are not in the trace. */
 static Bool traced_child = False;
 
@@ -208,13 +230,25 @@ static void run_close(void)
 static Addr seg_starts[MAX_SEGMENTS];
 static ULong pm_buf[512];
 
+/* `path`, or with several windows `path.K` for window K: in `buf`. */
+static const HChar* window_path(const HChar* path, HChar* buf, SizeT size)
+{
+   if (clo_windows == 1) {
+      return path;
+   }
+   VG_(snprintf)(buf, size, "%s.%llu", path, window_no);
+   return buf;
+}
+
 static void write_resident(void)
 {
    Int n, i, pm;
-   SysRes r = VG_(open)(clo_resident, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC, 0600);
+   HChar buf[4096];
+   const HChar* path = window_path(clo_resident, buf, sizeof buf);
+   SysRes r = VG_(open)(path, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC, 0600);
    SysRes p = VG_(open)("/proc/self/pagemap", VKI_O_RDONLY, 0);
    if (sr_isError(r) || sr_isError(p)) {
-      VG_(fmsg)("xlat-trace: cannot record the resident pages (%s)\n", sr_isError(r) ? clo_resident : "/proc/self/pagemap");
+      VG_(fmsg)("xlat-trace: cannot record the resident pages (%s)\n", sr_isError(r) ? path : "/proc/self/pagemap");
       if (!sr_isError(r)) {
          VG_(close)((Int)sr_Res(r));
       }
@@ -251,40 +285,80 @@ static void write_resident(void)
    runs_fd = -1;
 }
 
-/* The window begins: the code pages run so far go to --executed's file, as runs, and the
+/* A window begins: the code pages run so far go to --executed's file, as runs, and the
    pages resident now to --resident's. */
 static void begin_window(void)
 {
    SysRes r;
    ULong i, n = 0;
-   HChar line[48];
+   ULong* pages;
+   HChar line[48], buf[4096];
+   const HChar* path;
    window_begun = True;
+   windows_begun++;
+   window_left = clo_window;
    if (clo_resident != NULL) {
       write_resident();
    }
    if (clo_executed == NULL) {
       return;
    }
+   /* (A copy, sorted: the set goes on recording blocks for the windows after this one.) */
+   pages = VG_(malloc)("xt.executed", (code_used + 1) * sizeof(ULong));
    for (i = 0; i < code_cap; i++) {
       if (code_pages[i] != 0) {
-         code_pages[n++] = code_pages[i];
+         pages[n++] = code_pages[i];
       }
    }
-   VG_(ssort)(code_pages, n, sizeof(ULong), cmp_page);
-   r = VG_(open)(clo_executed, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC, 0600);
+   VG_(ssort)(pages, n, sizeof(ULong), cmp_page);
+   path = window_path(clo_executed, buf, sizeof buf);
+   r = VG_(open)(path, VKI_O_WRONLY | VKI_O_CREAT | VKI_O_TRUNC, 0600);
    if (sr_isError(r)) {
-      VG_(fmsg)("xlat-trace: cannot open %s for writing\n", clo_executed);
+      VG_(fmsg)("xlat-trace: cannot open %s for writing\n", path);
+      VG_(free)(pages);
       return;
    }
    for (i = 0; i < n;) {
       ULong j = i + 1;
-      while (j < n && code_pages[j] == code_pages[j - 1] + 1) {
+      while (j < n && pages[j] == pages[j - 1] + 1) {
          j++;
       }
-      VG_(write)((Int)sr_Res(r), line, VG_(sprintf)(line, "%llx %llx\n", code_pages[i] << 12, (code_pages[j - 1] + 1) << 12));
+      VG_(write)((Int)sr_Res(r), line, VG_(sprintf)(line, "%llx %llx\n", pages[i] << 12, (pages[j - 1] + 1) << 12));
       i = j;
    }
    VG_(close)((Int)sr_Res(r));
+   VG_(free)(pages);
+}
+
+/* How many references xlat's reader makes of an access: one per 64 bytes (at least one). */
+static inline ULong pieces(SizeT size)
+{
+   return size <= 64 ? 1 : (size + 63) / 64;
+}
+
+/* A call's OS records in xlat's reader: one per 65,535 pages it covers. */
+#define OS_CALL_PAGES 65535ULL
+
+static inline ULong call_records(Addr addr, SizeT len)
+{
+   ULong first = addr >> 12, pages = ((addr + len + 4095) >> 12) - first;
+   return (pages + OS_CALL_PAGES - 1) / OS_CALL_PAGES;
+}
+
+/* The references the reader makes of a line (see emit). */
+static inline ULong line_refs(HChar kind, Addr addr, SizeT size)
+{
+   switch (kind) {
+   case 'I':
+      return clo_fetch ? 1 : 0;
+   case 'L':
+   case 'S':
+      return pieces(size);
+   case 'M':
+      return 2 * pieces(size);
+   default:
+      return call_records(addr, size);
+   }
 }
 
 /* One line: `I  addr,size` for an instruction, ` K addr,size` for K = L, S or M (an access)
@@ -296,6 +370,9 @@ static inline void emit(HChar kind, Addr addr, SizeT size)
    Int n = 0;
    if (UNLIKELY(!window_begun)) {
       begin_window();
+   }
+   if (clo_window > 0) {
+      window_left -= (Long)line_refs(kind, addr, size);
    }
    if (out_used > OUT_SIZE - 64) {
       out_flush();
@@ -328,28 +405,77 @@ static inline void emit(HChar kind, Addr addr, SizeT size)
    out_used = (Int)(p - out_buf);
 }
 
-/* How many references xlat's reader makes of an access: one per 64 bytes (at least one). */
-static inline ULong pieces(SizeT size)
-{
-   return size <= 64 ? 1 : (size + 63) / 64;
-}
-
 /* ---- the helpers the instrumented code calls ---- */
 
-/* The recording calls begin at a group's start, within COUNT_MARGIN references of the
-   skip's end: what is left of the skip is counted from there, event by event. */
+/* The recording calls begin at a group's start, within COUNT_MARGIN references of a
+   window's first: what is left of the skip is counted from there, event by event. */
 static Bool recording = False;
+/* How many references before a window's first the recording calls begin: more than a group
+   of events can hold (four events of at most 512 bytes, a modify counting twice: 64). */
+#define COUNT_MARGIN 1024
+/* The counter's value from which the recording calls are taken (read by the instrumented
+   code at each group: it moves from window to window). */
+static ULong record_from = 0;
 
 static inline void start_recording(void)
 {
    recording = True;
-   skip_left = (ULong)clo_skip > seen_refs ? (ULong)clo_skip - seen_refs : 0;
+   skip_left = window_start > seen_refs ? window_start - seen_refs : 0;
+}
+
+static void out_close(void)
+{
+   out_flush();
+   if (out_fd >= 0) {
+      VG_(close)(out_fd);
+      out_fd = -1;
+   }
+}
+
+/* The window has its references: a `# window` line, then the calls wait for the next one
+   (the rest of this group's calls find the counter short of it), or, after the last, the
+   trace ends. */
+static void end_window(void)
+{
+   static const HChar marker[] = "# window\n";
+   if (out_used > OUT_SIZE - 64) {
+      out_flush();
+   }
+   VG_(memcpy)(out_buf + out_used, marker, sizeof marker - 1);
+   out_used += (Int)(sizeof marker - 1);
+   window_begun = False;
+   recording = False;
+   window_no++;
+   if (window_no >= (ULong)clo_windows) {
+      record_from = ~0ULL;
+      out_close();
+      return;
+   }
+   window_start = (ULong)clo_skip + window_no * (ULong)clo_every;
+   record_from = window_start > COUNT_MARGIN ? window_start - COUNT_MARGIN : 0;
+}
+
+/* Whether the helpers record this event: not far from a window (the rest of a group that
+   began before the last window's end, or any after the last), else from COUNT_MARGIN before
+   the next window on, the window's end written first if it has come. */
+static inline Bool tracing(void)
+{
+   if (UNLIKELY(window_begun && clo_window > 0 && window_left <= 0)) {
+      end_window();
+   }
+   if (UNLIKELY(!recording)) {
+      if (seen_refs < record_from) {
+         return False;
+      }
+      start_recording();
+   }
+   return True;
 }
 
 static VG_REGPARM(2) void on_instr(Addr addr, SizeT size)
 {
-   if (UNLIKELY(!recording)) {
-      start_recording();
+   if (UNLIKELY(!tracing())) {
+      return;
    }
    if (UNLIKELY(skip_left > 0)) {
       if (clo_fetch) {
@@ -378,16 +504,16 @@ static inline void data_access(HChar kind, Addr addr, SizeT size)
 
 static VG_REGPARM(2) void on_load(Addr addr, SizeT size)
 {
-   if (UNLIKELY(!recording)) {
-      start_recording();
+   if (UNLIKELY(!tracing())) {
+      return;
    }
    data_access('L', addr, size);
 }
 
 static VG_REGPARM(2) void on_store(Addr addr, SizeT size)
 {
-   if (UNLIKELY(!recording)) {
-      start_recording();
+   if (UNLIKELY(!tracing())) {
+      return;
    }
    data_access('S', addr, size);
 }
@@ -395,8 +521,8 @@ static VG_REGPARM(2) void on_store(Addr addr, SizeT size)
 /* A modify is its load's pieces, then its store's: the skip may end in either half. */
 static VG_REGPARM(2) void on_modify(Addr addr, SizeT size)
 {
-   if (UNLIKELY(!recording)) {
-      start_recording();
+   if (UNLIKELY(!tracing())) {
+      return;
    }
    if (UNLIKELY(skip_left > 0)) {
       ULong n = pieces(size);
@@ -431,12 +557,6 @@ typedef struct {
 static Event pending[N_PENDING];
 static Int n_pending = 0;
 
-/* How many references before the skip's end the recording calls begin: more than a group of
-   events can hold (four events of at most 512 bytes, a modify counting twice: 64). */
-#define COUNT_MARGIN 1024
-/* The counter's value from which the recording calls are taken. */
-static ULong record_from = 0;
-
 static ULong event_refs(const Event* ev)
 {
    switch (ev->kind) {
@@ -468,14 +588,15 @@ static void add_to(IRSB* sb, ULong* counter, IRExpr* now, IRExpr* add)
 static void flush_events(IRSB* sb)
 {
    Int i;
-   IRTemp before, on;
+   IRTemp before, from, on;
    IRExpr* refs;
    ULong instrs = 0, fixed = 0;
    if (n_pending == 0) {
       return;
    }
    before = new_tmp(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)&seen_refs)));
-   on = new_tmp(sb, Ity_I1, IRExpr_Binop(Iop_CmpLE64U, IRExpr_Const(IRConst_U64(record_from)), IRExpr_RdTmp(before)));
+   from = new_tmp(sb, Ity_I64, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)&record_from)));
+   on = new_tmp(sb, Ity_I1, IRExpr_Binop(Iop_CmpLE64U, IRExpr_RdTmp(from), IRExpr_RdTmp(before)));
    refs = IRExpr_RdTmp(before);
    for (i = 0; i < n_pending; i++) {
       Event* ev = &pending[i];
@@ -575,7 +696,7 @@ static IRSB* xt_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
       }
       switch (st->tag) {
       case Ist_IMark:
-         if (clo_executed != NULL && !window_begun) {
+         if (clo_executed != NULL && windows_begun < (ULong)clo_windows) {
             code_page_insert(st->Ist.IMark.addr >> 12);
             code_page_insert((st->Ist.IMark.addr + st->Ist.IMark.len - 1) >> 12);
          }
@@ -657,14 +778,10 @@ static void xt_pre_syscall(ThreadId tid, UInt no, UWord* args, UInt n_args)
 {
 }
 
-/* A call's OS records in xlat's reader: one per 65,535 pages it covers. They count as
-   references, as the reader counts them, so that a skip ends where the reader's would. */
-#define OS_CALL_PAGES 65535ULL
-
 static void xt_post_syscall(ThreadId tid, UInt no, UWord* args, UInt n_args, SysRes res)
 {
    HChar kind = 0;
-   ULong first, pages, n;
+   ULong first, n;
    Addr addr;
    if (traced_child || sr_isError(res) || n_args < 3 || args[1] == 0) {
       return;
@@ -683,9 +800,13 @@ static void xt_post_syscall(ThreadId tid, UInt no, UWord* args, UInt n_args, Sys
    if (kind == 0) {
       return;
    }
+   /* (Its OS records count as references, as the reader counts them, so that a skip ends
+      where the reader's would.) */
    first = args[0] >> 12;
-   pages = ((args[0] + args[1] + 4095) >> 12) - first;
-   n = (pages + OS_CALL_PAGES - 1) / OS_CALL_PAGES;
+   n = call_records((Addr)args[0], (SizeT)args[1]);
+   if (window_begun && clo_window > 0 && window_left <= 0) {
+      end_window();
+   }
    if (!recording && seen_refs + n >= record_from) {
       start_recording();
    }
@@ -735,6 +856,11 @@ static void xt_post_clo_init(void)
       VG_(exit)(1);
    }
    out_fd = (Int)sr_Res(r);
+   if (clo_windows > 1 && (clo_window == 0 || clo_every < clo_window + 2 * COUNT_MARGIN)) {
+      VG_(fmsg)("xlat-trace: --windows=K needs --window=N and --every=P of at least N + %d\n", 2 * COUNT_MARGIN);
+      VG_(exit)(1);
+   }
+   window_start = (ULong)clo_skip;
    record_from = (ULong)clo_skip > COUNT_MARGIN ? (ULong)clo_skip - COUNT_MARGIN : 0;
    VG_(atfork)(before_fork, NULL, in_child);
 }
@@ -744,11 +870,11 @@ static void xt_fini(Int exitcode)
    if (traced_child) {
       return;
    }
-   out_flush();
-   if (out_fd >= 0) {
-      VG_(close)(out_fd);
-      out_fd = -1;
+   /* (A window whose last event was the program's last is whole.) */
+   if (window_begun && clo_window > 0 && window_left <= 0) {
+      end_window();
    }
+   out_close();
    if (clo_count) {
       VG_(umsg)("xlattrace: %llu references, %llu instructions\n", seen_refs, seen_instrs);
    }

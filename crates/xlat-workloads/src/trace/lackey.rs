@@ -6,7 +6,8 @@
 //! that change mappings, ` U addr,len` (munmap, madvise MADV_DONTNEED), ` F addr,len` (madvise
 //! MADV_FREE), ` P addr,len` (mprotect, read-only) and ` W addr,len` (mprotect, writable), len in
 //! bytes: each becomes OS calls ([`Ref::os_call`]) over the pages it covers, at most
-//! [`u16::MAX`] pages a call.
+//! [`u16::MAX`] pages a call; and, tracing several windows in one run, `# window` after each
+//! window's last line: the decoder stops there ([`LackeyDecoder::window_ended`]).
 
 use std::io::{BufRead, BufReader};
 
@@ -23,6 +24,8 @@ pub(crate) struct LackeyDecoder {
     fetch: bool,
     pending: u32,
     eof: bool,
+    /// A `# window` line ended the last fill.
+    window_end: bool,
 }
 
 const MAX_LINE: usize = 4096;
@@ -37,7 +40,15 @@ impl LackeyDecoder {
             fetch,
             pending: 0,
             eof: false,
+            window_end: false,
         }
+    }
+
+    /// Whether the last [`Decoder::fill`] stopped at a window's end (`# window`); the next
+    /// one reads the next window. The instructions after the window's last access are left
+    /// out with the rest of the window (the reader cuts a window at its length).
+    pub(crate) fn window_ended(&mut self) -> bool {
+        std::mem::take(&mut self.window_end)
     }
 }
 
@@ -112,6 +123,11 @@ impl Decoder for LackeyDecoder {
             let l = l.strip_suffix(b"\r").unwrap_or(l);
             if l.is_empty() || l.starts_with(b"==") || l.starts_with(b"--") {
                 continue;
+            }
+            if l == b"# window" {
+                self.window_end = true;
+                self.pending = 0;
+                break;
             }
             let bad = || corrupt(&self.path, at, "not a valgrind lackey line");
             let (kind, rest) = if l.starts_with(b"I ") {

@@ -849,17 +849,68 @@ pub fn lackey_to_native_until(input: &Path, out: &Path, opts: &LackeyOptions, st
         }
         buf.clear();
         dec.fill(&mut buf, BATCH)?;
-        if buf.is_empty() {
-            break;
-        }
         let from = (skip.min(buf.len() as u64)) as usize;
         skip -= from as u64;
         let take = ((buf.len() - from) as u64).min(left) as usize;
         w.write(&buf[from..from + take])?;
         total += take as u64;
         left -= take as u64;
+        // (A window's end ends a trace of one window too.)
+        if dec.window_ended() || buf.is_empty() {
+            break;
+        }
     }
     w.finish()?;
+    Ok(total)
+}
+
+/// As [`lackey_to_native_until`] for a log of several windows, each ended by a `# window`
+/// line (xlat's valgrind tool with `--windows`): window `k` to `outs[k]`, its first
+/// `opts.max` references (the tool writes whole the event that completes a window, so a
+/// window may hold a few more, left out), `opts.skip` left out of the first. Each file's
+/// description is `opts.desc` with the window's number. An error if the log ends before the
+/// last window is whole, or a window holds fewer than `opts.max` references.
+pub fn lackey_windows_to_native_until(input: &Path, outs: &[PathBuf], opts: &LackeyOptions, stop: &AtomicBool) -> Result<u64, SourceError> {
+    let p = input.to_string_lossy().into_owned();
+    let Some(max) = opts.max else {
+        return Err(SourceError::Io { path: p, what: "a trace of windows needs their length".into() });
+    };
+    let r = open_file(&p)?;
+    let (r, _) = decompress(&p, r)?;
+    let mut dec = lackey::LackeyDecoder::new(&p, r, opts.fetch);
+    let desc = opts.desc.clone().unwrap_or_else(|| format!("lackey:{p}"));
+    let mut buf = Vec::with_capacity(BATCH);
+    let mut skip = opts.skip;
+    let mut total = 0;
+    for (k, out) in outs.iter().enumerate() {
+        let hdr = NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc: format!("{desc} (window {k} of {})", outs.len()) };
+        let mut w = NativeWriter::create(out, &hdr)?;
+        let mut got = 0;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Err(interrupted(out));
+            }
+            buf.clear();
+            dec.fill(&mut buf, BATCH)?;
+            let from = (skip.min(buf.len() as u64)) as usize;
+            skip -= from as u64;
+            let take = ((buf.len() - from) as u64).min(max - got) as usize;
+            w.write(&buf[from..from + take])?;
+            got += take as u64;
+            if dec.window_ended() {
+                break;
+            }
+            if buf.is_empty() {
+                let what = format!("the log ended in window {k} of {}, after {got} of its references", outs.len());
+                return Err(SourceError::Io { path: p, what });
+            }
+        }
+        if got < max {
+            return Err(SourceError::Io { path: p, what: format!("window {k} holds {got} references, not {max}") });
+        }
+        w.finish()?;
+        total += got;
+    }
     Ok(total)
 }
 

@@ -983,3 +983,35 @@ fn regions_round_out_to_the_alignment() {
         assert_eq!(got, want);
     }
 }
+
+/// A log of windows (xlat's valgrind tool with `--windows`): each window to its own file, cut
+/// at its length (the event that completes a window is written whole, so a window may hold
+/// more), the instructions after a window's last access not carried into the next; a window
+/// short of its length, or a log that ends inside one, is an error that names it.
+#[test]
+fn lackey_windows_go_to_their_own_files() {
+    let log = "I  1000,4\n L 2000,8\n L 3000,128\n# window\nI  1100,4\nI  1104,4\n S 4000,8\n M 5000,8\n# window\n";
+    let input = tmp("windows.txt");
+    std::fs::write(&input, log).unwrap();
+    let outs = [tmp("w0.xtr"), tmp("w1.xtr")];
+    let opts = LackeyOptions { desc: Some("p".into()), fetch: false, skip: 0, max: Some(2) };
+    assert_eq!(lackey_windows_to_native_until(&input, &outs, &opts, &AtomicBool::new(false)).unwrap(), 4);
+    let w0 = decode_all(None, &std::fs::read(&outs[0]).unwrap()).unwrap();
+    let w1 = decode_all(None, &std::fs::read(&outs[1]).unwrap()).unwrap();
+    // Window 0: the load, then the wide load's first half (its second left out).
+    assert_eq!(w0.iter().map(|r| (r.va, r.kind())).collect::<Vec<_>>(), [(0x2000, RefKind::Load), (0x3000, RefKind::Load)]);
+    // Window 1: its own two instructions before the store (not window 0's one), then the
+    // modify's load.
+    assert_eq!(w1.iter().map(|r| (r.va, r.kind(), r.inst_delta)).collect::<Vec<_>>(), [(0x4000, RefKind::Store, 2), (0x5000, RefKind::Load, 0)]);
+    // One trace of a window stops at its end too.
+    let one = tmp("one.xtr");
+    let opts_all = LackeyOptions { max: None, ..opts.clone() };
+    assert_eq!(lackey_to_native_until(&input, &one, &opts_all, &AtomicBool::new(false)).unwrap(), 3);
+    // A window shorter than asked, and a log that ends before the last window does.
+    let long = LackeyOptions { max: Some(4), ..opts.clone() };
+    let e = lackey_windows_to_native_until(&input, &outs, &long, &AtomicBool::new(false)).unwrap_err().to_string();
+    assert!(e.contains("window 0 holds 3 references, not 4"), "{e}");
+    let three = [tmp("a.xtr"), tmp("b.xtr"), tmp("c.xtr")];
+    let e = lackey_windows_to_native_until(&input, &three, &opts, &AtomicBool::new(false)).unwrap_err().to_string();
+    assert!(e.contains("the log ended in window 2 of 3, after 0 of its references"), "{e}");
+}
