@@ -72,7 +72,7 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
         "real = importlib.util.module_from_spec(spec)\n"
         "spec.loader.exec_module(real)\n\n\n"
         "def traces(out_dir, quick):\n"
-        "    return real.traces(out_dir, quick, only=['xz'], refs=400_000)\n")
+        "    return real.traces(out_dir, quick, only=['xz'], refs=400_000, windows=(2, 3_000_000))\n")
     # (PageRank needs a graph too large for a test before its L1 DTLB misses hit the L2 DTLB.)
     for name, params in [("xsbench", "gridpoints = 1000"), ("canneal", "elements = 50000"), ("liblinear", "instances = 20000"),
                          ("churn", 'footprint = "8M", free = "madv_free", ops = "20K"')]:
@@ -100,6 +100,9 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
         # xz, traced and run on every column, relinked or not.
         assert "### xz (traced)" in text and "### The linker's max-page-size (Fig. 1)" in text
         assert (res.report.parent / "l1i_misses.png").is_file()
+        # Traced in two windows, which the report sums and gives with their interval.
+        assert "### Programs sampled in several windows" in text
+        assert "| xz | L1 ITLB misses PKI, F5-noresv | 2 |" in text
 
 
 def test_a_trace_is_named_by_how_it_is_made(tmp_path):
@@ -121,16 +124,58 @@ def test_a_trace_is_named_by_how_it_is_made(tmp_path):
     sql = prep._recipe(["/usr/bin/sqlite3", f".read {a / 'prog.js'}"], 0, 1)
     (a / "prog.js").write_text("3")
     assert sql != prep._recipe(["/usr/bin/sqlite3", f".read {a / 'prog.js'}"], 0, 1)
+    # Windows name it too; one window is a trace as before.
+    cmd = ["/usr/bin/node", str(a / "prog.js")]
+    assert prep._recipe(cmd, 100, 10, (1, 0)) == prep._recipe(cmd, 100, 10)
+    assert len({prep._recipe(cmd, 100, 10), prep._recipe(cmd, 100, 10, (4, 50)), prep._recipe(cmd, 100, 10, (4, 60)),
+                prep._recipe(cmd, 100, 10, (3, 50))}) == 4
+
+
+def test_a_programs_windows_are_a_sample_of_it():
+    """The report sums a program's windows before taking a ratio (the ratio estimator) and
+    gives the estimate with its 95 % interval over the windows and each window's value."""
+    import pandas as pd
+
+    from xlat.sampling import ratio_ci
+
+    rep = _report_module()
+    rows = []
+    # Two windows of clang: L1 ITLB misses 10 and 30 over 1,000 and 2,000 instructions without
+    # reservations, 5 and 6 with them.
+    for path, instrs, noresv, reserv in (("/t/clang.w0.xtr", 1000, 10, 5), ("/t/clang.w1.xtr", 2000, 30, 6)):
+        for config, misses in (("F5-noresv", noresv), ("F5-reserv", reserv)):
+            rows.append({"workload": "trace", "param.label": "clang", "param.path": path, "config_label": config,
+                         "stat.instructions": instrs, "stat.tlb.l1i.misses": misses, "stat.tlb.l1d.misses": 1, "stat.cycles": instrs})
+    df = pd.DataFrame(rows)
+    t = rep._tidy(df)
+    assert rep._get(t, "F5-noresv", "clang", "l1i") == pytest.approx(1000 * 40 / 3000)
+    assert rep._get(t, "F5-reserv", "clang", "l1i") == pytest.approx(1000 * 11 / 3000)
+    text = rep._windows_table(df, ["clang"], {"l1i_pki_f5_noresv_clang": 3.28})
+    r, half = ratio_ci([10, 30], [1000, 2000], 1000.0)
+    assert f"| Clang (clang) | L1 ITLB misses PKI, F5-noresv | 2 | {r:.2f} ± {half:.2f} | 10.00, 15.00 | 3.28 |" in text
+    cut, cut_half = ratio_ci([5, 6], [10, 30], 100.0)
+    assert f"| L1 ITLB misses cut % by reserv, F5 | 2 | {100 - cut:.2f} ± {cut_half:.2f} | 50.00, 80.00 |" in text
+    # One window: no table.
+    assert rep._windows_table(df[df["param.path"] == "/t/clang.w0.xtr"], ["clang"], {}) == ""
 
 
 def _prepare_module():
     """studies/coalescing/prepare.py, loaded as a module."""
+    return _study_module("prepare")
+
+
+def _report_module():
+    """studies/coalescing/report.py, loaded as a module."""
+    return _study_module("report")
+
+
+def _study_module(name: str):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("coalescing_prepare", STUDY / "prepare.py")
-    prep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(prep)
-    return prep
+    spec = importlib.util.spec_from_file_location(f"coalescing_{name}", STUDY / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _fake_npm(tmp_path, monkeypatch, body: str):

@@ -1099,9 +1099,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
             launcher = os.path.realpath(valgrind) + ".bin" if valgrind else None
             for k, o in enumerate(outs):
                 # (The tool names a window's files PATH.K when there are several.)
-                at = (lambda path: f"{path}.{k}") if windows > 1 else (lambda path: path)
+                ran, had = (f"{executed}.{k}", f"{resident}.{k}") if windows > 1 else (executed, resident)
                 (o.parent / (o.name + ".maps")).write_text(
-                    _maps_text(maps, exe, launcher, _page_runs(at(resident)) if tracer.fast else snapshot.get("resident"), _page_runs(at(executed))))
+                    _maps_text(maps, exe, launcher, _page_runs(had) if tracer.fast else snapshot.get("resident"), _page_runs(ran)))
     note = f" (program exited with status {proc.returncode})" if args.refs is None and proc.returncode else ""
     many = f" in {windows} windows" if windows > 1 else ""
     # On stderr, prefixed: stdout is the traced program's alone (`xlat trace ... -- prog > out`).

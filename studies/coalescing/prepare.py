@@ -9,13 +9,13 @@ The paper's programs (T3) and what stands in for them:
 - Clang compiling SQLite: the paper's program and input, Clang (the distribution's, 14 on
   Debian 12, against the paper's 16.0.6) compiling SQLite's amalgamation (3.44.2, from the
   package registry's `sqlite3` 5.1.7 package, against the paper's 3.42.0) with the paper's
-  flags, traced in the compile's middle (`SKIP_FULL`);
+  flags, sampled in four windows spread over the compile (`WINDOWS_FULL`);
 - Node.js (the paper runs a React server-side-rendering benchmark): `node` (the
   distribution's, 20 on this machine, against the paper's 18.16.1) with React 18.2.0's own
   `renderToString` turning pages of a generated product catalog into HTML through function
   components, its JIT code in anonymous memory; traced past its start-up, React's loading,
-  the catalog's build and V8's compiling of the renderer, in the rendering's steady state
-  (`SKIP_FULL`);
+  the catalog's build and V8's compiling of the renderer, in four windows of the rendering's
+  steady state (`SKIP_FULL`, `WINDOWS_FULL`);
 - sqlite, a Python interpreter and xz, which the issue adds: `sqlite3` building, indexing and
   querying a 200,000-row table, `python3` running a generated script, `xz -6` compressing
   4 MB of generated text.
@@ -36,18 +36,27 @@ SKIP = {False: 40_000_000, True: 2_000_000}
 REFS = {False: 30_000_000, True: 3_000_000}
 WARMUP = {False: "10M", True: "1M"}
 MEASURED = {False: "20M", True: "2M"}
-#: Programs whose start-up is longer, in the full study. node: `xlat trace --count` of the
+#: Programs whose start-up is longer, in the full study: where their first window begins. node: `xlat trace --count` of the
 #: program with 40 and 200 pages (`_js_source(pages)`), in the traces' directory and
 #: environment (`_trace`), counts 1.354 and 2.059 G references: node's and React's start-up,
 #: the catalog's build and the first pages, while V8 compiles the renderer (in a shell's
 #: environment, with its locale, 10 M references a page up to the 40th, 1.915 G by then), then
-#: 4.4 M a page; the window begins after 1.43 G (about the 58th page). clang: the compile's middle, where LLVM optimizes and generates code
-#: (`-ftime-report`: 98.9 % of its time): the whole compile makes 183.9 G references, 130.0 G
-#: instructions (`xlat trace --count -- clang-14 -c FLAGS sqlite3.c -o /dev/null`, 17 min).
+#: 4.4 M a page; the first window begins after 1.43 G (about the 58th page). clang: the whole
+#: compile makes 183.9 G references, 130.0 G instructions (`xlat trace --count -- clang-14 -c
+#: FLAGS sqlite3.c -o /dev/null`, 17 min), LLVM's optimization and code generation 98.9 % of its
+#: time (`-ftime-report`); the first window begins an eighth in.
 #: `xlat trace` leaves them out inside valgrind (node's in about 30 s, clang's in 9-14 minutes;
 #: lackey wrote every one: node's took 16 minutes); the programs trace two at a time, while
 #: the kernels' points run (`xlat.study.run`).
-SKIP_FULL = {"node": 1_430_000_000, "clang": 92_000_000_000}
+SKIP_FULL = {"node": 1_430_000_000, "clang": 23_000_000_000}
+#: The paper's programs, sampled in the full study: (K, P), K windows of REFS, each P references
+#: after the one before (`xlat trace --windows K --every P`, in one run). One window is one
+#: sample: Clang's L1 ITLB rate is 0.01 to 2.96 per 1000 instructions in windows a quarter of
+#: its compile apart. clang: four windows spread evenly over the compile (23, 69, 115 and 161 G
+#: of its 183.9 G references), the paper's counts being of the whole run. node: four in the
+#: rendering's steady state, 100 M references (about 23 pages) apart, up to the 126th of its
+#: 200 pages (the paper's benchmark renders for longer than it starts).
+WINDOWS_FULL = {"clang": (4, 46_000_000_000), "node": (4, 100_000_000)}
 
 #: The paper's Clang input (§4.2, T3): SQLite's amalgamation compiled with these flags. The
 #: amalgamation comes from the package registry's `sqlite3` package, which bundles it (npm
@@ -317,14 +326,21 @@ def _skip(name: str, quick: bool, refs: int | None) -> int:
     return SKIP_FULL.get(name, SKIP[False])
 
 
-def _recipe(cmd: list[str], skip: int, refs: int) -> str:
+def _windows(name: str, quick: bool, refs: int | None) -> tuple[int, int]:
+    """``name``'s windows: (K, P), K windows P references apart ((1, 0): one)."""
+    if quick or refs is not None:
+        return 1, 0
+    return WINDOWS_FULL.get(name, (1, 0))
+
+
+def _recipe(cmd: list[str], skip: int, refs: int, windows: tuple[int, int] = (1, 0)) -> str:
     """A digest of what makes a trace (the command, its input files' contents, the references
-    left out and kept), naming the file: a trace made another way is not reused."""
+    left out and kept, its windows), naming the file: a trace made another way is not reused."""
     # (The sidecar's version too: from v2 it records the shared objects' segments, from v3
     # the code run before the window, from v4 the system calls that change mappings; from v5
     # traced in a fixed directory and environment; from v6 the resident pages read by the
     # tool at the window's first reference.)
-    h = hashlib.sha256(f"{skip} {refs} sidecar-v6".encode())
+    h = hashlib.sha256(f"{skip} {refs} sidecar-v6".encode() + (f" windows {windows[0]} {windows[1]}".encode() if windows[0] > 1 else b""))
     for arg in cmd:
         # (Paths by their names and contents: where the store lies does not matter. An input
         # may sit inside an argument, as sqlite's `.read FILE`.)
@@ -340,10 +356,19 @@ def _length(quick: bool, refs: int | None) -> int:
     return refs if refs is not None else REFS[quick]
 
 
-def _trace(name: str, cmd: list[str], trace: Path, quick: bool, refs: int | None, inputs: Path) -> str | None:
-    """Trace one program into ``trace``; the reason in one line if it failed."""
+def _files(trace: Path, windows: tuple[int, int]) -> list[Path]:
+    """The files of a trace to ``trace`` in ``windows`` (K, P): one per window."""
+    from xlat.cli import window_path
+
+    return [trace] if windows[0] == 1 else [window_path(trace, i) for i in range(windows[0])]
+
+
+def _trace(name: str, cmd: list[str], trace: Path, quick: bool, refs: int | None, inputs: Path, windows: tuple[int, int]) -> str | None:
+    """Trace one program into ``trace`` in ``windows`` (K, P); the reason in one line if it failed."""
+    k, every = windows
+    more = ["--windows", str(k), "--every", str(every)] if k > 1 else []
     run = [sys.executable, "-c", "from xlat.cli import main; main()", "trace", "-o", str(trace),
-           "--skip", str(_skip(name, quick, refs)), "--refs", str(_length(quick, refs)), "--", *cmd]
+           "--skip", str(_skip(name, quick, refs)), "--refs", str(_length(quick, refs)), *more, "--", *cmd]
     # setarch -R: no address randomization, so that a program traced again lies where it did.
     if shutil.which("setarch"):
         run = ["setarch", "-R", *run]
@@ -352,15 +377,17 @@ def _trace(name: str, cmd: list[str], trace: Path, quick: bool, refs: int | None
     # it too, so that valgrind's tool, which the environment names, lies at one path.)
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(inputs), "LANG": "C", "PWD": str(inputs)}
     p = subprocess.run(run, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=inputs, env=env)
-    if p.returncode != 0 or not trace.is_file():
+    if p.returncode != 0 or not all(f.is_file() for f in _files(trace, windows)):
         return (p.stderr.strip().splitlines() or ["no output"])[-1]
     return None
 
 
-def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int | None = None) -> list[dict]:
+def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int | None = None,
+           windows: tuple[int, int] | None = None) -> list[dict]:
     """Trace the programs (those not traced yet; ``only`` these, if given) into
-    ``out_dir/traces`` and return their ``[[traces]]`` tables: the whole trace, its first part
-    as warm-up. ``refs`` traces that many references after no start-up (for tests)."""
+    ``out_dir/traces`` and return their ``[[traces]]`` tables, one per window: the whole trace,
+    its first part as warm-up. ``refs`` traces that many references after no start-up, and
+    ``windows`` (K, P) so many windows of every program (for tests)."""
     if shutil.which("valgrind") is None:
         print("xlat: coalescing: valgrind is not installed, so the study runs without its real programs", file=sys.stderr)
         return []
@@ -369,12 +396,15 @@ def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int 
     inputs.mkdir(parents=True, exist_ok=True)
     tdir.mkdir(parents=True, exist_ok=True)
     progs = {name: cmd for name, cmd in _programs(inputs).items() if only is None or name in only}
-    path = {name: tdir / f"{name}.{_recipe(cmd, _skip(name, quick, refs), _length(quick, refs))}.xtr" for name, cmd in progs.items()}
-    todo = [name for name in progs if not (path[name].is_file() and Path(f"{path[name]}.maps").is_file())]
+    plan = {name: windows or _windows(name, quick, refs) for name in progs}
+    path = {name: tdir / f"{name}.{_recipe(cmd, _skip(name, quick, refs), _length(quick, refs), plan[name])}.xtr" for name, cmd in progs.items()}
+    files = {name: _files(path[name], plan[name]) for name in progs}
+    todo = [name for name in progs if not all(f.is_file() and Path(f"{f}.maps").is_file() for f in files[name])]
     # valgrind runs a program on one core, so two trace at a time, the longest first.
-    todo.sort(key=lambda name: -_skip(name, quick, refs))
+    # (How long a tracing takes: where its last window begins.)
+    todo.sort(key=lambda name: -(_skip(name, quick, refs) + (plan[name][0] - 1) * plan[name][1]))
     with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as pool:
-        failed = {name: err for name, err in zip(todo, pool.map(lambda name: _trace(name, progs[name], path[name], quick, refs, inputs), todo)) if err}
+        failed = {name: err for name, err in zip(todo, pool.map(lambda name: _trace(name, progs[name], path[name], quick, refs, inputs, plan[name]), todo)) if err}
     out = []
     for name in progs:
         if name in failed:
@@ -382,6 +412,7 @@ def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int 
         else:
             # (Each window starts with the pages the program had touched: the code it had run
             # and the pages it had resident, touched first.)
+            # (A program's windows are points of one label: the report sums them.)
             run = {"refs": refs // 2, "warmup": refs - refs // 2} if refs is not None else {"refs": MEASURED[quick], "warmup": WARMUP[quick]}
-            out.append({"path": str(path[name]), "label": name, **run, "prefault": False, "set": {"loader.fast_forward": "resident"}})
+            out += [{"path": str(f), "label": name, **run, "prefault": False, "set": {"loader.fast_forward": "resident"}} for f in files[name]]
     return out

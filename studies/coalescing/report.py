@@ -34,40 +34,117 @@ def _id(config):
     return config.lower().replace("-", "_")
 
 
-def _tidy(df):
-    """One row per (config, workload): the T2 rows per 1000 instructions, shares in %."""
+def _counts(df):
+    """One row per point: its counts of the T2 rows (summed over windows and seeds before they
+    become rates), its levels (kept as means), and `window`, the trace a traced program's point
+    ran (a program sampled in several windows has one per window; "" for a kernel)."""
     import pandas as pd
 
     def num(col):
         return pd.to_numeric(df[col], errors="coerce").fillna(0.0) if col in df.columns else pd.Series(0.0, index=df.index)
 
-    ki = num("stat.instructions") / 1000
     workload = df["workload"].astype(str)
     if "param.label" in df.columns:
         # (A traced program is the workload `trace`; its label names it.)
         workload = workload.where(workload != "trace", df["param.label"].astype(str))
-    t = pd.DataFrame({"setup": df["config_label"].astype(str).values, "workload": workload.values})
-    t["l1i"] = (num("stat.tlb.l1i.misses") / ki).values
-    t["l1i.l2_miss"] = (num("stat.tlb.l1i.misses.l2_miss") / ki).values
-    t["l1d"] = (num("stat.tlb.l1d.misses") / ki).values
+    window = df["param.path"].astype(str).where(df["workload"].astype(str) == "trace", "") if "param.path" in df.columns else ""
+    c = pd.DataFrame({"setup": df["config_label"].astype(str).values, "workload": workload.values})
+    c["window"] = window.values if not isinstance(window, str) else window
+    c["instructions"] = num("stat.instructions").values
+    c["l1i"] = num("stat.tlb.l1i.misses").values
+    c["l1i.l2_miss"] = num("stat.tlb.l1i.misses.l2_miss").values
+    c["l1d"] = num("stat.tlb.l1d.misses").values
     for kind in ("hit", "miss"):
-        total = sum(num(f"stat.tlb.l1d.misses.l2_{kind}.{s}") for s in SIZES)
-        t[f"l2_{kind}"] = (total / ki).values
-        for s in SIZES:
-            part = num(f"stat.tlb.l1d.misses.l2_{kind}.{s}")
-            t[f"l2_{kind}.{s}"] = (part / ki).values
-            t[f"l2_{kind}.{s}.pct"] = (100 * part / total.where(total > 0)).values
-    # (Without coalescing the engine has no T2 split: every L2 DTLB miss is a walk.)
-    off = (t["l2_hit"] == 0) & (t["l2_miss"] == 0)
-    t.loc[off, "l2_miss"] = (num("stat.walks") / ki).values[off.values]
-    t["cycles"] = num("stat.cycles").values
-    t["huge_coverage"] = (100 * num("stat.huge_coverage")).values
-    t["os.calls"] = (num("stat.os.calls") / ki).values
+        for size in SIZES:
+            c[f"l2_{kind}.{size}"] = num(f"stat.tlb.l1d.misses.l2_{kind}.{size}").values
+    c["walks"] = num("stat.walks").values
+    c["cycles"] = num("stat.cycles").values
+    c["os.calls"] = num("stat.os.calls").values
+    c["huge_coverage"] = (100 * num("stat.huge_coverage")).values
     for size in ("16k", "32k"):
         col = f"stat.pt.coalescable.{size}"
-        t[f"groups.{size}"] = (100 * pd.to_numeric(df[col], errors="coerce")).values if col in df.columns else math.nan
-    t["ipc"] = num("stat.ipc").values
-    return t.groupby(["setup", "workload"], sort=False).mean(numeric_only=True).reset_index()
+        c[f"groups.{size}"] = (100 * pd.to_numeric(df[col], errors="coerce")).values if col in df.columns else math.nan
+    c["ipc"] = num("stat.ipc").values
+    return c
+
+
+#: Columns of `_counts` that are levels or ratios already: averaged, not summed.
+LEVELS = ("huge_coverage", "groups.16k", "groups.32k", "ipc")
+
+
+def _tidy(df):
+    """One row per (config, workload): the T2 rows per 1000 instructions, shares in %. A traced
+    program's windows are a sample of it: their counts are summed before the ratios are taken
+    (the ratio estimator, as `xlat.sampling` takes a sampled run's)."""
+    c = _counts(df)
+    keys = ["setup", "workload"]
+    counts = [col for col in c.columns if col not in keys + ["window", *LEVELS]]
+    g = c.groupby(keys, sort=False)
+    t = g[counts].sum().join(g[list(LEVELS)].mean()).reset_index()
+    ki = t["instructions"] / 1000
+    for col in ("l1i", "l1i.l2_miss", "l1d", "os.calls"):
+        t[col] = t[col] / ki
+    for kind in ("hit", "miss"):
+        total = sum(t[f"l2_{kind}.{s}"] for s in SIZES)
+        for s in SIZES:
+            part = t[f"l2_{kind}.{s}"]
+            t[f"l2_{kind}.{s}.pct"] = 100 * part / total.where(total > 0)
+            t[f"l2_{kind}.{s}"] = part / ki
+        t[f"l2_{kind}"] = total / ki
+    # (Without coalescing the engine has no T2 split: every L2 DTLB miss is a walk.)
+    off = (t["l2_hit"] == 0) & (t["l2_miss"] == 0)
+    t.loc[off, "l2_miss"] = (t["walks"] / ki)[off]
+    return t
+
+
+#: The rows of a sampled program's windows the report gives with their confidence intervals:
+#: (what, paper.toml's id prefix or None, config, numerator, config of the denominator,
+#: denominator, scale). A cut is 100 minus the ratio's percentage.
+SAMPLED_ROWS = [
+    ("L1 ITLB misses PKI, F5-noresv", "l1i_pki_f5_noresv", "F5-noresv", "l1i", "F5-noresv", "instructions", 1000.0),
+    ("L1 ITLB misses PKI, F5-reserv", "l1i_pki_f5_reserv", "F5-reserv", "l1i", "F5-reserv", "instructions", 1000.0),
+    ("L1 ITLB misses cut % by reserv, F5", "l1i_reduction_f5_reserv", "F5-reserv", "l1i", "F5-noresv", "l1i", -100.0),
+    ("L1 DTLB misses PKI, F5-noresv", "l1d_pki_f5_noresv", "F5-noresv", "l1d", "F5-noresv", "instructions", 1000.0),
+    ("L1 DTLB misses cut % by reserv, F5", "l1d_reduction_f5_reserv", "F5-reserv", "l1d", "F5-noresv", "l1d", -100.0),
+    ("coalesced % of L2 DTLB hits, F5-reserv", "coalesced_share_f5_reserv", "F5-reserv", "l2_hit.coalesced", "F5-reserv", "l2_hits", 100.0),
+]
+
+
+def _per_window(per, windows, config, col):
+    """`col` of `config` in each of `windows` (NaN where a window has no such point)."""
+    return [float(per.loc[(config, x), col]) if (config, x) in per.index else math.nan for x in windows]
+
+
+def _windows_table(df, programs, paper):
+    """The traced programs sampled in several windows: for each of SAMPLED_ROWS its estimate
+    over the windows (sums' ratio), the 95 % confidence interval (`xlat.sampling.ratio_ci`,
+    the windows a systematic sample of the run), and each window's own value; "" if no
+    program has more than one window."""
+    from xlat.sampling import ratio_ci
+
+    c = _counts(df)
+    c["l2_hits"] = sum(c[f"l2_hit.{s}"] for s in SIZES)
+    rows = []
+    for w in programs:
+        mine = c[c["workload"] == w]
+        windows = sorted(set(mine["window"]))
+        if len(windows) < 2:
+            continue
+        per = mine.groupby(["setup", "window"]).sum(numeric_only=True)
+        for what, key, a, top, b, bottom, scale in SAMPLED_ROWS:
+            tops, bottoms = _per_window(per, windows, a, top), _per_window(per, windows, b, bottom)
+            if any(math.isnan(v) for v in tops + bottoms):
+                continue
+            r, half = ratio_ci(tops, bottoms, abs(scale))
+            each = [abs(scale) * t / d if d else math.nan for t, d in zip(tops, bottoms)]
+            if scale < 0:
+                r, each = 100 - r, [100 - v for v in each]
+            ref = paper.get(f"{key}_{w}")
+            rows.append([_program(w), what, str(len(windows)), f"{r:.2f} ± {half:.2f}", ", ".join(f"{v:.2f}" for v in each),
+                         "-" if ref is None else f"{ref}"])
+    if not rows:
+        return ""
+    return report.markdown_table(rows, columns=["program", "row", "windows", "estimate ± 95 %", "each window", "paper"])
 
 
 def _get(t, config, workload, col):
@@ -239,6 +316,7 @@ def render(df, out_dir, quick):
     programs = [w for w in PROGRAMS if w in set(t["workload"])]
     parts["programs"] = bool(programs)
     parts.update(_code_section(t, programs, paper, values, out_dir))
+    parts["windows"] = _windows_table(df, programs, paper)
 
     # --- Every T2 row, per workload ---------------------------------------------------------
     t2 = []
