@@ -453,6 +453,9 @@ static void end_window(void)
    }
    window_start = (ULong)clo_skip + window_no * (ULong)clo_every;
    record_from = window_start > COUNT_MARGIN ? window_start - COUNT_MARGIN : 0;
+   /* (Written now: nothing more is written until the next window, and the reader closes this
+      one's file at its end.) */
+   out_flush();
 }
 
 /* Whether the helpers record this event: not far from a window (the rest of a group that
