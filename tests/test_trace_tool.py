@@ -184,11 +184,12 @@ def test_xlat_trace_writes_windows_with_their_sidecars(env, tmp_path):
     for k in range(3):
         sidecar = (tmp_path / f"p.w{k}.xtr.maps").read_text()
         assert "# executed " in sidecar and "# resident " in sidecar
-    # A program shorter than its windows: one line, and no window written.
+    # A program shorter than its windows (which window it ends in depends on its start-up's
+    # environment): one line, and no window written.
     bad = tmp_path / "bad"
     bad.mkdir()
     p = run_xlat("trace", "-o", str(bad / "q.xtr"), "--skip", "5000", "--refs", "4000", "--windows", "9", "--every", "9000", "--", str(d / "p"), timeout=180)
-    assert_one_line_error(p, "ended in window 7 of 9")
+    assert_one_line_error(p, "the log ended in window ", " of 9")
     assert list(bad.iterdir()) == []
     assert_one_line_error(run_xlat("trace", "-o", str(bad / "q.xtr"), "--refs", "4000", "--windows", "3", "--", str(d / "p")), "--every P")
     assert_one_line_error(run_xlat("trace", "-o", str(bad / "q.xtr"), "--refs", "4000", "--windows", "3", "--every", "5000", "--", str(d / "p")),
