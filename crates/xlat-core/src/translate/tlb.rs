@@ -440,6 +440,26 @@ impl TlbArray {
         n
     }
 
+    /// Drop the entries `what` reaches in the sets of `2^shift`-byte regions `first..=last`
+    /// of `ctx` (a few pages' invalidation need not scan the array), each set's in way order
+    /// as a scan drops them; returns how many.
+    fn invalidate_regions(&mut self, what: &Invalidate, ctx: Ctx, first: u64, last: u64) -> usize {
+        let mut n = 0;
+        for region in first..=last {
+            let set = self.set_of_vpn(region, ctx);
+            for way in 0..self.arr.ways() {
+                let slot = self.arr.slot(set, way);
+                let k = self.arr.key(slot);
+                if k != TlbKey::INVALID && reaches(what, &k, self.group_shift) {
+                    self.arr.invalidate_slot(slot);
+                    self.live[k.code()] -= 1;
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
     /// Drop every entry of set `set` (TCAT-cotagless); returns how many.
     pub fn invalidate_set(&mut self, set: usize) -> usize {
         let mut n = 0;
@@ -787,6 +807,15 @@ impl TlbLevel {
                 st.remove_where(|k| reaches(&what, &tlb_key(k), g));
             }
         }
+        // (An idle core's levels hold nothing: a shootdown reaches every core's.)
+        if self.arrays.iter().all(|a| a.live == [0; CODES]) {
+            return 0;
+        }
+        if let Invalidate::Range { ctx, start, end } = what {
+            if let Some(n) = self.invalidate_range(&what, ctx, start, end) {
+                return n;
+            }
+        }
         self.arrays
             .iter_mut()
             .map(|a| {
@@ -794,6 +823,41 @@ impl TlbLevel {
                 a.invalidate_where(|k| reaches(&what, k, g))
             })
             .sum()
+    }
+
+    /// [`Self::invalidate`] of `[start, end)` of `ctx` by looking in the sets its pages, 2 MB
+    /// pieces, 1 GB pieces and coalesced groups index, where those are fewer than an array's
+    /// sets (a shootdown of a few pages: a scan of every entry would cost thousands of host
+    /// instructions); None for a range wider than that, which the caller scans for. The same
+    /// entries go either way, each set's in the same order: an entry lies in the set its own
+    /// region indexes.
+    fn invalidate_range(&mut self, what: &Invalidate, ctx: Ctx, start: u64, end: u64) -> Option<usize> {
+        if end <= start {
+            return Some(0);
+        }
+        // (Each kind of entry an array holds: its region size and that array.)
+        let mut kinds = [(0u32, 0u8); 4];
+        let mut k = 0;
+        for size in PageSize::ALL {
+            if let Some(a) = self.holder[size as usize] {
+                kinds[k] = (size.shift(), a);
+                k += 1;
+            }
+        }
+        if let Some(a) = self.group_holder {
+            kinds[k] = (12 + self.arrays[a as usize].group_shift, a);
+            k += 1;
+        }
+        let kinds = &kinds[..k];
+        let wide = kinds.iter().any(|&(shift, a)| ((end - 1) >> shift) - (start >> shift) >= self.arrays[a as usize].sets() as u64);
+        if wide {
+            return None;
+        }
+        let mut n = 0;
+        for &(shift, a) in kinds {
+            n += self.arrays[a as usize].invalidate_regions(what, ctx, start >> shift, (end - 1) >> shift);
+        }
+        Some(n)
     }
 
     /// Drop the entries whose key `pred` names, in every array (TCAT-cotag's search by
@@ -934,5 +998,63 @@ mod tests {
         let mut small = TlbLevel::new(&[(64, 8, &[Size4K])], Policy::Lru, 1).smashing_1g();
         small.insert_absent(va, Size1G, ctx, TlbEntry::page(0x40000, true));
         assert_eq!(small.lookup(va, ctx), None);
+    }
+
+    /// A range invalidation looks only in the sets its pages, 2 MB and 1 GB pieces and
+    /// coalesced groups index: it drops what a scan of every entry drops (the reference:
+    /// `invalidate_keys` with the same rule), each set's in the same order, so that the levels
+    /// go on filling and evicting alike; on levels with every page size, coalesced groups in
+    /// the 4 KB array or in their own, a unified array and a fully associative one, and ranges
+    /// of one page to wider than the arrays' sets.
+    #[test]
+    fn a_range_invalidation_drops_what_a_scan_drops() {
+        use PageSize::*;
+        type Build = fn() -> TlbLevel;
+        let levels: [Build; 4] = [
+            || TlbLevel::new(&[(64, 4, &[Size4K]), (32, 4, &[Size2M]), (4, 4, &[Size1G])], Policy::Lru, 1).coalescing(2, (0, 0), Policy::Lru, 2),
+            || TlbLevel::new(&[(1536, 12, &[Size4K, Size2M]), (16, 4, &[Size1G])], Policy::Fifo, 1).coalescing(3, (64, 2), Policy::Fifo, 2),
+            || TlbLevel::new(&[(64, 64, &[Size4K, Size2M, Size1G])], Policy::Lru, 1).coalescing(2, (0, 0), Policy::Lru, 2),
+            || TlbLevel::new(&[(128, 8, &[Size4K]), (8, 8, &[Size2M])], Policy::Lru, 1).smashing_1g(),
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (i, build) in levels.iter().enumerate() {
+            let (mut fast, mut scan) = (build(), build());
+            let mut recent = [0u64; 32];
+            let mut dropped = 0;
+            for op in 0..6_000 {
+                let r = next();
+                // Two contexts, 2 GB of addresses; a range starts near a page filled lately,
+                // so that it drops entries of every kind.
+                let ctx = (r & 1) as Ctx + 1;
+                let va = VirtAddr((r >> 8) & ((2 << 30) - 1) & !0xfff);
+                if op % 7 != 6 {
+                    recent[op % 32] = va.0;
+                    let size = match r >> 60 {
+                        0 => Size1G,
+                        1 | 2 => Size2M,
+                        _ => Size4K,
+                    };
+                    let e = TlbEntry { frame: (r >> 20) & 0xf_ffff, dirty: r & 2 != 0, group: ((r >> 4) % 4) as u8 };
+                    assert_eq!(fast.insert(va, size, ctx, e), scan.insert(va, size, ctx, e));
+                    continue;
+                }
+                let pages = [1u64, 2, 4, 16, 17, 300, 4096][((r >> 40) % 7) as usize];
+                let near = recent[((r >> 50) % 32) as usize];
+                let start = (near & !((1 << [12, 12, 14, 21][((r >> 56) % 4) as usize]) - 1)) + ((r >> 2) & 0xfff) * u64::from(r & 4 != 0);
+                let what = Invalidate::Range { ctx, start, end: start + pages * 4096 };
+                let g = [2, 3, 2, 0][i];
+                let n = fast.invalidate(what);
+                assert_eq!(n, scan.invalidate_keys(|k| reaches(&what, k, g)), "level {i}, op {op}");
+                assert_eq!(fast.entries(), scan.entries(), "level {i}, op {op}");
+                dropped += n;
+            }
+            assert!(fast.occupancy() > 0 && dropped > 100, "level {i}: {dropped} dropped");
+        }
     }
 }
