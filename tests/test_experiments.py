@@ -676,6 +676,32 @@ def test_skeleton_study_renders_report_with_table_and_figure(tmp_path):
     assert len(pd.read_csv(root / "fidelity.csv")) == 3
 
 
+@needs_sim
+def test_a_study_whose_report_fails_is_named_and_the_others_counted(tmp_path, monkeypatch):
+    """One study's report failing on its stored points (an interrupted run's, say) leaves that
+    study out of the fidelity table, named with why, and the others are counted."""
+    from xlat import fidelity
+    from xlat import results as _results
+    from xlat import study as _study
+
+    root = tmp_path / "results"
+    p = run_xlat("study", "skeleton", "--quick", "--workers", "2", "--root", str(root), "--no-progress", cwd=tmp_path, timeout=180)
+    assert p.returncode == 0, p.stderr
+    real_render, real_partitions = _study.render_from_store, _results.Store.partitions
+
+    def render(name, **kw):
+        if name == "tcat":
+            raise _study.StudyError("study 'tcat': report.py failed: KeyError: 'stat.cycles'")
+        return real_render(name, **kw)
+
+    monkeypatch.setattr(_study, "render_from_store", render)
+    monkeypatch.setattr(_results.Store, "partitions", lambda self: ["x"] if self.name == "tcat" else real_partitions(self))
+    path, table, not_run, failed = fidelity.write(root=root, quick=True)
+    assert failed == {"tcat": "study 'tcat': report.py failed: KeyError: 'stat.cycles'"}
+    assert "skeleton" in set(table["study"]) and "tcat" not in set(table["study"]) and "tcat" not in not_run
+    assert "Not counted: tcat's report could not be rendered from its stored points (study 'tcat': report.py failed" in path.read_text()
+
+
 def test_markdown_table_and_paper_comparison():
     df = pd.DataFrame({
         "status": ["ok"] * 4, "config_label": ["a", "a", "b", "b"], "seed": [1, 2, 1, 2],

@@ -209,12 +209,16 @@ FIDELITY = "fidelity"
 def _fidelity(args: argparse.Namespace) -> int:
     from . import fidelity, report
 
-    path, table, not_run = fidelity.write(root=args.root, quick=args.quick)
+    path, table, not_run, failed = fidelity.write(root=args.root, quick=args.quick)
     print(report.markdown_table(table))
     if not_run:
         print(f"not run (no stored points): {', '.join(not_run)}")
+    for why in failed.values():
+        # (The others are counted: one study's stored points, say an interrupted run's, do
+        # not keep the table from the rest.)
+        print(f"xlat: not counted: {why}", file=sys.stderr)
     print(f"table: {path}", file=sys.stderr)
-    return 0
+    return EXIT_FAILED_POINTS if failed else 0
 
 
 # -- printing -------------------------------------------------------------------------------

@@ -31,12 +31,13 @@ def studies() -> list[str]:
 
 
 def gather(root: str | os.PathLike | None = None, quick: bool = False, names: list[str] | None = None):
-    """Re-render each study's report from its stored points and return ``(rows, not_run)``:
-    every paper number of the studies that have results (a frame with a ``study`` column), and
-    the names of those that have none."""
+    """Re-render each study's report from its stored points and return ``(rows, not_run,
+    failed)``: every paper number of the studies that have results (a frame with a ``study``
+    column), the names of those that have none, and ``{name: why}`` for those whose report
+    could not be rendered from them (the others' rows are still gathered)."""
     import pandas as pd
 
-    frames, not_run = [], []
+    frames, not_run, failed = [], [], {}
     for name in names if names is not None else studies():
         store = _results.Store(name, root)
         if not store.partitions():
@@ -47,11 +48,14 @@ def gather(root: str | os.PathLike | None = None, quick: bool = False, names: li
         except _study.NoResultsError:
             not_run.append(name)
             continue
+        except _study.StudyError as e:
+            failed[name] = str(e)
+            continue
         rows = pd.read_csv(path.parent / _study.COMPARISON_FILE, keep_default_na=False, na_values=[""])
         frames.append(rows.assign(study=name))
     cols = ["study", *_report.COMPARISON_COLUMNS, "quick"]
     rows = pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
-    return rows, not_run
+    return rows, not_run, failed
 
 
 def out_of_scope(names) -> dict[str, list[dict]]:
@@ -75,9 +79,10 @@ def summary(rows, left_out: dict[str, list[dict]] | None = None):
     return pd.DataFrame(out)
 
 
-def markdown(rows, not_run: list[str], quick: bool = False, left_out: dict[str, list[dict]] | None = None) -> str:
+def markdown(rows, not_run: list[str], quick: bool = False, left_out: dict[str, list[dict]] | None = None,
+             failed: dict[str, str] | None = None) -> str:
     """The fidelity table and every number behind it, as Markdown; ``left_out`` as for
-    :func:`summary`."""
+    :func:`summary`, ``failed`` as :func:`gather` gives it."""
     from . import _core
 
     total = len(rows)
@@ -93,6 +98,8 @@ def markdown(rows, not_run: list[str], quick: bool = False, left_out: dict[str, 
     lines += [_report.markdown_table(summary(rows, left_out)), ""]
     if not_run:
         lines += [f"Not run (no stored points): {', '.join(not_run)}.", ""]
+    for name, why in (failed or {}).items():
+        lines += [f"Not counted: {name}'s report could not be rendered from its stored points ({why}).", ""]
     for name, g in rows.groupby("study", sort=True):
         table = [[r["what"], r["source"], r["paper_text"], r["xlat"],
                   None if _report._nan(r["rel_diff"]) else f"{r['rel_diff'] * 100:+.1f}%", r["verdict"],
@@ -105,14 +112,15 @@ def markdown(rows, not_run: list[str], quick: bool = False, left_out: dict[str, 
     return "\n".join(lines)
 
 
-def write(root: str | os.PathLike | None = None, quick: bool = False) -> tuple[Path, object, list[str]]:
+def write(root: str | os.PathLike | None = None, quick: bool = False) -> tuple[Path, object, list[str], dict[str, str]]:
     """Gather every study and write ``fidelity.md`` and ``fidelity.csv`` under the results root;
-    returns the table's path, the summary frame and the studies not run."""
-    rows, not_run = gather(root, quick)
+    returns the table's path, the summary frame, the studies not run and those whose report
+    failed (``{name: why}``)."""
+    rows, not_run, failed = gather(root, quick)
     left_out = out_of_scope(sorted(set(rows["study"])))
     base = Path(root) if root is not None else _results.default_root()
     base.mkdir(parents=True, exist_ok=True)
     atomic_write_text(base / ROWS_FILE, rows.to_csv(index=False))
     path = base / TABLE_FILE
-    atomic_write_text(path, markdown(rows, not_run, quick, left_out))
-    return path, summary(rows, left_out), not_run
+    atomic_write_text(path, markdown(rows, not_run, quick, left_out, failed))
+    return path, summary(rows, left_out), not_run, failed

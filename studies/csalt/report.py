@@ -41,7 +41,8 @@ def _tidy(df):
                       key=lambda c: int(re.findall(r"\d+", c)[0]))
 
     def num(col):
-        return pd.to_numeric(df[col], errors="coerce") if col in df.columns else math.nan
+        # (A column no stored point has yet, in an interrupted run's store: NaN.)
+        return pd.to_numeric(df[col], errors="coerce") if col in df.columns else pd.Series(math.nan, index=df.index)
 
     # (A config whose `set` has a list is labelled "label key=value" per grid point.)
     # (A heterogeneous pair is a mix: its label, "canneal+cc", names it.)

@@ -37,7 +37,7 @@ def _tidy(df):
                       key=lambda c: int(re.findall(r"\d+", c)[0]))
 
     def num(col):
-        return pd.to_numeric(df[col], errors="coerce") if col in df.columns else pd.Series([math.nan] * len(df))
+        return pd.to_numeric(df[col], errors="coerce") if col in df.columns else pd.Series(math.nan, index=df.index)
 
     label = df["config_label"].astype(str).str.split(" ").str[0]
     parts = label.str.split("@")
