@@ -841,25 +841,9 @@ pub fn lackey_to_native_until(input: &Path, out: &Path, opts: &LackeyOptions, st
     let hdr = NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc };
     let mut w = NativeWriter::create(out, &hdr)?;
     let mut buf = Vec::with_capacity(BATCH);
-    let (mut skip, mut left) = (opts.skip, opts.max.unwrap_or(u64::MAX));
-    let mut total = 0;
-    while left > 0 {
-        if stop.load(Ordering::Relaxed) {
-            return Err(interrupted(out));
-        }
-        buf.clear();
-        dec.fill(&mut buf, BATCH)?;
-        let from = (skip.min(buf.len() as u64)) as usize;
-        skip -= from as u64;
-        let take = ((buf.len() - from) as u64).min(left) as usize;
-        w.write(&buf[from..from + take])?;
-        total += take as u64;
-        left -= take as u64;
-        // (A window's end ends a trace of one window too.)
-        if dec.window_ended() || buf.is_empty() {
-            break;
-        }
-    }
+    let mut skip = opts.skip;
+    // (A window's end ends a trace of one window too.)
+    let (total, _) = copy_window(&mut dec, &mut w, &mut buf, &mut skip, opts.max.unwrap_or(u64::MAX), true, stop, out)?;
     w.finish()?;
     Ok(total)
 }
@@ -885,25 +869,10 @@ pub fn lackey_windows_to_native_until(input: &Path, outs: &[PathBuf], opts: &Lac
     for (k, out) in outs.iter().enumerate() {
         let hdr = NativeHeader { stream: 0, streams: 1, regions: Vec::new(), desc: format!("{desc} (window {k} of {})", outs.len()) };
         let mut w = NativeWriter::create(out, &hdr)?;
-        let mut got = 0;
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                return Err(interrupted(out));
-            }
-            buf.clear();
-            dec.fill(&mut buf, BATCH)?;
-            let from = (skip.min(buf.len() as u64)) as usize;
-            skip -= from as u64;
-            let take = ((buf.len() - from) as u64).min(max - got) as usize;
-            w.write(&buf[from..from + take])?;
-            got += take as u64;
-            if dec.window_ended() {
-                break;
-            }
-            if buf.is_empty() {
-                let what = format!("the log ended in window {k} of {}, after {got} of its references", outs.len());
-                return Err(SourceError::Io { path: p, what });
-            }
+        let (got, ended) = copy_window(&mut dec, &mut w, &mut buf, &mut skip, max, false, stop, out)?;
+        if !ended {
+            let what = format!("the log ended in window {k} of {}, after {got} of its references", outs.len());
+            return Err(SourceError::Io { path: p, what });
         }
         if got < max {
             return Err(SourceError::Io { path: p, what: format!("window {k} holds {got} references, not {max}") });
@@ -912,6 +881,42 @@ pub fn lackey_windows_to_native_until(input: &Path, outs: &[PathBuf], opts: &Lac
         total += got;
     }
     Ok(total)
+}
+
+/// Copy a window of references from `dec` to `w`, the first `*skip` left out and at most `max`
+/// written, until a `# window` line, the log's end or (with `until_max`) the `max`-th:
+/// returns the references written and whether a `# window` line ended it.
+#[allow(clippy::too_many_arguments)]
+fn copy_window(
+    dec: &mut lackey::LackeyDecoder,
+    w: &mut NativeWriter,
+    buf: &mut Vec<Ref>,
+    skip: &mut u64,
+    max: u64,
+    until_max: bool,
+    stop: &AtomicBool,
+    out: &Path,
+) -> Result<(u64, bool), SourceError> {
+    let mut got = 0;
+    while !(until_max && got == max) {
+        if stop.load(Ordering::Relaxed) {
+            return Err(interrupted(out));
+        }
+        buf.clear();
+        dec.fill(buf, BATCH)?;
+        let from = ((*skip).min(buf.len() as u64)) as usize;
+        *skip -= from as u64;
+        let take = ((buf.len() - from) as u64).min(max - got) as usize;
+        w.write(&buf[from..from + take])?;
+        got += take as u64;
+        if dec.window_ended() {
+            return Ok((got, true));
+        }
+        if buf.is_empty() {
+            break;
+        }
+    }
+    Ok((got, false))
 }
 
 /// Convert any readable traces to native files (one per input stream, as [`record`]).
