@@ -47,9 +47,9 @@ def _counts(df):
     if "param.label" in df.columns:
         # (A traced program is the workload `trace`; its label names it.)
         workload = workload.where(workload != "trace", df["param.label"].astype(str))
-    window = df["param.path"].astype(str).where(df["workload"].astype(str) == "trace", "") if "param.path" in df.columns else ""
+    path = df["param.path"].astype(str) if "param.path" in df.columns else pd.Series("", index=df.index)
     c = pd.DataFrame({"setup": df["config_label"].astype(str).values, "workload": workload.values})
-    c["window"] = window.values if not isinstance(window, str) else window
+    c["window"] = path.where(df["workload"].astype(str) == "trace", "").values
     c["instructions"] = num("stat.instructions").values
     c["l1i"] = num("stat.tlb.l1i.misses").values
     c["l1i.l2_miss"] = num("stat.tlb.l1i.misses.l2_miss").values
@@ -98,15 +98,15 @@ def _tidy(df):
 
 
 #: The rows of a sampled program's windows the report gives with their confidence intervals:
-#: (what, paper.toml's id prefix or None, config, numerator, config of the denominator,
-#: denominator, scale). A cut is 100 minus the ratio's percentage.
+#: (what, paper.toml's id prefix, config, numerator, config of the denominator, denominator,
+#: scale, cut): the ratio of sums times `scale`; with `cut`, 100 minus the ratio in percent.
 SAMPLED_ROWS = [
-    ("L1 ITLB misses PKI, F5-noresv", "l1i_pki_f5_noresv", "F5-noresv", "l1i", "F5-noresv", "instructions", 1000.0),
-    ("L1 ITLB misses PKI, F5-reserv", "l1i_pki_f5_reserv", "F5-reserv", "l1i", "F5-reserv", "instructions", 1000.0),
-    ("L1 ITLB misses cut % by reserv, F5", "l1i_reduction_f5_reserv", "F5-reserv", "l1i", "F5-noresv", "l1i", -100.0),
-    ("L1 DTLB misses PKI, F5-noresv", "l1d_pki_f5_noresv", "F5-noresv", "l1d", "F5-noresv", "instructions", 1000.0),
-    ("L1 DTLB misses cut % by reserv, F5", "l1d_reduction_f5_reserv", "F5-reserv", "l1d", "F5-noresv", "l1d", -100.0),
-    ("coalesced % of L2 DTLB hits, F5-reserv", "coalesced_share_f5_reserv", "F5-reserv", "l2_hit.coalesced", "F5-reserv", "l2_hits", 100.0),
+    ("L1 ITLB misses PKI, F5-noresv", "l1i_pki_f5_noresv", "F5-noresv", "l1i", "F5-noresv", "instructions", 1000.0, False),
+    ("L1 ITLB misses PKI, F5-reserv", "l1i_pki_f5_reserv", "F5-reserv", "l1i", "F5-reserv", "instructions", 1000.0, False),
+    ("L1 ITLB misses cut % by reserv, F5", "l1i_reduction_f5_reserv", "F5-reserv", "l1i", "F5-noresv", "l1i", 100.0, True),
+    ("L1 DTLB misses PKI, F5-noresv", "l1d_pki_f5_noresv", "F5-noresv", "l1d", "F5-noresv", "instructions", 1000.0, False),
+    ("L1 DTLB misses cut % by reserv, F5", "l1d_reduction_f5_reserv", "F5-reserv", "l1d", "F5-noresv", "l1d", 100.0, True),
+    ("coalesced % of L2 DTLB hits, F5-reserv", "coalesced_share_f5_reserv", "F5-reserv", "l2_hit.coalesced", "F5-reserv", "l2_hits", 100.0, False),
 ]
 
 
@@ -131,13 +131,13 @@ def _windows_table(df, programs, paper):
         if len(windows) < 2:
             continue
         per = mine.groupby(["setup", "window"]).sum(numeric_only=True)
-        for what, key, a, top, b, bottom, scale in SAMPLED_ROWS:
+        for what, key, a, top, b, bottom, scale, cut in SAMPLED_ROWS:
             tops, bottoms = _per_window(per, windows, a, top), _per_window(per, windows, b, bottom)
             if any(math.isnan(v) for v in tops + bottoms):
                 continue
-            r, half = ratio_ci(tops, bottoms, abs(scale))
-            each = [abs(scale) * t / d if d else math.nan for t, d in zip(tops, bottoms)]
-            if scale < 0:
+            r, half = ratio_ci(tops, bottoms, scale)
+            each = [scale * t / d if d else math.nan for t, d in zip(tops, bottoms)]
+            if cut:
                 r, each = 100 - r, [100 - v for v in each]
             ref = paper.get(f"{key}_{w}")
             rows.append([_program(w), what, str(len(windows)), f"{r:.2f} ± {half:.2f}", ", ".join(f"{v:.2f}" for v in each),

@@ -458,14 +458,20 @@ static void end_window(void)
    out_flush();
 }
 
+/* The window's end, if the event before this one completed it (with --window). */
+static inline void end_window_if_whole(void)
+{
+   if (UNLIKELY(window_begun && clo_window > 0 && window_left <= 0)) {
+      end_window();
+   }
+}
+
 /* Whether the helpers record this event: not far from a window (the rest of a group that
    began before the last window's end, or any after the last), else from COUNT_MARGIN before
    the next window on, the window's end written first if it has come. */
 static inline Bool tracing(void)
 {
-   if (UNLIKELY(window_begun && clo_window > 0 && window_left <= 0)) {
-      end_window();
-   }
+   end_window_if_whole();
    if (UNLIKELY(!recording)) {
       if (seen_refs < record_from) {
          return False;
@@ -807,9 +813,7 @@ static void xt_post_syscall(ThreadId tid, UInt no, UWord* args, UInt n_args, Sys
       where the reader's would.) */
    first = args[0] >> 12;
    n = call_records((Addr)args[0], (SizeT)args[1]);
-   if (window_begun && clo_window > 0 && window_left <= 0) {
-      end_window();
-   }
+   end_window_if_whole();
    if (!recording && seen_refs + n >= record_from) {
       start_recording();
    }
@@ -874,9 +878,7 @@ static void xt_fini(Int exitcode)
       return;
    }
    /* (A window whose last event was the program's last is whole.) */
-   if (window_begun && clo_window > 0 && window_left <= 0) {
-      end_window();
-   }
+   end_window_if_whole();
    out_close();
    if (clo_count) {
       VG_(umsg)("xlattrace: %llu references, %llu instructions\n", seen_refs, seen_instrs);
