@@ -225,25 +225,35 @@ impl Schedule {
     /// Forget the requests that came and ended before `floor`, from the first, once there are
     /// many: no request comes before the floor, so none is served before them again, and none
     /// runs at a request's cycle. (Mostly in order: a look at one entry tells whether a batch
-    /// can go.)
-    #[inline]
+    /// can go; that look is inlined into every ask, the forgetting is not.)
+    #[inline(always)]
     fn forget_before(&mut self, floor: u64) {
-        let done = |x: &Entry| x.key < floor && x.end() <= floor;
-        if self.entries.len() - self.head > 2 * Self::PRUNE && done(&self.entries[self.head + Self::PRUNE]) {
-            while self.head < self.entries.len() && done(&self.entries[self.head]) {
-                self.head += 1;
-            }
-            // (Drop them once they are as many as the live ones, and the log before every live
-            // window: amortized.)
-            if self.head * 2 >= self.entries.len() {
-                self.entries.drain(..self.head);
-                self.head = 0;
-                let lo = self.entries.iter().map(|x| x.at).fold(self.after, usize::min);
-                self.log.drain(..lo);
-                self.after -= lo;
-                for x in &mut self.entries {
-                    x.at -= lo;
-                }
+        if self.entries.len() - self.head > 2 * Self::PRUNE && Self::done(&self.entries[self.head + Self::PRUNE], floor) {
+            self.forget(floor);
+        }
+    }
+
+    /// Whether request `x` came and ended before `floor`.
+    #[inline(always)]
+    fn done(x: &Entry, floor: u64) -> bool {
+        x.key < floor && x.end() <= floor
+    }
+
+    #[inline(never)]
+    fn forget(&mut self, floor: u64) {
+        while self.head < self.entries.len() && Self::done(&self.entries[self.head], floor) {
+            self.head += 1;
+        }
+        // (Drop them once they are as many as the live ones, and the log before every live
+        // window: amortized.)
+        if self.head * 2 >= self.entries.len() {
+            self.entries.drain(..self.head);
+            self.head = 0;
+            let lo = self.entries.iter().map(|x| x.at).fold(self.after, usize::min);
+            self.log.drain(..lo);
+            self.after -= lo;
+            for x in &mut self.entries {
+                x.at -= lo;
             }
         }
     }
