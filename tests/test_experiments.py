@@ -674,6 +674,15 @@ def test_skeleton_study_renders_report_with_table_and_figure(tmp_path):
     assert f"**{within} of 3 paper numbers within 25%**" in table and "## skeleton" in table
     assert "left out (reason given)" in table and "xlat counts events and cycles, not energy" in table
     assert len(pd.read_csv(root / "fidelity.csv")) == 3
+    # The paper's conclusions, checked on xlat's numbers, in the report and the table.
+    concl = pd.read_csv(out / "conclusions.csv")
+    assert list(concl["id"]) == ["larger_table_misses_more"] and concl["verdict"][0] in ("reproduced", "unexplained")
+    assert "## The paper's conclusions" in text and "A table four times larger misses the L2 TLB" in text
+    n = int(concl["verdict"][0] == "reproduced")
+    assert f"**{n} of 1 of the papers' conclusions reproduced**" in table
+    row = next(l for l in table.splitlines() if l.startswith("| skeleton |"))
+    assert row.endswith(f"| 1 | 1 | {n} |"), row  # left out, conclusions, reproduced
+    assert len(pd.read_csv(root / "fidelity-conclusions.csv")) == 1
 
 
 @needs_sim
@@ -867,6 +876,43 @@ def test_a_study_traces_while_its_other_points_run(tmp_path, monkeypatch):
     res = study.run("toy", workers=1, root=tmp_path / "results", progress=False)
     assert res.sweep.failed == 0 and res.sweep.total == 2 and res.sweep.reused == 1
     assert res.report.read_text().count("gups") == 1 and "trace" in res.report.read_text()
+
+
+@needs_sim
+def test_a_report_from_the_store_traces_nothing(tmp_path, monkeypatch):
+    """Rendering from the store (--render-only, xlat study fidelity) asks prepare.py for the
+    traces already made, and never starts a tracing; a trace that is there still counts."""
+    from xlat import study
+
+    d = tmp_path / "studies" / "toy"
+    d.mkdir(parents=True)
+    write(d / "sweep.toml", 'configs = ["skylake"]\nworkloads = ["gups:footprint=64M"]\nrefs = 20000\nprefault = true\n')
+    write(d / "report.py", "def render(df, out_dir, quick):\n    return ' '.join(sorted(df['workload']))\n")
+    write(d / "prepare.py", textwrap.dedent("""
+        from pathlib import Path
+        from xlat import _core
+
+
+        def traces(out_dir, quick, make=True):
+            trace = Path(out_dir) / "toy.xtr"
+            if make:
+                Path(out_dir).mkdir(parents=True, exist_ok=True)
+                (Path(out_dir) / "made").write_text("x")
+                _core.record("random:footprint=16M,reads=20000", str(trace), None, 1)
+            return [{"path": str(trace), "label": "toy"}] if trace.is_file() else []
+    """))
+    monkeypatch.setenv("XLAT_STUDIES", str(tmp_path / "studies"))
+    root = tmp_path / "results"
+    res = study.run("toy", workers=1, root=root, progress=False)
+    assert res.sweep.total == 2 and "trace" in res.report.read_text()
+    made = root / "toy" / "made"
+    made.unlink()
+    path = study.render_from_store("toy", root=root)
+    assert not made.exists() and "trace" in path.read_text() and "gups" in path.read_text()
+    # With the trace gone, the report is the points that need none, and nothing is traced.
+    (root / "toy" / "toy.xtr").unlink()
+    path = study.render_from_store("toy", root=root)
+    assert not made.exists() and path.read_text().count("trace") == 0 and "gups" in path.read_text()
 
 
 def test_a_misspelt_kernel_or_parameter_fails_when_the_spec_is_read():

@@ -21,6 +21,7 @@ exits non-zero, but the report is still written from the points that succeeded.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core
+from . import conclusions as _conclusions
 from . import config as _config
 from . import report as _report
 from . import results as _results
@@ -42,6 +44,8 @@ _REPO_STUDIES = Path(__file__).resolve().parent.parent.parent / "studies"
 
 #: The paper-vs-xlat rows a report was rendered with, as CSV beside its ``report.md``.
 COMPARISON_FILE = "paper_vs_xlat.csv"
+#: The paper's conclusions as that report checked them, beside it too.
+CONCLUSIONS_FILE = "conclusions.csv"
 
 
 class StudyError(_core.XlatError):
@@ -97,10 +101,14 @@ class Study:
     prepare: Callable | None = None
     #: The paper's numbers the study does not compare, with the reason (``[[out_of_scope]]``).
     out_of_scope: list[dict] = field(default_factory=list)
+    #: What the paper concludes from its numbers, as checks over them (``[[conclusions]]``).
+    conclusions: list[dict] = field(default_factory=list)
 
-    def spec(self, quick: bool, out_dir: Path | None = None, *, traced: bool = True) -> _sweep.Spec:
+    def spec(self, quick: bool, out_dir: Path | None = None, *, traced: bool = True, make: bool = True) -> _sweep.Spec:
         """The study's sweep; with a ``prepare.py``, its traces (made in ``out_dir``) too, or
-        with ``traced=False`` only the points that need none (nothing is traced)."""
+        with ``traced=False`` only the points that need none (nothing is traced), or with
+        ``make=False`` the points of the traces already made (nothing is traced: a report
+        rendered from the store, which must not start a tracing of many minutes)."""
         overlay = None
         qfile = self.dir / "quick.toml"
         if quick and qfile.is_file():
@@ -108,11 +116,13 @@ class Study:
         traces = None
         if self.prepare is not None and not traced:
             traces = []
+        elif self.prepare is not None and not make and "make" not in inspect.signature(self.prepare).parameters:
+            traces = []  # (A prepare.py that cannot be asked not to trace is not called.)
         elif self.prepare is not None:
             out = Path(out_dir) if out_dir is not None else _results.Store(self.name).path
             try:
                 # (Even none: configs may still name the traces as workloads.)
-                traces = list(self.prepare(out, quick) or [])
+                traces = list((self.prepare(out, quick) if make else self.prepare(out, quick, make=False)) or [])
             except _core.XlatError:
                 raise
             except Exception as e:  # noqa: BLE001 - the script's failure, in one line
@@ -142,6 +152,7 @@ def load(name: str) -> Study:
     paper_file = next((p for p in (d / "paper.toml", d / "paper.csv") if p.is_file()), None)
     paper = _report.load_paper(paper_file) if paper_file else []
     out_of_scope = _report.load_out_of_scope(paper_file) if paper_file else []
+    conclusions = _conclusions.load(paper_file, paper) if paper_file else []
     prepare = None
     if (d / "prepare.py").is_file():
         prep = importlib.util.spec_from_file_location(f"{mod_name}_prepare", d / "prepare.py")
@@ -153,7 +164,7 @@ def load(name: str) -> Study:
         prepare = getattr(pmod, "traces", None)
         if not callable(prepare):
             raise StudyError(f"{d / 'prepare.py'} defines no traces(out_dir, quick)")
-    return Study(study_name, d, render, paper, paper_file, prepare, out_of_scope)
+    return Study(study_name, d, render, paper, paper_file, prepare, out_of_scope, conclusions)
 
 
 @dataclass
@@ -230,8 +241,11 @@ def render(study: Study, df, out_dir: Path, quick: bool, description: str = "") 
                   _report.paper_table(comp), "", _report.fidelity_line(comp), ""]
         lines += _report.causes(comp)
         lines += _report.out_of_scope_lines(study.out_of_scope)
+        concl = _conclusions.evaluate(study.conclusions, comp)
+        lines += _conclusions.markdown(concl)
         # (Beside the report, for `xlat study fidelity` and for anyone's own tables.)
         comp.assign(quick=quick).to_csv(out_dir / COMPARISON_FILE, index=False)
+        concl.assign(quick=quick).to_csv(out_dir / CONCLUSIONS_FILE, index=False)
     lines += [body.rstrip(), ""]
     if len(df) - n_ok:
         bad = df[df["status"] != "ok"]
@@ -246,7 +260,7 @@ def render_from_store(name: str, quick: bool = False, root: str | os.PathLike | 
     """Re-render a study's report from what its store holds for the current spec, without
     running anything (points not in the store are simply absent)."""
     study = load(name)
-    spec = study.spec(quick, _results.Store(study.name, root).path)
+    spec = study.spec(quick, _results.Store(study.name, root).path, make=False)
     store = _results.Store(study.name, root)
     tasks = _sweep.prepare(spec)
     df = _sweep._rows_for(store, [t.point_id for t in tasks])

@@ -385,11 +385,12 @@ def _trace(name: str, cmd: list[str], trace: Path, quick: bool, refs: int | None
 
 
 def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int | None = None,
-           windows: tuple[int, int] | None = None) -> list[dict]:
+           windows: tuple[int, int] | None = None, make: bool = True) -> list[dict]:
     """Trace the programs (those not traced yet; ``only`` these, if given) into
     ``out_dir/traces`` and return their ``[[traces]]`` tables, one per window: the whole trace,
     its first part as warm-up. ``refs`` traces that many references after no start-up, and
-    ``windows`` (K, P) so many windows of every program (for tests)."""
+    ``windows`` (K, P) so many windows of every program (for tests). With ``make=False``
+    nothing is traced: the tables of the programs already traced (a report from the store)."""
     if shutil.which("valgrind") is None:
         print("xlat: coalescing: valgrind is not installed, so the study runs without its real programs", file=sys.stderr)
         return []
@@ -401,7 +402,8 @@ def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int 
     plan = {name: windows or _windows(name, quick, refs) for name in progs}
     path = {name: tdir / f"{name}.{_recipe(cmd, _skip(name, quick, refs), _length(quick, refs), plan[name])}.xtr" for name, cmd in progs.items()}
     files = {name: _files(path[name], plan[name]) for name in progs}
-    todo = [name for name in progs if not all(f.is_file() and Path(f"{f}.maps").is_file() for f in files[name])]
+    missing = [name for name in progs if not all(f.is_file() and Path(f"{f}.maps").is_file() for f in files[name])]
+    todo = missing if make else []
     # valgrind runs a program on one core, so two trace at a time, the longest first.
     # (How long a tracing takes: where its last window begins.)
     todo.sort(key=lambda name: -(_skip(name, quick, refs) + (plan[name][0] - 1) * plan[name][1]))
@@ -409,6 +411,8 @@ def traces(out_dir: Path, quick: bool, only: list[str] | None = None, refs: int 
         failed = {name: err for name, err in zip(todo, pool.map(lambda name: _trace(name, progs[name], path[name], quick, refs, inputs, plan[name]), todo)) if err}
     out = []
     for name in progs:
+        if not make and name in missing:
+            continue
         if name in failed:
             print(f"xlat: coalescing: tracing {name} failed ({failed[name]}); the study runs without it", file=sys.stderr)
         else:
