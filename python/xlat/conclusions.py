@@ -26,8 +26,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from . import config as _config
-from .report import ReportError, markdown_table
+from .report import ReportError, markdown_table, paper_tables
 
 #: Fields of a ``[[conclusions]]`` table.
 FIELDS = ("id", "claim", "source", "check", "cause", "shown_by")
@@ -121,19 +120,9 @@ def load(path: str | os.PathLike, numbers: Iterable[Mapping]) -> list[dict]:
     """The ``[[conclusions]]`` of ``paper.toml``, each checked: its fields, its check's syntax,
     the ids it reads (among ``numbers``) and that it holds on the paper's own values."""
     path = Path(path)
-    if path.suffix != ".toml":
-        return []
-    entries = _config.read_toml(path, "paper table", ReportError).get("conclusions", [])
-    if not isinstance(entries, list):
-        raise ReportError(f"{path}: expected [[conclusions]] tables")
     paper = {e["id"]: paper_value(e) for e in numbers}
     out, seen = [], set()
-    for i, e in enumerate(entries):
-        if not isinstance(e, Mapping):
-            raise ReportError(f"{path}: conclusions[{i}] is not a table")
-        unknown = sorted(set(e) - set(FIELDS))
-        if unknown:
-            raise ReportError(f"{path}: conclusions[{i}]: unknown field '{unknown[0]}' (fields: {', '.join(FIELDS)})")
+    for i, e in enumerate(paper_tables(path, "conclusions", FIELDS)):
         for k in ("id", "claim", "source", "check"):
             if not (isinstance(e.get(k), str) and e[k].strip()):
                 raise ReportError(f"{path}: conclusions[{i}] needs a non-empty '{k}'")

@@ -269,24 +269,29 @@ def load_paper(path: str | os.PathLike) -> list[dict]:
 OUT_OF_SCOPE_FIELDS = ("what", "source", "paper", "reason")
 
 
+def paper_tables(path: Path, name: str, fields: Sequence[str]) -> list[Mapping]:
+    """``paper.toml``'s ``[[name]]`` tables (none from a ``paper.csv``), each a table of known
+    ``fields``, or :class:`ReportError` naming the first that is not."""
+    if path.suffix != ".toml":
+        return []
+    entries = _config.read_toml(path, "paper table", ReportError).get(name, [])
+    if not isinstance(entries, list):
+        raise ReportError(f"{path}: expected [[{name}]] tables")
+    for i, e in enumerate(entries):
+        if not isinstance(e, Mapping):
+            raise ReportError(f"{path}: {name}[{i}] is not a table")
+        unknown = sorted(set(e) - set(fields))
+        if unknown:
+            raise ReportError(f"{path}: {name}[{i}]: unknown field '{unknown[0]}' (fields: {', '.join(fields)})")
+    return entries
+
+
 def load_out_of_scope(path: str | os.PathLike) -> list[dict]:
     """The paper's numbers a study leaves out, from ``paper.toml``'s ``[[out_of_scope]]`` tables
     (none from a ``paper.csv``): each with ``what``, ``source``, ``reason`` and optionally
     ``paper``, the number or range as the paper states it."""
-    path = Path(path)
-    if path.suffix != ".toml":
-        return []
-    entries = _config.read_toml(path, "paper table", ReportError).get("out_of_scope", [])
-    if not isinstance(entries, list):
-        raise ReportError(f"{path}: expected [[out_of_scope]] tables")
     out = []
-    for i, e in enumerate(entries):
-        if not isinstance(e, Mapping):
-            raise ReportError(f"{path}: out_of_scope[{i}] is not a table")
-        unknown = sorted(set(e) - set(OUT_OF_SCOPE_FIELDS))
-        if unknown:
-            raise ReportError(f"{path}: out_of_scope[{i}]: unknown field '{unknown[0]}' "
-                              f"(fields: {', '.join(OUT_OF_SCOPE_FIELDS)})")
+    for i, e in enumerate(paper_tables(Path(path), "out_of_scope", OUT_OF_SCOPE_FIELDS)):
         for k in ("what", "source", "reason"):
             if not (isinstance(e.get(k), str) and e[k].strip()):
                 raise ReportError(f"{path}: out_of_scope[{i}] needs a non-empty '{k}'")
