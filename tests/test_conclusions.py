@@ -2,6 +2,7 @@
 refusals (a check must hold on the paper's own values) and the verdicts on xlat's values."""
 from __future__ import annotations
 
+import io
 import re
 import textwrap
 from pathlib import Path
@@ -118,6 +119,10 @@ def test_verdicts_on_xlats_numbers():
     md = "\n".join(conclusions.markdown(rows))
     assert "**1 of 5 conclusions reproduced**" in md and "1 have their cause shown by a run, 1 argued, 1 none" in md
     assert "- **shown**: why (shown by: a run)." in md and "- **argued**: why." in md
+    # Read back as `xlat study fidelity` reads a study's conclusions.csv (empty cells as NaN).
+    buf = io.StringIO(rows.to_csv(index=False))
+    back = pd.read_csv(buf, keep_default_na=False, na_values=[""])
+    assert "\n".join(conclusions.markdown(back)) == md
 
 
 @pytest.mark.parametrize("study", sorted(p.parent.name for p in STUDIES.glob("*/paper.toml")))

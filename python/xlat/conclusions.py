@@ -193,7 +193,13 @@ def markdown(rows) -> list[str]:
     differs = [r for r in rows.to_dict("records") if r["verdict"] in ("shown", "argued")]
     if differs:
         lines += ["Where xlat concludes otherwise:", ""]
-        lines += [f"- **{r['claim']}**: {r['cause'].rstrip('.')}"
-                  + (f" (shown by: {r['shown_by'].rstrip('.')})" if r["shown_by"] else "") + "." for r in differs]
+        lines += [f"- **{r['claim']}**: {_text(r['cause']).rstrip('.')}"
+                  + (f" (shown by: {_text(r['shown_by']).rstrip('.')})" if _text(r["shown_by"]) else "") + "."
+                  for r in differs]
         lines.append("")
     return lines
+
+
+def _text(v) -> str:
+    """A text cell, empty where a table read back from CSV has none (NaN)."""
+    return v if isinstance(v, str) else ""
