@@ -117,7 +117,7 @@ def test_verdicts_on_xlats_numbers():
     assert list(rows["verdict"]) == ["reproduced", "shown", "argued", "unexplained", "no value"]
     assert conclusions.counts(rows) == {"no value": 1, "reproduced": 1, "shown": 1, "argued": 1, "unexplained": 1}
     md = "\n".join(conclusions.markdown(rows))
-    assert "**1 of 5 conclusions reproduced**" in md and "1 have their cause shown by a run, 1 argued, 1 none" in md
+    assert "**1 of 5 conclusions reproduced**" in md and "the others' causes: 1 shown by a run, 1 argued, 1 none; 1 without an xlat value." in md
     assert "- **shown**: why (shown by: a run)." in md and "- **argued**: why." in md
     # Read back as `xlat study fidelity` reads a study's conclusions.csv (empty cells as NaN).
     buf = io.StringIO(rows.to_csv(index=False))

@@ -178,16 +178,17 @@ def counts(rows) -> dict[str, int]:
     return {v: int((rows["verdict"] == v).sum()) for v in VERDICTS}
 
 
-def markdown(rows) -> list[str]:
-    """The conclusions section of a report: a line of counts, the table, the causes."""
+def markdown(rows, level: int = 2) -> list[str]:
+    """The conclusions section of a report (a heading of ``level``): a line of counts, the
+    table, the causes."""
     if not len(rows):
         return []
     n = counts(rows)
-    lines = ["## The paper's conclusions", "",
+    lines = [f"{'#' * level} The paper's conclusions", "",
              f"**{n['reproduced']} of {len(rows)} conclusions reproduced** on xlat's numbers above (each a check in "
-             f"`paper.toml`'s `[[conclusions]]`, true on the paper's own numbers); of the rest, {n['shown']} have "
-             f"their cause shown by a run, {n['argued']} argued, {n['unexplained']} none"
-             + (f", and {n['no value']} lack an xlat value" if n["no value"] else "") + ".", ""]
+             f"`paper.toml`'s `[[conclusions]]`, true on the paper's own numbers); the others' causes: "
+             f"{n['shown']} shown by a run, {n['argued']} argued, {n['unexplained']} none"
+             + (f"; {n['no value']} without an xlat value" if n["no value"] else "") + ".", ""]
     table = [[r["claim"], r["source"], f"`{r['check']}`", r["verdict"]] for r in rows.to_dict("records")]
     lines += [markdown_table(table, columns=["conclusion", "source", "check", "verdict"]), ""]
     differs = [r for r in rows.to_dict("records") if r["verdict"] in ("shown", "argued")]

@@ -128,7 +128,7 @@ def markdown(rows, not_run: list[str], quick: bool = False, left_out: dict[str, 
             align=["left", "left", "right", "right", "right", "left", "left"]), ""]
         lines += _report.out_of_scope_lines((left_out or {}).get(name, []))
         if conclusions is not None:
-            lines += _conclusions.markdown(conclusions[conclusions["study"] == name])
+            lines += _conclusions.markdown(conclusions[conclusions["study"] == name], level=3)
     return "\n".join(lines)
 
 
