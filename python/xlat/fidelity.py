@@ -133,7 +133,8 @@ def markdown(rows, not_run: list[str], quick: bool = False, left_out: dict[str, 
 
 
 def write(root: str | os.PathLike | None = None, quick: bool = False) -> tuple[Path, object, list[str], dict[str, str]]:
-    """Gather every study and write ``fidelity.md`` and ``fidelity.csv`` under the results root;
+    """Gather every study and write ``fidelity.md``, ``fidelity.csv`` and
+    ``fidelity-conclusions.csv`` under the results root;
     returns the table's path, the summary frame, the studies not run and those whose report
     failed (``{name: why}``)."""
     rows, not_run, failed, concl = gather(root, quick)
