@@ -40,6 +40,10 @@ def test_checks_compare_chain_and_combine():
     ("a > 'x'", "is not allowed"),
     ("a > True", "is not allowed"),
     ("(a if b else c) > 1", "is not allowed"),
+    ("a and b > 1", "must compare"),
+    ("(a > b) > 1", "'a > b' is not allowed"),
+    ("not a", "must compare"),
+    ("+a > 1", "'+a' is not allowed"),
 ])
 def test_anything_but_arithmetic_comparisons_is_refused(check, why):
     with pytest.raises(ReportError, match=re.escape(why)):

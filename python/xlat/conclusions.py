@@ -54,20 +54,42 @@ def parse(check: str) -> ast.Expression:
         tree = ast.parse(check, mode="eval")
     except SyntaxError as e:
         raise ReportError(f"not a check: {e.msg}") from None
-    allowed = "comparisons with < <= > >=, and/or/not, + - * /, number ids and numbers"
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.operator, ast.cmpop, ast.unaryop, ast.boolop, ast.expr_context)):
-            continue  # (judged with the expression they belong to, below)
-        ops = [*node.ops] if isinstance(node, ast.Compare) else [node.op] if isinstance(node, (ast.BinOp, ast.UnaryOp)) else []
-        bad_op = next((o for o in ops if type(o) not in (*_COMPARE, *_ARITH, ast.USub, ast.Not)), None)
-        ok = isinstance(node, (ast.Expression, ast.Compare, ast.BoolOp, ast.Name, ast.BinOp, ast.UnaryOp)) and bad_op is None
-        ok = ok or (isinstance(node, ast.Constant) and type(node.value) in (int, float))
-        if not ok:
-            raise ReportError(f"'{ast.unparse(node)}' is not allowed in a check ({allowed})")
-    if not isinstance(tree.body, (ast.Compare, ast.BoolOp)) and not (
-            isinstance(tree.body, ast.UnaryOp) and isinstance(tree.body.op, ast.Not)):
-        raise ReportError("a check must compare (e.g. 'a > b'), or join comparisons with and/or/not")
+    _logic(tree.body)
     return tree
+
+
+_ALLOWED = "comparisons with < <= > >=, and/or/not, + - * /, number ids and numbers"
+
+
+def _logic(node: ast.expr) -> None:
+    """A comparison, or comparisons joined by and/or/not."""
+    if isinstance(node, ast.Compare):
+        bad = next((o for o in node.ops if type(o) not in _COMPARE), None)
+        if bad is not None:
+            raise ReportError(f"'{ast.unparse(node)}' is not allowed in a check ({_ALLOWED})")
+        for x in (node.left, *node.comparators):
+            _arith(x)
+    elif isinstance(node, ast.BoolOp):
+        for x in node.values:
+            _logic(x)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        _logic(node.operand)
+    elif isinstance(node, (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp)):
+        raise ReportError("a check must compare (e.g. 'a > b'), or join comparisons with and/or/not")
+    else:
+        raise ReportError(f"'{ast.unparse(node)}' is not allowed in a check ({_ALLOWED})")
+
+
+def _arith(node: ast.expr) -> None:
+    """A number id, a number, or + - * / of them."""
+    ok = (isinstance(node, ast.Name) or (isinstance(node, ast.Constant) and type(node.value) in (int, float))
+          or (isinstance(node, ast.BinOp) and type(node.op) in _ARITH)
+          or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)))
+    if not ok:
+        raise ReportError(f"'{ast.unparse(node)}' is not allowed in a check ({_ALLOWED})")
+    for x in ast.iter_child_nodes(node):
+        if isinstance(x, ast.expr):
+            _arith(x)
 
 
 def names(tree: ast.Expression) -> set[str]:
