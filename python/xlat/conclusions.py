@@ -26,7 +26,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .report import ReportError, markdown_table, paper_tables
+from .report import ReportError, explained, markdown_table, paper_tables
 
 #: Fields of a ``[[conclusions]]`` table.
 FIELDS = ("id", "claim", "source", "check", "cause", "shown_by")
@@ -42,10 +42,6 @@ _COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: la
             ast.GtE: lambda a, b: a >= b}
 _ARITH = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
           ast.Div: lambda a, b: a / b if b else math.nan}
-
-
-class _Missing(Exception):
-    """A number the check needs has no value."""
 
 
 def parse(check: str) -> ast.Expression:
@@ -108,7 +104,7 @@ def holds(tree: ast.Expression, values: Mapping[str, float | None]) -> bool:
         if isinstance(node, ast.Name):
             v = values.get(node.id)
             if v is None or (isinstance(v, float) and math.isnan(v)):
-                raise _Missing(node.id)
+                raise KeyError(node.id)
             return float(v)
         if isinstance(node, ast.UnaryOp):
             x = ev(node.operand)
@@ -126,10 +122,7 @@ def holds(tree: ast.Expression, values: Mapping[str, float | None]) -> bool:
             left = r
         return True
 
-    try:
-        return bool(ev(tree))
-    except _Missing as m:
-        raise KeyError(str(m)) from None
+    return bool(ev(tree))
 
 
 def paper_value(e: Mapping) -> float:
@@ -183,15 +176,9 @@ def evaluate(conclusions: Iterable[Mapping], comparison):
             ok = holds(parse(c["check"]), xlat)
         except KeyError:
             ok = None
-        cause = c.get("cause", "")
-        if ok is None:
-            verdict = "no value"
-        elif ok:
-            verdict = "reproduced"
-        else:
-            verdict = "shown" if c.get("shown_by") else "argued" if cause else "unexplained"
+        verdict = "no value" if ok is None else "reproduced" if ok else explained(c)
         rows.append({"id": c["id"], "claim": c["claim"], "source": c["source"], "check": c["check"], "holds": ok,
-                     "verdict": verdict, "cause": cause, "shown_by": c.get("shown_by", "")})
+                     "verdict": verdict, "cause": c.get("cause", ""), "shown_by": c.get("shown_by", "")})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

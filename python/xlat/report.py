@@ -466,6 +466,12 @@ def verdict(row: Mapping) -> str:
         return "no value"
     if within(row.get("unit", ""), row["paper"], diff):
         return "within"
+    return explained(row)
+
+
+def explained(row: Mapping) -> str:
+    """How a difference from the paper (a number outside, a conclusion not reached) is
+    explained: ``shown`` by a run, ``argued``, or ``unexplained``."""
     if row.get("shown_by"):
         return "shown"
     return "argued" if row.get("cause") else "unexplained"
