@@ -258,6 +258,7 @@ NEUTRAL: dict[str, str] = {
     # moves: every stored point ran as superpage runs it.)
     "loader.library_base": "superpage",
     "loader.fast_forward": "none",
+    "csalt.ptp": "false",
 }
 
 

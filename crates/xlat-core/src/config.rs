@@ -339,7 +339,7 @@ impl Config {
             cores,
             regions,
             footprint: crate::mech::footprint_2m(regions) * copies,
-            ptp_caches: self.cache_l2.policy == Policy::Ptp || self.cache_llc.policy == Policy::Ptp,
+            ptp_caches: self.ptp_caches(),
             shootdown: self.shootdown.protocol,
         })
     }
@@ -366,6 +366,17 @@ impl Config {
     /// Some TLB level coalesces PTEs.
     pub fn coalescing_any(&self) -> bool {
         ["l1d", "l1i", "l2", "l2i"].iter().any(|n| !matches!(self.coalescing(n), Coalescing::None | Coalescing::Inherit))
+    }
+
+    /// Whether the L2 or the LLC partitions as CSALT does.
+    fn csalt_caches(&self) -> bool {
+        [self.cache_l2.policy, self.cache_llc.policy].iter().any(|p| matches!(p, Policy::CsaltD | Policy::CsaltCd))
+    }
+
+    /// Whether a cache prioritizes page-table lines as PTP does: policy `ptp`, or CSALT with
+    /// `csalt.ptp` in its data ways.
+    fn ptp_caches(&self) -> bool {
+        self.cache_l2.policy == Policy::Ptp || self.cache_llc.policy == Policy::Ptp || self.csalt.ptp && self.csalt_caches()
     }
 
     /// Check the values: each within its bound, each component's together (its `check`), and
@@ -396,6 +407,12 @@ impl Config {
                 return Err(invalid(key, "CSALT partitions between data and POM-TLB lines: it needs pomtlb.enabled=true".into()));
             }
         }
+        if self.csalt.ptp && !self.csalt_caches() {
+            return Err(invalid(
+                "csalt.ptp",
+                "prioritizes page-table lines within CSALT's data ways: it needs cache.l2.policy or cache.llc.policy = csalt-d or csalt-cd (for PTP alone, policy=ptp)".into(),
+            ));
+        }
         let champsim = [
             ("champsim.pscl_reread", self.champsim.pscl_reread),
             ("champsim.private_pte_lines", self.champsim.private_pte_lines),
@@ -424,7 +441,7 @@ impl Config {
         if self.virt.vcpus_per_core > 1 && (!self.virt.enabled || self.system.threads_per_core > 1 || self.virt.vms > 1) {
             return Err(invalid("virt.vcpus_per_core", "vCPU overcommit needs virt.enabled=true, one VM (virt.vms=1) and system.threads_per_core=1".into()));
         }
-        if self.system.threads_per_core > 1 && self.ptp.mode == PtpMode::Detector && [self.cache_l2.policy, self.cache_llc.policy].contains(&Policy::Ptp) {
+        if self.system.threads_per_core > 1 && self.ptp.mode == PtpMode::Detector && self.ptp_caches() {
             return Err(invalid("ptp.mode", "the TLB-miss phase detector is per core: it needs system.threads_per_core=1".into()));
         }
         if self.llc.ways_per_core > 0 {

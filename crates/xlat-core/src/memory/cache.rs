@@ -156,12 +156,14 @@ impl Cache {
         self
     }
 
-    /// A cache whose CSALT policy (if it has one) takes parameters `p`.
-    pub fn with_csalt(mut self, p: &crate::memory::repl::csalt::CsaltParams) -> Cache {
+    /// A cache whose CSALT policy (if it has one) takes parameters `p` (`seed`: PTP's coin,
+    /// with `csalt.ptp`).
+    pub fn with_csalt(mut self, p: &crate::memory::repl::csalt::CsaltParams, seed: u64) -> Cache {
         let (sets, ways) = (self.arr.sets(), self.arr.ways());
         if let AnyPolicy::Csalt(c) = self.arr.policy_mut() {
             **c = Csalt::new(sets, ways, p.profiler, p.atd_sets as usize, p.epoch);
             c.set_page_tables_translate(p.page_tables == crate::param::CsaltPageTables::Translation);
+            c.ptp = p.ptp.then(|| crate::memory::repl::Ptp::new(seed));
         }
         self
     }
@@ -247,14 +249,21 @@ impl Cache {
         self.arr.prefetch_set(self.arr.set_of(line));
     }
 
-    /// Configure page-table prioritization, if this cache's policy is `ptp`: the probability
+    /// Configure page-table prioritization, if this cache's policy is `ptp` (or CSALT with
+    /// `csalt.ptp`): the probability
     /// of evicting a non-page-table line, and whose page-table lines are protected (bit per
     /// core; 0 = off). No effect on other policies.
     pub fn steer_ptp(&mut self, probability: f64, protect_owners: u64) {
-        if let crate::memory::repl::AnyPolicy::Ptp(p) = self.arr.policy_mut() {
-            p.set_probability(probability);
-            p.set_protected_owners(protect_owners);
-        }
+        let p = match self.arr.policy_mut() {
+            AnyPolicy::Ptp(p) => p,
+            AnyPolicy::Csalt(c) => match c.ptp.as_mut() {
+                Some(p) => p,
+                None => return,
+            },
+            _ => return,
+        };
+        p.set_probability(probability);
+        p.set_protected_owners(protect_owners);
     }
 
     /// Install `line` (absent) and return the victim, if any. (Inlined, as `write_back` and

@@ -150,7 +150,7 @@ impl CoreMem {
             l1d: Cache::new(p.l1d.size_kb, p.l1d.ways, p.l1d.latency, p.l1d.policy, p.l1d.energy_nj, s + 5)
                 .with_prefetcher(p.l1d_prefetch.prefetcher != Prefetcher::None),
             l2: Cache::new(p.l2.size_kb, p.l2.ways, p.l2.latency, p.l2.policy, p.l2.energy_nj, s + 6)
-                .with_csalt(p.csalt)
+                .with_csalt(p.csalt, s + 6)
                 .with_prefetcher(p.l2_prefetch.prefetcher != Prefetcher::None),
             mshrs: Pool::new(p.core.mshrs, p.pools),
             walkers: Pool::new(p.core.walkers, p.pools),
@@ -310,7 +310,7 @@ impl MemorySide {
             per,
             cores: (0..cores as u64).map(|i| CoreMem::new(p, core_seed(seed, i))).collect(),
             llc: Cache::new(p.llc.size_kb, p.llc.ways, p.llc.latency, p.llc.policy, p.llc.energy_nj, seed ^ 0x11c)
-                .with_csalt(p.csalt)
+                .with_csalt(p.csalt, seed ^ 0x11c)
                 .with_ways_per_owner(cores, p.llc_keys.ways_per_core),
             dram: Dram::new(
                 p.dram.latency_cycles(p.core.freq_ghz),

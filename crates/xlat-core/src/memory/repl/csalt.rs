@@ -15,7 +15,7 @@
 //! n ways to itself; and `global_pos`, the hit line's position in the real set's LRU order,
 //! the thesis's literal hardware (counters only, a heuristic).
 
-use super::{oldest, LineKind, ReplacementPolicy, SetView, Stamped};
+use super::{oldest, LineKind, Ptp, ReplacementPolicy, SetView, Stamped};
 use crate::param::CsaltProfiler;
 
 use crate::param::{bound, component, Limit};
@@ -28,6 +28,7 @@ component! {
         atd_sets: u64 = 0; "atd_sets"; Some(Limit::Int(1 << 24)); "CSALT with csalt.profiler=atd: sets sampled per cache (0: every set)";
         page_tables: crate::param::CsaltPageTables = crate::param::CsaltPageTables::Data; "page_tables"; None; "which CSALT partition page-table lines belong to: data (the thesis: CSALT knows two types, data and POM-TLB entries) or translation (with the POM-TLB's lines; an xlat variant that tests what the data partition costs walks)";
         formula: crate::param::CsaltFormula = crate::param::CsaltFormula::Printed; "formula"; None; "CSALT-CD's L2 weights: printed (Eqs. 5.3-5.8 as the thesis prints them) or corrected (without the leading D_Tr and D_Dat terms they count twice)";
+        ptp: bool = false; "ptp"; None; "CSALT with the flattening paper's page-table prioritization in its data ways: a data fill's victim is chosen as policy=ptp chooses it (ptp.*), among the ways CSALT gives data; both mechanisms in one cache (an xlat combination, not in either paper)";
     }
     check(p, key) {
         if p.epoch == 0 {
@@ -126,6 +127,8 @@ pub struct Csalt {
     pub weights: (f64, f64),
     /// `csalt.page_tables=translation`: page-table lines count with the POM-TLB's.
     page_tables_translate: bool,
+    /// `csalt.ptp`: data fills choose their victim among the data ways as PTP does.
+    pub ptp: Option<Ptp>,
 }
 
 impl Csalt {
@@ -158,6 +161,7 @@ impl Csalt {
             changes: 0,
             weights: (1.0, 1.0),
             page_tables_translate: false,
+            ptp: None,
         }
     }
 
@@ -208,8 +212,14 @@ impl ReplacementPolicy for Csalt {
         if self.ways < 2 {
             return oldest(set.ages);
         }
-        let (lo, hi) = if self.is_tlb(set.incoming) { (self.data_ways, self.ways) } else { (0, self.data_ways) };
-        lo + oldest(&set.ages[lo..hi])
+        if self.is_tlb(set.incoming) {
+            return self.data_ways + oldest(&set.ages[self.data_ways..self.ways]);
+        }
+        let n = self.data_ways;
+        if let Some(w) = self.ptp.as_mut().and_then(|p| p.unprotected_victim(&set.ages[..n], &set.info[..n])) {
+            return w;
+        }
+        oldest(&set.ages[..n])
     }
 }
 
@@ -362,5 +372,36 @@ mod tests {
         c.set_page_tables_translate(true);
         let v = c.victim(&mut SetView { ages: &mut ages, info: &info, incoming: LineKind::PageTable, index: 0 });
         assert_eq!(v, 3, "with csalt.page_tables=translation, they take the TLB ways");
+    }
+
+    /// `csalt.ptp`: a data fill's victim is PTP's among the data ways (the LRU line that is not
+    /// a page-table line), a TLB-entry fill's is unchanged.
+    #[test]
+    fn with_ptp_data_fills_spare_page_table_lines_within_the_data_ways() {
+        use crate::memory::repl::LineInfo;
+        let mut c = Csalt::new(1, 4, CsaltProfiler::GlobalPos, 0, 1000);
+        c.data_ways = 3;
+        let mut ptp = Ptp::new(7);
+        ptp.set_probability(1.0);
+        c.ptp = Some(ptp);
+        let pt = LineInfo { kind: LineKind::PageTable, ..LineInfo::default() };
+        let data = LineInfo::default();
+        // Way 1 is the data ways' LRU line but holds a page-table line; way 3, older still, is
+        // the TLB way's.
+        let info = [data, pt, data, data];
+        let mut ages = [4u32, 1, 3, 0];
+        let v = c.victim(&mut SetView { ages: &mut ages, info: &info, incoming: LineKind::Data, index: 0 });
+        assert_eq!(v, 2, "the LRU data line, the page-table line spared");
+        let v = c.victim(&mut SetView { ages: &mut ages, info: &info, incoming: LineKind::TlbEntry, index: 0 });
+        assert_eq!(v, 3, "TLB-entry fills as before");
+        // Every data way a page-table line: the LRU one goes.
+        let info = [pt, pt, pt, data];
+        let v = c.victim(&mut SetView { ages: &mut ages, info: &info, incoming: LineKind::Data, index: 0 });
+        assert_eq!(v, 1);
+        // Without csalt.ptp, the page-table line is the victim.
+        c.ptp = None;
+        let info = [data, pt, data, data];
+        let v = c.victim(&mut SetView { ages: &mut ages, info: &info, incoming: LineKind::Data, index: 0 });
+        assert_eq!(v, 1);
     }
 }

@@ -428,23 +428,32 @@ impl ReplacementPolicy for Ptp {
         self.lru.on_fill(set, way)
     }
     fn victim(&mut self, set: &mut SetView) -> usize {
-        if self.protect_owners != 0 {
-            self.rng ^= self.rng << 13;
-            self.rng ^= self.rng >> 7;
-            self.rng ^= self.rng << 17;
-            if (self.rng & 0xffff_ffff) < self.threshold {
-                let mut best: Option<usize> = None;
-                for (i, w) in set.info.iter().enumerate() {
-                    if !self.protected(w) && best.is_none_or(|b| set.ages[i] < set.ages[b]) {
-                        best = Some(i);
-                    }
-                }
-                if let Some(b) = best {
-                    return b;
-                }
+        self.unprotected_victim(set.ages, set.info).unwrap_or_else(|| oldest(set.ages))
+    }
+}
+
+impl Ptp {
+    /// PTP's choice among the ways `ages` and `info` describe (a whole set, or a partition's
+    /// ways of it): with the probability, the LRU line that is not a protected page-table line;
+    /// `None` otherwise, or when every line is protected (the caller takes the LRU line).
+    #[inline]
+    pub fn unprotected_victim(&mut self, ages: &[u32], info: &[LineInfo]) -> Option<usize> {
+        if self.protect_owners == 0 {
+            return None;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        if (self.rng & 0xffff_ffff) >= self.threshold {
+            return None;
+        }
+        let mut best: Option<usize> = None;
+        for (i, w) in info.iter().enumerate() {
+            if !self.protected(w) && best.is_none_or(|b| ages[i] < ages[b]) {
+                best = Some(i);
             }
         }
-        oldest(set.ages)
+        best
     }
 }
 
