@@ -101,7 +101,7 @@ SCENARIOS = [
 ]
 
 #: The machine every point runs on, and what every point sets on it.
-PRESET = "zen3"
+PRESET = "zen4"
 COMMON = {
     # Coherent private caches, as any multicore of today (TCAT runs on them).
     "coherence.enabled": True,
