@@ -83,12 +83,9 @@ MECHANISMS: dict[str, Mechanism] = {m.name: m for m in [
 ]}
 
 #: Pairs the engine does not run together, and why (the report lists them; `all` leaves out
-#: the later of such a pair, in the order of MECHANISMS).
-INCOMPATIBLE: dict[frozenset, str] = {
-    frozenset({"coal", "tcat"}): "TCAT with coalesced TLB entries is not modelled: a coalesced entry's four pages have "
-                                 "their translations in several POM-TLB lines, and which line's co-tag it would carry is not "
-                                 "in either paper",
-}
+#: the later of such a pair, in the order of MECHANISMS). None now: TCAT beside coalescing
+#: TLBs drops a coalesced entry by any of its pages' lines (mech/tcat.rs).
+INCOMPATIBLE: dict[frozenset, str] = {}
 
 #: Memory scenarios: (label, os.page_policy, phys.fragmentation).
 SCENARIOS = [

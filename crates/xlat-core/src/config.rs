@@ -341,6 +341,7 @@ impl Config {
             footprint: crate::mech::footprint_2m(regions) * copies,
             ptp_caches: self.ptp_caches(),
             shootdown: self.shootdown.protocol,
+            tlb_group_shift: self.coalescing_group_shift(),
         })
     }
 
@@ -365,7 +366,20 @@ impl Config {
 
     /// Some TLB level coalesces PTEs.
     pub fn coalescing_any(&self) -> bool {
-        ["l1d", "l1i", "l2", "l2i"].iter().any(|n| !matches!(self.coalescing(n), Coalescing::None | Coalescing::Inherit))
+        self.coalescing_group_shift() > 0
+    }
+
+    /// log2 of the pages of the largest coalesced group any TLB level holds (0: none).
+    pub fn coalescing_group_shift(&self) -> u32 {
+        ["l1d", "l1i", "l2", "l2i"]
+            .iter()
+            .map(|n| match self.coalescing(n) {
+                Coalescing::K16 => 2,
+                Coalescing::K32 => 3,
+                Coalescing::None | Coalescing::Inherit => 0,
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// Whether the L2 or the LLC partitions as CSALT does.
@@ -580,7 +594,9 @@ impl Config {
             _ if !self.pomtlb.enabled => Err(invalid("TCAT keeps translations coherent through their POM-TLB lines: needs pomtlb.enabled=true")),
             _ if !self.coherence.enabled => Err(invalid("TCAT runs on the caches' coherence: needs coherence.enabled=true")),
             _ if self.system.cores > 64 => Err(invalid("TCAT's directory tracks at most 64 cores' TLBs")),
-            _ if self.coalescing_any() => Err(invalid("TCAT with coalesced TLB entries is not modelled (a group's pages have several POM-TLB lines)")),
+            _ if cotagless && self.coalescing_any() => Err(invalid(
+                "tcat-cotagless with coalesced TLB entries is not modelled: a coalesced entry sits in its group's set, not in the set a POM-TLB line names (tcat-cotag drops it)",
+            )),
             _ if self.pomtlb.hash != PomHash::Vpn => Err(invalid("TCAT needs one POM-TLB line per page: pomtlb.hash=vpn")),
             _ if cotagless && self.tlb.set_index != TlbSetIndex::VpnXorVm => Err(invalid(
                 "tcat-cotagless drops the private-TLB set a POM-TLB line names, so the TLBs must index by the same hash: set tlb.set_index=vpn_xor_vm",

@@ -382,7 +382,7 @@ mechanisms! {
     /// (Boxed, as the larger ones below: their arrays' headers would make every variant large.)
     pomtlb: PomTlb(Box<pomtlb::PomTlb>) = |m| pomtlb::PomTlb::build(m.part()).map(Box::new);
     hawkeye: HawkEye(Box<hawkeye::HawkEye>) = |m| hawkeye::HawkEye::build(m.part(), m.part(), m.regions).map(Box::new);
-    tcat: Tcat(Box<tcat::Tcat>) = |m| tcat::Tcat::build(m.part(), m.shootdown, m.part()).map(Box::new);
+    tcat: Tcat(Box<tcat::Tcat>) = |m| tcat::Tcat::build(m.part(), m.shootdown, m.part(), m.tlb_group_shift).map(Box::new);
     oracle: Oracle(Box<oracle::Oracle>) = |m| oracle::Oracle::build(m.part(), m.footprint).map(Box::new);
 }
 
@@ -400,6 +400,8 @@ pub struct Env<'a, P: Parts> {
     pub ptp_caches: bool,
     /// The OS's shootdown protocol (TCAT's two are mechanisms).
     pub shootdown: crate::param::ShootdownProtocol,
+    /// log2 of the pages of the largest coalesced TLB entry (0: no TLB coalesces).
+    pub tlb_group_shift: u32,
 }
 
 impl<P: Parts> Env<'_, P> {

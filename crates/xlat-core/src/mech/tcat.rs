@@ -74,24 +74,32 @@ pub struct Tcat {
     sharers: Vec<u64>,
     /// A walk's write of a line invalidates its other sharers (`tcat.fill_invalidates`).
     pub fill_invalidates: bool,
+    /// Coalesced TLB entries are groups of up to `2^group_shift` 4 KB pages (0: none). A
+    /// core that fills a 4 KB translation may then hold its whole group's from one entry, so
+    /// it becomes a sharer of every page's home line in the group (conservative: the group
+    /// may not have coalesced), and the co-tag drop takes a group entry if any of its pages is
+    /// homed in the line. Neither paper pairs the two; this is the co-tag design carried to an
+    /// entry of several pages.
+    pub group_shift: u32,
     pub counters: TcatCounters,
 }
 
 impl Tcat {
     /// TCAT, if the shootdown protocol is one of its (`shootdown.protocol=tcat-cotag|
-    /// tcat-cotagless`), over the POM-TLB `pom`.
-    pub fn build(p: &TcatParams, protocol: ShootdownProtocol, pom: &crate::mech::pomtlb::PomTlbParams) -> Option<Tcat> {
+    /// tcat-cotagless), over the POM-TLB `pom`, beside TLBs whose largest coalesced entries
+    /// are groups of `2^group_shift` pages.
+    pub fn build(p: &TcatParams, protocol: ShootdownProtocol, pom: &crate::mech::pomtlb::PomTlbParams, group_shift: u32) -> Option<Tcat> {
         let cotag = match protocol {
             ShootdownProtocol::TcatCotag => true,
             ShootdownProtocol::TcatCotagless => false,
             _ => return None,
         };
-        Some(Tcat { fill_invalidates: p.fill_invalidates, ..Tcat::new(PomAddressing::of(pom), cotag) })
+        Some(Tcat { fill_invalidates: p.fill_invalidates, group_shift, ..Tcat::new(PomAddressing::of(pom), cotag) })
     }
 
     pub fn new(addr: PomAddressing, cotag: bool) -> Tcat {
         let (lo, hi) = addr.lines();
-        Tcat { addr, cotag, sharers: vec![0; (hi - lo) as usize], fill_invalidates: false, counters: TcatCounters::default() }
+        Tcat { addr, cotag, sharers: vec![0; (hi - lo) as usize], fill_invalidates: false, group_shift: 0, counters: TcatCounters::default() }
     }
 
     /// The home line of `va`'s translation as a page of `size` in context `ctx` (a 1 GB
@@ -126,7 +134,12 @@ impl Tcat {
             |k: &TlbKey| k.size() == PageSize::Size1G && k.code() < crate::translate::tlb::GROUP && page.covers(k.ctx, k.vpn(), PageSize::Size1G.shift());
         if self.cotag {
             let addr = self.addr;
-            return tlb.invalidate_keys(|k| addr.home(k) == Some(line) || covers_1g(k));
+            let gs = tlb.group_shift();
+            let group_homed = |k: &TlbKey| {
+                k.code() == crate::translate::tlb::GROUP
+                    && (0..1u64 << gs).any(|i| addr.line(VirtAddr(((k.vpn() << gs) + i) << 12), PageSize::Size4K, k.ctx) == line)
+            };
+            return tlb.invalidate_keys(|k| addr.home(k) == Some(line) || covers_1g(k) || group_homed(k));
         }
         // Eq. 5.11: the line's POM-TLB set, whose low bits (Eq. 5.12) are the TLB's set.
         let Some((size, s_pom)) = self.addr.set_of_line(line) else { return 0 };
@@ -213,10 +226,19 @@ impl Mechanism for Tcat {
     /// of its TLB sharers. (A refill from the L2 TLB reads nothing: the core already is.)
     #[inline]
     fn on_tlb_fill(&mut self, c: usize, va: VirtAddr, size: PageSize, ctx: Ctx, from: FillFrom) {
-        if from != FillFrom::Level {
-            let i = (self.home(va, size, ctx) - self.addr.lines().0) as usize;
-            self.sharers[i] |= 1 << c;
+        if from == FillFrom::Level {
+            return;
         }
+        if self.group_shift > 0 && size == PageSize::Size4K {
+            let first = (va.0 >> (12 + self.group_shift)) << self.group_shift;
+            for p in first..first + (1 << self.group_shift) {
+                let i = (self.home(VirtAddr(p << 12), size, ctx) - self.addr.lines().0) as usize;
+                self.sharers[i] |= 1 << c;
+            }
+            return;
+        }
+        let i = (self.home(va, size, ctx) - self.addr.lines().0) as usize;
+        self.sharers[i] |= 1 << c;
     }
 
     /// The initiator's read-modify-write and flush go through the memory side and return
@@ -316,6 +338,33 @@ use crate::param::{PomHash, TlbSetIndex};
         let mut none = Mechs::new(Vec::new(), 2);
         assert!(!none.shootdown_lines(&[(t1.0, t1.0 + 4096)], 1, ctx, &mut lines));
         assert_eq!(none.invalidate_line(a, t1, ctx, &mut mmus), 0);
+    }
+
+    /// Beside coalescing TLBs (co-tag): a fill of one page of a 4-page group makes the core a
+    /// sharer of the whole group's home lines, and the invalidation of a line homing any page
+    /// of a coalesced entry drops the entry, so the update of the group's third page reaches
+    /// the core that filled its first and leaves no stale translation of it.
+    #[test]
+    fn a_coalesced_entry_is_dropped_by_any_of_its_pages_lines() {
+        let mut tcat = Tcat { group_shift: 2, ..Tcat::new(addr(), true) };
+        let ctx = 1;
+        let first = VirtAddr(0x7f00_0001_0000);
+        let third = VirtAddr(first.0 + 2 * 4096);
+        let mut tlb = l2(TlbSetIndex::Vpn).coalescing(2, (64, 4), Policy::Lru, 2);
+        tlb.insert_absent(first, PageSize::Size4K, ctx, TlbEntry { frame: 0x400, dirty: true, group: 2 });
+        let hit = tlb.lookup(third, ctx).expect("the group entry covers the third page");
+        assert_eq!((hit.0.frame, hit.0.group), (0x402, 2));
+        tcat.on_tlb_fill(3, first, PageSize::Size4K, ctx, FillFrom::Walk);
+        let line = tcat.home(third, PageSize::Size4K, ctx);
+        assert_ne!(line, tcat.home(first, PageSize::Size4K, ctx), "the pages have lines of their own");
+        assert_eq!(tcat.sharers(line), 1 << 3, "the filler shares every page's line of the group");
+        assert_eq!(tcat.invalidate(&mut tlb, line, third, ctx), 1);
+        assert_eq!(tlb.lookup(first, ctx), None, "the whole group entry went");
+        // Another group's line leaves it alone.
+        tlb.insert_absent(first, PageSize::Size4K, ctx, TlbEntry { frame: 0x400, dirty: true, group: 2 });
+        let elsewhere = tcat.home(VirtAddr(first.0 + 16 * 4096), PageSize::Size4K, ctx);
+        assert_eq!(tcat.invalidate(&mut tlb, elsewhere, VirtAddr(first.0 + 16 * 4096), ctx), 0);
+        assert!(tlb.lookup(third, ctx).is_some());
     }
 
     /// Sharers are set by fills from the POM-TLB or a walk, not by refills from the L2 TLB,
