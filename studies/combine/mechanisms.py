@@ -25,6 +25,8 @@ class Mechanism:
     set: dict
     #: Why the mechanism is not run in a VM (None: it is).
     not_in_vm: str | None = None
+    #: Why the mechanism is not run on the two-program mix (None: it is).
+    not_in_mix: str | None = None
     #: Its keys when combined with another mechanism whose keys would clash: {other: keys}.
     beside: dict = field(default_factory=dict)
     #: What it costs beside its gain: storage and OS work (the report's cost column).
@@ -78,6 +80,7 @@ MECHANISMS: dict[str, Mechanism] = {m.name: m for m in [
     Mechanism(
         "ptb", "000", "PT-Baker's kernel helper on the next core, reading every 8th page's PTEs",
         {"ptbaker.mode": "kernel"},
+        not_in_mix="its helper serves one program: xlat runs it beside a single program, and a mix would need a helper per program",
         cost="a helper thread on another core",
     ),
 ]}
@@ -213,8 +216,9 @@ def render_sweep() -> str:
     pp = [s[1] for s in SCENARIOS]
     fr = [s[2] for s in SCENARIOS]
     for env in ENVS:
-        wl = [w[0] for w in WORKLOADS if env in w[2]] + (["mix"] if env == "native" else [])
         for combo in combos(env):
+            mix = env == "native" and not any(MECHANISMS[n].not_in_mix for n in combo)
+            wl = [w[0] for w in WORKLOADS if env in w[2]] + (["mix"] if mix else [])
             out += [
                 "[[configs]]",
                 f'preset = "{PRESET}"',

@@ -264,7 +264,8 @@ def render(df, out_dir, quick):
 
     parts["not_combined"] = "\n".join(
         [f"- `{'+'.join(sorted(p))}`: {why}." for p, why in M.INCOMPATIBLE.items()]
-        + [f"- `{m.name}` in a VM: {m.not_in_vm}." for m in M.MECHANISMS.values() if m.not_in_vm])
+        + [f"- `{m.name}` in a VM: {m.not_in_vm}." for m in M.MECHANISMS.values() if m.not_in_vm]
+        + [f"- `{m.name}` on the two-program mix: {m.not_in_mix}." for m in M.MECHANISMS.values() if m.not_in_mix])
     checked = int(t["check.translations_checked"].sum())
     stale = int(t["stale_translation_uses"].sum())
     parts["checked"] = f"{checked:,}"
