@@ -9,7 +9,8 @@ cannot express is approximated as the comments say: it has one page size (the pr
 1 GB TLB arrays are left out); its page walker never checks its own MSHRs, so walks in flight
 are bounded by the DTLB's, set to ``core.walkers`` (a DTLB miss that hits the STLB holds one
 too); it issues two loads a cycle; it always has banks (a flat-latency preset gets its
-DDR4-3200, a channel per 25.6 GB/s).
+DDR4-3200, a channel per 25.6 GB/s); a DDR5 channel is one 64-bit channel to it (DDR5's two 32-bit
+subchannels, 16 transfers a line each, move a line in the time of its 8 transfers at the same rate).
 
 Latencies. xlat's are load-to-use totals (an L2 hit costs ``cache.l2.latency`` in all); ChampSim
 splits each cache's configured latency into a tag check, paid on the way down, and a fill (half,
@@ -45,11 +46,18 @@ def _tlb(entries: int, ways: int) -> tuple[int, int]:
     return max(1, entries // ways), ways
 
 
-def _data_rate(bandwidth_gbps: float) -> int:
-    """The DDR4 data rate (MT/s) of a preset's channels: the one of which its bandwidth is a
-    whole number of 8-byte channels (DDR4-2400 x 4 = 76.8 GB/s, DDR4-2133 x 1 = 17.06 GB/s,
-    DDR4-2933 x 2 = 46.93 GB/s),
+# The DDR5 presets, whose bandwidth alone does not name their data rate (zen4's one DDR5-4800
+# channel, 38.4 GB/s, is two DDR4-2400 channels' worth too): the rate of each, by preset name.
+DDR5_RATES = {"zen4": 4800, "zen5": 6000}
+
+
+def _data_rate(bandwidth_gbps: float, preset: str = "") -> int:
+    """The data rate (MT/s) of a preset's channels: a DDR5 preset's own (:data:`DDR5_RATES`),
+    else the DDR4 rate of which its bandwidth is a whole number of 8-byte channels (DDR4-2400 x 4
+    = 76.8 GB/s, DDR4-2133 x 1 = 17.06 GB/s, DDR4-2933 x 2 = 46.93 GB/s),
     else DDR4-2400 up to four channels' worth and DDR4-3200 above."""
+    if Path(preset).stem in DDR5_RATES:
+        return DDR5_RATES[Path(preset).stem]
     for rate in (2400, 3200, 2133, 2933):
         n = bandwidth_gbps / (rate * 8 / 1000)
         if n >= 0.99 and abs(n - round(n)) < 0.01:
@@ -109,7 +117,7 @@ def champsim_config(preset: str, change: str = "base") -> dict:
     if k["dram.banks"]:
         # A DDR4 channel of the preset's banks per channel, its row size and timings in DRAM
         # clocks; as many channels as its bandwidth is 8-byte transfers at its data rate.
-        rate = _data_rate(k["dram.bandwidth_gbps"])
+        rate = _data_rate(k["dram.bandwidth_gbps"], preset)
         channels = max(1, round(k["dram.bandwidth_gbps"] / (rate * 8 / 1000)))
         per_channel = max(1, k["dram.banks"] // channels)
         clock_ns = 2000 / rate
@@ -218,7 +226,7 @@ def dram_outside_banks(preset: str) -> dict[str, str]:
     k = xlat.resolve_config(preset)
     if not k["dram.banks"]:
         return {}
-    burst = 8 * 1000 / _data_rate(k["dram.bandwidth_gbps"])
+    burst = 8 * 1000 / _data_rate(k["dram.bandwidth_gbps"], preset)
     return {} if abs(k["dram.latency_ns"] - burst) < 0.01 else {"dram.latency_ns": f"{burst:.2f}"}
 
 

@@ -106,7 +106,7 @@ def test_each_change_is_the_same_in_both_simulators(cal):
         machine.champsim_config("skylake", "bogus")
 
 
-@pytest.mark.parametrize("preset", ["haswell", "csalt8", "zen3", "zenplus", "skylake4"])
+@pytest.mark.parametrize("preset", ["haswell", "csalt8", "zen3", "zenplus", "skylake4", "zen4", "zen5"])
 def test_every_study_preset_has_a_champsim_machine(cal, preset, tmp_path):
     _, machine = cal
     paths = machine.write_configs(preset, tmp_path)
@@ -157,6 +157,22 @@ def test_a_banked_ddr4_2133_is_champsims_too(cal):
     assert (mem["data_rate"], mem["channels"], mem["ranks"]) == (2133, 4, 2)
     assert (mem["tCAS"], mem["tRCD"], mem["tRP"]) == (15, 15, 15)
     assert mem["ranks"] * mem["bankgroups"] * mem["banks"] * mem["channels"] == xlat.resolve_config("haswell")["dram.banks"]
+
+
+def test_a_ddr5_preset_gets_its_own_data_rate(cal):
+    _, machine = cal
+    # zen4's one DDR5-4800 channel (38.4 GB/s) is two DDR4-2400 channels' worth too: its rate is
+    # named, not guessed from the bandwidth. JEDEC DDR5-4800B 40-39-39; 64 banks.
+    mem = machine.champsim_config("zen4")["physical_memory"]
+    assert (mem["data_rate"], mem["channels"]) == (4800, 1)
+    assert (mem["tCAS"], mem["tRCD"], mem["tRP"]) == (40, 39, 39)
+    assert mem["ranks"] * mem["bankgroups"] * mem["banks"] == xlat.resolve_config("zen4")["dram.banks"]
+    # Outside the banks xlat keeps ChampSim's burst alone: 8 transfers at 4800 MT/s.
+    assert machine.xlat_keys("zen4", "base")["dram.latency_ns"] == "1.67"
+    mem = machine.champsim_config("zen5")["physical_memory"]
+    assert (mem["data_rate"], mem["channels"], mem["tCAS"]) == (6000, 1, 48)
+    # The DDR4 presets keep theirs.
+    assert machine.champsim_config("skylake")["physical_memory"]["data_rate"] == 2400
 
 
 def test_the_fit_counts_ipc_within_15_percent_and_speed_ups_within_1_2x():

@@ -68,6 +68,30 @@ def test_zen3_matches_ptbaker_and_coalescing_tables():
     assert {k: r[k] for k in expect} == expect
 
 
+def test_zen4_and_zen5_match_amds_figures():
+    # zen4: EPYC 9004, one CCD (AMD's Zen 4 figures, this machine's CPUID: 72-entry L1 DTLB,
+    # 3072-entry L2 DTLB, 1 MB L2, 32 MB L3); zen5 inherits it and changes what Zen 5 changed.
+    z4, z5 = xlat.resolve_config("zen4"), xlat.resolve_config("zen5")
+    expect4 = {
+        "system.cores": 8, "core.freq_ghz": 3.7, "core.width": 6, "core.rob": 320, "core.store_buffer": 64,
+        "tlb.l1d.unified": True, "tlb.l1d.entries": 72, "tlb.l1d.ways": 72,
+        "tlb.l2.entries": 3072, "tlb.l2.ways": 12, "tlb.l2.latency": 7, "tlb.l2.pdes": True, "tlb.l2.entries_1g": 0,
+        "tlb.l2i.entries": 512, "tlb.coalescing": "none", "walker.port": "l2",
+        "cache.l1d.size_kb": 32, "cache.l1d.ways": 8, "cache.l2.size_kb": 1024, "cache.l2.ways": 8, "cache.l2.latency": 14,
+        "cache.llc.size_kb": 32768, "cache.llc.ways": 16, "cache.llc.fill": "victim",
+        "dram.bandwidth_gbps": 38.4, "dram.banks": 64,
+    }
+    assert {k: z4[k] for k in expect4} == expect4
+    expect5 = {
+        "core.freq_ghz": 4.5, "core.width": 8, "core.rob": 448, "tlb.l1d.entries": 96, "tlb.l1d.ways": 96,
+        "tlb.l2.entries": 4096, "tlb.l2i.entries": 2048, "cache.l1d.size_kb": 48, "cache.l1d.ways": 12,
+        "cache.l2.ways": 16, "dram.bandwidth_gbps": 48.0,
+    }
+    assert {k: z5[k] for k in expect5} == expect5
+    # What Zen 5 did not change is zen4's.
+    assert all(z5[k] == z4[k] for k in ("system.cores", "tlb.l2.latency", "tlb.l2.pdes", "walker.port", "cache.llc.size_kb", "dram.banks"))
+
+
 def test_haswell_and_csalt8_tables():
     h = xlat.resolve_config("haswell")
     assert (h["tlb.l2.entries"], h["tlb.l2.ways"], h["core.freq_ghz"], h["tlb.l1d.entries_1g"]) == (1024, 8, 3.2, 4)
