@@ -223,7 +223,8 @@ def render_sweep() -> str:
     for env in ENVS:
         for combo in combos(env):
             mix = env == "native" and not any(MECHANISMS[n].not_in_mix for n in combo)
-            wl = [w[0] for w in WORKLOADS if env in w[2]] + (["mix"] if mix else [])
+            # (The traced program, prepare.py's, natively: "trace".)
+            wl = [w[0] for w in WORKLOADS if env in w[2]] + (["mix"] if mix else []) + (["trace"] if env == "native" else [])
             out += [
                 "[[configs]]",
                 f'preset = "{PRESET}"',
