@@ -105,6 +105,14 @@ PREREQS: dict[str, dict] = {
     "pom": {"pomtlb.enabled": True},
 }
 
+#: What each of PREREQS costs (the report's cost column).
+PREREQ_COST = {"pom": "16 MB of die-stacked DRAM as an L3 TLB"}
+
+
+def cost(name: str) -> str:
+    return PREREQ_COST[name] if name in PREREQS else MECHANISMS[name].cost
+
+
 #: Pairs the engine does not run together, and why (the report lists them; `all` leaves out
 #: the later of such a pair, in the order of MECHANISMS). None now: TCAT beside coalescing
 #: TLBs drops a coalesced entry by any of its pages' lines (mech/tcat.rs).

@@ -266,7 +266,7 @@ def render(df, out_dir, quick):
         r = g.loc[g["speedup"].idxmax()]
         best.append({"env": env, "scenario": scenario, "workload": wl, "best": M.label(r["combo"], env).split("@")[0],
                      "speed-up": _pct(r["speedup"]),
-                     "cost": "; ".join(f"{n}: {M.MECHANISMS[n].cost}" for n in r["combo"]),
+                     "cost": "; ".join(f"{n}: {M.cost(n)}" for n in r["combo"]),
                      "promotions": f"{r['promotions']:.3g}", "shootdowns": f"{r['shootdowns']:.3g}"})
     parts["best"] = report.markdown_table(best, columns=["env", "scenario", "workload", "best", "speed-up", "promotions", "shootdowns", "cost"],
                                           headers=["env", "scenario", "workload", "best combination", "speed-up",
