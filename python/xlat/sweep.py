@@ -198,7 +198,6 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
     quick_table = doc.pop("quick", None)
     full_workloads = doc.get("workloads")
     full_mixes = doc.get("mixes")
-    full_traces = doc.get("traces")
     if quick:
         for overlay in (quick_table, quick_overlay):
             if overlay is None:
@@ -243,8 +242,9 @@ def load_spec(spec: str | os.PathLike | Mapping, quick: bool = False, quick_over
         names |= {wl["name"] for wl in _parse_workloads(full_workloads, where)}
     if full_mixes is not None:
         names.add("mix")
-    if full_traces is not None:
-        names.add("trace")
+    # (`trace` is always a name a filter may use: a study's traces come from its prepare.py,
+    # which has none to give where the machine cannot trace, or before it has traced.)
+    names.add("trace")
     # (A workload's `configs` names a config by its label, with or without its grid's values.)
     labels = {c["choice"].label for c in configs} | {c["name"] for c in configs}
     for wl in workloads:
