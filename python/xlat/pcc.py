@@ -108,9 +108,9 @@ def summary_rows(s: dict) -> list[tuple[str, str, str, str]]:
 def scatter(r: dict, path: str | os.PathLike, title: str = "", threshold: float = THRESHOLD):
     """The Fig. 2 scatter: one point per page, x its 4 KB reuse distance, y its 2 MB region's;
     pages used once (infinitely far) are drawn at the right or top edge."""
-    from .report import _figure, _save
+    from .report import new_figure, save_figure
 
-    fig = _figure(6.4, 4.4)
+    fig = new_figure(6.4, 4.4)
     ax = fig.add_subplot()
     finite = [v for col in ("d4k", "d2m") for v in r[col] if not math.isnan(v)]
     edge = max([threshold * 4, *finite]) * 2
@@ -129,7 +129,7 @@ def scatter(r: dict, path: str | os.PathLike, title: str = "", threshold: float 
     if title:
         ax.set_title(title)
     ax.legend(loc="upper left", markerscale=3, fontsize="small")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def write_csv(r: dict, path: str | os.PathLike) -> None:

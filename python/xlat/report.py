@@ -520,7 +520,9 @@ def _nan(v) -> bool:
 
 # -- figures --------------------------------------------------------------------------------
 
-def _figure(width: float = 6.4, height: float = 3.6):
+def new_figure(width: float = 6.4, height: float = 3.6):
+    """A matplotlib figure of ``width`` x ``height`` inches, laid out for a report (no pyplot:
+    no global state, safe in workers)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -529,7 +531,8 @@ def _figure(width: float = 6.4, height: float = 3.6):
     return fig
 
 
-def _save(fig, path: str | os.PathLike) -> Path:
+def save_figure(fig, path: str | os.PathLike) -> Path:
+    """Write ``fig`` as a PNG at ``path``, atomically; the same data draws the same bytes."""
     from ._io import atomic_path
 
     path = Path(path)
@@ -563,7 +566,7 @@ def bar_figure(df, x: str, y: str, path: str | os.PathLike, hue: str | None = No
     if not len(df):
         raise ReportError(f"no successful points to draw in {Path(path).name}")
     xs, hues, stats = _grouped(df, x, y, hue)
-    fig = _figure(max(6.4, 0.5 * len(xs) * max(1, len(hues)) + 2))
+    fig = new_figure(max(6.4, 0.5 * len(xs) * max(1, len(hues)) + 2))
     ax = fig.add_subplot()
     width = 0.8 / len(hues)
     for i, h in enumerate(hues):
@@ -580,7 +583,7 @@ def bar_figure(df, x: str, y: str, path: str | os.PathLike, hue: str | None = No
     ax.set_xticks(range(len(xs)), [_text(v) for v in xs], rotation=30 if len(xs) > 4 else 0,
                   ha="right" if len(xs) > 4 else "center")
     _decorate(ax, title, xlabel or x, ylabel or y, log, hue)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def line_figure(df, x: str, y: str, path: str | os.PathLike, hue: str | None = None, title: str | None = None,
@@ -592,7 +595,7 @@ def line_figure(df, x: str, y: str, path: str | os.PathLike, hue: str | None = N
         raise ReportError(f"no successful points to draw in {Path(path).name}")
     xs, hues, stats = _grouped(df, x, y, hue)
     numeric = all(_is_number(v) for v in xs)
-    fig = _figure()
+    fig = new_figure()
     ax = fig.add_subplot()
     for h in hues:
         pts = [(xv, *stats[(h, xv)][:3]) for xv in xs if (h, xv) in stats]
@@ -613,7 +616,7 @@ def line_figure(df, x: str, y: str, path: str | os.PathLike, hue: str | None = N
     else:
         ax.set_xticks(range(len(xs)), [_text(v) for v in xs])
     _decorate(ax, title, xlabel or x, ylabel or y, logy, hue)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _decorate(ax, title, xlabel, ylabel, logy, hue) -> None:

@@ -186,7 +186,7 @@ def heatmap(inter, env: str, path: Path, title: str):
         i, j = names.index(r.a), names.index(r.b)
         grid[i][j] = grid[j][i] = (r.interaction - 1) * 100
         kinds[i][j] = kinds[j][i] = {"additive": "=", "more than additive": "+", "redundant": "r", "conflicting": "x"}.get(r.kind, "")
-    fig = report._figure(5.2, 4.4)
+    fig = report.new_figure(5.2, 4.4)
     ax = fig.add_subplot(1, 1, 1)
     lim = max([abs(v) for row in grid for v in row if not math.isnan(v)] + [1.0])
     im = ax.imshow(grid, cmap="RdBu", vmin=-lim, vmax=lim)
@@ -200,7 +200,7 @@ def heatmap(inter, env: str, path: Path, title: str):
                 ax.text(j, i, "n/a", ha="center", va="center", fontsize=7, color="grey")
     fig.colorbar(im, ax=ax, label="together vs product of gains alone (%)")
     ax.set_title(title, fontsize=9)
-    return report._save(fig, path)
+    return report.save_figure(fig, path)
 
 
 def _pct(x: float) -> str:

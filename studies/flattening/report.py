@@ -668,17 +668,10 @@ def _bars(ax, groups, series, ylabel, title=None, percent_zero=False):
 
 
 def _figure(path, ncols, nrows, draw, width=None, height=None):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width or 6.4 * ncols, height or 3.6 * nrows), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = report.new_figure(width or 6.4 * ncols, height or 3.6 * nrows)
     axes = [fig.add_subplot(nrows, ncols, k + 1) for k in range(nrows * ncols)]
     draw(axes)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", metadata={"Software": None})  # same data, same bytes
-    return path
+    return report.save_figure(fig, path)
 
 
 def figures(d: Data, out_dir: Path):
