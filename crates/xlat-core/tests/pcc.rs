@@ -385,3 +385,40 @@ fn a_pcc_promotion_leaves_no_4k_entry_on_any_core_and_the_next_walks_end_at_2m()
     let huge = in_hot(&m, xlat_core::arch::addr::PageSize::Size2M);
     assert!(huge.iter().all(|&n| n >= 1), "each core holds the region as a 2 MB entry, filled by a walk: {huge:?}");
 }
+
+/// In a VM, a promotion's copy writes the guest's new 2 MB block, so the host backs all of
+/// it then (the copying vCPU takes the EPT violations), not page by page at the workload's
+/// later first touches. The workload here touches only the lower half of each region: the
+/// upper half of each new block is host-backed all the same, and the EPT violations of the
+/// run include the 4 x 512 pages of the blocks.
+#[test]
+fn in_a_vm_a_promotion_backs_its_new_block_in_the_host() {
+    let c = cfg(&[
+        ("virt.enabled", "true"),
+        ("virt.guest_mem_gb", "1"),
+        ("phys.size_gb", "2"),
+        ("os.promotion", "pcc"),
+        ("os.promotion_interval", "5000"),
+        ("os.promotion_first", "5000"),
+        ("pcc.promote_per_read", "1"),
+        ("os.khugepaged_pages", "0"),
+    ]);
+    let lower: Vec<Ref> = refs(40_000, 9).into_iter().map(|r| Ref::load(r.va - r.va % MB2 + (r.va % MB2) / 2 / 8 * 8, 3)).collect();
+    let mut m = Machine::new(&c, 1, regions(), 1).unwrap();
+    let mut src = VecSource::new(vec![lower], regions());
+    m.run(&mut src, RunOptions::default(), &mut |_| true).unwrap();
+    let s = m.stats();
+    assert_eq!(s.f("promotions"), REGIONS as f64);
+    let vm = &m.kernel.vms[0];
+    let sp = &vm.os.spaces[0];
+    for r in 0..REGIONS {
+        let t = vm.os.pt.translate(sp.root, sp.top, VirtAddr(BASE + r * MB2)).unwrap();
+        assert_eq!(t.size, xlat_core::arch::addr::PageSize::Size2M, "region {r}");
+        let block = t.frame.addr().0 & !(MB2 - 1);
+        for page in 256..512 {
+            let gpa = VirtAddr(block + page * 4096);
+            assert!(m.kernel.os.translate(vm.space, gpa).is_some(), "region {r}: guest page {page} of the new block not backed");
+        }
+    }
+    assert!(s.f("ept_violations") >= (REGIONS * 512) as f64, "{}", s.f("ept_violations"));
+}

@@ -329,6 +329,12 @@ pub struct Os {
     pub pending: Vec<Shootdown>,
     /// Cycles of OS work not yet charged to a core.
     pub charge: u64,
+    /// A guest's kernel (set by [`crate::os::virt::boot`]): it records the frames its copies
+    /// write in `written`, for the host to back then (see [`Kernel::sync`]).
+    pub(crate) guest: bool,
+    /// Runs of frames (first, count) a copy wrote since the last sync: a promotion's new
+    /// block, a migrated page. Kept only in a guest.
+    pub(crate) written: Vec<(u64, u64)>,
     pub start: PhysSnapshot,
     top: u8,
     va_bits: u32,
@@ -402,6 +408,8 @@ impl Os {
             counters: OsCounters::default(),
             pending: Vec::new(),
             charge: 0,
+            guest: false,
+            written: Vec::new(),
             start: PhysSnapshot::default(),
             top,
             va_bits,
@@ -756,6 +764,9 @@ impl Os {
         sp.mapped_bytes += missing * 4096;
         sp.huge_bytes += MB2;
         self.charge += missing * self.copy_cycles;
+        if missing > 0 {
+            self.wrote(base, ENTRIES as u64);
+        }
         self.counters.promotions += 1;
         self.flush(space, vec![(va2m, va2m + MB2)], ENTRIES as u64);
         true
@@ -1050,6 +1061,7 @@ impl Os {
         sp.mapped_bytes += (ENTRIES as u64 - present) * 4096;
         sp.huge_bytes += MB2;
         self.charge += ENTRIES as u64 * self.copy_cycles;
+        self.wrote(frame.0, ENTRIES as u64);
         self.counters.promotions += 1;
         self.flush(space, vec![(va2m, va2m + MB2)], ENTRIES as u64);
         true
@@ -1328,7 +1340,17 @@ impl Os {
         self.rmap_del(old);
         self.rmap_add(new, space, page);
         self.charge += self.copy_cycles;
+        self.wrote(new.0, 1);
         self.counters.migrated_pages += 1;
+    }
+
+    /// A copy or zeroing wrote `count` frames from `first`: in a guest, the host must back
+    /// them now (the copying vCPU takes the EPT violations), not at the workload's first
+    /// touch.
+    fn wrote(&mut self, first: u64, count: u64) {
+        if self.guest {
+            self.written.push((first, count));
+        }
     }
 
     /// Free the level-1 nodes of the 2 MB regions inside `[start, end)` that an unmap left

@@ -81,11 +81,15 @@ impl Kernel {
 
     /// [`Kernel::os_sync`] for the OS of `scope` (see the module comment).
     pub fn sync<H: Hardware, P: MemPort>(&mut self, scope: Scope, initiator: Option<usize>, hw: &mut H, port: &mut P) -> u64 {
+        let backed = match scope {
+            Scope::Guest(vm) => self.back_guest_writes(vm, initiator, hw, port),
+            _ => 0,
+        };
         let os = match scope {
             Scope::Guest(vm) => &mut self.vms[vm].os,
             _ => &mut self.os,
         };
-        let mut cost = std::mem::take(&mut os.charge);
+        let mut cost = backed + std::mem::take(&mut os.charge);
         if os.pending.is_empty() {
             return cost;
         }
@@ -126,6 +130,38 @@ impl Kernel {
             os.busy_wait_cycles += k.busy;
             os.deferred_flushes += k.deferred;
             cost += k.init;
+        }
+        cost
+    }
+
+    /// The guest of `vm` copied into frames the host may not back yet (a promotion's new
+    /// block, a migrated page): the host backs them now, each an EPT violation of the
+    /// initiator, as the copy's stores take them on hardware. Without this the workload
+    /// would take them at its first touch, after the promotion. Returns their cycles. A host
+    /// out of memory leaves the page unbacked: the first touch reports it.
+    fn back_guest_writes<H: Hardware, P: MemPort>(&mut self, vm: usize, initiator: Option<usize>, hw: &mut H, port: &mut P) -> u64 {
+        if self.vms[vm].os.written.is_empty() {
+            return 0;
+        }
+        let written = std::mem::take(&mut self.vms[vm].os.written);
+        let hspace = self.vms[vm].space;
+        let core = initiator.map(|c| self.contexts[c].core);
+        let mut cost = 0;
+        for (first, count) in written {
+            for f in first..first + count {
+                let gpa = VirtAddr(f << 12);
+                if self.os.translate(hspace, gpa).is_some() {
+                    continue;
+                }
+                if self.os.fault_on(core.unwrap_or(0), hspace, gpa, true).is_err() {
+                    continue;
+                }
+                let c = self.cfg.virt.ept_fault_cycles + self.sync(Scope::Host, initiator, hw, port);
+                if let Some(core) = core {
+                    hw.ept_violation(core, c);
+                    cost += c;
+                }
+            }
         }
         cost
     }

@@ -124,6 +124,7 @@ pub fn boot(cfg: &KernelParams, vm_regions: &[&[Region]], seed: u64) -> Result<(
     for (v, &regions) in vm_regions.iter().enumerate() {
         let vpid = (v as Ctx + 1) << VPID_SHIFT;
         let mut os = Os::new(&gcfg);
+        os.guest = true;
         // VM 0's guest memory is fragmented from the run's seed, as a native run's would be.
         os.prepare(&[regions], processes, seed ^ (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))?;
         for p in 0..processes {
