@@ -96,6 +96,28 @@ def test_a_pairs_kind():
     assert r.kind(float("nan"), 1.1, 1.2) == ""
 
 
+def test_a_mixs_speedup_is_its_programs_rates_not_its_cycles():
+    """A mix's window is references of its programs together: a mechanism that speeds one
+    program up has it run more of them, so the cycles of the window do not compare. Here the
+    first program runs 25 % more references per cycle and the second 10 % fewer: the speed-up
+    is the geometric mean of 1.25 and 0.9, though the window took longer."""
+    import pandas as pd
+
+    spec = importlib.util.spec_from_file_location("xlat_combine_report_test2", STUDY / "report.py")
+    r = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(r)
+    base = {"stat.core0.refs": 160_000, "stat.core0.cycles": 1_000_000, "stat.core1.refs": 1_840_000, "stat.core1.cycles": 1_000_000}
+    fast = {"stat.core0.refs": 250_000, "stat.core0.cycles": 1_250_000, "stat.core1.refs": 2_070_000, "stat.core1.cycles": 1_250_000}
+    rows = [{"config_label": f"{name}@native os.page_policy=never phys.fragmentation=none", "workload": w,
+             "param.label": "gups+bfs" if w == "mix" else "", "set.os.page_policy": "never", "set.phys.fragmentation": "none",
+             "stat.refs": 2_000_000, "stat.cycles": c["stat.core1.cycles"], **c}
+            for name, c in (("base", base), ("pcc", fast)) for w in ("mix", "gups")]
+    t = r.speedups(r.tidy(pd.DataFrame(rows)))
+    got = dict(zip(zip(t["label"], t["workload"]), t["speedup"]))
+    assert got[("pcc", "gups+bfs")] == pytest.approx((1.25 * 0.9) ** 0.5)
+    assert got[("pcc", "gups")] == pytest.approx(1 / 1.25)  # a single program: cycles
+
+
 @needs_sim
 def test_report_renders_from_a_tiny_sweep(tmp_path):
     d = tmp_path / "studies" / "combine"

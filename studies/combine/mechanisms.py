@@ -118,6 +118,16 @@ def cost(name: str) -> str:
 #: TLBs drops a coalesced entry by any of its pages' lines (mech/tcat.rs).
 INCOMPATIBLE: dict[frozenset, str] = {}
 
+#: Pairs that touch the same resource, and which: the report shows the statistics behind each
+#: of them, whatever its kind, beside those of the pairs that are not additive.
+SHARED: dict[tuple[str, str], str] = {
+    ("csalt", "ptp"): "both steer L2 and LLC space",
+    ("pcc", "coal"): "promotions leave fewer walks to shorten",
+    ("pcc", "fpt"): "promotions leave fewer walks to shorten",
+    ("ptp", "ptb"): "both keep page-table lines in the caches",
+    ("pcc", "tcat"): "promotions cause shootdowns",
+}
+
 #: Memory scenarios: (label, os.page_policy, phys.fragmentation).
 SCENARIOS = [
     ("4k", "never", "none"),       # 4 KB pages only (THP off)

@@ -1,9 +1,12 @@
 """Report of the combine study: the five papers' mechanisms on one machine (mechanisms.py).
 
 Every point's speed-up is the base machine's cycles over its own for the same program
-references (same workload, environment and memory scenario): the helper thread of PT-Baker and
-the second program of a mix run beside them, so cycles, not IPC, compare the runs. A pair's
-interaction is its speed-up over the product of its two mechanisms' speed-ups alone:
+references (same workload, environment and memory scenario): PT-Baker's helper thread runs
+beside the program, so cycles, not IPC, compare the runs. A mix's window is a number of
+references of its programs together, which a mechanism shares out differently (the faster
+program runs more of them), so its speed-up is the geometric mean over its programs of each
+one's references per cycle against the base machine's. A pair's interaction is its speed-up
+over the product of its two mechanisms' speed-ups alone:
 
 - additive: within 2 % of the product (the two act on different costs);
 - more than additive: above it;
@@ -11,8 +14,8 @@ interaction is its speed-up over the product of its two mechanisms' speed-ups al
 - conflicting: below the better one alone by more than 2 % (together they lose).
 
 Means over workloads are geometric. The statistics that explain an interaction are per 1,000
-program references against the base machine: walks, page-table reads from DRAM, LLC data
-misses, shootdowns and promotions.
+program references against the base machine: walks, their cycles, page-table reads from DRAM,
+LLC data misses, shootdowns and promotions.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ TOLERANCE = 0.02
 #: The statistics that explain interactions, per 1,000 program references.
 EXPLAIN = [
     ("walks", "walks"),
+    ("walk_cycles", "walk cycles"),
     ("pte_served.dram", "PT reads from DRAM"),
     ("cache.llc.data.misses", "LLC data misses"),
     ("shootdowns", "shootdowns"),
@@ -72,6 +76,7 @@ def tidy(df):
     })
     refs = pd.to_numeric(df["stat.refs"], errors="coerce").values
     out["cycles"] = pd.to_numeric(df["stat.cycles"], errors="coerce").values
+    out["rates"] = _program_rates(df)
     for stat, _ in EXPLAIN:
         col = f"stat.{stat}"
         v = pd.to_numeric(df[col], errors="coerce").values if col in df.columns else math.nan
@@ -82,12 +87,44 @@ def tidy(df):
     return out
 
 
+def _program_rates(df) -> list:
+    """Per row, a mix's programs' references per cycle, one per core that ran references
+    (each program of the study's mix has its own core); None for a single program."""
+    import pandas as pd
+
+    cores = sorted({int(c[len("stat.core"):].split(".")[0]) for c in df.columns
+                    if c.startswith("stat.core") and c.endswith(".refs") and c[len("stat.core"):].split(".")[0].isdigit()})
+    out = []
+    for i, wl in enumerate(df["workload"].astype(str).values):
+        if wl != "mix":
+            out.append(None)
+            continue
+        rates = []
+        for k in cores:
+            r = pd.to_numeric(df[f"stat.core{k}.refs"].iloc[i], errors="coerce")
+            c = pd.to_numeric(df[f"stat.core{k}.cycles"].iloc[i], errors="coerce") if f"stat.core{k}.cycles" in df.columns else math.nan
+            if r > 0 and c > 0:
+                rates.append(r / c)
+        out.append(tuple(rates) or None)
+    return out
+
+
 def speedups(t):
-    """Each point's speed-up over the base machine in its environment, scenario and workload."""
-    base = t[t["combo"].map(len) == 0].set_index(["env", "scenario", "workload"])["cycles"]
+    """Each point's speed-up over the base machine in its environment, scenario and workload:
+    cycles for the same references, or for a mix, the geometric mean over its programs of
+    each one's references per cycle against the base machine's."""
+    idx = t[t["combo"].map(len) == 0].set_index(["env", "scenario", "workload"])
+    base, base_rates = idx["cycles"], idx["rates"]
     key = list(zip(t["env"], t["scenario"], t["workload"]))
     t = t.copy()
-    t["speedup"] = [base.get(k, math.nan) / c if c else math.nan for k, c in zip(key, t["cycles"])]
+
+    def one(k, cycles, rates):
+        b = base_rates.get(k)
+        if rates is not None and b is not None and len(b) == len(rates):
+            return _gmean([r / q for r, q in zip(rates, b)])
+        return base.get(k, math.nan) / cycles if cycles else math.nan
+
+    t["speedup"] = [one(k, c, r) for k, c, r in zip(key, t["cycles"], t["rates"])]
     return t
 
 
@@ -251,12 +288,16 @@ def render(df, out_dir, quick):
                 figs.append(report.figure_md(f, out_dir, f"Interaction matrix, {env} (= additive, + more than additive, "
                                                          "r redundant, x conflicting; geometric mean over workloads and scenarios)"))
         parts["heatmaps"] = "\n".join(figs)
-        # The statistics behind the pairs that are not additive.
+        # The statistics behind the pairs that touch the same resource and those that are
+        # not additive.
         expl = []
-        for r in inter[inter["kind"].isin(["redundant", "conflicting", "more than additive"])].itertuples():
-            ex = explain(t, r.a, r.b, r.env)
-            for who, d in ex.items():
-                expl.append({"env": r.env, "pair": f"{r.a}+{r.b} ({r.kind})", "run": who,
+        for r in inter.itertuples():
+            shared = M.SHARED.get((r.a, r.b)) or M.SHARED.get((r.b, r.a))
+            if r.kind == "additive" and not shared:
+                continue
+            why = r.kind + (f"; {shared}" if shared else "")
+            for who, d in explain(t, r.a, r.b, r.env).items():
+                expl.append({"env": r.env, "pair": f"{r.a}+{r.b} ({why})", "run": who,
                              **{label: f"{d[stat]:+.3g}" for stat, label in EXPLAIN}})
         parts["explain"] = report.markdown_table(expl, columns=["env", "pair", "run"] + [lab for _, lab in EXPLAIN])
 
