@@ -113,6 +113,22 @@ def test_zen1_knees_and_preset_from_measured_curves(name, tmp_path):
         assert re.search(r"tlb\.l1d\.entries\s*=?\s*64\b", shown), shown
 
 
+@pytest.mark.parametrize("name", ["zen4-kvm-po4.json", "zen4-kvm-po16-8192.json"])
+def test_zen4_gradual_l2_knee_and_preset_from_measured_curves(name, tmp_path):
+    # Zen 4 in a KVM guest: L1 DTLB 72 entries, L2 DTLB 3,072, whose step rises over an octave
+    # (the gradual rule finds it; before, the walks' step at 19,484 pages was called the L2's
+    # reach and the preset said 24,576 entries).
+    p = measured(name)
+    lv = host.levels(p.curve("4k").steps)
+    assert 64 <= lv["l1"]["fits"] <= 72 < lv["l1"]["overflows"] + 1 <= 77, lv["l1"]
+    assert 2435 <= lv["l2"]["fits"] < 3177 < lv["l2"]["overflows"] + 300, lv["l2"]
+    preset = tmp_path / "zen4.toml"
+    preset.write_text(host.preset_text(p, "zen4"))
+    shown = xlat_cli("config", "show", str(preset)).stdout
+    assert re.search(r"tlb\.l2\.entries\s*=?\s*3072\b", shown) and re.search(r"tlb\.l2\.ways\s*=?\s*12\b", shown), shown
+    assert re.search(r"tlb\.l1d\.entries\s*=?\s*(64|72)\b", shown), shown
+
+
 def test_bake_modes_through_python():
     # A never-touched buffer: the mincore helper walks its tables and faults nothing in.
     buf = np.empty(4096 * 4096 // 8, dtype=np.uint64)  # np.empty leaves the pages untouched

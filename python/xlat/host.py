@@ -153,15 +153,16 @@ def l1_entries(step: dict) -> int:
 
 
 def l2_geometry(step: dict) -> tuple[int, int]:
-    """(entries, ways) of an L2 DTLB from its step. A set-associative TLB fed consecutive pages
-    starts to miss before it is full, so it holds at least the pages where the chase's TLB cost
-    is half-way up the step (`reach`): the smallest 2^k or 3 x 2^k entries at or above it, the
-    sizes L2 TLBs come in (1,024, 1,536, 2,048, 3,072, 4,096), with 12 or 16 ways so that the
-    sets are a power of two."""
+    """(entries, ways) of an L2 DTLB from its step: the size nearest (in octaves) to where the
+    chase's TLB cost is half-way up the step (`reach`), of the sizes L2 TLBs come in (2^k or
+    3 x 2^k: 1,024, 1,536, 2,048, 3,072, 4,096), with 12 or 16 ways so that the sets are a power
+    of two. A set-associative TLB's half-way point lies near its size, before it where sets
+    overflow early (Zen 1's 1,536 entries: 1,300-1,340 pages) and after it where its misses come
+    on over an octave (Zen 4's 3,072 in a KVM guest: 3,020-3,240)."""
     reach = max(step["reach"], 16.0)
-    two = 2 ** math.ceil(math.log2(reach))
-    three = 3 * 2 ** math.ceil(math.log2(reach / 3))
-    return (three, 12) if three < two else (two, 16)
+    sizes = [m * 2**k for k in range(3, 24) for m in (2, 3)]
+    best = min(sizes, key=lambda e: abs(math.log2(e / reach)))
+    return (best, 12) if best % 3 == 0 else (best, 16)
 
 
 def _spread(rep_steps: list[list[dict]], index: int) -> str:

@@ -6,6 +6,12 @@
 //! point before it (1,218) sometimes already rises 18% (zen1-kvm-po4-nocontrol.json) or 40%
 //! (zen1-kvm-po4-run2.json), while the control stays flat: the knee must stay at the step, at
 //! every sampling density.
+//!
+//! The zen4 files are of an EPYC of family 25 model 17 (Zen 4), a 2-vCPU KVM guest: L1 DTLB 72
+//! entries, L2 DTLB 3,072. Its L2 step is gradual: what the TLBs add rises 2.2 -> 13.6 ns over
+//! the octave from 2,048 pages, never 80% of the latency in a quarter octave, so only the
+//! gradual rule finds it (without it the probe called the walks' step, at 19,484 pages, the L2
+//! DTLB's reach).
 
 use xlat_host::knee::{self, median, Params, Step};
 
@@ -148,11 +154,19 @@ const FILES: [(&str, &str); 6] = [
     ("zen1-kvm-po16-8192.json", include_str!("data/zen1-kvm-po16-8192.json")),
 ];
 
-/// Every curve of every file, each also thinned to every coarser density the probe offers
+const ZEN4_FILES: [(&str, &str); 2] =
+    [("zen4-kvm-po4.json", include_str!("data/zen4-kvm-po4.json")), ("zen4-kvm-po16-8192.json", include_str!("data/zen4-kvm-po16-8192.json"))];
+
+/// Every curve of every Zen 1 file, each also thinned to every coarser density the probe offers
 /// (16 -> 8 and 4 per octave, 8 -> 4), with its density.
 fn curves() -> Vec<(u32, Curve)> {
+    curves_of(&FILES)
+}
+
+/// [`curves`] of `files`.
+fn curves_of(files: &[(&'static str, &'static str)]) -> Vec<(u32, Curve)> {
     let mut out = Vec::new();
-    for (file, text) in FILES {
+    for &(file, text) in files {
         let d = parse(text);
         let params = d.get("params").unwrap();
         let num = |k: &str| match params.get(k) {
@@ -237,6 +251,38 @@ fn denser_sampling_moves_a_knee_by_less_than_one_coarse_interval() {
                     coarse.overflows
                 );
             }
+        }
+    }
+}
+
+/// The Zen 4 L2 DTLB (3,072 entries), a gradual step: at 4 per octave 2,896 pages fit and 3,444
+/// do not, at 16 per octave the knee is between 2,896 and 3,177 pages; at every density its
+/// half-way crossing (`reach`) lies within a sixth of an octave of 3,072. The L1 DTLB (72
+/// entries) stays the first step.
+#[test]
+fn the_zen4_gradual_l2_knee_at_every_density() {
+    let all = curves_of(&ZEN4_FILES);
+    assert_eq!(all.iter().filter(|(_, c)| c.mode == "4k").count(), 4, "po4, po16 and its thinnings to 8 and 4");
+    for (po, c) in all.iter().filter(|(_, c)| c.mode == "4k") {
+        let s = c.steps();
+        let what = format!("{} at {po} per octave: {:?}", c.file, fits(&s));
+        assert!(s.len() >= 2, "{what}");
+        assert!((64.0..=72.0).contains(&s[0].fits) && s[0].overflows <= 76.0, "L1: {what}");
+        assert!((2435.0..=3177.0).contains(&s[1].fits) && s[1].overflows > 2896.0, "L2: {what}");
+        assert!((s[1].reach / 3072.0).log2().abs() < 1.0 / 6.0, "L2 reach {:.0}: {what}", s[1].reach);
+        // (The walks' step, where there is one in range, comes after it.)
+        assert!(s[2..].iter().all(|w| w.fits > 8192.0), "{what}");
+    }
+}
+
+/// The gradual rule adds nothing to the Zen 1 curves' two first steps (above: they are sharp),
+/// and a sharp step is never reported twice.
+#[test]
+fn a_gradual_step_never_doubles_a_sharp_one() {
+    for (po, c) in curves().iter().chain(curves_of(&ZEN4_FILES).iter()) {
+        let s = c.steps();
+        for w in s.windows(2) {
+            assert!(w[1].knee > w[0].top || w[1].knee >= w[0].knee + 2, "{} {} at {po} per octave: {:?}", c.file, c.mode, fits(&s));
         }
     }
 }
