@@ -313,7 +313,7 @@ def preset_text(p: Probe, name: str) -> str:
     if lv["l2"]:
         e2, ways = l2_geometry(lv["l2"])
         lines += ["[tlb.l2]", (f"# {lv['l2']['fits']:.0f} pages fit, {lv['l2']['overflows']:.0f} do not, half-way up the step at "
-                               f"{lv['l2']['reach']:.0f}: the smallest 2^k or 3 x 2^k entries at or above it, {ways} ways, "
+                               f"{lv['l2']['reach']:.0f}: the 2^k or 3 x 2^k entries nearest it, {ways} ways, "
                                "power-of-two sets."),
                   f"entries = {e2}", f"ways = {ways}"]
         if lv["l1"] and ghz:
