@@ -150,6 +150,10 @@ def test_report_renders_from_a_tiny_sweep(tmp_path):
     rows = [line for line in text.splitlines() if line.startswith("| native | csalt | ptp |")]
     assert len(rows) == 1 and any(k in rows[0] for k in ("additive", "redundant", "conflicting")), rows
     assert "| vm | tcat | ptb |  |" in text
+    # CSALT and PTP share L2 and LLC space: the statistics behind their pair are shown, for
+    # each run of it, whatever its kind.
+    shared = [line for line in text.splitlines() if line.startswith("| native | csalt+ptp (") and "both steer L2 and LLC space" in line]
+    assert [line.split(" | ")[2] for line in shared] == ["csalt", "ptp", "csalt+ptp"], shared
     # CSALT and TCAT both build on the POM-TLB: their pair is measured over it.
     assert "| native | csalt | tcat | pom |" in text
     assert "`coal` in a VM: PTE coalescing is modelled on native walks only" in text
